@@ -1,0 +1,3 @@
+from tidal.cli.main import main
+
+main()
