@@ -7,7 +7,6 @@ import sys
 import click
 
 from tidal import __version__
-from tidal.cli.exitcodes import INVALID_INPUT
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,4 +39,4 @@ def main() -> None:
         cli.main(prog_name="tidal", standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
-        sys.exit(INVALID_INPUT)
+        sys.exit(130)

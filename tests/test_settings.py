@@ -1,0 +1,41 @@
+"""Settings: flags over TIDAL_* variables, nested groups, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tidal.settings import SettingsError, load_settings
+
+
+def test_defaults_are_usable_without_any_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing set, settings fall back to documented defaults."""
+    for name in ("TIDAL_SCHEDULES", "TIDAL_PORT", "TIDAL_KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings()
+    assert settings.schedules == Path("schedules")
+    assert settings.port == 8080
+    assert settings.leader_election.lease_duration_seconds == 15.0
+    assert settings.scheduler.max_concurrent_switches == 1
+
+
+def test_flag_overrides_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explicit flag value wins over its TIDAL_* variable; None means 'flag not given'."""
+    monkeypatch.setenv("TIDAL_SCHEDULES", "/from/env")
+    assert load_settings(schedules=None).schedules == Path("/from/env")
+    assert load_settings(schedules=Path("/from/flag")).schedules == Path("/from/flag")
+
+
+def test_nested_group_reads_double_underscore_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS sets the nested lease duration."""
+    monkeypatch.setenv("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "30")
+    assert load_settings().leader_election.lease_duration_seconds == 30.0
+
+
+def test_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad value is reported with the variable's name and what was given."""
+    monkeypatch.setenv("TIDAL_PORT", "eighty")
+    with pytest.raises(SettingsError, match="TIDAL_PORT") as info:
+        load_settings()
+    assert "\n" not in str(info.value)
