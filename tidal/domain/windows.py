@@ -1,0 +1,317 @@
+"""When windows start: local wall-clock starts mapped to instants, with DST and operator overrides.
+
+Pure: every function takes `now` (an aware datetime) and returns aware UTC instants.
+
+DST semantics (documented contract, tested in tests/domain/test_windows.py):
+- a local start that does not exist (spring forward) runs at the first valid instant after it,
+  i.e. at the transition (02:30 in Europe/Berlin on the spring day runs at 03:00 CEST);
+- an ambiguous local start (autumn fall back) runs once, at its first occurrence (fold=0);
+- several nonexistent starts that collapse onto the same instant run once.
+`skipDates` are local dates on which no window starts; the window in force stays in force.
+
+Window starts are "HH:MM" or a 5-field cron expression, both in local wall-clock time. Local
+occurrences are enumerated on naive local datetimes (croniter) and then mapped to instants; the
+mapping is non-decreasing, so order is preserved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from enum import Enum
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+
+_HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
+# Wall clock and UTC never differ by more than this around a transition (largest offset change
+# is 2 h; margin kept generous so enumeration never starts too late).
+_DST_SLACK = timedelta(hours=3)
+# How far to look back/forward for a start before giving up (a yearly cron plus skip dates).
+_HORIZON = timedelta(days=800)
+
+
+class WindowSpecError(ValueError):
+    """A window start that is neither HH:MM nor a 5-field cron expression."""
+
+
+def cron_of(start: str) -> str:
+    """The 5-field cron expression (local time) for a window's `start`."""
+    text = start.strip()
+    if text.startswith("cron:"):
+        text = text[len("cron:") :].strip()
+    match = _HHMM.match(text)
+    if match:
+        hour, minute = int(match.group(1)), int(match.group(2))
+        if hour > 23 or minute > 59:
+            raise WindowSpecError(f"start {start!r}: HH:MM out of range (00:00..23:59)")
+        return f"{minute} {hour} * * *"
+    if len(text.split()) != 5 or not croniter.is_valid(text):
+        raise WindowSpecError(
+            f"start {start!r}: expected HH:MM or a 5-field cron expression such as '0 23 * * 1-5'"
+        )
+    return text
+
+
+def _is_nonexistent(local: datetime, tz: ZoneInfo) -> bool:
+    aware = local.replace(tzinfo=tz)
+    return aware.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != local
+
+
+def local_to_instant(local: datetime, tz: ZoneInfo) -> datetime:
+    """The UTC instant at which a naive local wall-clock start runs, by the DST rules above."""
+    if local.tzinfo is not None:
+        raise ValueError("local_to_instant takes a naive local datetime")
+    if not _is_nonexistent(local, tz):
+        return local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    # In a gap: fold=1 maps with the post-transition offset (an instant before the transition),
+    # fold=0 with the pre-transition one (after it). The transition lies between: bisect seconds.
+    low = local.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    high = local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    if low > high:
+        low, high = high, low
+    lo_s, hi_s = 0, int((high - low).total_seconds())
+    while lo_s < hi_s:
+        mid = (lo_s + hi_s) // 2
+        wall = (low + timedelta(seconds=mid)).astimezone(tz).replace(tzinfo=None)
+        if wall >= local:
+            hi_s = mid
+        else:
+            lo_s = mid + 1
+    return low + timedelta(seconds=lo_s)
+
+
+@dataclass(frozen=True, order=True)
+class WindowStart:
+    """One start of one window: the instant it runs (UTC) and its nominal local wall time."""
+
+    at: datetime
+    window: str
+    local: datetime  # naive local wall-clock time as written in the schedule
+
+
+@dataclass(frozen=True)
+class WindowTimes:
+    """What windows.py needs of a schedule: zone, skip dates, and each window's start."""
+
+    time_zone: str
+    starts: tuple[tuple[str, str], ...]  # (window name, start spec)
+    skip_dates: frozenset[date] = frozenset()
+    catch_up_window: timedelta = timedelta(minutes=30)
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.time_zone)
+
+
+class _WindowLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def start(self) -> str: ...
+
+
+class _SpecLike(Protocol):
+    @property
+    def time_zone(self) -> str: ...
+    @property
+    def skip_dates(self) -> Sequence[date]: ...
+    @property
+    def catch_up_window(self) -> timedelta: ...
+    @property
+    def windows(self) -> Sequence[_WindowLike]: ...
+
+
+class _ScheduleLike(Protocol):
+    @property
+    def spec(self) -> _SpecLike: ...
+
+
+def times_of(schedule: _ScheduleLike) -> WindowTimes:
+    """The window timing of a TidalSchedule model."""
+    spec = schedule.spec
+    return WindowTimes(
+        time_zone=spec.time_zone,
+        starts=tuple((w.name, w.start) for w in spec.windows),
+        skip_dates=frozenset(spec.skip_dates),
+        catch_up_window=spec.catch_up_window,
+    )
+
+
+def _forward(cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, window: str
+             ) -> Iterator[WindowStart]:
+    """Starts of one window with instant strictly after `after`, in order (deduplicated)."""
+    local_from = after.astimezone(tz).replace(tzinfo=None) - _DST_SLACK
+    it = croniter(cron, local_from)
+    last: datetime | None = None
+    limit = after + _HORIZON
+    while True:
+        local = it.get_next(datetime)
+        at = local_to_instant(local, tz)
+        if at > limit:
+            return
+        if local.date() in skip or at <= after or at == last:
+            continue
+        last = at
+        yield WindowStart(at=at, window=window, local=local)
+
+
+def _backward(cron: str, tz: ZoneInfo, skip: frozenset[date], until: datetime, window: str
+              ) -> Iterator[WindowStart]:
+    """Starts of one window with instant at or before `until`, latest first (deduplicated)."""
+    local_from = until.astimezone(tz).replace(tzinfo=None) + _DST_SLACK
+    it = croniter(cron, local_from)
+    last: datetime | None = None
+    limit = until - _HORIZON
+    while True:
+        local = it.get_prev(datetime)
+        at = local_to_instant(local, tz)
+        if at < limit:
+            return
+        if local.date() in skip or at > until or at == last:
+            continue
+        # Two nonexistent locals collapse onto one instant: keep the earliest nominal time.
+        last = at
+        yield WindowStart(at=at, window=window, local=local)
+
+
+def next_start_of(times: WindowTimes, window: str, after: datetime) -> WindowStart | None:
+    """The first start of `window` strictly after `after`."""
+    tz = times.tz
+    for name, start in times.starts:
+        if name == window:
+            return next(_forward(cron_of(start), tz, times.skip_dates, after, name), None)
+    raise KeyError(window)
+
+
+def next_start(times: WindowTimes, now: datetime) -> WindowStart | None:
+    """The earliest start of any window strictly after `now`."""
+    tz = times.tz
+    found = [
+        s
+        for name, start in times.starts
+        if (s := next(_forward(cron_of(start), tz, times.skip_dates, now, name), None))
+    ]
+    return min(found, default=None)
+
+
+def start_in_force(times: WindowTimes, now: datetime) -> WindowStart | None:
+    """The latest start of any window at or before `now`: the window that should be in force."""
+    tz = times.tz
+    found = [
+        s
+        for name, start in times.starts
+        if (s := next(_backward(cron_of(start), tz, times.skip_dates, now, name), None))
+    ]
+    # Two windows at the same instant cannot pass validation; break ties by name for determinism.
+    return max(found, default=None)
+
+
+def starts_between(times: WindowTimes, after: datetime, until: datetime) -> list[WindowStart]:
+    """Every start of every window with after < at <= until, in order."""
+    tz = times.tz
+    out: list[WindowStart] = []
+    for name, start in times.starts:
+        for s in _forward(cron_of(start), tz, times.skip_dates, after, name):
+            if s.at > until:
+                break
+            out.append(s)
+    return sorted(out)
+
+
+# --- catch-up and operator overrides -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Keep `window` in force from `since` until `until`, then resume the normal schedule."""
+
+    window: str
+    until: datetime
+    since: datetime
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Operator controls persisted in the state: suspend, skip the next start, hold a window."""
+
+    suspended: bool = False
+    skip_start: datetime | None = None  # the instant of the one start to skip
+    hold: Hold | None = None
+
+
+@dataclass(frozen=True)
+class Handled:
+    """The last start the daemon dealt with (ran, missed or skipped), from the state."""
+
+    window: str
+    at: datetime
+
+
+class Action(Enum):
+    RUN = "run"  # carry out `start` now
+    MISSED = "missed"  # record `start` as missed (too late for catchUpWindow)
+    SKIP = "skip"  # operator asked to skip this start: record it as skipped
+    NOTHING = "nothing"  # in force already handled, or no window has started yet
+    SUSPENDED = "suspended"
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    start: WindowStart | None
+    reason: str
+    late_by: timedelta = timedelta(0)
+
+
+def decide(
+    times: WindowTimes,
+    now: datetime,
+    last: Handled | None,
+    controls: Controls = Controls(),
+    *,
+    suspended_in_spec: bool = False,
+) -> Decision:
+    """What to do about the window that should be in force at `now`.
+
+    A start is handled when the last handled start is the same window at or after it. A hold
+    puts its window in force from its `since`; starts it covered become due again when it ends
+    (due from `until`, so catchUpWindow counts from the end of the hold).
+    """
+    if suspended_in_spec or controls.suspended:
+        return Decision(Action.SUSPENDED, None, "suspended")
+    hold = controls.hold
+    if hold is not None and hold.since <= now < hold.until:
+        local = hold.since.astimezone(times.tz).replace(tzinfo=None)
+        held = WindowStart(at=hold.since, window=hold.window, local=local)
+        if last is not None and last.window == hold.window and last.at >= hold.since:
+            return Decision(Action.NOTHING, held, "held window already in force")
+        if last is not None and last.window == hold.window:
+            # The held window is what the normal schedule already put in force.
+            scheduled = start_in_force(times, hold.since)
+            if scheduled and scheduled.window == hold.window and last.at >= scheduled.at:
+                return Decision(Action.NOTHING, held, "held window already in force")
+        return Decision(Action.RUN, held, "hold")
+    start = start_in_force(times, now)
+    if start is None:
+        return Decision(Action.NOTHING, None, "no window has started yet")
+    due = start.at
+    threshold = start.at
+    covered = hold is not None and start.at < hold.until <= now
+    if hold is not None and covered:
+        due = max(start.at, hold.until)
+        threshold = min(start.at, hold.since)
+    if last is not None and last.window == start.window and last.at >= threshold:
+        return Decision(Action.NOTHING, start, "already handled")
+    if last is not None and last.at > start.at and not covered:
+        # A manual run after the start is operator intent: never silently reverted.
+        return Decision(Action.NOTHING, start, "a later run was already handled")
+    if controls.skip_start is not None and controls.skip_start == start.at:
+        return Decision(Action.SKIP, start, "skip requested")
+    late = now - due
+    if late <= times.catch_up_window:
+        return Decision(Action.RUN, start, "due" if late <= timedelta(0) else "catch-up", late)
+    return Decision(Action.MISSED, start, "start older than catchUpWindow", late)
