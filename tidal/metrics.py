@@ -1,0 +1,281 @@
+"""Every Prometheus metric tidal exports, in one place, on a registry owned by one `Metrics` object.
+
+Built once in main and passed down; nothing here is module-global, so tests build as many
+independent `Metrics` as they like. Labels are bounded: schedule, window, cluster, result,
+reason, file, verb, resource, code, event. Never a workload name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+__all__ = [
+    "CONTENT_TYPE",
+    "DEFAULT_WINDOW_PERIOD_SECONDS",
+    "RUN_RESULTS",
+    "SCHEDULER_EVENTS",
+    "WAVE_FAILURE_REASONS",
+    "WAVE_RESULTS",
+    "Metrics",
+    "ScheduleLabels",
+    "labels_of",
+]
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+RunResult = Literal["succeeded", "failed", "rolled_back"]
+WaveResult = Literal["succeeded", "failed", "rolled_back"]
+WaveFailureReason = Literal[
+    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error"
+]
+SchedulerEvent = Literal["error", "missed", "max_instances"]
+
+RUN_RESULTS: Final[tuple[RunResult, ...]] = ("succeeded", "failed", "rolled_back")
+WAVE_RESULTS: Final[tuple[WaveResult, ...]] = ("succeeded", "failed", "rolled_back")
+WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
+    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
+)
+SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
+
+# A window that starts at a fixed local time every day comes round once a day.
+DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
+
+# Switches run from seconds (the emulator) to hours (thousands of workloads).
+_SWITCH_BUCKETS: Final = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, float("inf"))
+_WAVE_BUCKETS: Final = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
+
+_VERBS: Final = frozenset({"get", "list", "watch", "create", "update", "patch", "delete",
+                           "deletecollection", "apply"})
+
+
+@dataclass(frozen=True)
+class ScheduleLabels:
+    """The label values one schedule contributes: its windows and the clusters of its floors."""
+
+    name: str
+    windows: Sequence[str]
+    clusters: Sequence[str] = ()
+    periods: Mapping[str, float] = field(default_factory=dict)
+
+
+def labels_of(schedule: Any) -> ScheduleLabels:
+    """Read the label values out of a TidalSchedule (or a LoadedSchedule wrapping one)."""
+    schedule = getattr(schedule, "schedule", schedule)
+    spec = schedule.spec
+    windows = [w.name for w in spec.windows]
+    clusters: set[str] = set()
+    floors = list(getattr(spec.rollout, "floors", None) or [])
+    for window in spec.windows:
+        override = getattr(window, "rollout", None)
+        floors.extend(getattr(override, "floors", None) or [])
+    for floor in floors:
+        clusters.update(getattr(floor, "clusters", None) or [])
+    return ScheduleLabels(schedule.metadata.name, windows, sorted(clusters))
+
+
+class Metrics:
+    """The metric set of one tidal process, with its own CollectorRegistry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.switch_runs = Counter(
+            "tidal_switch_runs_total", "Switches finished, by result.",
+            ["schedule", "window", "result"], registry=r)
+        self.switch_duration = Histogram(
+            "tidal_switch_duration_seconds", "Wall time of a switch from start to finish.",
+            ["schedule", "window"], buckets=_SWITCH_BUCKETS, registry=r)
+        self.waves = Counter(
+            "tidal_waves_total", "Waves finished, by result.",
+            ["schedule", "window", "result"], registry=r)
+        self.wave_duration = Histogram(
+            "tidal_wave_duration_seconds", "Wall time of a wave from trigger to its last gate.",
+            ["schedule", "window"], buckets=_WAVE_BUCKETS, registry=r)
+        self.wave_failures = Counter(
+            "tidal_wave_failures_total", "Failed waves, by reason.",
+            ["schedule", "window", "reason"], registry=r)
+        self.floor_breaches = Counter(
+            "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.",
+            ["schedule", "cluster"], registry=r)
+        self.floor_min_ready = Gauge(
+            "tidal_floor_min_ready_replicas",
+            "Lowest ready replicas of any workload of the schedule in the cluster, last seen.",
+            ["schedule", "cluster"], registry=r)
+        self.floor_required = Gauge(
+            "tidal_floor_required_replicas", "Ready replicas the floor requires in the cluster.",
+            ["schedule", "cluster"], registry=r)
+        self.last_success = Gauge(
+            "tidal_last_success_timestamp_seconds",
+            "When a switch to the window last succeeded (0: never, as far as this replica knows).",
+            ["schedule", "window"], registry=r)
+        self.next_run = Gauge(
+            "tidal_next_run_timestamp_seconds", "When the window is next due (0: not scheduled).",
+            ["schedule", "window"], registry=r)
+        self.window_period = Gauge(
+            "tidal_window_period_seconds", "How often the window comes round.",
+            ["schedule", "window"], registry=r)
+        self.windows_missed = Counter(
+            "tidal_windows_missed_total",
+            "Windows not carried out because their start was outside the catch-up window.",
+            ["schedule", "window"], registry=r)
+        self.schedule_config_valid = Gauge(
+            "tidal_schedule_config_valid", "1 if the schedule file loaded cleanly, else 0.",
+            ["file"], registry=r)
+        self.schedules_loaded = Gauge(
+            "tidal_schedules_loaded", "Schedules currently in force.", registry=r)
+        self.leader = Gauge(
+            "tidal_leader", "1 on the replica that acts, 0 on standbys.", registry=r)
+        self.kube_api_requests = Counter(
+            "tidal_kube_api_requests_total", "Requests to the Karmada apiserver, by outcome.",
+            ["verb", "resource", "code"], registry=r)
+        self.scheduler_job_errors = Counter(
+            "tidal_scheduler_job_errors_total",
+            "APScheduler job problems: errors, missed runs, runs refused at max instances.",
+            ["event"], registry=r)
+        for event in SCHEDULER_EVENTS:
+            self.scheduler_job_errors.labels(event=event)
+        self.leader.set(0)
+        self.schedules_loaded.set(0)
+
+    # --- start-up -----------------------------------------------------------------------------
+
+    def preset(self, schedules: Iterable[Any]) -> None:
+        """Create every known label combination at 0 so that alerts never meet a missing series.
+
+        Accepts TidalSchedule / LoadedSchedule objects or `ScheduleLabels`. Values already
+        counted are kept: presetting again after a reload only adds what is new.
+        """
+        for item in schedules:
+            labels = item if isinstance(item, ScheduleLabels) else labels_of(item)
+            s = labels.name
+            for w in labels.windows:
+                for result in RUN_RESULTS:
+                    self.switch_runs.labels(s, w, result)
+                for wave_result in WAVE_RESULTS:
+                    self.waves.labels(s, w, wave_result)
+                for reason in WAVE_FAILURE_REASONS:
+                    self.wave_failures.labels(s, w, reason)
+                self.switch_duration.labels(s, w)
+                self.wave_duration.labels(s, w)
+                self.last_success.labels(s, w)
+                self.next_run.labels(s, w)
+                self.windows_missed.labels(s, w)
+                self.window_period.labels(s, w).set(
+                    labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+            for c in labels.clusters:
+                self.floor_breaches.labels(s, c)
+                self.floor_min_ready.labels(s, c)
+                self.floor_required.labels(s, c)
+
+    def forget_schedule(self, name: str) -> None:
+        """Drop every series of a schedule that was removed from the schedules directory."""
+        for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
+                       self.wave_failures, self.floor_breaches, self.floor_min_ready,
+                       self.floor_required, self.last_success, self.next_run,
+                       self.window_period, self.windows_missed):
+            for key in [k for k in metric._metrics if k[0] == name]:  # noqa: SLF001
+                metric.remove(*key)
+
+    # --- switches -----------------------------------------------------------------------------
+
+    def run_finished(self, schedule: str, window: str, result: RunResult,
+                     duration_seconds: float, finished_at: float) -> None:
+        """Count a finished switch; a success also moves the window's last-success time."""
+        self.switch_runs.labels(schedule, window, result).inc()
+        self.switch_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
+        if result == "succeeded":
+            self.last_success.labels(schedule, window).set(finished_at)
+
+    def wave_finished(self, schedule: str, window: str, result: WaveResult,
+                      duration_seconds: float, reason: WaveFailureReason | None = None) -> None:
+        """Count a finished wave; a failed one is also counted under its reason."""
+        self.waves.labels(schedule, window, result).inc()
+        self.wave_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
+        if result == "failed":
+            self.wave_failures.labels(schedule, window, reason or "api_error").inc()
+
+    def floor_observed(self, schedule: str, cluster: str, min_ready: int, required: int) -> None:
+        """Record the lowest ready replicas seen in a cluster against its floor."""
+        self.floor_min_ready.labels(schedule, cluster).set(min_ready)
+        self.floor_required.labels(schedule, cluster).set(required)
+
+    def floor_breached(self, schedule: str, cluster: str, min_ready: int, required: int) -> None:
+        """Count a floor breach and record how far below the floor it went."""
+        self.floor_breaches.labels(schedule, cluster).inc()
+        self.floor_observed(schedule, cluster, min_ready, required)
+
+    # --- daemon -------------------------------------------------------------------------------
+
+    def set_last_success(self, schedule: str, window: str, timestamp: float) -> None:
+        """Restore the last success from persisted state (start-up, new leader)."""
+        self.last_success.labels(schedule, window).set(timestamp)
+
+    def set_next_run(self, schedule: str, window: str, timestamp: float | None) -> None:
+        """Publish when the window is next due (None: not scheduled, e.g. suspended)."""
+        self.next_run.labels(schedule, window).set(timestamp or 0.0)
+
+    def window_missed(self, schedule: str, window: str) -> None:
+        """Count a window whose start fell outside the catch-up window."""
+        self.windows_missed.labels(schedule, window).inc()
+
+    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
+        """Publish the outcome of a (re)load: one series per schedule file, plus the count."""
+        for key in list(self.schedule_config_valid._metrics):  # noqa: SLF001
+            if key[0] not in valid_by_file:
+                self.schedule_config_valid.remove(*key)
+        for file, valid in valid_by_file.items():
+            self.schedule_config_valid.labels(file).set(1 if valid else 0)
+        self.schedules_loaded.set(schedules_in_force)
+
+    def set_leader(self, leading: bool) -> None:
+        """1 while this replica holds the lease, 0 otherwise."""
+        self.leader.set(1 if leading else 0)
+
+    # --- hooks --------------------------------------------------------------------------------
+
+    def on_request(self, verb: str, resource: str, code: int | str) -> None:
+        """The KarmadaClient request hook: count one API request by verb, resource and code.
+
+        `code` is the HTTP status, or a short word ("error") when no response came back.
+        """
+        verb = verb.lower()
+        self.kube_api_requests.labels(verb if verb in _VERBS else "other", resource,
+                                      str(code)).inc()
+
+    def on_scheduler_event(self, event: Any) -> None:
+        """An APScheduler listener for EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES."""
+        from apscheduler.events import (  # local: only the daemon has a scheduler
+            EVENT_JOB_ERROR,
+            EVENT_JOB_MAX_INSTANCES,
+            EVENT_JOB_MISSED,
+        )
+
+        code = getattr(event, "code", 0)
+        if code == EVENT_JOB_ERROR:
+            self.scheduler_job_errors.labels(event="error").inc()
+        elif code == EVENT_JOB_MISSED:
+            self.scheduler_job_errors.labels(event="missed").inc()
+        elif code == EVENT_JOB_MAX_INSTANCES:
+            self.scheduler_job_errors.labels(event="max_instances").inc()
+
+    @staticmethod
+    def scheduler_event_mask() -> int:
+        """The mask to pass to `scheduler.add_listener(metrics.on_scheduler_event, mask)`."""
+        from apscheduler.events import (
+            EVENT_JOB_ERROR,
+            EVENT_JOB_MAX_INSTANCES,
+            EVENT_JOB_MISSED,
+        )
+
+        return int(EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+
+    # --- exposition ---------------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """The text exposition of every metric, as served on /metrics."""
+        return generate_latest(self.registry)
