@@ -1,0 +1,107 @@
+"""KarmadaClient's one call path: translation, retries with Retry-After, the request hook."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import urllib3
+
+from tidal.karmada import errors as E
+from tidal.karmada.client import CLUSTERS, KarmadaClient, RetryPolicy
+
+
+class _Response:
+    def __init__(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self._body = body
+        self.headers = headers or {}
+
+    def read(self) -> bytes:
+        return self._body
+
+
+class FakeApi:
+    """Stands in for the official ApiClient: answers queued responses in order."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = answers
+        self.sent: list[tuple[str, str, Any]] = []
+
+    def param_serialize(self, method: str, resource_path: str, query_params: Any,
+                        header_params: Any, body: Any, auth_settings: Any) -> Any:
+        return method, "http://x" + resource_path, header_params, body, None
+
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None,
+                 _request_timeout: Any = None) -> Any:
+        self.sent.append((method, url, body))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def _client(answers: list[Any], sleeps: list[float], calls: list[tuple[str, str, int]]
+            ) -> KarmadaClient:
+    return KarmadaClient(FakeApi(answers), sleep=sleeps.append,
+                         on_request=lambda v, r, c: calls.append((v, r, c)),
+                         retry=RetryPolicy(attempts=4, base_delay=0.01))
+
+
+def _ok(obj: dict[str, Any]) -> _Response:
+    return _Response(200, json.dumps(obj).encode())
+
+
+def test_throttled_request_is_retried_after_the_servers_delay() -> None:
+    """A 429 with Retry-After is retried after exactly that delay, and each attempt is counted."""
+    sleeps: list[float] = []
+    calls: list[tuple[str, str, int]] = []
+    client = _client([_Response(429, b"{}", {"Retry-After": "3"}), _ok({"kind": "Cluster"})],
+                     sleeps, calls)
+    obj = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    assert obj == {"kind": "Cluster"}
+    assert sleeps == [3.0]
+    assert calls == [("get", "clusters", 429), ("get", "clusters", 200)]
+
+
+def test_permanent_errors_are_not_retried() -> None:
+    """A 404 is raised at once as NotFound."""
+    sleeps: list[float] = []
+    client = _client([_Response(404, b'{"reason":"NotFound","message":"no"}')], sleeps, [])
+    with pytest.raises(E.NotFound):
+        client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    assert sleeps == []
+
+
+def test_conflict_retried_only_when_asked() -> None:
+    """A 409 is retried blindly only for writes that carry no resourceVersion."""
+    conflict = _Response(409, b'{"reason":"Conflict","message":"stale"}')
+    client = _client([conflict, _ok({})], [], [])
+    assert client.request("patch", CLUSTERS, "PATCH", "/x", body={}, retry_conflict=True) == {}
+    client = _client([conflict], [], [])
+    with pytest.raises(E.Conflict):
+        client.request("patch", CLUSTERS, "PATCH", "/x", body={})
+
+
+def test_transport_errors_translate_and_chain() -> None:
+    """A dropped connection becomes Unavailable (retryable), chained from the urllib3 error."""
+    boom = urllib3.exceptions.ProtocolError("reset")
+    client = _client([boom, boom, boom, boom], [], [])
+    with pytest.raises(E.Unavailable) as info:
+        client.request("list", CLUSTERS, "GET", "/x")
+    assert info.value.__cause__ is boom
+
+
+def test_truncated_json_is_a_bad_response() -> None:
+    """A truncated body raises BadResponse after the retries run out."""
+    client = _client([_Response(200, b'{"kind": "Clu')] * 4, [], [])
+    with pytest.raises(E.BadResponse):
+        client.request("get", CLUSTERS, "GET", "/x")
+
+
+def test_wrong_shape_is_a_bad_response() -> None:
+    """A JSON list where an object is promised is BadResponse."""
+    client = _client([_Response(200, b"[1, 2]")], [], [])
+    with pytest.raises(E.BadResponse):
+        client.request("get", CLUSTERS, "GET", "/x")

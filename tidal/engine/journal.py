@@ -1,0 +1,214 @@
+"""The run journal: the engine saves a RunState before every side effect, so a crashed or
+replaced process can resume, and a second writer is fenced out.
+
+Protocol: `load(schedule_name) -> RunState | None`; `save(state)` stores it, or raises
+tidal.karmada.errors.Conflict when the stored state is not the one this writer last loaded
+or saved (someone else wrote since): the engine then stops acting (FencedOut).
+`RunState.journal_token` is the journal's own concurrency token (e.g. a ConfigMap's
+resourceVersion); the engine carries it along and never interprets it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tidal.karmada.errors import Conflict
+
+PHASES = ("planned", "policies", "waves", "finishing", "rollback", "done")
+
+
+class FencedOut(Exception):
+    """Another writer saved this schedule's run state: this process must stop acting."""
+
+
+def content_hash(obj: Any) -> str:
+    """A stable short hash of a JSON-able value (policy specs)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class PolicyRecord:
+    """What the engine did (or will do) to one policy, with what it needs to undo it."""
+
+    kind: str
+    name: str  # the policy in force after the change
+    namespace: str | None = None
+    action: str = "patch"  # patch | swap
+    swap_from: str | None = None
+    pre_image: dict[str, Any] | None = None  # the spec before (of `swap_from` for a swap)
+    pre_hash: str | None = None
+    post_hash: str | None = None
+    applied: bool = False
+    lazy_added: bool = False
+    original_activation: str | None = None
+    keep_lazy: bool = False  # excluded templates are claimed: leave it Lazy after the switch
+    lazy_restored: bool = False
+    restored: bool = False  # rolled back
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else \
+            f"{self.kind}/{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "name": self.name, "namespace": self.namespace,
+            "action": self.action, "swapFrom": self.swap_from, "preImage": self.pre_image,
+            "preHash": self.pre_hash, "postHash": self.post_hash, "applied": self.applied,
+            "lazyAdded": self.lazy_added, "originalActivation": self.original_activation,
+            "keepLazy": self.keep_lazy, "lazyRestored": self.lazy_restored,
+            "restored": self.restored,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PolicyRecord:
+        return cls(
+            kind=d["kind"], name=d["name"], namespace=d.get("namespace"),
+            action=d.get("action", "patch"), swap_from=d.get("swapFrom"),
+            pre_image=d.get("preImage"), pre_hash=d.get("preHash"), post_hash=d.get("postHash"),
+            applied=bool(d.get("applied")), lazy_added=bool(d.get("lazyAdded")),
+            original_activation=d.get("originalActivation"), keep_lazy=bool(d.get("keepLazy")),
+            lazy_restored=bool(d.get("lazyRestored")), restored=bool(d.get("restored")),
+        )
+
+
+@dataclass
+class WaveState:
+    index: int
+    workloads: list[str]
+    result: str | None = None  # succeeded | failed | rolledBack
+    reason: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
+    triggered: list[str] = field(default_factory=list)  # workloads whose trigger was written
+    rebalancers: list[str] = field(default_factory=list)
+    rollback_triggered: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "workloads": list(self.workloads), "result": self.result,
+            "reason": self.reason, "startedAt": self.started_at, "finishedAt": self.finished_at,
+            "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
+            "rollbackTriggered": list(self.rollback_triggered),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> WaveState:
+        return cls(
+            index=int(d["index"]), workloads=list(d.get("workloads", [])),
+            result=d.get("result"), reason=d.get("reason", ""), started_at=d.get("startedAt"),
+            finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
+            rebalancers=list(d.get("rebalancers", [])),
+            rollback_triggered=list(d.get("rollbackTriggered", [])),
+        )
+
+
+@dataclass
+class RunState:
+    """Everything needed to resume a switch: JSON-serialisable via to_dict/from_dict."""
+
+    schedule: str
+    window: str
+    run_id: str
+    phase: str = "planned"
+    trigger: str = "touch"
+    started_at: str | None = None
+    finished_at: str | None = None
+    result: str | None = None  # succeeded | failed | rolledBack
+    reason: str = ""
+    policies: list[PolicyRecord] = field(default_factory=list)
+    waves: list[WaveState] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    journal_token: str | None = field(default=None, compare=False)
+
+    @property
+    def completed_waves(self) -> list[int]:
+        return [w.index for w in self.waves if w.result == "succeeded"]
+
+    @property
+    def finished(self) -> bool:
+        return self.phase == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schedule": self.schedule, "window": self.window, "runId": self.run_id,
+            "phase": self.phase, "trigger": self.trigger, "startedAt": self.started_at,
+            "finishedAt": self.finished_at, "result": self.result, "reason": self.reason,
+            "policies": [p.to_dict() for p in self.policies],
+            "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], journal_token: str | None = None) -> RunState:
+        phase = d.get("phase", "planned")
+        if phase not in PHASES:
+            raise ValueError(f"unknown run phase {phase!r}")
+        return cls(
+            schedule=d["schedule"], window=d["window"], run_id=d["runId"], phase=phase,
+            trigger=d.get("trigger", "touch"), started_at=d.get("startedAt"),
+            finished_at=d.get("finishedAt"), result=d.get("result"), reason=d.get("reason", ""),
+            policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
+            waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
+            warnings=list(d.get("warnings", [])), journal_token=journal_token,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, journal_token: str | None = None) -> RunState:
+        return cls.from_dict(json.loads(text), journal_token)
+
+
+class Journal(Protocol):
+    def load(self, schedule_name: str) -> RunState | None:
+        """The last saved state of the schedule's latest run, or None."""
+        ...
+
+    def save(self, state: RunState) -> None:
+        """Store the state (updating state.journal_token); Conflict if another writer won."""
+        ...
+
+
+class InMemoryJournal:
+    """A Journal in a dict, with the same fencing rule as the ConfigMap one."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._counter = 0
+        self.saves = 0
+
+    def load(self, schedule_name: str) -> RunState | None:
+        with self._lock:
+            stored = self._states.get(schedule_name)
+            if stored is None:
+                return None
+            token, data = stored
+            return RunState.from_dict(copy.deepcopy(data), journal_token=token)
+
+    def save(self, state: RunState) -> None:
+        with self._lock:
+            stored = self._states.get(state.schedule)
+            current = stored[0] if stored else None
+            if current != state.journal_token:
+                raise Conflict(f"run state of {state.schedule} was written by another writer",
+                               code=409, reason="Conflict")
+            self._counter += 1
+            token = str(self._counter)
+            self._states[state.schedule] = (token, json.loads(state.to_json()))
+            state.journal_token = token
+            self.saves += 1
+
+    def steal(self, schedule_name: str) -> None:
+        """Test helper: pretend another writer saved (bumps the token)."""
+        with self._lock:
+            token, data = self._states[schedule_name]
+            self._counter += 1
+            self._states[schedule_name] = (str(self._counter), data)

@@ -1,0 +1,341 @@
+"""KarmadaClient: the one path every API request takes.
+
+Built on the official client's ApiClient (kubeconfig, auth, TLS), it sends JSON requests to
+resource paths, translates every failure into tidal.karmada.errors (chained with `from`),
+retries the retryable ones with tenacity (honouring Retry-After), and reports each HTTP
+attempt to an optional hook `on_request(verb, resource, code)` (code 0: no answer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import tenacity
+
+from tidal.karmada.errors import (
+    BadResponse,
+    Conflict,
+    KarmadaError,
+    NotFound,
+    Throttled,
+    error_for_status,
+    translate,
+)
+
+if TYPE_CHECKING:
+    from tidal.settings import Settings
+
+T = TypeVar("T")
+RequestHook = Callable[[str, str, int], None]
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A REST resource: where objects of one kind live."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+def _r(group: str, version: str, plural: str, kind: str, namespaced: bool) -> Resource:
+    return Resource(group, version, plural, kind, namespaced)
+
+
+PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "propagationpolicies",
+                          "PropagationPolicy", True)
+CLUSTER_PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies",
+                                  "ClusterPropagationPolicy", False)
+RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)
+CLUSTER_RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "clusterresourcebindings",
+                               "ClusterResourceBinding", False)
+WORKLOAD_REBALANCERS = _r("apps.karmada.io", "v1alpha1", "workloadrebalancers",
+                          "WorkloadRebalancer", False)
+CLUSTERS = _r("cluster.karmada.io", "v1alpha1", "clusters", "Cluster", False)
+
+KNOWN: tuple[Resource, ...] = (
+    PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS,
+    CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS,
+    _r("apps", "v1", "deployments", "Deployment", True),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True),
+    _r("apps", "v1", "daemonsets", "DaemonSet", True),
+    _r("batch", "v1", "jobs", "Job", True),
+    _r("", "v1", "configmaps", "ConfigMap", True),
+    _r("", "v1", "secrets", "Secret", True),
+    _r("", "v1", "services", "Service", True),
+    _r("", "v1", "namespaces", "Namespace", False),
+    _r("", "v1", "events", "Event", True),
+    _r("coordination.k8s.io", "v1", "leases", "Lease", True),
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one request is retried when the error is retryable."""
+
+    attempts: int = 6
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+    max_retry_after: float = 30.0
+
+
+class KarmadaClient:
+    """A thin, error-translating, retrying JSON client for the Karmada apiserver."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        on_request: RequestHook | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self.api = api_client
+        self.on_request = on_request
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self.request_timeout = request_timeout
+        self._resources: dict[tuple[str, str], Resource] = {
+            (r.api_version, r.kind): r for r in KNOWN
+        }
+        self._lock = threading.Lock()
+
+    # construction -------------------------------------------------------------------------
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
+                        **kw: Any) -> KarmadaClient:
+        from kubernetes import config
+
+        try:
+            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(path) if path else None, context=context, persist_config=False
+            )
+        except config.ConfigException as exc:
+            raise KarmadaError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
+        except OSError as exc:
+            raise KarmadaError(f"cannot read kubeconfig {path}: {exc.strerror}") from exc
+        return cls(api, **kw)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
+        return cls.from_kubeconfig(settings.kubeconfig, settings.context, **kw)
+
+    def close(self) -> None:
+        close = getattr(self.api, "close", None)
+        if close is not None:
+            close()
+
+    # the one call path --------------------------------------------------------------------
+    def _report(self, verb: str, resource: str, code: int) -> None:
+        if self.on_request is not None:
+            with contextlib.suppress(Exception):  # a metrics hook must never break a request
+                self.on_request(verb, resource, code)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, Throttled) and exc.retry_after is not None:
+            return min(exc.retry_after, self.retry.max_retry_after)
+        backoff = self.retry.base_delay * (2 ** (state.attempt_number - 1))
+        return float(min(backoff, self.retry.max_delay))
+
+    def call(self, verb: str, resource: str, fn: Callable[[], T], *,
+             retry_conflict: bool = False) -> T:
+        """Run `fn` (one API request) with translation, retries and the request hook.
+
+        `retry_conflict`: a 409 may be retried blindly (a write with no resourceVersion)."""
+        return self._call(verb, resource, fn, retry_conflict, report_success=True)
+
+    def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
+              report_success: bool) -> T:
+        def once() -> T:
+            try:
+                result = fn()
+            except KarmadaError as exc:
+                self._report(verb, resource, exc.code)
+                exc.verb, exc.resource = exc.verb or verb, exc.resource or resource
+                raise
+            except Exception as exc:
+                err = translate(exc, verb=verb, resource=resource)
+                self._report(verb, resource, err.code)
+                raise err from exc
+            if report_success:
+                self._report(verb, resource, 200)
+            return result
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, Conflict) and retry_conflict and type(exc) is Conflict:
+                return True
+            return isinstance(exc, KarmadaError) and exc.retryable
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(retryable),
+            stop=tenacity.stop_after_attempt(self.retry.attempts),
+            wait=self._wait,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        return retrying(once)
+
+    def request(
+        self,
+        verb: str,
+        resource: Resource,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        retry_conflict: bool = False,
+    ) -> Obj:
+        """One JSON request; the decoded object, or a KarmadaError."""
+
+        def send() -> Obj:
+            response = self._send(method, path, query, body, content_type, self.request_timeout)
+            data = response.read()
+            code = int(response.status)
+            if code >= 400:
+                raise error_for_status(code, data, response.headers, verb=verb,
+                                       resource=resource.plural)
+            self._report(verb, resource.plural, code)
+            return _decode(data, verb, resource.plural, code)
+
+        return self._call(verb, resource.plural, send, retry_conflict, report_success=False)
+
+    def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+              content_type: str, timeout: float | tuple[float, float] | None) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        m, url, hdrs, payload, _ = self.api.param_serialize(
+            method=method, resource_path=path, query_params=params, header_params=headers,
+            body=body, auth_settings=["BearerToken"],
+        )
+        return self.api.call_api(m, url, header_params=hdrs, body=payload,
+                                 _request_timeout=timeout)
+
+    def stream(self, resource: Resource, path: str, query: Mapping[str, Any],
+               read_timeout: float) -> Iterator[Obj]:
+        """A watch: yields decoded event objects line by line until the server ends it.
+
+        Raises KarmadaError (Gone for 410) for an error answer; a dropped connection ends
+        the iteration quietly (the caller resumes from its last resourceVersion)."""
+        q = dict(query)
+        q["watch"] = "true"
+
+        def open_() -> Any:
+            response = self._send("GET", path, q, None, "application/json", (5.0, read_timeout))
+            code = int(response.status)
+            if code >= 400:
+                raise error_for_status(code, response.read(), response.headers, verb="watch",
+                                       resource=resource.plural)
+            self._report("watch", resource.plural, code)
+            return response
+
+        response = self._call("watch", resource.plural, open_, False, report_success=False)
+        raw = response.response
+        buffer = b""
+        try:
+            for chunk in raw.stream(amt=None, decode_content=False):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield _watch_event(line, resource.plural)
+            if buffer.strip():
+                yield _watch_event(buffer, resource.plural)
+        except KarmadaError:
+            raise
+        except Exception:  # dropped or timed out: the caller resumes from its resourceVersion
+            return
+        finally:
+            raw.release_conn()
+
+    # resources ----------------------------------------------------------------------------
+    def resource_for(self, api_version: str, kind: str) -> Resource:
+        """The REST resource of a kind: built in, or from the server's discovery (cached)."""
+        key = (api_version, kind)
+        with self._lock:
+            known = self._resources.get(key)
+        if known is not None:
+            return known
+        group, _, version = api_version.rpartition("/")
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        meta = Resource(group, version, "", "APIResourceList", False)
+        try:
+            listing = self.request("get", meta, "GET", path)
+        except NotFound as exc:
+            raise NotFound(f"the server does not serve {api_version}", verb="get",
+                           resource=api_version) from exc
+        found: Resource | None = None
+        with self._lock:
+            for entry in listing.get("resources", []):
+                name = str(entry.get("name", ""))
+                if "/" in name:
+                    continue
+                res = Resource(group, version, name, str(entry.get("kind")),
+                               bool(entry.get("namespaced")))
+                self._resources[(api_version, res.kind)] = res
+                if res.kind == kind:
+                    found = res
+        if found is None:
+            raise NotFound(f"the server does not serve kind {kind} in {api_version}",
+                           verb="get", resource=api_version)
+        return found
+
+
+def _query_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _watch_event(line: bytes, resource: str) -> Obj:
+    event = _decode(line, "watch", resource, 200)
+    if event.get("type") == "ERROR":
+        status = event.get("object") or {}
+        code = int(status.get("code") or 500) if isinstance(status, dict) else 500
+        raise error_for_status(code, json.dumps(status), verb="watch", resource=resource)
+    return event
+
+
+def _decode(data: bytes | str | None, verb: str, resource: str, code: int) -> Obj:
+    if not data:
+        return {}
+    try:
+        obj = json.loads(data)
+    except ValueError as exc:
+        raise BadResponse(f"malformed JSON ({len(data)} bytes)", code=code, verb=verb,
+                          resource=resource, retryable=True) from exc
+    if not isinstance(obj, dict):
+        raise BadResponse(f"expected a JSON object, got {type(obj).__name__}", code=code,
+                          verb=verb, resource=resource)
+    return obj
