@@ -76,10 +76,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-Every schedule file the chart renders, as YAML: a map from the path relative to the schedules
+Every schedule file the chart renders, as JSON: a map from the path relative to the schedules
 directory (e.g. "team-a.yaml", "policies/team-a-day.yaml") to the file's text. Sources: the
 chart's own schedules/ directory (when schedules.includeChartFiles) and schedules.files
-(a value wins over a chart file of the same path). Callers use `include ... | fromYaml`.
+(a value wins over a chart file of the same path). Callers use `include ... | fromJson`:
+JSON keeps every byte, where toYaml would drop the last file's final newline.
 */}}
 {{- define "tidal.scheduleFiles" -}}
 {{- $files := dict }}
@@ -92,10 +93,10 @@ chart's own schedules/ directory (when schedules.includeChartFiles) and schedule
 {{- if kindIs "string" $content }}
 {{- $_ := set $files $path $content }}
 {{- else }}
-{{- $_ := set $files $path (toYaml $content) }}
+{{- $_ := set $files $path (printf "%s\n" (toYaml $content)) }}
 {{- end }}
 {{- end }}
-{{- toYaml $files }}
+{{- toJson $files }}
 {{- end }}
 
 {{/*
