@@ -43,7 +43,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "dashboard": {"dashboard": {"enabled": True, "namespace": "grafana", "folder": "Platform"}},
     "single-replica": {"replicaCount": 1, "leaderElection": {"enabled": False}},
     "values-schedules": {
-        "schedules": {"files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}}
+        "schedules": {
+            "files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}
+        }
     },
 }
 
@@ -69,7 +71,7 @@ def needs_file(path: Path) -> None:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_object_is_schema_valid(render: Render, variant: str) -> None:
-    """Every rendered object of every variant validates (strictly) against the Kubernetes schemas."""
+    """Every rendered object of every variant validates strictly against the Kubernetes schemas."""
     if variant == "monitoring":
         needs_file(ROOT / "tidal" / "rules" / "tidal-alerts.yaml")
     if variant == "dashboard":
@@ -108,7 +110,8 @@ def test_pod_meets_restricted_pod_security_standard(render: Render) -> None:
     """The pod carries every field the Pod Security Standard `restricted` profile requires."""
     pod = one(render(), "Deployment")["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert isinstance(pod["securityContext"]["runAsUser"], int) and pod["securityContext"]["runAsUser"] > 0
+    run_as = pod["securityContext"]["runAsUser"]
+    assert isinstance(run_as, int) and run_as > 0
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["automountServiceAccountToken"] is False
     for key in ("hostNetwork", "hostPID", "hostIPC"):
@@ -132,7 +135,7 @@ def test_pod_meets_restricted_pod_security_standard(render: Render) -> None:
 
 
 def test_deployment_wiring(render: Render) -> None:
-    """Two replicas with leader election, kubeconfig from the Secret read-only, probes on the http port."""
+    """Two replicas, leader election, kubeconfig Secret mounted read-only, probes on port http."""
     deployment = one(render(), "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -183,20 +186,20 @@ def test_single_replica_without_leader_election(render: Render) -> None:
 
 def test_several_replicas_without_leader_election_are_refused(render: Render) -> None:
     """Two replicas without leader election would both act: the chart refuses with a clear error."""
-    with pytest.raises(helm_python.HelmError, match="needs leaderElection.enabled=true"):
+    with pytest.raises(helm_python.HelmError, match=r"needs leaderElection\.enabled=true"):
         render({"replicaCount": 2, "leaderElection": {"enabled": False}})
 
 
 def test_missing_kubeconfig_secret_is_a_clear_error() -> None:
     """Without karmada.kubeconfigSecret.name the render fails naming the key and the fix."""
     with helm_python.Chart.load(CHART) as chart, pytest.raises(
-        helm_python.HelmError, match="karmada.kubeconfigSecret.name is required"
+        helm_python.HelmError, match=r"karmada\.kubeconfigSecret\.name is required"
     ):
         chart.render(values={}, name="tidal", namespace="tidal-system")
 
 
 def test_existing_configmap_is_mounted_and_none_rendered(render: Render) -> None:
-    """With schedules.existingConfigMap the chart mounts it (with its items) and renders no ConfigMap."""
+    """schedules.existingConfigMap is mounted (with its items) and no ConfigMap is rendered."""
     objects = render(VARIANTS["existing-configmap"])
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
     volume = next(
@@ -239,12 +242,12 @@ def test_schedules_from_values(render: Render) -> None:
 
 def test_unusable_schedule_path_is_a_clear_error(render: Render) -> None:
     """A schedule path that cannot become a ConfigMap key fails the render naming the file."""
-    with pytest.raises(helm_python.HelmError, match="team a.yaml"):
+    with pytest.raises(helm_python.HelmError, match=r"team a\.yaml"):
         render({"schedules": {"files": {"team a.yaml": "x: 1\n"}}})
 
 
 def test_service_monitor_and_prometheus_rule(render: Render) -> None:
-    """The ServiceMonitor scrapes the Service's http port; the PrometheusRule holds the rules file."""
+    """The ServiceMonitor scrapes the Service's http port; the PrometheusRule carries the rules."""
     rules_file = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
     needs_file(rules_file)
     objects = render(VARIANTS["monitoring"])
@@ -252,9 +255,11 @@ def test_service_monitor_and_prometheus_rule(render: Render) -> None:
     monitor = one(objects, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
-    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [service["spec"]["ports"][0]["name"]]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert selector == service["spec"]["selector"]
+    port_name = service["spec"]["ports"][0]["name"]
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [port_name]
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
     rule = one(objects, "PrometheusRule")
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
@@ -268,7 +273,7 @@ def test_service_monitor_and_prometheus_rule(render: Render) -> None:
 
 
 def test_chart_alert_rules_are_the_package_rules_file() -> None:
-    """The chart's files/tidal-alerts.yaml is a link to tidal/rules/tidal-alerts.yaml, not a copy."""
+    """The chart's files/tidal-alerts.yaml links to tidal/rules/tidal-alerts.yaml: no copy."""
     rules_file = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
     needs_file(rules_file)
     link = CHART / "files" / "tidal-alerts.yaml"
@@ -314,19 +319,22 @@ def test_values_are_documented_key_by_key() -> None:
         return len(line) - len(line.lstrip())
 
     def documented(i: int) -> bool:
-        return i > 0 and lines[i - 1].strip().startswith("#") and indent(lines[i - 1]) == indent(lines[i])
+        above = lines[i - 1] if i > 0 else ""
+        return above.strip().startswith("#") and indent(above) == indent(lines[i])
 
     undocumented = []
     for i, line in enumerate(lines):
         text = line.strip()
         if not text or text.startswith(("#", "-")) or ":" not in text:
             continue
-        is_section = text.endswith(":") and i + 1 < len(lines) and indent(lines[i + 1]) > indent(line)
+        below = lines[i + 1] if i + 1 < len(lines) else ""
+        is_section = text.endswith(":") and indent(below) > indent(line)
         if is_section or documented(i):
             continue
         ancestors, level = [], indent(line)
         for j in range(i - 1, -1, -1):
-            if lines[j].strip() and not lines[j].strip().startswith("#") and indent(lines[j]) < level:
+            content = lines[j].strip()
+            if content and not content.startswith("#") and indent(lines[j]) < level:
                 ancestors.append(j)
                 level = indent(lines[j])
         if not any(documented(j) for j in ancestors):
