@@ -1,0 +1,165 @@
+"""Regenerate tests/rules/tidal-alerts-test.yaml after editing the rules' annotations.
+
+The cases (series, times, labels) are written here by hand; the expected annotations are the
+rule templates with the labels filled in. Run: python tests/rules/generate_rule_tests.py
+"""
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+rules = yaml.safe_load((ROOT / "tidal/rules/tidal-alerts.yaml").read_text())["groups"][0]["rules"]
+
+def ann(alert, labels, variant=0, value=None):
+    rs = [r for r in rules if r["alert"] == alert]
+    r = rs[variant]
+    out = {}
+    for k, v in r["annotations"].items():
+        v = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v)
+        if value is not None:
+            v = re.sub(r"\{\{ \$value \| humanizeDuration \}\}", value, v)
+        out[k] = v.strip()
+    return out
+
+def alert(name, variant=0, value=None, **labels):
+    return {"exp_labels": labels, "exp_annotations": ann(name, labels, variant, value)}
+
+S = "team-a"
+def s(metric, inst, values, **labels):
+    lbl = ",".join(f'{k}="{v}"' for k, v in {"instance": inst, **labels}.items())
+    return {"series": f"{metric}{{{lbl}}}", "values": values}
+
+tests = []
+def case(comment, series, checks, interval="1m"):
+    tests.append({"name": comment, "interval": interval, "input_series": series,
+                  "alert_rule_test": checks})
+def chk(t, name, alerts):
+    return {"eval_time": t, "alertname": name, "exp_alerts": alerts}
+
+# --- TidalWaveFailed
+W = dict(schedule=S, window="night", reason="timeout")
+def wf() -> dict:
+    return alert("TidalWaveFailed", severity="critical", **W)
+
+case("TidalWaveFailed: the leader counts a failed wave, the standby exports 0", [
+    s("tidal_wave_failures_total", "a", "0 0 1x100", **W),
+    s("tidal_wave_failures_total", "b", "0x102", **W)],
+    [chk("1m", "TidalWaveFailed", []), chk("5m", "TidalWaveFailed", [wf()]),
+     chk("90m", "TidalWaveFailed", [])])
+case("TidalWaveFailed: quiet while every replica exports 0", [
+    s("tidal_wave_failures_total", "a", "0x100", **W),
+    s("tidal_wave_failures_total", "b", "0x100", **W)],
+    [chk("30m", "TidalWaveFailed", [])])
+case("TidalWaveFailed: still fires after the failing replica's series disappears", [
+    s("tidal_wave_failures_total", "a", "0 1 1 stale", **W),
+    s("tidal_wave_failures_total", "b", "0x100", **W)],
+    [chk("10m", "TidalWaveFailed", [wf()]), chk("70m", "TidalWaveFailed", [])])
+case("TidalWaveFailed: a failure counted before a fresh replica's first scrape fires too", [
+    s("tidal_wave_failures_total", "a", "_x30 1x100", **W)],
+    [chk("40m", "TidalWaveFailed", [wf()]), chk("100m", "TidalWaveFailed", [])])
+
+# --- TidalSwitchOverdue (10m steps; period one day)
+OV = dict(schedule=S, window="night")
+ls, per = "tidal_last_success_timestamp_seconds", "tidal_window_period_seconds"
+case("TidalSwitchOverdue: no success for a day and 30 minutes; the standby's 0 does not count", [
+    s(ls, "a", "100x200", **OV), s(ls, "b", "0x200", **OV),
+    s(per, "a", "86400x200", **OV), s(per, "b", "86400x200", **OV)],
+    [chk("24h", "TidalSwitchOverdue", []),
+     chk("25h", "TidalSwitchOverdue", [alert("TidalSwitchOverdue", value="1d 0h 58m 20s",
+                                             severity="warning", **OV)])],
+    interval="10m")
+case("TidalSwitchOverdue: quiet when the window succeeded again within its period", [
+    s(ls, "a", "100x143 86500x56", **OV), s(ls, "b", "0x200", **OV),
+    s(per, "a", "86400x200", **OV), s(per, "b", "86400x200", **OV)],
+    [chk("30h", "TidalSwitchOverdue", [])], interval="10m")
+case("TidalSwitchOverdue: quiet for a window that never succeeded (standbys and leader at 0)", [
+    s(ls, "a", "0x200", **OV), s(ls, "b", "0x200", **OV), s(per, "a", "86400x200", **OV)],
+    [chk("30h", "TidalSwitchOverdue", [])], interval="10m")
+case("TidalSwitchOverdue: a series that disappeared still pages once overdue", [
+    s(ls, "a", "100x20 stale", **OV), s(per, "a", "86400x20 stale", **OV),
+    s("tidal_leader", "b", "0x200")],
+    [chk("25h", "TidalSwitchOverdue", [
+        alert("TidalSwitchOverdue", 1, severity="warning", schedule="(all)", window="(all)"),
+        alert("TidalSwitchOverdue", value="1d 0h 58m 20s", severity="warning", **OV)])],
+    interval="10m")
+ALL = {"schedule": "(all)", "window": "(all)"}
+case("TidalSwitchOverdue: absent() fires when no replica exports last-success at all", [
+    s("tidal_leader", "a", "1x10")],
+    [chk("10m", "TidalSwitchOverdue", []),
+     chk("20m", "TidalSwitchOverdue", [alert("TidalSwitchOverdue", 1, severity="warning", **ALL)])])
+
+# --- TidalFloorBreached
+F = dict(schedule=S, cluster="cluster-b")
+def fb() -> dict:
+    return alert("TidalFloorBreached", severity="critical", **F)
+
+case("TidalFloorBreached: a breach counted by the leader fires; the standby's 0 does not", [
+    s("tidal_floor_breaches_total", "a", "0 0 1x100", **F),
+    s("tidal_floor_breaches_total", "b", "0x102", **F)],
+    [chk("1m", "TidalFloorBreached", []), chk("5m", "TidalFloorBreached", [fb()]),
+     chk("90m", "TidalFloorBreached", [])])
+case("TidalFloorBreached: quiet with no breach; fires after the breaching series disappears", [
+    s("tidal_floor_breaches_total", "a", "0x10 1 stale", **F),
+    s("tidal_floor_breaches_total", "b", "0x100", **F)],
+    [chk("9m", "TidalFloorBreached", []), chk("20m", "TidalFloorBreached", [fb()])])
+
+# --- TidalScheduleConfigInvalid
+V = dict(file="schedules/team-a.yaml")
+def ci() -> dict:
+    return alert("TidalScheduleConfigInvalid", severity="warning", **V)
+
+case("TidalScheduleConfigInvalid: fires after 5m when any replica fails to load the file", [
+    s("tidal_schedule_config_valid", "a", "1 1 0x20", **V),
+    s("tidal_schedule_config_valid", "b", "1 1 1 0x20", **V)],
+    [chk("5m", "TidalScheduleConfigInvalid", []),
+     chk("8m", "TidalScheduleConfigInvalid", [ci()])])
+case("TidalScheduleConfigInvalid: quiet when valid, and when a broken file is removed", [
+    s("tidal_schedule_config_valid", "a", "1x30", file="schedules/team-b.yaml"),
+    s("tidal_schedule_config_valid", "a", "0x10 stale", **V)],
+    [chk("9m", "TidalScheduleConfigInvalid", [ci()]),
+     chk("20m", "TidalScheduleConfigInvalid", [])])
+
+# --- TidalNoLeader
+def nl() -> dict:
+    return alert("TidalNoLeader", severity="critical", **ALL)
+
+case("TidalNoLeader: quiet with one leader and a standby exporting 0", [
+    s("tidal_leader", "a", "1x30"), s("tidal_leader", "b", "0x30")],
+    [chk("20m", "TidalNoLeader", [])])
+case("TidalNoLeader: fires 5m after the leader reports 0", [
+    s("tidal_leader", "a", "1 1 0x30"), s("tidal_leader", "b", "0x32")],
+    [chk("6m", "TidalNoLeader", []), chk("8m", "TidalNoLeader", [nl()])])
+case("TidalNoLeader: quiet across a failover; fires when the leader's series disappears", [
+    s("tidal_leader", "a", "1x5 stale"), s("tidal_leader", "b", "0x6 1x10 stale"),
+    s("tidal_leader", "c", "0x40")],
+    [chk("10m", "TidalNoLeader", []), chk("30m", "TidalNoLeader", [nl()])])
+case("TidalNoLeader: absent() fires when no replica is scraped at all", [
+    s("tidal_schedules_loaded", "a", "1x30")],
+    [chk("4m", "TidalNoLeader", []), chk("6m", "TidalNoLeader", [nl()])])
+
+# --- TidalWindowMissed
+M = dict(schedule=S, window="day")
+def wm() -> dict:
+    return alert("TidalWindowMissed", severity="warning", **M)
+
+case("TidalWindowMissed: a missed window counted at start-up fires; the standby's 0 does not", [
+    s("tidal_windows_missed_total", "a", "1x100", **M),
+    s("tidal_windows_missed_total", "b", "0x100", **M)],
+    [chk("5m", "TidalWindowMissed", [wm()]), chk("90m", "TidalWindowMissed", [])])
+case("TidalWindowMissed: quiet at 0; fires on an increase even after the series disappears", [
+    s("tidal_windows_missed_total", "a", "0x10 1 stale", **M)],
+    [chk("9m", "TidalWindowMissed", []), chk("15m", "TidalWindowMissed", [wm()])])
+
+doc = {"rule_files": ["../../tidal/rules/tidal-alerts.yaml"], "evaluation_interval": "1m",
+       "tests": tests}
+class D(yaml.SafeDumper):
+    pass
+def strrep(d, data):
+    return d.represent_scalar("tag:yaml.org,2002:str", data, style=None)
+D.add_representer(str, strrep)
+hdr = ("# promtool unit tests for tidal/rules/tidal-alerts.yaml: for each alert a firing and a\n"
+       "# quiet case, a standby exporting 0 and a series that disappears.\n"
+       "# Run: promtool test rules tests/rules/tidal-alerts-test.yaml\n")
+(ROOT / "tests/rules/tidal-alerts-test.yaml").write_text(
+    hdr + yaml.dump(doc, Dumper=D, sort_keys=False, width=100, allow_unicode=True))
