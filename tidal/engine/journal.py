@@ -209,6 +209,6 @@ class InMemoryJournal:
     def steal(self, schedule_name: str) -> None:
         """Test helper: pretend another writer saved (bumps the token)."""
         with self._lock:
-            token, data = self._states[schedule_name]
+            _token, data = self._states[schedule_name]
             self._counter += 1
             self._states[schedule_name] = (str(self._counter), data)

@@ -1,0 +1,61 @@
+"""The plan: waves, predicted totals per step, and floors checked before, during and after."""
+
+from __future__ import annotations
+
+from tidal.domain.floors import FloorRule
+from tidal.domain.plan import PlannedWorkload, make_plan
+from tidal.domain.waves import WorkloadKey
+
+
+def _w(name: str, before: dict[str, int], after: dict[str, int], replicas: int = 5
+       ) -> PlannedWorkload:
+    return PlannedWorkload(WorkloadKey("ns", name, "Deployment"), replicas, before, after)
+
+
+def test_waves_and_totals_per_step() -> None:
+    """Four 80/20 workloads moving to 0/100 in waves of two: totals shift wave by wave."""
+    ws = [_w(f"d{i}", {"a": 4, "b": 1}, {"b": 5}) for i in range(4)]
+    plan = make_plan(ws, wave_size=2, floors=[FloorRule(("b",), 1)])
+    assert [len(w) for w in plan.waves] == [2, 2]
+    assert [s.label for s in plan.steps] == ["before", "wave 1", "wave 2", "end"]
+    assert plan.steps[0].assigned == {"a": 16, "b": 4}
+    assert plan.steps[1].assigned == {"a": 8, "b": 12}
+    assert plan.steps[-1].assigned == {"a": 0, "b": 20} or plan.steps[-1].assigned == {"b": 20}
+    assert plan.steps[1].lowest_ready["b"] == 1  # in flight, only the staying replica counts
+    assert plan.safe
+
+
+def test_floor_broken_at_the_end_is_unsafe() -> None:
+    """A 1-replica workload that the new weights give 0 in a floor cluster makes it unsafe."""
+    ws = [_w("one", {"a": 1}, {"b": 1}, replicas=1)]
+    plan = make_plan(ws, wave_size=1, floors=[FloorRule(("a",), 1)])
+    assert not plan.safe
+    labels = {label for label, _ in plan.violations}
+    assert labels == {"wave 1", "end"}
+
+
+def test_floor_broken_only_in_flight_is_unsafe() -> None:
+    """Moving every replica at once breaks a percentage floor while the wave is in flight."""
+    ws = [_w("d", {"a": 4, "b": 1}, {"b": 5})]
+    plan = make_plan(ws, wave_size=1, floors=[FloorRule(min_available_percent=50)])
+    assert [label for label, _ in plan.violations] == ["wave 1"]
+
+
+def test_problems_make_a_plan_unsafe() -> None:
+    """An unschedulable prediction is reported and refuses the plan."""
+    w = PlannedWorkload(WorkloadKey("ns", "x", "Deployment"), 3, {"a": 3}, {"a": 3},
+                        exact=False, problem="unschedulable: short")
+    plan = make_plan([w], wave_size=1)
+    assert not plan.safe and plan.problems == ["ns/Deployment/x: unschedulable: short"]
+
+
+def test_empty_selection_gives_no_waves() -> None:
+    """Nothing selected: no waves, still a safe plan."""
+    plan = make_plan([], wave_size=3)
+    assert plan.waves == [] and plan.safe
+
+
+def test_plan_serialises() -> None:
+    """to_dict carries waves, steps and the verdict."""
+    d = make_plan([_w("d", {"a": 5}, {"a": 5})], wave_size=1).to_dict()
+    assert d["safe"] is True and d["waves"][0]["workloads"][0]["workload"] == "ns/Deployment/d"

@@ -1,0 +1,97 @@
+"""Prediction: static weights exact by Webster, dynamic weights estimated from capacity."""
+
+from __future__ import annotations
+
+from tidal.domain.prediction import (
+    ClusterFacts,
+    Predictor,
+    WorkloadFacts,
+    available_replicas,
+    candidates,
+    parse_quantity,
+    placement_mode,
+)
+
+A = ClusterFacts("cluster-a", free={"cpu": 4.0, "pods": 100})
+B = ClusterFacts("cluster-b", free={"cpu": 8.0, "pods": 100})
+
+
+def _static(*pairs: tuple[str, int]) -> dict[str, object]:
+    return {
+        "clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"staticWeightList": [
+                {"targetCluster": {"clusterNames": [name]}, "weight": w} for name, w in pairs]}},
+    }
+
+
+def test_quantities_parse() -> None:
+    """Kubernetes quantities in milli, decimal and binary suffixes."""
+    assert parse_quantity("500m") == 0.5
+    assert parse_quantity("2Gi") == 2 * 2**30
+    assert parse_quantity("3k") == 3000
+    assert parse_quantity(7) == 7.0
+
+
+def test_static_80_20_over_five_is_four_one() -> None:
+    """Webster over weights 4:1 and 5 replicas gives 4 and 1 (worked by hand)."""
+    p = Predictor(_static(("cluster-a", 4), ("cluster-b", 1)), [A, B])
+    result = p.predict(WorkloadFacts("w", "uid-1", 5))
+    assert result.assignment == {"cluster-a": 4, "cluster-b": 1}
+    assert result.exact
+
+
+def test_static_list_without_a_cluster_gives_it_nothing() -> None:
+    """0/100: a cluster absent from the staticWeightList gets no replicas."""
+    p = Predictor(_static(("cluster-b", 1)), [A, B])
+    assert p.predict(WorkloadFacts("w", "uid", 5)).assignment == {"cluster-b": 5}
+
+
+def test_not_ready_and_excluded_clusters_are_not_candidates() -> None:
+    """Affinity names, exclude and readiness narrow the candidates."""
+    down = ClusterFacts("cluster-c", ready=False)
+    placement = {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b", "cluster-c"],
+                                     "exclude": ["cluster-a"]}}
+    assert candidates(placement, [A, B, down]) == ["cluster-b"]
+
+
+def test_duplicated_gives_every_candidate_all_replicas() -> None:
+    """Duplicated (or no replicaScheduling) copies the replicas to each cluster."""
+    p = Predictor({"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]}}, [A, B])
+    assert p.mode == "duplicated"
+    assert p.predict(WorkloadFacts("w", "u", 2)).assignment == {"cluster-a": 2, "cluster-b": 2}
+
+
+def test_dynamic_estimate_deducts_capacity_between_workloads() -> None:
+    """Dynamic weights follow free capacity, and each placed workload uses some of it up."""
+    placement = {"replicaScheduling": {
+        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+    assert placement_mode(placement) == "dynamic"
+    p = Predictor(placement, [A, B])
+    first = p.predict(WorkloadFacts("w1", "u1", 6, request={"cpu": 1.0}))
+    assert sum(first.assignment.values()) == 6
+    assert not first.exact
+    second = p.predict(WorkloadFacts("w2", "u2", 6, request={"cpu": 1.0}))
+    assert sum(second.assignment.values()) == 6
+    third = p.predict(WorkloadFacts("w3", "u3", 6, request={"cpu": 1.0}))
+    assert third.problem.startswith("unschedulable")
+
+
+def test_available_replicas_is_the_tightest_resource() -> None:
+    """Available replicas is the minimum over the requested resources and pods."""
+    assert available_replicas({"cpu": 4.0, "memory": 2.0, "pods": 10}, {"cpu": 1.0,
+                                                                       "memory": 1.0}) == 2
+
+
+def test_cluster_facts_from_a_cluster_object() -> None:
+    """Free capacity is allocatable minus allocated and allocating; Ready from conditions."""
+    obj = {"metadata": {"name": "c", "labels": {"zone": "z"}},
+           "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                      "resourceSummary": {"allocatable": {"cpu": "8", "memory": "16Gi"},
+                                          "allocated": {"cpu": "2500m"},
+                                          "allocating": {"cpu": "500m"}}}}
+    facts = ClusterFacts.from_cluster(obj)
+    assert facts.ready and facts.labels == {"zone": "z"}
+    assert facts.free["cpu"] == 5.0
