@@ -1,0 +1,145 @@
+"""Karmada policy documents: the swap manifests a schedule points to, and its merge patches.
+
+Validated against the upstream CRD schema (openAPIV3Schema) when the CRD files are found
+(argument, env TIDAL_KARMADA_CRDS, or ../shared/karmada/crds beside the repository); otherwise a
+structural check only. Fields the CRD does not know are refused: Karmada would silently drop them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError as SchemaError  # type: ignore[import-untyped]
+from ruamel.yaml import YAML
+
+POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
+POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
+_CRD_FILES = {
+    "PropagationPolicy": "policy.karmada.io_propagationpolicies.yaml",
+    "ClusterPropagationPolicy": "policy.karmada.io_clusterpropagationpolicies.yaml",
+}
+
+Problem = tuple[tuple[str | int, ...], str]
+
+
+def default_crd_dir() -> Path | None:
+    """Where the upstream CRDs are: env TIDAL_KARMADA_CRDS, else ../shared beside the repo."""
+    configured = os.environ.get("TIDAL_KARMADA_CRDS")
+    if configured:
+        return Path(configured)
+    repo_root = Path(__file__).resolve().parents[2]
+    candidate = repo_root.parent / "shared" / "karmada" / "crds"
+    return candidate if candidate.is_dir() else None
+
+
+@lru_cache(maxsize=8)
+def _crd_schema(crd_dir: str, kind: str) -> dict[str, Any] | None:
+    path = Path(crd_dir) / _CRD_FILES[kind]
+    try:
+        crd = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+        for version in crd["spec"]["versions"]:
+            if version["name"] == "v1alpha1":
+                schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+                return _closed(copy.deepcopy(schema))
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """Refuse unknown fields where the CRD lists its properties (Kubernetes would prune them)."""
+    if isinstance(schema.get("properties"), dict):
+        if ("additionalProperties" not in schema
+                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+            schema["additionalProperties"] = False
+        for sub in schema["properties"].values():
+            _closed(sub)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            _closed(schema[key])
+    for key in ("anyOf", "allOf", "oneOf"):
+        for sub in schema.get(key, []) or []:
+            if isinstance(sub, dict):
+                _closed(sub)
+    return schema
+
+
+def _without_required(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_required(v) for k, v in schema.items() if k != "required"}
+    if isinstance(schema, list):
+        return [_without_required(v) for v in schema]
+    return schema
+
+
+def _schema_problems(schema: dict[str, Any], document: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    errors: Iterator[SchemaError] = Draft202012Validator(schema).iter_errors(document)
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties":
+            extras = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            for extra in extras:
+                problems.append(((*path, extra), f"unknown field {extra!r} for a Karmada "
+                                 "policy (Karmada would drop it); fix the spelling or remove it"))
+            continue
+        message = " ".join(error.message.split())
+        if len(message) > 160:
+            message = message[:157] + "..."
+        problems.append((path, f"{message} (Karmada CRD schema); fix the value"))
+    return problems
+
+
+def manifest_problems(manifest: Any, kind: str, crd_dir: Path | None) -> list[Problem]:
+    """Problems of a swap manifest that must be a Karmada policy of `kind`."""
+    if not isinstance(manifest, dict):
+        return [((), "a swap manifest must be one Karmada policy (a mapping); "
+                     f"write a {kind} manifest")]
+    problems: list[Problem] = []
+    if manifest.get("apiVersion") != POLICY_API_VERSION:
+        problems.append((("apiVersion",), f"apiVersion must be {POLICY_API_VERSION}; "
+                                          "this file is not a Karmada policy"))
+    found_kind = manifest.get("kind")
+    if found_kind not in POLICY_KINDS:
+        problems.append((("kind",), f"kind {found_kind!r} is not a Karmada policy; "
+                                    f"the schedule swaps in a {kind}"))
+        return problems
+    if found_kind != kind:
+        problems.append((("kind",), f"kind {found_kind} does not match the schedule's policy "
+                                    f"kind {kind}; make them the same"))
+    metadata = manifest.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        problems.append((("metadata",), "the policy needs metadata.name; add it"))
+    elif kind == "ClusterPropagationPolicy" and "namespace" in metadata:
+        problems.append((("metadata", "namespace"), "a ClusterPropagationPolicy is "
+                                                   "cluster-scoped; remove metadata.namespace"))
+    if not isinstance(manifest.get("spec"), dict):
+        problems.append((("spec",), "the policy needs a spec; add spec.resourceSelectors"))
+    if problems:
+        return problems
+    schema = _crd_schema(str(crd_dir), kind) if crd_dir is not None else None
+    if schema is not None:
+        problems += _schema_problems(schema, manifest)
+    elif not manifest["spec"].get("resourceSelectors"):
+        problems.append((("spec",), "the policy needs spec.resourceSelectors; add them"))
+    return problems
+
+
+def patch_problems(patch: dict[str, Any], kind: str, crd_dir: Path | None) -> list[Problem]:
+    """Problems of a merge patch: its fields must exist in the policy CRD (nulls delete)."""
+    schema = _crd_schema(str(crd_dir), kind) if crd_dir is not None else None
+    if schema is None:
+        return []
+    return _schema_problems(_without_required(schema), _drop_nulls(patch))
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    return value
