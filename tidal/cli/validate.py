@@ -1,0 +1,42 @@
+"""`tidal validate PATH...`: check schedule files; every error as FILE:LINE:COL: message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.loading import load_schedules
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(path_type=Path, exists=False))
+@click.option("-o", "--output", "output", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="text: errors on stderr; json: a list of errors on stdout")
+@click.option("--crds", type=click.Path(path_type=Path, file_okay=False), default=None,
+              envvar="TIDAL_KARMADA_CRDS",
+              help="directory of the Karmada CRDs used to check policy manifests and patches")
+def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None) -> None:
+    """Check schedule files (files or directories, recursively *.yaml/*.yml).
+
+    Exit 0 when everything is valid, 1 otherwise.
+    """
+    result = load_schedules(paths, crd_dir=crds) if crds else load_schedules(paths)
+    if output == "json":
+        click.echo(json.dumps([error.to_json() for error in result.errors], indent=2))
+    else:
+        for error in result.errors:
+            click.echo(str(error), err=True)
+        if result.ok:
+            names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
+            click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
+        else:
+            files = len({error.file for error in result.errors})
+            click.echo(f"{len(result.errors)} error(s) in {files} file(s)", err=True)
+    raise SystemExit(OK if result.ok else INVALID_INPUT)
+
+
+COMMANDS = [validate_command]
