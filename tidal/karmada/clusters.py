@@ -1,0 +1,16 @@
+"""Member clusters (cluster.karmada.io/v1alpha1)."""
+
+from __future__ import annotations
+
+from tidal.karmada.client import CLUSTERS, KarmadaClient, Obj
+from tidal.karmada.templates import list_paged
+
+
+def list_clusters(client: KarmadaClient) -> list[Obj]:
+    items, _ = list_paged(client, CLUSTERS)
+    return items
+
+
+def is_ready(cluster: Obj) -> bool:
+    conditions = (cluster.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,32 @@
+"""Names and keys Karmada derives from objects (pkg/util/names, the detector's claim labels)."""
+
+from __future__ import annotations
+
+PP_KIND = "PropagationPolicy"
+CPP_KIND = "ClusterPropagationPolicy"
+PP_ID_LABEL = "propagationpolicy.karmada.io/permanent-id"
+CPP_ID_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
+PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
+PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
+CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
+
+# tidal's own annotations: keys WITHOUT ".karmada.io", so Karmada counts them as user edits.
+SWITCHED_AT = "tidal.io/switched-at"
+SWITCH_RUN = "tidal.io/switch-run"
+EXCLUDE = "tidal.io/exclude"
+POLICY_WINDOW = "tidal.io/window"
+POLICY_RUN = "tidal.io/run"
+
+
+def binding_name(name: str, kind: str) -> str:
+    """GenerateBindingName: lower(<name>-<kind>), ':' in the name replaced by '.'."""
+    return f"{name}-{kind}".lower().replace(":", ".")
+
+
+def claim_label(policy_kind: str) -> str:
+    """The label a policy of this kind puts on the templates it claims."""
+    return CPP_ID_LABEL if policy_kind == CPP_KIND else PP_ID_LABEL
+
+
+def claim_labels() -> tuple[str, str]:
+    return (PP_ID_LABEL, CPP_ID_LABEL)

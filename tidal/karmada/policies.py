@@ -1,0 +1,78 @@
+"""(Cluster)PropagationPolicy verbs: get, merge-patch with resourceVersion, create, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidal.karmada.client import (
+    CLUSTER_PROPAGATION_POLICIES,
+    PROPAGATION_POLICIES,
+    KarmadaClient,
+    Obj,
+    Resource,
+)
+from tidal.karmada.errors import NotFound
+from tidal.karmada.names import CPP_KIND, claim_label
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def resource(kind: str) -> Resource:
+    return CLUSTER_PROPAGATION_POLICIES if kind == CPP_KIND else PROPAGATION_POLICIES
+
+
+def get_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None) -> Obj:
+    res = resource(kind)
+    return client.request("get", res, "GET", res.path(namespace, name))
+
+
+def find_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
+                ) -> Obj | None:
+    """The policy, or None when it does not exist."""
+    try:
+        return get_policy(client, kind, name, namespace)
+    except NotFound:
+        return None
+
+
+def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None,
+                 patch: dict[str, Any], resource_version: str | None = None) -> Obj:
+    """JSON merge patch; with a resourceVersion the server refuses it (Conflict) if stale."""
+    body = dict(patch)
+    if resource_version is not None:
+        meta = dict(body.get("metadata") or {})
+        meta["resourceVersion"] = resource_version
+        body["metadata"] = meta
+    res = resource(kind)
+    return client.request("patch", res, "PATCH", res.path(namespace, name), body=body,
+                          content_type=MERGE_PATCH)
+
+
+def create_policy(client: KarmadaClient, manifest: Obj) -> Obj:
+    kind = str(manifest.get("kind"))
+    res = resource(kind)
+    namespace = (manifest.get("metadata") or {}).get("namespace")
+    return client.request("create", res, "POST", res.path(namespace), body=manifest)
+
+
+def delete_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None) -> bool:
+    """Delete; False when it was already gone."""
+    res = resource(kind)
+    try:
+        client.request("delete", res, "DELETE", res.path(namespace, name))
+    except NotFound:
+        return False
+    return True
+
+
+def permanent_id(policy: Obj) -> str | None:
+    """The id the detector labels claimed templates with (None until the detector saw it)."""
+    labels = (policy.get("metadata") or {}).get("labels") or {}
+    value = labels.get(claim_label(str(policy.get("kind"))))
+    return str(value) if value else None
+
+
+def claim_selector(policy: Obj) -> str | None:
+    """`label=value` selecting the templates this policy claims."""
+    pid = permanent_id(policy)
+    return f"{claim_label(str(policy.get('kind')))}={pid}" if pid else None

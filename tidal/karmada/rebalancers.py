@@ -1,0 +1,39 @@
+"""WorkloadRebalancers (apps.karmada.io/v1alpha1): create one per wave, read its status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient, Obj
+from tidal.karmada.errors import AlreadyExists, NotFound
+from tidal.karmada.objects import RebalancerWorkload
+
+
+def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[RebalancerWorkload],
+                      *, ttl_seconds: int | None = 300, labels: dict[str, str] | None = None
+                      ) -> Obj:
+    """Create it; if it already exists (a retried create, a resume) return the existing one."""
+    spec: dict[str, object] = {"workloads": [dict(w) for w in workloads]}
+    if ttl_seconds is not None:
+        spec["ttlSecondsAfterFinished"] = ttl_seconds
+    body = {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": "WorkloadRebalancer",
+            "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+    res = WORKLOAD_REBALANCERS
+    try:
+        return client.request("create", res, "POST", res.path(), body=body)
+    except AlreadyExists:
+        return get_rebalancer(client, name)
+
+
+def get_rebalancer(client: KarmadaClient, name: str) -> Obj:
+    res = WORKLOAD_REBALANCERS
+    return client.request("get", res, "GET", res.path(name=name))
+
+
+def delete_rebalancer(client: KarmadaClient, name: str) -> bool:
+    res = WORKLOAD_REBALANCERS
+    try:
+        client.request("delete", res, "DELETE", res.path(name=name))
+    except NotFound:
+        return False
+    return True
