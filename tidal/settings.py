@@ -26,6 +26,7 @@ class SchedulerSettings(BaseModel):
 
     max_concurrent_switches: int = Field(1, ge=1)
     misfire_grace_seconds: float = Field(300.0, gt=0)
+    resync_seconds: float = Field(15.0, gt=0)  # re-read state/controls and re-decide this often
 
 
 class Settings(BaseSettings):

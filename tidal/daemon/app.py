@@ -1,0 +1,245 @@
+"""The Daemon: schedules directory + scheduler + lease + state + HTTP, wired together.
+
+Stopping (SIGTERM): no new passes start; the journal refuses further saves, so a running switch
+stops at its next step boundary with its state persisted; the lease is released; exit 0.
+Losing the lease (or a 409 on a state write): stop acting at once and exit 1; a standby
+takes over and resumes from the state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from tidal.daemon.http import HealthServer, empty_metrics
+from tidal.daemon.lease import ElectionTimings, KarmadaLeaseStore, LeaderElector, LeaseStore
+from tidal.daemon.reconcile import Reconciler, RunSwitch
+from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
+from tidal.daemon.scheduler import Dispatcher, WindowScheduler
+from tidal.daemon.state import StateStore
+from tidal.domain.clock import Clock, SystemClock
+from tidal.domain.windows import next_start_of, times_of
+from tidal.settings import Settings
+
+log = structlog.get_logger("tidal.daemon")
+
+EXIT_OK = 0
+EXIT_LOST_LEADERSHIP = 1
+
+
+def default_run_switch(*args: Any, **kwargs: Any) -> Any:
+    from tidal.engine.switch import run_switch
+
+    return run_switch(*args, **kwargs)
+
+
+class _AlwaysLeader:
+    """Leader election disabled (single replica): always leading."""
+
+    holder: str | None = None
+
+    def __init__(self, identity: str) -> None:
+        self.holder = identity
+
+    def is_leader(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: Any,
+        clock: Clock | None = None,
+        run_switch: RunSwitch = default_run_switch,
+        metrics: Any = None,
+        load: Loader = default_loader,
+        lease_store: LeaseStore | None = None,
+        on_event: Callable[[Any], None] | None = None,
+        watch: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.clock = clock or SystemClock()
+        self.metrics = metrics
+        self.identity = settings.identity
+        self._stop = threading.Event()
+        self._stopping = False
+        self._exit_code = EXIT_OK
+        self._lock = threading.Lock()
+        self._observers = [o for o in (on_event, self._observer()) if o is not None]
+
+        le = settings.leader_election
+        self.elector: LeaderElector | _AlwaysLeader
+        if le.enabled:
+            self.elector = LeaderElector(
+                lease_store or KarmadaLeaseStore(client, settings.state_namespace, le.lease_name),
+                self.identity, self.clock,
+                ElectionTimings(le.lease_duration_seconds, le.renew_deadline_seconds,
+                                le.retry_period_seconds),
+                on_started_leading=self._started_leading,
+                on_stopped_leading=self._stopped_leading)
+        else:
+            self.elector = _AlwaysLeader(self.identity)
+        self.state = StateStore(client, settings.state_namespace, guard=self.may_act)
+        self.directory = ScheduleDirectory(Path(settings.schedules), load)
+        self.reconciler = Reconciler(
+            client=client, state=self.state, run_switch=run_switch, clock=self.clock,
+            get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
+            on_fenced=self._fenced, metrics=metrics)
+        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
+        self.scheduler = WindowScheduler(
+            self.clock, self._window_fired,
+            misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
+            resync_seconds=settings.scheduler.resync_seconds, resync=self.resync,
+            on_event=getattr(metrics, "on_scheduler_event", None))
+        self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) if watch else None
+        self.http: HealthServer | None = None
+        self._elector_thread: threading.Thread | None = None
+
+    # --- state of the process ---------------------------------------------------------------
+    def may_act(self) -> bool:
+        return not self._stopping and self.elector.is_leader()
+
+    def healthy(self) -> tuple[bool, str]:
+        if self._stop.is_set():
+            return False, "stopping"
+        if not self.scheduler.running():
+            return False, "scheduler not running"
+        return True, "ok"
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.directory.loaded_once:
+            return False, "schedules not loaded"
+        reachable = getattr(self.elector, "api_reachable", True)
+        if not reachable:
+            return False, "Karmada API not reachable"
+        role = "leader" if self.elector.is_leader() else "standby"
+        return True, f"ready ({role})"
+
+    # --- wiring ------------------------------------------------------------------------------
+    def _observer(self) -> Callable[[Any], None] | None:
+        if self.metrics is None:
+            return None
+        try:
+            from tidal.metrics import EngineObserver  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        observer: Callable[[Any], None] = EngineObserver(self.metrics)
+        return observer
+
+    def _emit(self, event: Any) -> None:
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception as exc:  # an observer never breaks a switch
+                log.warning("event_observer_failed", error=str(exc))
+
+    def _window_fired(self, schedule: str, window: str) -> None:
+        self.dispatcher.submit(schedule, f"window:{window}")
+
+    def _started_leading(self) -> None:
+        if self.metrics is not None:
+            self.metrics.set_leader(True)
+        self.resync("leadership")
+
+    def _stopped_leading(self) -> None:
+        if self.metrics is not None:
+            self.metrics.set_leader(False)
+        self._fail("lost the lease")
+
+    def _fenced(self, why: str) -> None:
+        self._fail(f"fenced out: {why}")
+
+    def _fail(self, why: str) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._exit_code = EXIT_LOST_LEADERSHIP
+        log.error("daemon_stopping", reason=why, identity=self.identity)
+        self.request_stop()
+
+    def resync(self, reason: str = "resync") -> None:
+        for name in sorted(self.directory.catalog.schedules):
+            self.dispatcher.submit(name, reason)
+        self._publish_next_runs()
+
+    def reload(self) -> None:
+        outcome = self.directory.reload()
+        for name in outcome.removed:
+            self.scheduler.remove_schedule(name)
+            if self.metrics is not None:
+                self.metrics.forget_schedule(name)
+        for name, loaded in self.directory.catalog.schedules.items():
+            self.scheduler.set_schedule(name, times_of(loaded.schedule))
+        if self.metrics is not None:
+            loaded_all = list(self.directory.catalog.schedules.values())
+            self.metrics.preset(loaded_all)
+            self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
+        self.resync("reload")
+
+    def _publish_next_runs(self) -> None:
+        if self.metrics is None:
+            return
+        now = self.clock.now()
+        for name, loaded in list(self.directory.catalog.schedules.items()):
+            times = times_of(loaded.schedule)
+            for window, _ in times.starts:
+                nxt = next_start_of(times, window, now)
+                self.metrics.set_next_run(name, window, nxt.at.timestamp() if nxt else None)
+
+    # --- life cycle --------------------------------------------------------------------------
+    def start(self, *, serve_http: bool = True) -> Daemon:
+        if serve_http:
+            render = self.metrics.render if self.metrics is not None else empty_metrics
+            self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
+        self.dispatcher.start()
+        self.scheduler.start()
+        self.reload()
+        if self.watcher is not None:
+            self.watcher.start()
+        if isinstance(self.elector, LeaderElector):
+            elector = self.elector
+            self._elector_thread = threading.Thread(
+                target=elector.run, args=(self._stop,), name="tidal-lease", daemon=True)
+            self._elector_thread.start()
+        else:
+            if self.metrics is not None:
+                self.metrics.set_leader(True)
+        log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
+                 port=self.http.port if self.http else None)
+        return self
+
+    def request_stop(self) -> None:
+        """Begin shutting down (signal-safe: only sets flags)."""
+        self._stopping = True
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._stop.wait(timeout)
+
+    def shutdown(self, grace_seconds: float = 20.0) -> int:
+        """Finish the in-flight step, persist, release the lease; the exit code."""
+        self.request_stop()
+        self.scheduler.shutdown()
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.dispatcher.wait_idle(grace_seconds)
+        self.dispatcher.stop(timeout=1)
+        if self._elector_thread is not None:
+            self._elector_thread.join(timeout=5)
+        self.elector.release()
+        if self.metrics is not None:
+            self.metrics.set_leader(False)
+        if self.http is not None:
+            self.http.stop()
+        log.info("daemon_stopped", identity=self.identity, exit_code=self._exit_code)
+        return self._exit_code

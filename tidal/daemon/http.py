@@ -1,0 +1,61 @@
+"""/healthz, /readyz and /metrics on one port (stdlib http.server on a thread)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+Check = Callable[[], tuple[bool, str]]
+
+
+def empty_metrics() -> bytes:
+    return bytes(generate_latest(CollectorRegistry()))
+
+
+class HealthServer:
+    def __init__(self, port: int, healthy: Check, ready: Check,
+                 metrics: Callable[[], bytes] = empty_metrics, host: str = "0.0.0.0") -> None:
+        checks = {"/healthz": healthy, "/readyz": ready}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    try:
+                        body, code, ctype = metrics(), 200, CONTENT_TYPE_LATEST
+                    except Exception as exc:
+                        body, code, ctype = f"{exc}\n".encode(), 500, "text/plain"
+                elif path in checks:
+                    ok, why = checks[path]()
+                    body, code, ctype = f"{why}\n".encode(), 200 if ok else 503, "text/plain"
+                else:
+                    body, code, ctype = b"not found\n", 404, "text/plain"
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # probes every few seconds would drown the logs
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, name="tidal-http",
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> HealthServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,226 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with our own small elector.
+
+Why not kubernetes.leaderelection: it does not release the Lease on shutdown, keeps leading
+after its callback returns, and measures deadlines with wall-clock time.
+
+Rules (as client-go, but on monotonic time):
+- a standby may take the Lease only when its record has not changed for leaseDuration, measured
+  from when *this* replica observed the change (no trust in other replicas' clocks);
+- the leader renews every retryPeriod; `is_leader()` turns False as soon as renewDeadline has
+  passed since the last successful renew, even if the renewing thread is stuck (or the process
+  was stopped), so nothing mutates after that; since renewDeadline < leaseDuration, the leader
+  has stopped before any standby may take over;
+- on shutdown the leader releases the Lease (empty holder), so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from tidal.domain.clock import Clock
+from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
+
+Obj = dict[str, Any]
+log = structlog.get_logger("tidal.daemon.lease")
+
+
+class LeaseStore(Protocol):
+    def get(self) -> Obj | None: ...
+    def create(self, spec: Obj) -> Obj: ...
+    def update(self, lease: Obj) -> Obj: ...
+
+
+class KarmadaLeaseStore:
+    """The Lease object in the Karmada control plane."""
+
+    def __init__(self, client: Any, namespace: str, name: str) -> None:
+        self.client, self.namespace, self.name = client, namespace, name
+
+    def get(self) -> Obj | None:
+        from tidal.karmada.leases import get_lease
+
+        return get_lease(self.client, self.namespace, self.name)
+
+    def create(self, spec: Obj) -> Obj:
+        from tidal.karmada.leases import create_lease
+
+        return create_lease(self.client, self.namespace, self.name, spec)
+
+    def update(self, lease: Obj) -> Obj:
+        from tidal.karmada.leases import update_lease
+
+        return update_lease(self.client, lease)
+
+
+@dataclass(frozen=True)
+class ElectionTimings:
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                "leader election needs retryPeriod < renewDeadline < leaseDuration "
+                f"(got {self.retry_period}, {self.renew_deadline}, {self.lease_duration})"
+            )
+
+
+def micro_time(instant: datetime) -> str:
+    """metav1.MicroTime: RFC3339 with microseconds, UTC."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """One replica's view of the Lease. Drive it with `run(stop)` or step it in tests."""
+
+    def __init__(
+        self,
+        store: LeaseStore,
+        identity: str,
+        clock: Clock,
+        timings: ElectionTimings = ElectionTimings(),
+        *,
+        on_started_leading: Callable[[], None] = lambda: None,
+        on_stopped_leading: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.identity = identity
+        self.clock = clock
+        self.timings = timings
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self._lock = threading.Lock()
+        self._leading = False
+        self._last_renew = 0.0  # monotonic time of the last successful acquire/renew
+        self._observed_record: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
+        self.holder: str | None = None  # who holds the Lease, as last seen
+        self.api_reachable = True  # the last Lease request got an answer
+
+    # --- questions -------------------------------------------------------------------------
+    def is_leader(self) -> bool:
+        """True only while the last renew is younger than the renew deadline."""
+        with self._lock:
+            if not self._leading:
+                return False
+            return self.clock.monotonic() - self._last_renew < self.timings.renew_deadline
+
+    # --- one step --------------------------------------------------------------------------
+    def try_acquire_or_renew(self) -> bool:
+        """One attempt to take or keep the Lease; True when we hold it afterwards."""
+        now_m = self.clock.monotonic()
+        try:
+            lease = self.store.get()
+            self.api_reachable = True
+            if lease is None:
+                self.store.create(self._spec(None))
+                self._won(now_m, renewed=False)
+                return True
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity") or None
+            self.holder = holder
+            record = (holder, spec.get("renewTime"), spec.get("acquireTime"),
+                      spec.get("leaseTransitions"))
+            if record != self._observed_record:
+                self._observed_record, self._observed_at = record, now_m
+            duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
+            if holder and holder != self.identity and now_m < self._observed_at + duration:
+                if self._leading:
+                    self._step_down(f"lease taken by {holder}")
+                return False
+            lease["spec"] = self._spec(spec)
+            updated = self.store.update(lease)
+            new = updated.get("spec") or {}
+            self._observed_record = (new.get("holderIdentity"), new.get("renewTime"),
+                                     new.get("acquireTime"), new.get("leaseTransitions"))
+            self._observed_at = now_m
+            self._won(now_m, renewed=holder == self.identity)
+            return True
+        except (Conflict, AlreadyExists):
+            return False
+        except KarmadaError as exc:
+            self.api_reachable = exc.code != 0
+            log.warning("lease_request_failed", error=str(exc), identity=self.identity)
+            return False
+
+    def _spec(self, previous: Obj | None) -> Obj:
+        now = micro_time(self.clock.now())
+        prev = previous or {}
+        mine = prev.get("holderIdentity") == self.identity
+        transitions = int(prev.get("leaseTransitions") or 0)
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": round(self.timings.lease_duration),
+            "acquireTime": prev.get("acquireTime") if mine and prev.get("acquireTime") else now,
+            "renewTime": now,
+            "leaseTransitions": transitions if mine or previous is None else transitions + 1,
+        }
+
+    def _won(self, now_m: float, *, renewed: bool) -> None:
+        with self._lock:
+            started = not self._leading
+            self._leading = True
+            self._last_renew = now_m
+        self.holder = self.identity
+        if started:
+            log.info("leader_elected", identity=self.identity)
+            self.on_started_leading()
+
+    def check_deadline(self) -> bool:
+        """Step down when the renew deadline passed; True when still leading."""
+        with self._lock:
+            if not self._leading:
+                return False
+            if self.clock.monotonic() - self._last_renew < self.timings.renew_deadline:
+                return True
+        self._step_down("renew deadline passed")
+        return False
+
+    def _step_down(self, reason: str) -> None:
+        with self._lock:
+            was, self._leading = self._leading, False
+        if was:
+            log.error("leader_lost", identity=self.identity, reason=reason)
+            self.on_stopped_leading()
+
+    def release(self) -> None:
+        """Give the Lease up (empty holder) if we hold it; best effort."""
+        with self._lock:
+            was_leading, self._leading = self._leading, False
+        if not was_leading:
+            return
+        try:
+            lease = self.store.get()
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            spec = dict(lease.get("spec") or {})
+            spec.update({"holderIdentity": None, "leaseDurationSeconds": 1,
+                         "renewTime": micro_time(self.clock.now())})
+            lease["spec"] = spec
+            self.store.update(lease)
+            log.info("leader_released", identity=self.identity)
+        except KarmadaError as exc:
+            log.warning("lease_release_failed", error=str(exc), identity=self.identity)
+
+    # --- the loop --------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Acquire, then renew until stopped or the deadline passes (then return)."""
+        retry = self.timings.retry_period
+        while not stop.is_set():
+            if self.try_acquire_or_renew():
+                break
+            if stop.wait(retry):
+                return
+        while not stop.is_set():
+            if stop.wait(retry):
+                return
+            self.try_acquire_or_renew()
+            if not self.check_deadline():
+                return

@@ -1,0 +1,139 @@
+"""One pass for one schedule: resume a half-finished run, or work out the window in force and
+run it / record it missed / record it skipped. Called on start-up, after reloads, after
+regaining leadership, on each window's trigger and on a periodic resync; always on the
+schedule's own worker (one pass at a time per schedule), so each start is handled once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import structlog
+
+from tidal.daemon.state import HandledRecord, StateStore
+from tidal.domain.clock import Clock
+from tidal.domain.windows import Action, WindowStart, decide, next_start, times_of
+from tidal.engine.journal import FencedOut
+from tidal.karmada.errors import Conflict
+
+log = structlog.get_logger("tidal.daemon.reconcile")
+
+# A trigger may fire a hair before the start on an offset clock: snap to it.
+SNAP = timedelta(seconds=2)
+
+
+class RunSwitch(Protocol):
+    def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Clock,
+                 journal: Any, on_event: Callable[[Any], None], run_id: str | None = None,
+                 resume: Any = None) -> Any: ...
+
+
+def run_id_for(schedule: str, start: WindowStart) -> str:
+    """Deterministic, DNS-safe: the same start always gets the same run id."""
+    return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+
+
+def result_of(record: Any) -> str:
+    result = getattr(record, "result", None)
+    if result is None and hasattr(record, "to_json"):
+        data = record.to_json()
+        result = data.get("result") if isinstance(data, dict) else None
+    return str(result or "unknown")
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        state: StateStore,
+        run_switch: RunSwitch,
+        clock: Clock,
+        get_schedule: Callable[[str], Any],
+        is_leader: Callable[[], bool],
+        on_event: Callable[[Any], None],
+        on_fenced: Callable[[str], None],
+        metrics: Any = None,
+    ) -> None:
+        self.client = client
+        self.state = state
+        self.run_switch = run_switch
+        self.clock = clock
+        self.get_schedule = get_schedule
+        self.is_leader = is_leader
+        self.on_event = on_event
+        self.on_fenced = on_fenced
+        self.metrics = metrics
+        self.last_decisions: dict[str, str] = {}
+
+    def __call__(self, name: str, reason: str) -> None:
+        if not self.is_leader():
+            return
+        loaded = self.get_schedule(name)
+        if loaded is None:
+            return
+        try:
+            self._pass(name, loaded, reason)
+        except (Conflict, FencedOut) as exc:
+            log.error("fenced_out", schedule=name, error=str(exc))
+            self.on_fenced(f"{name}: {exc}")
+
+    def _now(self, times: Any, reason: str) -> datetime:
+        now = self.clock.now()
+        if reason.startswith("window:"):
+            upcoming = next_start(times, now)
+            if upcoming is not None and upcoming.at - now <= SNAP:
+                now = upcoming.at
+        return now
+
+    def _pass(self, name: str, loaded: Any, reason: str) -> None:
+        schedule = loaded.schedule
+        times = times_of(schedule)
+        seen = self.state.read(name)
+        unfinished = self.state.load(name)
+        if unfinished is not None and not unfinished.finished:
+            log.info("run_resuming", schedule=name, window=unfinished.window,
+                     run_id=unfinished.run_id, phase=unfinished.phase)
+            record = self.run_switch(self.client, loaded, unfinished.window, clock=self.clock,
+                                     journal=self.state, on_event=self.on_event,
+                                     run_id=unfinished.run_id, resume=unfinished)
+            self._finish(seen, name, unfinished.window, record, unfinished.run_id)
+            return
+        now = self._now(times, reason)
+        decision = decide(times, now, seen.handled.handled if seen.handled else None,
+                          seen.controls, suspended_in_spec=schedule.spec.suspend)
+        self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
+        start = decision.start
+        if decision.action is Action.RUN and start is not None:
+            run_id = run_id_for(name, start)
+            log.info("window_due", schedule=name, window=start.window, run_id=run_id,
+                     start=start.at.isoformat(), reason=decision.reason,
+                     late_seconds=decision.late_by.total_seconds(), trigger=reason)
+            seen = self.state.record_handled(
+                seen, HandledRecord(start.window, start.at, "started", run_id, now))
+            record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
+                                     journal=self.state, on_event=self.on_event, run_id=run_id)
+            self._finish(seen, name, start.window, record, run_id)
+        elif decision.action is Action.MISSED and start is not None:
+            log.warning("window_missed", schedule=name, window=start.window,
+                        start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
+            self.state.record_handled(seen, HandledRecord(start.window, start.at, "missed",
+                                                          None, now))
+            if self.metrics is not None:
+                self.metrics.window_missed(name, start.window)
+        elif decision.action is Action.SKIP and start is not None:
+            log.info("window_skipped", schedule=name, window=start.window,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
+                                                          None, now))
+            self.state.update_controls(name, lambda c: type(c)(c.suspended, None, c.hold))
+
+    def _finish(self, seen: Any, name: str, window: str, record: Any, run_id: str) -> None:
+        result = result_of(record)
+        handled = seen.handled
+        at = handled.at if handled is not None and handled.run_id == run_id else self.clock.now()
+        self.state.record_handled(seen, HandledRecord(window, at, result, run_id,
+                                                      self.clock.now()))
+        log.info("window_done", schedule=name, window=window, run_id=run_id, result=result)

@@ -1,0 +1,185 @@
+"""APScheduler wiring: one job per schedule window; the job only enqueues, workers run switches.
+
+Why a custom trigger instead of CronTrigger: APScheduler 3.11's CronTrigger runs an ambiguous
+autumn start twice (once per UTC offset) and runs a nonexistent spring start an hour late (at
+the old offset), and it cannot express skipDates. `WindowTrigger` asks tidal.domain.windows, so
+the scheduler and the catch-up logic share one definition of "when" (tests compare both).
+It also maps the daemon's Clock onto APScheduler's wall time (an offset or accelerated clock,
+e.g. in the demo, fires at the clock's instant).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.base import BaseTrigger
+
+from tidal.domain.clock import Clock
+from tidal.domain.windows import WindowTimes, next_start_of
+
+log = structlog.get_logger("tidal.daemon.scheduler")
+
+
+class WindowTrigger(BaseTrigger):  # type: ignore[misc]
+    """Fires at each start of one window, as tidal.domain.windows defines starts."""
+
+    def __init__(self, times: WindowTimes, window: str, clock: Clock) -> None:
+        self.times, self.window, self.clock = times, window, clock
+
+    def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime
+                           ) -> datetime | None:
+        shift = self.clock.now() - now  # the daemon's clock minus APScheduler's wall time
+        after = now + shift - timedelta(microseconds=1)
+        if previous_fire_time is not None:
+            after = max(after, previous_fire_time + shift)
+        start = next_start_of(self.times, self.window, after)
+        return None if start is None else (start.at - shift).astimezone(now.tzinfo or UTC)
+
+    def __str__(self) -> str:
+        return f"window[{self.window} {self.times.time_zone}]"
+
+
+class Dispatcher:
+    """Runs `work(schedule)` on worker threads: one at a time per schedule, at most `limit`
+    schedules at once; a request for a busy or already queued schedule coalesces into one
+    more pass after the current one (the work decides from state, so one pass suffices)."""
+
+    def __init__(self, work: Callable[[str, str], None], limit: int = 1) -> None:
+        self.work = work
+        self.limit = limit
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._queued: dict[str, str] = {}  # schedule -> reason, queued but not started
+        self._busy: set[str] = set()
+        self._again: dict[str, str] = {}
+        self._threads: list[threading.Thread] = []
+        self._idle = threading.Condition(self._lock)
+
+    def start(self) -> None:
+        for i in range(self.limit):
+            t = threading.Thread(target=self._loop, name=f"tidal-switch-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def submit(self, schedule: str, reason: str) -> None:
+        with self._lock:
+            if schedule in self._busy:
+                self._again.setdefault(schedule, reason)
+                return
+            if schedule in self._queued:
+                return
+            self._queued[schedule] = reason
+        self._queue.put(schedule)
+
+    def _loop(self) -> None:
+        while True:
+            schedule = self._queue.get()
+            if schedule is None:
+                return
+            with self._lock:
+                reason = self._queued.pop(schedule, "")
+                self._busy.add(schedule)
+            try:
+                self.work(schedule, reason)
+            except Exception as exc:  # a failed pass must not kill the worker
+                log.exception("switch_worker_error", schedule=schedule, error=str(exc))
+            finally:
+                with self._lock:
+                    self._busy.discard(schedule)
+                    again = self._again.pop(schedule, None)
+                    if again is not None and schedule not in self._queued:
+                        self._queued[schedule] = again
+                        self._queue.put(schedule)
+                    self._idle.notify_all()
+
+    def busy(self) -> set[str]:
+        with self._lock:
+            return set(self._busy)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is queued or running (tests, shutdown)."""
+        with self._lock:
+            return self._idle.wait_for(
+                lambda: not self._busy and not self._queued and not self._again, timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(timeout)
+
+
+class WindowScheduler:
+    """The BackgroundScheduler with one job per (schedule, window), plus a periodic resync."""
+
+    def __init__(self, clock: Clock, fire: Callable[[str, str], None], *,
+                 misfire_grace_seconds: float, resync_seconds: float,
+                 resync: Callable[[], None],
+                 on_event: Callable[[Any], None] | None = None) -> None:
+        self.clock = clock
+        self.fire = fire
+        self.scheduler = BackgroundScheduler(
+            timezone=UTC,
+            # Jobs only enqueue, so a small pool keeps the scheduler responsive.
+            executors={"default": ThreadPoolExecutor(2)},
+            job_defaults={"coalesce": True, "max_instances": 1,
+                          "misfire_grace_time": int(misfire_grace_seconds)},
+        )
+        if on_event is not None:
+            self.scheduler.add_listener(
+                on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        self._resync = resync
+        self._resync_seconds = resync_seconds
+        self._times: dict[str, WindowTimes] = {}
+
+    def start(self) -> None:
+        self.scheduler.start()
+        self.scheduler.add_job(self._resync, "interval", seconds=self._resync_seconds,
+                               id="resync", replace_existing=True)
+
+    def running(self) -> bool:
+        return bool(self.scheduler.running)
+
+    def set_schedule(self, name: str, times: WindowTimes) -> None:
+        """Add or replace the jobs of one schedule."""
+        old = self._times.get(name)
+        if old == times:
+            return
+        self.remove_schedule(name)
+        self._times[name] = times
+        for window, _start in times.starts:
+            self.scheduler.add_job(
+                self.fire, WindowTrigger(times, window, self.clock), args=(name, window),
+                id=f"{name}/{window}", name=f"{name}/{window}", replace_existing=True)
+
+    def remove_schedule(self, name: str) -> None:
+        times = self._times.pop(name, None)
+        if times is None:
+            return
+        for window, _start in times.starts:
+            job_id = f"{name}/{window}"
+            if self.scheduler.get_job(job_id) is not None:
+                self.scheduler.remove_job(job_id)
+
+    def schedules(self) -> set[str]:
+        return set(self._times)
+
+    def next_fire_times(self) -> dict[tuple[str, str], datetime | None]:
+        out: dict[tuple[str, str], datetime | None] = {}
+        for job in self.scheduler.get_jobs():
+            if "/" in job.id:
+                name, window = job.id.split("/", 1)
+                out[(name, window)] = getattr(job, "next_run_time", None)
+        return out
+
+    def shutdown(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)

@@ -1,0 +1,220 @@
+"""State that survives restarts and replicas, kept in ConfigMaps in the state namespace.
+
+Per schedule two objects:
+- `tidal-run-<schedule>`  data.run: the engine's RunState (the Journal; token = resourceVersion);
+- `tidal-sched-<schedule>` data.handled: the last window start the daemon dealt with (ran,
+  missed, skipped) and data.controls: the operator's suspend / skip-next / hold.
+They are separate so that an operator's `tidal suspend` never makes a running switch's journal
+write look like another writer (a 409 on the journal means fenced out, nothing else).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tidal.domain.windows import Controls, Handled, Hold
+from tidal.engine.journal import RunState
+from tidal.karmada import state_objects as cm
+from tidal.karmada.errors import AlreadyExists, Conflict
+
+Obj = dict[str, Any]
+LABELS = {"app.kubernetes.io/managed-by": "tidal"}
+
+
+def run_object_name(schedule: str) -> str:
+    return f"tidal-run-{schedule}"
+
+
+def schedule_object_name(schedule: str) -> str:
+    return f"tidal-sched-{schedule}"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _dt(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def controls_to_dict(c: Controls) -> Obj:
+    hold = None
+    if c.hold is not None:
+        hold = {"window": c.hold.window, "until": _iso(c.hold.until),
+                "since": _iso(c.hold.since)}
+    return {"suspended": c.suspended, "skipStart": _iso(c.skip_start), "hold": hold}
+
+
+def controls_from_dict(d: Obj) -> Controls:
+    hold = d.get("hold")
+    return Controls(
+        suspended=bool(d.get("suspended")),
+        skip_start=_dt(d.get("skipStart")),
+        hold=Hold(window=hold["window"], until=_dt(hold["until"]),  # type: ignore[arg-type]
+                  since=_dt(hold["since"])) if hold else None,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class HandledRecord:
+    """The last start handled, with how (started|succeeded|failed|rolledBack|missed|skipped)."""
+
+    window: str
+    at: datetime
+    outcome: str
+    run_id: str | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def handled(self) -> Handled:
+        return Handled(window=self.window, at=self.at)
+
+    def to_dict(self) -> Obj:
+        return {"window": self.window, "at": _iso(self.at), "outcome": self.outcome,
+                "runId": self.run_id, "updatedAt": _iso(self.updated_at)}
+
+    @classmethod
+    def from_dict(cls, d: Obj) -> HandledRecord:
+        return cls(window=d["window"], at=_dt(d["at"]),  # type: ignore[arg-type]
+                   outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
+                   updated_at=_dt(d.get("updatedAt")))
+
+
+@dataclass
+class ScheduleState:
+    """The schedule object as read: handled record, controls, and the token to write it back."""
+
+    schedule: str
+    handled: HandledRecord | None
+    controls: Controls
+    token: str | None  # resourceVersion, None when the object does not exist yet
+
+
+class StateStore:
+    """Reads and writes the per-schedule state objects; also the engine's Journal."""
+
+    def __init__(self, client: Any, namespace: str,
+                 guard: Callable[[], bool] = lambda: True) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.guard = guard  # False when this replica must not write (lost the lease)
+
+    def _check_guard(self, what: str) -> None:
+        if not self.guard():
+            raise Conflict(f"{what}: this replica is not the leader", code=409,
+                           reason="NotLeader")
+
+    # --- Journal protocol (tidal.engine.journal) -----------------------------------------
+    def load(self, schedule_name: str) -> RunState | None:
+        obj = cm.get_configmap(self.client, self.namespace, run_object_name(schedule_name))
+        if obj is None or not (obj.get("data") or {}).get("run"):
+            return None
+        return RunState.from_json(obj["data"]["run"],
+                                  journal_token=obj["metadata"]["resourceVersion"])
+
+    def save(self, state: RunState) -> None:
+        self._check_guard(f"save run state of {state.schedule}")
+        name = run_object_name(state.schedule)
+        data = {"run": state.to_json()}
+        if state.journal_token is None:
+            current = cm.get_configmap(self.client, self.namespace, name)
+            if current is None:
+                try:
+                    made = cm.create_configmap(self.client, self.namespace, name, data,
+                                               {**LABELS, "tidal.io/schedule": state.schedule})
+                except AlreadyExists as exc:
+                    raise Conflict(f"run state of {state.schedule} created by another writer",
+                                   code=409, reason="Conflict") from exc
+                state.journal_token = made["metadata"]["resourceVersion"]
+                return
+            stored = (current.get("data") or {}).get("run")
+            if stored and not RunState.from_json(stored).finished:
+                raise Conflict(f"run state of {state.schedule} holds an unfinished run",
+                               code=409, reason="Conflict")
+            state.journal_token = current["metadata"]["resourceVersion"]
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.namespace,
+                             "labels": {**LABELS, "tidal.io/schedule": state.schedule},
+                             "resourceVersion": state.journal_token},
+                "data": data}
+        updated = cm.update_configmap(self.client, body)  # Conflict propagates: fenced out
+        state.journal_token = updated["metadata"]["resourceVersion"]
+
+    # --- handled record and controls -------------------------------------------------------
+    def read(self, schedule: str) -> ScheduleState:
+        obj = cm.get_configmap(self.client, self.namespace, schedule_object_name(schedule))
+        return self._state_of(schedule, obj)
+
+    @staticmethod
+    def _state_of(schedule: str, obj: Obj | None) -> ScheduleState:
+        if obj is None:
+            return ScheduleState(schedule, None, Controls(), None)
+        data = obj.get("data") or {}
+        handled = HandledRecord.from_dict(json.loads(data["handled"])) \
+            if data.get("handled") else None
+        controls = controls_from_dict(json.loads(data["controls"])) \
+            if data.get("controls") else Controls()
+        return ScheduleState(schedule, handled, controls, obj["metadata"]["resourceVersion"])
+
+    def _write(self, schedule: str, token: str | None, data: dict[str, str]) -> str:
+        name = schedule_object_name(schedule)
+        if token is None:
+            try:
+                made = cm.create_configmap(self.client, self.namespace, name, data,
+                                           {**LABELS, "tidal.io/schedule": schedule})
+            except AlreadyExists as exc:
+                raise Conflict(f"state of {schedule} created by another writer", code=409,
+                               reason="Conflict") from exc
+            return str(made["metadata"]["resourceVersion"])
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.namespace, "resourceVersion": token,
+                             "labels": {**LABELS, "tidal.io/schedule": schedule}},
+                "data": data}
+        return str(cm.update_configmap(self.client, body)["metadata"]["resourceVersion"])
+
+    def record_handled(self, seen: ScheduleState, record: HandledRecord) -> ScheduleState:
+        """Write the handled record, fenced on the record we read: Conflict when another replica
+        wrote a different handled record since (a change of controls only is merged)."""
+        self._check_guard(f"record {record.outcome} of {seen.schedule}")
+        current = seen
+        for _ in range(5):
+            data = {"handled": json.dumps(record.to_dict(), sort_keys=True),
+                    "controls": json.dumps(controls_to_dict(current.controls), sort_keys=True)}
+            try:
+                token = self._write(seen.schedule, current.token, data)
+                return ScheduleState(seen.schedule, record, current.controls, token)
+            except Conflict:
+                current = self.read(seen.schedule)
+                if current.handled != seen.handled:
+                    raise
+        raise Conflict(f"state of {seen.schedule} keeps changing", code=409, reason="Conflict")
+
+    def update_controls(self, schedule: str, change: Callable[[Controls], Controls]) -> Controls:
+        """Read-modify-write the operator controls (retried on 409; the handled record kept)."""
+        for _ in range(10):
+            current = self.read(schedule)
+            new = change(current.controls)
+            data = {"controls": json.dumps(controls_to_dict(new), sort_keys=True)}
+            if current.handled is not None:
+                data["handled"] = json.dumps(current.handled.to_dict(), sort_keys=True)
+            try:
+                self._write(schedule, current.token, data)
+                return new
+            except Conflict:
+                continue
+        raise Conflict(f"controls of {schedule} keep changing", code=409, reason="Conflict")
+
+    def list_states(self) -> dict[str, ScheduleState]:
+        """Every schedule's handled record and controls, by schedule name."""
+        out: dict[str, ScheduleState] = {}
+        for obj in cm.list_configmaps(self.client, self.namespace,
+                                      "app.kubernetes.io/managed-by=tidal"):
+            name = obj["metadata"]["name"]
+            if name.startswith("tidal-sched-"):
+                schedule = name[len("tidal-sched-"):]
+                out[schedule] = self._state_of(schedule, obj)
+        return out

@@ -1,0 +1,38 @@
+"""Verbs on coordination.k8s.io/v1 Leases (leader election), over KarmadaClient's one call path.
+
+Writes carry the object's resourceVersion and are never retried on 409: a Conflict means
+another replica wrote first, which is exactly what the elector must learn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidal.karmada.client import KNOWN, KarmadaClient, Resource
+from tidal.karmada.errors import NotFound
+
+Obj = dict[str, Any]
+
+LEASES: Resource = next(r for r in KNOWN if r.kind == "Lease")
+
+
+def get_lease(client: KarmadaClient, namespace: str, name: str) -> Obj | None:
+    """The Lease, or None when it does not exist."""
+    try:
+        return client.request("get", LEASES, "GET", LEASES.path(namespace, name))
+    except NotFound:
+        return None
+
+
+def create_lease(client: KarmadaClient, namespace: str, name: str, spec: Obj) -> Obj:
+    """Create the Lease (AlreadyExists when another replica created it first)."""
+    body = {"apiVersion": LEASES.api_version, "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return client.request("create", LEASES, "POST", LEASES.path(namespace), body=body)
+
+
+def update_lease(client: KarmadaClient, lease: Obj) -> Obj:
+    """Replace the Lease; its metadata.resourceVersion makes a stale write a Conflict."""
+    meta = lease["metadata"]
+    return client.request("update", LEASES, "PUT", LEASES.path(meta["namespace"], meta["name"]),
+                          body=lease)

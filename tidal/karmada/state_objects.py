@@ -1,0 +1,70 @@
+"""Verbs on the daemon's state objects: ConfigMaps in the state namespace (and the namespace).
+
+Updates carry metadata.resourceVersion and are never retried on 409 (fencing: a Conflict means
+another writer got there first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from tidal.karmada.client import KNOWN, KarmadaClient, Resource
+from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
+
+Obj = dict[str, Any]
+
+CONFIGMAPS: Resource = next(r for r in KNOWN if r.kind == "ConfigMap")
+NAMESPACES: Resource = next(r for r in KNOWN if r.kind == "Namespace")
+
+
+def get_configmap(client: KarmadaClient, namespace: str, name: str) -> Obj | None:
+    """The ConfigMap, or None when it does not exist."""
+    try:
+        return client.request("get", CONFIGMAPS, "GET", CONFIGMAPS.path(namespace, name))
+    except NotFound:
+        return None
+
+
+def list_configmaps(client: KarmadaClient, namespace: str, label_selector: str) -> list[Obj]:
+    """ConfigMaps in the namespace matching the selector (paged)."""
+    items: list[Obj] = []
+    token: str | None = None
+    while True:
+        page = client.request("list", CONFIGMAPS, "GET", CONFIGMAPS.path(namespace),
+                              query={"labelSelector": label_selector, "limit": 200,
+                                     "continue": token})
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue") or None
+        if not token:
+            return items
+
+
+def create_configmap(client: KarmadaClient, namespace: str, name: str, data: dict[str, str],
+                     labels: dict[str, str] | None = None) -> Obj:
+    """Create the ConfigMap (AlreadyExists when another writer created it first)."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "data": data}
+    return client.request("create", CONFIGMAPS, "POST", CONFIGMAPS.path(namespace), body=body)
+
+
+def update_configmap(client: KarmadaClient, configmap: Obj) -> Obj:
+    """Replace the ConfigMap; a stale metadata.resourceVersion is a Conflict."""
+    meta = configmap["metadata"]
+    return client.request("update", CONFIGMAPS, "PUT",
+                          CONFIGMAPS.path(meta["namespace"], meta["name"]), body=configmap)
+
+
+def ensure_namespace(client: KarmadaClient, name: str) -> None:
+    """Create the namespace when missing; best effort (RBAC may forbid it; then it must exist)."""
+    try:
+        client.request("get", NAMESPACES, "GET", NAMESPACES.path(None, name))
+        return
+    except NotFound:
+        pass
+    except Forbidden:
+        return
+    with contextlib.suppress(AlreadyExists, Forbidden):
+        client.request("create", NAMESPACES, "POST", NAMESPACES.path(),
+                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
