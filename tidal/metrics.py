@@ -174,11 +174,12 @@ class Metrics:
 
     def forget_schedule(self, name: str) -> None:
         """Drop every series of a schedule that was removed from the schedules directory."""
+        # prometheus_client lists a metric's children only through its private `_metrics`.
         for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
                        self.wave_failures, self.floor_breaches, self.floor_min_ready,
                        self.floor_required, self.last_success, self.next_run,
                        self.window_period, self.windows_missed):
-            for key in [k for k in metric._metrics if k[0] == name]:  # noqa: SLF001
+            for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
 
     # --- switches -----------------------------------------------------------------------------
@@ -225,7 +226,7 @@ class Metrics:
 
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
         """Publish the outcome of a (re)load: one series per schedule file, plus the count."""
-        for key in list(self.schedule_config_valid._metrics):  # noqa: SLF001
+        for key in list(self.schedule_config_valid._metrics):
             if key[0] not in valid_by_file:
                 self.schedule_config_valid.remove(*key)
         for file, valid in valid_by_file.items():
@@ -248,7 +249,7 @@ class Metrics:
                                       str(code)).inc()
 
     def on_scheduler_event(self, event: Any) -> None:
-        """An APScheduler listener for EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES."""
+        """APScheduler listener for job error / missed / max-instances events."""
         from apscheduler.events import (  # local: only the daemon has a scheduler
             EVENT_JOB_ERROR,
             EVENT_JOB_MAX_INSTANCES,

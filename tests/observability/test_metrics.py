@@ -1,0 +1,243 @@
+"""The metrics a daemon exports after a good and a failed switch, as Prometheus reads them."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tidal.engine.events import (
+    FloorBreached,
+    FloorObserved,
+    PolicyChanged,
+    RunFinished,
+    RunStarted,
+    WaveFinished,
+    WaveStarted,
+)
+from tidal.karmada.events import ObjectRef, configmap_ref
+from tidal.metrics import Metrics, ScheduleLabels
+from tidal.observe import EngineObserver
+
+SCHEDULE = ScheduleLabels("team-a", ["night", "day"], ["cluster-a", "cluster-b"])
+FINISHED_AT = 1_790_000_000.0
+
+
+def samples(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of the exposition, keyed by name and labels."""
+    text = metrics.render().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float:
+    """One sample's value; KeyError when the series is missing."""
+    return samples(metrics)[(name, frozenset(labels.items()))]
+
+
+class FakeRecorder:
+    """Collects the Events the observer would write."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[ObjectRef, str, str, str]] = []
+
+    def record(self, involved: ObjectRef, reason: str, message: str,
+               event_type: str = "Normal") -> bool:
+        self.events.append((involved, reason, message, event_type))
+        return True
+
+
+def good_run(observe: EngineObserver, run_id: str = "r1") -> None:
+    """A two-wave night switch that succeeds."""
+    common: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": run_id}
+    observe(RunStarted(**common, workloads=4, waves=2, trigger="touch"))
+    observe(PolicyChanged(**common, kind="ClusterPropagationPolicy", policy="team-a",
+                          action="patch", lazy_added=True))
+    for wave in (1, 2):
+        observe(WaveStarted(**common, wave=wave, workloads=("ns/Deployment/a",), trigger="touch"))
+        observe(FloorObserved(**common, wave=wave, cluster="cluster-b", min_ready=2, required=1))
+        observe(WaveFinished(**common, wave=wave, result="succeeded", duration_seconds=12.0))
+    observe(RunFinished(**common, result="succeeded", duration_seconds=40.0))
+
+
+def failed_run(observe: EngineObserver, run_id: str = "r2") -> None:
+    """A day switch whose first wave breaks the floor in cluster-b and halts."""
+    common: dict[str, Any] = {"schedule": "team-a", "window": "day", "run_id": run_id}
+    observe(RunStarted(**common, workloads=4, waves=2, trigger="touch"))
+    observe(PolicyChanged(**common, kind="PropagationPolicy", policy="team-a/inference",
+                          action="patch"))
+    observe(WaveStarted(**common, wave=1, workloads=("ns/Deployment/a",), trigger="touch"))
+    observe(FloorBreached(**common, wave=1, cluster="cluster-b", workload="ns/Deployment/a",
+                          ready=0, required=1, floor="cluster-b>=1"))
+    observe(WaveFinished(**common, wave=1, result="failed", failure="floor_breach",
+                         reason="ns/Deployment/a has 0 ready in cluster-b", duration_seconds=3.0))
+    observe(RunFinished(**common, result="failed", reason="wave 1 failed",
+                        duration_seconds=5.0))
+
+
+def test_preset_exports_every_known_series_at_zero() -> None:
+    """Before any run, every schedule/window/cluster combination is exported with value 0."""
+    metrics = Metrics()
+    metrics.preset([SCHEDULE])
+    got = samples(metrics)
+    for window in ("night", "day"):
+        for result in ("succeeded", "failed", "rolled_back"):
+            assert got[("tidal_switch_runs_total",
+                        frozenset({"schedule": "team-a", "window": window,
+                                   "result": result}.items()))] == 0
+        for reason in ("floor_breach", "timeout", "unschedulable", "binding_not_found",
+                       "api_error"):
+            assert value(metrics, "tidal_wave_failures_total", schedule="team-a",
+                         window=window, reason=reason) == 0
+        assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                     window=window) == 0
+        assert value(metrics, "tidal_windows_missed_total", schedule="team-a",
+                     window=window) == 0
+        assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
+                     window=window) == 86400
+    for cluster in ("cluster-a", "cluster-b"):
+        assert value(metrics, "tidal_floor_breaches_total", schedule="team-a",
+                     cluster=cluster) == 0
+    assert value(metrics, "tidal_leader") == 0
+
+
+def test_one_good_and_one_failed_switch_are_counted() -> None:
+    """After a good night switch and a failed day switch the counters say exactly that."""
+    metrics = Metrics()
+    metrics.preset([SCHEDULE])
+    observe = EngineObserver(metrics, wall_clock=lambda: FINISHED_AT)
+    good_run(observe)
+    failed_run(observe)
+
+    def runs(window: str, result: str) -> float:
+        return value(metrics, "tidal_switch_runs_total", schedule="team-a", window=window,
+                     result=result)
+
+    assert (runs("night", "succeeded"), runs("night", "failed")) == (1, 0)
+    assert (runs("day", "succeeded"), runs("day", "failed")) == (0, 1)
+    assert value(metrics, "tidal_waves_total", schedule="team-a", window="night",
+                 result="succeeded") == 2
+    assert value(metrics, "tidal_waves_total", schedule="team-a", window="day",
+                 result="failed") == 1
+    assert value(metrics, "tidal_wave_failures_total", schedule="team-a", window="day",
+                 reason="floor_breach") == 1
+    assert value(metrics, "tidal_wave_failures_total", schedule="team-a", window="day",
+                 reason="timeout") == 0
+    assert value(metrics, "tidal_floor_breaches_total", schedule="team-a",
+                 cluster="cluster-b") == 1
+    assert value(metrics, "tidal_floor_min_ready_replicas", schedule="team-a",
+                 cluster="cluster-b") == 0
+    assert value(metrics, "tidal_floor_required_replicas", schedule="team-a",
+                 cluster="cluster-b") == 1
+    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                 window="night") == FINISHED_AT
+    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                 window="day") == 0
+    assert value(metrics, "tidal_switch_duration_seconds_count", schedule="team-a",
+                 window="night") == 1
+    assert value(metrics, "tidal_switch_duration_seconds_sum", schedule="team-a",
+                 window="night") == 40
+    assert value(metrics, "tidal_wave_duration_seconds_count", schedule="team-a",
+                 window="night") == 2
+
+
+def test_daemon_hooks_count_requests_scheduler_errors_and_config() -> None:
+    """Request hook, APScheduler listener, leader, reload and next-run setters all export."""
+    from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED, JobExecutionEvent
+
+    metrics = Metrics()
+    metrics.on_request("list", "resourcebindings", 200)
+    metrics.on_request("PATCH", "clusterpropagationpolicies", 409)
+    metrics.on_request("get", "clusters", 0)
+    metrics.on_scheduler_event(JobExecutionEvent(EVENT_JOB_ERROR, "j", None, None))
+    metrics.on_scheduler_event(JobExecutionEvent(EVENT_JOB_MISSED, "j", None, None))
+    metrics.set_leader(True)
+    metrics.config_loaded({"schedules/a.yaml": True, "schedules/b.yaml": False}, 1)
+    metrics.set_next_run("team-a", "night", 1_790_003_600.0)
+    metrics.window_missed("team-a", "day")
+    assert value(metrics, "tidal_kube_api_requests_total", verb="patch",
+                 resource="clusterpropagationpolicies", code="409") == 1
+    assert value(metrics, "tidal_kube_api_requests_total", verb="get", resource="clusters",
+                 code="0") == 1
+    assert value(metrics, "tidal_scheduler_job_errors_total", event="error") == 1
+    assert value(metrics, "tidal_scheduler_job_errors_total", event="missed") == 1
+    assert value(metrics, "tidal_scheduler_job_errors_total", event="max_instances") == 0
+    assert value(metrics, "tidal_leader") == 1
+    assert value(metrics, "tidal_schedule_config_valid", file="schedules/b.yaml") == 0
+    assert value(metrics, "tidal_schedules_loaded") == 1
+    assert value(metrics, "tidal_next_run_timestamp_seconds", schedule="team-a",
+                 window="night") == 1_790_003_600.0
+    assert value(metrics, "tidal_windows_missed_total", schedule="team-a", window="day") == 1
+    metrics.config_loaded({"schedules/a.yaml": True}, 1)
+    assert ("tidal_schedule_config_valid",
+            frozenset({"file": "schedules/b.yaml"}.items())) not in samples(metrics)
+
+
+def test_two_metrics_objects_share_nothing() -> None:
+    """Each Metrics owns its registry: counting in one leaves another untouched."""
+    first, second = Metrics(), Metrics()
+    first.on_request("get", "clusters", 200)
+    assert value(first, "tidal_kube_api_requests_total", verb="get", resource="clusters",
+                 code="200") == 1
+    assert "tidal_kube_api_requests_total" not in {n for n, _ in samples(second)}
+
+
+def test_forget_schedule_drops_its_series() -> None:
+    """A removed schedule's series disappear from the exposition."""
+    metrics = Metrics()
+    metrics.preset([SCHEDULE, ScheduleLabels("team-b", ["night"])])
+    metrics.forget_schedule("team-a")
+    schedules = {dict(labels).get("schedule") for _, labels in samples(metrics)}
+    assert "team-a" not in schedules
+    assert "team-b" in schedules
+
+
+def test_observer_records_kubernetes_events_on_state_and_changed_policies() -> None:
+    """Each run writes SwitchStarted/Wave*/FloorBreached/Switch* Events on state and policies."""
+    recorder = FakeRecorder()
+    observe = EngineObserver(Metrics(), recorder=recorder,  # type: ignore[arg-type]
+                             state_object=lambda s: configmap_ref(f"tidal-{s}", "tidal-system"))
+    good_run(observe)
+    failed_run(observe)
+    by_target: dict[str, list[str]] = {}
+    for ref, reason, _, _ in recorder.events:
+        by_target.setdefault(f"{ref.kind}/{ref.namespace}/{ref.name}", []).append(reason)
+    assert by_target["ConfigMap/tidal-system/tidal-team-a"] == [
+        "SwitchStarted", "WaveSucceeded", "WaveSucceeded", "SwitchSucceeded",
+        "SwitchStarted", "FloorBreached", "WaveFailed", "SwitchFailed"]
+    assert by_target["ClusterPropagationPolicy/None/team-a"] == [
+        "SwitchStarted", "WaveSucceeded", "WaveSucceeded", "SwitchSucceeded"]
+    assert by_target["PropagationPolicy/team-a/inference"] == [
+        "SwitchStarted", "FloorBreached", "WaveFailed", "SwitchFailed"]
+    warnings = {reason for _, reason, _, kind in recorder.events if kind == "Warning"}
+    assert warnings == {"FloorBreached", "WaveFailed", "SwitchFailed"}
+
+
+def test_observer_never_raises_into_the_engine() -> None:
+    """A recorder that blows up is logged and swallowed; the metrics are still counted."""
+
+    class Broken:
+        def record(self, *args: object) -> bool:
+            raise RuntimeError("apiserver on fire")
+
+    metrics = Metrics()
+    observe = EngineObserver(metrics, recorder=Broken(),  # type: ignore[arg-type]
+                             state_object=lambda s: configmap_ref("x", "y"))
+    good_run(observe)
+    assert value(metrics, "tidal_switch_runs_total", schedule="team-a", window="night",
+                 result="succeeded") == 1
+
+
+def test_promtool_check_metrics_is_clean(promtool: str) -> None:
+    """`promtool check metrics` finds nothing to complain about in the exposition."""
+    metrics = Metrics()
+    metrics.preset([SCHEDULE])
+    observe = EngineObserver(metrics, wall_clock=lambda: FINISHED_AT)
+    good_run(observe)
+    failed_run(observe)
+    metrics.on_request("list", "resourcebindings", 200)
+    result = subprocess.run([promtool, "check", "metrics"], input=metrics.render(),
+                            capture_output=True, timeout=60, check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr).decode()
+    assert result.stdout.strip() == b"" and result.stderr.strip() == b""
