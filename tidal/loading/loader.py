@@ -17,7 +17,12 @@ from pydantic import ValidationError
 from tidal.domain.schedule import KIND, PolicyRef, TidalSchedule
 from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate, validation_problems
-from tidal.loading.policies import default_crd_dir, manifest_problems, patch_problems
+from tidal.loading.policies import (
+    POLICY_KINDS,
+    default_crd_dir,
+    manifest_problems,
+    patch_problems,
+)
 from tidal.loading.yamlfile import YamlDocument, read_yaml_file
 
 SCHEDULE_SUFFIXES = (".yaml", ".yml")
@@ -117,13 +122,13 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
     if not isinstance(data, dict):
         return None, [LocatedError(name, 1, 1, f"the file holds a {type(data).__name__}, "
                                                f"not a {KIND} mapping; write one TidalSchedule")]
+    errors = _patch_errors(name, document, crd_dir)
     try:
         schedule = TidalSchedule.model_validate(data)
     except ValidationError as exc:
-        return None, [LocatedError(name, line, col, message)
-                      for line, col, message in validation_problems(exc, document.tree)]
+        return None, errors + [LocatedError(name, line, col, message)
+                               for line, col, message in validation_problems(exc, document.tree)]
     digest = hashlib.sha256(path.read_bytes())
-    errors: list[LocatedError] = []
     windows = []
     locations: dict[PolicyRef, tuple[int, int]] = {}
     for w_index, window in enumerate(schedule.spec.windows):
@@ -131,8 +136,6 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
         for p_index, change in enumerate(window.policies):
             at: tuple[str | int, ...] = ("spec", "windows", w_index, "policies", p_index)
             if change.patch is not None:
-                for sub, message in patch_problems(change.patch, change.kind, crd_dir):
-                    errors.append(_error(name, document, (*at, "patch", *sub), message))
                 changes.append(change)
                 ref = change.policy_refs()[0]
                 locations.setdefault(ref, locate(document.tree, (*at, "name"))[0])
@@ -162,6 +165,25 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
     spec = schedule.spec.model_copy(update={"windows": windows})
     final = schedule.model_copy(update={"spec": spec})
     return LoadedSchedule(path, final, digest.hexdigest(), locations), []
+
+
+def _patch_errors(name: str, document: YamlDocument, crd_dir: Path | None,
+                  ) -> list[LocatedError]:
+    """Merge patches checked against the policy CRD, even when the rest of the file is invalid."""
+    errors: list[LocatedError] = []
+    spec = document.data.get("spec")
+    windows = spec.get("windows") if isinstance(spec, dict) else None
+    for w_index, window in enumerate(windows if isinstance(windows, list) else []):
+        policies = window.get("policies") if isinstance(window, dict) else None
+        for p_index, change in enumerate(policies if isinstance(policies, list) else []):
+            if not isinstance(change, dict) or change.get("kind") not in POLICY_KINDS:
+                continue
+            patch = change.get("patch")
+            if isinstance(patch, dict) and patch:
+                at = ("spec", "windows", w_index, "policies", p_index, "patch")
+                for sub, message in patch_problems(patch, change["kind"], crd_dir):
+                    errors.append(_error(name, document, (*at, *sub), message))
+    return errors
 
 
 def _is_other_document(data: Any) -> bool:
@@ -216,7 +238,8 @@ def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[st
         return None, b"", [LocatedError(str(target), problem.line, problem.col, problem.message)]
     problems = manifest_problems(manifest_doc.data, kind, crd_dir)
     if problems:
-        return None, b"", [_error(str(target), manifest_doc, loc, message)
+        return None, b"", [_error(str(target), manifest_doc, loc,
+                                  f"{message} (swapped in by {schedule_path.name})")
                            for loc, message in problems]
     return manifest_doc.data, target.read_bytes(), []
 

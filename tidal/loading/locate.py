@@ -63,10 +63,24 @@ def _all_aliases() -> list[str]:
 _KNOWN_KEYS = _all_aliases()
 
 
+_EXPECTED = {
+    "bool": "true or false",
+    "int": "a whole number",
+    "float": "a number",
+    "string": "text",
+    "str": "text",
+    "list": "a list",
+    "dict": "a mapping",
+    "model": "a mapping",
+    "date": "a date (YYYY-MM-DD)",
+}
+
+
 def _friendly(error: ErrorDetails) -> str:
     kind = error["type"]
     loc = error["loc"]
     value = error.get("input")
+    ctx = error.get("ctx", {})
     if kind == "missing":
         return f"missing required key {loc[-1]!r}; add it"
     if kind == "extra_forbidden":
@@ -76,14 +90,18 @@ def _friendly(error: ErrorDetails) -> str:
     if kind == "value_error":
         return str(error["msg"]).removeprefix("Value error, ")
     if kind == "literal_error":
-        expected = str(error.get("ctx", {}).get("expected", ""))
-        return f"{value!r} is not allowed; use one of {expected}"
+        return f"{value!r} is not allowed; use one of {ctx.get('expected', '')}"
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length', 1)} item(s); add one"
     if kind in ("string_type", "str_type") and isinstance(value, int | float | bool):
         return f"expected text, got {value!r}; quote it: \"{value}\""
-    if kind.endswith("_type") or kind.endswith("_parsing"):
-        shown = _short(value)
-        return f"{str(error['msg']).rstrip('.').lower().replace('input', 'value')}, got {shown}"
-    return f"{str(error['msg']).rstrip('.')}; got {_short(value)}"
+    if kind == "list_type" and isinstance(value, str):
+        return f"expected a list, got {value!r}; write [{value}]"
+    for prefix, expected in _EXPECTED.items():
+        if kind.startswith(prefix + "_") and (kind.endswith("_type") or "pars" in kind):
+            return f"expected {expected}, got {_short(value)}"
+    message = str(error["msg"]).rstrip(".").replace("Input should be", "must be")
+    return f"{message}; got {_short(value)}"
 
 
 def _short(value: Any) -> str:

@@ -122,7 +122,10 @@ def _marked_problem(exc: MarkedYAMLError) -> YamlProblem:
                                       "each key may appear once per mapping")
     if "expected a single document" in context or "another document" in problem:
         return YamlProblem(line, col, "a second YAML document; put one schedule per file")
-    where = f" ({context})" if context else ""
+    where = f" ({context}" if context else ""
+    if context and exc.context_mark is not None and exc.context_mark is not mark:
+        where += f" at line {exc.context_mark.line + 1}"
+    where += ")" if context else ""
     return YamlProblem(line, col, f"invalid YAML: {problem}{where}; fix the syntax here")
 
 
