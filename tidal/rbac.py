@@ -1,0 +1,295 @@
+"""Least-privilege RBAC for tidal in the Karmada control plane, derived from the schedules.
+
+Pure: schedules in, RBAC objects out. The rules name exactly the policies the schedules manage
+(resourceNames), the template kinds they select, and the state namespace; no rule grants `*`.
+Kubernetes cannot restrict `create` (nor `list`/`watch` without a name field selector) by
+resourceNames, so those rules carry no names: that is the narrowest RBAC can express.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidal.domain.schedule import PolicyChange, TidalSchedule
+
+RBAC_API = "rbac.authorization.k8s.io/v1"
+POLICY_GROUP = "policy.karmada.io"
+WORK_GROUP = "work.karmada.io"
+# Events of cluster-scoped objects (ClusterPropagationPolicies) go to this namespace.
+CLUSTER_EVENT_NAMESPACE = "default"
+
+# Plurals of well-known kinds; any other kind gets the regular English plural of its lower case.
+_PLURALS = {
+    "Endpoints": "endpoints",
+    "Ingress": "ingresses",
+    "NetworkPolicy": "networkpolicies",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+}
+
+
+def plural_of(kind: str) -> str:
+    """The REST resource name of a kind (Deployment -> deployments, Policy -> policies)."""
+    if kind in _PLURALS:
+        return _PLURALS[kind]
+    lower = kind.lower()
+    if re.search(r"[^aeiou]y$", lower):
+        return lower[:-1] + "ies"
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return lower + "es"
+    return lower + "s"
+
+
+def group_of(api_version: str) -> str:
+    """The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> "")."""
+    return api_version.rpartition("/")[0]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Verbs on one resource, in one namespace (None: cluster-wide), optionally by name."""
+
+    namespace: str | None
+    api_group: str
+    resource: str
+    verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
+
+    def to_manifest(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {"apiGroups": [self.api_group], "resources": [self.resource]}
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        rule["verbs"] = list(self.verbs)
+        return rule
+
+
+@dataclass(frozen=True)
+class Request:
+    """One API request as RBAC sees it."""
+
+    verb: str
+    api_group: str
+    resource: str
+    namespace: str | None = None
+    name: str | None = None
+
+
+def allows(rules: Iterable[Rule], request: Request) -> bool:
+    """True when some rule authorizes the request (Kubernetes RBAC semantics, no wildcards).
+
+    A cluster-wide rule (ClusterRole bound by a ClusterRoleBinding) covers every namespace;
+    a namespaced rule (Role) covers only its own namespace. resourceNames, when given, must
+    contain the request's name; a request without a name (create, list) never matches them.
+    """
+    for rule in rules:
+        if rule.namespace is not None and rule.namespace != request.namespace:
+            continue
+        if rule.api_group != request.api_group or rule.resource != request.resource:
+            continue
+        if request.verb not in rule.verbs:
+            continue
+        if rule.resource_names and request.name not in rule.resource_names:
+            continue
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Who the rules are bound to: the identity in tidal's Karmada kubeconfig."""
+
+    kind: str  # ServiceAccount | User | Group
+    name: str
+    namespace: str | None = None
+
+    def to_manifest(self) -> dict[str, Any]:
+        if self.kind == "ServiceAccount":
+            return {"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}
+        return {"kind": self.kind, "apiGroup": "rbac.authorization.k8s.io", "name": self.name}
+
+
+@dataclass
+class _Grants:
+    """Names granted per (namespace, group, resource, verb); None means any name."""
+
+    names: dict[tuple[str | None, str, str, str], set[str] | None] = field(default_factory=dict)
+
+    def add(self, namespace: str | None, group: str, resource: str, verbs: Iterable[str],
+            names: Iterable[str] = ()) -> None:
+        wanted = set(names)
+        for verb in verbs:
+            key = (namespace, group, resource, verb)
+            held = self.names.get(key, set())
+            self.names[key] = None if held is None or not wanted else held | wanted
+
+    def rules(self) -> list[Rule]:
+        """One rule per (namespace, group, resource, set of names), verbs merged."""
+        verbs: dict[tuple[str | None, str, str, tuple[str, ...]], list[str]] = defaultdict(list)
+        for (namespace, group, resource, verb), names in self.names.items():
+            verbs[(namespace, group, resource, tuple(sorted(names or ())))].append(verb)
+        rules = [Rule(ns, group, resource, tuple(sorted(v)), names)
+                 for (ns, group, resource, names), v in verbs.items()]
+        return sorted(rules, key=_rule_order)
+
+
+def _rule_order(rule: Rule) -> tuple[str, str, str, tuple[str, ...]]:
+    return (rule.namespace or "", rule.api_group, rule.resource, rule.resource_names)
+
+
+@dataclass(frozen=True)
+class TemplateKind:
+    """A kind of resource template the schedules select, and where (None: any namespace)."""
+
+    api_group: str
+    resource: str
+    namespace: str | None
+
+
+def _selectors_of(policy: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    spec = (policy or {}).get("spec")
+    selectors = spec.get("resourceSelectors") if isinstance(spec, Mapping) else None
+    return [s for s in selectors or [] if isinstance(s, Mapping) and s.get("kind")]
+
+
+def template_kinds(schedule: TidalSchedule) -> list[TemplateKind]:
+    """Template kinds a schedule's windows touch: its `workloads`, else its policies' selectors.
+
+    Selectors are read from swap manifests and from patches that set resourceSelectors. A
+    patched policy's own selectors live in the cluster, not in the file: such a schedule
+    without `workloads` contributes no kind here (see `unknown_template_kinds`).
+    """
+    kinds: list[TemplateKind] = []
+    if schedule.spec.workloads:
+        for w in schedule.spec.workloads:
+            kinds.append(TemplateKind(group_of(w.api_version), plural_of(w.kind), w.namespace))
+        return kinds
+    for window in schedule.spec.windows:
+        for change in window.policies:
+            policy = change.swap.manifest if change.swap is not None else change.patch
+            for selector in _selectors_of(policy):
+                namespace = selector.get("namespace") or change.policy_namespace
+                kinds.append(TemplateKind(group_of(str(selector.get("apiVersion", ""))),
+                                          plural_of(str(selector["kind"])),
+                                          str(namespace) if namespace else None))
+    return kinds
+
+
+def unknown_template_kinds(schedule: TidalSchedule) -> bool:
+    """True when the files alone do not say which template kinds the schedule touches."""
+    return not template_kinds(schedule)
+
+
+def _policy_resource(change: PolicyChange) -> str:
+    return ("clusterpropagationpolicies" if change.kind == "ClusterPropagationPolicy"
+            else "propagationpolicies")
+
+
+def _uses_rebalancers(schedule: TidalSchedule) -> bool:
+    return any(w.trigger != "touch" for w in schedule.spec.windows)
+
+
+def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
+                 lease_name: str = "tidal-leader",
+                 extra_templates: Sequence[TemplateKind] = ()) -> list[Rule]:
+    """Every rule tidal needs in the Karmada apiserver to run these schedules."""
+    grants = _Grants()
+    templates: list[TemplateKind] = list(extra_templates)
+    event_namespaces = {state_namespace}
+    cluster_policies = False
+    rebalancers = False
+    for schedule in schedules:
+        templates += template_kinds(schedule)
+        rebalancers = rebalancers or _uses_rebalancers(schedule)
+        for window in schedule.spec.windows:
+            for change in window.policies:
+                resource = _policy_resource(change)
+                names = [ref.name for ref in change.policy_refs()]
+                namespace = change.policy_namespace
+                cluster_policies = cluster_policies or namespace is None
+                event_namespaces.add(namespace or CLUSTER_EVENT_NAMESPACE)
+                # read, patch, and restore a pre-image on rollback
+                grants.add(namespace, POLICY_GROUP, resource, ("get", "patch", "update"), names)
+                if change.swap is not None:
+                    # swap deletes `from` and creates `to`; rollback does the reverse
+                    grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
+                    grants.add(namespace, POLICY_GROUP, resource, ("create",))
+    binding_namespaces: set[str | None] = set()
+    for template in templates:
+        grants.add(template.namespace, template.api_group, template.resource,
+                   ("list", "watch", "patch"))
+        binding_namespaces.add(template.namespace)
+    if None in binding_namespaces or not binding_namespaces:
+        binding_namespaces = {None}
+    for namespace in binding_namespaces:
+        grants.add(namespace, WORK_GROUP, "resourcebindings", ("get", "list", "watch"))
+    if cluster_policies:
+        grants.add(None, WORK_GROUP, "clusterresourcebindings", ("get", "list", "watch"))
+    grants.add(None, "cluster.karmada.io", "clusters", ("get", "list", "watch"))
+    if rebalancers:
+        grants.add(None, "apps.karmada.io", "workloadrebalancers",
+                   ("create", "get", "list", "watch", "delete"))
+    # the daemon's own objects: run state, leader Lease, Events
+    grants.add(state_namespace, "", "configmaps",
+               ("create", "get", "list", "watch", "update", "patch"))
+    grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
+    grants.add(state_namespace, "coordination.k8s.io", "leases", ("get", "update"), (lease_name,))
+    for namespace in sorted(event_namespaces):
+        grants.add(namespace, "", "events", ("create", "patch"))
+    # the daemon checks that its state namespace exists (it never creates namespaces)
+    grants.add(None, "", "namespaces", ("get",), (state_namespace,))
+    return grants.rules()
+
+
+def _labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": "tidal", "app.kubernetes.io/managed-by": "tidal-rbac"}
+
+
+def rbac_manifests(rules: Sequence[Rule], *, name: str, subject: Subject) -> list[dict[str, Any]]:
+    """A ClusterRole + ClusterRoleBinding for the cluster-wide rules and a Role + RoleBinding
+    per namespace for the namespaced ones (plus the ServiceAccount when that is the subject)."""
+    out: list[dict[str, Any]] = []
+    if subject.kind == "ServiceAccount":
+        out.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": subject.name, "namespace": subject.namespace,
+                                 "labels": _labels()}})
+    cluster_rules = [r for r in rules if r.namespace is None]
+    by_namespace: dict[str, list[Rule]] = defaultdict(list)
+    for rule in rules:
+        if rule.namespace is not None:
+            by_namespace[rule.namespace].append(rule)
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": name}
+    if cluster_rules:
+        out.append({"apiVersion": RBAC_API, "kind": "ClusterRole",
+                    "metadata": {"name": name, "labels": _labels()},
+                    "rules": [r.to_manifest() for r in cluster_rules]})
+        out.append({"apiVersion": RBAC_API, "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, "labels": _labels()},
+                    "roleRef": {**role_ref, "kind": "ClusterRole"},
+                    "subjects": [subject.to_manifest()]})
+    for namespace in sorted(by_namespace):
+        metadata = {"name": name, "namespace": namespace, "labels": _labels()}
+        out.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata,
+                    "rules": [r.to_manifest() for r in by_namespace[namespace]]})
+        out.append({"apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": dict(metadata),
+                    "roleRef": {**role_ref, "kind": "Role"},
+                    "subjects": [subject.to_manifest()]})
+    return out
+
+
+def rules_from_manifests(manifests: Iterable[Mapping[str, Any]]) -> list[Rule]:
+    """The rules of printed RBAC objects, read back (Roles keep their namespace)."""
+    rules: list[Rule] = []
+    for obj in manifests:
+        if obj.get("kind") not in ("ClusterRole", "Role"):
+            continue
+        namespace = obj["metadata"].get("namespace") if obj["kind"] == "Role" else None
+        for rule in obj.get("rules", []):
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    rules.append(Rule(namespace, group, resource, tuple(rule["verbs"]),
+                                      tuple(rule.get("resourceNames", ()))))
+    return rules
