@@ -97,7 +97,7 @@ def test_configured_output_at_debug_never_shows_a_token() -> None:
         log.exception("switch_failed")
     text = out.getvalue()
     lines = [json.loads(line) for line in text.splitlines()]
-    assert [line["event"] for line in lines][0] == "request_sent"
+    assert lines[0]["event"] == "request_sent"
     assert "switch_failed" in [line["event"] for line in lines]
     assert TOKEN not in text and JWT not in text
 
