@@ -1,0 +1,240 @@
+"""`tidal rbac SCHEDULES_DIR`: least-privilege Karmada RBAC derived from the schedules."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tidal.cli.main import cli
+from tidal.loading import load_schedules
+from tidal.rbac import Request, Rule, allows, plural_of, rules_from_manifests
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "schedules"
+
+PATCH_SCHEDULE = """\
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-9}
+spec:
+  timeZone: UTC
+  workloads:
+    - {apiVersion: apps/v1, kind: Deployment}
+  windows:
+    - name: night
+      start: "23:00"
+      trigger: touch
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: team-9-cpp
+          patch: {spec: {placement: {clusterAffinity: {clusterNames: [cluster-b]}}}}
+    - name: day
+      start: "07:00"
+      trigger: touch
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: team-9-cpp
+          patch: {spec: {placement: {clusterAffinity: {clusterNames: [cluster-a]}}}}
+"""
+
+PP_SCHEDULE = """\
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-8}
+spec:
+  timeZone: UTC
+  workloads:
+    - {apiVersion: apps/v1, kind: StatefulSet, namespace: team-8}
+  windows:
+    - name: night
+      start: "23:00"
+      trigger: rebalance
+      policies:
+        - kind: PropagationPolicy
+          namespace: team-8
+          name: team-8-pp
+          patch: {spec: {placement: {clusterAffinity: {clusterNames: [cluster-b]}}}}
+"""
+
+
+def run(*args: str) -> Any:
+    """Invoke `tidal rbac ...` in-process."""
+    return CliRunner().invoke(cli, ["rbac", *args], catch_exceptions=False)
+
+
+def objects_of(output: str) -> list[dict[str, Any]]:
+    """The objects of a printed YAML stream."""
+    return [doc for doc in yaml.safe_load_all(output) if doc]
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    """Write a schedule file into a directory and return the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(textwrap.dedent(text))
+    return directory
+
+
+def rules_by(objects: list[dict[str, Any]], resource: str) -> list[Rule]:
+    """Every rule on one resource."""
+    return [r for r in rules_from_manifests(objects) if r.resource == resource]
+
+
+def test_examples_give_valid_rbac_without_wildcards() -> None:
+    """The examples' RBAC objects are schema-valid and no rule grants `*` anywhere."""
+    result = run(str(EXAMPLES))
+    assert result.exit_code == 0, result.output
+    objects = objects_of(result.stdout)
+    kinds = [o["kind"] for o in objects]
+    assert {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= set(kinds)
+    for obj in objects:
+        kubernetes_validate.validate(obj, "1.30.0", strict=True)
+        for rule in obj.get("rules", []):
+            for key in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert "*" not in rule.get(key, []), rule
+                assert not any("*" in value for value in rule.get(key, [])), rule
+
+
+def test_policy_rules_name_exactly_the_managed_policies() -> None:
+    """get/patch/update and delete name exactly the policies the schedules manage."""
+    loaded = load_schedules([EXAMPLES])
+    managed = {ref.name for s in loaded.schedules for w in s.schedule.spec.windows
+               for change in w.policies for ref in change.policy_refs()
+               if ref.kind == "ClusterPropagationPolicy"}
+    objects = objects_of(run(str(EXAMPLES)).stdout)
+    rules = rules_by(objects, "clusterpropagationpolicies")
+    named = {n for r in rules if "patch" in r.verbs for n in r.resource_names}
+    assert named == managed
+    for rule in rules:
+        assert rule.namespace is None
+        if set(rule.verbs) & {"get", "patch", "update", "delete"}:
+            assert rule.resource_names, f"unnamed {rule.verbs} on policies"
+        else:
+            assert rule.verbs == ("create",)  # RBAC cannot restrict create by name
+    deletable = {n for r in rules if "delete" in r.verbs for n in r.resource_names}
+    assert deletable == {"team-2001-cpp-day", "team-2001-cpp-night"}  # the swap pair only
+
+
+def test_patch_only_schedule_cannot_create_or_delete_policies(tmp_path: Path) -> None:
+    """A touch-only patch schedule gets no create/delete on policies and no WorkloadRebalancers."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    objects = objects_of(run(str(directory)).stdout)
+    rules = rules_from_manifests(objects)
+    policy_verbs = {v for r in rules if r.resource == "clusterpropagationpolicies" for v in r.verbs}
+    assert policy_verbs == {"get", "patch", "update"}
+    assert not [r for r in rules if r.resource == "workloadrebalancers"]
+    deployments = rules_by(objects, "deployments")
+    assert deployments == [Rule(None, "apps", "deployments", ("list", "patch", "watch"))]
+
+
+def test_namespaced_policy_and_templates_get_a_role_in_their_namespace(tmp_path: Path) -> None:
+    """A PropagationPolicy and namespaced workloads are granted by a Role in that namespace."""
+    directory = write(tmp_path / "s", "team-8.yaml", PP_SCHEDULE)
+    objects = objects_of(run(str(directory), "--state-namespace", "tidal-state").stdout)
+    roles = {o["metadata"]["namespace"] for o in objects if o["kind"] == "Role"}
+    assert roles == {"team-8", "tidal-state"}
+    for resource in ("propagationpolicies", "statefulsets", "resourcebindings"):
+        assert {r.namespace for r in rules_by(objects, resource)} == {"team-8"}
+    assert rules_by(objects, "propagationpolicies")[0].resource_names == ("team-8-pp",)
+    assert not rules_by(objects, "clusterresourcebindings")  # a PP never makes one
+    bindings = {(o["metadata"]["namespace"], o["roleRef"]["name"])
+                for o in objects if o["kind"] == "RoleBinding"}
+    assert bindings == {("team-8", "tidal"), ("tidal-state", "tidal")}
+    rebalancers = rules_by(objects, "workloadrebalancers")
+    assert rebalancers and rebalancers[0].namespace is None
+
+
+def test_state_namespace_holds_state_lease_and_events(tmp_path: Path) -> None:
+    """The state namespace's Role covers ConfigMaps, the named Lease and Events, nothing else."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    objects = objects_of(run(str(directory), "--state-namespace", "tidal-state").stdout)
+    state = [r for r in rules_from_manifests(objects) if r.namespace == "tidal-state"]
+    assert {r.resource for r in state} == {"configmaps", "leases", "events"}
+    lease_rules = [r for r in state if r.resource == "leases"]
+    assert {(r.verbs, r.resource_names) for r in lease_rules} == {
+        (("create",), ()), (("get", "update"), ("tidal-leader",))}
+
+
+def test_subjects(tmp_path: Path) -> None:
+    """The default subject is a ServiceAccount (printed too); --user binds a user instead."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    objects = objects_of(run(str(directory)).stdout)
+    labels = {"app.kubernetes.io/name": "tidal", "app.kubernetes.io/managed-by": "tidal-rbac"}
+    assert objects[0] == {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+        "name": "tidal", "namespace": "tidal-system", "labels": labels}}
+    objects = objects_of(run(str(directory), "--user", "tidal-daemon", "--name", "tidal-x").stdout)
+    assert "ServiceAccount" not in [o["kind"] for o in objects]
+    binding = next(o for o in objects if o["kind"] == "ClusterRoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "tidal-daemon"}]
+    assert binding["roleRef"]["name"] == "tidal-x"
+    both = run(str(directory), "--user", "a", "--group", "b")
+    assert both.exit_code == 2 and "only one of" in both.stderr
+
+
+def test_template_resource_option(tmp_path: Path) -> None:
+    """--template-resource adds a kind the files do not name; a malformed one is refused."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    objects = objects_of(run(str(directory), "--template-resource", "flinkjobs.example.io@ml")
+                         .stdout)
+    assert rules_by(objects, "flinkjobs") == [
+        Rule("ml", "example.io", "flinkjobs", ("list", "patch", "watch"))]
+    bad = run(str(directory), "--template-resource", "Deploy ments")
+    assert bad.exit_code == 2 and "RESOURCE[.GROUP][@NAMESPACE]" in bad.stderr
+
+
+def test_unknown_template_kinds_are_warned_about() -> None:
+    """A schedule whose files name no template kind gets a warning naming the file and the fix."""
+    result = run(str(EXAMPLES))
+    assert "team-3007.yaml: warning:" in result.stderr
+    assert "--template-resource" in result.stderr
+
+
+def test_invalid_schedules_print_no_rbac(tmp_path: Path) -> None:
+    """Broken schedules: located errors on stderr, nothing on stdout, exit 1."""
+    directory = write(tmp_path / "s", "bad.yaml", PATCH_SCHEDULE.replace("UTC", "Mars/Olympus"))
+    result = run(str(directory))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "bad.yaml:5:" in result.stderr
+
+
+def test_json_output_is_a_list(tmp_path: Path) -> None:
+    """-o json prints one v1 List holding the same objects."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    listed = json.loads(run(str(directory), "-o", "json").stdout)
+    assert listed["kind"] == "List"
+    assert listed["items"] == objects_of(run(str(directory)).stdout)
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        (Request("get", "policy.karmada.io", "clusterpropagationpolicies", None, "a"), True),
+        (Request("get", "policy.karmada.io", "clusterpropagationpolicies", None, "b"), False),
+        (Request("list", "policy.karmada.io", "clusterpropagationpolicies", None, None), False),
+        (Request("list", "apps", "deployments", "team-8", None), True),
+        (Request("list", "apps", "deployments", "other", None), False),
+        (Request("list", "apps", "deployments", None, None), False),
+        (Request("get", "", "configmaps", "team-8", "x"), False),
+    ],
+)
+def test_allows_follows_rbac_semantics(request_: Request, expected: bool) -> None:
+    """resourceNames restrict by name; a Role's rule holds only in its own namespace."""
+    rules = [Rule(None, "policy.karmada.io", "clusterpropagationpolicies", ("get",), ("a",)),
+             Rule("team-8", "apps", "deployments", ("list", "watch"))]
+    assert allows(rules, request_) is expected
+
+
+def test_plurals() -> None:
+    """Kinds map to their REST resource names."""
+    assert [plural_of(k) for k in ("Deployment", "StatefulSet", "Ingress", "NetworkPolicy",
+                                   "FlinkDeployment", "Gateway", "Endpoints")] == [
+        "deployments", "statefulsets", "ingresses", "networkpolicies", "flinkdeployments",
+        "gateways", "endpoints"]
