@@ -115,7 +115,7 @@ class Store:
         with self._lock:
             obj = self._objects.get(_key(rtype, namespace, name))
             if obj is None:
-                raise NotFound(f'{rtype.plural}.{rtype.group or "core"} "{name}" not found')
+                raise NotFound(f'{_qualified(rtype)} "{name}" not found')
             return copy.deepcopy(obj) if copy_ else obj
 
     def list(
@@ -157,7 +157,7 @@ class Store:
         with self._lock:
             key = _key(rtype, namespace, name)
             if key in self._objects:
-                raise AlreadyExists(f'{rtype.plural}.{rtype.group or "core"} "{name}" already exists')
+                raise AlreadyExists(f'{_qualified(rtype)} "{name}" already exists')
             if namespace and not self._namespace_exists(namespace):
                 raise NotFound(f'namespaces "{namespace}" not found')
             if not (self.preserve_uid and meta.get("uid")):
@@ -184,7 +184,7 @@ class Store:
             sent_rv = meta.get("resourceVersion")
             if sent_rv and str(sent_rv) != old["metadata"]["resourceVersion"]:
                 raise Conflict(
-                    f'Operation cannot be fulfilled on {rtype.plural}.{rtype.group or "core"} '
+                    f'Operation cannot be fulfilled on {_qualified(rtype)} '
                     f'"{meta.get("name")}": the object has been modified; please apply your '
                     "changes to the latest version and try again"
                 )
@@ -237,6 +237,23 @@ class Store:
                         sub.events.put(event)
             self._subs.append(sub)
             return sub
+
+    def list_and_subscribe(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        accepts_obj: Callable[[Obj], bool] | None,
+        accepts_event: Callable[[WatchEvent], bool],
+    ) -> tuple[list[Obj], int, Subscription]:
+        """The current objects (uncopied) and a subscription to every later event, atomically."""
+        with self._lock:
+            items, rv = self.list(rtype, namespace, accepts_obj, copy_=False)
+            return items, rv, self.subscribe(accepts_event, since=rv)
+
+    def drained_version(self, sub: Subscription) -> int | None:
+        """The current resourceVersion if `sub` has no event pending (a bookmark is safe)."""
+        with self._lock:
+            return self._rv if sub.events.empty() else None
 
     def unsubscribe(self, sub: Subscription) -> None:
         with self._lock:
@@ -314,6 +331,11 @@ def _same_content(old: Obj, new: Obj) -> bool:
     return o_meta == n_meta and {k: v for k, v in old.items() if k != "metadata"} == {
         k: v for k, v in new.items() if k != "metadata"
     }
+
+
+def _qualified(rtype: ResourceType) -> str:
+    """`deployments.apps`, or just `configmaps` for the core group, as the apiserver says it."""
+    return f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
 
 
 def _cause(field_path: str, message: str) -> dict[str, str]:

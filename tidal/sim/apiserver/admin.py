@@ -1,0 +1,63 @@
+"""The emulator's own endpoints under /sim/v1: timeline, request counts and log, faults."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from tidal.sim.apiserver.accounting import RequestAccounting
+from tidal.sim.apiserver.errors import ApiError
+from tidal.sim.apiserver.request import Request, Response
+from tidal.sim.faults import Fault, FaultError, Faults
+
+PREFIX = "/sim/v1/"
+
+
+class AdminApi:
+    def __init__(
+        self,
+        accounting: RequestAccounting,
+        faults: Faults,
+        timeline: Callable[[], list[dict[str, Any]]],
+    ) -> None:
+        self.accounting = accounting
+        self.faults = faults
+        self.timeline = timeline
+
+    def handle(self, req: Request) -> Response:
+        parts = [p for p in req.path[len(PREFIX):].split("/") if p]
+        method = req.method
+        if parts == ["timeline"] and method == "GET":
+            return Response(200, self.timeline())
+        if parts == ["requests"] and method == "GET":
+            return Response(200, self.accounting.snapshot())
+        if parts == ["requests", "reset"] and method == "POST":
+            self.accounting.reset()
+            return Response(200, self.accounting.snapshot())
+        if parts == ["requestlog"] and method == "GET":
+            since = req.int_param("since") or 0
+            return Response(200, {"items": [r.to_json() for r in self.accounting.log(since)]})
+        if parts[:1] == ["faults"]:
+            return self._faults(method, parts[1:], req)
+        raise ApiError(404, f"no such emulator endpoint: {method} {req.path}")
+
+    def _faults(self, method: str, rest: list[str], req: Request) -> Response:
+        if method == "GET" and not rest:
+            return Response(200, {"items": [f.to_json() for f in self.faults.list()]})
+        if method == "POST" and not rest:
+            try:
+                data = json.loads(req.body or b"{}")
+                specs = data if isinstance(data, list) else [data]
+                added = [self.faults.inject(Fault.from_json(spec)) for spec in specs]
+            except (ValueError, TypeError, AttributeError) as exc:
+                message = str(exc) if isinstance(exc, FaultError) else f"bad fault body: {exc}"
+                raise ApiError(400, message) from exc
+            body: Any = [f.to_json() for f in added] if isinstance(data, list) else added[0].to_json()
+            return Response(201, body)
+        if method == "DELETE":
+            removed = self.faults.clear(rest[0] if rest else None)
+            if rest and not removed:
+                raise ApiError(404, f"no fault with id {rest[0]!r}")
+            return Response(200, {"removed": removed})
+        raise ApiError(405, f"{method} is not allowed on /sim/v1/faults")

@@ -1,0 +1,68 @@
+"""The server-independent request/response shapes the REST handlers work on."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: Mapping[str, str]
+    body: bytes = b""
+    is_closed: Callable[[], bool] = lambda: False
+
+    def flag(self, name: str) -> bool:
+        return self.query.get(name, "").lower() in ("1", "true")
+
+    def int_param(self, name: str) -> int | None:
+        raw = self.query.get(name)
+        if raw in (None, ""):
+            return None
+        try:
+            return int(raw)  # type: ignore[arg-type]
+        except ValueError:
+            return None
+
+    @property
+    def user_agent(self) -> str:
+        return self.headers.get("User-Agent", "") or ""
+
+    @property
+    def identity(self) -> str:
+        """Who the caller says it is: an impersonation header, or its bearer token.
+
+        Tokens of the form `sim:<name>` (what Emulator.write_kubeconfig writes) name the user;
+        other tokens are recorded as a short hash, never in clear.
+        """
+        for header in ("Impersonate-User", "X-Remote-User"):
+            if self.headers.get(header):
+                return str(self.headers.get(header))
+        auth = self.headers.get("Authorization", "") or ""
+        if auth.lower().startswith("bearer "):
+            token = auth[7:].strip()
+            if token.startswith("sim:"):
+                return token[4:]
+            return "token-sha256:" + hashlib.sha256(token.encode()).hexdigest()[:12]
+        return ""
+
+
+@dataclass
+class Response:
+    code: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StreamResponse:
+    """A watch: newline-delimited JSON events written as they come, until the iterator ends."""
+
+    chunks: Iterator[bytes]
+    code: int = 200
+    headers: dict[str, str] = field(default_factory=dict)

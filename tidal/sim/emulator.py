@@ -1,0 +1,216 @@
+"""The emulator facade: store + controllers + API server on loopback, driven by one clock.
+
+    with Emulator(DEFAULT_TOPOLOGY).start() as emu:
+        emu.write_kubeconfig(tmp / "kubeconfig")
+        ...  # kubectl / kubernetes client against emu.url
+        emu.timeline(); emu.requests(); emu.faults.inject(type="throttle", verb="patch")
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from tidal.sim.apiserver import ApiServer, RequestAccounting, RequestRecord
+from tidal.sim.clock import Clock, ManualClock, ScaledClock
+from tidal.sim.faults import Faults
+from tidal.sim.kinds import KindRegistry, ResourceType
+from tidal.sim.store import Obj, Store, StoreError
+from tidal.sim.topology import CRD_TYPE, Topology, TopologyError, crd_types, load_topology
+from tidal.sim.validation import SchemaValidator
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOPOLOGY = Path(__file__).parent / "topologies" / "default.yaml"
+BASE_NAMESPACES = ("default", "kube-system", "kube-public", "karmada-system")
+
+
+def _load_controllers() -> Any:
+    try:
+        module = importlib.import_module("tidal.sim.controllers")
+    except ImportError:
+        return None
+    return getattr(module, "ControllerManager", None)
+
+
+class Emulator:
+    """A Karmada control plane in-process: `start()` it, point clients at `url`, `stop()` it."""
+
+    def __init__(
+        self,
+        topology: Path | str | list[Obj] | None = None,
+        *,
+        clock: Clock | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        seed: int = 0,
+        controllers: bool = True,
+        crds_dir: Path | None = None,
+        bookmark_interval: float = 1.0,
+    ) -> None:
+        self.clock: Clock = clock or ScaledClock(1.0)
+        self.kinds = KindRegistry()
+        self.kinds.register(CRD_TYPE)
+        self.store = Store(self.kinds, self.clock)
+        self.store.admission.append(_namespace_active)
+        self.faults = Faults(seed)
+        self.accounting = RequestAccounting()
+        self.validator = SchemaValidator(crds_dir) if crds_dir else SchemaValidator.discover()
+        self.topology: Topology = load_topology(topology)
+        manager = _load_controllers() if controllers else None
+        self.controllers: Any = None
+        if manager is not None:
+            settings = self.topology.settings
+            self.controllers = manager(self.store, self.clock,
+                                       scheduler_latency=settings.scheduler_latency,
+                                       feature_gates=settings.feature_gates)
+        self.server = ApiServer(
+            self.store, faults=self.faults, accounting=self.accounting, admitter=self.validator,
+            timeline=self.timeline, on_created=self._on_created, host=host, port=port,
+            bookmark_interval=bookmark_interval,
+        )
+        self._started = False
+
+    # -- life cycle ------------------------------------------------------------------------
+    def start(self) -> Emulator:
+        if self._started:
+            return self
+        for name in BASE_NAMESPACES:
+            self._ensure_namespace(name)
+        self.clock.start()
+        if self.controllers is not None:
+            self.controllers.start()
+        self.apply_topology(self.topology)
+        self.server.start()
+        self._started = True
+        self.settle()
+        return self
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self.server.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
+        self.clock.stop()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    # -- objects ---------------------------------------------------------------------------
+    def apply(self, manifests: list[Obj] | Path | str) -> list[Obj]:
+        """Create manifests in order, as a topology is applied; returns the stored objects."""
+        return self.apply_topology(load_topology(manifests))
+
+    def apply_topology(self, topology: Topology) -> list[Obj]:
+        created = []
+        for where, doc in topology.objects:
+            try:
+                created.append(self._create(doc))
+            except (StoreError, ValueError) as exc:
+                message = getattr(exc, "message", str(exc))
+                name = (doc.get("metadata") or {}).get("name", "?")
+                raise TopologyError(f"{where} ({doc.get('kind')} {name}): {message}") from exc
+        return created
+
+    def _create(self, doc: Obj) -> Obj:
+        rtype = self.kinds.by_kind(str(doc.get("apiVersion")), str(doc.get("kind")))
+        if rtype is None:
+            raise ValueError(f"unknown kind {doc.get('apiVersion')}/{doc.get('kind')}; declare it "
+                             "with a CustomResourceDefinition earlier in the topology")
+        obj = dict(doc)
+        obj["metadata"] = dict(obj.get("metadata") or {})
+        if rtype.namespaced:
+            namespace = obj["metadata"].setdefault("namespace", "default")
+            self._ensure_namespace(namespace)
+        self.validator.admit(rtype, obj)
+        stored = self.store.create(rtype, obj)
+        self._on_created(rtype, stored)
+        return stored
+
+    def _ensure_namespace(self, name: str) -> None:
+        ns_type = self.kinds.by_kind("v1", "Namespace")
+        assert ns_type is not None
+        try:
+            self.store.get(ns_type, None, name, copy_=False)
+        except StoreError:
+            self.store.create(ns_type, {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": name}})
+
+    def _on_created(self, rtype: ResourceType, obj: Obj) -> None:
+        if rtype is CRD_TYPE or (rtype.group, rtype.plural) == (CRD_TYPE.group, CRD_TYPE.plural):
+            for declared in crd_types(obj):
+                self.kinds.register(declared)
+
+    # -- control and observation -----------------------------------------------------------
+    def settle(self) -> None:
+        """Let the controllers process every queued event (synchronous with a ManualClock)."""
+        if self.controllers is not None and hasattr(self.controllers, "run_until_idle"):
+            self.controllers.run_until_idle()
+
+    def advance(self, seconds: float) -> None:
+        """Move a ManualClock forward (running due timers), then settle."""
+        if not isinstance(self.clock, ManualClock):
+            raise TypeError("advance() needs the emulator to run on a ManualClock")
+        self.settle()
+        self.clock.advance(seconds)
+        self.settle()
+
+    def timeline(self) -> list[dict[str, Any]]:
+        timeline = getattr(self.controllers, "timeline", None)
+        return list(timeline.samples()) if timeline is not None else []
+
+    def requests(self) -> dict[str, Any]:
+        """Request counts: {"total", "by": {"verb resource": n}, "byVerb", "byResource", "byCode"}."""
+        return self.accounting.snapshot()
+
+    def request_log(self, since_seq: int = 0) -> list[RequestRecord]:
+        return self.accounting.log(since_seq)
+
+    def reset_requests(self) -> None:
+        self.accounting.reset()
+
+    def kubeconfig(self, *, user: str = "admin", namespace: str = "default") -> dict[str, Any]:
+        """A kubeconfig for this emulator; the token `sim:<user>` names the caller in the log."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "tidal-sim", "cluster": {"server": self.url}}],
+            "users": [{"name": user, "user": {"token": f"sim:{user}"}}],
+            "contexts": [{"name": "tidal-sim",
+                          "context": {"cluster": "tidal-sim", "user": user, "namespace": namespace}}],
+            "current-context": "tidal-sim",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: Path | str, *, user: str = "admin") -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        yaml = YAML()
+        yaml.default_flow_style = False
+        with target.open("w") as fh:
+            yaml.dump(self.kubeconfig(user=user), fh)
+        return target
+
+
+def _namespace_active(rtype: ResourceType, old: Obj | None, new: Obj) -> None:
+    if rtype.group == "" and rtype.plural == "namespaces":
+        new.setdefault("status", {}).setdefault("phase", "Active")

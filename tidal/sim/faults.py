@@ -1,0 +1,158 @@
+"""Injected API faults: latency, 500s, 429s with Retry-After, 409s, dropped watches.
+
+A fault matches requests by verb and resource (comma lists or `*`; resource is the plural,
+or `plural/status`), optionally by namespace and name. It fires with `probability` (a seeded
+random, so a run is repeatable) and at most `count` times (None: no limit).
+
+- latency: the request waits `seconds` (real time) and then runs normally.
+- error: 500 InternalError.   throttle: 429 TooManyRequests with `Retry-After: retry_after`.
+- conflict: 409 Conflict, as for a stale resourceVersion.
+- drop-watch: open watch streams of matching resources are closed at once when injected
+  (with `compact`, the watch history is forgotten too, so a resume gets 410 Gone); then up to
+  `count` (default 0) later matching watch requests are cut `seconds` after they start.
+
+HTTP: `POST /sim/v1/faults` with the JSON of `Fault` (camelCase: retryAfter), `GET` lists,
+`DELETE /sim/v1/faults` clears all, `DELETE /sim/v1/faults/<id>` one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FaultType = Literal["latency", "error", "throttle", "conflict", "drop-watch"]
+FAULT_TYPES: tuple[str, ...] = ("latency", "error", "throttle", "conflict", "drop-watch")
+
+
+class FaultError(ValueError):
+    """A fault spec that makes no sense; the message names the field."""
+
+
+@dataclass
+class Fault:
+    type: FaultType
+    verb: str = "*"
+    resource: str = "*"
+    namespace: str | None = None
+    name: str | None = None
+    probability: float = 1.0
+    count: int | None = None
+    seconds: float = 0.0
+    retry_after: int = 1
+    compact: bool = False
+    id: str = ""
+    fired: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        if self.type not in FAULT_TYPES:
+            raise FaultError(f"fault type {self.type!r} is not one of {', '.join(FAULT_TYPES)}")
+        if not 0.0 <= self.probability <= 1.0:
+            raise FaultError(f"probability {self.probability} must be within [0, 1]")
+        if self.count is not None and self.count < 0:
+            raise FaultError(f"count {self.count} must be >= 0")
+        if self.seconds < 0 or self.retry_after < 0:
+            raise FaultError("seconds and retryAfter must be >= 0")
+        if self.type == "drop-watch" and self.count is None:
+            self.count = 0
+
+    def matches(self, verb: str, resource: str, namespace: str | None, name: str | None) -> bool:
+        return (
+            _in(self.verb, verb)
+            and _in(self.resource, resource)
+            and (self.namespace is None or self.namespace == (namespace or ""))
+            and (self.name is None or self.name == name)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "type": self.type, "verb": self.verb, "resource": self.resource,
+            "namespace": self.namespace, "name": self.name, "probability": self.probability,
+            "count": self.count, "seconds": self.seconds, "retryAfter": self.retry_after,
+            "compact": self.compact, "fired": self.fired,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fault:
+        known = {"type", "verb", "resource", "namespace", "name", "probability", "count",
+                 "seconds", "retryAfter", "retry_after", "compact"}
+        unknown = set(data) - known - {"id", "fired"}
+        if unknown:
+            raise FaultError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
+        if "type" not in data:
+            raise FaultError("fault needs a type: " + ", ".join(FAULT_TYPES))
+        try:
+            return cls(
+                type=data["type"], verb=str(data.get("verb", "*")),
+                resource=str(data.get("resource", "*")), namespace=data.get("namespace"),
+                name=data.get("name"), probability=float(data.get("probability", 1.0)),
+                count=None if data.get("count") is None else int(data["count"]),
+                seconds=float(data.get("seconds", 0.0)),
+                retry_after=int(data.get("retryAfter", data.get("retry_after", 1))),
+                compact=bool(data.get("compact", False)),
+            )
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, FaultError):
+                raise
+            raise FaultError(f"bad fault field value: {exc}") from exc
+
+
+def _in(pattern: str, value: str) -> bool:
+    return any(p.strip() in ("*", value) for p in pattern.split(","))
+
+
+DropWatches = Callable[[Fault], int]
+
+
+class Faults:
+    """The set of active faults; the API server asks `fire()` on every request."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._random = random.Random(seed)
+        self._ids = itertools.count(1)
+        self.on_drop_watch: DropWatches | None = None
+
+    def inject(self, fault: Fault | None = None, /, **spec: Any) -> Fault:
+        """Add a fault (a Fault, or its fields as keywords); returns it with its id."""
+        if fault is None:
+            fault = Fault(**spec)
+        with self._lock:
+            fault.id = fault.id or f"f{next(self._ids)}"
+            self._faults.append(fault)
+        if fault.type == "drop-watch" and self.on_drop_watch is not None:
+            self.on_drop_watch(fault)
+        return fault
+
+    def clear(self, fault_id: str | None = None) -> int:
+        """Remove one fault, or all; returns how many were removed."""
+        with self._lock:
+            before = len(self._faults)
+            self._faults = [f for f in self._faults if fault_id is not None and f.id != fault_id]
+            return before - len(self._faults)
+
+    def list(self) -> list[Fault]:
+        with self._lock:
+            return list(self._faults)
+
+    def fire(
+        self, verb: str, resource: str, namespace: str | None, name: str | None,
+        types: tuple[str, ...] = FAULT_TYPES,
+    ) -> list[Fault]:
+        """The faults that fire for this request (their counts consumed), in injection order."""
+        fired: list[Fault] = []
+        with self._lock:
+            for fault in self._faults:
+                if fault.type not in types or not fault.matches(verb, resource, namespace, name):
+                    continue
+                if fault.count is not None and fault.fired >= fault.count:
+                    continue
+                if fault.probability < 1.0 and self._random.random() >= fault.probability:
+                    continue
+                fault.fired += 1
+                fired.append(fault)
+        return fired
