@@ -129,11 +129,14 @@ class Daemon:
     def _observer(self) -> Callable[[Any], None] | None:
         if self.metrics is None:
             return None
-        try:
-            from tidal.metrics import EngineObserver  # type: ignore[attr-defined]
-        except ImportError:
-            return None
-        observer: Callable[[Any], None] = EngineObserver(self.metrics)
+        from tidal.daemon.state import run_object_name
+        from tidal.karmada.events import EventRecorder, configmap_ref
+        from tidal.observe import EngineObserver
+
+        namespace = self.settings.state_namespace
+        observer: Callable[[Any], None] = EngineObserver(
+            self.metrics, recorder=EventRecorder(self.client, instance=self.identity),
+            state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
         return observer
 
     def _emit(self, event: Any) -> None:

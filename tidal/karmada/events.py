@@ -83,10 +83,12 @@ class EventRecorder:
         timeout_seconds: float = 5.0,
     ) -> None:
         # A private single-attempt client on the same connection pool and request hook.
-        self._client = KarmadaClient(
-            client.api, on_request=client.on_request, retry=RetryPolicy(attempts=1),
-            request_timeout=timeout_seconds,
-        )
+        self._client: Any = client
+        if isinstance(client, KarmadaClient):
+            self._client = KarmadaClient(
+                client.api, on_request=client.on_request, retry=RetryPolicy(attempts=1),
+                request_timeout=timeout_seconds,
+            )
         self.component = component
         self.instance = instance
         self._now = now
