@@ -117,8 +117,13 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
     name = str(path)
     document = read_yaml_file(path)
     data = document.data
-    if only_schedules and _is_other_document(data):
-        return None, []
+    if _is_other_document(data):
+        if only_schedules:
+            return None, []
+        (line, col), _ = locate(document.tree, ("kind",))
+        return None, [LocatedError(name, line, col,
+                                   f"kind: a {data['apiVersion']} {data.get('kind')} is not a "
+                                   f"{KIND}; pass schedule files (apiVersion tidal.io/v1alpha1)")]
     if not isinstance(data, dict):
         return None, [LocatedError(name, 1, 1, f"the file holds a {type(data).__name__}, "
                                                f"not a {KIND} mapping; write one TidalSchedule")]
