@@ -32,6 +32,17 @@ _PLURALS = {
 }
 
 
+# Template kinds known to be namespaced: their bindings are never ClusterResourceBindings.
+NAMESPACED_KINDS = frozenset({
+    ("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"),
+    ("apps", "replicasets"), ("batch", "jobs"), ("batch", "cronjobs"), ("", "configmaps"),
+    ("", "secrets"), ("", "services"), ("", "pods"), ("", "serviceaccounts"),
+    ("", "persistentvolumeclaims"), ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "networkpolicies"), ("autoscaling", "horizontalpodautoscalers"),
+    ("policy", "poddisruptionbudgets"),
+})
+
+
 def plural_of(kind: str) -> str:
     """The REST resource name of a kind (Deployment -> deployments, Policy -> policies)."""
     if kind in _PLURALS:
@@ -199,7 +210,6 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
     grants = _Grants()
     templates: list[TemplateKind] = list(extra_templates)
     event_namespaces = {state_namespace}
-    cluster_policies = False
     rebalancers = False
     for schedule in schedules:
         templates += template_kinds(schedule)
@@ -209,7 +219,6 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
                 resource = _policy_resource(change)
                 names = [ref.name for ref in change.policy_refs()]
                 namespace = change.policy_namespace
-                cluster_policies = cluster_policies or namespace is None
                 event_namespaces.add(namespace or CLUSTER_EVENT_NAMESPACE)
                 # read, patch, and restore a pre-image on rollback
                 grants.add(namespace, POLICY_GROUP, resource, ("get", "patch", "update"), names)
@@ -217,16 +226,15 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
                     # swap deletes `from` and creates `to`; rollback does the reverse
                     grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
                     grants.add(namespace, POLICY_GROUP, resource, ("create",))
-    binding_namespaces: set[str | None] = set()
     for template in templates:
         grants.add(template.namespace, template.api_group, template.resource,
                    ("list", "watch", "patch"))
-        binding_namespaces.add(template.namespace)
-    if None in binding_namespaces or not binding_namespaces:
-        binding_namespaces = {None}
-    for namespace in binding_namespaces:
-        grants.add(namespace, WORK_GROUP, "resourcebindings", ("get", "list", "watch"))
-    if cluster_policies:
+    # Bindings are read cluster-wide: the engine lists them in one call when a selection spans
+    # many namespaces, and they hold no secrets (placement and status only).
+    grants.add(None, WORK_GROUP, "resourcebindings", ("get", "list", "watch"))
+    if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS
+           for t in templates):
+        # a template kind that may be cluster-scoped gets a ClusterResourceBinding
         grants.add(None, WORK_GROUP, "clusterresourcebindings", ("get", "list", "watch"))
     grants.add(None, "cluster.karmada.io", "clusters", ("get", "list", "watch"))
     if rebalancers:

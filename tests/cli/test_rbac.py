@@ -139,10 +139,11 @@ def test_namespaced_policy_and_templates_get_a_role_in_their_namespace(tmp_path:
     objects = objects_of(run(str(directory), "--state-namespace", "tidal-state").stdout)
     roles = {o["metadata"]["namespace"] for o in objects if o["kind"] == "Role"}
     assert roles == {"team-8", "tidal-state"}
-    for resource in ("propagationpolicies", "statefulsets", "resourcebindings"):
+    for resource in ("propagationpolicies", "statefulsets"):
         assert {r.namespace for r in rules_by(objects, resource)} == {"team-8"}
+    assert {r.namespace for r in rules_by(objects, "resourcebindings")} == {None}  # read-only
     assert rules_by(objects, "propagationpolicies")[0].resource_names == ("team-8-pp",)
-    assert not rules_by(objects, "clusterresourcebindings")  # a PP never makes one
+    assert not rules_by(objects, "clusterresourcebindings")  # StatefulSets are namespaced
     bindings = {(o["metadata"]["namespace"], o["roleRef"]["name"])
                 for o in objects if o["kind"] == "RoleBinding"}
     assert bindings == {("team-8", "tidal"), ("tidal-state", "tidal")}
