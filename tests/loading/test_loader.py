@@ -9,6 +9,7 @@ import pytest
 
 from tidal.domain.schedule import PolicyRef
 from tidal.loading import LocatedError, load_schedule_file, load_schedules
+from tidal.loading.policies import default_crd_dir
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
@@ -57,7 +58,10 @@ def test_examples_are_valid() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_broken_file_gives_exact_lines(name: str, broken_lines: dict[str, list[str]]) -> None:
     """Each broken file reports exactly its expected FILE:LINE:COL: message lines."""
-    assert broken_lines[name] == EXPECTED[name]
+    expected = EXPECTED[name]
+    if default_crd_dir() is None:  # patches are checked against the CRDs only when present
+        expected = [line for line in expected if "Karmada would drop" not in line]
+    assert broken_lines[name] == expected
 
 
 def test_every_broken_file_is_reported() -> None:

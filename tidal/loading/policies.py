@@ -32,7 +32,7 @@ def default_crd_dir() -> Path | None:
     """Where the upstream CRDs are: env TIDAL_KARMADA_CRDS, else ../shared beside the repo."""
     configured = os.environ.get("TIDAL_KARMADA_CRDS")
     if configured:
-        return Path(configured)
+        return Path(configured) if Path(configured).is_dir() else None
     repo_root = Path(__file__).resolve().parents[2]
     candidate = repo_root.parent / "shared" / "karmada" / "crds"
     return candidate if candidate.is_dir() else None
