@@ -1,0 +1,614 @@
+"""The resource detector: policies claim templates, and bindings are created and refreshed.
+
+Follows pkg/detector upstream: a claimed template keeps its policy (no re-matching) unless a
+higher-priority policy preempts it (spec.preemption=Always and the feature gate); an unclaimed
+one is matched PropagationPolicy first, then ClusterPropagationPolicy, each by explicit
+priority, then implicit priority (name > labelSelector > all), then policy name.
+Lazy activation (pkg/util/eventfilter): a template change made only by Karmada (claim labels,
+any label/annotation whose key contains `.karmada.io`, generation) does not refresh the
+binding of a template claimed by a Lazy policy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import uuid
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from tidal.sim.controllers.common import (
+    CPP_ID_LABEL,
+    CPP_KIND,
+    CPP_NAME_ANNOTATION,
+    CRB_KIND,
+    FEATURE_POLICY_PREEMPTION,
+    NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL,
+    PP_ID_LABEL,
+    PP_KIND,
+    PP_NAME_ANNOTATION,
+    PP_NAMESPACE_ANNOTATION,
+    RB_KIND,
+    Obj,
+    ObjKey,
+    annotations_of,
+    binding_name,
+    is_reserved_namespace,
+    labels_of,
+)
+from tidal.sim.controllers.matching import MISMATCH, selectors_priority
+from tidal.sim.controllers.quantity import format_list, pod_template_requests
+from tidal.sim.kinds import ResourceType
+from tidal.sim.store import NotFound
+
+if TYPE_CHECKING:
+    from tidal.sim.controllers.manager import ControllerManager
+
+PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
+_KARMADA_KEY = ".karmada.io"
+_BINDING_SPEC_FIELDS = (
+    "resource",
+    "replicaRequirements",
+    "replicas",
+    "propagateDeps",
+    "schedulerName",
+    "placement",
+    "failover",
+    "conflictResolution",
+    "preserveResourcesOnDeletion",
+    "suspension",
+)
+
+
+def policy_id(policy: Obj) -> str:
+    label = PP_ID_LABEL if policy.get("kind") == PP_KIND else CPP_ID_LABEL
+    return labels_of(policy).get(label) or policy["metadata"].get("uid", "")
+
+
+def ensure_permanent_id(rtype: ResourceType, old: Obj | None, new: Obj) -> None:
+    """Admission (Karmada's policy webhook): every policy gets a permanent-id label, kept."""
+    if rtype.kind not in (PP_KIND, CPP_KIND):
+        return
+    label = PP_ID_LABEL if rtype.kind == PP_KIND else CPP_ID_LABEL
+    labels = new.setdefault("metadata", {}).setdefault("labels", {}) or {}
+    new["metadata"]["labels"] = labels
+    if labels.get(label):
+        return
+    previous = labels_of(old).get(label) if old is not None else None
+    labels[label] = previous or str(uuid.uuid4())
+
+
+def specification_changed(old: Obj, new: Obj) -> bool:
+    """eventfilter.SpecificationChanged: anything but status, managedFields, resourceVersion."""
+    return _strip(old, karmada=False) != _strip(new, karmada=False)
+
+
+def change_by_karmada(old: Obj, new: Obj) -> bool:
+    """eventfilter.ResourceChangeByKarmada: equal once Karmada-owned keys and generation go."""
+    return _strip(old, karmada=True) == _strip(new, karmada=True)
+
+
+def _strip(obj: Obj, *, karmada: bool) -> Obj:
+    out = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    meta = {
+        k: v
+        for k, v in (obj.get("metadata") or {}).items()
+        if k not in ("managedFields", "resourceVersion")
+    }
+    if karmada:
+        meta.pop("generation", None)
+        labels = {
+            k: v
+            for k, v in (meta.get("labels") or {}).items()
+            if _KARMADA_KEY not in k or k == NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL
+        }
+        annotations = {
+            k: v for k, v in (meta.get("annotations") or {}).items() if _KARMADA_KEY not in k
+        }
+        meta.pop("labels", None)
+        meta.pop("annotations", None)
+        if labels:
+            meta["labels"] = labels
+        if annotations:
+            meta["annotations"] = annotations
+    out["metadata"] = meta
+    return out
+
+
+class Detector:
+    def __init__(self, mgr: ControllerManager) -> None:
+        self.mgr = mgr
+        self.templates: dict[ObjKey, Obj] = {}
+        self.template_types: dict[ObjKey, ResourceType] = {}
+        self.policies: dict[PolicyRef, Obj] = {}
+        self.pps_by_namespace: dict[str, set[str]] = {}
+        self.waiting: set[ObjKey] = set()
+        self.claimed: dict[str, set[ObjKey]] = {}  # policy id -> templates labelled with it
+        self.bound: dict[str, set[tuple[str, str, str]]] = {}  # policy id -> bindings labelled
+        self.queue: deque[tuple[ObjKey, bool]] = deque()
+        self._queued: set[tuple[ObjKey, bool]] = set()
+
+    # -- lookups -----------------------------------------------------------------------
+    def template_generation(self, resource: dict[str, Any]) -> int:
+        key = (
+            resource.get("apiVersion", ""),
+            resource.get("kind", ""),
+            resource.get("namespace") or "",
+            resource.get("name", ""),
+        )
+        template = self.templates.get(key)
+        return int(template["metadata"].get("generation", 1)) if template else 0
+
+    def _claim(self, template: Obj) -> tuple[PolicyRef, str] | None:
+        labels, annotations = labels_of(template), annotations_of(template)
+        ns, name = annotations.get(PP_NAMESPACE_ANNOTATION), annotations.get(PP_NAME_ANNOTATION)
+        if ns and name and labels.get(PP_ID_LABEL):
+            return (PP_KIND, ns, name), labels[PP_ID_LABEL]
+        name = annotations.get(CPP_NAME_ANNOTATION)
+        if name and labels.get(CPP_ID_LABEL):
+            return (CPP_KIND, "", name), labels[CPP_ID_LABEL]
+        return None
+
+    def _selectors(self, policy: Obj) -> list[dict[str, Any]]:
+        selectors = list((policy.get("spec") or {}).get("resourceSelectors") or [])
+        if policy.get("kind") == PP_KIND:  # the webhook defaults a PP selector's namespace
+            ns = policy["metadata"].get("namespace", "")
+            selectors = [s if s.get("namespace") else {**s, "namespace": ns} for s in selectors]
+        return selectors
+
+    def _matches(self, template: Obj, policy: Obj) -> int:
+        if policy.get("kind") == PP_KIND and template["metadata"].get("namespace", "") != policy[
+            "metadata"
+        ].get("namespace"):
+            return MISMATCH
+        return selectors_priority(template, self._selectors(policy))
+
+    def _lazy(self, policy: Obj | None) -> bool:
+        if policy is None:
+            return False
+        return (policy.get("spec") or {}).get("activationPreference") == "Lazy"
+
+    # -- events ------------------------------------------------------------------------
+    def on_template(
+        self, etype: str, rtype: ResourceType, key: ObjKey, obj: Obj, old: Obj | None
+    ) -> None:
+        if is_reserved_namespace(key[2]):
+            return
+        self._index_claims(key, old, remove=True)
+        if etype == "DELETED":
+            self.templates.pop(key, None)
+            self.template_types.pop(key, None)
+            self.waiting.discard(key)
+            self._collect_binding(key, obj)
+            return
+        self.templates[key] = obj
+        self.template_types[key] = rtype
+        self._index_claims(key, obj, remove=False)
+        if etype == "ADDED" or old is None:
+            self.enqueue(key, False)
+            return
+        if not specification_changed(old, obj):
+            return
+        claim = self._claim(obj)
+        lazy = claim is not None and self._lazy(self.policies.get(claim[0]))
+        self.enqueue(key, change_by_karmada(old, obj) if lazy else False)
+
+    def on_policy(self, etype: str, policy: Obj, old: Obj | None) -> None:
+        meta = policy["metadata"]
+        ref: PolicyRef = (
+            policy["kind"],
+            meta.get("namespace", "") if policy["kind"] == PP_KIND else "",
+            meta["name"],
+        )
+        if etype == "DELETED":
+            self.policies.pop(ref, None)
+            if ref[0] == PP_KIND:
+                self.pps_by_namespace.get(ref[1], set()).discard(ref[2])
+            self._handle_policy_deletion(policy)
+            return
+        self.policies[ref] = policy
+        if ref[0] == PP_KIND:
+            self.pps_by_namespace.setdefault(ref[1], set()).add(ref[2])
+        if (
+            etype == "MODIFIED"
+            and old is not None
+            and old["metadata"].get("generation") == meta.get("generation")
+        ):
+            return
+        self._handle_policy_change(policy)
+
+    def on_binding(self, etype: str, bkey: tuple[str, str, str], obj: Obj, old: Obj | None) -> None:
+        for source, remove in ((old, True), (obj, etype == "DELETED")):
+            if source is None:
+                continue
+            labels = labels_of(source)
+            for label in (PP_ID_LABEL, CPP_ID_LABEL):
+                pid = labels.get(label)
+                if not pid:
+                    continue
+                if remove:
+                    self.bound.get(pid, set()).discard(bkey)
+                else:
+                    self.bound.setdefault(pid, set()).add(bkey)
+
+    def _index_claims(self, key: ObjKey, obj: Obj | None, *, remove: bool) -> None:
+        if obj is None:
+            return
+        labels = labels_of(obj)
+        for label in (PP_ID_LABEL, CPP_ID_LABEL):
+            pid = labels.get(label)
+            if not pid:
+                continue
+            if remove:
+                self.claimed.get(pid, set()).discard(key)
+            else:
+                self.claimed.setdefault(pid, set()).add(key)
+
+    # -- the work queue ----------------------------------------------------------------
+    def enqueue(self, key: ObjKey, by_karmada: bool) -> None:
+        item = (key, by_karmada)
+        if item not in self._queued:
+            self._queued.add(item)
+            self.queue.append(item)
+
+    def run_one(self) -> bool:
+        if not self.queue:
+            return False
+        item = self.queue.popleft()
+        self._queued.discard(item)
+        self.reconcile(*item)
+        return True
+
+    def reconcile(self, key: ObjKey, by_karmada: bool) -> None:
+        template = self.templates.get(key)
+        if template is None:
+            self.waiting.discard(key)
+            return
+        claim = self._claim(template)
+        if claim is not None:
+            ref, pid = claim
+            policy = self.policies.get(ref)
+            if policy is None:
+                self._cleanup_claim(key, ref[0], pid)
+                return
+            if self._matches(template, policy) == MISMATCH:
+                return
+            self._apply(key, policy, by_karmada)
+            return
+        policy = self._best_policy(template)
+        if policy is None:
+            self.waiting.add(key)
+            return
+        self.waiting.discard(key)
+        self._apply(key, policy, by_karmada)
+
+    def _best_policy(self, template: Obj) -> Obj | None:
+        namespace = template["metadata"].get("namespace", "")
+        for kind, names in (
+            (PP_KIND, sorted(self.pps_by_namespace.get(namespace, ()))),
+            (CPP_KIND, None),
+        ):
+            if kind == PP_KIND and not namespace:
+                continue
+            candidates = (
+                [self.policies[(PP_KIND, namespace, n)] for n in names or ()]
+                if kind == PP_KIND
+                else [p for r, p in self.policies.items() if r[0] == CPP_KIND]
+            )
+            best: tuple[int, int, str] | None = None
+            chosen: Obj | None = None
+            for policy in candidates:
+                implicit = self._matches(template, policy)
+                if implicit == MISMATCH:
+                    continue
+                rank = (
+                    -int((policy.get("spec") or {}).get("priority") or 0),
+                    -implicit,
+                    policy["metadata"]["name"],
+                )
+                if best is None or rank < best:
+                    best, chosen = rank, policy
+            if chosen is not None:
+                return chosen
+        return None
+
+    # -- applying a policy -------------------------------------------------------------
+    def _apply(self, key: ObjKey, policy: Obj, by_karmada: bool) -> None:
+        template = self._claim_for(key, policy)
+        if template is None:
+            return
+        if by_karmada and self._lazy(policy):
+            return
+        self._ensure_binding(key, template, policy)
+
+    def _claim_for(self, key: ObjKey, policy: Obj) -> Obj | None:
+        template = self.templates[key]
+        pid = policy_id(policy)
+        labels, annotations = labels_of(template), annotations_of(template)
+        is_pp = policy["kind"] == PP_KIND
+        if is_pp:
+            claimed = labels.get(PP_ID_LABEL) == pid and CPP_ID_LABEL not in labels
+        else:
+            claimed = labels.get(CPP_ID_LABEL) == pid
+        if claimed and (
+            (is_pp and annotations.get(PP_NAME_ANNOTATION) == policy["metadata"]["name"])
+            or (not is_pp and annotations.get(CPP_NAME_ANNOTATION) == policy["metadata"]["name"])
+        ):
+            return template
+
+        def claim(obj: Obj) -> None:
+            _add_claim(obj, policy, pid)
+
+        rtype = self.template_types[key]
+        try:
+            updated = self.mgr.store.mutate(rtype, key[2] or None, key[3], claim)
+        except NotFound:
+            return None
+        return updated
+
+    def _ensure_binding(self, key: ObjKey, template: Obj, policy: Obj) -> None:
+        rtype = self.template_types[key]
+        bkind = RB_KIND if rtype.namespaced else CRB_KIND
+        btype = self.mgr.binding_type(bkind)
+        namespace = key[2] or None
+        name = binding_name(key[1], key[3])
+        desired = self._desired_spec(template, policy)
+        pid = policy_id(policy)
+        try:
+            current = self.mgr.store.get(btype, namespace, name, copy_=False)
+        except NotFound:
+            current = None
+        if current is None:
+            binding: Obj = {
+                "metadata": {"name": name, "ownerReferences": [_owner(template)]},
+                "spec": desired,
+            }
+            if namespace:
+                binding["metadata"]["namespace"] = namespace
+            _add_claim(binding, policy, pid)
+            self.mgr.store.create(btype, binding)
+            return
+        probe = copy.deepcopy(current)
+        _merge_binding(probe, desired, template, policy, pid)
+        if probe == current:
+            return
+        self.mgr.store.mutate(
+            btype, namespace, name, lambda obj: _merge_binding(obj, desired, template, policy, pid)
+        )
+
+    def _desired_spec(self, template: Obj, policy: Obj) -> Obj:
+        meta = template["metadata"]
+        policy_spec = policy.get("spec") or {}
+        resource = {"apiVersion": template["apiVersion"], "kind": template["kind"]}
+        if meta.get("namespace"):
+            resource["namespace"] = meta["namespace"]
+        resource.update(
+            {
+                "name": meta["name"],
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
+        )
+        spec: Obj = {
+            "resource": resource,
+            "placement": copy.deepcopy(policy_spec.get("placement") or {}),
+        }
+        for field in (
+            "propagateDeps",
+            "schedulerName",
+            "failover",
+            "conflictResolution",
+            "preserveResourcesOnDeletion",
+        ):
+            if policy_spec.get(field) is not None:
+                spec[field] = copy.deepcopy(policy_spec[field])
+        if policy_spec.get("suspension") is not None:
+            spec["suspension"] = copy.deepcopy(policy_spec["suspension"])
+        replicas, requests = _interpret_replicas(template)
+        if replicas:
+            spec["replicas"] = replicas
+        if requests:
+            spec["replicaRequirements"] = {"resourceRequest": requests}
+        return spec
+
+    def _collect_binding(self, key: ObjKey, template: Obj) -> None:
+        """Garbage collection: a binding goes with the template that owns it."""
+        rtype = self.mgr.store.kinds.by_kind(key[0], key[1])
+        if rtype is None:
+            return
+        btype = self.mgr.binding_type(RB_KIND if rtype.namespaced else CRB_KIND)
+        name = binding_name(key[1], key[3])
+        try:
+            binding = self.mgr.store.get(btype, key[2] or None, name, copy_=False)
+        except NotFound:
+            return
+        owners = binding["metadata"].get("ownerReferences") or []
+        uid = template["metadata"].get("uid")
+        if any(o.get("uid") == uid for o in owners):
+            self.mgr.store.delete(btype, key[2] or None, name)
+
+    # -- policy changes ----------------------------------------------------------------
+    def _handle_policy_change(self, policy: Obj) -> None:
+        pid = policy_id(policy)
+        lazy = self._lazy(policy)
+        is_pp = policy["kind"] == PP_KIND
+        id_label = PP_ID_LABEL if is_pp else CPP_ID_LABEL
+        for bkey in sorted(self.bound.get(pid, set())):
+            binding = self._binding(bkey)
+            if binding is None:
+                continue
+            resource = (binding.get("spec") or {}).get("resource") or {}
+            tkey = (
+                resource.get("apiVersion", ""),
+                resource.get("kind", ""),
+                resource.get("namespace") or "",
+                resource.get("name", ""),
+            )
+            template = self.templates.get(tkey)
+            if template is not None and self._matches(template, policy) == MISMATCH:
+                if labels_of(template).get(id_label) == pid:
+                    self._strip_claim(self.template_types[tkey], template, policy["kind"])
+                    self._strip_claim(self.mgr.binding_type(bkey[0]), binding, policy["kind"])
+                continue
+            self.enqueue(tkey, lazy)
+        for key in sorted(self.waiting):
+            template = self.templates.get(key)
+            if template is not None and self._matches(template, policy) != MISMATCH:
+                self.waiting.discard(key)
+                self.enqueue(key, lazy)
+        spec = policy.get("spec") or {}
+        if (
+            spec.get("preemption") == "Always"
+            and FEATURE_POLICY_PREEMPTION in self.mgr.feature_gates
+        ):
+            self._preempt(policy)
+
+    def _preempt(self, policy: Obj) -> None:
+        priority = int((policy.get("spec") or {}).get("priority") or 0)
+        is_pp = policy["kind"] == PP_KIND
+        for key, template in sorted(self.templates.items()):
+            if self._matches(template, policy) == MISMATCH:
+                continue
+            claim = self._claim(template)
+            if claim is None or claim[0] == (
+                policy["kind"],
+                policy["metadata"].get("namespace", "") if is_pp else "",
+                policy["metadata"]["name"],
+            ):
+                continue
+            holder = self.policies.get(claim[0])
+            if holder is None:
+                continue
+            if claim[0][0] == policy["kind"]:
+                if priority <= int((holder.get("spec") or {}).get("priority") or 0):
+                    continue
+            elif not is_pp:
+                continue  # a CPP never preempts a PP
+            self._reclaim(key, policy)
+
+    def _reclaim(self, key: ObjKey, policy: Obj) -> None:
+        pid = policy_id(policy)
+
+        def claim(obj: Obj) -> None:
+            _add_claim(obj, policy, pid)
+
+        self.mgr.store.mutate(self.template_types[key], key[2] or None, key[3], claim)
+
+    def _handle_policy_deletion(self, policy: Obj) -> None:
+        pid = policy_id(policy)
+        for key in sorted(self.claimed.get(pid, set())):
+            self._cleanup_claim(key, policy["kind"], pid)
+
+    def _cleanup_claim(self, key: ObjKey, kind: str, pid: str) -> None:
+        id_label = PP_ID_LABEL if kind == PP_KIND else CPP_ID_LABEL
+        rtype = self.template_types.get(key)
+        if rtype is None:
+            return
+        btype = self.mgr.binding_type(RB_KIND if rtype.namespaced else CRB_KIND)
+        try:
+            binding = self.mgr.store.get(
+                btype, key[2] or None, binding_name(key[1], key[3]), copy_=False
+            )
+            if labels_of(binding).get(id_label) == pid:
+                self._strip_claim(btype, binding, kind)
+        except NotFound:
+            pass
+        template = self.templates.get(key)
+        if template is not None and labels_of(template).get(id_label) == pid:
+            self._strip_claim(rtype, template, kind)
+
+    def _strip_claim(self, rtype: ResourceType, obj: Obj, kind: str) -> None:
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFound):
+            self.mgr.store.mutate(
+                rtype, meta.get("namespace") or None, meta["name"], lambda o: _remove_claim(o, kind)
+            )
+
+    def _binding(self, bkey: tuple[str, str, str]) -> Obj | None:
+        try:
+            return self.mgr.store.get(
+                self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+            )
+        except NotFound:
+            return None
+
+
+def _add_claim(obj: Obj, policy: Obj, pid: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    if policy["kind"] == PP_KIND:
+        labels.pop(CPP_ID_LABEL, None)  # excludeClusterPolicy
+        annotations.pop(CPP_NAME_ANNOTATION, None)
+        labels[PP_ID_LABEL] = pid
+        annotations[PP_NAMESPACE_ANNOTATION] = policy["metadata"].get("namespace", "")
+        annotations[PP_NAME_ANNOTATION] = policy["metadata"]["name"]
+    else:
+        labels[CPP_ID_LABEL] = pid
+        annotations[CPP_NAME_ANNOTATION] = policy["metadata"]["name"]
+    meta["labels"], meta["annotations"] = labels, annotations
+
+
+def _remove_claim(obj: Obj, kind: str) -> None:
+    meta = obj["metadata"]
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    if kind == PP_KIND:
+        labels.pop(PP_ID_LABEL, None)
+        annotations.pop(PP_NAMESPACE_ANNOTATION, None)
+        annotations.pop(PP_NAME_ANNOTATION, None)
+    else:
+        labels.pop(CPP_ID_LABEL, None)
+        annotations.pop(CPP_NAME_ANNOTATION, None)
+    for field, value in (("labels", labels), ("annotations", annotations)):
+        if value:
+            meta[field] = value
+        else:
+            meta.pop(field, None)
+
+
+def _merge_binding(obj: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) -> None:
+    """CreateOrUpdate's mutate function: refresh only what the detector owns (not clusters)."""
+    spec = obj.setdefault("spec", {})
+    for field in _BINDING_SPEC_FIELDS:
+        if field == "suspension":
+            continue
+        if field in desired:
+            spec[field] = copy.deepcopy(desired[field])
+        else:
+            spec.pop(field, None)
+    if "suspension" in desired:
+        merged = dict(spec.get("suspension") or {})
+        merged.update(desired["suspension"])
+        spec["suspension"] = merged
+    obj["metadata"]["ownerReferences"] = [_owner(template)]
+    _add_claim(obj, policy, pid)
+
+
+def _owner(template: Obj) -> Obj:
+    meta = template["metadata"]
+    return {
+        "apiVersion": template["apiVersion"],
+        "kind": template["kind"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _interpret_replicas(template: Obj) -> tuple[int, dict[str, str] | None]:
+    """Karmada's default replica interpreter for Deployment/StatefulSet (ReplicaSet, Job alike):
+    spec.replicas (absent = the apiserver's default, 1) and the pod template's summed requests."""
+    if template.get("kind") not in ("Deployment", "StatefulSet", "ReplicaSet", "Job"):
+        return 0, None
+    spec = template.get("spec") or {}
+    if template["kind"] == "Job":
+        replicas = int(spec.get("parallelism") or 0)
+        completions = spec.get("completions")
+        if completions is not None:
+            replicas = min(replicas, int(completions))
+    else:
+        replicas = int(spec["replicas"]) if spec.get("replicas") is not None else 1
+    requests = pod_template_requests(spec.get("template") or {})
+    return replicas, format_list(requests)
