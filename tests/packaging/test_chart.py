@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -340,3 +341,19 @@ def test_values_are_documented_key_by_key() -> None:
         if not any(documented(j) for j in ancestors):
             undocumented.append(f"values.yaml:{i + 1}: {text}")
     assert not undocumented, undocumented
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"replicaCuont": 3}, "additional properties 'replicaCuont' not allowed"),
+        ({"logFormat": "xml"}, "/logFormat"),
+        ({"httpPort": 0}, "/httpPort"),
+    ],
+)
+def test_values_schema_refuses_typos_and_bad_values(
+    render: Render, values: dict[str, Any], message: str
+) -> None:
+    """values.schema.json rejects unknown keys and out-of-range values, naming the key."""
+    with pytest.raises(helm_python.HelmError, match=re.escape(message)):
+        render(values)
