@@ -1,0 +1,240 @@
+"""The Daemon's decisions against the emulator: catch-up once, missed, resume, reload, controls.
+
+The engine is a stand-in passed in (dependency injection); state and Lease are real objects in
+the emulator over HTTP; time is a FakeClock.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from tidal.daemon.app import Daemon
+from tidal.daemon.state import StateStore
+from tidal.domain.clock import FakeClock
+from tidal.domain.windows import Controls, Hold
+from tidal.engine.journal import RunState
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.state_objects import ensure_namespace
+from tidal.settings import load_settings
+
+pytestmark = pytest.mark.e2e
+NS = "tidal-system"
+NIGHT = datetime(2026, 6, 1, 15, tzinfo=UTC)  # 23:00 Asia/Shanghai
+
+
+def schedule_yaml(name: str, night: str = "23:00", day: str = "07:00", extra: str = "") -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: tidal.io/v1alpha1
+        kind: TidalSchedule
+        metadata:
+          name: {name}
+        spec:
+          timeZone: Asia/Shanghai
+          catchUpWindow: 30m
+        {extra}  windows:
+            - name: night
+              start: "{night}"
+              policies:
+                - kind: ClusterPropagationPolicy
+                  name: {name}-cpp
+                  patch: {{spec: {{placement: {{clusterAffinity: {{clusterNames: [cluster-b]}}}}}}}}
+            - name: day
+              start: "{day}"
+              policies:
+                - kind: ClusterPropagationPolicy
+                  name: {name}-cpp
+                  patch: {{spec: {{placement: {{clusterAffinity: {{clusterNames: [cluster-a]}}}}}}}}
+        """)
+
+
+@dataclass
+class FakeEngine:
+    """Stands in for tidal.engine.switch.run_switch: journals a run and returns its record."""
+
+    calls: list[tuple[str, str, str | None, bool]] = field(default_factory=list)
+    gate: threading.Event | None = None
+
+    def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Any, journal: Any,
+                 on_event: Any, run_id: str | None = None, resume: Any = None) -> Any:
+        name = loaded.schedule.name
+        self.calls.append((name, window_name, run_id, resume is not None))
+        state = resume or RunState(schedule=name, window=window_name, run_id=run_id or "x")
+        state.phase = "waves"
+        journal.save(state)
+        if self.gate is not None:
+            self.gate.wait(5)
+        state.phase, state.result = "done", "succeeded"
+        journal.save(state)
+        return state
+
+
+@pytest.fixture
+def client(emulator: Any, tmp_path: Path) -> KarmadaClient:
+    c = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"))
+    ensure_namespace(c, NS)
+    return c
+
+
+@pytest.fixture
+def sched_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "schedules"
+    d.mkdir()
+    (d / "team-a.yaml").write_text(schedule_yaml("team-a"))
+    return d
+
+
+def make_daemon(client: KarmadaClient, sched_dir: Path, clock: FakeClock, engine: FakeEngine,
+                identity: str = "a") -> Daemon:
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity=identity)
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    return daemon
+
+
+def renew(daemon: Daemon) -> None:
+    """The fake clock jumped: renew the Lease as the elector thread would have."""
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+
+
+def test_catch_up_inside_window_runs_exactly_once_across_restarts(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """Started 10 min after the night start: one catch-up; further passes and a restart: none."""
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=10)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "startup")
+    daemon.reconciler("team-a", "resync")
+    assert engine.calls == [("team-a", "night", "team-a-night-20260601-150000", False)]
+    daemon.elector.release()
+    again = make_daemon(client, sched_dir, clock, engine, identity="b")
+    again.reconciler("team-a", "startup")
+    assert len(engine.calls) == 1
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and (handled.window, handled.outcome) == ("night", "succeeded")
+
+
+def test_start_outside_catch_up_window_is_recorded_missed(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """Started 31 min after the start: nothing runs, a missed window is logged and recorded."""
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert any(e["event"] == "window_missed" and e["window"] == "night" for e in logs)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "missed"
+    clock.advance(timedelta(hours=8))  # 07:31 local: the day start is 31 min old too
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert engine.calls == []
+
+
+def test_half_finished_run_is_resumed_not_restarted(client: KarmadaClient, sched_dir: Path) -> None:
+    """An unfinished run in the state is handed back to the engine with resume=state."""
+    store = StateStore(client, NS)
+    store.save(RunState(schedule="team-a", window="night", run_id="r-old", phase="waves"))
+    clock, engine = FakeClock(NIGHT + timedelta(hours=3)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "leadership")
+    assert engine.calls == [("team-a", "night", "r-old", True)]
+    daemon.reconciler("team-a", "resync")
+    assert len(engine.calls) == 1
+
+
+def test_standby_does_nothing(client: KarmadaClient, sched_dir: Path) -> None:
+    """A replica that does not hold the Lease never runs a window."""
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    make_daemon(client, sched_dir, clock, engine, identity="a")
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="b")
+    standby = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False)
+    standby.directory.reload()
+    assert not standby.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    standby.reconciler("team-a", "startup")
+    assert engine.calls == []
+
+
+def test_suspend_skip_and_hold_controls(client: KarmadaClient, sched_dir: Path) -> None:
+    """Suspended: nothing; skip: tonight recorded skipped; hold day: night start does nothing."""
+    store = StateStore(client, NS)
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    store.update_controls("team-a", lambda c: Controls(suspended=True))
+    daemon.reconciler("team-a", "window:night")
+    store.update_controls("team-a", lambda c: Controls(skip_start=NIGHT))
+    daemon.reconciler("team-a", "window:night")
+    assert engine.calls == []
+    state = store.read("team-a")
+    assert state.handled is not None and state.handled.outcome == "skipped"
+    assert state.controls.skip_start is None  # used up
+    next_night = NIGHT + timedelta(days=1)
+    hold = Hold("day", next_night + timedelta(hours=1), next_night - timedelta(hours=2))
+    store.update_controls("team-a", lambda c: Controls(hold=hold))
+    clock.set(next_night - timedelta(hours=2))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")  # day not handled since the skip: the hold runs it
+    assert [c[1] for c in engine.calls] == ["day"]
+    clock.set(next_night)
+    renew(daemon)
+    daemon.reconciler("team-a", "window:night")
+    assert [c[1] for c in engine.calls] == ["day"]
+    clock.set(hold.until + timedelta(minutes=1))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")  # the hold ended: night is due from its end
+    assert [c[1] for c in engine.calls] == ["day", "night"]
+
+
+def test_broken_edit_keeps_last_good_version_and_removed_is_unscheduled(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """A broken file keeps the old schedule (reported with FILE:LINE); a removed one is dropped."""
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reload()
+    assert daemon.scheduler.schedules() == {"team-a"}
+    (sched_dir / "team-a.yaml").write_text(schedule_yaml("team-a", night="22:00"))
+    daemon.reload()
+    assert daemon.directory.get("team-a").schedule.window("night").start == "22:00"
+    (sched_dir / "team-a.yaml").write_text("apiVersion: tidal.io/v1alpha1\nkind: [oops\n")
+    with capture_logs() as logs:
+        daemon.reload()
+    assert daemon.directory.get("team-a").schedule.window("night").start == "22:00"
+    invalid = [e for e in logs if e["event"] == "schedule_invalid"]
+    assert invalid and invalid[0]["kept_last_good"] is True
+    assert invalid[0]["error"].startswith(str(sched_dir / "team-a.yaml") + ":")
+    (sched_dir / "team-a.yaml").unlink()
+    daemon.reload()
+    assert daemon.scheduler.schedules() == set()
+    assert daemon.directory.get("team-a") is None
+
+
+def test_window_trigger_only_enqueues_and_worker_runs_once(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """Two fires of one window while its switch runs coalesce: the switch runs once."""
+    gate = threading.Event()
+    clock, engine = FakeClock(NIGHT), FakeEngine(gate=gate)
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.dispatcher.start()
+    try:
+        daemon._window_fired("team-a", "night")
+        for _ in range(50):
+            if daemon.dispatcher.busy():
+                break
+            threading.Event().wait(0.02)
+        daemon._window_fired("team-a", "night")  # returns at once: the job only enqueues
+        gate.set()
+        assert daemon.dispatcher.wait_idle(5)
+    finally:
+        daemon.dispatcher.stop(1)
+    assert [c[1] for c in engine.calls] == ["night"]
