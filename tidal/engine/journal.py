@@ -89,6 +89,7 @@ class WaveState:
     triggered: list[str] = field(default_factory=list)  # workloads whose trigger was written
     rebalancers: list[str] = field(default_factory=list)
     rollback_triggered: list[str] = field(default_factory=list)
+    rolled_back: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class WaveState:
             "reason": self.reason, "startedAt": self.started_at, "finishedAt": self.finished_at,
             "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
             "rollbackTriggered": list(self.rollback_triggered),
+            "rolledBack": self.rolled_back,
         }
 
     @classmethod
@@ -106,6 +108,7 @@ class WaveState:
             finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
             rollback_triggered=list(d.get("rollbackTriggered", [])),
+            rolled_back=bool(d.get("rolledBack", False)),
         )
 
 

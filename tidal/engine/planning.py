@@ -1,0 +1,83 @@
+"""From a schedule window to a plan: resolve, choose the trigger, predict, cut waves, and
+check the floors (pure domain work on what resolve read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tidal.domain.floors import FloorRule
+from tidal.domain.plan import Plan, PlannedWorkload, make_plan
+from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
+from tidal.domain.schedule import Rollout, TidalSchedule, Window
+from tidal.engine import policy_change, triggers
+from tidal.engine.resolve import Selection, Workload, resolve
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.clusters import list_clusters
+
+
+@dataclass
+class SwitchPlan:
+    schedule: TidalSchedule
+    window: Window
+    rollout: Rollout
+    selection: Selection
+    trigger: str
+    lazy: bool
+    floors: list[FloorRule]
+    clusters: list[ClusterFacts]
+    plan: Plan
+    pending: list[Workload]
+    noop: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def by_name(self) -> dict[str, Workload]:
+        return {w.name: w for w in self.selection.workloads}
+
+    def wave_names(self) -> list[list[str]]:
+        return [[w.name for w in wave] for wave in self.plan.waves]
+
+
+def needs_move(trigger: str, workload: Workload, target_placement: object,
+               policies_done: bool) -> bool:
+    if trigger in ("touch", "both"):
+        return triggers.binding_placement(workload) != target_placement or \
+            (trigger == "both" and not policies_done)
+    return not policies_done
+
+
+def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
+               trigger: str | None = None) -> SwitchPlan:
+    """Read the control plane and plan the window's switch (writes nothing)."""
+    window = schedule.window(window_name)
+    rollout = schedule.rollout_for(window_name)
+    selection = resolve(client, schedule, window)
+    chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
+    lazy = chosen in ("touch", "both")
+    clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]
+    floors = [FloorRule.from_model(f) for f in rollout.floors]
+    targets = {t.key: t for t in selection.policies}
+    done = all(policy_change.is_done(t.to_obj if t.swap_from else t.current, t, window.name)
+               for t in selection.policies)
+    predictors = {key: Predictor(t.target_placement, clusters) for key, t in targets.items()}
+    placements = {key: triggers.normalize_placement(t.target_placement)
+                  for key, t in targets.items()}
+    pending = [w for w in selection.workloads
+               if needs_move(chosen, w, placements[w.policy], done)]
+    fresh = chosen in ("rebalance", "both")
+    planned = []
+    for w in sorted(pending, key=lambda w: w.key):
+        prediction = predictors[w.policy].predict(
+            WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
+        planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
+                                       prediction.exact, prediction.problem, w.uid))
+    size = rollout.wave_size.for_total(len(planned)) if planned else 1
+    plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
+    warnings = list(selection.warnings)
+    for s in selection.skipped:
+        warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
+                                                                else ""))
+    by_name = {w.name: w for w in pending}
+    ordered = [by_name[p.name] for p in plan.workloads]
+    return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
+                      ordered, noop=not pending and done, warnings=warnings)

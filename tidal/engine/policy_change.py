@@ -1,0 +1,222 @@
+"""Change a window's policies: merge patch (with resourceVersion, retried on 409) or swap
+(delete `from`, create `to`); add activationPreference Lazy with a placement change so the
+waves control activation; restore it at the end; undo everything on rollback.
+
+Every write is preceded by a journal save of what it is about to do (the pre-image first),
+and every policy written carries tidal.io/window + tidal.io/run, so a repeat is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import json_merge_patch
+
+from tidal.engine.journal import PolicyRecord, content_hash
+from tidal.engine.resolve import PolicyTarget, strip_server_fields
+from tidal.karmada import policies as api
+from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.errors import AlreadyExists, Conflict
+from tidal.karmada.names import POLICY_RUN, POLICY_WINDOW, claim_labels
+
+LAZY = "Lazy"
+COMPLETED_RUN = "tidal.io/completed-run"
+CONFLICT_ATTEMPTS = 6
+
+Save = Callable[[], None]
+
+
+def comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """A spec without activationPreference (which tidal manages around the change)."""
+    out = copy.deepcopy(spec or {})
+    out.pop("activationPreference", None)
+    return out
+
+
+def annotations_of(obj: Obj | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
+    """The policy already is what this window wants, written and finished by a tidal run."""
+    if obj is None:
+        return False
+    notes = annotations_of(obj)
+    return (notes.get(POLICY_WINDOW) == window and notes.get(COMPLETED_RUN) is not None
+            and notes.get(COMPLETED_RUN) == notes.get(POLICY_RUN)
+            and comparable(obj.get("spec")) == comparable(target.target_spec))
+
+
+def record_for(target: PolicyTarget) -> PolicyRecord:
+    return PolicyRecord(kind=target.kind, name=target.name, namespace=target.namespace,
+                        action="swap" if target.swap_from else "patch",
+                        swap_from=target.swap_from)
+
+
+def apply(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
+          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+    """Apply one change; returns (the policy in force after, action taken)."""
+    if target.swap_from:
+        return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
+    return _patch(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
+
+
+def _marks(window: str, run_id: str) -> dict[str, Any]:
+    return {"annotations": {POLICY_WINDOW: window, POLICY_RUN: run_id}}
+
+
+def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
+           run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+    patch = copy.deepcopy(target.change.patch or {})
+    for _ in range(CONFLICT_ATTEMPTS):
+        current = api.get_policy(client, target.kind, target.name, target.namespace)
+        notes = annotations_of(current)
+        if notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id:
+            record.applied = True
+            return current, "unchanged"  # this run already wrote it (resume)
+        spec = current.get("spec") or {}
+        merged = json_merge_patch.merge(copy.deepcopy(current), patch)
+        new_spec = merged.get("spec") or {}
+        if comparable(new_spec) == comparable(spec) and not record.applied:
+            return current, "unchanged"
+        if record.pre_image is None:
+            record.pre_image = copy.deepcopy(spec)
+            record.pre_hash = content_hash(spec)
+            record.original_activation = spec.get("activationPreference")
+        body = copy.deepcopy(patch)
+        body["metadata"] = {**(body.get("metadata") or {}), **_marks(window, run_id)}
+        if lazy and new_spec.get("activationPreference") != LAZY:
+            body.setdefault("spec", {})["activationPreference"] = LAZY
+            record.lazy_added = True
+        save()
+        try:
+            after = api.patch_policy(client, target.kind, target.name, target.namespace, body,
+                                     resource_version=str(current["metadata"]["resourceVersion"]))
+        except Conflict:
+            continue
+        record.applied = True
+        record.post_hash = content_hash(comparable(after.get("spec")))
+        return after, "patch"
+    raise Conflict(f"{target.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+
+def _manifest(target: PolicyTarget, window: str, run_id: str, lazy: bool,
+              record: PolicyRecord) -> Obj:
+    manifest = copy.deepcopy(target.change.swap.manifest if target.change.swap else {}) or {}
+    meta = manifest.setdefault("metadata", {})
+    meta.setdefault("annotations", {}).update(_marks(window, run_id)["annotations"])
+    if target.namespace and "namespace" not in meta:
+        meta["namespace"] = target.namespace
+    manifest.setdefault("kind", target.kind)
+    manifest.setdefault("apiVersion", "policy.karmada.io/v1alpha1")
+    spec = manifest.setdefault("spec", {})
+    record.original_activation = spec.get("activationPreference")
+    if lazy and spec.get("activationPreference") != LAZY:
+        spec["activationPreference"] = LAZY
+        record.lazy_added = True
+    return manifest
+
+
+def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
+          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+    assert target.swap_from is not None
+    to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
+    from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
+    if to_obj is not None and from_obj is None:
+        record.applied = True
+        notes = annotations_of(to_obj)
+        ours = notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id
+        return to_obj, "unchanged" if not ours else "swap"
+    if from_obj is not None and record.pre_image is None:
+        record.pre_image = strip_server_fields(from_obj)
+        record.pre_hash = content_hash(from_obj.get("spec"))
+    manifest = _manifest(target, window, run_id, lazy, record)
+    save()
+    if from_obj is not None:
+        api.delete_policy(client, target.kind, target.swap_from, target.namespace)
+    if to_obj is None:
+        try:
+            to_obj = api.create_policy(client, manifest)
+        except AlreadyExists:
+            to_obj = api.get_policy(client, target.kind, target.name, target.namespace)
+    record.applied = True
+    record.post_hash = content_hash(comparable(to_obj.get("spec")))
+    return to_obj, "swap"
+
+
+def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> str:
+    """After the last wave: restore activationPreference (unless kept) and mark completion."""
+    if not record.applied:
+        return "unchanged"
+    body: dict[str, Any] = {"metadata": {"annotations": {COMPLETED_RUN: run_id}}}
+    action = "completed"
+    if record.lazy_added and not record.keep_lazy and not record.lazy_restored:
+        body["spec"] = {"activationPreference": record.original_activation}
+        action = "lazy_restored"
+    save()
+    _patch_retrying(client, record, body)
+    if action == "lazy_restored":
+        record.lazy_restored = True
+    return action
+
+
+def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str, Any]) -> Obj:
+    for _ in range(CONFLICT_ATTEMPTS):
+        current = api.get_policy(client, record.kind, record.name, record.namespace)
+        try:
+            return api.patch_policy(client, record.kind, record.name, record.namespace, body,
+                                    resource_version=str(current["metadata"]["resourceVersion"]))
+        except Conflict:
+            continue
+    raise Conflict(f"{record.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+
+def rollback(client: KarmadaClient, record: PolicyRecord, *, lazy: bool, save: Save) -> str:
+    """Put the previous spec back (keeping Lazy while waves move workloads back)."""
+    if not record.applied or record.restored:
+        return "unchanged"
+    save()
+    if record.action == "swap":
+        assert record.swap_from is not None
+        api.delete_policy(client, record.kind, record.name, record.namespace)
+        if record.pre_image is not None:
+            manifest = copy.deepcopy(record.pre_image)
+            labels = manifest.setdefault("metadata", {}).get("labels") or {}
+            for key in claim_labels():
+                labels.pop(key, None)
+            spec = manifest.setdefault("spec", {})
+            if lazy:
+                spec["activationPreference"] = LAZY
+            with contextlib.suppress(AlreadyExists):
+                api.create_policy(client, manifest)
+    else:
+        current = api.get_policy(client, record.kind, record.name, record.namespace)
+        wanted = copy.deepcopy(record.pre_image or {})
+        if lazy:
+            wanted["activationPreference"] = LAZY
+        diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
+        if diff:
+            _patch_retrying(client, record, {"spec": diff})
+    record.restored = True
+    return "restore"
+
+
+def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
+                                      *, save: Save) -> None:
+    """After rolled-back waves: the pre-image's own activationPreference."""
+    if record.action == "swap":
+        kind, name = record.kind, record.swap_from
+    else:
+        kind, name = record.kind, record.name
+    assert name is not None
+    original = (record.pre_image or {}).get("activationPreference") if record.action == "patch" \
+        else ((record.pre_image or {}).get("spec") or {}).get("activationPreference")
+    current = api.find_policy(client, kind, name, record.namespace)
+    if current is None or (current.get("spec") or {}).get("activationPreference") == original:
+        return
+    save()
+    body = {"spec": {"activationPreference": original}}
+    api.patch_policy(client, kind, name, record.namespace, body)

@@ -1,0 +1,65 @@
+"""The run record: what one switch did, in the shape `tidal switch -o json` prints.
+
+{schedule, window, runId, result: succeeded|failed|rolledBack, startedAt, finishedAt,
+ waves: [{index, workloads: ["ns/kind/name"], result, reason, startedAt, finishedAt}],
+ warnings: [...]}  (wave index counts from 1; warnings say what was left out or kept Lazy)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidal.engine.journal import RunState
+
+
+@dataclass
+class WaveRecord:
+    index: int
+    workloads: list[str]
+    result: str
+    reason: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "workloads": list(self.workloads), "result": self.result,
+                "reason": self.reason, "startedAt": self.started_at,
+                "finishedAt": self.finished_at}
+
+
+@dataclass
+class RunRecord:
+    schedule: str
+    window: str
+    run_id: str
+    result: str
+    started_at: str | None
+    finished_at: str | None
+    waves: list[WaveRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    reason: str = ""
+    noop: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return self.result == "succeeded"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schedule": self.schedule, "window": self.window, "runId": self.run_id,
+                "result": self.result, "startedAt": self.started_at,
+                "finishedAt": self.finished_at, "waves": [w.to_dict() for w in self.waves],
+                "warnings": list(self.warnings)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_state(cls, state: RunState, *, noop: bool = False) -> RunRecord:
+        waves = [WaveRecord(w.index, list(w.workloads), w.result or "notStarted", w.reason,
+                            w.started_at, w.finished_at)
+                 for w in state.waves if w.result is not None or w.started_at is not None]
+        return cls(state.schedule, state.window, state.run_id, state.result or "failed",
+                   state.started_at, state.finished_at, waves, list(state.warnings),
+                   state.reason, noop)

@@ -1,0 +1,270 @@
+"""Resolve a window: its policies as they are now and will be, and the selected workloads.
+
+The selected workloads are the templates claimed by the window's policies (their permanent-id
+claim label, listed by label selector on the server, paged), narrowed by spec.workloads when
+given; with their bindings (listed per namespace, never fetched one by one). Excluded,
+unbound and foreign templates are reported and left out.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import json_merge_patch
+
+from tidal.domain.schedule import PolicyChange, TidalSchedule, Window
+from tidal.domain.selectors import selector_to_query
+from tidal.domain.waves import WorkloadKey
+from tidal.karmada import bindings as bindings_api
+from tidal.karmada import policies as policies_api
+from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
+
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+                 "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
+
+
+class ResolveError(Exception):
+    """The window cannot be resolved as written (missing policy, ...): invalid input."""
+
+
+@dataclass
+class PolicyTarget:
+    """One PolicyChange of the window: what exists now and what will be in force after."""
+
+    change: PolicyChange
+    kind: str
+    name: str  # in force after
+    namespace: str | None
+    current: Obj | None  # the policy in force now (patch: it; swap: `from`, or `to` if done)
+    target_spec: dict[str, Any]
+    swap_from: str | None = None
+    from_obj: Obj | None = None
+    to_obj: Obj | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else \
+            f"{self.kind}/{self.name}"
+
+    @property
+    def target_placement(self) -> dict[str, Any]:
+        return dict(self.target_spec.get("placement") or {})
+
+
+@dataclass
+class Workload:
+    key: WorkloadKey
+    template: Obj
+    binding: Obj | None
+    policy: str  # PolicyTarget.key
+
+    @property
+    def name(self) -> str:
+        return str(self.key)
+
+    @property
+    def uid(self) -> str:
+        return str((self.template.get("metadata") or {}).get("uid") or "")
+
+    @property
+    def binding_key(self) -> str:
+        return f"{self.key.namespace}/{binding_name(self.key.name, self.key.kind)}"
+
+    @property
+    def replicas(self) -> int | None:
+        if self.binding is not None and "replicas" in (self.binding.get("spec") or {}):
+            value = self.binding["spec"].get("replicas")
+            if value is not None and int(value) > 0:
+                return int(value)
+        spec = self.template.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("replicas"), int):
+            return int(spec["replicas"])
+        return None
+
+    @property
+    def current(self) -> dict[str, int]:
+        return assignment(self.binding)
+
+    @property
+    def request(self) -> dict[str, float]:
+        from tidal.domain.prediction import parse_quantity
+
+        spec = (self.binding or {}).get("spec") or {}
+        requests = (spec.get("replicaRequirements") or {}).get("resourceRequest") or {}
+        return {k: parse_quantity(v) for k, v in requests.items()}
+
+    def ref(self) -> dict[str, str]:
+        out = {"apiVersion": self.key.api_version, "kind": self.key.kind, "name": self.key.name}
+        if self.key.namespace:
+            out["namespace"] = self.key.namespace
+        return out
+
+
+@dataclass
+class Skipped:
+    workload: str
+    reason: str  # excluded | unbound | foreign
+    detail: str = ""
+
+
+@dataclass
+class Selection:
+    policies: list[PolicyTarget]
+    workloads: list[Workload]
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    excluded_claimed: dict[str, list[str]] = field(default_factory=dict)  # policy key -> names
+
+
+def assignment(binding: Mapping[str, Any] | None) -> dict[str, int]:
+    clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
+    return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters if c.get("name")}
+
+
+def strip_server_fields(obj: Obj) -> Obj:
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    for key in SERVER_FIELDS:
+        meta.pop(key, None)
+    out.pop("status", None)
+    return out
+
+
+def _target(client: KarmadaClient, change: PolicyChange) -> PolicyTarget:
+    kind, namespace = change.kind, change.policy_namespace
+    if change.swap is None:
+        name = change.policy_name
+        current = policies_api.find_policy(client, kind, name, namespace)
+        if current is None:
+            where = f"{namespace}/{name}" if namespace else name
+            raise ResolveError(f"{kind} {where} does not exist; create it or fix the schedule")
+        merged = json_merge_patch.merge(copy.deepcopy(current), change.patch or {})
+        return PolicyTarget(change, kind, name, namespace, current, dict(merged.get("spec") or {}))
+    manifest = change.swap.manifest or {}
+    to_name = change.policy_name
+    from_obj = policies_api.find_policy(client, kind, change.swap.from_, namespace)
+    to_obj = policies_api.find_policy(client, kind, to_name, namespace)
+    if from_obj is None and to_obj is None:
+        raise ResolveError(f"swap {change.swap.from_} -> {to_name}: neither {kind} exists; "
+                           f"create {change.swap.from_} first")
+    return PolicyTarget(change, kind, to_name, namespace, from_obj or to_obj,
+                        dict(manifest.get("spec") or {}), swap_from=change.swap.from_,
+                        from_obj=from_obj, to_obj=to_obj)
+
+
+def _kinds_of(policy: Obj) -> list[tuple[str, str, str | None]]:
+    """(apiVersion, kind, namespace) listed by the policy's resourceSelectors."""
+    out: list[tuple[str, str, str | None]] = []
+    spec = policy.get("spec") or {}
+    ns_default = (policy.get("metadata") or {}).get("namespace")
+    for sel in spec.get("resourceSelectors") or []:
+        entry = (str(sel.get("apiVersion")), str(sel.get("kind")),
+                 sel.get("namespace") or ns_default)
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _claimed_by(template: Obj, policy: Obj) -> bool:
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    selector = policies_api.claim_selector(policy)
+    if selector is None:
+        return False
+    key, _, value = selector.partition("=")
+    return labels.get(key) == value
+
+
+def _claimed_by_other(template: Obj) -> bool:
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    return any(k in labels for k in claim_labels())
+
+
+def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> Selection:
+    """Read the window's policies, the templates they claim and their bindings."""
+    from tidal.karmada.templates import list_templates
+
+    targets = [_target(client, change) for change in window.policies]
+    selection = Selection(policies=targets, workloads=[])
+    seen: set[str] = set()
+    selectors = schedule.spec.workloads
+    for target in targets:
+        policy = target.current
+        assert policy is not None
+        claim = policies_api.claim_selector(policy)
+        if claim is None:
+            selection.warnings.append(
+                f"{target.key} has no claim label yet (Karmada has not processed it): "
+                "it claims no templates")
+            continue
+        found: list[Obj] = []
+        if selectors:
+            for sel in selectors:
+                query = None
+                if sel.label_selector is not None:
+                    query = selector_to_query(sel.label_selector.match_labels,
+                                              sel.label_selector.match_expressions) or None
+                for tpl in list_templates(client, sel.api_version, sel.kind, sel.namespace,
+                                          query):
+                    if _claimed_by(tpl, policy):
+                        found.append(tpl)
+                    elif _claimed_by_other(tpl):
+                        selection.skipped.append(Skipped(_key_text(tpl), "foreign",
+                                                         "claimed by another policy"))
+        else:
+            for api_version, kind, namespace in _kinds_of(policy):
+                found.extend(list_templates(client, api_version, kind, namespace, claim))
+        for tpl in found:
+            name = _key_text(tpl)
+            if name in seen:
+                continue
+            seen.add(name)
+            annotations = (tpl.get("metadata") or {}).get("annotations") or {}
+            if annotations.get(EXCLUDE) == "true":
+                selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
+                selection.excluded_claimed.setdefault(target.key, []).append(name)
+                continue
+            selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
+    _attach_bindings(client, selection)
+    for policy_key, names in selection.excluded_claimed.items():
+        selection.warnings.append(
+            f"{policy_key} claims excluded templates ({', '.join(sorted(names))}); they pick "
+            "up the change at their next edit: give them their own policy")
+    return selection
+
+
+def _key(tpl: Obj) -> WorkloadKey:
+    meta = tpl.get("metadata") or {}
+    return WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name")),
+                       str(tpl.get("kind")), str(tpl.get("apiVersion")))
+
+
+def _key_text(tpl: Obj) -> str:
+    return str(_key(tpl))
+
+
+def _attach_bindings(client: KarmadaClient, selection: Selection) -> None:
+    namespaces = sorted({w.key.namespace for w in selection.workloads})
+    cache: dict[str, Obj] = {}
+    if any(ns == "" for ns in namespaces):
+        items, _ = bindings_api.list_bindings(client, cluster_scoped=True)
+        cache.update({bindings_api.key_of(b): b for b in items})
+    named = [ns for ns in namespaces if ns]
+    if len(named) > 3:
+        items, _ = bindings_api.list_bindings(client, None)
+        cache.update({bindings_api.key_of(b): b for b in items})
+    else:
+        for ns in named:
+            items, _ = bindings_api.list_bindings(client, ns)
+            cache.update({bindings_api.key_of(b): b for b in items})
+    kept: list[Workload] = []
+    for w in selection.workloads:
+        w.binding = cache.get(w.binding_key)
+        if w.binding is None:
+            selection.skipped.append(Skipped(w.name, "unbound", "no ResourceBinding yet"))
+            continue
+        kept.append(w)
+    selection.workloads = kept

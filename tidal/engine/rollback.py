@@ -1,0 +1,69 @@
+"""Rollback: restore the policies' previous spec, then move the switched waves back, last
+wave first, with the same triggers and under the same floors."""
+
+from __future__ import annotations
+
+from tidal.engine import policy_change
+from tidal.engine.events import PolicyChanged, WaveFinished
+from tidal.engine.journal import PolicyRecord
+from tidal.engine.triggers import normalize_placement
+from tidal.engine.wave import SwitchContext, run_wave
+
+
+def previous_placement(record: PolicyRecord) -> object:
+    image = record.pre_image or {}
+    spec = image.get("spec") if record.action == "swap" else image
+    return normalize_placement((spec or {}).get("placement"))
+
+
+def policy_key_after_rollback(record: PolicyRecord) -> str:
+    return record.key
+
+
+def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str]:
+    """Undo the switch; (completely rolled back?, reason if not)."""
+    state = ctx.state
+    state.phase = "rollback"
+    ctx.save()
+    lazy = ctx.trigger in ("touch", "both")
+    placements: dict[str, object] = {}
+    for record in reversed(state.policies):
+        action = policy_change.rollback(ctx.client, record, lazy=lazy, save=ctx.save)
+        ctx.save()
+        placements[record.key] = previous_placement(record)
+        if action != "unchanged":
+            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),  # type: ignore[arg-type]
+                                           kind=record.kind,
+                                           policy=record.swap_from or record.name,
+                                           action="restore"))
+    undo = [w for w in state.waves if w.result in ("succeeded", "failed")
+            and not w.rolled_back and (w.triggered or w.rebalancers)]
+    for wave in reversed(undo):
+        workloads = [by_name[n] for n in wave.workloads if n in by_name]
+        started = ctx.clock.monotonic()
+        outcome = run_wave(ctx, wave, workloads,  # type: ignore[arg-type]
+                           placements={w.policy: placements.get(w.policy)  # type: ignore[attr-defined]
+                                       for w in workloads},
+                           rollback=True)
+        base = ctx.event_base(wave.index)
+        if not outcome.ok:
+            wave.reason = f"rollback failed: {outcome.reason}"
+            ctx.save()
+            ctx.emitter.emit(WaveFinished(**base, result="failed",  # type: ignore[arg-type]
+                                          reason=wave.reason, failure=outcome.failure,
+                                          duration_seconds=ctx.clock.monotonic() - started,
+                                          rollback=True))
+            return False, wave.reason
+        wave.rolled_back = True
+        if wave.result == "succeeded":
+            wave.result = "rolledBack"
+        wave.finished_at = ctx.now_iso()
+        ctx.save()
+        ctx.emitter.emit(WaveFinished(**base, result="rolledBack",  # type: ignore[arg-type]
+                                      reason=wave.reason,
+                                      duration_seconds=ctx.clock.monotonic() - started,
+                                      rollback=True))
+    for record in state.policies:
+        if record.applied:
+            policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
+    return True, ""

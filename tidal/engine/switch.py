@@ -1,0 +1,215 @@
+"""One switch, start to finish: plan, preflight, change the policies, run the waves, finish
+or fail (halt / rollback), and return the run record. The journal is saved before every
+side effect; a Conflict there means another writer took over: FencedOut, stop at once."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from tidal.domain.clock import Clock
+from tidal.domain.schedule import TidalSchedule
+from tidal.engine import policy_change
+from tidal.engine.events import (
+    Emitter,
+    OnEvent,
+    PolicyChanged,
+    RunFinished,
+    RunStarted,
+    RunWarning,
+    WaveFinished,
+)
+from tidal.engine.journal import FencedOut, Journal, RunState, WaveState
+from tidal.engine.planning import SwitchPlan, build_plan
+from tidal.engine.preflight import preflight, ready_field_of
+from tidal.engine.record import RunRecord
+from tidal.engine.rollback import roll_back
+from tidal.engine.triggers import normalize_placement
+from tidal.engine.wave import SwitchContext, run_wave
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.errors import Conflict, KarmadaError
+
+
+class PlanRefused(Exception):
+    """The plan would break a floor (or cannot be scheduled): nothing was written."""
+
+    def __init__(self, plan: SwitchPlan, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.plan = plan
+        self.problems = problems
+
+
+def new_run_id(clock: Clock) -> str:
+    return clock.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _schedule_of(loaded: Any) -> TidalSchedule:
+    return loaded.schedule if hasattr(loaded, "schedule") else loaded  # type: ignore[no-any-return]
+
+
+def _plan_problems(sp: SwitchPlan) -> list[str]:
+    problems = [f"{label}: {v}" for label, v in sp.plan.violations]
+    problems.extend(sp.plan.problems)
+    return problems
+
+
+def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: Clock,
+               journal: Journal, on_event: OnEvent | None = None, run_id: str | None = None,
+               resume: RunState | None = None, logger: Any = None) -> RunRecord:
+    """Carry out one window now (or resume a half-finished run of it)."""
+    schedule = _schedule_of(loaded)
+    emitter = Emitter(on_event, logger)
+    previous = resume if resume is not None else journal.load(schedule.name)
+    resuming = previous is not None and not previous.finished and \
+        previous.window == window_name and (run_id is None or previous.run_id == run_id)
+    sp = build_plan(client, schedule, window_name,
+                    trigger=previous.trigger if resuming and previous else None)
+    if resuming and previous is not None:
+        state = previous
+    else:
+        state = RunState(schedule.name, window_name, run_id or new_run_id(clock),
+                         trigger=sp.trigger,
+                         journal_token=previous.journal_token if previous else None)
+    base = {"schedule": schedule.name, "window": window_name, "run_id": state.run_id}
+    if not resuming:
+        problems = _plan_problems(sp)
+        if problems:
+            raise PlanRefused(sp, problems)
+        ready_field = ready_field_of(sp)
+        check = preflight(sp, ready_field)
+        if not check.ok:
+            raise PlanRefused(sp, check.problems)
+        if sp.noop:
+            started = clock.now().isoformat()
+            emitter.emit(RunStarted(**base, workloads=0, waves=0,  # type: ignore[arg-type]
+                                    trigger=sp.trigger))
+            emitter.emit(RunFinished(**base, result="succeeded",  # type: ignore[arg-type]
+                                     reason="already in force", noop=True))
+            return RunRecord(schedule.name, window_name, state.run_id, "succeeded", started,
+                             clock.now().isoformat(), [], list(sp.warnings), "already in force",
+                             noop=True)
+        state.started_at = _iso(clock)
+        state.waves = [WaveState(i + 1, names) for i, names in enumerate(sp.wave_names())]
+        state.warnings = list(sp.warnings)
+
+    def save() -> None:
+        try:
+            journal.save(state)
+        except Conflict as exc:
+            raise FencedOut(f"run state of {schedule.name} was written by another writer; "
+                            "stopping") from exc
+
+    rollout = sp.rollout
+    by_name = {w.name: w for w in sp.selection.workloads}
+    ctx = SwitchContext(
+        client=client, schedule=schedule.name, window=window_name, run_id=state.run_id,
+        clock=clock, emitter=emitter, state=state, save=save, trigger=state.trigger,
+        floors=sp.floors, everyone=list(sp.selection.workloads),
+        before={w.name: w.current for w in sp.selection.workloads},
+        ready_field=ready_field_of(sp), wave_timeout=rollout.wave_timeout.total_seconds())
+    save()
+    t0 = clock.monotonic()
+    emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),  # type: ignore[arg-type]
+                            waves=len(state.waves), trigger=state.trigger, resumed=resuming))
+    for warning in state.warnings:
+        emitter.emit(RunWarning(**base, code="selection", message=warning))  # type: ignore[arg-type]
+    try:
+        return _run(ctx, sp, by_name, t0)
+    except KarmadaError as exc:
+        state.result, state.reason = "failed", f"API error: {exc}"
+        state.phase, state.finished_at = "done", _iso(clock)
+        save()
+        emitter.emit(RunFinished(**base, result="failed", reason=state.reason,  # type: ignore[arg-type]
+                                 duration_seconds=clock.monotonic() - t0))
+        return RunRecord.from_state(state)
+
+
+def _iso(clock: Clock) -> str:
+    return clock.now().isoformat().replace("+00:00", "Z")
+
+
+def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float) -> RunRecord:
+    state, clock, emitter = ctx.state, ctx.clock, ctx.emitter
+    base = ctx.event_base(None)
+    if state.phase in ("planned", "policies"):
+        state.phase = "policies"
+        records = {r.key: r for r in state.policies}
+        for target in sp.selection.policies:
+            record = records.get(target.key) or policy_change.record_for(target)
+            if target.key not in records:
+                state.policies.append(record)
+                records[target.key] = record
+            record.keep_lazy = bool(sp.selection.excluded_claimed.get(target.key)) and \
+                ctx.trigger in ("touch", "both")
+            _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
+                                            run_id=ctx.run_id, lazy=sp.lazy, save=ctx.save)
+            ctx.save()
+            emitter.emit(PolicyChanged(**base, kind=target.kind, policy=target.name,  # type: ignore[arg-type]
+                                       action=action, lazy_added=record.lazy_added))
+            if record.keep_lazy and record.lazy_added:
+                note = (f"{target.key} stays Lazy after the switch: it claims excluded "
+                        "templates that would otherwise move at once")
+                if note not in state.warnings:
+                    state.warnings.append(note)
+        state.phase = "waves"
+        ctx.save()
+    placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
+    if state.phase == "waves":
+        for i, wave in enumerate(state.waves):
+            if wave.result == "succeeded":
+                continue
+            if wave.started_at is None:
+                wave.started_at = _iso(clock)
+            ctx.save()
+            started = clock.monotonic()
+            workloads = [by_name[n] for n in wave.workloads if n in by_name]
+            outcome = run_wave(ctx, wave, workloads, placements=placements)
+            wave.finished_at = _iso(clock)
+            wbase = ctx.event_base(wave.index)
+            if not outcome.ok:
+                wave.result, wave.reason = "failed", outcome.reason
+                ctx.save()
+                emitter.emit(WaveFinished(**wbase, result="failed",  # type: ignore[arg-type]
+                                          reason=outcome.reason, failure=outcome.failure,
+                                          duration_seconds=clock.monotonic() - started))
+                return _fail(ctx, sp, by_name, outcome.reason, t0)
+            wave.result = "succeeded"
+            ctx.save()
+            emitter.emit(WaveFinished(**wbase, result="succeeded",  # type: ignore[arg-type]
+                                      duration_seconds=clock.monotonic() - started))
+            if i < len(state.waves) - 1:
+                clock.sleep(sp.rollout.pause_between_waves.total_seconds())
+        state.phase = "finishing"
+        ctx.save()
+    if state.phase == "finishing":
+        for record in state.policies:
+            action = policy_change.finish(ctx.client, record, run_id=ctx.run_id, save=ctx.save)
+            if action == "lazy_restored":
+                emitter.emit(PolicyChanged(**base, kind=record.kind, policy=record.name,  # type: ignore[arg-type]
+                                           action=action))
+        state.result, state.phase, state.finished_at = "succeeded", "done", _iso(clock)
+        ctx.save()
+    if state.phase == "rollback":
+        return _fail(ctx, sp, by_name, state.reason, t0)
+    emitter.emit(RunFinished(**base, result=state.result or "succeeded",  # type: ignore[arg-type]
+                             duration_seconds=clock.monotonic() - t0))
+    return RunRecord.from_state(state)
+
+
+def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], reason: str,
+          t0: float) -> RunRecord:
+    state = ctx.state
+    state.reason = reason
+    if sp.rollout.on_failure == "rollback":
+        ok, why = roll_back(ctx, by_name)
+        state.result = "rolledBack" if ok else "failed"
+        if not ok:
+            state.reason = why
+    else:
+        state.result = "failed"
+    state.phase, state.finished_at = "done", _iso(ctx.clock)
+    ctx.save()
+    ctx.emitter.emit(RunFinished(**ctx.event_base(None), result=state.result,  # type: ignore[arg-type]
+                                 reason=state.reason,
+                                 duration_seconds=ctx.clock.monotonic() - t0))
+    return RunRecord.from_state(state)

@@ -1,0 +1,105 @@
+"""How a wave is set in motion: touch (a tidal.io/ annotation on each template, which
+activates a Lazy policy for exactly that template), rebalance (one WorkloadRebalancer per
+wave: a Fresh reschedule), or both; and `auto`, which picks one per issue 2's rule."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidal.domain.prediction import placement_mode
+from tidal.engine.resolve import PolicyTarget, Workload
+from tidal.karmada import rebalancers as rebalancers_api
+from tidal.karmada import templates as templates_api
+from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.errors import NotFound
+from tidal.karmada.objects import RebalancerWorkload
+
+REBALANCER_TTL_SECONDS = 600
+
+
+def normalize_placement(placement: Any) -> Any:
+    """Placement without empty values and with the CRD's replicaSchedulingType default."""
+    if isinstance(placement, dict):
+        out = {k: normalize_placement(v) for k, v in placement.items()
+               if v not in (None, {}, [], "")}
+        out = {k: v for k, v in out.items() if v not in (None, {}, [], "")}
+        rs = out.get("replicaScheduling")
+        if isinstance(rs, dict) and "replicaSchedulingType" not in rs:
+            rs = dict(rs)
+            rs["replicaSchedulingType"] = "Divided"
+            out["replicaScheduling"] = rs
+        return out
+    if isinstance(placement, list):
+        return [normalize_placement(v) for v in placement]
+    return copy.deepcopy(placement)
+
+
+def binding_placement(workload: Workload) -> Any:
+    return normalize_placement(((workload.binding or {}).get("spec") or {}).get("placement"))
+
+
+def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> bool:
+    by_policy = {t.key: normalize_placement(t.target_placement) for t in targets}
+    return any(binding_placement(w) != by_policy.get(w.policy) for w in workloads)
+
+
+def choose(trigger: str, targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> str:
+    """auto: touch for a placement change, both when that placement is dynamic or
+    aggregated, rebalance when the placement stays the same."""
+    if trigger != "auto":
+        return trigger
+    if not placement_changes(targets, workloads):
+        return "rebalance"
+    if any(placement_mode(t.target_placement) in ("dynamic", "aggregated") for t in targets):
+        return "both"
+    return "touch"
+
+
+@dataclass
+class TouchResult:
+    touched: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: str, run_id: str,
+               skip: Sequence[str] = ()) -> TouchResult:
+    """One merge patch per template; a template deleted meanwhile is reported, not fatal."""
+    result = TouchResult()
+    for w in workloads:
+        if w.name in skip:
+            result.touched.append(w.name)
+            continue
+        try:
+            obj = templates_api.touch(client, w.key.api_version, w.key.kind,
+                                      w.key.namespace or None, w.key.name, stamp=stamp,
+                                      run_id=run_id)
+        except NotFound:
+            result.deleted.append(w.name)
+            continue
+        result.touched.append(w.name)
+        result.versions[w.name] = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return result
+
+
+def rebalancer_name(schedule: str, run_id: str, wave: int, attempt: int = 0,
+                    rollback: bool = False) -> str:
+    base = f"tidal-{schedule}-{run_id}-w{wave + 1}" + ("-back" if rollback else "")
+    if attempt:
+        base += f"-r{attempt}"
+    name = re.sub(r"[^a-z0-9.-]+", "-", base.lower()).strip("-.")
+    return name[:253]
+
+
+def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
+                   schedule: str, run_id: str) -> Obj:
+    refs: list[RebalancerWorkload] = [
+        RebalancerWorkload(**w.ref())  # type: ignore[typeddict-item]
+        for w in workloads]
+    labels = {"tidal.io/schedule": schedule[:63], "tidal.io/run": run_id[:63]}
+    return rebalancers_api.create_rebalancer(client, name, refs,
+                                             ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels)
