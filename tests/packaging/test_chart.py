@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import textwrap
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -357,3 +360,51 @@ def test_values_schema_refuses_typos_and_bad_values(
     """values.schema.json rejects unknown keys and out-of-range values, naming the key."""
     with pytest.raises(helm_python.HelmError, match=re.escape(message)):
         render(values)
+
+
+def documented_values_generator() -> str:
+    """The Python snippet of docs/deploying.md that turns a schedules directory into values."""
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    match = re.search(r"python3 - > schedules-values\.yaml <<'EOF'\n(.*?)\n\s*EOF", text, re.S)
+    assert match, "docs/deploying.md lost its schedules-values.yaml snippet"
+    return textwrap.dedent(match.group(1))
+
+
+def test_example_schedules_survive_the_configmap_round_trip(
+    render: Render, tmp_path: Path
+) -> None:
+    """The repository's schedules, through the documented values snippet, the ConfigMap and its
+    volume items, load back as the same valid schedules (swap manifests at their paths)."""
+    generated = subprocess.run([sys.executable, "-c", documented_values_generator()],
+                               cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
+    objects = render(yaml.safe_load(generated.stdout))
+    configmap = one(objects, "ConfigMap")
+    volume = next(v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+                  if v["name"] == "schedules")
+    mounted = tmp_path / "etc-tidal-schedules"
+    for item in volume["configMap"]["items"]:
+        target = mounted / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(configmap["data"][item["key"]])
+    from tidal.loading import load_schedules
+
+    original = load_schedules([ROOT / "schedules"])
+    loaded = load_schedules([mounted])
+    assert loaded.ok, [str(e) for e in loaded.errors]
+    assert [s.schedule for s in loaded.schedules] == [s.schedule for s in original.schedules]
+
+
+def notes(values: dict[str, Any]) -> str:
+    """The rendered NOTES.txt."""
+    with helm_python.Chart.load(CHART) as chart:
+        rendered = chart.render(values={**REQUIRED, **values}, name="tidal",
+                                namespace="tidal-system")
+    return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
+
+
+def test_notes_warn_when_no_schedule_is_rendered() -> None:
+    """NOTES.txt warns that tidal has nothing to do when no schedule file is rendered."""
+    assert "WARNING: no schedule files" in notes({})
+    with_files = notes({"schedules": {"files": {"a.yaml": "x: 1\n"}}})
+    assert "WARNING" not in with_files
+    assert "tidal rbac" in with_files and "/etc/tidal/schedules" in with_files
