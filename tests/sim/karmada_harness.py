@@ -1,0 +1,195 @@
+"""A store, a manual clock and the controllers, with builders for the objects the tests need."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tidal.sim.clock import ManualClock
+from tidal.sim.controllers import ControllerManager
+from tidal.sim.kinds import KindRegistry, ResourceType
+from tidal.sim.store import Store
+
+Obj = dict[str, Any]
+EVEN_UID = "00000000-0000-0000-0000-000000000001"  # FNV-32a hash is even: ties go to a, b, ...
+ODD_UID = "00000000-0000-0000-0000-000000000002"  # odd: ties go to ..., b, a
+
+API = {
+    "Cluster": "cluster.karmada.io/v1alpha1",
+    "Namespace": "v1",
+    "ConfigMap": "v1",
+    "Deployment": "apps/v1",
+    "PropagationPolicy": "policy.karmada.io/v1alpha1",
+    "ClusterPropagationPolicy": "policy.karmada.io/v1alpha1",
+    "ResourceBinding": "work.karmada.io/v1alpha2",
+    "ClusterResourceBinding": "work.karmada.io/v1alpha2",
+    "WorkloadRebalancer": "apps.karmada.io/v1alpha1",
+}
+
+
+def static_weights(**weights: int) -> Obj:
+    """replicaScheduling dividing by a static weight list, one cluster per entry."""
+    return {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": [name]}, "weight": weight}
+                for name, weight in weights.items()
+            ]
+        },
+    }
+
+
+def dynamic_weights(preference: str = "Weighted") -> Obj:
+    if preference == "Aggregated":
+        return {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
+    return {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+
+
+class Harness:
+    def __init__(
+        self,
+        *,
+        feature_gates: frozenset[str] = frozenset(),
+        scheduler_latency: float = 0.0,
+    ) -> None:
+        self.clock = ManualClock()
+        self.kinds = KindRegistry()
+        self.store = Store(self.kinds, self.clock)
+        self.store.preserve_uid = True
+        self.mgr = ControllerManager(
+            self.store, self.clock, scheduler_latency=scheduler_latency, feature_gates=feature_gates
+        )
+        self.namespace("team")
+
+    # -- plumbing ----------------------------------------------------------------------
+    def t(self, kind: str) -> ResourceType:
+        rtype = self.kinds.by_kind(API[kind], kind)
+        assert rtype is not None
+        return rtype
+
+    def settle(self) -> None:
+        self.mgr.run_until_idle()
+
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        self.settle()
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Obj:
+        return self.store.get(self.t(kind), namespace, name)
+
+    def patch(self, kind: str, name: str, change: Any, namespace: str | None = None) -> Obj:
+        return self.store.mutate(self.t(kind), namespace, name, change)
+
+    # -- builders ----------------------------------------------------------------------
+    def namespace(self, name: str) -> None:
+        self.store.create(self.t("Namespace"), {"metadata": {"name": name}})
+
+    def cluster(
+        self,
+        name: str,
+        *,
+        cpu: str = "100",
+        memory: str = "100Gi",
+        pods: str = "110",
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        ready: bool | None = None,
+    ) -> Obj:
+        status: Obj = {
+            "resourceSummary": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}}
+        }
+        if ready is not None:
+            status["conditions"] = [
+                {"type": "Ready", "status": "True" if ready else "False", "reason": "Test",
+                 "message": "", "lastTransitionTime": self.clock.rfc3339()}
+            ]
+        obj = {
+            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+            "spec": {"syncMode": "Push"},
+            "status": status,
+        }
+        return self.store.create(self.t("Cluster"), obj)
+
+    def set_allocatable(self, name: str, **resources: str) -> None:
+        def change(obj: Obj) -> None:
+            obj["status"]["resourceSummary"]["allocatable"].update(resources)
+
+        self.store.mutate(self.t("Cluster"), None, name, change, subresource="status")
+
+    def cpp(self, name: str, placement: Obj, *, selectors: list[Obj] | None = None, **spec: Any) -> Obj:
+        body = {
+            "metadata": {"name": name},
+            "spec": {
+                "resourceSelectors": selectors
+                or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": copy.deepcopy(placement),
+                **spec,
+            },
+        }
+        return self.store.create(self.t("ClusterPropagationPolicy"), body)
+
+    def pp(self, name: str, placement: Obj, *, namespace: str = "team",
+           selectors: list[Obj] | None = None, **spec: Any) -> Obj:
+        body = {
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "resourceSelectors": selectors
+                or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": copy.deepcopy(placement),
+                **spec,
+            },
+        }
+        return self.store.create(self.t("PropagationPolicy"), body)
+
+    def deployment(
+        self,
+        name: str,
+        replicas: int = 3,
+        *,
+        namespace: str = "team",
+        cpu: str = "100m",
+        memory: str = "128Mi",
+        uid: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> Obj:
+        meta: Obj = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "metadata": meta,
+            "spec": {
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+                        ]
+                    }
+                },
+            },
+        }
+        return self.store.create(self.t("Deployment"), body)
+
+    # -- views -------------------------------------------------------------------------
+    def binding(self, name: str, namespace: str = "team", kind: str = "Deployment") -> Obj:
+        return self.get("ResourceBinding", f"{name}-{kind}".lower(), namespace)
+
+    def clusters_of(self, name: str, namespace: str = "team") -> dict[str, int]:
+        spec = self.binding(name, namespace)["spec"]
+        return {c["name"]: c.get("replicas", 0) for c in spec.get("clusters") or []}
+
+    def condition(self, obj: Obj, ctype: str) -> Obj | None:
+        for cond in (obj.get("status") or {}).get("conditions") or []:
+            if cond["type"] == ctype:
+                return dict(cond)
+        return None
+
+    def ready_in(self, name: str, cluster: str, namespace: str = "team") -> int:
+        current = self.mgr.timeline.current()
+        return current.get((f"{namespace}/Deployment/{name}", cluster), (0, 0))[1]

@@ -1,0 +1,210 @@
+"""The emulated Karmada scheduler: known answers worked out by hand, modes, and failures."""
+
+from __future__ import annotations
+
+from tests.sim.karmada_harness import EVEN_UID, ODD_UID, Harness, dynamic_weights, static_weights
+
+TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
+
+
+def two_clusters(h: Harness, **capacity: str) -> None:
+    h.cluster("a", **capacity)
+    h.cluster("b", **capacity)
+
+
+def test_static_one_to_three_over_nine_replicas() -> None:
+    """Weights a:1 b:3 over 9 replicas put 2 in a and 7 in b."""
+    # a 1 | b 3,1,.6,.43,.33,.27,.23  ->  seats in order: b a b b b a b b b  => a 2, b 7
+    h = Harness()
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=3)})
+    h.deployment("web", 9)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 2, "b": 7}
+    status = h.binding("web")["status"]
+    assert h.condition(h.binding("web"), "Scheduled")["reason"] == "Success"
+    assert status["schedulerObservedGeneration"] == h.binding("web")["metadata"]["generation"]
+    assert status["lastScheduledTime"] == h.clock.rfc3339()
+
+
+def test_static_eighty_twenty_over_nine_replicas() -> None:
+    """Weights a:80 b:20 over 9 replicas put 7 in a and 2 in b."""
+    # a: 80 26.7 16 11.4 8.9 7.3 6.2 | b: 20 6.7  -> the 9 largest: 7 of a, 2 of b
+    h = Harness()
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=80, b=20)})
+    h.deployment("web", 9)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 7, "b": 2}
+
+
+def test_equal_weights_over_an_odd_count_follow_the_template_uid_parity() -> None:
+    """Equal weights over 3: an even UID hash gives a the extra replica, an odd one gives b."""
+    # seat 1 is a tie (names decide), seat 2 goes to the other, seat 3 is a tie again.
+    h = Harness()
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
+    h.deployment("even", 3, uid=EVEN_UID)
+    h.deployment("odd", 3, uid=ODD_UID)
+    h.settle()
+    assert h.clusters_of("even") == {"a": 2, "b": 1}
+    assert h.clusters_of("odd") == {"a": 1, "b": 2}
+
+
+def test_duplicated_gives_every_matching_cluster_all_replicas() -> None:
+    """Duplicated with a label selector and an exclusion places the full count in each match."""
+    h = Harness()
+    h.cluster("a", labels={"tier": "day"})
+    h.cluster("b", labels={"tier": "day"})
+    h.cluster("c", labels={"tier": "night"})
+    affinity = {"labelSelector": {"matchLabels": {"tier": "day"}}, "exclude": ["b"]}
+    h.cpp("dup", {"clusterAffinity": affinity})
+    h.deployment("web", 4)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 4}
+
+
+def dynamic_setup() -> Harness:
+    """a has room for 2 one-cpu replicas, b for 4; 6 replicas fill both exactly."""
+    # first schedule is a Steady scale-up from 0 over free capacity b:4 a:2:
+    # b 4 | a 2 | b 4/3 vs a 2/3 ... seats b a b b a b  => a 2, b 4
+    h = Harness()
+    h.cluster("a", cpu="2")
+    h.cluster("b", cpu="4")
+    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h.deployment("web", 6, cpu="1")
+    h.settle()
+    assert h.clusters_of("web") == {"a": 2, "b": 4}
+    return h
+
+
+def test_dynamic_steady_scale_up_keeps_existing_and_places_the_delta() -> None:
+    """After a grows to 8 cpus, scaling 6 -> 8 keeps a:2 b:4 and puts both new replicas in a."""
+    # free now: a 8-2=6, b 4-4=0; delta 2 by Webster over a:6 (b has 0 votes) -> a +2
+    h = dynamic_setup()
+    h.set_allocatable("a", cpu="8")
+    h.settle()
+    h.patch("Deployment", "web", lambda d: d["spec"].update(replicas=8), "team")
+    h.settle()
+    assert h.clusters_of("web") == {"a": 4, "b": 4}
+
+
+def test_dynamic_fresh_recomputes_counting_own_replicas_as_available() -> None:
+    """After a grows to 8 cpus, a reschedule request (Fresh) spreads 6 as a:4 b:2."""
+    # Fresh weights: a 6 free + 2 own = 8, b 0 free + 4 own = 4
+    # seats: a(8) b(4) a(2.67) a(1.6) b(1.33 vs a 1.14) a(1.14 vs b .8)  => a 4, b 2
+    h = dynamic_setup()
+    h.set_allocatable("a", cpu="8")
+    h.advance(2.0)
+    now = h.clock.rfc3339()
+    h.patch("ResourceBinding", "web-deployment",
+            lambda b: b["spec"].update(rescheduleTriggeredAt=now), "team")
+    h.settle()
+    assert h.clusters_of("web") == {"a": 4, "b": 2}
+    assert h.binding("web")["status"]["lastScheduledTime"] == now
+
+
+def test_reschedule_in_the_same_second_as_the_last_schedule_is_not_later() -> None:
+    """A trigger stamped in the same second as lastScheduledTime does not reschedule."""
+    h = dynamic_setup()
+    h.set_allocatable("a", cpu="8")
+    h.settle()
+    same_second = h.binding("web")["status"]["lastScheduledTime"]
+    h.patch("ResourceBinding", "web-deployment",
+            lambda b: b["spec"].update(rescheduleTriggeredAt=same_second), "team")
+    h.settle()
+    assert h.clusters_of("web") == {"a": 2, "b": 4}
+
+
+def test_unschedulable_when_total_capacity_is_short() -> None:
+    """6 one-cpu replicas over 2+2 free cpus: Scheduled=False, Unschedulable, nothing placed."""
+    h = Harness()
+    h.cluster("a", cpu="2")
+    h.cluster("b", cpu="2")
+    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h.deployment("web", 6, cpu="1")
+    h.settle()
+    binding = h.binding("web")
+    cond = h.condition(binding, "Scheduled")
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == "Unschedulable"
+    assert "Clusters available replicas 4 are not enough to schedule." in cond["message"]
+    assert "clusters" not in binding["spec"]
+    assert "lastScheduledTime" not in binding["status"]
+
+
+def test_unschedulable_binding_is_placed_once_capacity_grows() -> None:
+    """An Unschedulable binding is retried and placed when a cluster gains room."""
+    h = Harness()
+    h.cluster("a", cpu="2")
+    h.cluster("b", cpu="2")
+    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h.deployment("web", 6, cpu="1")
+    h.settle()
+    h.set_allocatable("b", cpu="4")
+    h.advance(1.0)
+    assert sum(h.clusters_of("web").values()) == 6
+
+
+def test_aggregated_uses_as_few_clusters_as_possible() -> None:
+    """Aggregated: 5 replicas that fit in b alone all go to b."""
+    h = Harness()
+    h.cluster("a", cpu="3")
+    h.cluster("b", cpu="8")
+    h.cpp("agg", {**TWO, "replicaScheduling": dynamic_weights("Aggregated")})
+    h.deployment("web", 5, cpu="1")
+    h.settle()
+    assert h.clusters_of("web") == {"b": 5}
+
+
+def test_not_ready_cluster_is_not_a_candidate() -> None:
+    """A cluster whose Ready condition is False gets no new replicas."""
+    h = Harness()
+    h.cluster("a")
+    h.cluster("b", ready=False)
+    h.cpp("dup", TWO)
+    h.deployment("web", 2)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 2}
+
+
+def test_no_cluster_fits_reports_no_cluster_fit() -> None:
+    """When the affinity matches no cluster, Scheduled=False with reason NoClusterFit."""
+    h = Harness()
+    h.cluster("a")
+    h.cpp("none", {"clusterAffinity": {"clusterNames": ["zz"]}})
+    h.deployment("web", 2)
+    h.settle()
+    cond = h.condition(h.binding("web"), "Scheduled")
+    assert cond is not None and cond["reason"] == "NoClusterFit"
+    assert cond["message"].startswith("0/1 clusters are available")
+
+
+def test_scheduler_latency_delays_the_result() -> None:
+    """With a scheduler latency, spec.clusters appears only after that much sim time."""
+    h = Harness(scheduler_latency=3.0)
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
+    h.deployment("web", 2)
+    h.settle()
+    assert h.clusters_of("web") == {}
+    h.advance(3.0)
+    assert h.clusters_of("web") == {"a": 1, "b": 1}
+
+
+def test_same_placement_after_policy_recreation_does_not_reschedule() -> None:
+    """Deleting and recreating a policy with identical placement leaves spec.clusters alone."""
+    h = Harness()
+    two_clusters(h)
+    placement = {**TWO, "replicaScheduling": static_weights(a=1, b=3)}
+    h.cpp("split", placement)
+    h.deployment("web", 9)
+    h.settle()
+    before = h.binding("web")
+    h.advance(5.0)
+    h.store.delete(h.t("ClusterPropagationPolicy"), None, "split")
+    h.settle()
+    h.cpp("split2", placement)
+    h.settle()
+    after = h.binding("web")
+    assert after["spec"]["clusters"] == before["spec"]["clusters"]
+    assert after["status"]["lastScheduledTime"] == before["status"]["lastScheduledTime"]
