@@ -71,8 +71,10 @@ def redact_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (bool, int, float)) or value is None:
         return value
     if isinstance(value, dict):
-        return {k: (REDACTED if _is_secret_key(k) and v not in (None, "") else
-                    redact_value(v, depth + 1)) for k, v in value.items()}
+        # Keys become strings: a JSON line cannot carry tuple keys and must not fail to render.
+        return {(k if isinstance(k, str) else redact_text(str(k))):
+                (REDACTED if _is_secret_key(k) and v not in (None, "") else
+                 redact_value(v, depth + 1)) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [redact_value(v, depth + 1) for v in value]
     # Anything else is rendered by its repr/str: scrub that text instead.

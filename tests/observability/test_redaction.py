@@ -6,11 +6,19 @@ import http.client
 import io
 import json
 import logging
+from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
 from structlog.testing import capture_logs
 
+from tests.e2e import alert_scenario
+from tidal.domain.clock import SystemClock
+from tidal.engine.journal import InMemoryJournal
+from tidal.engine.switch import run_switch
+from tidal.karmada.client import KarmadaClient
+from tidal.loading.loader import load_schedules
 from tidal.logs import REDACTED, configure_logging, redact_secrets, silence_kubernetes_debug
 
 TOKEN = "sha256~Zm9vYmFyLXRva2VuLW5ldmVyLWxvZ2dlZA"
@@ -118,3 +126,39 @@ def test_kubernetes_client_debug_is_switched_off() -> None:
     finally:
         Configuration.set_default(Configuration())
         silence_kubernetes_debug()
+
+
+@pytest.mark.e2e
+def test_a_switch_at_debug_never_logs_the_kubeconfig_token(
+    make_emulator: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A whole switch at DEBUG, token in the kubeconfig: the token is nowhere in the output."""
+    from ruamel.yaml import YAML
+
+    emulator = make_emulator(alert_scenario.topology(pods_fail=False))
+    config = emulator.kubeconfig()
+    config["users"][0]["user"]["token"] = TOKEN
+    kubeconfig = tmp_path / "kubeconfig"
+    with kubeconfig.open("w") as out:
+        YAML().dump(config, out)
+    loaded = load_schedules([alert_scenario.write_schedule(tmp_path, "00:00", "12:00")])
+    assert not loaded.errors
+
+    stream = io.StringIO()
+    configure_logging("json", "DEBUG", stream)
+    client = KarmadaClient.from_kubeconfig(kubeconfig)
+    log = structlog.get_logger("test")
+    log.debug("careless_debugging", kubeconfig_text=kubeconfig.read_text(), client=vars(client))
+    record = run_switch(client, loaded.schedules[0], "night", clock=SystemClock(),
+                        journal=InMemoryJournal())
+    client.close()
+
+    assert record.result == "succeeded"
+    captured = capfd.readouterr()
+    output = stream.getvalue() + captured.out + captured.err
+    assert TOKEN not in output
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    story = [line["event"] for line in lines if line.get("run_id") == record.run_id]
+    assert story[0] == "run_started" and story[-1] == "run_finished"
+    assert {"policy_changed", "wave_started", "wave_succeeded"} <= set(story)
+    assert any(line["level"] == "debug" for line in lines)
