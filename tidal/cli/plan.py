@@ -1,0 +1,143 @@
+"""`tidal plan SCHEDULE_FILE --window NAME`: the dry run. Shows each wave's workloads and the
+predicted replicas per cluster before, after each wave and at the end, with the floor verdict.
+Writes nothing. Exit 0 when safe, 3 when a floor would break, 1 on invalid input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
+
+
+def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(code)
+
+
+def load_target(schedule_file: Path, window: str) -> Any:
+    """The one LoadedSchedule in the file, with `window` checked; exits 1 otherwise."""
+    from tidal.loading import load_schedules
+
+    result = load_schedules([schedule_file])
+    if result.errors:
+        for error in result.errors:
+            click.echo(str(error), err=True)
+        raise SystemExit(INVALID_INPUT)
+    if len(result.schedules) != 1:
+        fail(f"{schedule_file}: expected one TidalSchedule, found {len(result.schedules)}")
+    loaded = result.schedules[0]
+    try:
+        loaded.schedule.window(window)
+    except KeyError as exc:
+        fail(f"{schedule_file}: {exc.args[0]}")
+    return loaded
+
+
+def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
+    from tidal.karmada.client import KarmadaClient
+    from tidal.karmada.errors import KarmadaError
+    from tidal.logs import configure_logging
+    from tidal.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(kubeconfig=kubeconfig, context=context)
+    except SettingsError as exc:
+        fail(str(exc))
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        client = KarmadaClient.from_settings(settings)
+    except KarmadaError as exc:
+        fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
+    return settings, client
+
+
+def render_plan(sp: Any, problems: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, soft_wrap=True)
+    plan = sp.plan
+    console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
+                  f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
+                  f"trigger {sp.trigger}" + (", Lazy during the switch" if sp.lazy else ""))
+    for index, wave in enumerate(plan.waves, start=1):
+        table = Table(title=f"wave {index}", title_justify="left")
+        table.add_column("workload")
+        table.add_column("replicas", justify="right")
+        table.add_column("before")
+        table.add_column("after")
+        for w in wave:
+            table.add_row(w.name, str(w.replicas if w.replicas is not None else "-"),
+                          _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)"))
+        console.print(table)
+    clusters = sorted({c for s in plan.steps for c in s.assigned})
+    steps = Table(title="predicted replicas per cluster", title_justify="left")
+    steps.add_column("step")
+    for c in clusters:
+        steps.add_column(c, justify="right")
+    steps.add_column("lowest ready of a workload (in flight)")
+    steps.add_column("floors")
+    for s in plan.steps:
+        steps.add_row(s.label, *[str(s.assigned.get(c, 0)) for c in clusters],
+                      _dist(s.lowest_ready), "ok" if not s.violations else
+                      f"{len(s.violations)} breach(es)")
+    console.print(steps)
+    for warning in sp.warnings:
+        console.print(f"warning: {warning}")
+    if problems:
+        console.print(f"UNSAFE: {len(problems)} problem(s); nothing will be written:")
+        for p in problems[:50]:
+            console.print(f"  {p}")
+    else:
+        console.print("safe: every floor holds before, during and after each wave")
+
+
+def _dist(d: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"
+
+
+@click.command("plan")
+@click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--window", required=True, help="the window to plan")
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--context", default=None, help="kubeconfig context")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
+                 output: str) -> None:
+    """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
+    from tidal.engine.planning import build_plan
+    from tidal.engine.preflight import preflight, ready_field_of
+    from tidal.engine.resolve import ResolveError
+    from tidal.karmada.errors import KarmadaError
+
+    loaded = load_target(schedule_file, window)
+    _, client = settings_and_client(kubeconfig, context)
+    try:
+        sp = build_plan(client, loaded.schedule, window)
+        check = preflight(sp, ready_field_of(sp))
+    except ResolveError as exc:
+        fail(str(exc))
+    except KarmadaError as exc:
+        fail(f"Karmada API: {exc}")
+    finally:
+        client.close()
+    problems = [f"{label}: {v}" for label, v in sp.plan.violations] + sp.plan.problems + \
+        check.problems
+    if output == "json":
+        data = sp.plan.to_dict()
+        data.update({"schedule": sp.schedule.name, "window": sp.window.name,
+                     "trigger": sp.trigger, "lazy": sp.lazy, "warnings": sp.warnings,
+                     "problems": problems, "safe": not problems})
+        click.echo(json.dumps(data, indent=2))
+    else:
+        render_plan(sp, problems)
+    raise SystemExit(UNSAFE_PLAN if problems else OK)
+
+
+COMMANDS = [plan_command]
