@@ -106,8 +106,13 @@ class Harness:
         }
         if ready is not None:
             status["conditions"] = [
-                {"type": "Ready", "status": "True" if ready else "False", "reason": "Test",
-                 "message": "", "lastTransitionTime": self.clock.rfc3339()}
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "Test",
+                    "message": "",
+                    "lastTransitionTime": self.clock.rfc3339(),
+                }
             ]
         obj = {
             "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
@@ -122,25 +127,32 @@ class Harness:
 
         self.store.mutate(self.t("Cluster"), None, name, change, subresource="status")
 
-    def cpp(self, name: str, placement: Obj, *, selectors: list[Obj] | None = None, **spec: Any) -> Obj:
+    def cpp(
+        self, name: str, placement: Obj, *, selectors: list[Obj] | None = None, **spec: Any
+    ) -> Obj:
         body = {
             "metadata": {"name": name},
             "spec": {
-                "resourceSelectors": selectors
-                or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "resourceSelectors": selectors or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
                 "placement": copy.deepcopy(placement),
                 **spec,
             },
         }
         return self.store.create(self.t("ClusterPropagationPolicy"), body)
 
-    def pp(self, name: str, placement: Obj, *, namespace: str = "team",
-           selectors: list[Obj] | None = None, **spec: Any) -> Obj:
+    def pp(
+        self,
+        name: str,
+        placement: Obj,
+        *,
+        namespace: str = "team",
+        selectors: list[Obj] | None = None,
+        **spec: Any,
+    ) -> Obj:
         body = {
             "metadata": {"name": name, "namespace": namespace},
             "spec": {
-                "resourceSelectors": selectors
-                or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "resourceSelectors": selectors or [{"apiVersion": "apps/v1", "kind": "Deployment"}],
                 "placement": copy.deepcopy(placement),
                 **spec,
             },
@@ -168,7 +180,10 @@ class Harness:
                 "template": {
                     "spec": {
                         "containers": [
-                            {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+                            {
+                                "name": "main",
+                                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                            }
                         ]
                     }
                 },

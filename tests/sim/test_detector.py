@@ -26,10 +26,17 @@ def test_policy_claims_template_and_creates_its_binding() -> None:
     policy = h.cpp("team", ONLY_A)
     body = {
         "metadata": {"name": "web", "namespace": "team"},
-        "spec": {"replicas": 2, "template": {"spec": {"containers": [
-            {"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
-            {"name": "b", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
-        ]}}},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
+                        {"name": "b", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
+                    ]
+                }
+            },
+        },
     }
     h.store.create(h.t("Deployment"), body)
     h.settle()
@@ -40,8 +47,12 @@ def test_policy_claims_template_and_creates_its_binding() -> None:
     binding = h.binding("web")
     spec = binding["spec"]
     assert spec["resource"] == {
-        "apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team", "name": "web",
-        "uid": template["metadata"]["uid"], "resourceVersion": spec["resource"]["resourceVersion"],
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "namespace": "team",
+        "name": "web",
+        "uid": template["metadata"]["uid"],
+        "resourceVersion": spec["resource"]["resourceVersion"],
     }
     assert spec["replicas"] == 2
     assert spec["replicaRequirements"] == {"resourceRequest": {"cpu": "350m", "memory": "128Mi"}}
@@ -83,8 +94,10 @@ def test_higher_priority_then_more_specific_selector_then_name_wins() -> None:
 
 def test_preemption_needs_the_feature_gate() -> None:
     """A later higher-priority policy with preemption=Always takes over only with the gate on."""
-    for gates, expected in ((frozenset(), {"a": 1}),
-                            (frozenset({"PropagationPolicyPreemption"}), {"b": 1})):
+    for gates, expected in (
+        (frozenset(), {"a": 1}),
+        (frozenset({"PropagationPolicyPreemption"}), {"b": 1}),
+    ):
         h = setup(feature_gates=gates)
         h.cpp("first", ONLY_A)
         h.deployment("web", 1)
@@ -199,9 +212,15 @@ def test_template_change_refreshes_replicas_and_deletion_removes_binding() -> No
 def test_label_selector_policy_and_policy_selector_change_unclaims() -> None:
     """A labelSelector picks matching templates; narrowing the selector releases the others."""
     h = setup()
-    selectors = [{"apiVersion": "apps/v1", "kind": "Deployment",
-                  "labelSelector": {"matchExpressions": [
-                      {"key": "app", "operator": "In", "values": ["web", "api"]}]}}]
+    selectors = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "labelSelector": {
+                "matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]
+            },
+        }
+    ]
     h.cpp("team", ONLY_A, selectors=selectors)
     h.deployment("web", 1)
     h.deployment("api", 1)
@@ -210,8 +229,9 @@ def test_label_selector_policy_and_policy_selector_change_unclaims() -> None:
     assert h.clusters_of("web") == {"a": 1} and h.clusters_of("api") == {"a": 1}
     assert h.store.list(h.t("ResourceBinding"), "team")[0][0]["metadata"]["name"] != "db-deployment"
     narrow = [{**selectors[0], "labelSelector": {"matchLabels": {"app": "web"}}}]
-    h.patch("ClusterPropagationPolicy", "team",
-            lambda p: p["spec"].update(resourceSelectors=narrow))
+    h.patch(
+        "ClusterPropagationPolicy", "team", lambda p: p["spec"].update(resourceSelectors=narrow)
+    )
     h.settle()
     assert CPP_ID not in (h.get("Deployment", "api", "team")["metadata"].get("labels") or {})
     assert CPP_ID in h.get("Deployment", "web", "team")["metadata"]["labels"]

@@ -97,8 +97,12 @@ def test_dynamic_fresh_recomputes_counting_own_replicas_as_available() -> None:
     h.set_allocatable("a", cpu="8")
     h.advance(2.0)
     now = h.clock.rfc3339()
-    h.patch("ResourceBinding", "web-deployment",
-            lambda b: b["spec"].update(rescheduleTriggeredAt=now), "team")
+    h.patch(
+        "ResourceBinding",
+        "web-deployment",
+        lambda b: b["spec"].update(rescheduleTriggeredAt=now),
+        "team",
+    )
     h.settle()
     assert h.clusters_of("web") == {"a": 4, "b": 2}
     assert h.binding("web")["status"]["lastScheduledTime"] == now
@@ -110,8 +114,12 @@ def test_reschedule_in_the_same_second_as_the_last_schedule_is_not_later() -> No
     h.set_allocatable("a", cpu="8")
     h.settle()
     same_second = h.binding("web")["status"]["lastScheduledTime"]
-    h.patch("ResourceBinding", "web-deployment",
-            lambda b: b["spec"].update(rescheduleTriggeredAt=same_second), "team")
+    h.patch(
+        "ResourceBinding",
+        "web-deployment",
+        lambda b: b["spec"].update(rescheduleTriggeredAt=same_second),
+        "team",
+    )
     h.settle()
     assert h.clusters_of("web") == {"a": 2, "b": 4}
 
