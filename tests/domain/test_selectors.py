@@ -46,7 +46,10 @@ def test_query_matches(query: str, expected: bool) -> None:
 
 def test_parse_keeps_commas_inside_sets() -> None:
     """Commas inside `( ... )` belong to the value set, not to the requirement list."""
-    assert parse("a in (x, y),b") == (Requirement("a", "in", ("x", "y")), Requirement("b", "exists"))
+    assert parse("a in (x, y),b") == (
+        Requirement("a", "in", ("x", "y")),
+        Requirement("b", "exists"),
+    )
 
 
 @pytest.mark.parametrize("bad", ["a in (x", "a)", "a=b,", "a b", "=x", "a=b=c d", "bad key!x=1"])
@@ -58,15 +61,18 @@ def test_bad_queries_raise_selector_error(bad: str) -> None:
 
 def test_selector_to_query_round_trips() -> None:
     """A LabelSelector's query string selects the same objects as the object form."""
-    exprs = [{"key": "tier", "operator": "In", "values": ["front", "back"]},
-             {"key": "gone", "operator": "DoesNotExist"},
-             {"key": "app", "operator": "Exists"},
-             {"key": "zone", "operator": "NotIn", "values": ["z1"]}]
+    exprs = [
+        {"key": "tier", "operator": "In", "values": ["front", "back"]},
+        {"key": "gone", "operator": "DoesNotExist"},
+        {"key": "app", "operator": "Exists"},
+        {"key": "zone", "operator": "NotIn", "values": ["z1"]},
+    ]
     query = selector_to_query({"atms-app/teamid": "1005"}, exprs)
     assert query == "atms-app/teamid=1005,tier in (front,back),!gone,app,zone notin (z1)"
     assert matches(query, LABELS)
-    assert label_selector_matches({"matchLabels": {"atms-app/teamid": "1005"},
-                                   "matchExpressions": exprs}, LABELS)
+    assert label_selector_matches(
+        {"matchLabels": {"atms-app/teamid": "1005"}, "matchExpressions": exprs}, LABELS
+    )
 
 
 def test_label_selector_none_and_empty() -> None:

@@ -43,8 +43,12 @@ spec:
 
 
 def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
     return result
@@ -69,10 +73,13 @@ def test_get_by_short_name_and_full_name(demo: tuple[Emulator, Path]) -> None:
 def test_label_selector_and_paging(demo: tuple[Emulator, Path]) -> None:
     """`-l` with a set-based selector and `--chunk-size` paging both list the right objects."""
     _, kc = demo
-    names = kubectl(kc, "get", "deploy", "-n", "ai-app", "-l", "atms-app/teamid in (3007)",
-                    "-o", "name").stdout.split()
+    names = kubectl(
+        kc, "get", "deploy", "-n", "ai-app", "-l", "atms-app/teamid in (3007)", "-o", "name"
+    ).stdout.split()
     assert names == [f"deployment.apps/asr-3007-{i:02d}" for i in range(5)]
-    paged = kubectl(kc, "get", "deploy", "-n", "ai-app", "--chunk-size=7", "-o", "name").stdout.split()
+    paged = kubectl(
+        kc, "get", "deploy", "-n", "ai-app", "--chunk-size=7", "-o", "name"
+    ).stdout.split()
     assert len(paged) == 45
 
 
@@ -88,7 +95,9 @@ def test_apply_then_merge_patch(demo: tuple[Emulator, Path], tmp_path: Path) -> 
     rtype = emu.kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
     assert rtype is not None
     stored = emu.store.get(rtype, None, "team-9-cpp")
-    weights = stored["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"]
+    weights = stored["spec"]["placement"]["replicaScheduling"]["weightPreference"][
+        "staticWeightList"
+    ]
     assert weights[0]["weight"] == 3 and stored["spec"]["priority"] == 4
     assert stored["metadata"]["generation"] == 3
 
@@ -96,12 +105,16 @@ def test_apply_then_merge_patch(demo: tuple[Emulator, Path], tmp_path: Path) -> 
 def test_strategic_patch_on_cpp_is_refused(demo: tuple[Emulator, Path]) -> None:
     """kubectl's default strategic-merge patch on a custom kind fails with 415, as upstream."""
     _, kc = demo
-    result = kubectl(kc, "patch", "cpp", "team-1005-cpp", "-p", '{"spec":{"priority":1}}', check=False)
+    result = kubectl(
+        kc, "patch", "cpp", "team-1005-cpp", "-p", '{"spec":{"priority":1}}', check=False
+    )
     assert result.returncode != 0
     assert "application/strategic-merge-patch+json is not supported" in result.stderr
 
 
-def test_invalid_weight_is_rejected_with_field_path(demo: tuple[Emulator, Path], tmp_path: Path) -> None:
+def test_invalid_weight_is_rejected_with_field_path(
+    demo: tuple[Emulator, Path], tmp_path: Path
+) -> None:
     """Applying a CPP with weight 0 fails and kubectl shows the schema field path."""
     _, kc = demo
     manifest = tmp_path / "bad.yaml"
@@ -121,17 +134,32 @@ def test_describe_shows_spec(demo: tuple[Emulator, Path]) -> None:
 def test_get_watch_streams_changes(demo: tuple[Emulator, Path]) -> None:
     """`kubectl get rb -A -w` prints bindings as they appear."""
     emu, kc = demo
-    proc = subprocess.Popen(["kubectl", "--kubeconfig", str(kc), "get", "rb", "-A", "-w"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        ["kubectl", "--kubeconfig", str(kc), "get", "rb", "-A", "-w"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 10
         while emu.server.watches.count() == 0 and time.time() < deadline:
             time.sleep(0.05)
         rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
         assert rtype is not None
-        emu.store.create(rtype, {"metadata": {"name": "watched-deployment", "namespace": "ai-app"},
-                                 "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                                       "name": "watched", "namespace": "ai-app"}}})
+        emu.store.create(
+            rtype,
+            {
+                "metadata": {"name": "watched-deployment", "namespace": "ai-app"},
+                "spec": {
+                    "resource": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "watched",
+                        "namespace": "ai-app",
+                    }
+                },
+            },
+        )
         line = ""
         assert proc.stdout is not None
         while "watched-deployment" not in line and time.time() < deadline:
@@ -146,14 +174,22 @@ def test_tidal_sim_command_serves_until_sigterm(tmp_path: Path) -> None:
     """`tidal sim` prints its URL, writes a kubeconfig kubectl accepts, and exits 0 on SIGTERM."""
     kc = tmp_path / "kc"
     env: dict[str, Any] = {**os.environ}
-    proc = subprocess.Popen([sys.executable, "-m", "tidal", "sim", "--kubeconfig-out", str(kc)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidal", "sim", "--kubeconfig-out", str(kc)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("tidal sim serving http://127.0.0.1:")
         out = kubectl(kc, "get", "clusters", "-o", "name").stdout.split()
-        assert out == ["cluster.cluster.karmada.io/cluster-a", "cluster.cluster.karmada.io/cluster-b"]
+        assert out == [
+            "cluster.cluster.karmada.io/cluster-a",
+            "cluster.cluster.karmada.io/cluster-b",
+        ]
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=10)

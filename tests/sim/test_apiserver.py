@@ -18,36 +18,51 @@ pytestmark = pytest.mark.e2e
 CPP_GROUP, CPP_VERSION, CPP_PLURAL = "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies"
 
 
-def cpp(name: str, weights: dict[str, int] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    placement: dict[str, Any] = {"clusterAffinity": {"clusterNames": sorted(weights or {"cluster-a": 1})}}
+def cpp(
+    name: str, weights: dict[str, int] | None = None, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    placement: dict[str, Any] = {
+        "clusterAffinity": {"clusterNames": sorted(weights or {"cluster-a": 1})}
+    }
     if weights:
         placement["replicaScheduling"] = {
             "replicaSchedulingType": "Divided",
             "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"staticWeightList": [
-                {"targetCluster": {"clusterNames": [c]}, "weight": w} for c, w in weights.items()
-            ]},
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": [c]}, "weight": w}
+                    for c, w in weights.items()
+                ]
+            },
         }
     return {
         "apiVersion": f"{CPP_GROUP}/{CPP_VERSION}",
         "kind": "ClusterPropagationPolicy",
         "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                 "placement": placement},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": placement,
+        },
     }
 
 
 def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": labels or {}}, "data": {"k": "v"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": {"k": "v"},
+    }
 
 
-def raw(emu: Emulator, method: str, path: str, body: Any = None,
-        content_type: str = "application/json") -> tuple[int, Any, dict[str, str]]:
+def raw(
+    emu: Emulator, method: str, path: str, body: Any = None, content_type: str = "application/json"
+) -> tuple[int, Any, dict[str, str]]:
     """One plain HTTP request: (status code, decoded JSON body, headers)."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(emu.url + path, data=data, method=method,
-                                 headers={"Content-Type": content_type})
+    req = urllib.request.Request(
+        emu.url + path, data=data, method=method, headers={"Content-Type": content_type}
+    )
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read()), dict(resp.headers)
@@ -63,8 +78,14 @@ def status_of(exc: ApiException) -> dict[str, Any]:
 def test_discovery_lists_karmada_groups_and_resources(api_client: client.ApiClient) -> None:
     """/apis names the Karmada groups and /apis/G/V lists resources with short names and verbs."""
     groups = {g.name for g in client.ApisApi(api_client).get_api_versions().groups}
-    assert {"policy.karmada.io", "work.karmada.io", "apps.karmada.io", "cluster.karmada.io",
-            "apps", "coordination.k8s.io"} <= groups
+    assert {
+        "policy.karmada.io",
+        "work.karmada.io",
+        "apps.karmada.io",
+        "cluster.karmada.io",
+        "apps",
+        "coordination.k8s.io",
+    } <= groups
     resources = client.CustomObjectsApi(api_client).get_api_resources(CPP_GROUP, CPP_VERSION)
     by_name = {r.name: r for r in resources.resources}
     assert by_name["clusterpropagationpolicies"].short_names == ["cpp"]
@@ -88,7 +109,8 @@ def test_crud_roundtrip_custom_object(api_client: client.ApiClient) -> None:
     assert int(updated["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
     assert updated["metadata"]["uid"] == meta["uid"]
     labelled = api.patch_cluster_custom_object(
-        CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p1", {"metadata": {"labels": {"x": "y"}}})
+        CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p1", {"metadata": {"labels": {"x": "y"}}}
+    )
     assert labelled["metadata"]["generation"] == 2  # metadata-only change
     deleted = api.delete_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p1")
     assert deleted["metadata"]["name"] == "p1"
@@ -112,28 +134,45 @@ def test_stale_resource_version_is_conflict(api_client: client.ApiClient) -> Non
     """An update carrying an old resourceVersion gets 409 Conflict."""
     api = client.CustomObjectsApi(api_client)
     first = api.create_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p2"))
-    api.patch_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p2", {"spec": {"priority": 3}})
+    api.patch_cluster_custom_object(
+        CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p2", {"spec": {"priority": 3}}
+    )
     first["spec"]["priority"] = 9
     with pytest.raises(ApiException) as err:
         api.replace_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p2", first)
     assert err.value.status == 409 and status_of(err.value)["reason"] == "Conflict"
-    stale_patch = {"metadata": {"resourceVersion": first["metadata"]["resourceVersion"]},
-                   "spec": {"priority": 4}}
+    stale_patch = {
+        "metadata": {"resourceVersion": first["metadata"]["resourceVersion"]},
+        "spec": {"priority": 4},
+    }
     with pytest.raises(ApiException) as err:
         api.patch_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p2", stale_patch)
     assert err.value.status == 409
 
 
-def test_strategic_merge_on_custom_kind_is_415(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_strategic_merge_on_custom_kind_is_415(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """Strategic-merge patch on a CPP is refused 415 UnsupportedMediaType, like a CRD."""
     client.CustomObjectsApi(api_client).create_cluster_custom_object(
-        CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p3"))
-    code, body, _ = raw(emulator, "PATCH", f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
-                        {"spec": {"priority": 1}}, "application/strategic-merge-patch+json")
+        CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p3")
+    )
+    code, body, _ = raw(
+        emulator,
+        "PATCH",
+        f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
+        {"spec": {"priority": 1}},
+        "application/strategic-merge-patch+json",
+    )
     assert code == 415
     assert body["kind"] == "Status" and body["reason"] == "UnsupportedMediaType"
-    code, body, _ = raw(emulator, "PATCH", f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
-                        {"spec": {"priority": 1}}, "application/merge-patch+json")
+    code, body, _ = raw(
+        emulator,
+        "PATCH",
+        f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
+        {"spec": {"priority": 1}},
+        "application/merge-patch+json",
+    )
     assert code == 200 and body["spec"]["priority"] == 1
 
 
@@ -141,41 +180,70 @@ def test_patch_kinds_on_deployment(emulator: Emulator, api_client: client.ApiCli
     """Deployments take strategic merge (containers merged by name), merge and JSON patches."""
     apps = client.AppsV1Api(api_client)
     dep = {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
-                     {"name": "a", "image": "img:1"}, {"name": "b", "image": "img:1"}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [{"name": "a", "image": "img:1"}, {"name": "b", "image": "img:1"}]
+                },
+            },
+        },
     }
     apps.create_namespaced_deployment("default", dep)
     patched = apps.patch_namespaced_deployment(  # the client sends strategic merge for dicts
-        "web", "default", {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "img:2"}]}}}})
+        "web",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "img:2"}]}}}},
+    )
     images = {c.name: c.image for c in patched.spec.template.spec.containers}
     assert images == {"a": "img:1", "b": "img:2"}
     assert patched.metadata.generation == 2
     jp = apps.patch_namespaced_deployment(
-        "web", "default", [{"op": "replace", "path": "/spec/replicas", "value": 5}])
+        "web", "default", [{"op": "replace", "path": "/spec/replicas", "value": 5}]
+    )
     assert jp.spec.replicas == 5
-    code, scaled, _ = raw(emulator, "PATCH", "/apis/apps/v1/namespaces/default/deployments/web",
-                          {"spec": {"replicas": 1}}, "application/merge-patch+json")
+    code, scaled, _ = raw(
+        emulator,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        {"spec": {"replicas": 1}},
+        "application/merge-patch+json",
+    )
     assert code == 200 and scaled["spec"]["replicas"] == 1
 
 
 def test_status_subresource_is_separate(emulator: Emulator, api_client: client.ApiClient) -> None:
     """Writes to /status change only status; main-resource writes keep the stored status."""
     apps = client.AppsV1Api(api_client)
-    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "s"},
-           "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
-                    "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [
-                        {"name": "c", "image": "i"}]}}},
-           "status": {"readyReplicas": 9}}
+    dep = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "s"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+        "status": {"readyReplicas": 9},
+    }
     created = apps.create_namespaced_deployment("default", dep)
     assert created.status is None or created.status.ready_replicas is None  # dropped on create
     after = apps.patch_namespaced_deployment_status(
-        "s", "default", {"status": {"readyReplicas": 1}, "spec": {"replicas": 4}})
+        "s", "default", {"status": {"readyReplicas": 1}, "spec": {"replicas": 4}}
+    )
     assert after.status.ready_replicas == 1 and after.spec.replicas == 1
     assert after.metadata.generation == 1
-    spec_write = apps.patch_namespaced_deployment("s", "default", {"spec": {"replicas": 3},
-                                                                  "status": {"readyReplicas": 0}})
+    spec_write = apps.patch_namespaced_deployment(
+        "s", "default", {"spec": {"replicas": 3}, "status": {"readyReplicas": 0}}
+    )
     assert spec_write.status.ready_replicas == 1 and spec_write.spec.replicas == 3
     read = apps.read_namespaced_deployment_status("s", "default")
     assert read.status.ready_replicas == 1
@@ -184,7 +252,11 @@ def test_status_subresource_is_separate(emulator: Emulator, api_client: client.A
 def test_label_and_field_selectors(api_client: client.ApiClient) -> None:
     """labelSelector takes set-based expressions; fieldSelector takes metadata.name/namespace."""
     core = client.CoreV1Api(api_client)
-    for name, labels in [("a", {"team": "1", "tier": "x"}), ("b", {"team": "2"}), ("c", {"tier": "y"})]:
+    for name, labels in [
+        ("a", {"team": "1", "tier": "x"}),
+        ("b", {"team": "2"}),
+        ("c", {"tier": "y"}),
+    ]:
         core.create_namespaced_config_map("default", configmap(name, labels))
 
     def names(**kw: Any) -> list[str]:
@@ -196,7 +268,9 @@ def test_label_and_field_selectors(api_client: client.ApiClient) -> None:
     assert names(label_selector="team=1,tier!=y") == ["a"]
     assert names(field_selector="metadata.name=b") == ["b"]
     assert names(field_selector="metadata.name!=b,metadata.namespace=default") == ["a", "c"]
-    everywhere = core.list_config_map_for_all_namespaces(field_selector="metadata.namespace=default")
+    everywhere = core.list_config_map_for_all_namespaces(
+        field_selector="metadata.namespace=default"
+    )
     assert len(everywhere.items) == 3
     with pytest.raises(ApiException) as err:
         names(label_selector="team in (1")
@@ -233,9 +307,15 @@ def test_namespaced_create_needs_namespace(api_client: client.ApiClient) -> None
 def test_leases_and_update_conflicts(api_client: client.ApiClient) -> None:
     """Leases work with CoordinationV1Api and replace with a stale version conflicts."""
     coord = client.CoordinationV1Api(api_client)
-    lease = coord.create_namespaced_lease("default", {
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})
+    lease = coord.create_namespaced_lease(
+        "default",
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "l"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+        },
+    )
     lease.spec.holder_identity = "b"
     coord.replace_namespaced_lease("l", "default", lease)
     lease.spec.holder_identity = "c"
@@ -250,12 +330,17 @@ def test_delete_precondition_and_namespace_cascade(api_client: client.ApiClient)
     core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tmp"}})
     cm = core.create_namespaced_config_map("tmp", configmap("x"))
     with pytest.raises(ApiException) as err:
-        core.delete_namespaced_config_map("x", "tmp", body=client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(resource_version="1")))
+        core.delete_namespaced_config_map(
+            "x",
+            "tmp",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1")),
+        )
     assert err.value.status == 409
     assert cm.metadata.resource_version
     core.delete_namespace("tmp")
-    assert core.list_config_map_for_all_namespaces(field_selector="metadata.namespace=tmp").items == []
+    assert (
+        core.list_config_map_for_all_namespaces(field_selector="metadata.namespace=tmp").items == []
+    )
 
 
 def test_unknown_path_is_404_status(emulator: Emulator) -> None:
@@ -271,14 +356,26 @@ def test_ten_thousand_objects_list_fast(emulator: Emulator, api_client: client.A
     rb_type = emulator.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
     assert rb_type is not None
     for i in range(10_000):
-        emulator.store.create(rb_type, {"metadata": {"name": f"rb-{i:05d}", "namespace": "default"},
-                                        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                                              "name": f"d-{i}", "namespace": "default"},
-                                                 "replicas": 3,
-                                                 "clusters": [{"name": "cluster-a", "replicas": 3}]}})
+        emulator.store.create(
+            rb_type,
+            {
+                "metadata": {"name": f"rb-{i:05d}", "namespace": "default"},
+                "spec": {
+                    "resource": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": f"d-{i}",
+                        "namespace": "default",
+                    },
+                    "replicas": 3,
+                    "clusters": [{"name": "cluster-a", "replicas": 3}],
+                },
+            },
+        )
     start = time.perf_counter()
     data = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
-        "work.karmada.io", "v1alpha2", "default", "resourcebindings")
+        "work.karmada.io", "v1alpha2", "default", "resourcebindings"
+    )
     elapsed = time.perf_counter() - start
     assert len(data["items"]) == 10_000
     assert elapsed < 2.0, elapsed

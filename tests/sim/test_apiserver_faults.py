@@ -24,8 +24,12 @@ def cm(name: str) -> dict[str, Any]:
 
 def admin(emu: Emulator, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(emu.url + "/sim/v1/" + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        emu.url + "/sim/v1/" + path,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read())
@@ -33,11 +37,22 @@ def admin(emu: Emulator, method: str, path: str, body: Any = None) -> tuple[int,
         return err.code, json.loads(err.read())
 
 
-def test_throttle_fault_answers_429_with_retry_after(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_throttle_fault_answers_429_with_retry_after(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """A throttle fault with count 1 answers one 429 with Retry-After, then lets requests pass."""
-    code, fault = admin(emulator, "POST", "faults",
-                        {"type": "throttle", "verb": "create", "resource": "configmaps", "count": 1,
-                         "retryAfter": 3})
+    code, fault = admin(
+        emulator,
+        "POST",
+        "faults",
+        {
+            "type": "throttle",
+            "verb": "create",
+            "resource": "configmaps",
+            "count": 1,
+            "retryAfter": 3,
+        },
+    )
     assert code == 201 and fault["id"]
     core = client.CoreV1Api(api_client)
     with pytest.raises(ApiException) as err:
@@ -48,7 +63,9 @@ def test_throttle_fault_answers_429_with_retry_after(emulator: Emulator, api_cli
     core.create_namespaced_config_map("default", cm("a"))
 
 
-def test_error_and_conflict_faults_by_verb_and_resource(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_error_and_conflict_faults_by_verb_and_resource(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """500 and 409 faults hit only the verb and resource they name."""
     core = client.CoreV1Api(api_client)
     core.create_namespaced_config_map("default", cm("a"))
@@ -93,15 +110,18 @@ def test_latency_fault_delays_requests(emulator: Emulator, api_client: client.Ap
     assert time.perf_counter() - start >= 0.3
 
 
-def test_drop_watch_with_compaction_forces_relist(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_drop_watch_with_compaction_forces_relist(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """Dropping watches closes open streams; with compaction the resume answers 410."""
     core = client.CoreV1Api(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     ended = threading.Event()
 
     def consume() -> None:
-        for _ in watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                      resource_version=rv, timeout_seconds=30):
+        for _ in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=30
+        ):
             pass
         ended.set()
 
@@ -111,17 +131,26 @@ def test_drop_watch_with_compaction_forces_relist(emulator: Emulator, api_client
     while emulator.server.watches.count() == 0 and time.time() < deadline:
         time.sleep(0.02)
     core.create_namespaced_config_map("default", cm("z"))
-    code, _ = admin(emulator, "POST", "faults", {"type": "drop-watch", "resource": "configmaps",
-                                                 "compact": True})
+    code, _ = admin(
+        emulator,
+        "POST",
+        "faults",
+        {"type": "drop-watch", "resource": "configmaps", "compact": True},
+    )
     assert code == 201
     assert ended.wait(5)
     with pytest.raises(ApiException) as err:
-        list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                  resource_version=rv, timeout_seconds=1))
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
+            )
+        )
     assert err.value.status == 410
 
 
-def test_requests_are_counted_by_verb_and_resource(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_requests_are_counted_by_verb_and_resource(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """/sim/v1/requests counts every API request by verb and resource; reset zeroes it."""
     admin(emulator, "POST", "requests/reset")
     core = client.CoreV1Api(api_client)
@@ -135,24 +164,35 @@ def test_requests_are_counted_by_verb_and_resource(emulator: Emulator, api_clien
     code, counts = admin(emulator, "GET", "requests")
     assert code == 200
     assert counts["total"] == 5
-    assert counts["by"] == {"create configmaps": 1, "list configmaps": 1, "get configmaps": 1,
-                            "patch configmaps": 1, "get deployments/status": 1}
+    assert counts["by"] == {
+        "create configmaps": 1,
+        "list configmaps": 1,
+        "get configmaps": 1,
+        "patch configmaps": 1,
+        "get deployments/status": 1,
+    }
     assert counts["byCode"] == {"200": 3, "201": 1, "404": 1}
     assert emulator.requests() == counts
     admin(emulator, "POST", "requests/reset")
     assert emulator.requests()["total"] == 0
 
 
-def test_request_log_records_who_wrote_what(emulator: Emulator, api_client: client.ApiClient) -> None:
+def test_request_log_records_who_wrote_what(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
     """The request log keeps verb, resource, namespace, name and the caller's identity in order."""
     emulator.reset_requests()
     client.CoreV1Api(api_client).create_namespaced_config_map("default", cm("logged"))
     client.CoreV1Api(api_client).delete_namespaced_config_map("logged", "default")
     code, log = admin(emulator, "GET", "requestlog")
     assert code == 200
-    rows = [(r["verb"], r["resource"], r["namespace"], r["name"], r["identity"]) for r in log["items"]]
-    assert rows == [("create", "configmaps", "default", None, "test"),
-                    ("delete", "configmaps", "default", "logged", "test")]
+    rows = [
+        (r["verb"], r["resource"], r["namespace"], r["name"], r["identity"]) for r in log["items"]
+    ]
+    assert rows == [
+        ("create", "configmaps", "default", None, "test"),
+        ("delete", "configmaps", "default", "logged", "test"),
+    ]
     assert [r.verb for r in emulator.request_log()] == ["create", "delete"]
 
 

@@ -18,10 +18,16 @@ pytestmark = pytest.mark.e2e
 
 
 def cm(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+    }
 
 
-def read_lines(emu: Emulator, query: str, path: str = "/api/v1/namespaces/default/configmaps") -> list[dict[str, Any]]:
+def read_lines(
+    emu: Emulator, query: str, path: str = "/api/v1/namespaces/default/configmaps"
+) -> list[dict[str, Any]]:
     with urllib.request.urlopen(f"{emu.url}{path}?watch=1&{query}", timeout=10) as resp:
         return [json.loads(line) for line in resp.read().splitlines() if line.strip()]
 
@@ -34,8 +40,12 @@ def test_watch_replays_from_resource_version(api_client: client.ApiClient) -> No
     core.create_namespaced_config_map("default", cm("new"))
     core.patch_namespaced_config_map("new", "default", {"data": {"a": "b"}})
     core.delete_namespaced_config_map("new", "default")
-    events = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
-        core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1)]
+    events = [
+        (e["type"], e["object"].metadata.name)
+        for e in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
+        )
+    ]
     assert events == [("ADDED", "new"), ("MODIFIED", "new"), ("DELETED", "new")]
 
 
@@ -54,8 +64,9 @@ def test_live_events_reach_open_watch(api_client: client.ApiClient) -> None:
     w = watch.Watch()
 
     def consume() -> None:
-        for event in w.stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                              timeout_seconds=5):
+        for event in w.stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+        ):
             seen.append((event["type"], event["object"].metadata.name))
             if len(seen) == 2:
                 w.stop()
@@ -80,8 +91,11 @@ def test_too_old_resource_version_is_410(emulator: Emulator, api_client: client.
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
     with pytest.raises(ApiException) as err:
-        list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                  resource_version=rv, timeout_seconds=1))
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
+            )
+        )
     assert err.value.status == 410
 
 
@@ -95,7 +109,9 @@ def test_bookmarks_carry_the_current_version(make_emulator: Any) -> None:
     assert bookmarks[-1]["object"]["metadata"]["resourceVersion"] == str(emu.store.resource_version)
 
 
-def test_selector_watch_sees_objects_leave_and_enter(api_client: client.ApiClient, emulator: Emulator) -> None:
+def test_selector_watch_sees_objects_leave_and_enter(
+    api_client: client.ApiClient, emulator: Emulator
+) -> None:
     """With a labelSelector, relabelling out is DELETED and relabelling in is ADDED."""
     core = client.CoreV1Api(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
@@ -112,22 +128,44 @@ def test_watch_for_one_object_by_field_selector(api_client: client.ApiClient) ->
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("one"))
     core.create_namespaced_config_map("default", cm("two"))
-    events = list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                       field_selector="metadata.name=two", resource_version=rv,
-                                       timeout_seconds=1))
+    events = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            field_selector="metadata.name=two",
+            resource_version=rv,
+            timeout_seconds=1,
+        )
+    )
     assert [e["object"].metadata.name for e in events] == ["two"]
 
 
 def test_custom_objects_watch(api_client: client.ApiClient) -> None:
     """Cluster-scoped custom objects (CPPs) stream through CustomObjectsApi with watch.Watch."""
     api = client.CustomObjectsApi(api_client)
-    listed = api.list_cluster_custom_object("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies")
+    listed = api.list_cluster_custom_object(
+        "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies"
+    )
     rv = listed["metadata"]["resourceVersion"]
-    api.create_cluster_custom_object("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", {
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
-        "metadata": {"name": "w"},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}})
-    events = list(watch.Watch().stream(
-        api.list_cluster_custom_object, "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies",
-        resource_version=rv, timeout_seconds=1))
+    api.create_cluster_custom_object(
+        "policy.karmada.io",
+        "v1alpha1",
+        "clusterpropagationpolicies",
+        {
+            "apiVersion": "policy.karmada.io/v1alpha1",
+            "kind": "ClusterPropagationPolicy",
+            "metadata": {"name": "w"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]},
+        },
+    )
+    events = list(
+        watch.Watch().stream(
+            api.list_cluster_custom_object,
+            "policy.karmada.io",
+            "v1alpha1",
+            "clusterpropagationpolicies",
+            resource_version=rv,
+            timeout_seconds=1,
+        )
+    )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "w")]

@@ -23,14 +23,22 @@ CPP_PATH = "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies"
 
 def cpp(weight: int = 1, **spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
         "metadata": {"name": "team-1005-cpp"},
         "spec": {
             "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-            "placement": {"replicaScheduling": {
-                "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                "weightPreference": {"staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": weight}]}}},
+            "placement": {
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": weight}
+                        ]
+                    },
+                }
+            },
         },
     }
     body["spec"].update(spec)
@@ -38,8 +46,12 @@ def cpp(weight: int = 1, **spec: Any) -> dict[str, Any]:
 
 
 def post(emu: Emulator, path: str, body: Any) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(emu.url + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        emu.url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read())
@@ -85,24 +97,42 @@ def test_missing_required_and_bad_enum_each_get_a_cause() -> None:
     with pytest.raises(Invalid) as err:
         validator.admit(cpp_type(), bad)
     causes = {c["field"]: c["reason"] for c in err.value.causes}
-    assert causes == {"spec.activationPreference": "FieldValueNotSupported",
-                      "spec.resourceSelectors[0].apiVersion": "FieldValueRequired"}
+    assert causes == {
+        "spec.activationPreference": "FieldValueNotSupported",
+        "spec.resourceSelectors[0].apiVersion": "FieldValueRequired",
+    }
 
 
 @needs_crds
 def test_patch_that_breaks_the_schema_is_422(emulator: Emulator) -> None:
     """A merge patch producing an invalid object is refused and the stored object is unchanged."""
     assert post(emulator, CPP_PATH, cpp())[0] == 201
-    patch = {"spec": {"placement": {"replicaScheduling": {"weightPreference": {
-        "staticWeightList": [{"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 0}]}}}}}
-    req = urllib.request.Request(emulator.url + CPP_PATH + "/team-1005-cpp", method="PATCH",
-                                 data=json.dumps(patch).encode(),
-                                 headers={"Content-Type": "application/merge-patch+json"})
+    patch = {
+        "spec": {
+            "placement": {
+                "replicaScheduling": {
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 0}
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    req = urllib.request.Request(
+        emulator.url + CPP_PATH + "/team-1005-cpp",
+        method="PATCH",
+        data=json.dumps(patch).encode(),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req)
     assert err.value.code == 422
     stored = emulator.store.get(cpp_type(), None, "team-1005-cpp")
-    weights = stored["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"]
+    weights = stored["spec"]["placement"]["replicaScheduling"]["weightPreference"][
+        "staticWeightList"
+    ]
     assert weights[0]["weight"] == 1
 
 
@@ -126,6 +156,9 @@ def test_crds_dir_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
 def test_bad_object_name_is_invalid(emulator: Emulator) -> None:
     """Names must be DNS-1123 subdomains, as on the real apiserver."""
-    code, body = post(emulator, "/api/v1/namespaces/default/configmaps",
-                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}})
+    code, body = post(
+        emulator,
+        "/api/v1/namespaces/default/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}},
+    )
     assert code == 422 and body["details"]["causes"][0]["field"] == "metadata.name"

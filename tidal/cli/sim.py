@@ -16,20 +16,39 @@ from tidal.sim.topology import TopologyError
 
 
 @click.command("sim")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="port on 127.0.0.1 to serve on (0: any free port)")
-@click.option("--topology", type=click.Path(path_type=Path, exists=False), default=None,
-              help="YAML file or directory of manifests to start with "
-                   "(default: the built-in two-cluster demo topology)")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="port on 127.0.0.1 to serve on (0: any free port)",
+)
+@click.option(
+    "--topology",
+    type=click.Path(path_type=Path, exists=False),
+    default=None,
+    help="YAML file or directory of manifests to start with "
+    "(default: the built-in two-cluster demo topology)",
+)
 @click.option("--empty", is_flag=True, help="start with no topology at all (only namespaces)")
-@click.option("--kubeconfig-out", type=click.Path(path_type=Path, dir_okay=False),
-              default=Path("tidal-sim.kubeconfig"), show_default=True,
-              help="where to write a kubeconfig for kubectl and tidal")
-@click.option("--speed", type=float, default=1.0, show_default=True,
-              help="simulated seconds per real second (pod start-up, termination, latency)")
+@click.option(
+    "--kubeconfig-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("tidal-sim.kubeconfig"),
+    show_default=True,
+    help="where to write a kubeconfig for kubectl and tidal",
+)
+@click.option(
+    "--speed",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="simulated seconds per real second (pod start-up, termination, latency)",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="seed for random faults")
-def sim_command(port: int, topology: Path | None, empty: bool, kubeconfig_out: Path,
-                speed: float, seed: int) -> None:
+def sim_command(
+    port: int, topology: Path | None, empty: bool, kubeconfig_out: Path, speed: float, seed: int
+) -> None:
     """Serve a Karmada emulator (Kubernetes API over HTTP) until Ctrl-C or SIGTERM.
 
     Prints the URL and writes a kubeconfig, e.g.
@@ -46,8 +65,10 @@ def sim_command(port: int, topology: Path | None, empty: bool, kubeconfig_out: P
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
     except OSError as exc:
-        click.echo(f"error: cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; "
-                   "pick another --port", err=True)
+        click.echo(
+            f"error: cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; pick another --port",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT) from None
     stop = threading.Event()
 

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
 
-_KEY = re.compile(r"^([a-z0-9A-Z]([-a-z0-9A-Z.]*[a-z0-9A-Z])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_KEY = re.compile(
+    r"^([a-z0-9A-Z]([-a-z0-9A-Z.]*[a-z0-9A-Z])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
@@ -105,7 +107,8 @@ def _parse_part(part: str) -> Requirement:
         if token in text:
             key, _, value = text.partition(token)
             return Requirement(
-                _check_key(key.strip(), part), operator,  # type: ignore[arg-type]
+                _check_key(key.strip(), part),
+                operator,  # type: ignore[arg-type]
                 (_check_value(value.strip(), part),),
             )
     if any(c in text for c in " ()<>"):
@@ -127,8 +130,12 @@ def matches(selector: str | Sequence[Requirement], labels: Mapping[str, str] | N
     return all(r.matches(labels) for r in reqs)
 
 
-_EXPR_OPS: dict[str, Operator] = {"In": "in", "NotIn": "notin", "Exists": "exists",
-                                  "DoesNotExist": "!"}
+_EXPR_OPS: dict[str, Operator] = {
+    "In": "in",
+    "NotIn": "notin",
+    "Exists": "exists",
+    "DoesNotExist": "!",
+}
 
 
 def _field(expr: Any, name: str) -> Any:
@@ -159,7 +166,9 @@ def selector_to_query(
     return ",".join(r.to_query() for r in from_label_selector(match_labels, match_expressions))
 
 
-def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
+def label_selector_matches(
+    selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None
+) -> bool:
     """Match a LabelSelector dict (`{matchLabels, matchExpressions}`); None selects nothing,
     an empty selector everything, as in Kubernetes."""
     if selector is None:

@@ -1,9 +1,9 @@
 """The emulator facade: store + controllers + API server on loopback, driven by one clock.
 
-    with Emulator(DEFAULT_TOPOLOGY).start() as emu:
-        emu.write_kubeconfig(tmp / "kubeconfig")
-        ...  # kubectl / kubernetes client against emu.url
-        emu.timeline(); emu.requests(); emu.faults.inject(type="throttle", verb="patch")
+with Emulator(DEFAULT_TOPOLOGY).start() as emu:
+    emu.write_kubeconfig(tmp / "kubeconfig")
+    ...  # kubectl / kubernetes client against emu.url
+    emu.timeline(); emu.requests(); emu.faults.inject(type="throttle", verb="patch")
 """
 
 from __future__ import annotations
@@ -66,12 +66,21 @@ class Emulator:
         self.controllers: Any = None
         if manager is not None:
             settings = self.topology.settings
-            self.controllers = manager(self.store, self.clock,
-                                       scheduler_latency=settings.scheduler_latency,
-                                       feature_gates=settings.feature_gates)
+            self.controllers = manager(
+                self.store,
+                self.clock,
+                scheduler_latency=settings.scheduler_latency,
+                feature_gates=settings.feature_gates,
+            )
         self.server = ApiServer(
-            self.store, faults=self.faults, accounting=self.accounting, admitter=self.validator,
-            timeline=self.timeline, on_created=self._on_created, host=host, port=port,
+            self.store,
+            faults=self.faults,
+            accounting=self.accounting,
+            admitter=self.validator,
+            timeline=self.timeline,
+            on_created=self._on_created,
+            host=host,
+            port=port,
             bookmark_interval=bookmark_interval,
         )
         self._started = False
@@ -103,8 +112,12 @@ class Emulator:
     def __enter__(self) -> Emulator:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     @property
@@ -134,8 +147,10 @@ class Emulator:
     def _create(self, doc: Obj) -> Obj:
         rtype = self.kinds.by_kind(str(doc.get("apiVersion")), str(doc.get("kind")))
         if rtype is None:
-            raise ValueError(f"unknown kind {doc.get('apiVersion')}/{doc.get('kind')}; declare it "
-                             "with a CustomResourceDefinition earlier in the topology")
+            raise ValueError(
+                f"unknown kind {doc.get('apiVersion')}/{doc.get('kind')}; declare it "
+                "with a CustomResourceDefinition earlier in the topology"
+            )
         obj = dict(doc)
         obj["metadata"] = dict(obj.get("metadata") or {})
         if rtype.namespaced:
@@ -152,8 +167,9 @@ class Emulator:
         try:
             self.store.get(ns_type, None, name, copy_=False)
         except StoreError:
-            self.store.create(ns_type, {"apiVersion": "v1", "kind": "Namespace",
-                                        "metadata": {"name": name}})
+            self.store.create(
+                ns_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
 
     def _on_created(self, rtype: ResourceType, obj: Obj) -> None:
         if rtype is CRD_TYPE or (rtype.group, rtype.plural) == (CRD_TYPE.group, CRD_TYPE.plural):
@@ -179,7 +195,8 @@ class Emulator:
         return list(timeline.samples()) if timeline is not None else []
 
     def requests(self) -> dict[str, Any]:
-        """Request counts: {"total", "by": {"verb resource": n}, "byVerb", "byResource", "byCode"}."""
+        """Request counts: {"total", "by": {"verb resource": n}, "byVerb", "byResource",
+        "byCode"} (see tidal.sim.apiserver.accounting)."""
         return self.accounting.snapshot()
 
     def request_log(self, since_seq: int = 0) -> list[RequestRecord]:
@@ -195,8 +212,12 @@ class Emulator:
             "kind": "Config",
             "clusters": [{"name": "tidal-sim", "cluster": {"server": self.url}}],
             "users": [{"name": user, "user": {"token": f"sim:{user}"}}],
-            "contexts": [{"name": "tidal-sim",
-                          "context": {"cluster": "tidal-sim", "user": user, "namespace": namespace}}],
+            "contexts": [
+                {
+                    "name": "tidal-sim",
+                    "context": {"cluster": "tidal-sim", "user": user, "namespace": namespace},
+                }
+            ],
             "current-context": "tidal-sim",
             "preferences": {},
         }

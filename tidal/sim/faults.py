@@ -17,6 +17,7 @@ HTTP: `POST /sim/v1/faults` with the JSON of `Fault` (camelCase: retryAfter), `G
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import random
 import threading
@@ -69,16 +70,35 @@ class Fault:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "type": self.type, "verb": self.verb, "resource": self.resource,
-            "namespace": self.namespace, "name": self.name, "probability": self.probability,
-            "count": self.count, "seconds": self.seconds, "retryAfter": self.retry_after,
-            "compact": self.compact, "fired": self.fired,
+            "id": self.id,
+            "type": self.type,
+            "verb": self.verb,
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "name": self.name,
+            "probability": self.probability,
+            "count": self.count,
+            "seconds": self.seconds,
+            "retryAfter": self.retry_after,
+            "compact": self.compact,
+            "fired": self.fired,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fault:
-        known = {"type", "verb", "resource", "namespace", "name", "probability", "count",
-                 "seconds", "retryAfter", "retry_after", "compact"}
+        known = {
+            "type",
+            "verb",
+            "resource",
+            "namespace",
+            "name",
+            "probability",
+            "count",
+            "seconds",
+            "retryAfter",
+            "retry_after",
+            "compact",
+        }
         unknown = set(data) - known - {"id", "fired"}
         if unknown:
             raise FaultError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
@@ -86,9 +106,12 @@ class Fault:
             raise FaultError("fault needs a type: " + ", ".join(FAULT_TYPES))
         try:
             return cls(
-                type=data["type"], verb=str(data.get("verb", "*")),
-                resource=str(data.get("resource", "*")), namespace=data.get("namespace"),
-                name=data.get("name"), probability=float(data.get("probability", 1.0)),
+                type=data["type"],
+                verb=str(data.get("verb", "*")),
+                resource=str(data.get("resource", "*")),
+                namespace=data.get("namespace"),
+                name=data.get("name"),
+                probability=float(data.get("probability", 1.0)),
                 count=None if data.get("count") is None else int(data["count"]),
                 seconds=float(data.get("seconds", 0.0)),
                 retry_after=int(data.get("retryAfter", data.get("retry_after", 1))),
@@ -135,16 +158,20 @@ class Faults:
             self._faults = [f for f in self._faults if fault_id is not None and f.id != fault_id]
             return before - len(self._faults)
 
-    def list(self) -> list[Fault]:
+    def list(self) -> builtins.list[Fault]:
         with self._lock:
             return list(self._faults)
 
     def fire(
-        self, verb: str, resource: str, namespace: str | None, name: str | None,
+        self,
+        verb: str,
+        resource: str,
+        namespace: str | None,
+        name: str | None,
         types: tuple[str, ...] = FAULT_TYPES,
-    ) -> list[Fault]:
+    ) -> builtins.list[Fault]:
         """The faults that fire for this request (their counts consumed), in injection order."""
-        fired: list[Fault] = []
+        fired: builtins.list[Fault] = []
         with self._lock:
             for fault in self._faults:
                 if fault.type not in types or not fault.matches(verb, resource, namespace, name):

@@ -11,6 +11,7 @@ serialize may take them without copying (`copy=False`); everything else gets a d
 
 from __future__ import annotations
 
+import builtins
 import copy
 import queue
 import threading
@@ -111,7 +112,9 @@ class Store:
     def resource_version(self) -> int:
         return self._rv
 
-    def get(self, rtype: ResourceType, namespace: str | None, name: str, *, copy_: bool = True) -> Obj:
+    def get(
+        self, rtype: ResourceType, namespace: str | None, name: str, *, copy_: bool = True
+    ) -> Obj:
         with self._lock:
             obj = self._objects.get(_key(rtype, namespace, name))
             if obj is None:
@@ -146,11 +149,15 @@ class Store:
             name = meta["generateName"] + uuid.uuid4().hex[:5]
             meta["name"] = name
         if not name:
-            raise Invalid("metadata.name: Required value", causes=[_cause("metadata.name", "Required value")])
+            raise Invalid(
+                "metadata.name: Required value", causes=[_cause("metadata.name", "Required value")]
+            )
         namespace = meta.get("namespace") if rtype.namespaced else None
         if rtype.namespaced and not namespace:
-            raise Invalid("metadata.namespace: Required value",
-                          causes=[_cause("metadata.namespace", "Required value")])
+            raise Invalid(
+                "metadata.namespace: Required value",
+                causes=[_cause("metadata.namespace", "Required value")],
+            )
         if not rtype.namespaced:
             meta.pop("namespace", None)
         new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
@@ -184,14 +191,16 @@ class Store:
             sent_rv = meta.get("resourceVersion")
             if sent_rv and str(sent_rv) != old["metadata"]["resourceVersion"]:
                 raise Conflict(
-                    f'Operation cannot be fulfilled on {_qualified(rtype)} '
+                    f"Operation cannot be fulfilled on {_qualified(rtype)} "
                     f'"{meta.get("name")}": the object has been modified; please apply your '
                     "changes to the latest version and try again"
                 )
             new = self._merge_update(rtype, old, obj, subresource)
             for hook in self.admission:
                 hook(rtype, old, new)
-            return self._commit("MODIFIED", rtype, _key(rtype, namespace, new["metadata"]["name"]), old, new)
+            return self._commit(
+                "MODIFIED", rtype, _key(rtype, namespace, new["metadata"]["name"]), old, new
+            )
 
     def mutate(
         self,
@@ -244,7 +253,7 @@ class Store:
         namespace: str | None,
         accepts_obj: Callable[[Obj], bool] | None,
         accepts_event: Callable[[WatchEvent], bool],
-    ) -> tuple[list[Obj], int, Subscription]:
+    ) -> tuple[builtins.list[Obj], int, Subscription]:
         """The current objects (uncopied) and a subscription to every later event, atomically."""
         with self._lock:
             items, rv = self.list(rtype, namespace, accepts_obj, copy_=False)
@@ -307,7 +316,9 @@ class Store:
             meta["generation"] += 1
         return new
 
-    def _commit(self, etype: EventType, rtype: ResourceType, key: Key, old: Obj | None, new: Obj) -> Obj:
+    def _commit(
+        self, etype: EventType, rtype: ResourceType, key: Key, old: Obj | None, new: Obj
+    ) -> Obj:
         if old is not None and _same_content(old, new):
             return copy.deepcopy(old)  # a no-op write does not bump resourceVersion
         self._rv += 1
@@ -340,4 +351,3 @@ def _qualified(rtype: ResourceType) -> str:
 
 def _cause(field_path: str, message: str) -> dict[str, str]:
     return {"reason": "FieldValueRequired", "message": message, "field": field_path}
-

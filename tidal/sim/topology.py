@@ -25,8 +25,13 @@ Obj = dict[str, Any]
 SETTINGS_API_VERSION = "sim.tidal.io/v1alpha1"
 SETTINGS_KIND = "EmulatorSettings"
 CRD_TYPE = ResourceType(
-    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-    False, True, ("crd", "crds"),
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    False,
+    True,
+    ("crd", "crds"),
 )
 
 
@@ -52,7 +57,7 @@ def load_yaml_documents(text: str) -> list[Any]:
     Raises ValueError with `LINE:COL: problem` on a syntax error.
     """
     try:
-        import yaml as pyyaml
+        import yaml as pyyaml  # type: ignore[import-untyped]
     except ImportError:
         try:
             return list(YAML(typ="safe").load_all(text))
@@ -109,10 +114,14 @@ def load_topology(source: Path | str | list[Obj] | None) -> Topology:
 def _settings(where: str, spec: Obj) -> EmulatorSettings:
     unknown = set(spec) - {"schedulerLatencySeconds", "featureGates"}
     if unknown:
-        raise TopologyError(f"{where}: unknown EmulatorSettings field(s): {', '.join(sorted(unknown))}")
+        raise TopologyError(
+            f"{where}: unknown EmulatorSettings field(s): {', '.join(sorted(unknown))}"
+        )
     try:
-        return EmulatorSettings(float(spec.get("schedulerLatencySeconds", 0.0)),
-                                frozenset(str(g) for g in spec.get("featureGates") or []))
+        return EmulatorSettings(
+            float(spec.get("schedulerLatencySeconds", 0.0)),
+            frozenset(str(g) for g in spec.get("featureGates") or []),
+        )
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
 
@@ -128,13 +137,18 @@ def crd_types(crd: Obj) -> list[ResourceType]:
     for version in spec.get("versions") or []:
         if not version.get("served", True):
             continue
-        types.append(ResourceType(
-            group, version["name"], kind, plural,
-            namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-            has_status="status" in (version.get("subresources") or {}),
-            short_names=tuple(names.get("shortNames") or ()),
-            custom=True,
-        ))
+        types.append(
+            ResourceType(
+                group,
+                version["name"],
+                kind,
+                plural,
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                has_status="status" in (version.get("subresources") or {}),
+                short_names=tuple(names.get("shortNames") or ()),
+                custom=True,
+            )
+        )
     if not types:
         raise ValueError(f"CustomResourceDefinition for {kind} serves no version")
     return types

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Invalid
@@ -87,13 +87,24 @@ def _cause(error: jsonschema.ValidationError) -> list[Cause]:
     if kind == "required":
         instance = error.instance if isinstance(error.instance, dict) else {}
         missing = [p for p in value if p not in instance] or [str(value)]
-        return [{"reason": "FieldValueRequired", "field": _field_path([*error.absolute_path, m]),
-                 "message": "Required value"} for m in missing]
+        return [
+            {
+                "reason": "FieldValueRequired",
+                "field": _field_path([*error.absolute_path, m]),
+                "message": "Required value",
+            }
+            for m in missing
+        ]
     shown = _render(error.instance)
     if kind == "enum":
         allowed = ", ".join(_render(v) for v in value)
-        return [{"reason": "FieldValueNotSupported", "field": path,
-                 "message": f"Unsupported value: {shown}: supported values: {allowed}"}]
+        return [
+            {
+                "reason": "FieldValueNotSupported",
+                "field": path,
+                "message": f"Unsupported value: {shown}: supported values: {allowed}",
+            }
+        ]
     descriptions = {
         "minimum": f"should be greater than or equal to {value}",
         "maximum": f"should be less than or equal to {value}",
@@ -105,8 +116,13 @@ def _cause(error: jsonschema.ValidationError) -> list[Cause]:
         "type": f"must be of type {value}: {shown}",
     }
     detail = descriptions.get(str(kind), error.message)
-    return [{"reason": "FieldValueInvalid", "field": path,
-             "message": f"Invalid value: {shown}: {path} in body {detail}"}]
+    return [
+        {
+            "reason": "FieldValueInvalid",
+            "field": path,
+            "message": f"Invalid value: {shown}: {path} in body {detail}",
+        }
+    ]
 
 
 def apply_defaults(schema: Obj, value: Any) -> None:
@@ -157,7 +173,9 @@ class SchemaValidator:
         validator = self._validators.get(key)
         if validator is not None:
             apply_defaults(self._schemas[key], obj)
-            for error in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+            for error in sorted(
+                validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))
+            ):
                 causes.extend(_cause(error))
         elif rtype.group.endswith("karmada.io"):
             causes.extend(fallback_causes(rtype, obj))
@@ -178,13 +196,23 @@ def _metadata_causes(obj: Obj) -> list[Cause]:
     if not name and meta.get("generateName"):
         return []
     if not name:
-        return [{"reason": "FieldValueRequired", "field": "metadata.name",
-                 "message": "Required value: name or generateName is required"}]
+        return [
+            {
+                "reason": "FieldValueRequired",
+                "field": "metadata.name",
+                "message": "Required value: name or generateName is required",
+            }
+        ]
     if len(name) > 253 or not _NAME.match(name):
-        return [{"reason": "FieldValueInvalid", "field": "metadata.name",
-                 "message": f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
-                            "of lower case alphanumeric characters, '-' or '.', and must start and "
-                            "end with an alphanumeric character"}]
+        return [
+            {
+                "reason": "FieldValueInvalid",
+                "field": "metadata.name",
+                "message": f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
+                "of lower case alphanumeric characters, '-' or '.', and must start and "
+                "end with an alphanumeric character",
+            }
+        ]
     return []
 
 
@@ -207,15 +235,24 @@ def fallback_causes(rtype: ResourceType, obj: Obj) -> list[Cause]:
             for key in ("apiVersion", "kind"):
                 if not isinstance(sel, dict) or not sel.get(key):
                     required(f"spec.resourceSelectors[{i}].{key}")
-        weights = (((spec.get("placement") or {}).get("replicaScheduling") or {})
-                   .get("weightPreference") or {}).get("staticWeightList") or []
+        weights = (
+            ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference")
+            or {}
+        ).get("staticWeightList") or []
         for i, item in enumerate(weights):
             weight = item.get("weight") if isinstance(item, dict) else None
-            field = f"spec.placement.replicaScheduling.weightPreference.staticWeightList[{i}].weight"
+            field = (
+                f"spec.placement.replicaScheduling.weightPreference.staticWeightList[{i}].weight"
+            )
             if not isinstance(weight, int) or weight < 1:
-                causes.append({"reason": "FieldValueInvalid", "field": field,
-                               "message": f"Invalid value: {weight}: {field} in body should be "
-                                          "greater than or equal to 1"})
+                causes.append(
+                    {
+                        "reason": "FieldValueInvalid",
+                        "field": field,
+                        "message": f"Invalid value: {weight}: {field} in body should be "
+                        "greater than or equal to 1",
+                    }
+                )
     elif rtype.kind == "WorkloadRebalancer":
         if not isinstance(spec, dict) or not spec.get("workloads"):
             required("spec.workloads")

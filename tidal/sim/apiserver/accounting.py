@@ -44,15 +44,34 @@ class RequestAccounting:
         self._seq = 0
 
     def record(
-        self, verb: str, resource: str, group: str, namespace: str | None, name: str | None,
-        code: int, user_agent: str = "", identity: str = "",
+        self,
+        verb: str,
+        resource: str,
+        group: str,
+        namespace: str | None,
+        name: str | None,
+        code: int,
+        user_agent: str = "",
+        identity: str = "",
     ) -> None:
         with self._lock:
             self._seq += 1
             self._by[(verb, resource)] += 1
             self._codes[code] += 1
-            self._log.append(RequestRecord(self._seq, time.time(), verb, resource, group,
-                                           namespace, name, code, user_agent, identity))
+            self._log.append(
+                RequestRecord(
+                    self._seq,
+                    time.time(),
+                    verb,
+                    resource,
+                    group,
+                    namespace,
+                    name,
+                    code,
+                    user_agent,
+                    identity,
+                )
+            )
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:

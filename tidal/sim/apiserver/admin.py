@@ -26,7 +26,7 @@ class AdminApi:
         self.timeline = timeline
 
     def handle(self, req: Request) -> Response:
-        parts = [p for p in req.path[len(PREFIX):].split("/") if p]
+        parts = [p for p in req.path[len(PREFIX) :].split("/") if p]
         method = req.method
         if parts == ["timeline"] and method == "GET":
             return Response(200, self.timeline())
@@ -53,7 +53,9 @@ class AdminApi:
             except (ValueError, TypeError, AttributeError) as exc:
                 message = str(exc) if isinstance(exc, FaultError) else f"bad fault body: {exc}"
                 raise ApiError(400, message) from exc
-            body: Any = [f.to_json() for f in added] if isinstance(data, list) else added[0].to_json()
+            body: Any = (
+                [f.to_json() for f in added] if isinstance(data, list) else added[0].to_json()
+            )
             return Response(201, body)
         if method == "DELETE":
             removed = self.faults.clear(rest[0] if rest else None)

@@ -77,13 +77,15 @@ def _resource_entries(rtype: ResourceType) -> list[dict[str, Any]]:
         main["categories"] = ["karmada-io"]
     entries = [main]
     if rtype.has_status:
-        entries.append({
-            "name": f"{rtype.plural}/status",
-            "singularName": "",
-            "namespaced": rtype.namespaced,
-            "kind": rtype.kind,
-            "verbs": ["get", "patch", "update"],
-        })
+        entries.append(
+            {
+                "name": f"{rtype.plural}/status",
+                "singularName": "",
+                "namespaced": rtype.namespaced,
+                "kind": rtype.kind,
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     return entries
 
 

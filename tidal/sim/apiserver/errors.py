@@ -76,6 +76,12 @@ def status_body(
 
 
 def not_found_path(path: str) -> ApiError:
-    return ApiError(404, "the server could not find the requested resource", details={
-        "causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]
-    })
+    return ApiError(
+        404,
+        "the server could not find the requested resource",
+        details={
+            "causes": [
+                {"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}
+            ]
+        },
+    )

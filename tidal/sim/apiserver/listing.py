@@ -36,7 +36,9 @@ def parse_field_selector(query: str) -> list[tuple[str, bool, str]]:
                 out.append((path.strip(), equal, value.strip()))
                 break
         else:
-            raise ApiError(400, f'invalid field selector: "{part}": expected key=value or key!=value')
+            raise ApiError(
+                400, f'invalid field selector: "{part}": expected key=value or key!=value'
+            )
     return out
 
 

@@ -31,11 +31,17 @@ def root(kinds: KindRegistry) -> dict[str, Any]:
 def _operation(rtype: ResourceType) -> dict[str, Any]:
     return {
         "x-kubernetes-group-version-kind": {
-            "group": rtype.group, "version": rtype.version, "kind": rtype.kind,
+            "group": rtype.group,
+            "version": rtype.version,
+            "kind": rtype.kind,
         },
         "x-kubernetes-action": "patch",
         "parameters": [
-            {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
+            {
+                "name": "fieldValidation",
+                "in": "query",
+                "schema": {"type": "string", "uniqueItems": True},
+            },
             {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
         ],
         "responses": {"200": {"description": "OK"}},

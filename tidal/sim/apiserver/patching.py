@@ -19,16 +19,20 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
-_CUSTOM_ACCEPTED = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+_CUSTOM_ACCEPTED = (
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+)
 
 
 def unsupported(content_type: str, rtype: ResourceType) -> ApiError:
     accepted = _CUSTOM_ACCEPTED if rtype.custom else f"{_CUSTOM_ACCEPTED}, {STRATEGIC}"
     return ApiError(
         415,
-        f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + accepted,
         reason="UnsupportedMediaType",
-        details={"causes": [{"message": f"unsupported media type {content_type!r}"}]} if content_type
+        details={"causes": [{"message": f"unsupported media type {content_type!r}"}]}
+        if content_type
         else None,
     )
 
@@ -90,8 +94,11 @@ def apply_patch(rtype: ResourceType, current: Obj, content_type: str, body: byte
         try:
             result = jsonpatch.JsonPatch(patch).apply(current)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-            raise ApiError(422, f"the server rejected our request due to an error in our request: {exc}",
-                           reason="Invalid") from exc
+            raise ApiError(
+                422,
+                f"the server rejected our request due to an error in our request: {exc}",
+                reason="Invalid",
+            ) from exc
     elif not isinstance(patch, dict):
         raise ApiError(400, "patch body must be a JSON object")
     elif media == MERGE:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+
+class Headers(Protocol):
+    """Case-insensitive header lookup (http.client's Message, or a plain dict in tests)."""
+
+    def get(self, name: str, /) -> str | None: ...
 
 
 @dataclass
@@ -13,7 +19,7 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
-    headers: Mapping[str, str]
+    headers: Headers
     body: bytes = b""
     is_closed: Callable[[], bool] = lambda: False
 
@@ -25,13 +31,13 @@ class Request:
         if raw in (None, ""):
             return None
         try:
-            return int(raw)  # type: ignore[arg-type]
+            return int(raw)
         except ValueError:
             return None
 
     @property
     def user_agent(self) -> str:
-        return self.headers.get("User-Agent", "") or ""
+        return self.headers.get("User-Agent") or ""
 
     @property
     def identity(self) -> str:
@@ -43,7 +49,7 @@ class Request:
         for header in ("Impersonate-User", "X-Remote-User"):
             if self.headers.get(header):
                 return str(self.headers.get(header))
-        auth = self.headers.get("Authorization", "") or ""
+        auth = self.headers.get("Authorization") or ""
         if auth.lower().startswith("bearer "):
             token = auth[7:].strip()
             if token.startswith("sim:"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -93,13 +94,14 @@ class RestHandlers:
                 raise ApiError(500, "Internal error occurred: injected fault " + fault.id)
             elif fault.type == "throttle":
                 raise ApiError(
-                    429, "Too many requests, please try again later.",
+                    429,
+                    "Too many requests, please try again later.",
                     details={"retryAfterSeconds": fault.retry_after},
                     headers={"Retry-After": str(fault.retry_after)},
                 )
             elif fault.type == "conflict":
                 exc = Conflict(
-                    f'Operation cannot be fulfilled on {route.rtype.plural}.{route.rtype.group} '
+                    f"Operation cannot be fulfilled on {route.rtype.plural}.{route.rtype.group} "
                     f'"{route.name or ""}": the object has been modified; please apply your '
                     "changes to the latest version and try again"
                 )
@@ -110,25 +112,39 @@ class RestHandlers:
 
     # -- reads -----------------------------------------------------------------------------
     def _list(self, route: Route, req: Request) -> Response:
-        accepts = object_filter(req.query.get("labelSelector", ""), req.query.get("fieldSelector", ""))
+        accepts = object_filter(
+            req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
+        )
         items, rv = self.store.list(route.rtype, route.namespace, accepts, copy_=False)
-        chunk, list_rv, token, remaining = page(items, rv, req.int_param("limit"), req.query.get("continue"))
+        chunk, list_rv, token, remaining = page(
+            items, rv, req.int_param("limit"), req.query.get("continue")
+        )
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if token:
             meta["continue"] = token
             meta["remainingItemCount"] = remaining
-        return Response(200, {
-            "kind": route.rtype.list_kind,
-            "apiVersion": route.rtype.api_version,
-            "metadata": meta,
-            "items": chunk,
-        })
+        return Response(
+            200,
+            {
+                "kind": route.rtype.list_kind,
+                "apiVersion": route.rtype.api_version,
+                "metadata": meta,
+                "items": chunk,
+            },
+        )
 
     def _watch(self, route: Route, req: Request, cut_after: float | None) -> StreamResponse:
-        accepts = object_filter(req.query.get("labelSelector", ""), req.query.get("fieldSelector", ""))
+        accepts = object_filter(
+            req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
+        )
         send_initial = req.query.get("sendInitialEvents")
         chunks = open_watch(
-            self.store, self.watches, route.rtype, route.resource, route.namespace, accepts,
+            self.store,
+            self.watches,
+            route.rtype,
+            route.resource,
+            route.namespace,
+            accepts,
             resource_version=req.query.get("resourceVersion"),
             send_initial=None if send_initial is None else send_initial.lower() == "true",
             bookmarks=req.flag("allowWatchBookmarks"),
@@ -141,12 +157,15 @@ class RestHandlers:
 
     # -- writes ----------------------------------------------------------------------------
     def _body(self, req: Request) -> Obj:
-        content_type = (req.headers.get("Content-Type", "") or "").split(";")[0].strip()
+        content_type = (req.headers.get("Content-Type") or "").split(";")[0].strip()
         if content_type not in ("", "application/json", "application/yaml", "*/*"):
-            raise ApiError(415, f"the body of the request was in an unknown format ({content_type}) - "
-                                "accepted media types include: application/json; the emulator does "
-                                "not decode protobuf: use `kubectl apply -f` / `create -f`",
-                           reason="UnsupportedMediaType")
+            raise ApiError(
+                415,
+                f"the body of the request was in an unknown format ({content_type}) - "
+                "accepted media types include: application/json; the emulator does "
+                "not decode protobuf: use `kubectl apply -f` / `create -f`",
+                reason="UnsupportedMediaType",
+            )
         try:
             body = json.loads(req.body or b"null")
         except ValueError as exc:
@@ -159,19 +178,28 @@ class RestHandlers:
         rtype = route.rtype
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if (api_version and api_version != rtype.api_version) or (kind and kind != rtype.kind):
-            raise ApiError(400, f"the API version in the data ({api_version}) and kind ({kind}) "
-                                f"do not match the resource {rtype.api_version}/{rtype.kind}")
+            raise ApiError(
+                400,
+                f"the API version in the data ({api_version}) and kind ({kind}) "
+                f"do not match the resource {rtype.api_version}/{rtype.kind}",
+            )
         meta = body.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiError(400, "metadata must be an object")
         if rtype.namespaced:
             if meta.get("namespace") and meta["namespace"] != route.namespace:
-                raise ApiError(400, "the namespace of the provided object does not match the "
-                                    "namespace sent on the request")
+                raise ApiError(
+                    400,
+                    "the namespace of the provided object does not match the "
+                    "namespace sent on the request",
+                )
             meta["namespace"] = route.namespace
         if route.name and meta.get("name") and meta["name"] != route.name:
-            raise ApiError(400, "the name of the object "
-                                f"({meta['name']}) does not match the name on the URL ({route.name})")
+            raise ApiError(
+                400,
+                "the name of the object "
+                f"({meta['name']}) does not match the name on the URL ({route.name})",
+            )
         if route.name:
             meta["name"] = route.name
 
@@ -204,12 +232,22 @@ class RestHandlers:
         body = self._body(req)
         self._check_identity(route, body)
         if rtype.custom and not body["metadata"].get("resourceVersion"):
-            raise ApiError.from_store(Invalid(
-                f'{rtype.kind}.{rtype.group} "{route.name}" is invalid: metadata.resourceVersion: '
-                "Invalid value: 0x0: must be specified for an update",
-                causes=[{"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
-                         "message": "Invalid value: 0x0: must be specified for an update"}],
-            ), rtype, route.name)
+            raise ApiError.from_store(
+                Invalid(
+                    f'{rtype.kind}.{rtype.group} "{route.name}" is invalid: '
+                    "metadata.resourceVersion: "
+                    "Invalid value: 0x0: must be specified for an update",
+                    causes=[
+                        {
+                            "reason": "FieldValueInvalid",
+                            "field": "metadata.resourceVersion",
+                            "message": "Invalid value: 0x0: must be specified for an update",
+                        }
+                    ],
+                ),
+                rtype,
+                route.name,
+            )
         if route.subresource == "status":
             return Response(200, self.store.update(rtype, body, subresource="status"))
         self._admit(rtype, body)
@@ -219,7 +257,7 @@ class RestHandlers:
 
     def _patch(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
-        content_type = req.headers.get("Content-Type", "") or ""
+        content_type = req.headers.get("Content-Type") or ""
         last: StoreError | None = None
         for _ in range(5):  # the real server retries a patch that lost a race
             current = self.store.get(rtype, route.namespace, route.name or "")
@@ -227,7 +265,9 @@ class RestHandlers:
             meta = patched.setdefault("metadata", {})
             if not isinstance(meta, dict):
                 raise ApiError(422, "metadata must be an object", reason="Invalid")
-            if meta.get("name") != route.name or (rtype.namespaced and meta.get("namespace") != route.namespace):
+            if meta.get("name") != route.name or (
+                rtype.namespaced and meta.get("namespace") != route.namespace
+            ):
                 raise ApiError(400, "the patch may not change the object's name or namespace")
             if route.subresource == "status":
                 try:
@@ -261,7 +301,8 @@ class RestHandlers:
                 want_uid and want_uid != current["metadata"]["uid"]
             ):
                 raise Conflict(
-                    f'Operation cannot be fulfilled on {rtype.plural}.{rtype.group} "{route.name}": '
+                    f"Operation cannot be fulfilled on {rtype.plural}.{rtype.group} "
+                    f'"{route.name}": '
                     "Precondition failed"
                 )
         if req.query.get("dryRun"):
@@ -276,25 +317,28 @@ class RestHandlers:
                 continue
             items, _ = self.store.list(rtype, namespace, copy_=False)
             for obj in items:
-                try:
+                with contextlib.suppress(StoreError):
                     self.store.delete(rtype, namespace, obj["metadata"]["name"])
-                except StoreError:
-                    pass
 
     def _delete_collection(self, route: Route, req: Request) -> Response:
-        accepts = object_filter(req.query.get("labelSelector", ""), req.query.get("fieldSelector", ""))
-        items, rv = self.store.list(route.rtype, route.namespace, accepts, copy_=False)
+        accepts = object_filter(
+            req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
+        )
+        items, _ = self.store.list(route.rtype, route.namespace, accepts, copy_=False)
         deleted = []
         for obj in items:
             meta = obj["metadata"]
-            try:
+            with contextlib.suppress(StoreError):
                 deleted.append(self.store.delete(route.rtype, meta.get("namespace"), meta["name"]))
-            except StoreError:
-                pass
-        return Response(200, {
-            "kind": route.rtype.list_kind, "apiVersion": route.rtype.api_version,
-            "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted,
-        })
+        return Response(
+            200,
+            {
+                "kind": route.rtype.list_kind,
+                "apiVersion": route.rtype.api_version,
+                "metadata": {"resourceVersion": str(self.store.resource_version)},
+                "items": deleted,
+            },
+        )
 
 
 def error_response(exc: ApiError) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import select
@@ -49,8 +50,9 @@ class ApiServer:
         self.faults = faults or Faults()
         self.accounting = accounting or RequestAccounting()
         self.watches = WatchRegistry(store)
-        self.rest = RestHandlers(store, self.faults, self.watches, admitter, on_created,
-                                 bookmark_interval)
+        self.rest = RestHandlers(
+            store, self.faults, self.watches, admitter, on_created, bookmark_interval
+        )
         self.admin = AdminApi(self.accounting, self.faults, timeline)
         self.faults.on_drop_watch = self._drop_watches
         self._host, self._port = host, port
@@ -70,8 +72,12 @@ class ApiServer:
     def start(self) -> ApiServer:
         self._httpd = _HttpServer((self._host, self._port), _Handler)
         self._httpd.api = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="sim-apiserver",
-                                        kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            name="sim-apiserver",
+            kwargs={"poll_interval": 0.1},
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -115,8 +121,16 @@ class ApiServer:
         except Exception as exc:  # a bug must answer 500, not kill the connection
             log.exception("sim apiserver: %s %s failed", req.method, req.path)
             result = error_response(ApiError(500, f"Internal error occurred: {exc}"))
-        self.accounting.record(verb, route.resource, route.rtype.group, route.namespace,
-                               route.name, result.code, req.user_agent, req.identity)
+        self.accounting.record(
+            verb,
+            route.resource,
+            route.rtype.group,
+            route.namespace,
+            route.name,
+            result.code,
+            req.user_agent,
+            req.identity,
+        )
         return result
 
     def _non_resource(self, req: Request) -> Response:
@@ -174,10 +188,8 @@ class _HttpServer(ThreadingHTTPServer):
         with self._conns_lock:
             conns = list(self._conns)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -185,17 +197,17 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
     server_version = "tidal-sim"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log is kept by RequestAccounting
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._serve()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET  # noqa: N815
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().strip() or b"0", 16)
                 if size == 0:
@@ -211,15 +223,22 @@ class _Handler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
-            return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            peek: bytes = self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            return peek == b""
         except (OSError, ValueError):
             return True
 
     def _serve(self) -> None:
         split = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-        req = Request(self.command, split.path.rstrip("/") or "/", query, self.headers,
-                      self._read_body(), self._is_closed)
+        req = Request(
+            self.command,
+            split.path.rstrip("/") or "/",
+            query,
+            self.headers,
+            self._read_body(),
+            self._is_closed,
+        )
         result = self.server.api.dispatch(req)
         try:
             if isinstance(result, StreamResponse):

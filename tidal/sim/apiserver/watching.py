@@ -74,7 +74,9 @@ def _bookmark(rtype: ResourceType, rv: int, initial_end: bool = False) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return _line("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta})
+    return _line(
+        "BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta}
+    )
 
 
 def open_watch(
@@ -112,22 +114,50 @@ def open_watch(
             except ValueError:
                 since = -1
             if since < 0:
-                return iter([_line("ERROR", status_body(400, "BadRequest",
-                                                         f"invalid resourceVersion {rv_text!r}"))])
+                return iter(
+                    [
+                        _line(
+                            "ERROR",
+                            status_body(400, "BadRequest", f"invalid resourceVersion {rv_text!r}"),
+                        )
+                    ]
+                )
             sub = store.subscribe(accepts_event, since=since)
             rv = since
     except Gone as exc:
         return iter([_line("ERROR", status_body(410, "Expired", exc.message))])
     registry.add(sub, resource, namespace)
-    return _stream(store, registry, sub, rtype, accepts, initial, rv, send_initial, bookmarks,
-                   timeout, cut_after, is_closed, bookmark_interval)
+    return _stream(
+        store,
+        registry,
+        sub,
+        rtype,
+        accepts,
+        initial,
+        rv,
+        send_initial,
+        bookmarks,
+        timeout,
+        cut_after,
+        is_closed,
+        bookmark_interval,
+    )
 
 
 def _stream(
-    store: Store, registry: WatchRegistry, sub: Subscription, rtype: ResourceType,
-    accepts: Callable[[Obj], bool] | None, initial: list[Obj], rv: int,
-    send_initial: bool | None, bookmarks: bool, timeout: float | None, cut_after: float | None,
-    is_closed: Callable[[], bool], bookmark_interval: float,
+    store: Store,
+    registry: WatchRegistry,
+    sub: Subscription,
+    rtype: ResourceType,
+    accepts: Callable[[Obj], bool] | None,
+    initial: list[Obj],
+    rv: int,
+    send_initial: bool | None,
+    bookmarks: bool,
+    timeout: float | None,
+    cut_after: float | None,
+    is_closed: Callable[[], bool],
+    bookmark_interval: float,
 ) -> Iterator[bytes]:
     start = time.monotonic()
     deadline = start + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
