@@ -2,6 +2,8 @@
 
 Pure: schedules in, RBAC objects out. The rules name exactly the policies the schedules manage
 (resourceNames), the template kinds they select, and the state namespace; no rule grants `*`.
+The verbs are those tidal's access layer (tidal/karmada/) actually sends; the acceptance test
+in tests/cli/test_rbac.py checks every request of real switches against them.
 Kubernetes cannot restrict `create` (nor `list`/`watch` without a name field selector) by
 resourceNames, so those rules carry no names: that is the narrowest RBAC can express.
 """
@@ -220,33 +222,33 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
                 names = [ref.name for ref in change.policy_refs()]
                 namespace = change.policy_namespace
                 event_namespaces.add(namespace or CLUSTER_EVENT_NAMESPACE)
-                # read, patch, and restore a pre-image on rollback
-                grants.add(namespace, POLICY_GROUP, resource, ("get", "patch", "update"), names)
+                # read, patch (and patch back to the pre-image on rollback)
+                grants.add(namespace, POLICY_GROUP, resource, ("get", "patch"), names)
                 if change.swap is not None:
                     # swap deletes `from` and creates `to`; rollback does the reverse
                     grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
                     grants.add(namespace, POLICY_GROUP, resource, ("create",))
     for template in templates:
-        grants.add(template.namespace, template.api_group, template.resource,
-                   ("list", "watch", "patch"))
+        # list by label selector (paged) to resolve a window; patch to touch a wave
+        grants.add(template.namespace, template.api_group, template.resource, ("list", "patch"))
     # Bindings are read cluster-wide: the engine lists them in one call when a selection spans
     # many namespaces, and they hold no secrets (placement and status only).
-    grants.add(None, WORK_GROUP, "resourcebindings", ("get", "list", "watch"))
+    grants.add(None, WORK_GROUP, "resourcebindings", ("list", "watch"))
     if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS
            for t in templates):
         # a template kind that may be cluster-scoped gets a ClusterResourceBinding
-        grants.add(None, WORK_GROUP, "clusterresourcebindings", ("get", "list", "watch"))
-    grants.add(None, "cluster.karmada.io", "clusters", ("get", "list", "watch"))
+        grants.add(None, WORK_GROUP, "clusterresourcebindings", ("list", "watch"))
+    grants.add(None, "cluster.karmada.io", "clusters", ("list",))
     if rebalancers:
-        grants.add(None, "apps.karmada.io", "workloadrebalancers",
-                   ("create", "get", "list", "watch", "delete"))
+        # one per wave (never reused: the trigger time is its creationTimestamp); read back
+        # for the per-workload results when a wave fails. Finished ones expire by TTL.
+        grants.add(None, "apps.karmada.io", "workloadrebalancers", ("create", "get"))
     # the daemon's own objects: run state, leader Lease, Events
-    grants.add(state_namespace, "", "configmaps",
-               ("create", "get", "list", "watch", "update", "patch"))
+    grants.add(state_namespace, "", "configmaps", ("create", "get", "list", "update"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("get", "update"), (lease_name,))
     for namespace in sorted(event_namespaces):
-        grants.add(namespace, "", "events", ("create", "patch"))
+        grants.add(namespace, "", "events", ("create",))
     # the daemon checks that its state namespace exists (it never creates namespaces)
     grants.add(None, "", "namespaces", ("get",), (state_namespace,))
     return grants.rules()

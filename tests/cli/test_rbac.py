@@ -128,10 +128,10 @@ def test_patch_only_schedule_cannot_create_or_delete_policies(tmp_path: Path) ->
     objects = objects_of(run(str(directory)).stdout)
     rules = rules_from_manifests(objects)
     policy_verbs = {v for r in rules if r.resource == "clusterpropagationpolicies" for v in r.verbs}
-    assert policy_verbs == {"get", "patch", "update"}
+    assert policy_verbs == {"get", "patch"}
     assert not [r for r in rules if r.resource == "workloadrebalancers"]
     deployments = rules_by(objects, "deployments")
-    assert deployments == [Rule(None, "apps", "deployments", ("list", "patch", "watch"))]
+    assert deployments == [Rule(None, "apps", "deployments", ("list", "patch"))]
 
 
 def test_namespaced_policy_and_templates_get_a_role_in_their_namespace(tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_template_resource_option(tmp_path: Path) -> None:
     objects = objects_of(run(str(directory), "--template-resource", "flinkjobs.example.io@ml")
                          .stdout)
     assert rules_by(objects, "flinkjobs") == [
-        Rule("ml", "example.io", "flinkjobs", ("list", "patch", "watch"))]
+        Rule("ml", "example.io", "flinkjobs", ("list", "patch"))]
     bad = run(str(directory), "--template-resource", "Deploy ments")
     assert bad.exit_code == 2 and "RESOURCE[.GROUP][@NAMESPACE]" in bad.stderr
 
@@ -246,13 +246,22 @@ def test_plurals() -> None:
 
 # (file, window) switches driven through `tidal switch`: a patch with touch waves, and a swap
 # with rebalance waves there and back.
-SWITCHES = [("team-1005.yaml", "night"), ("team-2001.yaml", "night"), ("team-2001.yaml", "day")]
-# Granted but not exercised by successful switches, each for a stated reason.
-NOT_EXERCISED: dict[tuple[str, str], str] = {}
+SWITCHES = [("team-1005.yaml", "night"), ("team-2001.yaml", "night"), ("team-2001.yaml", "day"),
+            ("team-3007.yaml", "evening")]
+# Granted but not exercised by `tidal switch`, each for a stated reason.
+NOT_EXERCISED: dict[tuple[str, str], str] = {
+    ("configmaps", "list"): "the daemon lists its state ConfigMaps at start-up and for status",
+    ("events", "create"): "Events are recorded by the daemon's observer (tidal run)",
+    ("leases", "create"): "leader election of the daemon (tidal run)",
+    ("leases", "get"): "leader election of the daemon (tidal run)",
+    ("leases", "update"): "leader election of the daemon (tidal run)",
+    ("workloadrebalancers", "get"): "read back only when a wave fails, for per-workload results",
+}
 
 
 def fast_examples(target: Path) -> Path:
-    """The example schedules with no pause between waves, so the switches take seconds."""
+    """The examples with no pause between waves and no floors (the RBAC is about requests, and
+    the demo topology starts with pods still coming up), so the switches take seconds."""
     from ruamel.yaml import YAML
 
     shutil.copytree(EXAMPLES, target)
@@ -262,10 +271,11 @@ def fast_examples(target: Path) -> Path:
         if doc.get("kind") != "TidalSchedule":
             continue
         doc["spec"]["rollout"]["pauseBetweenWaves"] = "0s"
+        doc["spec"]["rollout"]["floors"] = []
         doc["spec"]["rollout"]["waveTimeout"] = "2m"
         for window in doc["spec"]["windows"]:
-            if window.get("rollout"):
-                window["rollout"].pop("pauseBetweenWaves", None)
+            if "pauseBetweenWaves" in (window.get("rollout") or {}):
+                window["rollout"]["pauseBetweenWaves"] = "0s"
         with path.open("w") as fh:
             rt.dump(doc, fh)
     return target
@@ -294,7 +304,10 @@ def test_rbac_covers_every_request_of_full_switches(make_emulator: Any, tmp_path
     emu = make_emulator(DEFAULT_TOPOLOGY, clock=ScaledClock(20.0))
     create_namespace(emu.url, "tidal-system")
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", user="tidal")
-    printed = run(str(schedules), "--user", "tidal")
+    # team-3007 patches a PropagationPolicy and names no workloads: its kinds are given here,
+    # as the warning of `tidal rbac` asks.
+    printed = run(str(schedules), "--user", "tidal",
+                  "--template-resource", "deployments.apps@ai-app")
     assert printed.exit_code == 0, printed.output
     rules = rules_from_manifests(objects_of(printed.stdout))
 
