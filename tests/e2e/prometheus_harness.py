@@ -63,6 +63,7 @@ class Prometheus:
     def __init__(self, workdir: Path, targets: list[str], *, rules: Path = RULES,
                  job: str = "tidal") -> None:
         self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {

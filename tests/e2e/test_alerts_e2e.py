@@ -3,12 +3,18 @@ fires TidalWaveFailed; every dashboard panel query runs against it without error
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.prometheus_harness import Prometheus, wait_for
+from tests.e2e import alert_scenario
+from tests.e2e.prometheus_harness import Prometheus, free_port, wait_for
 from tests.observability import dashboard
 from tidal.daemon.http import HealthServer
 from tidal.engine.events import (
@@ -76,3 +82,66 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
             assert_dashboard_queries_run(prometheus)
     finally:
         server.stop()
+
+
+def _utc_hhmm(moment: datetime) -> str:
+    return moment.strftime("%H:%M")
+
+
+def _events(emulator: Any) -> list[tuple[str, str, str]]:
+    """(involved kind, involved name, reason) of every Event in the emulator."""
+    from kubernetes import client
+
+    config = client.Configuration()
+    config.host = emulator.url
+    config.api_key = {"authorization": "Bearer sim:e2e"}
+    with client.ApiClient(config) as api:
+        items = client.CoreV1Api(api).list_event_for_all_namespaces().items
+    return [(e.involved_object.kind, e.involved_object.name, e.reason) for e in items]
+
+
+def test_tidal_run_wave_failure_fires_tidal_wave_failed(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """`tidal run` against the emulator, cluster-b unable to start pods: Prometheus fires
+    TidalWaveFailed for team-42/night with reason timeout; Events tell the same story."""
+    emulator = make_emulator(alert_scenario.topology(pods_fail=True))
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    now = datetime.now(UTC)
+    # The night window started this minute: the daemon catches it up at start-up.
+    alert_scenario.write_schedule(tmp_path / "schedules", _utc_hhmm(now),
+                                  _utc_hhmm(now + timedelta(hours=12)))
+    port = free_port()
+    env = {**os.environ, "TIDAL_LOG_FORMAT": "json", "TIDAL_LOG_LEVEL": "INFO",
+           "TIDAL_STATE_NAMESPACE": "tidal-system"}
+    log_path = tmp_path / "tidal-run.log"
+    with Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{port}"]) as prometheus, \
+            log_path.open("wb") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "tidal", "run", "--schedules", str(tmp_path / "schedules"),
+             "--kubeconfig", str(kubeconfig), "--port", str(port), "--identity", "e2e-0"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_for("Prometheus to scrape tidal run", prometheus.targets_up, 30)
+            alert = wait_for("TidalWaveFailed to fire", lambda: prometheus.firing(
+                "TidalWaveFailed", schedule="team-42", window="night"), 60, interval=0.5)
+            assert alert["labels"] == {"alertname": "TidalWaveFailed", "severity": "critical",
+                                       "schedule": "team-42", "window": "night",
+                                       "reason": "timeout"}
+            assert prometheus.query('tidal_leader{job="tidal"} == 1')
+            assert prometheus.firing("TidalNoLeader") is None
+            assert_dashboard_queries_run(prometheus)
+            events = _events(emulator)
+            assert ("ConfigMap", "tidal-run-team-42", "WaveFailed") in events
+            assert ("ClusterPropagationPolicy", "team-42", "WaveFailed") in events
+            assert ("ConfigMap", "tidal-run-team-42", "SwitchStarted") in events
+        except BaseException:
+            print(log_path.read_text()[-5000:])
+            raise
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait(timeout=5)
