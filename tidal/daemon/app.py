@@ -201,6 +201,14 @@ class Daemon:
 
     # --- life cycle --------------------------------------------------------------------------
     def start(self, *, serve_http: bool = True) -> Daemon:
+        from tidal.karmada.errors import KarmadaError
+        from tidal.karmada.state_objects import ensure_namespace
+
+        try:
+            ensure_namespace(self.client, self.settings.state_namespace)
+        except KarmadaError as exc:  # reported; readiness shows whether the API answers
+            log.warning("state_namespace_unavailable", namespace=self.settings.state_namespace,
+                        error=str(exc))
         if serve_http:
             render = self.metrics.render if self.metrics is not None else empty_metrics
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()

@@ -16,7 +16,7 @@ from tidal.daemon.state import HandledRecord, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import Action, WindowStart, decide, next_start, times_of
 from tidal.engine.journal import FencedOut
-from tidal.karmada.errors import Conflict
+from tidal.karmada.errors import Conflict, KarmadaError
 
 log = structlog.get_logger("tidal.daemon.reconcile")
 
@@ -111,10 +111,28 @@ class Reconciler:
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
+            before = seen
             seen = self.state.record_handled(
                 seen, HandledRecord(start.window, start.at, "started", run_id, now))
-            record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
-                                     journal=self.state, on_event=self.on_event, run_id=run_id)
+            try:
+                record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
+                                         journal=self.state, on_event=self.on_event,
+                                         run_id=run_id)
+            except (Conflict, FencedOut):
+                raise
+            except KarmadaError as exc:
+                if exc.retryable and self._untouched(name, run_id):
+                    # Nothing written yet: give the start back, the next pass retries it.
+                    log.warning("switch_retry_later", schedule=name, window=start.window,
+                                run_id=run_id, error=str(exc))
+                    self.state.record_handled(seen, before.handled or HandledRecord(
+                        "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
+                    return
+                self._refused(seen, name, start, run_id, exc)
+                return
+            except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
+                self._refused(seen, name, start, run_id, exc)
+                return
             self._finish(seen, name, start.window, record, run_id)
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
@@ -129,6 +147,18 @@ class Reconciler:
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
                                                           None, now))
             self.state.update_controls(name, lambda c: type(c)(c.suspended, None, c.hold))
+
+    def _untouched(self, name: str, run_id: str) -> bool:
+        run = self.state.load(name)
+        return run is None or run.run_id != run_id
+
+    def _refused(self, seen: Any, name: str, start: WindowStart, run_id: str,
+                 exc: Exception) -> None:
+        reason = type(exc).__name__
+        log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
+                  reason=reason, error=str(exc)[:2000])
+        self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
+                                                      self.clock.now()))
 
     def _finish(self, seen: Any, name: str, window: str, record: Any, run_id: str) -> None:
         result = result_of(record)

@@ -1,0 +1,143 @@
+"""Builders for the daemon end-to-end tests: a small static-weight team, `tidal run` processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.switch_helpers import cluster, cpp, deployment, namespace, static_placement
+
+WORKLOADS = 8
+STATE_NS = "tidal-system"
+
+
+def topology() -> list[dict[str, Any]]:
+    topo = [cluster("cluster-a", startup=1.0, termination=1.0),
+            cluster("cluster-b", startup=1.0, termination=1.0), namespace(),
+            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
+    return topo + [deployment(f"web-{i:02d}", "t1", 5) for i in range(WORKLOADS)]
+
+
+def settle(emu: Any, timeout: float = 20.0) -> None:
+    """Wait until every workload runs 4/1 and is ready."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current: dict[tuple[str, str], int] = {}
+        for s in emu.timeline():
+            current[(s["workload"], s["cluster"])] = s["ready"]
+        if sum(1 for (_w, c), r in current.items() if c == "cluster-b" and r >= 1) == WORKLOADS:
+            return
+        time.sleep(0.05)
+    raise AssertionError("topology did not settle")
+
+
+def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
+                  pause: str = "0s") -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: tidal.io/v1alpha1
+        kind: TidalSchedule
+        metadata: {{name: team-t1}}
+        spec:
+          timeZone: UTC
+          catchUpWindow: {catch_up}
+          workloads:
+            - apiVersion: apps/v1
+              kind: Deployment
+              namespace: ai-app
+              labelSelector: {{matchLabels: {{team: t1}}}}
+          windows:
+            - name: night
+              start: "{night:%H:%M}"
+              trigger: touch
+              policies:
+                - kind: ClusterPropagationPolicy
+                  name: team-cpp
+                  patch:
+                    spec:
+                      placement:
+                        replicaScheduling:
+                          weightPreference:
+                            staticWeightList:
+                              - targetCluster: {{clusterNames: [cluster-b]}}
+                                weight: 1
+            - name: day
+              start: "{day:%H:%M}"
+              trigger: touch
+              policies:
+                - kind: ClusterPropagationPolicy
+                  name: team-cpp
+                  patch:
+                    spec:
+                      placement:
+                        replicaScheduling:
+                          weightPreference:
+                            staticWeightList:
+                              - targetCluster: {{clusterNames: [cluster-a]}}
+                                weight: 4
+                              - targetCluster: {{clusterNames: [cluster-b]}}
+                                weight: 1
+          rollout:
+            waveSize: 25%
+            pauseBetweenWaves: {pause}
+            waveTimeout: 60s
+            floors:
+              - clusters: [cluster-b]
+                minReadyReplicas: 1
+        """)
+
+
+def write_due_schedule(directory: Path, *, minutes_ago: int = 0, catch_up: str = "30m",
+                       pause: str = "0s") -> datetime:
+    """A schedule whose night window started this minute (or `minutes_ago`): due at start-up."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    night = now.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
+    (directory / "team-t1.yaml").write_text(
+        schedule_text(night, night + timedelta(hours=12), catch_up, pause))
+    return night
+
+
+def start_daemon(emu: Any, tmp: Path, who: str, schedules: Path, **env: str
+                 ) -> subprocess.Popen[bytes]:
+    kubeconfig = emu.write_kubeconfig(tmp / f"kubeconfig-{who}", user=f"replica-{who}")
+    environ = dict(os.environ, TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
+                   TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
+                   TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
+                   TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5", **env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
+         str(kubeconfig), "--port", "0", "--identity", who],
+        stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=environ)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout)
+
+
+def writes_by(emu: Any) -> dict[str, list[tuple[str, str, str | None]]]:
+    """Mutating requests per caller identity: (verb, resource, name)."""
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
+    for r in emu.request_log():
+        if r.verb in ("get", "list", "watch") or r.code >= 400:
+            continue
+        out.setdefault(r.identity, []).append((r.verb, r.resource, r.name))
+    return out

@@ -1,0 +1,138 @@
+"""Operator controls persisted in the state (hold across restarts and replicas):
+`tidal suspend NAME`, `tidal resume NAME`, `tidal skip NAME`, `tidal hold NAME --window W
+--until TIME`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import click
+
+from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.status import connect
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--context", default=None)(f)
+    f = click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False),
+                     default=None)(f)
+    f = click.option("--schedules", type=click.Path(path_type=Path), default=None,
+                     help="schedules directory (TIDAL_SCHEDULES)")(f)
+    return click.argument("name")(f)
+
+
+def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
+           change: Callable[[Any, Any, datetime], Any], done: str) -> None:
+    from tidal.daemon.state import StateStore
+    from tidal.domain.clock import SystemClock
+    from tidal.karmada.errors import KarmadaError
+
+    settings, client, loaded = connect(schedules, kubeconfig, context)
+    item = next((s for s in loaded if s.schedule.name == name), None)
+    if item is None:
+        known = ", ".join(sorted(s.schedule.name for s in loaded)) or "none"
+        click.echo(f"error: no schedule {name!r} in {settings.schedules} (known: {known})",
+                   err=True)
+        raise SystemExit(INVALID_INPUT)
+    now = SystemClock().now()
+    store = StateStore(client, settings.state_namespace)
+    try:
+        store.update_controls(name, lambda c: change(c, item.schedule, now))
+    except KarmadaError as exc:
+        click.echo(f"error: cannot write the controls of {name}: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    click.echo(done)
+    raise SystemExit(OK)
+
+
+@click.command("suspend")
+@_common
+def suspend_command(name: str, schedules: Path | None, kubeconfig: Path | None,
+                    context: str | None) -> None:
+    """Stop running NAME's windows until `tidal resume NAME` (persisted)."""
+    from tidal.domain.windows import Controls
+
+    _apply(name, schedules, kubeconfig, context,
+           lambda c, s, now: Controls(True, c.skip_start, c.hold), f"{name}: suspended")
+
+
+@click.command("resume")
+@_common
+def resume_command(name: str, schedules: Path | None, kubeconfig: Path | None,
+                   context: str | None) -> None:
+    """Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs)."""
+    from tidal.domain.windows import Controls
+
+    _apply(name, schedules, kubeconfig, context,
+           lambda c, s, now: Controls(False, c.skip_start, c.hold), f"{name}: resumed")
+
+
+@click.command("skip")
+@_common
+def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
+                 context: str | None) -> None:
+    """Skip NAME's next window start only; the window in force stays."""
+    from tidal.domain.windows import Controls, next_start, times_of
+
+    chosen: list[str] = []
+
+    def change(c: Any, schedule: Any, now: datetime) -> Any:
+        upcoming = next_start(times_of(schedule), now)
+        if upcoming is None:
+            raise ValueError(f"{name} has no upcoming window start to skip")
+        chosen.append(f"{upcoming.window} at {upcoming.at.isoformat()}")
+        return Controls(c.suspended, upcoming.at, c.hold)
+
+    _apply(name, schedules, kubeconfig, context, change, f"{name}: next start will be skipped")
+
+
+def parse_until(text: str, tz: ZoneInfo, now: datetime) -> datetime:
+    """An ISO 8601 time with offset, or HH:MM (the next such local time in the schedule's zone)."""
+    try:
+        if ":" in text and len(text) <= 5:
+            local = time.fromisoformat(text if len(text) == 5 else "0" + text)
+            day = now.astimezone(tz).date()
+            candidate = datetime.combine(day, local, tzinfo=tz)
+            if candidate <= now:
+                candidate = datetime.combine(day + timedelta(days=1), local, tzinfo=tz)
+            return candidate
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--until {text!r}: write HH:MM (local to the schedule) or an ISO 8601 "
+                         "time such as 2026-12-03T07:00:00+08:00") from None
+    return value if value.tzinfo else value.replace(tzinfo=tz)
+
+
+@click.command("hold")
+@_common
+@click.option("--window", "window", required=True, help="the window to keep in force")
+@click.option("--until", "until", required=True,
+              help="HH:MM in the schedule's zone, or an ISO 8601 time")
+def hold_command(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
+                 window: str, until: str) -> None:
+    """Keep WINDOW in force for NAME until a time (running it now if it is not), then resume
+    the normal schedule."""
+    from tidal.domain.windows import Controls, Hold
+
+    def change(c: Any, schedule: Any, now: datetime) -> Any:
+        try:
+            schedule.window(window)
+        except KeyError as exc:
+            raise ValueError(str(exc).strip("'\"")) from None
+        end = parse_until(until, ZoneInfo(schedule.spec.time_zone), now)
+        if end <= now:
+            raise ValueError(f"--until {until!r} is in the past")
+        return Controls(c.suspended, c.skip_start, Hold(window, end, now))
+
+    _apply(name, schedules, kubeconfig, context, change,
+           f"{name}: window {window} held until {until}")
+
+
+COMMANDS = [suspend_command, resume_command, skip_command, hold_command]

@@ -1,0 +1,72 @@
+"""`tidal run`: the long-running daemon (scheduler, lease, state, reload, HTTP)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from tidal.cli.exitcodes import INVALID_INPUT
+
+
+@click.command("run")
+@click.option("--schedules", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="schedules directory (TIDAL_SCHEDULES)")
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG)")
+@click.option("--context", default=None, help="kubeconfig context (TIDAL_CONTEXT)")
+@click.option("--port", type=int, default=None,
+              help="port for /healthz, /readyz and /metrics (TIDAL_PORT)")
+@click.option("--identity", default=None,
+              help="leader-election identity (TIDAL_IDENTITY; default hostname-pid)")
+def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | None,
+                port: int | None, identity: str | None) -> None:
+    """Run the daemon: fire every window once, at the right local time, on one replica."""
+    from tidal.daemon.app import Daemon
+    from tidal.karmada.client import KarmadaClient
+    from tidal.karmada.errors import KarmadaError
+    from tidal.logs import configure_logging
+    from tidal.metrics import Metrics
+    from tidal.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context,
+                                 port=port, identity=identity)
+    except SettingsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    if not settings.schedules.is_dir():
+        click.echo(f"error: schedules directory {settings.schedules} does not exist; "
+                   "set --schedules or TIDAL_SCHEDULES", err=True)
+        raise SystemExit(INVALID_INPUT)
+    configure_logging(settings.log_format, settings.log_level)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # job chatter, not news
+    metrics = Metrics()
+    try:
+        client = KarmadaClient.from_settings(settings, on_request=metrics.on_request)
+    except KarmadaError as exc:
+        click.echo(f"error: {exc}; set --kubeconfig or TIDAL_KUBECONFIG", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    daemon = Daemon(settings, client=client, metrics=metrics)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        daemon.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        daemon.start()
+    except OSError as exc:
+        click.echo(f"error: cannot serve HTTP on port {settings.port}: {exc.strerror}; "
+                   "choose another with --port or TIDAL_PORT", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    while not daemon.wait(0.5):
+        pass
+    sys.exit(daemon.shutdown())
+
+
+COMMANDS = [run_command]

@@ -1,0 +1,86 @@
+"""What `tidal status` shows: every schedule's window in force, last run, next start, controls,
+policy drift, and the current leader; computed from the schedule files plus the state objects."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from tidal.daemon.state import StateStore
+from tidal.domain.windows import next_start, start_in_force, times_of
+from tidal.engine.journal import RunState, content_hash
+from tidal.karmada.errors import KarmadaError, NotFound
+from tidal.karmada.leases import get_lease
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
+    """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
+    from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
+
+    drifted: list[dict[str, Any]] = []
+    if not run.finished or run.result != "succeeded":
+        return drifted
+    for policy in run.policies:
+        if not policy.post_hash:
+            continue
+        resource = PROPAGATION_POLICIES if policy.kind == "PropagationPolicy" \
+            else CLUSTER_PROPAGATION_POLICIES
+        try:
+            obj = client.request("get", resource, "GET",
+                                 resource.path(policy.namespace, policy.name))
+        except NotFound:
+            drifted.append({"policy": policy.key, "reason": "deleted"})
+            continue
+        if content_hash(obj.get("spec")) != policy.post_hash:
+            drifted.append({"policy": policy.key, "reason": "spec edited since the run"})
+    return drifted
+
+
+def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
+                 now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
+    store = StateStore(client, namespace)
+    states = store.list_states()
+    lease = get_lease(client, namespace, lease_name)
+    leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
+    out: list[dict[str, Any]] = []
+    for item in sorted(loaded, key=lambda s: s.schedule.name):
+        schedule = item.schedule
+        name = schedule.name
+        times = times_of(schedule)
+        in_force = start_in_force(times, now)
+        upcoming = next_start(times, now)
+        state = states.get(name)
+        controls = state.controls if state else None
+        handled = state.handled if state else None
+        run = store.load(name)
+        drift: list[dict[str, Any]] = []
+        if check_drift and run is not None:
+            try:
+                drift = policy_drift(client, run)
+            except KarmadaError as exc:
+                drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
+        hold = controls.hold if controls else None
+        out.append({
+            "name": name,
+            "file": str(item.path),
+            "timeZone": schedule.spec.time_zone,
+            "windowInForce": {"window": in_force.window, "start": _iso(in_force.at)}
+            if in_force else None,
+            "lastHandled": {"window": handled.window, "start": _iso(handled.at),
+                            "outcome": handled.outcome, "runId": handled.run_id}
+            if handled else None,
+            "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
+                        "result": run.result, "startedAt": run.started_at,
+                        "finishedAt": run.finished_at} if run else None,
+            "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
+            if upcoming else None,
+            "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
+            "skipStart": _iso(controls.skip_start) if controls else None,
+            "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
+            "drift": drift,
+        })
+    return {"leader": leader, "now": now.isoformat(), "schedules": out}
