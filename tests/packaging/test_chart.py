@@ -370,11 +370,25 @@ def documented_values_generator() -> str:
     return textwrap.dedent(match.group(1))
 
 
+def mount_like_kubelet(mount: Path, files: dict[str, str]) -> None:
+    """Lay files out as the kubelet's atomic writer does for a ConfigMap volume: the data in a
+    hidden timestamped directory, `..data` linking to it, and each top-level entry a symlink
+    through `..data` (so updates swap one link)."""
+    payload = mount / "..2026_12_02_09_00_00.000000001"
+    for path, text in files.items():
+        target = payload / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (mount / "..data").symlink_to(payload.name)
+    for top in {Path(path).parts[0] for path in files}:
+        (mount / top).symlink_to(Path("..data") / top)
+
+
 def test_example_schedules_survive_the_configmap_round_trip(
     render: Render, tmp_path: Path
 ) -> None:
-    """The repository's schedules, through the documented values snippet, the ConfigMap and its
-    volume items, load back as the same valid schedules (swap manifests at their paths)."""
+    """The repository's schedules, through the documented values snippet, the ConfigMap and a
+    kubelet-style volume, load back as the same valid schedules (swap manifests at their paths)."""
     generated = subprocess.run([sys.executable, "-c", documented_values_generator()],
                                cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
     objects = render(yaml.safe_load(generated.stdout))
@@ -382,10 +396,8 @@ def test_example_schedules_survive_the_configmap_round_trip(
     volume = next(v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
                   if v["name"] == "schedules")
     mounted = tmp_path / "etc-tidal-schedules"
-    for item in volume["configMap"]["items"]:
-        target = mounted / item["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(configmap["data"][item["key"]])
+    mount_like_kubelet(mounted, {item["path"]: configmap["data"][item["key"]]
+                                 for item in volume["configMap"]["items"]})
     from tidal.loading import load_schedules
 
     original = load_schedules([ROOT / "schedules"])
