@@ -1,0 +1,124 @@
+"""Failover mid-switch with real `tidal run` processes: SIGKILL the leader after a wave, the
+standby resumes (no wave twice); SIGSTOP the leader past its lease, the standby takes over,
+SIGCONT: the old leader writes nothing more and exits non-zero."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.daemon_helpers import (
+    STATE_NS,
+    settle,
+    start_daemon,
+    stop,
+    topology,
+    wait_for,
+    write_due_schedule,
+    writes_by,
+)
+from tidal.daemon.state import StateStore
+from tidal.engine.journal import RunState
+from tidal.karmada.client import KarmadaClient
+from tidal.sim.clock import ScaledClock
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+ACTING = {"clusterpropagationpolicies", "deployments", "workloadrebalancers"}
+
+
+def _run(client: KarmadaClient) -> RunState | None:
+    try:
+        return StateStore(client, STATE_NS).load("team-t1")
+    except Exception:
+        return None
+
+
+def _after_first_wave(client: KarmadaClient) -> bool:
+    run = _run(client)
+    return run is not None and run.phase == "waves" and len(run.completed_waves) >= 1 \
+        and len(run.completed_waves) < len(run.waves)
+
+
+def _finished(client: KarmadaClient) -> bool:
+    run = _run(client)
+    return run is not None and run.finished
+
+
+def _leader(emu: Any) -> str:
+    acting = [who for who, ws in writes_by(emu).items() if any(w[1] in ACTING for w in ws)]
+    assert len(acting) == 1, acting
+    return acting[0]
+
+
+def _touch_counts(emu: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ws in writes_by(emu).values():
+        for _verb, resource, name in ws:
+            if resource == "deployments" and name:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_sigkill_after_a_wave_standby_resumes_without_repeating(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """Leader killed between waves: the standby finishes the run; each workload touched once."""
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="3s")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
+    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    try:
+        wait_for(lambda: _after_first_wave(client), 60, "the first wave")
+        first = _leader(emu).removeprefix("replica-")
+        procs[first].send_signal(signal.SIGKILL)
+        procs[first].wait(10)
+        wait_for(lambda: _finished(client), 90, "the standby to finish the run")
+        run = _run(client)
+        assert run is not None and run.result == "succeeded"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                stop(proc)
+    counts = _touch_counts(emu)
+    assert len(counts) == 8 and set(counts.values()) == {1}, counts
+
+
+def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Path) -> None:
+    """A leader frozen past its lease: the standby resumes; the old one writes nothing more."""
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="3s")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
+    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    try:
+        wait_for(lambda: _after_first_wave(client), 60, "the first wave")
+        old = procs["a"]
+        old.send_signal(signal.SIGSTOP)
+        stopped_at = time.time()
+        wait_for(lambda: _finished(client), 90, "the standby to finish the run")
+        old.send_signal(signal.SIGCONT)
+        assert old.wait(20) != 0  # stepped down and exited
+        late = [r for r in emu.request_log() if r.identity == "replica-a"
+                and r.time > stopped_at and r.verb not in ("get", "list", "watch")
+                and r.code < 400]
+        assert late == [], late
+        run = _run(client)
+        assert run is not None and run.result == "succeeded"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                stop(proc)
+    counts = _touch_counts(emu)
+    assert len(counts) == 8 and set(counts.values()) == {1}, counts
