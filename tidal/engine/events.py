@@ -156,7 +156,8 @@ class Emitter:
 
     def emit(self, event: EngineEvent) -> None:
         level = getattr(event, "log_level", event.level)
-        bound: dict[str, Any] = {"schedule": event.schedule, "window": event.window, "run_id": event.run_id}
+        bound: dict[str, Any] = {"schedule": event.schedule, "window": event.window,
+                                 "run_id": event.run_id}
         if event.wave is not None:
             bound["wave"] = event.wave
         getattr(self._log, level)(event.name, **bound, **event.fields())

@@ -1,6 +1,8 @@
 """The wave gates, evaluated on every binding change seen by the watch:
 
-- triggered: touch — the binding's placement equals the policy's new placement;
+- triggered: touch — the binding's placement equals the policy's new placement and a policy
+  claims it again (after a swap the binding has no claim label until the new policy claims
+  it; Karmada's scheduler ignores unclaimed bindings);
   rebalance — spec.rescheduleTriggeredAt is at or after the rebalancer's creationTimestamp;
 - scheduled: schedulerObservedGeneration == generation (and, for a rebalance,
   lastScheduledTime at or after the trigger); Scheduled=False (NoClusterFit, Unschedulable)
@@ -21,6 +23,7 @@ from typing import Any
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
 from tidal.engine.resolve import Workload, assignment
 from tidal.engine.triggers import normalize_placement
+from tidal.karmada.names import claim_labels
 
 Obj = dict[str, Any]
 GATES = ("triggered", "scheduled", "converged", "floors")
@@ -97,7 +100,9 @@ def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
     status = binding.get("status") or {}
     triggered = True
     if target.placement is not None:
-        triggered = normalize_placement(spec.get("placement")) == target.placement
+        labels = (binding.get("metadata") or {}).get("labels") or {}
+        triggered = normalize_placement(spec.get("placement")) == target.placement and \
+            any(labels.get(key) for key in claim_labels())
     triggered_at = parse_time(spec.get("rescheduleTriggeredAt"))
     if target.trigger_time is not None:
         triggered = triggered and triggered_at is not None and triggered_at >= target.trigger_time

@@ -47,13 +47,23 @@ def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workl
     return any(binding_placement(w) != by_policy.get(w.policy) for w in workloads)
 
 
+def lazy_swap(targets: Sequence[PolicyTarget]) -> bool:
+    """A swap to a Lazy policy: its templates are claimed only at their next edit, and
+    Karmada's scheduler ignores unclaimed bindings, so a rebalance alone moves nothing."""
+    return any(t.swap_from and t.target_spec.get("activationPreference") == "Lazy"
+               for t in targets)
+
+
 def choose(trigger: str, targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> str:
     """auto: touch for a placement change, both when that placement is dynamic or
-    aggregated, rebalance when the placement stays the same."""
+    aggregated, rebalance when the placement stays the same (both for a swap to a Lazy
+    policy, which needs the touch to claim the templates)."""
+    if trigger == "rebalance" and lazy_swap(targets):
+        return "both"
     if trigger != "auto":
         return trigger
     if not placement_changes(targets, workloads):
-        return "rebalance"
+        return "both" if lazy_swap(targets) else "rebalance"
     if any(placement_mode(t.target_placement) in ("dynamic", "aggregated") for t in targets):
         return "both"
     return "touch"

@@ -105,12 +105,18 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
             _skip(ctx, index, name, "deleted", targets)
         done_before[:] = sorted(set(done_before) | set(touched.touched))
         ctx.save()
-    if ctx.trigger in ("rebalance", "both"):
-        outcome = _rebalance(ctx, wave, [w for w in live if w.name in targets], targets, watch,
-                             rollback)
-        if outcome is not None:
+    deadline = ctx.clock.monotonic() + ctx.wave_timeout
+    if ctx.trigger == "both":
+        # the touch first: a Lazy policy must claim the binding before a rebalance can work
+        outcome = _gate(ctx, wave, targets, watch, deadline, until="triggered")
+        if not outcome.ok:
             return outcome
-    return _gate(ctx, wave, targets, watch)
+    if ctx.trigger in ("rebalance", "both"):
+        failed = _rebalance(ctx, wave, [w for w in live if w.name in targets], targets, watch,
+                            rollback)
+        if failed is not None:
+            return failed
+    return _gate(ctx, wave, targets, watch, deadline)
 
 
 def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
@@ -178,10 +184,9 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
-          watch: BindingWatch) -> WaveOutcome:
+          watch: BindingWatch, deadline: float, until: str = "converged") -> WaveOutcome:
     index = wave.index
     base = ctx.event_base(index)
-    deadline = ctx.clock.monotonic() + ctx.wave_timeout
     passed: set[str] = set()
     clusters = floor_clusters(ctx.floors)
     last_check = ctx.clock.monotonic()
@@ -210,8 +215,9 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                                    f"{name}: ReferencedBindingNotFound")
         if report.missing:
             continue
-        if "converged" in report.passed:
-            ctx.emitter.emit(GatePassed(**base, gate="floors"))  # type: ignore[arg-type]
+        if until in report.passed:
+            if until == "converged":
+                ctx.emitter.emit(GatePassed(**base, gate="floors"))  # type: ignore[arg-type]
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
         if wave.rebalancers and "triggered" not in report.passed and \
@@ -232,7 +238,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         for _obj, _deleted in watch.changes(min(remaining, 5.0)):
             probe = gates.evaluate(list(targets.values()), ctx.everyone, watch.cache,
                                    ctx.floors, ctx.before, ctx.ready_field)
-            if probe.failure or probe.missing or "converged" in probe.passed or \
+            if probe.failure or probe.missing or until in probe.passed or \
                     probe.passed - passed - {"floors"}:
                 break
             if ctx.clock.monotonic() >= deadline:

@@ -1,0 +1,123 @@
+"""DynamicWeight team over HTTP: swap day -> night policy (same placement) and rebalance in
+waves after cluster-a's capacity shrinks; one WorkloadRebalancer per wave, never two waves'."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.switch_helpers import (
+    client_for,
+    cluster,
+    cpp,
+    deployment,
+    dynamic_placement,
+    namespace,
+    switch,
+    write_schedule,
+)
+from tidal.karmada import policies
+from tidal.karmada.client import CLUSTERS, WORKLOAD_REBALANCERS
+from tidal.karmada.errors import NotFound
+from tidal.karmada.policies import MERGE_PATCH
+from tidal.sim.clock import ScaledClock
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULE = """
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-dyn}
+spec:
+  timeZone: UTC
+  windows:
+    - name: night
+      start: "22:00"
+      trigger: auto
+      policies:
+        - kind: ClusterPropagationPolicy
+          swap:
+            from: dyn-day
+            to: policies/dyn-night.yaml
+  rollout:
+    waveSize: 25%
+    pauseBetweenWaves: 0s
+    waveTimeout: 30s
+"""
+
+NIGHT = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata:
+  name: dyn-night
+spec:
+  activationPreference: Lazy
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      namespace: ai-app
+      labelSelector:
+        matchLabels: {team: t2}
+  placement:
+    clusterAffinity:
+      clusterNames: [cluster-a, cluster-b]
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        dynamicWeight: AvailableReplicas
+"""
+
+
+def _assigned(emu: Any) -> dict[str, int]:
+    latest: dict[tuple[str, str], int] = {}
+    for s in emu.timeline():
+        latest[(s["workload"], s["cluster"])] = s["assigned"]
+    out: dict[str, int] = {}
+    for (_, c), n in latest.items():
+        out[c] = out.get(c, 0) + n
+    return out
+
+
+def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any,
+                                                         tmp_path: Path) -> None:
+    """Fresh rebalances in waves move replicas off the shrunken cluster, one rebalancer a wave."""
+    topo = [cluster("cluster-a", cpu="40", startup=0.5), cluster("cluster-b", cpu="40",
+                                                                  startup=0.5),
+            namespace(), cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
+    topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(8)]
+    emu = make_emulator(topo, clock=ScaledClock(20.0))
+    time.sleep(0.5)
+    before = _assigned(emu)
+    assert before.get("cluster-a", 0) > 8
+    client = client_for(emu, tmp_path)
+    body = {"status": {"resourceSummary": {"allocatable": {"cpu": "4", "memory": "4Ti",
+                                                           "pods": "1000"}}}}
+    try:
+        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a",
+                                                                  subresource="status"),
+                       body=body, content_type=MERGE_PATCH)
+    except NotFound:
+        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a"), body=body,
+                       content_type=MERGE_PATCH)
+    time.sleep(0.2)
+    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": NIGHT})
+
+    record = switch(client, path, "night")
+
+    assert record.result == "succeeded", record.to_json()
+    assert len(record.waves) == 4
+    assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-day", None) is None
+    assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-night", None)
+    listing = client.request("list", WORKLOAD_REBALANCERS, "GET", WORKLOAD_REBALANCERS.path())
+    rebalancers = listing["items"]
+    assert len(rebalancers) >= 4
+    waves = [set(w.workloads) for w in record.waves]
+    for rb in rebalancers:
+        names = {f"{w['namespace']}/{w['kind']}/{w['name']}" for w in rb["spec"]["workloads"]}
+        assert sum(1 for wave in waves if names <= wave) == 1, rb["metadata"]["name"]
+    after = _assigned(emu)
+    assert after.get("cluster-a", 0) < before["cluster-a"]
