@@ -190,6 +190,51 @@ class Emulator:
         self.clock.advance(seconds)
         self.settle()
 
+    # -- member faults (interface 5: expressed on the Cluster object) ------------------------
+    def _cluster_type(self) -> ResourceType:
+        rtype = self.kinds.by_kind("cluster.karmada.io/v1alpha1", "Cluster")
+        assert rtype is not None
+        return rtype
+
+    def set_cluster_ready(self, name: str, ready: bool = True, *, reason: str = "") -> Obj:
+        """Make a member cluster Ready or NotReady (its status condition Ready)."""
+
+        def change(obj: Obj) -> None:
+            conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "Ready"]
+            conditions.append(
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": reason or ("ClusterReady" if ready else "ClusterNotReachable"),
+                    "message": "set by the emulator",
+                    "lastTransitionTime": self.clock.rfc3339(),
+                }
+            )
+
+        return self.store.mutate(self._cluster_type(), None, name, change, subresource="status")
+
+    def set_pods_fail(self, name: str, fail: bool = True) -> Obj:
+        """Make pods in a member cluster never become ready (annotation sim.tidal.io/pods-fail)."""
+
+        def change(obj: Obj) -> None:
+            annotations = obj["metadata"].setdefault("annotations", {})
+            if fail:
+                annotations["sim.tidal.io/pods-fail"] = "true"
+            else:
+                annotations.pop("sim.tidal.io/pods-fail", None)
+
+        return self.store.mutate(self._cluster_type(), None, name, change)
+
+    def set_capacity(self, name: str, allocatable: dict[str, str]) -> Obj:
+        """Change a member's allocatable resources (merged into resourceSummary.allocatable)."""
+
+        def change(obj: Obj) -> None:
+            summary = obj.setdefault("status", {}).setdefault("resourceSummary", {})
+            summary.setdefault("allocatable", {}).update(allocatable)
+
+        return self.store.mutate(self._cluster_type(), None, name, change, subresource="status")
+
     def timeline(self) -> list[dict[str, Any]]:
         timeline = getattr(self.controllers, "timeline", None)
         return list(timeline.samples()) if timeline is not None else []

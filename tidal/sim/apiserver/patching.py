@@ -77,6 +77,20 @@ def _merge_named(current: list[Any], patch: list[Any]) -> list[Any]:
     return [m for m in merged if m is not None]
 
 
+def apply_configuration(body: bytes) -> Obj:
+    """The object of a server-side apply body (YAML or JSON)."""
+    from tidal.sim.topology import load_yaml_documents
+
+    try:
+        docs = [d for d in load_yaml_documents(body.decode()) if d is not None]
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"error decoding apply configuration: {exc}") from exc
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ApiError(400, "an apply configuration must be exactly one object")
+    obj: Obj = docs[0]
+    return obj
+
+
 def apply_patch(rtype: ResourceType, current: Obj, content_type: str, body: bytes) -> Obj:
     """The object after the patch; raises ApiError for a bad body or an unsupported type."""
     media = content_type.split(";")[0].strip().lower()
