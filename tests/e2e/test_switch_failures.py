@@ -1,0 +1,188 @@
+"""Failure paths over HTTP: a wave that cannot converge halts at waveTimeout or rolls back,
+a template deleted mid-switch is left out, 409/429 are retried, a second writer fences out."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.switch_helpers import (
+    NS,
+    client_for,
+    cluster,
+    cpp,
+    deployment,
+    namespace,
+    static_placement,
+    switch,
+    write_schedule,
+)
+from tidal.engine import events as ev
+from tidal.engine.journal import FencedOut, InMemoryJournal
+from tidal.karmada import policies
+from tidal.sim.clock import ScaledClock
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULE = """
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-f}
+spec:
+  timeZone: UTC
+  windows:
+    - name: night
+      start: "23:00"
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: team-cpp
+          patch:
+            spec:
+              placement:
+                replicaScheduling:
+                  weightPreference:
+                    staticWeightList:
+                      - targetCluster: {clusterNames: [cluster-b]}
+                        weight: 1
+  rollout:
+    waveSize: 2
+    pauseBetweenWaves: 0s
+    waveTimeout: TIMEOUT
+    onFailure: ON_FAILURE
+    floors:
+      - clusters: [cluster-b]
+        minReadyReplicas: 1
+"""
+DAY = static_placement({"cluster-a": 4, "cluster-b": 1})
+
+
+def _schedule(tmp: Path, *, timeout: str = "20s", on_failure: str = "halt") -> Path:
+    return write_schedule(tmp, SCHEDULE.replace("TIMEOUT", timeout)
+                          .replace("ON_FAILURE", on_failure))
+
+
+def _emulator(make_emulator: Any, *, workloads: int = 4, b_cpu: str = "1000") -> Any:
+    topo = [cluster("cluster-a", cpu="1000", startup=0.5), cluster("cluster-b", cpu=b_cpu,
+                                                                    startup=0.5),
+            namespace(), cpp("team-cpp", "t1", DAY)]
+    topo += [deployment(f"web-{i}", "t1", 5, cpu="1") for i in range(workloads)]
+    emu = make_emulator(topo, clock=ScaledClock(20.0))
+    time.sleep(0.4)
+    return emu
+
+
+def _latest(emu: Any) -> dict[tuple[str, str], tuple[int, int]]:
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for s in emu.timeline():
+        out[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
+    return out
+
+
+def test_wave_that_cannot_fit_halts_at_timeout(make_emulator: Any, tmp_path: Path) -> None:
+    """Pods pending in a full cluster fail wave 1 at waveTimeout; wave 2 never starts."""
+    emu = _emulator(make_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    events: list[Any] = []
+    record = switch(client, _schedule(tmp_path, timeout="2s"), "night", events=events)
+    assert record.result == "failed"
+    assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
+    assert "waveTimeout" in record.waves[0].reason
+    failed = [e for e in events if isinstance(e, ev.WaveFinished)]
+    assert [(e.wave, e.failure) for e in failed] == [(1, "timeout")]
+    latest = _latest(emu)
+    for name in ("web-2", "web-3"):  # wave 2: untouched
+        assert latest[(f"{NS}/Deployment/{name}", "cluster-b")][0] == 1
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    assert policy["spec"].get("activationPreference") == "Lazy"  # halt leaves things as they are
+
+
+def test_rollback_returns_to_the_day_distribution(make_emulator: Any, tmp_path: Path) -> None:
+    """With onFailure rollback the policy and the switched wave go back to 80/20."""
+    emu = _emulator(make_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    t0 = emu.clock.now()
+    record = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night")
+    assert record.result == "rolledBack", record.to_json()
+    assert record.waves[0].result == "failed"
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    assert policy["spec"]["placement"] == DAY
+    assert "activationPreference" not in policy["spec"]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        latest = _latest(emu)
+        if all(latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4) for i in range(4)):
+            break
+        time.sleep(0.05)
+    for i in range(4):
+        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4)
+        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 1
+    assert all(s["ready"] >= 1 for s in emu.timeline()
+               if s["t"] >= t0 and s["cluster"] == "cluster-b")
+
+
+def test_template_deleted_mid_switch_is_reported(make_emulator: Any, tmp_path: Path) -> None:
+    """A template deleted during wave 1 is left out with a warning; the others switch."""
+    emu = _emulator(make_emulator, workloads=6)
+    client = client_for(emu, tmp_path)
+    deployments = client.resource_for("apps/v1", "Deployment")
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if isinstance(event, ev.WaveStarted) and event.wave == 1:
+            client.request("delete", deployments, "DELETE", deployments.path(NS, "web-5"))
+
+    events: list[Any] = []
+    from tests.e2e.switch_helpers import load_one
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.switch import run_switch
+
+    record = run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
+                        journal=InMemoryJournal(), on_event=on_event)
+    assert record.result == "succeeded", record.to_json()
+    assert any("web-5" in w for w in record.warnings)
+    skipped = [e for e in events if isinstance(e, ev.WorkloadSkipped)]
+    assert [(e.workload, e.reason) for e in skipped] == [(f"{NS}/Deployment/web-5", "deleted")]
+    latest = _latest(emu)
+    for i in range(5):
+        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")] == (5, 5)
+
+
+def test_conflicts_and_throttling_are_retried(make_emulator: Any, tmp_path: Path) -> None:
+    """Injected 409s on the policy patch and 429s on touches are retried; the switch succeeds."""
+    emu = _emulator(make_emulator)
+    client = client_for(emu, tmp_path)
+    emu.faults.inject(type="conflict", verb="patch", resource="clusterpropagationpolicies",
+                      count=2)
+    emu.faults.inject(type="throttle", verb="patch", resource="deployments", count=3,
+                      retry_after=1)
+    emu.faults.inject(type="error", verb="list", resource="resourcebindings", count=1)
+    record = switch(client, _schedule(tmp_path), "night")
+    assert record.result == "succeeded", record.to_json()
+    codes = {(r.verb, r.resource, r.code) for r in emu.request_log()}
+    assert ("patch", "clusterpropagationpolicies", 409) in codes
+    assert ("patch", "deployments", 429) in codes
+
+
+def test_second_writer_fences_the_engine_out(make_emulator: Any, tmp_path: Path) -> None:
+    """When another writer saves the run state, the engine stops before its next write."""
+    emu = _emulator(make_emulator)
+    client = client_for(emu, tmp_path)
+    journal = InMemoryJournal()
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished) and event.wave == 1:
+            journal.steal("team-f")
+            emu.reset_requests()
+
+    from tests.e2e.switch_helpers import load_one
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.switch import run_switch
+
+    with pytest.raises(FencedOut):
+        run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
+                   journal=journal, on_event=on_event)
+    writes = [r for r in emu.request_log() if r.verb in ("create", "update", "patch", "delete")]
+    assert writes == []
