@@ -1,0 +1,109 @@
+"""The wired Daemon in-process: APScheduler fires a window through the custom trigger, HTTP
+probes and metrics answer, a reload picks up a ConfigMap-style symlink swap, shutdown releases."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon.test_daemon import NS, FakeEngine, schedule_yaml
+from tidal.daemon.app import Daemon
+from tidal.daemon.reload import DirectoryWatcher
+from tidal.daemon.state import StateStore
+from tidal.domain.clock import FakeClock
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.leases import get_lease
+from tidal.metrics import Metrics
+from tidal.settings import load_settings
+
+pytestmark = pytest.mark.e2e
+NIGHT = datetime(2026, 6, 1, 15, tzinfo=UTC)
+
+
+def wait_for(pred: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def client(emulator: Any, tmp_path: Path) -> KarmadaClient:
+    return KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+def test_daemon_fires_window_via_scheduler_and_serves_probes(
+    client: KarmadaClient, tmp_path: Path
+) -> None:
+    """Half a second before 23:00 local the scheduler fires night once; probes and metrics 200."""
+    sched = tmp_path / "schedules"
+    sched.mkdir()
+    (sched / "team-a.yaml").write_text(schedule_yaml("team-a"))
+    clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
+    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.start()
+    try:
+        assert wait_for(lambda: engine.calls, 5)
+        assert daemon.dispatcher.wait_idle(5)
+        assert [c[1] for c in engine.calls] == ["night"]
+        handled = StateStore(client, NS).read("team-a").handled
+        assert handled is not None and (handled.window, handled.at) == ("night", NIGHT)
+        assert daemon.http is not None
+        port = daemon.http.port
+        assert get(port, "/healthz")[0] == 200
+        code, body = get(port, "/readyz")
+        assert code == 200 and "leader" in body
+        code, body = get(port, "/metrics")
+        assert code == 200 and "tidal_leader 1.0" in body
+        assert "tidal_windows_missed_total" in body
+    finally:
+        assert daemon.shutdown(grace_seconds=5) == 0
+    lease = get_lease(client, NS, settings.leader_election.lease_name)
+    assert lease is not None and not lease["spec"].get("holderIdentity")  # released
+
+
+def test_symlink_swap_in_configmap_style_directory_is_picked_up(tmp_path: Path) -> None:
+    """Swapping the `..data` symlink (as kubelet does) triggers a reload within seconds."""
+    root = tmp_path / "schedules"
+    root.mkdir()
+    v1, v2 = root / "..2026_v1", root / "..2026_v2"
+    v1.mkdir()
+    v2.mkdir()
+    (v1 / "team-a.yaml").write_text(schedule_yaml("team-a"))
+    (v2 / "team-a.yaml").write_text(schedule_yaml("team-a", night="22:00"))
+    os.symlink("..2026_v1", root / "..data")
+    os.symlink("..data/team-a.yaml", root / "team-a.yaml")
+    from tidal.daemon.reload import ScheduleDirectory
+
+    directory = ScheduleDirectory(root)
+    directory.reload()
+    assert directory.get("team-a").schedule.window("night").start == "23:00"
+    watcher = DirectoryWatcher(root, directory.reload, debounce_ms=50)
+    watcher.start()
+    try:
+        time.sleep(0.3)  # let the watcher arm
+        os.symlink("..2026_v2", root / "..data_tmp")
+        os.replace(root / "..data_tmp", root / "..data")
+        assert wait_for(
+            lambda: directory.get("team-a").schedule.window("night").start == "22:00", 5)
+    finally:
+        watcher.stop()
