@@ -191,6 +191,30 @@ def template_kinds(schedule: TidalSchedule) -> list[TemplateKind]:
     return kinds
 
 
+def policy_template_kinds(policy: Mapping[str, Any]) -> list[TemplateKind]:
+    """Template kinds a live policy selects (a PropagationPolicy only in its own namespace)."""
+    metadata = policy.get("metadata")
+    own_namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    kinds = []
+    for selector in _selectors_of(policy):
+        namespace = selector.get("namespace") or own_namespace
+        kinds.append(TemplateKind(group_of(str(selector.get("apiVersion", ""))),
+                                  plural_of(str(selector["kind"])),
+                                  str(namespace) if namespace else None))
+    return kinds
+
+
+def patched_policies(schedule: TidalSchedule) -> list[tuple[str, str, str | None]]:
+    """(kind, name, namespace) of every policy the schedule patches in place."""
+    out: list[tuple[str, str, str | None]] = []
+    for window in schedule.spec.windows:
+        for change in window.policies:
+            ref = (change.kind, change.policy_name, change.policy_namespace)
+            if change.patch is not None and ref not in out:
+                out.append(ref)
+    return out
+
+
 def unknown_template_kinds(schedule: TidalSchedule) -> bool:
     """True when the files alone do not say which template kinds the schedule touches."""
     return not template_kinds(schedule)

@@ -198,6 +198,35 @@ def test_unknown_template_kinds_are_warned_about() -> None:
     assert "--template-resource" in result.stderr
 
 
+@pytest.mark.e2e
+def test_kubeconfig_reads_template_kinds_of_patched_policies(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """With --kubeconfig the kinds a patched policy selects come from the live policy."""
+    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+
+    emu = make_emulator(DEFAULT_TOPOLOGY)
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", user="reader")
+    directory = tmp_path / "s"
+    directory.mkdir()
+    shutil.copy(EXAMPLES / "team-3007.yaml", directory)
+    without = run(str(directory))
+    assert "team-3007.yaml: warning:" in without.stderr
+    assert not rules_by(objects_of(without.stdout), "deployments")
+    live = run(str(directory), "--kubeconfig", str(kubeconfig))
+    assert live.exit_code == 0, live.output
+    assert "warning" not in live.stderr
+    assert rules_by(objects_of(live.stdout), "deployments") == [
+        Rule("ai-app", "apps", "deployments", ("list", "patch"))]
+    reads = {(r.verb, r.resource) for r in emu.request_log() if r.identity == "reader"}
+    assert reads == {("get", "propagationpolicies")}  # read-only, by name
+    no_workloads = PATCH_SCHEDULE.replace(
+        "  workloads:\n    - {apiVersion: apps/v1, kind: Deployment}\n", "")
+    missing = write(tmp_path / "m", "team-9.yaml", no_workloads)
+    result = run(str(missing), "--kubeconfig", str(kubeconfig))
+    assert "team-9-cpp (schedule team-9) does not exist" in result.stderr
+
+
 def test_invalid_schedules_print_no_rbac(tmp_path: Path) -> None:
     """Broken schedules: located errors on stderr, nothing on stdout, exit 1."""
     directory = write(tmp_path / "s", "bad.yaml", PATCH_SCHEDULE.replace("UTC", "Mars/Olympus"))

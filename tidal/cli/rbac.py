@@ -12,11 +12,14 @@ import click
 from ruamel.yaml import YAML
 
 from tidal.cli.exitcodes import INVALID_INPUT
+from tidal.domain.schedule import TidalSchedule
 from tidal.loading import load_schedules
 from tidal.rbac import (
     Subject,
     TemplateKind,
     derive_rules,
+    patched_policies,
+    policy_template_kinds,
     rbac_manifests,
     unknown_template_kinds,
 )
@@ -61,6 +64,31 @@ def _yaml_stream(objects: list[dict[str, Any]], header: str) -> str:
     return out.getvalue()
 
 
+def _live_template_kinds(schedule: TidalSchedule, kubeconfig: Path,
+                         context: str | None) -> list[TemplateKind]:
+    """Template kinds of the patched policies, read (GET) from the control plane."""
+    from tidal.karmada import policies
+    from tidal.karmada.client import KarmadaClient
+    from tidal.karmada.errors import KarmadaError
+
+    kinds: list[TemplateKind] = []
+    try:
+        client = KarmadaClient.from_kubeconfig(kubeconfig, context)
+        for kind, name, namespace in patched_policies(schedule):
+            policy = policies.find_policy(client, kind, name, namespace)
+            if policy is None:
+                where = f"{namespace}/{name}" if namespace else name
+                click.echo(f"warning: {kind} {where} (schedule {schedule.name}) does not "
+                           "exist in the control plane; its template kinds are unknown",
+                           err=True)
+                continue
+            kinds += policy_template_kinds(policy)
+    except KarmadaError as exc:
+        click.echo(f"error: reading policies from {kubeconfig}: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    return kinds
+
+
 @click.command("rbac")
 @click.argument("schedules_dir", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=True))
@@ -77,16 +105,21 @@ def _yaml_stream(objects: list[dict[str, Any]], header: str) -> str:
               metavar="RESOURCE[.GROUP][@NS]",
               help="add a template kind the schedules' files do not name (repeatable), "
                    "e.g. deployments.apps@ai-app")
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="read the patched policies' resourceSelectors from this control plane "
+                   "(for schedules without spec.workloads); read-only")
+@click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml",
               show_default=True)
 def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None, name: str,
                  service_account: str | None, user: str | None, group: str | None,
-                 templates: tuple[str, ...], output: str) -> None:
+                 templates: tuple[str, ...], kubeconfig: Path | None, context: str | None,
+                 output: str) -> None:
     """Print the RBAC tidal needs in the Karmada apiserver for the schedules under SCHEDULES_DIR.
 
-    get/patch/update on exactly the named policies, create/delete for swaps, list/watch/patch
-    on the selected template kinds, read access to bindings and clusters, WorkloadRebalancers,
-    and its state, Lease and Events in the state namespace. Never `*`. Apply it with
+    get/patch on exactly the named policies, create/delete for swaps, list/patch on the
+    selected template kinds, read access to bindings and clusters, WorkloadRebalancers, and its
+    state, Lease and Events in the state namespace. Never `*`. Apply it with
     `kubectl --kubeconfig KARMADA_KUBECONFIG apply -f -`.
     """
     try:
@@ -105,11 +138,15 @@ def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None, n
         raise SystemExit(INVALID_INPUT)
     schedules = [loaded.schedule for loaded in result.schedules]
     for loaded in result.schedules:
-        if unknown_template_kinds(loaded.schedule) and not extra:
+        if not unknown_template_kinds(loaded.schedule):
+            continue
+        live = _live_template_kinds(loaded.schedule, kubeconfig, context) if kubeconfig else []
+        extra += live
+        if not live and not templates:
             click.echo(f"{loaded.path}: warning: schedule {loaded.schedule.name} names no "
                        "template kind (no spec.workloads, and its patched policies' "
-                       "resourceSelectors are not in the file); add spec.workloads or "
-                       "--template-resource RESOURCE.GROUP", err=True)
+                       "resourceSelectors are not in the file); add spec.workloads, "
+                       "--template-resource RESOURCE.GROUP or --kubeconfig", err=True)
     rules = derive_rules(schedules, state_namespace=namespace, extra_templates=extra,
                          lease_name=settings.leader_election.lease_name)
     objects = rbac_manifests(rules, name=name, subject=subject)
