@@ -46,6 +46,31 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "dashboard": {"dashboard": {"enabled": True, "namespace": "grafana", "folder": "Platform"}},
     "single-replica": {"replicaCount": 1, "leaderElection": {"enabled": False}},
+    "every-knob": {
+        "fullnameOverride": "karmada-tidal",
+        "commonLabels": {"team": "platform"},
+        "image": {"repository": "registry.example.com/tidal",
+                  "digest": "sha256:" + "0" * 64, "pullPolicy": "Always"},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "karmada": {"context": "karmada-apiserver", "stateNamespace": "tidal-state"},
+        "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
+        "serviceAccount": {"create": False, "name": "existing-sa"},
+        "service": {"enabled": False},
+        "podDisruptionBudget": {"enabled": False},
+        "podAnnotations": {"example.com/a": "b"},
+        "podLabels": {"example.com/l": "v"},
+        "priorityClassName": "system-cluster-critical",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform",
+                         "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                       "whenUnsatisfiable": "ScheduleAnyway",
+                                       "labelSelector": {"matchLabels": {
+                                           "app.kubernetes.io/name": "tidal"}}}],
+    },
     "values-schedules": {
         "schedules": {
             "files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}
@@ -179,6 +204,27 @@ def test_rendered_env_is_accepted_by_the_settings_model(
     assert settings.port == 8080 and settings.log_format == "json"
     assert settings.leader_election.enabled is True
     assert settings.identity == "tidal-7d9f-abcde"
+
+
+def test_every_knob_reaches_the_pod(render: Render) -> None:
+    """Names, image digest, pull secrets, scheduling and extra env all land where they belong."""
+    objects = render(VARIANTS["every-knob"])
+    assert sorted(o["kind"] for o in objects) == ["ConfigMap", "Deployment"]
+    deployment = one(objects, "Deployment", "karmada-tidal")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == "registry.example.com/tidal@sha256:" + "0" * 64
+    assert pod["serviceAccountName"] == "existing-sa"
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert "nodeAffinity" in pod["affinity"] and "podAntiAffinity" not in pod["affinity"]
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+    env = env_of(deployment)
+    assert env["TIDAL_CONTEXT"] == "karmada-apiserver"
+    assert env["TIDAL_STATE_NAMESPACE"] == "tidal-state"
+    assert env["HTTPS_PROXY"] == "http://proxy.example.com:3128"
+    assert deployment["metadata"]["labels"]["team"] == "platform"
+    assert deployment["spec"]["template"]["metadata"]["labels"]["example.com/l"] == "v"
 
 
 def test_single_replica_without_leader_election(render: Render) -> None:
