@@ -8,11 +8,14 @@ reason, file, verb, resource, code, event. Never a workload name.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from tidal.domain.windows import WindowTimes, next_start_of, start_in_force
 
 __all__ = [
     "CONTENT_TYPE",
@@ -24,6 +27,7 @@ __all__ = [
     "Metrics",
     "ScheduleLabels",
     "labels_of",
+    "window_period_seconds",
 ]
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
@@ -76,6 +80,28 @@ def labels_of(schedule: Any) -> ScheduleLabels:
     for floor in floors:
         clusters.update(getattr(floor, "clusters", None) or [])
     return ScheduleLabels(schedule.metadata.name, windows, sorted(clusters))
+
+
+def window_period_seconds(times: WindowTimes, window: str, now: datetime) -> float | None:
+    """How long a window's success may be old right now before it is overdue (minus margin).
+
+    The longer of the gap we are in (latest start -> next start) and the gap before it: so a
+    weekday window is not overdue over the weekend, a skipped date does not page, and a switch
+    still running just after a start that follows a long gap does not page either.
+    """
+    single = replace(times, starts=tuple((n, s) for n, s in times.starts if n == window))
+    if not single.starts:
+        return None
+    latest = start_in_force(single, now)
+    following = next_start_of(single, window, now)
+    gaps: list[timedelta] = []
+    if latest is not None and following is not None:
+        gaps.append(following.at - latest.at)
+    if latest is not None:
+        before = start_in_force(single, latest.at - timedelta(microseconds=1))
+        if before is not None:
+            gaps.append(latest.at - before.at)
+    return max(gaps).total_seconds() if gaps else None
 
 
 class Metrics:
@@ -141,6 +167,7 @@ class Metrics:
             self.scheduler_job_errors.labels(event=event)
         self.leader.set(0)
         self.schedules_loaded.set(0)
+        self._published_periods: set[tuple[str, str]] = set()
 
     # --- start-up -----------------------------------------------------------------------------
 
@@ -165,8 +192,9 @@ class Metrics:
                 self.last_success.labels(s, w)
                 self.next_run.labels(s, w)
                 self.windows_missed.labels(s, w)
-                self.window_period.labels(s, w).set(
-                    labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+                if w in labels.periods or (s, w) not in self._published_periods:
+                    self.window_period.labels(s, w).set(
+                        labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
             for c in labels.clusters:
                 self.floor_breaches.labels(s, c)
                 self.floor_min_ready.labels(s, c)
@@ -181,6 +209,7 @@ class Metrics:
                        self.window_period, self.windows_missed):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
+        self._published_periods = {k for k in self._published_periods if k[0] != name}
 
     # --- switches -----------------------------------------------------------------------------
 
@@ -219,6 +248,16 @@ class Metrics:
     def set_next_run(self, schedule: str, window: str, timestamp: float | None) -> None:
         """Publish when the window is next due (None: not scheduled, e.g. suspended)."""
         self.next_run.labels(schedule, window).set(timestamp or 0.0)
+
+    def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None:
+        """Publish each window's next start and current period (call at every resync)."""
+        for window, _ in times.starts:
+            following = next_start_of(times, window, now)
+            self.set_next_run(schedule, window, following.at.timestamp() if following else None)
+            period = window_period_seconds(times, window, now)
+            if period is not None:
+                self.window_period.labels(schedule, window).set(period)
+                self._published_periods.add((schedule, window))
 
     def window_missed(self, schedule: str, window: str) -> None:
         """Count a window whose start fell outside the catch-up window."""

@@ -241,3 +241,33 @@ def test_promtool_check_metrics_is_clean(promtool: str) -> None:
                             capture_output=True, timeout=60, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr).decode()
     assert result.stdout.strip() == b"" and result.stderr.strip() == b""
+
+
+def test_window_period_follows_the_gaps_between_starts() -> None:
+    """A weekday window's period spans the weekend; a skipped date lengthens a daily one."""
+    from datetime import UTC, date, datetime
+
+    from tidal.domain.windows import WindowTimes
+    from tidal.metrics import window_period_seconds
+
+    times = WindowTimes("Europe/Berlin", (("night", "23:00"), ("day", "0 7 * * 1-5")),
+                        frozenset({date(2026, 12, 25)}))
+    wednesday = datetime(2026, 12, 2, 12, tzinfo=UTC)
+    saturday = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    christmas = datetime(2026, 12, 25, 12, tzinfo=UTC)
+    hours = 3600.0
+    assert window_period_seconds(times, "night", wednesday) == 24 * hours
+    assert window_period_seconds(times, "day", wednesday) == 24 * hours
+    assert window_period_seconds(times, "day", saturday) == 72 * hours
+    assert window_period_seconds(times, "night", christmas) == 48 * hours
+    metrics = Metrics()
+    metrics.preset([SCHEDULE])
+    metrics.publish_window_times("team-a", WindowTimes("UTC", (("night", "0 23 * * 1-5"),
+                                                                ("day", "07:00"))), saturday)
+    assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
+                 window="night") == 72 * hours
+    assert value(metrics, "tidal_next_run_timestamp_seconds", schedule="team-a",
+                 window="day") == datetime(2026, 12, 6, 7, tzinfo=UTC).timestamp()
+    metrics.preset([SCHEDULE])  # a reload keeps the published period
+    assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
+                 window="night") == 72 * hours

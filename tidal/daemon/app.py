@@ -22,7 +22,7 @@ from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, def
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
-from tidal.domain.windows import next_start_of, times_of
+from tidal.domain.windows import times_of
 from tidal.settings import Settings
 
 log = structlog.get_logger("tidal.daemon")
@@ -194,10 +194,7 @@ class Daemon:
             return
         now = self.clock.now()
         for name, loaded in list(self.directory.catalog.schedules.items()):
-            times = times_of(loaded.schedule)
-            for window, _ in times.starts:
-                nxt = next_start_of(times, window, now)
-                self.metrics.set_next_run(name, window, nxt.at.timestamp() if nxt else None)
+            self.metrics.publish_window_times(name, times_of(loaded.schedule), now)
 
     # --- life cycle --------------------------------------------------------------------------
     def start(self, *, serve_http: bool = True) -> Daemon:
