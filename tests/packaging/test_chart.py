@@ -466,3 +466,17 @@ def test_notes_warn_when_no_schedule_is_rendered() -> None:
     with_files = notes({"schedules": {"files": {"a.yaml": "x: 1\n"}}})
     assert "WARNING" not in with_files
     assert "tidal rbac" in with_files and "/etc/tidal/schedules" in with_files
+
+
+def test_packaged_chart_carries_the_rules_file_content(tmp_path: Path) -> None:
+    """`helm package` stores the linked rules file's content, so a published chart needs no link."""
+    import tarfile
+
+    archive = helm_python.package(CHART, destination=tmp_path)
+    with tarfile.open(archive) as tar:
+        member = tar.getmember("tidal/files/tidal-alerts.yaml")
+        assert member.isfile()
+        packed = tar.extractfile(member)
+        assert packed is not None
+        assert packed.read() == (ROOT / "tidal" / "rules" / "tidal-alerts.yaml").read_bytes()
+        assert "tidal/values.schema.json" in tar.getnames()
