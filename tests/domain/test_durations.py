@@ -26,7 +26,7 @@ def test_parse_known_forms(text: str, expected: timedelta) -> None:
 @pytest.mark.parametrize("text", ["", "30", "1.5h", "-5s", "10 m", "30m1h", "1h1h", "1w", "m"])
 def test_parse_refuses_other_text(text: str) -> None:
     """Anything but number+unit pairs, largest unit first and each once, is refused."""
-    with pytest.raises(ValueError, match="duration|unit"):
+    with pytest.raises(ValueError, match=r"duration|unit"):
         parse_duration(text)
 
 

@@ -65,6 +65,10 @@ def parse_yaml_bytes(raw: bytes) -> YamlDocument:
     except RecursionError as exc:
         raise YamlProblem(1, 1, f"nesting deeper than {MAX_DEPTH} levels; flatten the file") \
             from exc
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        # e.g. a complex (list or mapping) key, which ruamel cannot hash
+        raise YamlProblem(1, 1, f"unsupported YAML ({_one_line(str(exc))}); use plain text "
+                                "keys and plain values") from exc
     if tree is None:
         raise YamlProblem(1, 1, "the file is empty; write one TidalSchedule document")
     budget = [MAX_NODES]
