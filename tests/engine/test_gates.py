@@ -1,0 +1,105 @@
+"""Gate evaluation over binding objects: triggered, scheduled, converged, floors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tidal.domain.floors import FloorRule
+from tidal.domain.waves import WorkloadKey
+from tidal.engine import gates
+from tidal.engine.resolve import Workload
+from tidal.engine.triggers import normalize_placement
+
+PLACEMENT = {"clusterAffinity": {"clusterNames": ["b"]},
+             "replicaScheduling": {"replicaSchedulingType": "Divided"}}
+
+
+def _workload(name: str = "w") -> Workload:
+    return Workload(WorkloadKey("ns", name, "Deployment", "apps/v1"),
+                    {"metadata": {"uid": "u"}, "spec": {"replicas": 4}}, None, "p")
+
+
+def _binding(*, placement: Any = PLACEMENT, generation: int = 2, observed: int = 2,
+             clusters: dict[str, int] | None = None, ready: dict[str, int] | None = None,
+             triggered_at: str | None = None, last: str | None = None,
+             scheduled: tuple[str, str] = ("True", "Success"), claimed: bool = True
+             ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"placement": placement, "replicas": 4,
+                            "clusters": [{"name": c, "replicas": n}
+                                         for c, n in (clusters or {"b": 4}).items()]}
+    if triggered_at:
+        spec["rescheduleTriggeredAt"] = triggered_at
+    labels = {"clusterpropagationpolicy.karmada.io/permanent-id": "x"} if claimed else {}
+    return {
+        "metadata": {"name": "w-deployment", "namespace": "ns", "generation": generation,
+                     "labels": labels},
+        "spec": spec,
+        "status": {"schedulerObservedGeneration": observed, "lastScheduledTime": last,
+                   "conditions": [{"type": "Scheduled", "status": scheduled[0],
+                                   "reason": scheduled[1], "message": "msg"}],
+                   "aggregatedStatus": [{"clusterName": c, "status": {"readyReplicas": n}}
+                                        for c, n in (ready or {}).items()]},
+    }
+
+
+def _eval(binding: dict[str, Any], target: gates.WaveTarget, floors: list[FloorRule] = (),
+          ) -> gates.GateReport:
+    w = target.workload
+    return gates.evaluate([target], [w], {w.binding_key: binding}, floors, {w.name: {"b": 1}})
+
+
+def test_touch_wave_passes_every_gate_when_ready_matches() -> None:
+    """New placement, observed generation and ready == assigned pass all four gates."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    report = _eval(_binding(ready={"b": 4}), target)
+    assert report.passed == {"triggered", "scheduled", "converged", "floors"}
+
+
+def test_old_placement_or_unclaimed_binding_is_not_triggered() -> None:
+    """A binding still on the old placement, or not claimed by a policy, is not triggered."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    assert "triggered" not in _eval(_binding(placement={"x": 1}), target).passed
+    assert "triggered" not in _eval(_binding(claimed=False), target).passed
+
+
+def test_rebalance_needs_schedule_after_trigger() -> None:
+    """For a rebalance, lastScheduledTime must be at or after rescheduleTriggeredAt."""
+    created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    target = gates.WaveTarget(_workload(), trigger_time=created)
+    early = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:04Z",
+                     ready={"b": 4})
+    assert _eval(early, target).passed == {"triggered", "floors"}
+    done = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:06Z",
+                    ready={"b": 4})
+    assert "converged" in _eval(done, target).passed
+
+
+def test_unschedulable_fails_with_the_schedulers_message() -> None:
+    """Scheduled=False with NoClusterFit fails the wave as unschedulable."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    report = _eval(_binding(scheduled=("False", "NoClusterFit")), target)
+    assert report.failure == "unschedulable" and "NoClusterFit" in report.reason
+
+
+def test_floor_breach_fails_at_once() -> None:
+    """Ready below a floor in a named cluster fails the wave as floor_breach."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    report = _eval(_binding(ready={"b": 0}), target, [FloorRule(("b",), 1)])
+    assert report.failure == "floor_breach"
+    assert report.violations[0].cluster == "b"
+
+
+def test_missing_binding_is_reported() -> None:
+    """A binding that vanished is listed as missing, not converged."""
+    w = _workload()
+    report = gates.evaluate([gates.WaveTarget(w)], [w], {}, [], {})
+    assert report.missing == [w.name]
+
+
+def test_ready_field_path_is_honoured() -> None:
+    """readyReplicasField status.availableReplicas reads that field of the member status."""
+    binding = {"status": {"aggregatedStatus": [
+        {"clusterName": "a", "status": {"availableReplicas": 3, "readyReplicas": 1}}]}}
+    assert gates.ready_by_cluster(binding, "status.availableReplicas") == {"a": 3}
+    assert gates.ready_by_cluster(binding) == {"a": 1}

@@ -1,0 +1,94 @@
+"""Resume after a crash: completed waves are never re-run and the policy is not re-patched;
+engine events are logged with the run's bound fields."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from tests.e2e.switch_helpers import (
+    client_for,
+    cluster,
+    cpp,
+    deployment,
+    load_one,
+    namespace,
+    static_placement,
+    write_schedule,
+)
+from tidal.domain.clock import SystemClock
+from tidal.engine import events as ev
+from tidal.engine.journal import InMemoryJournal
+from tidal.engine.switch import run_switch
+from tidal.sim.clock import ScaledClock
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULE = """
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-r}
+spec:
+  timeZone: UTC
+  windows:
+    - name: night
+      start: "23:00"
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: team-cpp
+          patch:
+            spec:
+              placement:
+                replicaScheduling:
+                  weightPreference:
+                    staticWeightList:
+                      - targetCluster: {clusterNames: [cluster-b]}
+                        weight: 1
+  rollout:
+    waveSize: 2
+    pauseBetweenWaves: 0s
+    waveTimeout: 20s
+"""
+
+
+class Crash(Exception):
+    pass
+
+
+def test_crash_mid_run_resumes_without_redoing_work(make_emulator: Any, tmp_path: Path) -> None:
+    """A crash when wave 2 starts resumes at wave 2: no policy patch, no wave-1 touches."""
+    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
+            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
+    topo += [deployment(f"web-{i}", "t1", 5) for i in range(4)]
+    emu = make_emulator(topo, clock=ScaledClock(20.0))
+    time.sleep(0.4)
+    client = client_for(emu, tmp_path)
+    loaded = load_one(write_schedule(tmp_path, SCHEDULE))
+    journal = InMemoryJournal()
+
+    def crash(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.wave == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
+                   on_event=crash)
+    state = journal.load("team-r")
+    assert state is not None and state.completed_waves == [1] and state.phase == "waves"
+    emu.reset_requests()
+    with structlog.testing.capture_logs() as logs:
+        record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
+    assert record.result == "succeeded" and record.run_id == state.run_id
+    patched = [r.name for r in emu.request_log() if r.verb == "patch"]
+    assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
+    assert patched.count("team-cpp") == 1  # only the Lazy restore at the end
+    started = [e for e in logs if e["event"] == "run_started"]
+    assert started and started[0]["resumed"] is True
+    waves = [e for e in logs if e["event"] == "wave_started"]
+    assert [e["wave"] for e in waves] == [2]
+    assert all(e["run_id"] == state.run_id and e["schedule"] == "team-r"
+               and e["window"] == "night" for e in logs)
