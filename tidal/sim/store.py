@@ -119,7 +119,7 @@ class Store:
             obj = self._objects.get(_key(rtype, namespace, name))
             if obj is None:
                 raise NotFound(f'{_qualified(rtype)} "{name}" not found')
-            return copy.deepcopy(obj) if copy_ else obj
+            return _clone(obj) if copy_ else obj
 
     def list(
         self,
@@ -138,11 +138,11 @@ class Store:
                 if (not namespace or key[3] == namespace) and (accepts is None or accepts(obj))
             ]
             rv = self._rv
-        return ([copy.deepcopy(o) for o in items] if copy_ else items), rv
+        return ([_clone(o) for o in items] if copy_ else items), rv
 
     # -- writes --------------------------------------------------------------------------
     def create(self, rtype: ResourceType, obj: Obj) -> Obj:
-        new = copy.deepcopy(obj)
+        new = _clone(obj)
         meta = new.setdefault("metadata", {})
         name = meta.get("name")
         if not name and meta.get("generateName"):
@@ -182,8 +182,12 @@ class Store:
         obj: Obj,
         *,
         subresource: Literal["status"] | None = None,
+        _owned: bool = False,
     ) -> Obj:
-        """PUT semantics; a resourceVersion in the body must match the stored one."""
+        """PUT semantics; a resourceVersion in the body must match the stored one.
+
+        `_owned` (internal): `obj` is a private copy the store may keep without copying again.
+        """
         meta = obj.get("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
         with self._lock:
@@ -195,7 +199,7 @@ class Store:
                     f'"{meta.get("name")}": the object has been modified; please apply your '
                     "changes to the latest version and try again"
                 )
-            new = self._merge_update(rtype, old, obj, subresource)
+            new = self._merge_update(rtype, old, obj, subresource, owned=_owned)
             for hook in self.admission:
                 hook(rtype, old, new)
             return self._commit(
@@ -216,19 +220,19 @@ class Store:
             current = self.get(rtype, namespace, name)
             change(current)
             current["metadata"].pop("resourceVersion", None)
-            return self.update(rtype, current, subresource=subresource)
+            return self.update(rtype, current, subresource=subresource, _owned=True)
 
     def delete(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj:
         with self._lock:
             key = _key(rtype, namespace if rtype.namespaced else None, name)
             old = self.get(rtype, namespace if rtype.namespaced else None, name, copy_=False)
             self._rv += 1
-            gone = copy.deepcopy(old)
+            gone = _clone(old)
             gone["metadata"]["resourceVersion"] = str(self._rv)
             del self._objects[key]
             del self._by_type[key[:3]][key]
             self._publish(WatchEvent("DELETED", rtype, gone, old, self._rv))
-            return copy.deepcopy(gone)
+            return _clone(gone)
 
     # -- watch ---------------------------------------------------------------------------
     def subscribe(
@@ -288,16 +292,20 @@ class Store:
         return ("", "v1", "namespaces", "", namespace) in self._objects
 
     def _merge_update(
-        self, rtype: ResourceType, old: Obj, sent: Obj, subresource: str | None
+        self,
+        rtype: ResourceType,
+        old: Obj,
+        sent: Obj,
+        subresource: str | None,
+        *,
+        owned: bool = False,
     ) -> Obj:
         if subresource == "status":
-            new = copy.deepcopy(old)
+            new = _clone({k: v for k, v in old.items() if k != "status"})
             if "status" in sent:
-                new["status"] = copy.deepcopy(sent["status"])
-            else:
-                new.pop("status", None)
+                new["status"] = sent["status"] if owned else _clone(sent["status"])
             return new
-        new = copy.deepcopy(sent)
+        new = sent if owned else _clone(sent)
         new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
         meta = new.setdefault("metadata", {})
         for immutable in ("uid", "creationTimestamp", "name"):
@@ -308,7 +316,7 @@ class Store:
             meta.pop("namespace", None)
         if rtype.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = _clone(old["status"])
             else:
                 new.pop("status", None)
         meta["generation"] = old["metadata"].get("generation", 1)
@@ -320,19 +328,37 @@ class Store:
         self, etype: EventType, rtype: ResourceType, key: Key, old: Obj | None, new: Obj
     ) -> Obj:
         if old is not None and _same_content(old, new):
-            return copy.deepcopy(old)  # a no-op write does not bump resourceVersion
+            return _clone(old)  # a no-op write does not bump resourceVersion
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = new
         self._by_type.setdefault(key[:3], {})[key] = new
         self._publish(WatchEvent(etype, rtype, new, old, self._rv))
-        return copy.deepcopy(new)
+        return _clone(new)
 
     def _publish(self, event: WatchEvent) -> None:
         self._log.append(event)
         for sub in self._subs:
             if sub.accepts(event):
                 sub.events.put(event)
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _clone(value: Any) -> Any:
+    """Deep copy of a JSON-like tree (dicts, lists, scalars): several times faster than
+    copy.deepcopy, which matters when controllers rewrite thousands of objects."""
+    kind = type(value)
+    if kind is dict:
+        return {k: (_clone(v) if type(v) in _CONTAINERS else v) for k, v in value.items()}
+    if kind is list:
+        return [(_clone(v) if type(v) in _CONTAINERS else v) for v in value]
+    if kind is tuple:
+        return tuple(_clone(v) for v in value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 def _same_content(old: Obj, new: Obj) -> bool:

@@ -288,7 +288,14 @@ class Scheduler:
             else:
                 obj.setdefault("spec", {}).pop("clusters", None)
 
-        self.mgr.store.mutate(rtype, namespace, name, write)
+        annotations = binding["metadata"].get("annotations") or {}
+        if annotations.get(APPLIED_PLACEMENT_ANNOTATION) != placement_json or spec.get(
+            "clusters"
+        ) != (result or None):
+            binding = self.mgr.store.mutate(rtype, namespace, name, write)
+        # Upstream patches status with the pre-patch generation and fixes it up on the next
+        # round; writing the post-patch generation at once reaches the same state in one write.
+        generation = binding["metadata"].get("generation", generation)
         self._set_condition(bkey, condition, generation if condition[0] == "True" else None)
 
     def _set_condition(
@@ -307,7 +314,11 @@ class Scheduler:
                 status["lastScheduledTime"] = now
 
         with contextlib.suppress(NotFound):
-            self.mgr.store.mutate(rtype, bkey[1] or None, bkey[2], write, subresource="status")
+            current = self.mgr.store.get(rtype, bkey[1] or None, bkey[2], copy_=False)
+            probe: Obj = {"status": dict(current.get("status") or {})}
+            write(probe)
+            if probe["status"] != (current.get("status") or {}):
+                self.mgr.store.mutate(rtype, bkey[1] or None, bkey[2], write, subresource="status")
 
     def _retry(self, bkey: BKey) -> None:
         attempt = self._retries.get(bkey, 0)
