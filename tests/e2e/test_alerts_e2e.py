@@ -4,14 +4,17 @@ fires TidalWaveFailed; every dashboard panel query runs against it without error
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e import alert_scenario
 from tests.e2e.prometheus_harness import Prometheus, free_port, wait_for
@@ -84,6 +87,29 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
         server.stop()
 
 
+def assert_exposition_clean_and_counted(url: str) -> None:
+    """The daemon's own /metrics passes `promtool check metrics` and counts the failed run."""
+    promtool = shutil.which("promtool")
+    with urllib.request.urlopen(url, timeout=5) as response:
+        exposition = response.read()
+    if promtool is not None:
+        result = subprocess.run([promtool, "check", "metrics"], input=exposition,
+                                capture_output=True, timeout=60, check=False)
+        assert result.returncode == 0, (result.stdout + result.stderr).decode()
+    values = {(s.name, frozenset(s.labels.items())): s.value
+              for family in text_string_to_metric_families(exposition.decode())
+              for s in family.samples}
+    night = {"schedule": "team-42", "window": "night"}
+    assert values[("tidal_switch_runs_total",
+                   frozenset({**night, "result": "failed"}.items()))] == 1
+    assert values[("tidal_switch_runs_total",
+                   frozenset({**night, "result": "succeeded"}.items()))] == 0
+    assert values[("tidal_wave_failures_total",
+                   frozenset({**night, "reason": "timeout"}.items()))] == 1
+    assert values[("tidal_last_success_timestamp_seconds", frozenset(night.items()))] == 0
+    assert values[("tidal_schedules_loaded", frozenset())] == 1
+
+
 def _utc_hhmm(moment: datetime) -> str:
     return moment.strftime("%H:%M")
 
@@ -129,6 +155,7 @@ def test_tidal_run_wave_failure_fires_tidal_wave_failed(
                                        "schedule": "team-42", "window": "night",
                                        "reason": "timeout"}
             assert prometheus.query('tidal_leader{job="tidal"} == 1')
+            assert_exposition_clean_and_counted(f"http://127.0.0.1:{port}/metrics")
             assert prometheus.firing("TidalNoLeader") is None
             assert_dashboard_queries_run(prometheus)
             events = _events(emulator)
