@@ -277,7 +277,8 @@ def test_plurals() -> None:
 # with rebalance waves there and back.
 SWITCHES = [("team-1005.yaml", "night"), ("team-2001.yaml", "night"), ("team-2001.yaml", "day"),
             ("team-3007.yaml", "evening")]
-# Granted but not exercised by `tidal switch`, each for a stated reason.
+# Granted but not exercised by `tidal switch`, each for a stated reason (the daemon test below
+# exercises the daemon's and `tidal status`'s).
 NOT_EXERCISED: dict[tuple[str, str], str] = {
     ("configmaps", "list"): "the daemon lists its state ConfigMaps at start-up and for status",
     ("events", "create"): "Events are recorded by the daemon's observer (tidal run)",
@@ -355,3 +356,58 @@ def test_rbac_covers_every_request_of_full_switches(make_emulator: Any, tmp_path
     granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
     unused = granted - used - set(NOT_EXERCISED)
     assert not unused, f"granted but never needed: {sorted(unused)}"
+
+
+@pytest.mark.e2e
+def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: Path) -> None:
+    """`tidal run` (electing itself, catching up a due window, exiting on SIGTERM) and `tidal
+    status` make only requests the printed RBAC allows, and use every grant."""
+    from tests.e2e.daemon_helpers import (
+        STATE_NS,
+        settle,
+        start_daemon,
+        stop,
+        topology,
+        wait_for,
+        write_due_schedule,
+    )
+    from tidal.daemon.state import StateStore
+    from tidal.karmada.client import KarmadaClient
+    from tidal.sim.clock import ScaledClock
+
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu)
+    create_namespace(emu.url, STATE_NS)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules)
+    printed = run(str(schedules), "--user", "replica-a", "--state-namespace", STATE_NS)
+    assert printed.exit_code == 0, printed.output
+    rules = rules_from_manifests(objects_of(printed.stdout))
+    admin = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "admin-kubeconfig"))
+
+    def outcome() -> str | None:
+        try:
+            handled = StateStore(admin, STATE_NS).read("team-t1").handled
+        except Exception:
+            return None
+        return handled.outcome if handled else None
+
+    daemon = start_daemon(emu, tmp_path, "a", schedules)
+    try:
+        wait_for(lambda: outcome() not in (None, "started"), 90, "the due window to run")
+    finally:
+        assert stop(daemon) == 0, (tmp_path / "a.log").read_text()[-3000:]
+    assert outcome() == "succeeded", (tmp_path / "a.log").read_text()[-3000:]
+    # an operator's `kubectl exec deploy/tidal -- tidal status` runs as the same identity
+    status = CliRunner().invoke(cli, ["status", "-o", "json", "--schedules", str(schedules),
+                                      "--kubeconfig", str(tmp_path / "kubeconfig-a")])
+    assert status.exit_code == 0, status.output
+
+    log = [r for r in emu.request_log() if r.identity == "replica-a"]
+    denied = sorted({(r.verb, r.group, r.resource, r.namespace, r.name) for r in log
+                     if not allows(rules, Request(r.verb, r.group, r.resource, r.namespace,
+                                                  r.name))}, key=str)
+    assert not denied, f"requests the printed RBAC does not allow: {denied}"
+    used = {(r.resource, r.verb) for r in log}
+    granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
+    assert not granted - used, f"granted but never needed: {sorted(granted - used)}"
