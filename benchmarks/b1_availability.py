@@ -80,7 +80,8 @@ def _shrink_cluster_a(emu: Emulator, gpus: int) -> None:
 
 
 def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = None,
-            floors: list[dict[str, Any]] | None = None) -> Arm:
+            floors: list[dict[str, Any]] | None = None, plan_only: bool = False) -> Arm:
+    """One arm on a fresh emulator; `plan_only` runs tidal's plan and preflight, nothing else."""
     fleet = fleet or b1_fleet()
     replicas = _replicas(fleet)
     day, night = _policies(dynamic)
@@ -93,6 +94,9 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
         emu.reset_requests()
         start = emu.clock.now()
         out = Arm(arm, [], replicas, start, start, Availability())  # tidal: reset at the call
+        if plan_only:
+            _plan_only(emu, night, workdir, out, floors)
+            return out
         if arm == "today":
             _today(emu, day, night)
         else:
@@ -149,6 +153,24 @@ def default_floors(dynamic: bool) -> list[dict[str, Any]]:
     return [{"clusters": ["cluster-b"], "minReadyReplicas": 1}]
 
 
+def _plan_only(emu: Emulator, night: dict[str, Any], workdir: Path, out: Arm,
+               floors: list[dict[str, Any]] | None) -> None:
+    from tidal.engine.planning import build_plan
+    from tidal.engine.preflight import preflight, ready_field_of
+
+    loaded = load_one(tidal_schedule(workdir, night, False, floors))
+    client = karmada_client(emu)
+    try:
+        sp = build_plan(client, loaded.schedule, "night")
+        problems = [f"{label}: {v}" for label, v in sp.plan.violations] + list(sp.plan.problems)
+        problems += preflight(sp, ready_field_of(sp)).problems
+        if problems:
+            out.result = "refused"
+            out.reason = f"{len(problems)} floor problems, e.g. {problems[0]}"
+    finally:
+        client.close()
+
+
 def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, out: Arm,
            floors: list[dict[str, Any]] | None) -> None:
     path = tidal_schedule(workdir, night, dynamic, floors)
@@ -163,3 +185,113 @@ def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, o
         out.result, out.reason = "refused", "; ".join(exc.problems[:3])
     finally:
         client.close()
+
+
+STRICT_FLOORS = [{"clusters": ["cluster-b"], "minReadyReplicas": 1}, {"minAvailablePercent": 50}]
+
+
+def _put_arm(section: Section, prefix: str, arm: Arm) -> None:
+    v = arm.availability
+    section.put(f"{prefix}.zero_ready_workloads", v.zero_ready_workloads)
+    section.put(f"{prefix}.below_floor_workload_seconds", round(v.below_floor_workload_seconds, 1))
+    section.put(f"{prefix}.lowest_ready_fraction", round(v.lowest_ready_fraction, 4))
+    section.put(f"{prefix}.converge_seconds", round(v.converge_seconds, 1))
+    section.put(f"{prefix}.max_workloads_below_floor_at_once", v.max_below_at_once)
+    section.put(f"{prefix}.requests", arm.requests)
+    section.put(f"{prefix}.replicas_in_cluster_a_after", arm.in_a_after)
+
+
+def _row(name: str, arm: Arm) -> str:
+    v = arm.availability
+    result = arm.result or "done"
+    return (f"| {name} | {v.zero_ready_workloads} | {v.below_floor_workload_seconds:,.0f} | "
+            f"{v.max_below_at_once} | {v.lowest_ready_fraction:.0%} | {v.converge_seconds:.0f} | "
+            f"{arm.in_a_after} | {arm.requests} | {result} |")
+
+
+def run(cfg: RunConfig) -> Section:
+    from benchmarks import plots
+    from benchmarks.timeline import series, workload_series
+
+    section = Section("b1", "B1: availability during the night switch")
+    work = Path(tempfile.mkdtemp(prefix="tidal-b1-"))
+    fleet = b1_fleet()
+    refused = run_arm("tidal", dynamic=False, workdir=work / "strict", floors=STRICT_FLOORS,
+                      plan_only=True)
+    today = run_arm("today", dynamic=False, workdir=work / "today")
+    tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal")
+    d_today = run_arm("today", dynamic=True, workdir=work / "d-today")
+    d_tidal = run_arm("tidal", dynamic=True, workdir=work / "d-tidal")
+    _put_arm(section, "today", today)
+    _put_arm(section, "tidal", tidal)
+    _put_arm(section, "dynamic.today", d_today)
+    _put_arm(section, "dynamic.tidal", d_tidal)
+    section.put("strict_floor_plan_refused", 1 if refused.result == "refused" else 0)
+    desired = float(sum(today.replicas.values()))
+    static_png = plots.arms_plot(
+        cfg.out / "b1_ready_per_cluster.png",
+        {f"today: delete day CPP + create night CPP": series(today.samples, today.start, today.end),
+         f"tidal: waves of 25%, floor 1 ready in cluster-b":
+             series(tidal.samples, tidal.start, tidal.end)},
+        f"B1: {fleet.workloads} inference Deployments, 80/20 -> 0/100, "
+        f"pod start-up {fleet.startup_seconds:g}s", desired)
+    worst = today.availability.worst_workload or tidal.availability.worst_workload
+    worst_png = plots.arms_plot(
+        cfg.out / "b1_worst_workload.png",
+        {"today": workload_series(today.samples, worst, today.start, today.end),
+         "tidal": workload_series(tidal.samples, worst, tidal.start, tidal.end)},
+        f"B1: the worst workload of the today arm ({worst.split('/')[-1]}, "
+        f"{today.replicas.get(worst, 0)} replicas)", float(today.replicas.get(worst, 0)))
+    dyn_png = plots.arms_plot(
+        cfg.out / "b1_dynamic_weight.png",
+        {"today: swap day/night DynamicWeight CPPs": series(d_today.samples, d_today.start,
+                                                            d_today.end),
+         "tidal: swap + WorkloadRebalancer waves": series(d_tidal.samples, d_tidal.start,
+                                                          d_tidal.end)},
+        "B1 DynamicWeight: cluster-a's free GPUs shrink to 40 at night", desired)
+    section.plots += [static_png.name, worst_png.name, dyn_png.name]
+    section.say(
+        f"Scenario: {fleet.workloads} inference Deployments of {fleet.min_replicas}-"
+        f"{fleet.max_replicas} replicas ({int(desired)} in all) across three teams, cluster-a "
+        f"{fleet.gpu_a} GPUs, cluster-b {fleet.gpu_b} GPUs (enough for the night, not lavish), "
+        f"pod start-up {fleet.startup_seconds:g} s, termination {fleet.termination_seconds:g} s "
+        f"(simulated; emulator clock at {SPEED:g}x). Day weights 80/20, night 0/100. "
+        f"Floor measured for both arms: {FLOOR.describe()}.",
+        "",
+        "| arm | workloads ever at zero ready | workload-seconds below floor | most workloads "
+        "below floor at once | lowest total ready | seconds to converge | replicas left in "
+        "cluster-a | API requests | result |",
+        "|---|---|---|---|---|---|---|---|---|",
+        _row("today (static)", today), _row("tidal (static)", tidal),
+        _row("today (DynamicWeight)", d_today), _row("tidal (DynamicWeight)", d_tidal),
+        "",
+        f"![ready replicas per cluster]({static_png.name})",
+        f"![worst workload]({worst_png.name})",
+        f"![DynamicWeight]({dyn_png.name})",
+        "",
+        "Reading the numbers:",
+        f"- With the issue's floor as tidal's own rollout floor (1 ready in cluster-b AND 50% "
+        f"available per workload) tidal's plan is **{refused.result or 'accepted'}**"
+        + (f": {refused.reason}" if refused.reason else "") + ". Karmada moves a workload's "
+        "replicas without surge: the replicas leaving cluster-a stop at once and their "
+        "replacements start in cluster-b seconds later, so a workload with 80% of its replicas "
+        "in cluster-a is briefly at its cluster-b share (14-33%) whatever tool triggers the "
+        "move. tidal's plan predicts that dip and refuses a floor it cannot keep. The tidal arm "
+        "therefore runs with the floor it can guarantee (1 ready in cluster-b per workload; it "
+        "held: zero workloads at zero ready), and the table still measures both arms against "
+        "the stricter 50% floor.",
+        "- What tidal changes is how many workloads dip at the same time (waves of 25%) and "
+        "the fleet-wide ready fraction, not the length of each workload's own dip: "
+        "workload-seconds below the 50% floor are of the same order in both arms, while the "
+        "lowest total ready fraction and the number of workloads below the floor at once differ "
+        "by the wave size.",
+        f"- The fleet uses {fleet.min_replicas}-{fleet.max_replicas} replicas: with 80/20 "
+        "weights (Webster) a 1- or 2-replica Deployment has no replica in cluster-b by day, so "
+        "its move is a zero-ready gap for any tool and a floor of 1 ready in cluster-b cannot "
+        "hold even before the switch (tidal's preflight refuses such a schedule, naming the "
+        "workloads). Give such workloads 3+ replicas or a policy of their own.",
+        "- DynamicWeight: the two policies have the same placement, so today's swap moves "
+        "nothing and cluster-a keeps its replicas (training gets no GPUs); tidal's rebalance "
+        "waves reschedule in Fresh mode by free capacity.",
+    )
+    return section

@@ -45,6 +45,7 @@ class Availability:
     below_floor_workload_seconds: float = 0.0
     lowest_ready_fraction: float = 1.0
     converge_seconds: float = 0.0
+    max_below_at_once: int = 0
     worst_workload: str = ""
     below_by_workload: dict[str, float] = field(default_factory=dict)
     zero_ready: list[str] = field(default_factory=list)
@@ -119,6 +120,7 @@ def analyse(samples: list[Sample], replicas: Mapping[str, int], start: float, en
                 spent = t - below_since.pop(w)
                 result.below_by_workload[w] = result.below_by_workload.get(w, 0.0) + spent
         result.lowest_ready_fraction = min(result.lowest_ready_fraction, total / total_desired)
+        result.max_below_at_once = max(result.max_below_at_once, len(below_since))
 
     evaluate(start)
     while i < len(ordered) and ordered[i]["t"] <= end:
