@@ -20,7 +20,7 @@ def test_hh_mm_is_a_daily_cron() -> None:
 def test_cron_weekdays_expand() -> None:
     """"0 23 * * 1-5" fires Monday to Friday (cron numbering, 0 = Sunday)."""
     start = parse_start("0 23 * * 1-5")
-    assert start.weekdays == {1, 2, 3, 4, 5}
+    assert start.weekdays == frozenset({1, 2, 3, 4, 5})
     assert start.matches_date(date(2026, 12, 4))  # a Friday
     assert not start.matches_date(date(2026, 12, 5))  # a Saturday
 

@@ -50,7 +50,7 @@ class _Durations(BaseModel):
 
 def test_field_types_validate_and_serialize() -> None:
     """The pydantic types parse text and dump it back as text."""
-    model = _Durations(pause="0s", timeout="1h30m")  # type: ignore[arg-type]
+    model = _Durations(pause="0s", timeout="1h30m")
     assert model.timeout == timedelta(hours=1, minutes=30)
     assert model.model_dump(mode="json") == {"pause": "0s", "timeout": "1h30m"}
 
@@ -58,6 +58,6 @@ def test_field_types_validate_and_serialize() -> None:
 def test_positive_duration_refuses_zero_and_numbers() -> None:
     """A timeout of zero and a bare number (unit unknown) are both refused."""
     with pytest.raises(ValidationError, match="greater than zero"):
-        _Durations(pause="0s", timeout="0s")  # type: ignore[arg-type]
+        _Durations(pause="0s", timeout="0s")
     with pytest.raises(ValidationError, match="duration string"):
-        _Durations(pause=30, timeout="1m")  # type: ignore[arg-type]
+        _Durations(pause=30, timeout="1m")

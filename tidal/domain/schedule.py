@@ -83,7 +83,8 @@ NamespaceName = Annotated[
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
-                              alias_generator=to_camel, validate_default=False)
+                              alias_generator=to_camel, validate_default=False,
+                              field_title_generator=lambda name, info: info.alias or to_camel(name))
 
 
 # --- selection -------------------------------------------------------------------------------
