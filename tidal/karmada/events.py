@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -119,10 +119,24 @@ class EventRecorder:
             "count": 1,
         }
 
+    def _with_uid(self, involved: ObjectRef) -> ObjectRef:
+        """The reference with the object's uid: `kubectl describe` selects Events by uid."""
+        if involved.uid or not isinstance(self._client, KarmadaClient):
+            return involved
+        try:
+            resource = self._client.resource_for(involved.api_version, involved.kind)
+            obj = self._client.request("get", resource, "GET",
+                                       resource.path(involved.namespace, involved.name))
+        except Exception:  # gone, or not there yet: the Event still says what happened
+            return involved
+        uid = (obj.get("metadata") or {}).get("uid")
+        return replace(involved, uid=str(uid)) if uid else involved
+
     def record(self, involved: ObjectRef, reason: str, message: str,
                event_type: EventType = "Normal") -> bool:
         """Create one Event about `involved`; True when the server took it."""
         try:
+            involved = self._with_uid(involved)
             body = self.event_body(involved, reason, message, event_type)
             namespace = body["metadata"]["namespace"]
             self._client.request("create", _EVENTS, "POST", _EVENTS.path(namespace), body=body)
