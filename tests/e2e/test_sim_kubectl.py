@@ -70,6 +70,26 @@ def test_get_by_short_name_and_full_name(demo: tuple[Emulator, Path]) -> None:
     assert "cluster-a" in table and "cluster-b" in table
 
 
+def test_tables_carry_upstream_printer_columns(demo: tuple[Emulator, Path]) -> None:
+    """kubectl prints the columns upstream defines (CRD printer columns, built-in printers)."""
+    _, kc = demo
+    assert kubectl(kc, "get", "cpp").stdout.split("\n")[0].split() == [
+        "NAME",
+        "CONFLICT-RESOLUTION",
+        "PRIORITY",
+        "AGE",
+    ]
+    assert kubectl(kc, "get", "clusters").stdout.split("\n")[0].split() == [
+        "NAME",
+        "VERSION",
+        "MODE",
+        "READY",
+        "AGE",
+    ]
+    header = kubectl(kc, "get", "deploy", "-n", "ai-app").stdout.split("\n")[0].split()
+    assert header == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+
+
 def test_label_selector_and_paging(demo: tuple[Emulator, Path]) -> None:
     """`-l` with a set-based selector and `--chunk-size` paging both list the right objects."""
     _, kc = demo

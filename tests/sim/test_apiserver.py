@@ -343,6 +343,21 @@ def test_delete_precondition_and_namespace_cascade(api_client: client.ApiClient)
     )
 
 
+def test_table_answer_for_as_table_accept(emulator: Emulator) -> None:
+    """`Accept: ...;as=Table` gets a meta.k8s.io Table with a Name column and object metadata."""
+    raw(emulator, "POST", "/api/v1/namespaces/default/configmaps", configmap("t"))
+    req = urllib.request.Request(
+        emulator.url + "/api/v1/namespaces/default/configmaps",
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"},
+    )
+    with urllib.request.urlopen(req) as resp:
+        table = json.loads(resp.read())
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["t", 1]
+    assert table["rows"][0]["object"]["metadata"]["name"] == "t"
+
+
 def test_unknown_path_is_404_status(emulator: Emulator) -> None:
     """An unserved resource answers 404 with a Status body."""
     code, body, _ = raw(emulator, "GET", "/apis/policy.karmada.io/v1alpha1/nothings")

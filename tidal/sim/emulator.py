@@ -173,8 +173,12 @@ class Emulator:
 
     def _on_created(self, rtype: ResourceType, obj: Obj) -> None:
         if rtype is CRD_TYPE or (rtype.group, rtype.plural) == (CRD_TYPE.group, CRD_TYPE.plural):
+            versions = {v.get("name"): v for v in (obj.get("spec") or {}).get("versions") or []}
             for declared in crd_types(obj):
                 self.kinds.register(declared)
+                columns = versions.get(declared.version, {}).get("additionalPrinterColumns")
+                if columns:
+                    self.server.rest.tables.register_printer_columns(declared, columns)
 
     # -- control and observation -----------------------------------------------------------
     def settle(self) -> None:

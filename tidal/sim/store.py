@@ -232,7 +232,7 @@ class Store:
             del self._objects[key]
             del self._by_type[key[:3]][key]
             self._publish(WatchEvent("DELETED", rtype, gone, old, self._rv))
-            return _clone(gone)
+            return _clone_obj(gone)
 
     # -- watch ---------------------------------------------------------------------------
     def subscribe(
@@ -301,11 +301,11 @@ class Store:
         owned: bool = False,
     ) -> Obj:
         if subresource == "status":
-            new = _clone({k: v for k, v in old.items() if k != "status"})
+            new = _clone_obj({k: v for k, v in old.items() if k != "status"})
             if "status" in sent:
                 new["status"] = sent["status"] if owned else _clone(sent["status"])
             return new
-        new = sent if owned else _clone(sent)
+        new = sent if owned else _clone_obj(sent)
         new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
         meta = new.setdefault("metadata", {})
         for immutable in ("uid", "creationTimestamp", "name"):
@@ -328,13 +328,13 @@ class Store:
         self, etype: EventType, rtype: ResourceType, key: Key, old: Obj | None, new: Obj
     ) -> Obj:
         if old is not None and _same_content(old, new):
-            return _clone(old)  # a no-op write does not bump resourceVersion
+            return _clone_obj(old)  # a no-op write does not bump resourceVersion
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = new
         self._by_type.setdefault(key[:3], {})[key] = new
         self._publish(WatchEvent(etype, rtype, new, old, self._rv))
-        return _clone(new)
+        return _clone_obj(new)
 
     def _publish(self, event: WatchEvent) -> None:
         self._log.append(event)
@@ -344,6 +344,12 @@ class Store:
 
 
 _CONTAINERS = (dict, list, tuple)
+
+
+def _clone_obj(obj: Obj) -> Obj:
+    """_clone for a stored object (typed)."""
+    cloned: Obj = _clone(obj)
+    return cloned
 
 
 def _clone(value: Any) -> Any:

@@ -15,6 +15,7 @@ from tidal.sim.apiserver.errors import ApiError, status_body
 from tidal.sim.apiserver.listing import object_filter, page
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
 from tidal.sim.apiserver.routing import Route
+from tidal.sim.apiserver.tables import TableConvertor, wants_table
 from tidal.sim.apiserver.watching import WatchRegistry, open_watch
 from tidal.sim.faults import Faults
 from tidal.sim.kinds import ResourceType
@@ -63,12 +64,16 @@ class RestHandlers:
         self.admitter = admitter
         self.on_created = on_created
         self.bookmark_interval = bookmark_interval
+        self.tables = TableConvertor(store.clock)
 
     def handle(self, verb: str, route: Route, req: Request) -> Response | StreamResponse:
         cut_after = self._apply_faults(verb, route)
         try:
             if verb == "get":
                 obj = self.store.get(route.rtype, route.namespace, route.name or "", copy_=False)
+                if wants_table(req.headers.get("Accept")):
+                    meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                    return Response(200, self._table(route, req, [obj], meta))
                 return Response(200, obj)
             if verb == "list":
                 return self._list(route, req)
@@ -125,6 +130,8 @@ class RestHandlers:
         if token:
             meta["continue"] = token
             meta["remainingItemCount"] = remaining
+        if wants_table(req.headers.get("Accept")):
+            return Response(200, self._table(route, req, chunk, meta))
         return Response(
             200,
             {
@@ -134,6 +141,10 @@ class RestHandlers:
                 "items": chunk,
             },
         )
+
+    def _table(self, route: Route, req: Request, items: list[Obj], meta: Obj | None) -> Obj:
+        include = req.query.get("includeObject") or "Metadata"
+        return self.tables.table(route.rtype, items, meta, include)
 
     def _watch(self, route: Route, req: Request, cut_after: float | None) -> StreamResponse:
         accepts = object_filter(
@@ -154,6 +165,9 @@ class RestHandlers:
             cut_after=cut_after,
             is_closed=req.is_closed,
             bookmark_interval=self.bookmark_interval,
+            render=(lambda obj: self._table(route, req, [obj], None))
+            if wants_table(req.headers.get("Accept"))
+            else None,
         )
         return StreamResponse(chunks)
 

@@ -94,6 +94,7 @@ def open_watch(
     cut_after: float | None,
     is_closed: Callable[[], bool],
     bookmark_interval: float = 1.0,
+    render: Callable[[Obj], Obj] | None = None,
 ) -> Iterator[bytes]:
     """Subscribe now (so errors surface before the stream starts) and return the stream."""
 
@@ -128,6 +129,7 @@ def open_watch(
         return iter([_line("ERROR", status_body(410, "Expired", exc.message))])
     registry.add(sub, resource, namespace)
     return _stream(
+        render,
         store,
         registry,
         sub,
@@ -145,6 +147,7 @@ def open_watch(
 
 
 def _stream(
+    render: Callable[[Obj], Obj] | None,
     store: Store,
     registry: WatchRegistry,
     sub: Subscription,
@@ -167,7 +170,7 @@ def _stream(
     try:
         batch: list[bytes] = []
         for obj in initial:
-            batch.append(_line("ADDED", obj))
+            batch.append(_line("ADDED", render(obj) if render else obj))
             if len(batch) >= 200:
                 yield b"".join(batch)
                 batch = []
@@ -197,7 +200,7 @@ def _stream(
                 return  # closed by the store (shutdown or a drop-watch fault)
             seen = _translate(event, accepts)
             if seen is not None:
-                yield _line(*seen)
+                yield _line(seen[0], render(seen[1]) if render else seen[1])
     finally:
         store.unsubscribe(sub)
         registry.remove(sub)
