@@ -17,6 +17,11 @@ def test_hh_mm_is_a_daily_cron() -> None:
     assert start.days is None and start.weekdays is None
 
 
+def test_cron_prefix_is_accepted() -> None:
+    """"cron: 0 23 * * 1-5" is the same start as "0 23 * * 1-5"."""
+    assert parse_start("cron: 0 23 * * 1-5").cron == "0 23 * * 1-5"
+
+
 def test_cron_weekdays_expand() -> None:
     """"0 23 * * 1-5" fires Monday to Friday (cron numbering, 0 = Sunday)."""
     start = parse_start("0 23 * * 1-5")

@@ -89,6 +89,8 @@ def parse_start(text: str) -> Start:
     if not isinstance(text, str):
         raise ValueError(f"start must be a string; {START_HINT}")
     value = text.strip()
+    if value.startswith("cron:"):  # the issue's `cron: "0 23 * * 1-5"` spelling
+        value = value[len("cron:"):].strip()
     hh_mm = _HH_MM.match(value)
     if hh_mm:
         hour, minute = int(hh_mm.group(1)), int(hh_mm.group(2))
