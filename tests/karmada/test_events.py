@@ -97,3 +97,25 @@ def test_an_unreachable_apiserver_never_fails_the_caller(tmp_path: Path) -> None
         "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
     recorder = EventRecorder(KarmadaClient.from_kubeconfig(kubeconfig), timeout_seconds=1)
     assert recorder.record(ObjectRef("v1", "ConfigMap", "x", "ns"), "SwitchStarted", "m") is False
+
+
+def test_kubectl_describe_shows_the_event(make_emulator: Any, tmp_path: Path) -> None:
+    """`kubectl describe clusterpropagationpolicy` lists the Event (skipped without kubectl)."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed")
+    emulator = make_emulator(alert_scenario.topology(pods_fail=False))
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    recorder = EventRecorder(KarmadaClient.from_kubeconfig(kubeconfig))
+    assert recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "WaveFailed",
+                           "Wave 1 failed (timeout)", "Warning")
+    described = subprocess.run(
+        [kubectl, "--kubeconfig", str(kubeconfig), "describe", "clusterpropagationpolicy",
+         "team-42"], capture_output=True, text=True, timeout=60, check=True).stdout
+    events = described.split("Events:", 1)[1]
+    assert "WaveFailed" in events and "Wave 1 failed (timeout)" in events
