@@ -227,6 +227,13 @@ def test_every_knob_reaches_the_pod(render: Render) -> None:
     assert deployment["spec"]["template"]["metadata"]["labels"]["example.com/l"] == "v"
 
 
+def test_no_service_links_to_clash_with_tidal_settings(render: Render) -> None:
+    """Service links are off: a Service named tidal would inject TIDAL_PORT=tcp://..."""
+    assert one(render(), "Service")["metadata"]["name"] == "tidal"
+    pod = one(render(), "Deployment")["spec"]["template"]["spec"]
+    assert pod["enableServiceLinks"] is False
+
+
 def test_single_replica_without_leader_election(render: Render) -> None:
     """replicaCount 1 with leader election off renders one pod told not to elect."""
     deployment = one(render(VARIANTS["single-replica"]), "Deployment")
