@@ -57,3 +57,49 @@ def test_two_replicas_one_window_one_set_of_writes(make_emulator: Any, tmp_path:
     policy_writes = [w for w in writes[leader] if w[1] == "clusterpropagationpolicies"]
     touches = [w for w in writes[leader] if w[1] == "deployments"]
     assert policy_writes and len(touches) == len({t[2] for t in touches}) == 8
+
+
+def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
+                                                          tmp_path: Path) -> None:
+    """SIGTERM during a switch: exit 0 with the lease released; the standby resumes at once."""
+    from tidal.karmada.leases import get_lease
+
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="2s")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    a = start_daemon(emu, tmp_path, "a", schedules)
+    wait_for(lambda: _outcome(client) == "started", 30, "a to start the run")
+    b = start_daemon(emu, tmp_path, "b", schedules)
+    try:
+        assert stop(a) == 0
+        lease = get_lease(client, STATE_NS, "tidal-leader")
+        assert lease is not None and lease["spec"].get("holderIdentity") in (None, "b")
+        wait_for(lambda: _outcome(client) not in (None, "started"), 90, "b to finish")
+        assert _outcome(client) == "succeeded", (tmp_path / "b.log").read_text()[-3000:]
+    finally:
+        stop(b)
+    touches: dict[str, int] = {}
+    for ws in writes_by(emu).values():
+        for _verb, resource, name in ws:
+            if resource == "deployments" and name:
+                touches[name] = touches.get(name, 0) + 1
+    assert len(touches) == 8 and set(touches.values()) == {1}, touches
+
+
+def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
+                                                      tmp_path: Path) -> None:
+    """A start older than catchUpWindow is recorded missed; no policy or template is written."""
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, minutes_ago=3, catch_up="1m")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    a = start_daemon(emu, tmp_path, "a", schedules)
+    try:
+        wait_for(lambda: _outcome(client) == "missed", 30, "the missed record")
+    finally:
+        assert stop(a) == 0
+    acting = [w for ws in writes_by(emu).values() for w in ws if w[1] in ACTING]
+    assert acting == []

@@ -14,7 +14,14 @@ import structlog
 
 from tidal.daemon.state import HandledRecord, StateStore
 from tidal.domain.clock import Clock
-from tidal.domain.windows import Action, WindowStart, decide, next_start, times_of
+from tidal.domain.windows import (
+    Action,
+    WindowStart,
+    decide,
+    next_start,
+    start_in_force,
+    times_of,
+)
 from tidal.engine.journal import FencedOut
 from tidal.karmada.errors import Conflict, KarmadaError
 
@@ -102,6 +109,27 @@ class Reconciler:
             self._finish(seen, name, unfinished.window, record, unfinished.run_id)
             return
         now = self._now(times, reason)
+        claimed = seen.handled
+        if claimed is not None and claimed.outcome == "started" and claimed.run_id:
+            if unfinished is not None and unfinished.run_id == claimed.run_id:
+                # The run finished but its outcome was never recorded (crash in between).
+                self._finish(seen, name, unfinished.window, unfinished, claimed.run_id)
+                return
+            # Claimed, but the engine wrote nothing: the claimant died before its first step.
+            in_force = start_in_force(times, now)
+            still_due = (in_force is not None and (in_force.window, in_force.at) ==
+                         (claimed.window, claimed.at)) or \
+                now - claimed.at <= times.catch_up_window
+            if still_due:
+                log.info("run_restarting", schedule=name, window=claimed.window,
+                         run_id=claimed.run_id, reason="claimed but never started")
+                restart = WindowStart(at=claimed.at, window=claimed.window,
+                                    local=claimed.at.replace(tzinfo=None))
+                self._start(name, loaded, seen, seen, restart, claimed.run_id)
+                return
+            self.state.record_handled(seen, HandledRecord(
+                claimed.window, claimed.at, "abandoned", claimed.run_id, now))
+            return
         decision = decide(times, now, seen.handled.handled if seen.handled else None,
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
@@ -111,29 +139,9 @@ class Reconciler:
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
-            before = seen
-            seen = self.state.record_handled(
+            claim = self.state.record_handled(
                 seen, HandledRecord(start.window, start.at, "started", run_id, now))
-            try:
-                record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
-                                         journal=self.state, on_event=self.on_event,
-                                         run_id=run_id)
-            except (Conflict, FencedOut):
-                raise
-            except KarmadaError as exc:
-                if exc.retryable and self._untouched(name, run_id):
-                    # Nothing written yet: give the start back, the next pass retries it.
-                    log.warning("switch_retry_later", schedule=name, window=start.window,
-                                run_id=run_id, error=str(exc))
-                    self.state.record_handled(seen, before.handled or HandledRecord(
-                        "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
-                    return
-                self._refused(seen, name, start, run_id, exc)
-                return
-            except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
-                self._refused(seen, name, start, run_id, exc)
-                return
-            self._finish(seen, name, start.window, record, run_id)
+            self._start(name, loaded, seen, claim, start, run_id)
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
                         start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
@@ -147,6 +155,30 @@ class Reconciler:
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
                                                           None, now))
             self.state.update_controls(name, lambda c: type(c)(c.suspended, None, c.hold))
+
+    def _start(self, name: str, loaded: Any, before: Any, seen: Any, start: WindowStart,
+               run_id: str) -> None:
+        """Run the claimed start; `before` is the state read before the claim."""
+        try:
+            record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
+                                     journal=self.state, on_event=self.on_event,
+                                     run_id=run_id)
+        except (Conflict, FencedOut):
+            raise
+        except KarmadaError as exc:
+            if exc.retryable and self._untouched(name, run_id):
+                # Nothing written yet: give the start back, the next pass retries it.
+                log.warning("switch_retry_later", schedule=name, window=start.window,
+                            run_id=run_id, error=str(exc))
+                self.state.record_handled(seen, before.handled or HandledRecord(
+                    "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
+                return
+            self._refused(seen, name, start, run_id, exc)
+            return
+        except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
+            self._refused(seen, name, start, run_id, exc)
+            return
+        self._finish(seen, name, start.window, record, run_id)
 
     def _untouched(self, name: str, run_id: str) -> bool:
         run = self.state.load(name)
