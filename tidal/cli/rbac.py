@@ -95,6 +95,9 @@ def _live_template_kinds(schedule: TidalSchedule, kubeconfig: Path,
 @click.option("--state-namespace", default=None,
               help="namespace of tidal's state, Lease and Events in the Karmada control plane "
                    "[default: TIDAL_STATE_NAMESPACE or tidal-system]")
+@click.option("--lease-name", default=None,
+              help="name of the leader-election Lease (chart value leaderElection.leaseName) "
+                   "[default: TIDAL_LEADER_ELECTION__LEASE_NAME or tidal-leader]")
 @click.option("--name", default="tidal", show_default=True,
               help="name of the ClusterRole, Roles and their bindings")
 @click.option("--service-account", default=None, metavar="NAMESPACE/NAME",
@@ -111,7 +114,8 @@ def _live_template_kinds(schedule: TidalSchedule, kubeconfig: Path,
 @click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml",
               show_default=True)
-def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None, name: str,
+def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None,
+                 lease_name: str | None, name: str,
                  service_account: str | None, user: str | None, group: str | None,
                  templates: tuple[str, ...], kubeconfig: Path | None, context: str | None,
                  output: str) -> None:
@@ -148,7 +152,7 @@ def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None, n
                        "resourceSelectors are not in the file); add spec.workloads, "
                        "--template-resource RESOURCE.GROUP or --kubeconfig", err=True)
     rules = derive_rules(schedules, state_namespace=namespace, extra_templates=extra,
-                         lease_name=settings.leader_election.lease_name)
+                         lease_name=lease_name or settings.leader_election.lease_name)
     objects = rbac_manifests(rules, name=name, subject=subject)
     if output == "json":
         click.echo(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
