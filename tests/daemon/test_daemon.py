@@ -238,3 +238,58 @@ def test_window_trigger_only_enqueues_and_worker_runs_once(
     finally:
         daemon.dispatcher.stop(1)
     assert [c[1] for c in engine.calls] == ["night"]
+
+
+def test_claimed_start_that_never_ran_is_restarted_once(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """A claim without any run state (claimant died at once) is run again, with its run id."""
+    from tidal.daemon.state import HandledRecord
+
+    store = StateStore(client, NS)
+    store.record_handled(store.read("team-a"),
+                         HandledRecord("night", NIGHT, "started", "team-a-night-x"))
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "leadership")
+    daemon.reconciler("team-a", "resync")
+    assert engine.calls == [("team-a", "night", "team-a-night-x", False)]
+    handled = store.read("team-a").handled
+    assert handled is not None and (handled.outcome, handled.at) == ("succeeded", NIGHT)
+
+
+def test_finished_run_with_unrecorded_outcome_is_recorded_not_rerun(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """Crash between the engine's last save and the outcome write: the outcome is recorded."""
+    from tidal.daemon.state import HandledRecord
+
+    store = StateStore(client, NS)
+    store.record_handled(store.read("team-a"), HandledRecord("night", NIGHT, "started", "r9"))
+    store.save(RunState(schedule="team-a", window="night", run_id="r9", phase="done",
+                        result="rolledBack"))
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "leadership")
+    assert engine.calls == []
+    handled = store.read("team-a").handled
+    assert handled is not None and handled.outcome == "rolledBack"
+
+
+def test_refused_plan_is_recorded_and_not_retried(client: KarmadaClient, sched_dir: Path) -> None:
+    """An engine that refuses the plan: outcome 'refused' logged and stored; no retry loop."""
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("floor would break")
+
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "window:night")
+        daemon.reconciler("team-a", "resync")
+    assert [e["event"] for e in logs].count("switch_not_started") == 1
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "refused"
