@@ -125,6 +125,10 @@ class Metrics:
         self.wave_failures = Counter(
             "tidal_wave_failures_total", "Failed waves, by reason.",
             ["schedule", "window", "reason"], registry=r)
+        self.last_wave_failure = Gauge(
+            "tidal_last_wave_failure_timestamp_seconds",
+            "When a wave of a switch to the window last failed, by reason (0: never).",
+            ["schedule", "window", "reason"], registry=r)
         self.floor_breaches = Counter(
             "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.",
             ["schedule", "cluster"], registry=r)
@@ -187,6 +191,7 @@ class Metrics:
                     self.waves.labels(s, w, wave_result)
                 for reason in WAVE_FAILURE_REASONS:
                     self.wave_failures.labels(s, w, reason)
+                    self.last_wave_failure.labels(s, w, reason)
                 self.switch_duration.labels(s, w)
                 self.wave_duration.labels(s, w)
                 self.last_success.labels(s, w)
@@ -204,8 +209,8 @@ class Metrics:
         """Drop every series of a schedule that was removed from the schedules directory."""
         # prometheus_client lists a metric's children only through its private `_metrics`.
         for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
-                       self.wave_failures, self.floor_breaches, self.floor_min_ready,
-                       self.floor_required, self.last_success, self.next_run,
+                       self.wave_failures, self.last_wave_failure, self.floor_breaches,
+                       self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
                        self.window_period, self.windows_missed):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
@@ -222,12 +227,16 @@ class Metrics:
             self.last_success.labels(schedule, window).set(finished_at)
 
     def wave_finished(self, schedule: str, window: str, result: WaveResult,
-                      duration_seconds: float, reason: WaveFailureReason | None = None) -> None:
-        """Count a finished wave; a failed one is also counted under its reason."""
+                      duration_seconds: float, reason: WaveFailureReason | None = None,
+                      finished_at: float | None = None) -> None:
+        """Count a finished wave; a failed one is also counted, and timed, under its reason."""
         self.waves.labels(schedule, window, result).inc()
         self.wave_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
         if result == "failed":
             self.wave_failures.labels(schedule, window, reason or "api_error").inc()
+            if finished_at is not None:
+                self.last_wave_failure.labels(schedule, window, reason or "api_error").set(
+                    finished_at)
 
     def floor_observed(self, schedule: str, cluster: str, min_ready: int, required: int) -> None:
         """Record the lowest ready replicas seen in a cluster against its floor."""

@@ -143,7 +143,7 @@ class EngineObserver:
         if result == "failed":
             reason = next((r for r in WAVE_FAILURE_REASONS if r == event.failure), "api_error")
         self.metrics.wave_finished(event.schedule, event.window, result, event.duration_seconds,
-                                   reason)
+                                   reason, finished_at=self._wall_clock())
         where = f"schedule {event.schedule}, window {event.window}, run {event.run_id}"
         if result == "succeeded":
             self._record(event, WAVE_SUCCEEDED,

@@ -90,6 +90,8 @@ def test_preset_exports_every_known_series_at_zero() -> None:
                        "api_error"):
             assert value(metrics, "tidal_wave_failures_total", schedule="team-a",
                          window=window, reason=reason) == 0
+        assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
+                     window=window, reason=reason) == 0
         assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
                      window=window) == 0
         assert value(metrics, "tidal_windows_missed_total", schedule="team-a",
@@ -134,6 +136,10 @@ def test_one_good_and_one_failed_switch_are_counted() -> None:
                  window="night") == FINISHED_AT
     assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
                  window="day") == 0
+    assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
+                 window="day", reason="floor_breach") == FINISHED_AT
+    assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
+                 window="night", reason="floor_breach") == 0
     assert value(metrics, "tidal_switch_duration_seconds_count", schedule="team-a",
                  window="night") == 1
     assert value(metrics, "tidal_switch_duration_seconds_sum", schedule="team-a",

@@ -38,30 +38,33 @@ def chk(t, name, alerts):
     return {"eval_time": t, "alertname": name, "exp_alerts": alerts}
 
 # --- TidalWaveFailed
-W = dict(schedule=S, window="night", reason="timeout")
-def wf() -> dict:
-    return alert("TidalWaveFailed", severity="critical", **W)
+W = dict(schedule=S, window="night")
+WR = dict(W, reason="timeout")
+lf, ls = "tidal_last_wave_failure_timestamp_seconds", "tidal_last_success_timestamp_seconds"
 
-case("TidalWaveFailed: the leader counts a failed wave, the standby exports 0", [
-    s("tidal_wave_failures_total", "a", "0 0 1x100", **W),
-    s("tidal_wave_failures_total", "b", "0x102", **W)],
-    [chk("1m", "TidalWaveFailed", []), chk("5m", "TidalWaveFailed", [wf()]),
-     chk("90m", "TidalWaveFailed", [])])
-case("TidalWaveFailed: quiet while every replica exports 0", [
-    s("tidal_wave_failures_total", "a", "0x100", **W),
-    s("tidal_wave_failures_total", "b", "0x100", **W)],
-    [chk("30m", "TidalWaveFailed", [])])
-case("TidalWaveFailed: still fires after the failing replica's series disappears", [
-    s("tidal_wave_failures_total", "a", "0 1 1 stale", **W),
-    s("tidal_wave_failures_total", "b", "0x100", **W)],
-    [chk("10m", "TidalWaveFailed", [wf()]), chk("70m", "TidalWaveFailed", [])])
-case("TidalWaveFailed: a failure counted before a fresh replica's first scrape fires too", [
-    s("tidal_wave_failures_total", "a", "_x30 1x100", **W)],
-    [chk("40m", "TidalWaveFailed", [wf()]), chk("100m", "TidalWaveFailed", [])])
+
+def wf() -> dict:
+    return alert("TidalWaveFailed", severity="critical", **WR)
+
+
+case("TidalWaveFailed: the leader's failure is newer than its last success; standby exports 0", [
+    s(lf, "a", "0x9 600x30", **WR), s(ls, "a", "100x40", **W),
+    s(lf, "b", "0x40", **WR), s(ls, "b", "0x40", **W)],
+    [chk("5m", "TidalWaveFailed", []), chk("15m", "TidalWaveFailed", [wf()]),
+     chk("39m", "TidalWaveFailed", [wf()])])
+case("TidalWaveFailed: quiet once the window succeeds again, and while all export 0", [
+    s(lf, "a", "0x9 600x30", **WR), s(ls, "a", "100x19 1200x20", **W),
+    s(lf, "b", "0x40", **WR), s(ls, "b", "0x40", **W)],
+    [chk("5m", "TidalWaveFailed", []), chk("15m", "TidalWaveFailed", [wf()]),
+     chk("25m", "TidalWaveFailed", [])])
+case("TidalWaveFailed: still fires after the failing leader's series disappear (new leader at 0)",
+     [s(lf, "a", "0x9 600 600 stale", **WR), s(ls, "a", "100x11 stale", **W),
+      s(lf, "b", "0x60", **WR), s(ls, "b", "0x40 2500x20", **W)],
+     [chk("30m", "TidalWaveFailed", [wf()]), chk("45m", "TidalWaveFailed", [])])
 
 # --- TidalSwitchOverdue (10m steps; period one day)
 OV = dict(schedule=S, window="night")
-ls, per = "tidal_last_success_timestamp_seconds", "tidal_window_period_seconds"
+per = "tidal_window_period_seconds"
 case("TidalSwitchOverdue: no success for a day and 30 minutes; the standby's 0 does not count", [
     s(ls, "a", "100x200", **OV), s(ls, "b", "0x200", **OV),
     s(per, "a", "86400x200", **OV), s(per, "b", "86400x200", **OV)],
