@@ -262,3 +262,31 @@ def test_policy_change_from_python() -> None:
     """Engine code can build a PolicyChange with field names."""
     change = PolicyChange(kind="PropagationPolicy", name="pp", namespace="ai-app", patch=PATCH)
     assert change.policy_namespace == "ai-app"
+
+
+@pytest.mark.parametrize(("labels", "fragment"), [
+    ({"atms-app/teamid": 1005}, None),
+    ({"bad key": "x"}, "label key"),
+    ({"Bad_Prefix/x": "y"}, "invalid prefix"),
+    ({"team": "not ok!"}, "label value"),
+])
+def test_match_labels_follow_kubernetes_syntax(labels: dict[str, Any],
+                                               fragment: str | None) -> None:
+    """Label keys and values in selectors must be valid Kubernetes labels (and text)."""
+    data = base()
+    data["spec"]["workloads"] = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "labelSelector": {"matchLabels": labels}}]
+    [(loc, message)] = errors_of(data)
+    assert loc[-1] == next(iter(labels))
+    if fragment:
+        assert fragment in message
+
+
+def test_one_change_per_policy_in_a_window() -> None:
+    """Two changes of one policy in the same window are refused at the second."""
+    data = base()
+    night = data["spec"]["windows"][0]
+    night["policies"].append(copy.deepcopy(night["policies"][0]))
+    [(loc, message)] = errors_of(data)
+    assert loc == ("spec", "windows", 0, "policies", 1, "name")
+    assert "already changed by policies[0]" in message

@@ -146,3 +146,18 @@ def test_digest_follows_the_manifest(tmp_path: Path) -> None:
     manifest = tmp_path / "policies" / "team-2001-cpp-day.yaml"
     manifest.write_text(manifest.read_text() + "# edited\n")
     assert load_schedules([tmp_path]).schedules[0].digest != first
+
+
+def test_swap_to_the_same_policy_is_refused(tmp_path: Path) -> None:
+    """A swap whose manifest is the `from` policy itself is refused at `to` (use a patch)."""
+    (tmp_path / "policies").mkdir()
+    manifest = (REPO / "schedules" / "policies" / "team-2001-cpp-day.yaml").read_text()
+    (tmp_path / "policies" / "team-2001-cpp-day.yaml").write_text(manifest)
+    source = (REPO / "schedules" / "team-2001.yaml").read_text()
+    path = tmp_path / "t.yaml"
+    path.write_text(source.replace("from: team-2001-cpp-night", "from: team-2001-cpp-day")
+                    .replace("to: policies/team-2001-cpp-night.yaml",
+                             "to: policies/team-2001-cpp-day.yaml"))
+    loaded, errors = load_schedule_file(path)
+    assert loaded is None and len(errors) == 2
+    assert all("a swap deletes `from` and creates `to`" in e.message for e in errors)

@@ -105,9 +105,48 @@ class LabelSelectorRequirement(_Model):
         return self
 
 
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_PREFIX = re.compile(DNS_SUBDOMAIN)
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why `key` is not a Kubernetes label key, or None."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _LABEL_PREFIX.match(prefix)):
+        return f"label key {key!r} has an invalid prefix; use a DNS subdomain before '/'"
+    if len(name) > 63 or not _LABEL_NAME.match(name):
+        return (f"label key {key!r} is invalid; use at most 63 letters, digits, '-', '_' or '.', "
+                "starting and ending with a letter or digit")
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is not a Kubernetes label value, or None."""
+    if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
+        return (f"label value {value!r} is invalid; use at most 63 letters, digits, '-', '_' "
+                "or '.', starting and ending with a letter or digit")
+    return None
+
+
 class LabelSelector(_Model):
     match_labels: dict[str, str] = Field(default_factory=dict)
     match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _valid_labels(self) -> LabelSelector:
+        problems: list[Problem] = []
+        for key, value in self.match_labels.items():
+            problem = label_key_problem(key) or label_value_problem(value)
+            if problem:
+                problems.append((("matchLabels", key), problem))
+        for index, requirement in enumerate(self.match_expressions):
+            problem = label_key_problem(requirement.key)
+            for value in requirement.values:
+                problem = problem or label_value_problem(value)
+            if problem:
+                problems.append((("matchExpressions", index), problem))
+        raise_problems(problems)
+        return self
 
 
 class WorkloadSelector(_Model):
@@ -393,6 +432,25 @@ class Window(_Model):
     policies: list[PolicyChange] = Field(min_length=1)
     trigger: Trigger = "auto"
     rollout: RolloutOverride | None = None
+
+    @model_validator(mode="after")
+    def _one_change_per_policy(self) -> Window:
+        problems: list[Problem] = []
+        seen: dict[tuple[str, str | None, str], int] = {}
+        for index, change in enumerate(self.policies):
+            if change.swap is not None:
+                key, field = (change.kind, change.namespace, change.swap.from_), ("swap", "from")
+            else:
+                assert change.name is not None
+                key, field = (change.kind, change.namespace, change.name), ("name",)
+            if key in seen:
+                problems.append((("policies", index, *field),
+                                 f"{key[0]} {key[2]} is already changed by policies[{seen[key]}] "
+                                 "of this window; merge the two changes into one"))
+            else:
+                seen[key] = index
+        raise_problems(problems)
+        return self
 
 
 @lru_cache(maxsize=1)

@@ -158,6 +158,13 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
                 errors.append(_error(name, document, (*at, "swap", "to"), namespace_error))
                 changes.append(change)
                 continue
+            if manifest["metadata"]["name"] == change.swap.from_:
+                errors.append(_error(name, document, (*at, "swap", "to"),
+                                     f"the manifest is {change.swap.from_!r} itself: a swap "
+                                     "deletes `from` and creates `to`; to change one policy, "
+                                     "use a patch"))
+                changes.append(change)
+                continue
             swap = change.swap.model_copy(update={"manifest": manifest})
             loaded_change = change.model_copy(update={"swap": swap})
             changes.append(loaded_change)
