@@ -437,6 +437,7 @@ class Window(_Model):
     def _one_change_per_policy(self) -> Window:
         problems: list[Problem] = []
         seen: dict[tuple[str, str | None, str], int] = {}
+        field: tuple[str, ...]
         for index, change in enumerate(self.policies):
             if change.swap is not None:
                 key, field = (change.kind, change.namespace, change.swap.from_), ("swap", "from")
