@@ -394,3 +394,15 @@ def test_ten_thousand_objects_list_fast(emulator: Emulator, api_client: client.A
     elapsed = time.perf_counter() - start
     assert len(data["items"]) == 10_000
     assert elapsed < 2.0, elapsed
+
+
+def test_keep_alive_requests_are_not_stalled(api_client: client.ApiClient) -> None:
+    """200 GETs over one keep-alive connection take well under two seconds (no Nagle stalls)."""
+    import time
+
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map("default", configmap("fast"))
+    start = time.perf_counter()
+    for _ in range(200):
+        core.read_namespaced_config_map("fast", "default")
+    assert time.perf_counter() - start < 2.0

@@ -162,3 +162,31 @@ def test_bad_object_name_is_invalid(emulator: Emulator) -> None:
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}},
     )
     assert code == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
+
+
+@needs_crds
+def test_unknown_fields_are_pruned_with_a_warning(emulator: Emulator) -> None:
+    """Without fieldValidation, unknown fields are dropped and named in a Warning header."""
+    body = cpp()
+    body["spec"]["resourceSelector"] = []
+    req = urllib.request.Request(
+        emulator.url + CPP_PATH,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req) as resp:
+        created = json.loads(resp.read())
+        warning = resp.headers["Warning"]
+    assert "resourceSelector" not in created["spec"]
+    assert warning == '299 - "unknown field \\"spec.resourceSelector\\""'
+
+
+@needs_crds
+def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> None:
+    """fieldValidation=Strict (kubectl's default) answers 400 naming the unknown field."""
+    body = cpp()
+    body["spec"]["placement"]["clusterAfinity"] = {"clusterNames": ["a"]}
+    code, status = post(emulator, CPP_PATH + "?fieldValidation=Strict", body)
+    assert code == 400 and status["reason"] == "BadRequest"
+    assert 'unknown field "spec.placement.clusterAfinity"' in status["message"]

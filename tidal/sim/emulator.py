@@ -156,7 +156,7 @@ class Emulator:
         if rtype.namespaced:
             namespace = obj["metadata"].setdefault("namespace", "default")
             self._ensure_namespace(namespace)
-        self.validator.admit(rtype, obj)
+        self.validator.admit(rtype, obj, "Strict")
         stored = self.store.create(rtype, obj)
         self._on_created(rtype, stored)
         return stored

@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 
 from tidal.sim.kinds import ResourceType
-from tidal.sim.store import Invalid
+from tidal.sim.store import Invalid, StoreError
 from tidal.sim.topology import load_yaml_documents
 
 Obj = dict[str, Any]
@@ -167,11 +167,27 @@ class SchemaValidator:
     def has_schema(self, rtype: ResourceType) -> bool:
         return (rtype.group, rtype.version, rtype.kind) in self._schemas
 
-    def admit(self, rtype: ResourceType, obj: Obj) -> None:
+    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn") -> list[str]:
+        """Prune unknown fields, fill defaults and validate, in place; returns warnings.
+
+        `field_validation` is the request's: Strict refuses unknown fields (BadRequest),
+        Warn and Ignore drop them (Warn returns them as warnings), as the apiserver does.
+        """
         key = (rtype.group, rtype.version, rtype.kind)
         causes = _metadata_causes(obj)
         validator = self._validators.get(key)
+        warnings: list[str] = []
         if validator is not None:
+            unknown: list[str] = []
+            prune(self._schemas[key], obj, "", unknown, root=True)
+            if unknown and field_validation == "Strict":
+                fields = ", ".join(f'unknown field "{u}"' for u in unknown)
+                raise BadRequest(
+                    f'{rtype.kind} in version "{rtype.version}" cannot be handled as a '
+                    f"{rtype.kind}: strict decoding error: {fields}"
+                )
+            if field_validation != "Ignore":
+                warnings = [f'unknown field "{u}"' for u in unknown]
             apply_defaults(self._schemas[key], obj)
             for error in sorted(
                 validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))
@@ -181,6 +197,32 @@ class SchemaValidator:
             causes.extend(fallback_causes(rtype, obj))
         if causes:
             raise invalid(rtype, obj.get("metadata", {}).get("name", ""), causes)
+        return warnings
+
+
+class BadRequest(StoreError):
+    reason, code = "BadRequest", 400
+
+
+def prune(schema: Obj, value: Any, path: str, unknown: list[str], *, root: bool = False) -> None:
+    """Drop fields the structural schema does not declare (recording their paths), in place."""
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        for key in list(value):
+            where = f"{path}.{key}" if path else key
+            if props is not None and key in props:
+                if not (root and key == "metadata"):
+                    prune(props[key], value[key], where, unknown)
+            elif isinstance(extra, dict):
+                prune(extra, value[key], where, unknown)
+            elif props is not None and extra is not True and not preserve:
+                unknown.append(where)
+                del value[key]
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            prune(schema["items"], item, f"{path}[{i}]", unknown)
 
 
 def invalid(rtype: ResourceType, name: str, causes: list[Cause]) -> Invalid:

@@ -28,8 +28,9 @@ _STATUS_ON_CREATE = {("cluster.karmada.io", "clusters")}
 
 
 class Admitter(Protocol):
-    def admit(self, rtype: ResourceType, obj: Obj) -> None:
-        """Default and validate an object written through the API; raises store.Invalid."""
+    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn") -> list[str]:
+        """Prune, default and validate an object written through the API, in place; returns
+        warnings; raises a StoreError (Invalid, or BadRequest for Strict unknown fields)."""
 
 
 def verb_of(method: str, route: Route, req: Request) -> str:
@@ -219,9 +220,14 @@ class RestHandlers:
         if route.name:
             meta["name"] = route.name
 
-    def _admit(self, rtype: ResourceType, obj: Obj) -> None:
-        if self.admitter is not None:
-            self.admitter.admit(rtype, obj)
+    def _admit(self, rtype: ResourceType, obj: Obj, req: Request) -> dict[str, str]:
+        """Admission; returns the response headers it asks for (Warning)."""
+        if self.admitter is None:
+            return {}
+        warnings = self.admitter.admit(rtype, obj, req.query.get("fieldValidation") or "Warn")
+        if not warnings:
+            return {}
+        return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
 
     def _create(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
@@ -235,13 +241,13 @@ class RestHandlers:
             body.pop("status", None)
         for drop in ("resourceVersion", "uid", "creationTimestamp", "generation"):
             body["metadata"].pop(drop, None)
-        self._admit(rtype, body)
+        headers = self._admit(rtype, body, req)
         if req.query.get("dryRun"):
-            return Response(201, body)
+            return Response(201, body, headers)
         created = self.store.create(rtype, body)
         if self.on_created is not None:
             self.on_created(rtype, created)
-        return Response(201, created)
+        return Response(201, created, headers)
 
     def _update(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
@@ -266,10 +272,10 @@ class RestHandlers:
             )
         if route.subresource == "status":
             return Response(200, self.store.update(rtype, body, subresource="status"))
-        self._admit(rtype, body)
+        headers = self._admit(rtype, body, req)
         if req.query.get("dryRun"):
-            return Response(200, body)
-        return Response(200, self.store.update(rtype, body))
+            return Response(200, body, headers)
+        return Response(200, self.store.update(rtype, body), headers)
 
     def _patch(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
@@ -295,11 +301,11 @@ class RestHandlers:
                     if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
                         raise
                     continue
-            self._admit(rtype, patched)
+            headers = self._admit(rtype, patched, req)
             if req.query.get("dryRun"):
-                return Response(200, patched)
+                return Response(200, patched, headers)
             try:
-                return Response(200, self.store.update(rtype, patched))
+                return Response(200, self.store.update(rtype, patched), headers)
             except Conflict as exc:
                 last = exc
                 if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
@@ -322,12 +328,12 @@ class RestHandlers:
             if route.subresource:
                 raise
             config["metadata"].pop("resourceVersion", None)
-            self._admit(route.rtype, config)
+            self._admit(route.rtype, config, req)
             return Response(201, self.store.create(route.rtype, config))
         merged = json_merge_patch.merge(current, config)
         if route.subresource == "status":
             return Response(200, self.store.update(route.rtype, merged, subresource="status"))
-        self._admit(route.rtype, merged)
+        self._admit(route.rtype, merged, req)
         return Response(200, self.store.update(route.rtype, merged))
 
     def _delete(self, route: Route, req: Request) -> Response:
