@@ -81,12 +81,16 @@ class EngineObserver:
         self._lock = threading.Lock()
 
     def __call__(self, event: EngineEvent) -> None:
-        try:
-            self._observe(event)
-        except Exception as exc:  # observing must never break the switch it observes
-            log.warning("observer_failed", event_type=type(event).__name__,
-                        schedule=event.schedule, window=event.window, run_id=event.run_id,
-                        error=str(exc))
+        context: dict[str, object] = {"schedule": event.schedule, "window": event.window,
+                                      "run_id": event.run_id}
+        if event.wave is not None:
+            context["wave"] = event.wave
+        # Lines logged while observing (kube_event_failed) belong to the run's story too.
+        with structlog.contextvars.bound_contextvars(**context):
+            try:
+                self._observe(event)
+            except Exception as exc:  # observing must never break the switch it observes
+                log.warning("observer_failed", event_type=type(event).__name__, error=str(exc))
 
     # --- dispatch -----------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+import structlog
 from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
 from tidal.engine.events import (
     FloorBreached,
@@ -221,7 +223,7 @@ def test_observer_records_kubernetes_events_on_state_and_changed_policies() -> N
 
 
 def test_observer_never_raises_into_the_engine() -> None:
-    """A recorder that blows up is logged and swallowed; the metrics are still counted."""
+    """A recorder that blows up is logged (with the run's context) and swallowed; metrics count."""
 
     class Broken:
         def record(self, *args: object) -> bool:
@@ -230,7 +232,11 @@ def test_observer_never_raises_into_the_engine() -> None:
     metrics = Metrics()
     observe = EngineObserver(metrics, recorder=Broken(),  # type: ignore[arg-type]
                              state_object=lambda s: configmap_ref("x", "y"))
-    good_run(observe)
+    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+        good_run(observe)
+    assert logs and all(entry["event"] == "kube_event_failed" for entry in logs)
+    assert all(entry["run_id"] == "r1" and entry["schedule"] == "team-a" for entry in logs)
+    assert {entry.get("wave") for entry in logs} == {None, 1, 2}
     assert value(metrics, "tidal_switch_runs_total", schedule="team-a", window="night",
                  result="succeeded") == 1
 
