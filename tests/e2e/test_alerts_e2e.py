@@ -31,7 +31,7 @@ from tidal.engine.events import (
 from tidal.metrics import Metrics, ScheduleLabels
 from tidal.observe import EngineObserver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 def _ok() -> tuple[bool, str]:
