@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 
-from tidal.domain.cron import can_coincide, parse_start
+from tidal.domain.cron import can_coincide, dst_collision, dst_gaps, parse_start
 
 
 def test_hh_mm_is_a_daily_cron() -> None:
@@ -77,3 +77,24 @@ def test_trigger_fields_name_weekdays() -> None:
     assert fields["hour"] == "19" and fields["minute"] == "30"
     assert parse_start("0 7 * * 1#2").trigger_fields()["day"] == "2nd mon"
     assert parse_start("0 7 L * *").trigger_fields()["day"] == "last"
+
+
+def test_dst_gaps_of_berlin_and_new_york() -> None:
+    """Spring-forward gaps are found as local [02:00, 03:00) on the right Sundays."""
+    berlin = dst_gaps("Europe/Berlin")
+    assert berlin[0] == (datetime(2026, 3, 29, 2, 0), datetime(2026, 3, 29, 3, 0))
+    assert dst_gaps("America/New_York")[0][0] == datetime(2026, 3, 8, 2, 0)
+    assert dst_gaps("Asia/Shanghai") == ()
+
+
+@pytest.mark.parametrize(("a", "b", "zone", "collides"), [
+    ("02:30", "03:00", "Europe/Berlin", True),
+    ("02:30", "02:45", "Europe/Berlin", True),
+    ("02:30", "03:00", "Asia/Shanghai", False),
+    ("02:30", "0 3 * * 1", "Europe/Berlin", False),
+    ("01:59", "03:00", "Europe/Berlin", False),
+])
+def test_dst_collision(a: str, b: str, zone: str, collides: bool) -> None:
+    """A start in the skipped hour runs at its end, meeting a start there (or another moved one)."""
+    found = dst_collision(parse_start(a), parse_start(b), zone)
+    assert (found is not None) is collides

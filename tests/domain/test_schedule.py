@@ -290,3 +290,15 @@ def test_one_change_per_policy_in_a_window() -> None:
     [(loc, message)] = errors_of(data)
     assert loc == ("spec", "windows", 0, "policies", 1, "name")
     assert "already changed by policies[0]" in message
+
+
+def test_dst_moved_start_meets_another_window() -> None:
+    """In Europe/Berlin, 02:30 moves to 03:00 on spring-forward day: refused at the later window."""
+    data = base()
+    data["spec"]["timeZone"] = "Europe/Berlin"
+    data["spec"]["windows"][0]["start"] = "03:00"
+    data["spec"]["windows"][1]["start"] = "02:30"
+    [(loc, message)] = errors_of(data)
+    assert loc == ("spec", "windows", 1, "start") and "spring forward" in message
+    data["spec"]["timeZone"] = "Asia/Shanghai"
+    TidalSchedule.model_validate(data)

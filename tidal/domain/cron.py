@@ -9,8 +9,9 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
@@ -154,3 +155,58 @@ def can_coincide(a: Start | str, b: Start | str) -> bool:
     months = first.months & second.months
     return any(first.matches_date(d) and second.matches_date(d)
                for d in _days_in_cycle() if d.month in months)
+
+
+# --- DST: a start inside a spring-forward gap runs at the first valid instant after it, so
+# it can meet another window's start there. Zone rules are data (zoneinfo), not a clock.
+
+_GAP_YEARS = range(2026, 2054)
+
+
+@lru_cache(maxsize=64)
+def dst_gaps(zone: str) -> tuple[tuple[datetime, datetime], ...]:
+    """Local (naive) [start, end) of every spring-forward gap of `zone` in 2026-2053."""
+    tz = ZoneInfo(zone)
+    gaps: list[tuple[datetime, datetime]] = []
+    for year in _GAP_YEARS:
+        for month in range(1, 13):
+            low = datetime(year, month, 1, tzinfo=UTC)
+            high = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+            before, after = low.astimezone(tz).utcoffset(), high.astimezone(tz).utcoffset()
+            if before is None or after is None or after <= before:
+                continue
+            while high - low > timedelta(minutes=1):  # first instant with the later offset
+                middle = low + (high - low) / 2
+                if middle.astimezone(tz).utcoffset() == after:
+                    high = middle
+                else:
+                    low = middle
+            instant = high.replace(second=0, microsecond=0)
+            naive = instant.replace(tzinfo=None)
+            gaps.append((naive + before, naive + after))
+    return tuple(gaps)
+
+
+def _local_minutes(start: Start, day: date) -> list[datetime]:
+    if not start.matches_date(day):
+        return []
+    return [datetime(day.year, day.month, day.day, hour, minute)
+            for hour in sorted(start.hours) for minute in sorted(start.minutes)]
+
+
+def _effective_minutes(start: Start, gap_start: datetime, gap_end: datetime) -> set[datetime]:
+    """Local minutes the start fires on the gap's day(s), those in the gap moved to its end."""
+    moved = set()
+    for day in {gap_start.date(), gap_end.date()}:
+        for local in _local_minutes(start, day):
+            moved.add(gap_end if gap_start <= local < gap_end else local)
+    return moved
+
+
+def dst_collision(a: Start, b: Start, zone: str) -> date | None:
+    """A date on which a DST gap moves one start onto the other's instant, or None."""
+    for gap_start, gap_end in dst_gaps(zone):
+        if (gap_end in _effective_minutes(a, gap_start, gap_end)
+                and gap_end in _effective_minutes(b, gap_start, gap_end)):
+            return gap_start.date()
+    return None

@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
-from tidal.domain.cron import can_coincide, parse_start
+from tidal.domain.cron import can_coincide, dst_collision, parse_start
 from tidal.domain.durations import Duration, PositiveDuration
 
 API_VERSION = "tidal.io/v1alpha1"
@@ -504,6 +504,15 @@ class ScheduleSpec(_Model):
                     problems.append((("windows", index, "start"),
                                      f"window {window.name!r} can start at the same minute as "
                                      f"window {earlier.name!r}; move one of the starts"))
+                    break
+                day = dst_collision(parse_start(earlier.start), parse_start(window.start),
+                                    self.time_zone)
+                if day is not None:
+                    problems.append((("windows", index, "start"),
+                                     f"window {window.name!r} starts at the same instant as "
+                                     f"window {earlier.name!r} when the clocks spring forward in "
+                                     f"{self.time_zone} (e.g. {day}: a start in the skipped hour "
+                                     "runs at its end); move one of the starts"))
                     break
         raise_problems(problems)
         return self
