@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scenario as sc
-from benchmarks.harness import SimEngineClock, karmada_client, wait_until
+from benchmarks.harness import SimEngineClock, converged, karmada_client, wait_until
 from benchmarks.schedules import load_one, patch_window, write_schedule
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
@@ -27,15 +27,19 @@ DAY = {"cluster-a": 4, "cluster-b": 1}
 
 
 def measure(workloads: int = 1000, speed: float = 50.0) -> dict[str, Any]:
-    fleet = sc.Fleet(workloads=workloads, min_replicas=2, max_replicas=5, startup_seconds=2.0,
+    fleet = sc.Fleet(workloads=workloads, min_replicas=5, max_replicas=8, startup_seconds=2.0,
                      termination_seconds=1.0, gpu_a=10 * workloads, gpu_b=10 * workloads)
     day = sc.cpp("inference", sc.static_placement(DAY))
     emu = Emulator(sc.topology(fleet, [day]), clock=ScaledClock(speed)).start()
     try:
         from tidal.karmada.client import KarmadaClient
 
-        wait_until(lambda: len(emu.timeline()) >= workloads, 300)
-        time.sleep(1.0)
+        def settled() -> bool:
+            current = emu.controllers.timeline.current()
+            return len({w for w, _ in current}) >= workloads and converged(emu)
+
+        if not wait_until(settled, 600):
+            raise RuntimeError("the day distribution did not converge")
         window = patch_window("night", "inference",
                               sc.static_placement({"cluster-b": 1}), "touch")
         path = write_schedule(Path(tempfile.mkdtemp()), "requests", [window],
@@ -63,7 +67,8 @@ def measure(workloads: int = 1000, speed: float = 50.0) -> dict[str, Any]:
             counts = Counter(f"{r.verb} {r.resource}" for r in chunk)
             per_wave.append({"wave": label, "total": len(chunk), **counts})
         client.close()
-        return {"result": record.result, "workloads": workloads, "waves": len(record.waves),
+        return {"result": record.result, "reason": record.reason, "workloads": workloads,
+                "waves": len(record.waves),
                 "seconds": round(seconds, 1), "total": snapshot["total"],
                 "by": snapshot["by"], "perWave": per_wave}
     finally:
@@ -77,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     out = measure(args.workloads, args.speed)
     print(f"switch of {out['workloads']} workloads in {out['waves']} waves: {out['result']}, "
-          f"{out['seconds']} s wall, {out['total']} requests")
+          f"{out['seconds']} s wall, {out['total']} requests {out['reason']}")
     for key, n in sorted(out["by"].items()):
         print(f"  {key:45s} {n}")
     print("per wave:")

@@ -114,6 +114,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
+    from tidal.engine.switch import plan_problems
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
@@ -127,8 +128,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
         fail(f"Karmada API: {exc}")
     finally:
         client.close()
-    problems = [f"{label}: {v}" for label, v in sp.plan.violations] + sp.plan.problems + \
-        check.problems
+    problems = plan_problems(sp) + check.problems
     if output == "json":
         data = sp.plan.to_dict()
         data.update({"schedule": sp.schedule.name, "window": sp.window.name,

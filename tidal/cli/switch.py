@@ -74,7 +74,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
-    from tidal.engine.switch import PlanRefused, run_switch
+    from tidal.engine.switch import PlanRefused, plan_problems, run_switch
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
@@ -84,8 +84,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         if interactive and not yes:
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
-            problems = [f"{label}: {v}" for label, v in sp.plan.violations] + \
-                sp.plan.problems + check.problems
+            problems = plan_problems(sp) + check.problems
             render_plan(sp, problems)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)

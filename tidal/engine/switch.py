@@ -34,7 +34,8 @@ class PlanRefused(Exception):
     """The plan would break a floor (or cannot be scheduled): nothing was written."""
 
     def __init__(self, plan: SwitchPlan, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
+        more = f"; ... and {len(problems) - 5} more" if len(problems) > 5 else ""
+        super().__init__("; ".join(problems[:5]) + more)
         self.plan = plan
         self.problems = problems
 
@@ -47,8 +48,14 @@ def _schedule_of(loaded: Any) -> TidalSchedule:
     return loaded.schedule if hasattr(loaded, "schedule") else loaded  # type: ignore[no-any-return]
 
 
-def _plan_problems(sp: SwitchPlan) -> list[str]:
-    problems = [f"{label}: {v}" for label, v in sp.plan.violations]
+def plan_problems(sp: SwitchPlan) -> list[str]:
+    """Every floor violation (once, at the first step it shows) and every plan problem."""
+    seen: set[str] = set()
+    problems = []
+    for label, v in sp.plan.violations:
+        if str(v) not in seen:
+            seen.add(str(v))
+            problems.append(f"{label}: {v}")
     problems.extend(sp.plan.problems)
     return problems
 
@@ -72,7 +79,7 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                          journal_token=previous.journal_token if previous else None)
     base = {"schedule": schedule.name, "window": window_name, "run_id": state.run_id}
     if not resuming:
-        problems = _plan_problems(sp)
+        problems = plan_problems(sp)
         if problems:
             raise PlanRefused(sp, problems)
         ready_field = ready_field_of(sp)

@@ -110,6 +110,11 @@ def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workloa
     refs: list[RebalancerWorkload] = [
         RebalancerWorkload(**w.ref())  # type: ignore[typeddict-item]
         for w in workloads]
-    labels = {"tidal.io/schedule": schedule[:63], "tidal.io/run": run_id[:63]}
+    labels = {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
     return rebalancers_api.create_rebalancer(client, name, refs,
                                              ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels)
+
+
+def _label_value(text: str) -> str:
+    value = re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)

@@ -21,7 +21,7 @@ from tidal.engine.events import (
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.resolve import Workload
 from tidal.karmada import rebalancers as rebalancers_api
-from tidal.karmada.bindings import BindingWatch
+from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import KarmadaError, NotFound
 
@@ -190,9 +190,9 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
     passed: set[str] = set()
     clusters = floor_clusters(ctx.floors)
     last_check = ctx.clock.monotonic()
+    tracker = _tracker(ctx, targets, watch)
     while True:
-        report = gates.evaluate(list(targets.values()), ctx.everyone, watch.cache, ctx.floors,
-                                ctx.before, ctx.ready_field)
+        report = tracker.report()
         _observe_floors(ctx, index, watch.cache, clusters)
         for gate in gates.GATES:
             if gate in report.passed and gate not in passed and gate != "floors":
@@ -206,14 +206,14 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
             return WaveOutcome(False, "floor_breach", report.reason)
         if report.failure:
             return WaveOutcome(False, report.failure, report.reason)
-        for name in report.missing:
-            w = targets[name].workload
-            if _template_gone(ctx, w):
-                _skip(ctx, index, name, "deleted", targets)
-            else:
-                return WaveOutcome(False, "binding_not_found",
-                                   f"{name}: ReferencedBindingNotFound")
         if report.missing:
+            for name in report.missing:
+                w = targets[name].workload
+                if not _template_gone(ctx, w):
+                    return WaveOutcome(False, "binding_not_found",
+                                       f"{name}: ReferencedBindingNotFound")
+                _skip(ctx, index, name, "deleted", targets)
+            tracker = _tracker(ctx, targets, watch)
             continue
         if until in report.passed:
             if until == "converged":
@@ -223,26 +223,36 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         if wave.rebalancers and "triggered" not in report.passed and \
                 now - last_check >= REBALANCER_CHECK_SECONDS:
             last_check = now
+            gone = False
             for name, reason in _rebalancer_failures(ctx, wave):
                 if name in targets:
-                    if _template_gone(ctx, targets[name].workload):
-                        _skip(ctx, index, name, "deleted", targets)
-                    else:
+                    if not _template_gone(ctx, targets[name].workload):
                         return WaveOutcome(False, "binding_not_found", f"{name}: {reason}")
+                    _skip(ctx, index, name, "deleted", targets)
+                    gone = True
+            if gone:
+                tracker = _tracker(ctx, targets, watch)
+                continue
         remaining = deadline - now
         if remaining <= 0:
             return WaveOutcome(False, "timeout", _timeout_reason(ctx, report, len(targets)))
         ctx.emitter.emit(WaveProgress(**base, ready=report.ready,  # type: ignore[arg-type]
                                       assigned=report.assigned, converged=report.converged,
                                       total=len(targets)))
-        for _obj, _deleted in watch.changes(min(remaining, 5.0)):
-            probe = gates.evaluate(list(targets.values()), ctx.everyone, watch.cache,
-                                   ctx.floors, ctx.before, ctx.ready_field)
+        for obj, deleted in watch.changes(min(remaining, 5.0)):
+            tracker.update(key_of(obj), None if deleted else obj)
+            probe = tracker.report()
             if probe.failure or probe.missing or until in probe.passed or \
                     probe.passed - passed - {"floors"}:
                 break
             if ctx.clock.monotonic() >= deadline:
                 break
+
+
+def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
+             watch: BindingWatch) -> gates.GateTracker:
+    return gates.GateTracker(list(targets.values()), ctx.everyone, ctx.floors, ctx.before,
+                             ctx.ready_field).load(watch.cache)
 
 
 def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int) -> str:
