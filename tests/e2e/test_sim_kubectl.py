@@ -214,3 +214,42 @@ def test_tidal_sim_command_serves_until_sigterm(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=10)
     assert code == 0
+
+
+def test_scale_json_patch_status_and_delete(demo: tuple[Emulator, Path]) -> None:
+    """`kubectl scale`, `patch --type json`, `patch --subresource=status` and `delete` work."""
+    emu, kc = demo
+    kubectl(kc, "scale", "deploy", "llm-1005-00", "-n", "ai-app", "--replicas=6")
+    replicas = kubectl(
+        kc, "get", "deploy", "llm-1005-00", "-n", "ai-app", "-o", "jsonpath={.spec.replicas}"
+    ).stdout
+    assert replicas == "6"
+    kubectl(
+        kc,
+        "patch",
+        "cpp",
+        "team-1005-cpp",
+        "--type",
+        "json",
+        "-p",
+        '[{"op": "replace", "path": "/spec/priority", "value": 2}]',
+    )
+    kubectl(
+        kc,
+        "patch",
+        "cluster",
+        "cluster-b",
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
+        '{"status": {"kubernetesVersion": "v1.32.9"}}',
+    )
+    version = kubectl(
+        kc, "get", "cluster", "cluster-b", "-o", "jsonpath={.status.kubernetesVersion}"
+    ).stdout
+    assert version == "v1.32.9"
+    kubectl(kc, "delete", "cpp", "team-1005-cpp")
+    gone = kubectl(kc, "get", "cpp", "team-1005-cpp", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+    assert emu.requests()["by"].get("patch deployments/scale") == 1

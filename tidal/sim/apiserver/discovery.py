@@ -76,6 +76,18 @@ def _resource_entries(rtype: ResourceType) -> list[dict[str, Any]]:
     if rtype.group.endswith("karmada.io"):
         main["categories"] = ["karmada-io"]
     entries = [main]
+    if (rtype.group, rtype.plural) in {("apps", "deployments"), ("apps", "statefulsets")}:
+        entries.append(
+            {
+                "name": f"{rtype.plural}/scale",
+                "singularName": "",
+                "namespaced": True,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     if rtype.has_status:
         entries.append(
             {

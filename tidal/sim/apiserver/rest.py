@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import json_merge_patch
 
-from tidal.sim.apiserver import patching
+from tidal.sim.apiserver import patching, scale
 from tidal.sim.apiserver.errors import ApiError, status_body
 from tidal.sim.apiserver.listing import object_filter, page
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
@@ -70,6 +70,8 @@ class RestHandlers:
     def handle(self, verb: str, route: Route, req: Request) -> Response | StreamResponse:
         cut_after = self._apply_faults(verb, route)
         try:
+            if route.subresource == "scale":
+                return self._scale(verb, route, req)
             if verb == "get":
                 obj = self.store.get(route.rtype, route.namespace, route.name or "", copy_=False)
                 if wants_table(req.headers.get("Accept")):
@@ -142,6 +144,30 @@ class RestHandlers:
                 "items": chunk,
             },
         )
+
+    def _scale(self, verb: str, route: Route, req: Request) -> Response:
+        rtype, name = route.rtype, route.name or ""
+        if verb == "get":
+            return Response(200, scale.to_scale(self.store.get(rtype, route.namespace, name)))
+        if verb not in ("update", "patch"):
+            raise ApiError(405, f"{verb} is not supported on the scale subresource")
+        current = self.store.get(rtype, route.namespace, name)
+        view = scale.to_scale(current)
+        if verb == "update":
+            wanted = self._body(req)
+        else:
+            wanted = patching.apply_patch(
+                rtype, view, req.headers.get("Content-Type") or "", req.body
+            )
+            if (wanted.get("metadata") or {}).get("resourceVersion") == view["metadata"].get(
+                "resourceVersion"
+            ):
+                wanted["metadata"].pop("resourceVersion", None)  # a patch is not a precondition
+        try:
+            updated = scale.apply_scale(current, wanted)
+        except ValueError as exc:
+            raise ApiError(422, str(exc), reason="Invalid") from exc
+        return Response(200, scale.to_scale(self.store.update(rtype, updated)))
 
     def _table(self, route: Route, req: Request, items: list[Obj], meta: Obj | None) -> Obj:
         include = req.query.get("includeObject") or "Metadata"

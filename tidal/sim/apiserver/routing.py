@@ -57,6 +57,9 @@ def parse_route(kinds: KindRegistry, path: str) -> Route | None:
         raise UnknownResource(path)  # a namespaced object needs its namespace in the path
     name = rest[0] if rest else None
     sub = rest[1] if len(rest) == 2 else None
-    if sub is not None and not (sub == "status" and rtype.has_status):
+    scalable = (rtype.group, rtype.plural) in {("apps", "deployments"), ("apps", "statefulsets")}
+    if sub is not None and not (
+        (sub == "status" and rtype.has_status) or (sub == "scale" and scalable)
+    ):
         raise UnknownResource(path)
     return Route(rtype, namespace, name, sub)
