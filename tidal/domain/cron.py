@@ -85,6 +85,7 @@ class Start:
         return fields
 
 
+@lru_cache(maxsize=1024)
 def parse_start(text: str) -> Start:
     """Parse a window start or raise ValueError with a one-line reason and the fix."""
     if not isinstance(text, str):
