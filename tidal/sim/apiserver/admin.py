@@ -1,4 +1,19 @@
-"""The emulator's own endpoints under /sim/v1: timeline, request counts and log, faults."""
+"""The emulator's own endpoints under /sim/v1 (JSON in and out; not counted as API requests).
+
+GET    /sim/v1/timeline         controllers' samples: [{t, workload "ns/Kind/name", cluster,
+                                assigned, ready}, ...] (t: simulated seconds since the epoch)
+GET    /sim/v1/requests         {"total": N, "by": {"<verb> <resource>": n}, "byVerb": {...},
+                                "byResource": {...}, "byCode": {"200": n, ...}}
+POST   /sim/v1/requests/reset   zero the counts and the log
+GET    /sim/v1/requestlog       {"items": [{seq, time, verb, resource, group, namespace, name,
+                                code, user_agent, identity}, ...]}; `?since=SEQ` for newer ones
+GET    /sim/v1/faults           {"items": [fault, ...]}
+POST   /sim/v1/faults           a fault (or a list): {"type": "latency|error|throttle|conflict|
+                                drop-watch", "verb": "patch", "resource": "resourcebindings",
+                                "namespace", "name", "probability": 1.0, "count": null,
+                                "seconds": 0.0, "retryAfter": 1, "compact": false} -> 201 + id
+DELETE /sim/v1/faults[/ID]      remove all faults, or one
+"""
 
 from __future__ import annotations
 
