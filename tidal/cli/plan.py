@@ -60,7 +60,7 @@ def render_plan(sp: Any, problems: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=True)
+    console = Console(file=sys.stdout, soft_wrap=True, markup=False, highlight=False)
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "

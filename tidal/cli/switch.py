@@ -23,39 +23,41 @@ class Progress:
     def __init__(self) -> None:
         from rich.console import Console
 
-        self.console = Console(file=sys.stderr)
+        self.console = Console(file=sys.stderr, markup=False, highlight=False)
+
+    def say(self, text: str, style: str | None = None) -> None:
+        self.console.print(text, style=style)
 
     def __call__(self, event: Any) -> None:
         from tidal.engine import events as ev
 
-        c = self.console
         if isinstance(event, ev.RunStarted):
-            c.print(f"[bold]switch[/] {event.schedule}/{event.window} run {event.run_id}: "
-                    f"{event.workloads} workload(s), {event.waves} wave(s), "
-                    f"trigger {event.trigger}")
+            self.say(f"switch {event.schedule}/{event.window} run {event.run_id}: "
+                     f"{event.workloads} workload(s), {event.waves} wave(s), "
+                     f"trigger {event.trigger}", "bold")
         elif isinstance(event, ev.PolicyChanged):
-            c.print(f"  policy {event.kind} {event.policy}: {event.action}"
-                    + (" (+Lazy)" if event.lazy_added else ""))
+            self.say(f"  policy {event.kind} {event.policy}: {event.action}"
+                     + (" (+Lazy)" if event.lazy_added else ""))
         elif isinstance(event, ev.WaveStarted):
             what = "rollback wave" if event.rollback else "wave"
-            c.print(f"[bold]{what} {event.wave}[/]: {len(event.workloads)} workload(s)")
+            self.say(f"{what} {event.wave}: {len(event.workloads)} workload(s)", "bold")
         elif isinstance(event, ev.GatePassed):
-            c.print(f"    gate {event.gate} passed")
+            self.say(f"    gate {event.gate} passed")
         elif isinstance(event, ev.WaveProgress):
             ready = " ".join(f"{k}={v}/{event.assigned.get(k, 0)}"
                              for k, v in sorted(event.ready.items()))
-            c.print(f"    {event.converged}/{event.total} converged; ready {ready}")
+            self.say(f"    {event.converged}/{event.total} converged; ready {ready}", "dim")
         elif isinstance(event, ev.FloorBreached):
-            c.print(f"    [red]floor breached[/]: {event.workload} {event.ready} ready in "
-                    f"{event.cluster}, needs {event.required}")
+            self.say(f"    floor breached: {event.workload} {event.ready} ready in "
+                     f"{event.cluster}, needs {event.required}", "red")
         elif isinstance(event, ev.WorkloadSkipped):
-            c.print(f"    [yellow]left out[/] {event.workload}: {event.reason}")
+            self.say(f"    left out {event.workload}: {event.reason}", "yellow")
         elif isinstance(event, ev.WaveFinished):
-            style = "green" if event.result != "failed" else "red"
-            c.print(f"  [{style}]wave {event.wave} {event.result}[/] {event.reason}")
+            self.say(f"  wave {event.wave} {event.result} {event.reason}",
+                     "red" if event.result == "failed" else "green")
         elif isinstance(event, ev.RunFinished):
-            style = "green" if event.result == "succeeded" else "red"
-            c.print(f"[{style}]run {event.result}[/] {event.reason}")
+            self.say(f"run {event.result} {event.reason}",
+                     "green" if event.result == "succeeded" else "red")
 
 
 @click.command("switch")

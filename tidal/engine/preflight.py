@@ -1,8 +1,8 @@
 """Preflight: refuse to start a switch that cannot be safe.
 
 Policies exist (resolve already refuses otherwise; a swap is idempotent), the clusters
-named in floors exist and are Ready, and every floor holds right now (a switch must not
-begin below a floor).
+named in floors exist and are Ready, and every floor holds right now for every selected
+workload (a switch must not begin below a floor: the wave gates would fail at once).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport
         elif not cluster.ready:
             report.problems.append(f"floor cluster {name} is not Ready; wait for it or "
                                    "postpone the switch")
+    if not sp.plan.waves:
+        return report  # nothing moves: no gate will watch the floors
     for w in sp.selection.workloads:
         current = w.current
         ready = ready_by_cluster(w.binding, ready_field)
