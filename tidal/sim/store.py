@@ -183,6 +183,7 @@ class Store:
         *,
         subresource: Literal["status"] | None = None,
         _owned: bool = False,
+        _copy_result: bool = True,
     ) -> Obj:
         """PUT semantics; a resourceVersion in the body must match the stored one.
 
@@ -203,7 +204,12 @@ class Store:
             for hook in self.admission:
                 hook(rtype, old, new)
             return self._commit(
-                "MODIFIED", rtype, _key(rtype, namespace, new["metadata"]["name"]), old, new
+                "MODIFIED",
+                rtype,
+                _key(rtype, namespace, new["metadata"]["name"]),
+                old,
+                new,
+                _copy_result,
             )
 
     def mutate(
@@ -214,13 +220,19 @@ class Store:
         change: Callable[[Obj], None],
         *,
         subresource: Literal["status"] | None = None,
+        copy_result: bool = True,
     ) -> Obj:
-        """Read-modify-write under the lock (for controllers): never a Conflict."""
+        """Read-modify-write under the lock (for controllers): never a Conflict.
+
+        With `copy_result=False` the stored object itself is returned: read it, never mutate it.
+        """
         with self._lock:
             current = self.get(rtype, namespace, name)
             change(current)
             current["metadata"].pop("resourceVersion", None)
-            return self.update(rtype, current, subresource=subresource, _owned=True)
+            return self.update(
+                rtype, current, subresource=subresource, _owned=True, _copy_result=copy_result
+            )
 
     def delete(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj:
         with self._lock:
@@ -325,16 +337,23 @@ class Store:
         return new
 
     def _commit(
-        self, etype: EventType, rtype: ResourceType, key: Key, old: Obj | None, new: Obj
+        self,
+        etype: EventType,
+        rtype: ResourceType,
+        key: Key,
+        old: Obj | None,
+        new: Obj,
+        copy_result: bool = True,
     ) -> Obj:
         if old is not None and _same_content(old, new):
-            return _clone_obj(old)  # a no-op write does not bump resourceVersion
+            # a no-op write does not bump resourceVersion
+            return _clone_obj(old) if copy_result else old
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = new
         self._by_type.setdefault(key[:3], {})[key] = new
         self._publish(WatchEvent(etype, rtype, new, old, self._rv))
-        return _clone_obj(new)
+        return _clone_obj(new) if copy_result else new
 
     def _publish(self, event: WatchEvent) -> None:
         self._log.append(event)

@@ -48,6 +48,15 @@ WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet"})
 FEATURE_POLICY_PREEMPTION = "PropagationPolicyPreemption"
 
 
+def clone(value: Any) -> Any:
+    """Deep copy of a JSON-like tree (much cheaper than copy.deepcopy)."""
+    if type(value) is dict:
+        return {k: clone(v) if type(v) in (dict, list) else v for k, v in value.items()}
+    if type(value) is list:
+        return [clone(v) if type(v) in (dict, list) else v for v in value]
+    return value
+
+
 def is_reserved_namespace(namespace: str) -> bool:
     """Namespaces Karmada's detector ignores."""
     return namespace in ("karmada-system", "karmada-cluster") or namespace.startswith(

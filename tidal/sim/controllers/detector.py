@@ -12,7 +12,6 @@ binding of a template claimed by a Lazy policy.
 from __future__ import annotations
 
 import contextlib
-import copy
 import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from tidal.sim.controllers.common import (
     ObjKey,
     annotations_of,
     binding_name,
+    clone,
     is_reserved_namespace,
     labels_of,
 )
@@ -341,7 +341,7 @@ class Detector:
 
         rtype = self.template_types[key]
         try:
-            updated = self.mgr.store.mutate(rtype, key[2] or None, key[3], claim)
+            updated = self.mgr.write(rtype, key[2] or None, key[3], claim)
         except NotFound:
             return None
         return updated
@@ -368,11 +368,9 @@ class Detector:
             _add_claim(binding, policy, pid)
             self.mgr.store.create(btype, binding)
             return
-        probe = copy.deepcopy(current)
-        _merge_binding(probe, desired, template, policy, pid)
-        if probe == current:
+        if _binding_current(current, desired, template, policy, pid):
             return
-        self.mgr.store.mutate(
+        self.mgr.write(
             btype, namespace, name, lambda obj: _merge_binding(obj, desired, template, policy, pid)
         )
 
@@ -391,7 +389,7 @@ class Detector:
         )
         spec: Obj = {
             "resource": resource,
-            "placement": copy.deepcopy(policy_spec.get("placement") or {}),
+            "placement": policy_spec.get("placement") or {},
         }
         for field in (
             "propagateDeps",
@@ -401,9 +399,9 @@ class Detector:
             "preserveResourcesOnDeletion",
         ):
             if policy_spec.get(field) is not None:
-                spec[field] = copy.deepcopy(policy_spec[field])
+                spec[field] = policy_spec[field]
         if policy_spec.get("suspension") is not None:
-            spec["suspension"] = copy.deepcopy(policy_spec["suspension"])
+            spec["suspension"] = policy_spec["suspension"]
         replicas, requests = _interpret_replicas(template)
         if replicas:
             spec["replicas"] = replicas
@@ -492,7 +490,7 @@ class Detector:
         def claim(obj: Obj) -> None:
             _add_claim(obj, policy, pid)
 
-        self.mgr.store.mutate(self.template_types[key], key[2] or None, key[3], claim)
+        self.mgr.write(self.template_types[key], key[2] or None, key[3], claim)
 
     def _handle_policy_deletion(self, policy: Obj) -> None:
         pid = policy_id(policy)
@@ -520,7 +518,7 @@ class Detector:
     def _strip_claim(self, rtype: ResourceType, obj: Obj, kind: str) -> None:
         meta = obj["metadata"]
         with contextlib.suppress(NotFound):
-            self.mgr.store.mutate(
+            self.mgr.write(
                 rtype, meta.get("namespace") or None, meta["name"], lambda o: _remove_claim(o, kind)
             )
 
@@ -574,7 +572,7 @@ def _merge_binding(obj: Obj, desired: Obj, template: Obj, policy: Obj, pid: str)
         if field == "suspension":
             continue
         if field in desired:
-            spec[field] = copy.deepcopy(desired[field])
+            spec[field] = clone(desired[field])
         else:
             spec.pop(field, None)
     if "suspension" in desired:
@@ -583,6 +581,37 @@ def _merge_binding(obj: Obj, desired: Obj, template: Obj, policy: Obj, pid: str)
         spec["suspension"] = merged
     obj["metadata"]["ownerReferences"] = [_owner(template)]
     _add_claim(obj, policy, pid)
+
+
+def _binding_current(current: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) -> bool:
+    """True when _merge_binding would change nothing (saves a write per unchanged binding)."""
+    spec = current.get("spec") or {}
+    for field in _BINDING_SPEC_FIELDS:
+        if field == "suspension":
+            if "suspension" in desired and {
+                **(spec.get("suspension") or {}),
+                **desired["suspension"],
+            } != spec.get("suspension"):
+                return False
+            continue
+        if spec.get(field) != desired.get(field):
+            return False
+    meta = current["metadata"]
+    if meta.get("ownerReferences") != [_owner(template)]:
+        return False
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    if policy["kind"] == PP_KIND:
+        return (
+            labels.get(PP_ID_LABEL) == pid
+            and CPP_ID_LABEL not in labels
+            and CPP_NAME_ANNOTATION not in annotations
+            and annotations.get(PP_NAMESPACE_ANNOTATION) == policy["metadata"].get("namespace", "")
+            and annotations.get(PP_NAME_ANNOTATION) == policy["metadata"]["name"]
+        )
+    return (
+        labels.get(CPP_ID_LABEL) == pid
+        and annotations.get(CPP_NAME_ANNOTATION) == policy["metadata"]["name"]
+    )
 
 
 def _owner(template: Obj) -> Obj:

@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from tidal.sim.clock import Clock, ManualClock, TimerHandle
 from tidal.sim.controllers.common import (
@@ -124,6 +124,20 @@ class ControllerManager:
                 self._drain()
 
         return self.clock.call_later(delay, fire)
+
+    def write(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict[str, Any]], None],
+        *,
+        subresource: Literal["status"] | None = None,
+    ) -> dict[str, Any]:
+        """Read-modify-write one object; returns the stored object (read it, never mutate it)."""
+        return self.store.mutate(
+            rtype, namespace, name, change, subresource=subresource, copy_result=False
+        )
 
     def binding_type(self, kind: str) -> ResourceType:
         rtype = self.store.kinds.by_kind("work.karmada.io/v1alpha2", kind)

@@ -159,7 +159,6 @@ class Members:
             return
         spec = binding.get("spec") or {}
         resource = spec.get("resource") or {}
-        requirements = (spec.get("replicaRequirements") or {}).get("resourceRequest")
         is_workload = bool(spec.get("replicas")) or spec.get("replicaRequirements") is not None
         targets = {
             c["name"]: int(c.get("replicas") or 0)
@@ -174,7 +173,7 @@ class Members:
             and state.is_workload == is_workload
         ):
             return
-        request = resource_list(requirements)
+        request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
         request["pods"] = 1
         template_generation = self.mgr.detector.template_generation(resource)
         if state is None:

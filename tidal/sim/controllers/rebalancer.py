@@ -77,7 +77,7 @@ class RebalancerController:
             def write(o: Obj) -> None:
                 o["status"] = new_status
 
-            rebalancer = self.mgr.store.mutate(rtype, None, name, write, subresource="status")
+            rebalancer = self.mgr.write(rtype, None, name, write, subresource="status")
         if retry:
             self.mgr.after(1.0, lambda: self.reconcile(name))
             return
@@ -140,7 +140,7 @@ class RebalancerController:
             obj.setdefault("spec", {})["rescheduleTriggeredAt"] = created
 
         try:
-            self.mgr.store.mutate(rtype, namespace or None, name, write)
+            self.mgr.write(rtype, namespace or None, name, write)
         except NotFound:
             return "missing"
         return "ok"

@@ -258,7 +258,7 @@ class Scheduler:
             def observe(obj: Obj) -> None:
                 obj.setdefault("status", {})["schedulerObservedGeneration"] = generation
 
-            self.mgr.store.mutate(rtype, bkey[1] or None, bkey[2], observe, subresource="status")
+            self.mgr.write(rtype, bkey[1] or None, bkey[2], observe, subresource="status")
 
     def schedule(self, bkey: BKey, binding: Obj) -> None:
         rtype = self.mgr.binding_type(bkey[0])
@@ -292,7 +292,7 @@ class Scheduler:
         if annotations.get(APPLIED_PLACEMENT_ANNOTATION) != placement_json or spec.get(
             "clusters"
         ) != (result or None):
-            binding = self.mgr.store.mutate(rtype, namespace, name, write)
+            binding = self.mgr.write(rtype, namespace, name, write)
         # Upstream patches status with the pre-patch generation and fixes it up on the next
         # round; writing the post-patch generation at once reaches the same state in one write.
         generation = binding["metadata"].get("generation", generation)
@@ -318,7 +318,7 @@ class Scheduler:
             probe: Obj = {"status": dict(current.get("status") or {})}
             write(probe)
             if probe["status"] != (current.get("status") or {}):
-                self.mgr.store.mutate(rtype, bkey[1] or None, bkey[2], write, subresource="status")
+                self.mgr.write(rtype, bkey[1] or None, bkey[2], write, subresource="status")
 
     def _retry(self, bkey: BKey) -> None:
         attempt = self._retries.get(bkey, 0)

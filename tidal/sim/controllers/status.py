@@ -103,7 +103,7 @@ class StatusWriter:
                 if conditions:
                     st["conditions"] = conditions
 
-            self.mgr.store.mutate(rtype, namespace or None, name, change, subresource="status")
+            self.mgr.write(rtype, namespace or None, name, change, subresource="status")
         self._flush_template(spec.get("resource") or {}, items)
 
     def _flush_template(self, resource: dict[str, Any], items: list[Obj]) -> None:
@@ -151,7 +151,7 @@ class StatusWriter:
         def change(obj: Obj) -> None:
             obj["status"] = new
 
-        self.mgr.store.mutate(
+        self.mgr.write(
             rtype,
             namespace,
             resource.get("name", ""),
@@ -200,4 +200,4 @@ class StatusWriter:
                     now,
                 )
 
-        self.mgr.store.mutate(rtype, None, name, change, subresource="status")
+        self.mgr.write(rtype, None, name, change, subresource="status")
