@@ -1,91 +1,67 @@
 """The TidalSchedule file as pydantic models: the one contract users edit by hand.
 
-Field names are snake_case in Python and camelCase in YAML. Checks that span several fields
-raise one `PydanticCustomError` of type "tidal_semantic" whose ctx["problems"] lists every
-problem as (location relative to the model, message), so the loader can point at each key.
+Field names are snake_case in Python and camelCase in YAML. Building blocks live in
+schedule_base (names, zones, semantic problems) and rollout (waves, floors); everything is
+importable from here.
 """
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
-import zoneinfo
 from datetime import date, timedelta
-from functools import lru_cache
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import PydanticCustomError
 
 from tidal.domain.cron import can_coincide, dst_collision, parse_start
-from tidal.domain.durations import Duration, PositiveDuration
+from tidal.domain.durations import PositiveDuration
+from tidal.domain.rollout import (
+    WAVE_SIZE_HINT,
+    Floor,
+    OnFailure,
+    Order,
+    Rollout,
+    RolloutOverride,
+    WaveSize,
+    WaveSizeField,
+)
+from tidal.domain.schedule_base import (
+    API_VERSION,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    KIND,
+    SEMANTIC_ERROR,
+    DnsLabel,
+    Loc,
+    NamespaceName,
+    ObjectName,
+    Problem,
+    TimeZoneName,
+    check_time_zone,
+    label_key_problem,
+    label_value_problem,
+    raise_problems,
+)
+from tidal.domain.schedule_base import ContractModel as _Model
 
-API_VERSION = "tidal.io/v1alpha1"
-KIND = "TidalSchedule"
-SEMANTIC_ERROR = "tidal_semantic"
-
-Loc = tuple[str | int, ...]
-Problem = tuple[Loc, str]
-
-
-def raise_problems(problems: list[Problem]) -> None:
-    """Raise every problem at once (no-op for an empty list)."""
-    if problems:
-        raise PydanticCustomError(SEMANTIC_ERROR, "{message}",
-                                  {"message": problems[0][1], "problems": problems})
-
-
-# --- names -----------------------------------------------------------------------------------
-
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-
-
-def _name_checker(pattern: str, max_length: int, what: str) -> Any:
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if len(value) > max_length or not compiled.match(value):
-            raise ValueError(
-                f"{value!r} is not a valid {what}: use at most {max_length} lower-case letters, "
-                "digits and '-', starting and ending with a letter or digit")
-        return value
-
-    return check
-
-
-DnsLabel = Annotated[
-    str, AfterValidator(_name_checker(DNS_LABEL, 63, "name")),
-    WithJsonSchema({"type": "string", "pattern": DNS_LABEL, "maxLength": 63}),
+__all__ = [
+    "API_VERSION", "DNS_LABEL", "DNS_SUBDOMAIN", "KIND", "SEMANTIC_ERROR", "WAVE_SIZE_HINT",
+    "DnsLabel", "Floor", "LabelSelector", "LabelSelectorRequirement", "Loc", "Metadata",
+    "NamespaceName", "ObjectName", "OnFailure", "Order", "PolicyChange", "PolicyKind",
+    "PolicyRef", "Problem", "Rollout", "RolloutOverride", "ScheduleSpec", "Swap",
+    "TidalSchedule", "TimeZoneName", "Trigger", "WaveSize", "WaveSizeField", "Window",
+    "WorkloadSelector", "check_time_zone", "label_key_problem", "label_value_problem",
+    "raise_problems",
 ]
-ObjectName = Annotated[
-    str, AfterValidator(_name_checker(DNS_SUBDOMAIN, 253, "Kubernetes object name")),
-    WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN, "maxLength": 253}),
-]
-NamespaceName = Annotated[
-    str, AfterValidator(_name_checker(DNS_LABEL, 63, "namespace")),
-    WithJsonSchema({"type": "string", "pattern": DNS_LABEL, "maxLength": 63}),
-]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
-                              alias_generator=to_camel, validate_default=False,
-                              field_title_generator=lambda name, info: info.alias or to_camel(name))
-
 
 # --- selection -------------------------------------------------------------------------------
 
@@ -104,28 +80,6 @@ class LabelSelectorRequirement(_Model):
                                           "remove values")])
         return self
 
-
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_PREFIX = re.compile(DNS_SUBDOMAIN)
-
-
-def label_key_problem(key: str) -> str | None:
-    """Why `key` is not a Kubernetes label key, or None."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _LABEL_PREFIX.match(prefix)):
-        return f"label key {key!r} has an invalid prefix; use a DNS subdomain before '/'"
-    if len(name) > 63 or not _LABEL_NAME.match(name):
-        return (f"label key {key!r} is invalid; use at most 63 letters, digits, '-', '_' or '.', "
-                "starting and ending with a letter or digit")
-    return None
-
-
-def label_value_problem(value: str) -> str | None:
-    """Why `value` is not a Kubernetes label value, or None."""
-    if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
-        return (f"label value {value!r} is invalid; use at most 63 letters, digits, '-', '_' "
-                "or '.', starting and ending with a letter or digit")
-    return None
 
 
 class LabelSelector(_Model):
@@ -160,135 +114,6 @@ class WorkloadSelector(_Model):
         default=None, pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
         description="dotted path in the member status holding ready replicas, "
                     "e.g. status.readyReplicas")
-
-
-# --- rollout ---------------------------------------------------------------------------------
-
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
-WAVE_SIZE_HINT = 'write a count (e.g. 5) or a percentage of the selected workloads (e.g. "25%")'
-
-
-class WaveSize(_Model):
-    """Workloads per wave: a count or a percentage of the selected set (exactly one is set)."""
-
-    count: int | None = None
-    percent: float | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_user_text(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(f"waveSize cannot be a boolean; {WAVE_SIZE_HINT}")
-        if isinstance(value, int):
-            return {"count": value}
-        if isinstance(value, str):
-            match = _PERCENT.match(value)
-            if match:
-                return {"percent": float(match.group(1))}
-            if value.strip().isdigit():
-                return {"count": int(value)}
-            raise ValueError(f"{value!r} is not a wave size; {WAVE_SIZE_HINT}")
-        if isinstance(value, dict | WaveSize):
-            return value
-        raise ValueError(f"expected a count or a percentage; {WAVE_SIZE_HINT}")
-
-    @model_validator(mode="after")
-    def _one_positive_value(self) -> WaveSize:
-        if (self.count is None) == (self.percent is None):
-            raise ValueError(f"set exactly one of count and percent; {WAVE_SIZE_HINT}")
-        if self.count is not None and self.count < 1:
-            raise ValueError(f"waveSize must be at least 1; {WAVE_SIZE_HINT}")
-        if self.percent is not None and not 0 < self.percent <= 100:
-            raise ValueError(f"a waveSize percentage must be in (0, 100]; {WAVE_SIZE_HINT}")
-        return self
-
-    def for_total(self, total: int) -> int:
-        """Workloads per wave for a selection of `total` (at least 1)."""
-        if self.count is not None:
-            return max(1, min(self.count, total))
-        assert self.percent is not None
-        return max(1, math.ceil(total * self.percent / 100 - 1e-9))
-
-    def __str__(self) -> str:
-        if self.count is not None:
-            return str(self.count)
-        return f"{self.percent:g}%"
-
-
-def _wave_size_text(value: WaveSize) -> int | str:
-    return value.count if value.count is not None else str(value)
-
-
-WaveSizeField = Annotated[
-    WaveSize,
-    PlainSerializer(_wave_size_text),
-    WithJsonSchema({"anyOf": [
-        {"type": "integer", "minimum": 1},
-        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"},
-    ], "examples": [5, "25%"]}),
-]
-
-
-class Floor(_Model):
-    """A per-workload minimum that every wave must keep: per cluster, or across all clusters."""
-
-    clusters: list[Annotated[str, Field(min_length=1)]] | None = Field(
-        default=None, min_length=1,
-        description='cluster names, or ["*"] for every cluster the workload is scheduled to')
-    min_ready_replicas: int | None = Field(default=None, ge=1)
-    min_available_percent: float | None = Field(default=None, gt=0, le=100)
-
-    @model_validator(mode="after")
-    def _one_kind_of_floor(self) -> Floor:
-        per_cluster = self.clusters is not None or self.min_ready_replicas is not None
-        if per_cluster and self.min_available_percent is not None:
-            raise_problems([(("minAvailablePercent",),
-                             "a floor is either clusters + minReadyReplicas or "
-                             "minAvailablePercent; split it into two floors")])
-        if not per_cluster and self.min_available_percent is None:
-            raise_problems([((), "an empty floor; set clusters + minReadyReplicas or "
-                                 "minAvailablePercent")])
-        if per_cluster and self.clusters is None:
-            raise_problems([((), 'minReadyReplicas needs clusters; add clusters: [...] '
-                                 '(or ["*"])')])
-        if per_cluster and self.min_ready_replicas is None:
-            raise_problems([((), "clusters needs minReadyReplicas; add minReadyReplicas: N")])
-        if self.clusters and "*" in self.clusters and len(self.clusters) > 1:
-            raise_problems([(("clusters",), '"*" already means every cluster; use ["*"] alone')])
-        return self
-
-    @property
-    def every_cluster(self) -> bool:
-        return self.clusters == ["*"]
-
-
-Order = Literal["name", "smallestFirst", "largestFirst"]
-OnFailure = Literal["halt", "rollback"]
-
-
-class Rollout(_Model):
-    """How a window's workloads are moved: waves, pauses, timeouts, floors, failure policy."""
-
-    wave_size: WaveSizeField = Field(default_factory=lambda: WaveSize(percent=25.0))
-    pause_between_waves: Duration = timedelta(seconds=30)
-    wave_timeout: PositiveDuration = timedelta(minutes=10)
-    floors: list[Floor] = Field(default_factory=list)
-    on_failure: OnFailure = "halt"
-    order: Order = Field(
-        default="name",
-        description="wave order: name (namespace, name), smallestFirst or largestFirst "
-                    "(by spec.replicas, ties by name)")
-
-
-class RolloutOverride(_Model):
-    """A window's own rollout keys; unset keys come from spec.rollout."""
-
-    wave_size: WaveSizeField | None = None
-    pause_between_waves: Duration | None = None
-    wave_timeout: PositiveDuration | None = None
-    floors: list[Floor] | None = None
-    on_failure: OnFailure | None = None
-    order: Order | None = None
 
 
 # --- policies --------------------------------------------------------------------------------
@@ -454,29 +279,6 @@ class Window(_Model):
         return self
 
 
-@lru_cache(maxsize=1)
-def _known_zones() -> frozenset[str]:
-    return frozenset(zoneinfo.available_timezones())
-
-
-def check_time_zone(value: str) -> str:
-    """Accept an IANA zone name; suggest the nearest known ones otherwise."""
-    if value not in _known_zones():
-        try:
-            zoneinfo.ZoneInfo(value)
-            return value
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-            pass
-        close = difflib.get_close_matches(value, sorted(_known_zones()), n=1)
-        hint = f"did you mean {close[0]}?" if close else "use an IANA name such as Europe/Berlin"
-        raise ValueError(f"unknown time zone {value!r}; {hint}")
-    return value
-
-
-TimeZoneName = Annotated[str, AfterValidator(check_time_zone),
-                         WithJsonSchema({"type": "string", "examples": ["Asia/Shanghai"],
-                                         "description": "IANA time zone name"})]
-
 
 class ScheduleSpec(_Model):
     time_zone: TimeZoneName
@@ -558,3 +360,4 @@ class TidalSchedule(_Model):
         """Every policy any window of this schedule writes or deletes."""
         return {ref for window in self.spec.windows for change in window.policies
                 for ref in change.policy_refs()}
+
