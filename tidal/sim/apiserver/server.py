@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import select
 import socket
@@ -18,6 +17,7 @@ from tidal.sim.apiserver.accounting import RequestAccounting
 from tidal.sim.apiserver.admin import PREFIX as ADMIN_PREFIX
 from tidal.sim.apiserver.admin import AdminApi
 from tidal.sim.apiserver.errors import ApiError, not_found_path
+from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
 from tidal.sim.apiserver.rest import Admitter, RestHandlers, error_response, verb_of
 from tidal.sim.apiserver.routing import UnknownResource, parse_route
@@ -253,7 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(result.body, str):
             payload, ctype = result.body.encode(), "text/plain; charset=utf-8"
         else:
-            payload = json.dumps(result.body, separators=(",", ":")).encode()
+            payload = dumps(result.body)
             ctype = "application/json"
         self.send_response(result.code)
         self.send_header("Content-Type", ctype)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -10,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tidal.sim.apiserver.errors import status_body
+from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Gone, Store, Subscription, WatchEvent
 
@@ -46,7 +46,7 @@ class WatchRegistry:
 
 
 def _line(etype: str, obj: Obj) -> bytes:
-    return (json.dumps({"type": etype, "object": obj}, separators=(",", ":")) + "\n").encode()
+    return dumps({"type": etype, "object": obj}) + b"\n"
 
 
 def _with_rv(obj: Obj, rv: int) -> Obj:
