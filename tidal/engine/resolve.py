@@ -214,6 +214,9 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> S
                     elif _claimed_by_other(tpl):
                         selection.skipped.append(Skipped(_key_text(tpl), "foreign",
                                                          "claimed by another policy"))
+                    elif len(targets) == 1:
+                        selection.skipped.append(Skipped(_key_text(tpl), "unbound",
+                                                         "claimed by no policy"))
         else:
             for api_version, kind, namespace in _kinds_of(policy):
                 found.extend(list_templates(client, api_version, kind, namespace, claim))
