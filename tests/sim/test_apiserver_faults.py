@@ -206,3 +206,44 @@ def test_timeline_endpoint_serves_json_list(emulator: Emulator) -> None:
     """/sim/v1/timeline answers a JSON list (the controllers' samples)."""
     code, body = admin(emulator, "GET", "timeline")
     assert code == 200 and isinstance(body, list)
+
+
+def test_fault_counts_and_matching_rules() -> None:
+    """A fault fires at most `count` times and only for its verb, resource, namespace and name."""
+    from tidal.sim.faults import Fault, FaultError, Faults
+
+    faults = Faults(seed=1)
+    fault = faults.inject(
+        type="error", verb="patch,update", resource="resourcebindings", namespace="ai-app", count=2
+    )
+    assert faults.fire("get", "resourcebindings", "ai-app", "x") == []
+    assert faults.fire("patch", "resourcebindings/status", "ai-app", "x") == []
+    assert faults.fire("patch", "resourcebindings", "other", "x") == []
+    assert faults.fire("update", "resourcebindings", "ai-app", "x") == [fault]
+    assert faults.fire("patch", "resourcebindings", "ai-app", "y") == [fault]
+    assert faults.fire("patch", "resourcebindings", "ai-app", "z") == []
+    assert Fault(type="drop-watch").count == 0
+    with pytest.raises(FaultError):
+        Fault.from_json({"type": "error", "probability": 2})
+    with pytest.raises(FaultError):
+        Fault.from_json({"type": "error", "colour": "red"})
+
+
+def test_drop_watch_count_cuts_later_watches(emulator: Emulator) -> None:
+    """A drop-watch fault with a count cuts that many later watch requests after `seconds`."""
+    emulator.faults.inject(type="drop-watch", resource="configmaps", count=1, seconds=0.1)
+    url = emulator.url + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=5"
+    start = time.perf_counter()
+    urllib.request.urlopen(url).read()
+    assert time.perf_counter() - start < 2.0
+
+
+def test_delete_collection_by_label(api_client: client.ApiClient) -> None:
+    """deletecollection removes exactly the objects its labelSelector matches."""
+    core = client.CoreV1Api(api_client)
+    for name, team in [("a", "1"), ("b", "1"), ("c", "2")]:
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": name, "labels": {"team": team}}}
+        )
+    core.delete_collection_namespaced_config_map("default", label_selector="team=1")
+    assert [i.metadata.name for i in core.list_namespaced_config_map("default").items] == ["c"]
