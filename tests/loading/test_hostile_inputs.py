@@ -205,3 +205,11 @@ def test_a_broken_file_never_takes_the_others_down(tmp_path: Path) -> None:
     result = load_schedules([tmp_path])
     assert [s.schedule.name for s in result.schedules] == ["team-3007"]
     assert [Path(e.file).name for e in result.errors] == ["bad.yaml"]
+
+
+def test_impossible_dates_are_located(tmp_path: Path) -> None:
+    """An unquoted impossible date is a located model error, not a YAML crash."""
+    path = write(tmp_path, GOOD.replace("  suspend: true\n",
+                                        "  suspend: true\n  skipDates: [2026-13-45]\n"))
+    assert only_error(path) == (f"{path}:10:15: spec.skipDates[0]: expected a date "
+                                "(YYYY-MM-DD), got '2026-13-45'")

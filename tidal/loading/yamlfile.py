@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -28,6 +29,20 @@ from tidal.loading.errors import YamlProblem
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 200_000  # after alias expansion
+
+
+class _TextDatesConstructor(RoundTripConstructor):
+    """Dates stay text (as they will in JSON): "2026-13-45" is then a located model error."""
+
+
+_TextDatesConstructor.add_constructor("tag:yaml.org,2002:timestamp",
+                                      _TextDatesConstructor.construct_yaml_str)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Constructor = _TextDatesConstructor
+    return yaml
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,7 @@ def parse_yaml_bytes(raw: bytes) -> YamlDocument:
     text = _decode(raw)
     _scan_events(text)
     try:
-        tree = YAML(typ="rt", pure=True).load(text)
+        tree = _yaml().load(text)
     except MarkedYAMLError as exc:
         raise _marked_problem(exc) from exc
     except YAMLError as exc:
