@@ -172,6 +172,7 @@ class Metrics:
         self.leader.set(0)
         self.schedules_loaded.set(0)
         self._published_periods: set[tuple[str, str]] = set()
+        self._last_success: dict[tuple[str, str], float] = {}
 
     # --- start-up -----------------------------------------------------------------------------
 
@@ -215,6 +216,7 @@ class Metrics:
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
+        self._last_success = {k: v for k, v in self._last_success.items() if k[0] != name}
 
     # --- switches -----------------------------------------------------------------------------
 
@@ -224,7 +226,7 @@ class Metrics:
         self.switch_runs.labels(schedule, window, result).inc()
         self.switch_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
         if result == "succeeded":
-            self.last_success.labels(schedule, window).set(finished_at)
+            self.set_last_success(schedule, window, finished_at)
 
     def wave_finished(self, schedule: str, window: str, result: WaveResult,
                       duration_seconds: float, reason: WaveFailureReason | None = None,
@@ -251,8 +253,25 @@ class Metrics:
     # --- daemon -------------------------------------------------------------------------------
 
     def set_last_success(self, schedule: str, window: str, timestamp: float) -> None:
-        """Restore the last success from persisted state (start-up, new leader)."""
+        """Set when a switch to the window last succeeded."""
         self.last_success.labels(schedule, window).set(timestamp)
+        self._last_success[(schedule, window)] = timestamp
+
+    def restore_last_run(self, state: Any) -> None:
+        """Publish what a persisted run (a RunState) says, on start-up or a new leader.
+
+        A finished success moves the window's last-success time (never backwards), so a
+        restarted or newly elected replica does not report "never" for a window that ran.
+        """
+        if getattr(state, "result", None) != "succeeded" or not getattr(state, "finished_at", None):
+            return
+        try:
+            finished = datetime.fromisoformat(str(state.finished_at).replace("Z", "+00:00"))
+        except ValueError:
+            return
+        key = (str(state.schedule), str(state.window))
+        if finished.timestamp() > self._last_success.get(key, 0.0):
+            self.set_last_success(*key, finished.timestamp())
 
     def set_next_run(self, schedule: str, window: str, timestamp: float | None) -> None:
         """Publish when the window is next due (None: not scheduled, e.g. suspended)."""

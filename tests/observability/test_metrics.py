@@ -283,3 +283,26 @@ def test_window_period_follows_the_gaps_between_starts() -> None:
     metrics.preset([SCHEDULE])  # a reload keeps the published period
     assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
                  window="night") == 72 * hours
+
+
+def test_restore_last_run_publishes_a_persisted_success_never_backwards() -> None:
+    """A persisted succeeded run sets last-success; an older one or a failure does not."""
+    from types import SimpleNamespace
+
+    metrics = Metrics()
+    metrics.preset([SCHEDULE])
+    metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="night",
+                                             result="succeeded",
+                                             finished_at="2026-12-02T23:05:00Z"))
+    newer = value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                  window="night")
+    assert newer == 1796252700.0
+    metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="night",
+                                             result="succeeded",
+                                             finished_at="2026-12-01T23:05:00+00:00"))
+    metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="day", result="failed",
+                                             finished_at="2026-12-03T07:05:00Z"))
+    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                 window="night") == newer
+    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
+                 window="day") == 0
