@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tidal.sim.clock import ManualClock
+from tidal.sim.clock import Clock, ManualClock
 from tidal.sim.controllers import ControllerManager
 from tidal.sim.kinds import KindRegistry, ResourceType
 from tidal.sim.store import Store
@@ -57,8 +57,9 @@ class Harness:
         *,
         feature_gates: frozenset[str] = frozenset(),
         scheduler_latency: float = 0.0,
+        clock: Clock | None = None,
     ) -> None:
-        self.clock = ManualClock()
+        self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
         self.store = Store(self.kinds, self.clock)
         self.store.preserve_uid = True

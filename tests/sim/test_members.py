@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from tests.sim.karmada_harness import Harness, static_weights
+from tidal.sim.clock import ScaledClock
 
 ONLY_A = {"clusterAffinity": {"clusterNames": ["a"]}}
 TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
@@ -137,3 +140,23 @@ def test_cluster_reports_a_ready_condition() -> None:
     h.settle()
     assert h.condition(h.get("Cluster", "a"), "Ready")["status"] == "True"
     assert h.condition(h.get("Cluster", "b"), "Ready")["status"] == "False"
+
+
+def test_started_manager_reacts_on_its_own_thread() -> None:
+    """After start(), with a fast ScaledClock, replicas become ready without manual stepping."""
+    clock = ScaledClock(speed=50.0)  # the 2 s start-up takes 40 ms of real time
+    h = Harness(clock=clock)
+    h.cluster("a")
+    h.mgr.start()
+    try:
+        h.cpp("p", ONLY_A)
+        h.deployment("web", 2)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and h.ready_in("web", "a") < 2:
+            time.sleep(0.02)
+        assert h.ready_in("web", "a") == 2
+        h.settle()
+        assert h.get("Deployment", "web", "team")["status"]["readyReplicas"] == 2
+    finally:
+        h.mgr.stop()
+        clock.stop()

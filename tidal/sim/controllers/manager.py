@@ -37,6 +37,7 @@ from tidal.sim.store import Store, WatchEvent
 
 log = logging.getLogger(__name__)
 _IGNORED_KINDS = frozenset({"Event", "Lease", "Namespace"})
+_POLL_SECONDS = 0.005
 
 
 class ControllerManager:
@@ -100,19 +101,25 @@ class ControllerManager:
                 self._drain()
 
     def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                event = self._sub.events.get(timeout=0.2)
-            except queue.Empty:
+        # Events are only ever taken off the queue under the lock, so `run_until_idle()` from
+        # another thread never returns while an event is half-way through.
+        while not self._stopping.wait(_POLL_SECONDS):
+            if self._idle():
                 continue
-            if event is None:
-                break
             with self._lock:
                 try:
-                    self._dispatch(event)
                     self._drain()
                 except Exception:  # a controller bug must not stop the emulator
                     log.exception("sim controllers failed on an event")
+
+    def _idle(self) -> bool:
+        return not (
+            self._initial
+            or not self._sub.events.empty()
+            or self.detector.queue
+            or self.scheduler.ready
+            or self.status.pending()
+        )
 
     # -- scheduling work -----------------------------------------------------------------
     def after(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
@@ -120,8 +127,13 @@ class ControllerManager:
 
         def fire() -> None:
             with self._lock:
-                fn()
-                self._drain()
+                try:
+                    fn()
+                    self._drain()
+                except Exception:
+                    if self._thread is None:
+                        raise  # synchronous use (tests): surface the bug
+                    log.exception("sim controllers failed in a timer")
 
         return self.clock.call_later(delay, fire)
 

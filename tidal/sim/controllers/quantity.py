@@ -6,6 +6,7 @@ Values are kept as integers: CPU in millicores, everything else in whole units r
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -50,7 +51,17 @@ def parse_quantity(value: Any) -> Decimal:
 
 def to_units(name: str, value: Any) -> int:
     """Integer amount of a resource: millicores for cpu, rounded-up units otherwise."""
-    amount = parse_quantity(value)
+    if isinstance(value, str):
+        return _units_of_text(name, value)
+    return _units(name, parse_quantity(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_of_text(name: str, text: str) -> int:
+    return _units(name, parse_quantity(text))
+
+
+def _units(name: str, amount: Decimal) -> int:
     if name == "cpu":
         return math.ceil(amount * 1000)
     return math.ceil(amount)
