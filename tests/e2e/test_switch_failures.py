@@ -186,3 +186,25 @@ def test_second_writer_fences_the_engine_out(make_emulator: Any, tmp_path: Path)
                    journal=journal, on_event=on_event)
     writes = [r for r in emu.request_log() if r.verb in ("create", "update", "patch", "delete")]
     assert writes == []
+
+
+def test_dropped_watches_and_gone_are_survived(make_emulator: Any, tmp_path: Path) -> None:
+    """Watches cut mid-wave (history compacted too) are resumed; the switch still succeeds."""
+    emu = _emulator(make_emulator)
+    client = client_for(emu, tmp_path)
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.wave == 1:
+            emu.faults.inject(type="drop-watch", resource="resourcebindings", count=6,
+                              seconds=0.05, compact=True)
+
+    from tests.e2e.switch_helpers import load_one
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.switch import run_switch
+
+    emu.reset_requests()
+    record = run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
+                        journal=InMemoryJournal(), on_event=on_event)
+    assert record.result == "succeeded", record.to_json()
+    by = emu.requests()["by"]
+    assert by.get("watch resourcebindings", 0) > 2 * len(record.waves)
