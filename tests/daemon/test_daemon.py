@@ -293,3 +293,37 @@ def test_refused_plan_is_recorded_and_not_retried(client: KarmadaClient, sched_d
     assert [e["event"] for e in logs].count("switch_not_started") == 1
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "refused"
+
+
+def test_manual_run_lock_and_daemon_exclude_each_other(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """While `tidal switch` holds the schedule's run lock the daemon waits; then it runs."""
+    from tidal.daemon.lease import manual_run_lock
+
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    manual = manual_run_lock(client, NS, "team-a", "operator", clock)
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "window:night")
+    assert engine.calls == []
+    busy = [e for e in logs if e["event"] == "schedule_busy"]
+    assert busy and busy[0]["holder"] == "cli:operator"
+    manual.release()
+    daemon.reconciler("team-a", "resync")
+    assert [c[1] for c in engine.calls] == ["night"]
+
+
+def test_daemon_takes_over_a_run_lock_left_by_another_replica(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """A run lock still naming a dead daemon replica does not block the new leader."""
+    from tidal.daemon.lease import KarmadaLeaseStore, RunLock, run_lock_name
+
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    stale = RunLock(KarmadaLeaseStore(client, NS, run_lock_name("team-a")), "team-a",
+                    "daemon:dead", clock)
+    assert stale.try_acquire()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "window:night")
+    assert [c[1] for c in engine.calls] == ["night"]

@@ -101,3 +101,18 @@ def test_timings_must_be_ordered() -> None:
     """retryPeriod < renewDeadline < leaseDuration is enforced with a clear error."""
     with pytest.raises(ValueError, match="retryPeriod < renewDeadline < leaseDuration"):
         ElectionTimings(lease_duration=10, renew_deadline=10, retry_period=2)
+
+
+def test_woken_leader_never_retakes_a_released_lease(
+    clock: FakeClock, lease_store: Any
+) -> None:
+    """After a freeze past the deadline, renewing writes nothing even if the Lease is free."""
+    a, b = pair(lease_store, clock)
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()
+    clock.advance(timedelta(seconds=16))
+    assert b.try_acquire_or_renew()
+    b.release()
+    writes = len(lease_store.writes)
+    assert not a.try_acquire_or_renew(renew_only=True)
+    assert not a.is_leader() and len(lease_store.writes) == writes

@@ -16,7 +16,14 @@ from typing import Any
 import structlog
 
 from tidal.daemon.http import HealthServer, empty_metrics
-from tidal.daemon.lease import ElectionTimings, KarmadaLeaseStore, LeaderElector, LeaseStore
+from tidal.daemon.lease import (
+    ElectionTimings,
+    KarmadaLeaseStore,
+    LeaderElector,
+    LeaseStore,
+    RunLock,
+    run_lock_name,
+)
 from tidal.daemon.reconcile import Reconciler, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
@@ -63,6 +70,7 @@ class Daemon:
         metrics: Any = None,
         load: Loader = default_loader,
         lease_store: LeaseStore | None = None,
+        lock_store: Callable[[str], LeaseStore] | None = None,
         on_event: Callable[[Any], None] | None = None,
         watch: bool = True,
     ) -> None:
@@ -94,7 +102,7 @@ class Daemon:
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
-            on_fenced=self._fenced, metrics=metrics)
+            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock)
         self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
@@ -103,6 +111,8 @@ class Daemon:
             on_event=getattr(metrics, "on_scheduler_event", None))
         self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) if watch else None
         self.http: HealthServer | None = None
+        self._run_locks: dict[str, RunLock] = {}
+        self._lock_store = lock_store
         self._elector_thread: threading.Thread | None = None
 
     # --- state of the process ---------------------------------------------------------------
@@ -138,6 +148,19 @@ class Daemon:
             self.metrics, recorder=EventRecorder(self.client, instance=self.identity),
             state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
         return observer
+
+    def _run_lock(self, schedule: str) -> RunLock:
+        lock = self._run_locks.get(schedule)
+        if lock is None:
+            le = self.settings.leader_election
+            store = self._lock_store(schedule) if self._lock_store else KarmadaLeaseStore(
+                self.client, self.settings.state_namespace, run_lock_name(schedule))
+            lock = RunLock(store, schedule, f"daemon:{self.identity}", self.clock,
+                           ElectionTimings(le.lease_duration_seconds, le.renew_deadline_seconds,
+                                           le.retry_period_seconds),
+                           preempt=lambda holder: holder.startswith("daemon:"))
+            self._run_locks[schedule] = lock
+        return lock
 
     def _emit(self, event: Any) -> None:
         for observer in self._observers:

@@ -89,6 +89,7 @@ class LeaderElector:
         *,
         on_started_leading: Callable[[], None] = lambda: None,
         on_stopped_leading: Callable[[], None] = lambda: None,
+        preempt: Callable[[str], bool] = lambda holder: False,
     ) -> None:
         self.store = store
         self.identity = identity
@@ -96,6 +97,7 @@ class LeaderElector:
         self.timings = timings
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
+        self.preempt = preempt  # holders whose claim is known to be stale: take over at once
         self._lock = threading.Lock()
         self._leading = False
         self._last_renew = 0.0  # monotonic time of the last successful acquire/renew
@@ -113,12 +115,21 @@ class LeaderElector:
             return self.clock.monotonic() - self._last_renew < self.timings.renew_deadline
 
     # --- one step --------------------------------------------------------------------------
-    def try_acquire_or_renew(self) -> bool:
-        """One attempt to take or keep the Lease; True when we hold it afterwards."""
+    def try_acquire_or_renew(self, *, renew_only: bool = False) -> bool:
+        """One attempt to take or keep the Lease; True when we hold it afterwards.
+
+        `renew_only`: keep it only; never take a Lease that no longer names us (a process
+        woken from SIGSTOP must not grab a Lease that was released meanwhile)."""
         now_m = self.clock.monotonic()
+        if renew_only and not self.check_deadline():
+            return False
         try:
             lease = self.store.get()
             self.api_reachable = True
+            if renew_only and (lease is None or (lease.get("spec") or {}).get(
+                    "holderIdentity") != self.identity):
+                self._step_down("lease no longer names us")
+                return False
             if lease is None:
                 self.store.create(self._spec(None))
                 self._won(now_m, renewed=False)
@@ -131,7 +142,8 @@ class LeaderElector:
             if record != self._observed_record:
                 self._observed_record, self._observed_at = record, now_m
             duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
-            if holder and holder != self.identity and now_m < self._observed_at + duration:
+            if holder and holder != self.identity and now_m < self._observed_at + duration \
+                    and not self.preempt(holder):
                 if self._leading:
                     self._step_down(f"lease taken by {holder}")
                 return False
@@ -221,6 +233,91 @@ class LeaderElector:
         while not stop.is_set():
             if stop.wait(retry):
                 return
-            self.try_acquire_or_renew()
+            self.try_acquire_or_renew(renew_only=True)
             if not self.check_deadline():
                 return
+
+
+class LockBusy(Exception):
+    """Another process is switching this schedule right now."""
+
+    def __init__(self, schedule: str, holder: str | None) -> None:
+        super().__init__(f"schedule {schedule} is being switched by {holder}; try again later "
+                         "(or `tidal hold`/`tidal skip` to steer the daemon)")
+        self.holder = holder
+
+
+def run_lock_name(schedule: str) -> str:
+    return f"tidal-run-{schedule}"
+
+
+class RunLock:
+    """The per-schedule lock every switch takes, the daemon's and `tidal switch`'s alike: a
+    Lease `tidal-run-<schedule>` held and renewed for the length of the run.
+
+    Identities are "daemon:<id>" or "cli:<id>". The leading daemon takes a lock held by another
+    daemon replica at once (only the leader acts, so that claim is stale; the journal's 409
+    fences a late writer); a lock held by a manual run is waited for."""
+
+    def __init__(self, store: LeaseStore, schedule: str, identity: str, clock: Clock,
+                 timings: ElectionTimings = ElectionTimings(), *,
+                 preempt: Callable[[str], bool] = lambda holder: False) -> None:
+        self.schedule = schedule
+        self.elector = LeaderElector(store, identity, clock, timings, preempt=preempt)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def holder(self) -> str | None:
+        return self.elector.holder
+
+    def try_acquire(self) -> bool:
+        return self.elector.try_acquire_or_renew()
+
+    def held(self) -> bool:
+        return self.elector.is_leader()
+
+    def acquire(self, wait_seconds: float) -> None:
+        """Take the lock, waiting up to `wait_seconds` for a stale holder to expire."""
+        deadline = self.elector.clock.monotonic() + wait_seconds
+        while not self.try_acquire():
+            if self.elector.clock.monotonic() >= deadline:
+                raise LockBusy(self.schedule, self.holder)
+            self.elector.clock.sleep(self.elector.timings.retry_period)
+        self._start_renewing()
+
+    def _start_renewing(self) -> None:
+        self._stop.clear()
+
+        def renew() -> None:
+            while not self._stop.wait(self.elector.timings.retry_period):
+                self.elector.try_acquire_or_renew(renew_only=True)
+                if not self.elector.check_deadline():
+                    return
+
+        self._thread = threading.Thread(target=renew, name=f"tidal-lock-{self.schedule}",
+                                        daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.elector.release()
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def manual_run_lock(client: Any, namespace: str, schedule: str, identity: str,
+                    clock: Clock, timings: ElectionTimings = ElectionTimings()) -> RunLock:
+    """For `tidal switch`: take the schedule's run lock (waiting out a stale holder) or raise
+    LockBusy. Use as `with manual_run_lock(...) as lock:` and pass `lock.held` as a guard."""
+    lock = RunLock(KarmadaLeaseStore(client, namespace, run_lock_name(schedule)), schedule,
+                   f"cli:{identity}", clock, timings)
+    lock.acquire(wait_seconds=timings.lease_duration + timings.retry_period)
+    return lock

@@ -6,12 +6,14 @@ schedule's own worker (one pass at a time per schedule), so each start is handle
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import structlog
 
+from tidal.daemon.lease import RunLock
 from tidal.daemon.state import HandledRecord, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
@@ -63,6 +65,7 @@ class Reconciler:
         on_event: Callable[[Any], None],
         on_fenced: Callable[[str], None],
         metrics: Any = None,
+        lock_for: Callable[[str], RunLock] | None = None,
     ) -> None:
         self.client = client
         self.state = state
@@ -73,6 +76,7 @@ class Reconciler:
         self.on_event = on_event
         self.on_fenced = on_fenced
         self.metrics = metrics
+        self.lock_for = lock_for
         self.last_decisions: dict[str, str] = {}
 
     def __call__(self, name: str, reason: str) -> None:
@@ -86,6 +90,23 @@ class Reconciler:
         except (Conflict, FencedOut) as exc:
             log.error("fenced_out", schedule=name, error=str(exc))
             self.on_fenced(f"{name}: {exc}")
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[bool]:
+        """Hold the schedule's run lock (shared with `tidal switch`) around one run."""
+        if self.lock_for is None:
+            yield True
+            return
+        lock = self.lock_for(name)
+        if not lock.try_acquire():
+            log.info("schedule_busy", schedule=name, holder=lock.holder)
+            yield False
+            return
+        lock._start_renewing()
+        try:
+            yield True
+        finally:
+            lock.release()
 
     def _now(self, times: Any, reason: str) -> datetime:
         now = self.clock.now()
@@ -101,12 +122,16 @@ class Reconciler:
         seen = self.state.read(name)
         unfinished = self.state.load(name)
         if unfinished is not None and not unfinished.finished:
-            log.info("run_resuming", schedule=name, window=unfinished.window,
-                     run_id=unfinished.run_id, phase=unfinished.phase)
-            record = self.run_switch(self.client, loaded, unfinished.window, clock=self.clock,
-                                     journal=self.state, on_event=self.on_event,
-                                     run_id=unfinished.run_id, resume=unfinished)
-            self._finish(seen, name, unfinished.window, record, unfinished.run_id)
+            with self._locked(name) as ok:
+                if not ok:
+                    return
+                log.info("run_resuming", schedule=name, window=unfinished.window,
+                         run_id=unfinished.run_id, phase=unfinished.phase)
+                record = self.run_switch(self.client, loaded, unfinished.window,
+                                         clock=self.clock, journal=self.state,
+                                         on_event=self.on_event, run_id=unfinished.run_id,
+                                         resume=unfinished)
+                self._finish(seen, name, unfinished.window, record, unfinished.run_id)
             return
         now = self._now(times, reason)
         claimed = seen.handled
@@ -139,9 +164,12 @@ class Reconciler:
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
-            claim = self.state.record_handled(
-                seen, HandledRecord(start.window, start.at, "started", run_id, now))
-            self._start(name, loaded, seen, claim, start, run_id)
+            with self._locked(name) as ok:
+                if not ok:
+                    return
+                claim = self.state.record_handled(
+                    seen, HandledRecord(start.window, start.at, "started", run_id, now))
+                self._start(name, loaded, seen, claim, start, run_id)
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
                         start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
