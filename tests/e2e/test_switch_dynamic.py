@@ -15,10 +15,14 @@ from tests.e2e.switch_helpers import (
     cpp,
     deployment,
     dynamic_placement,
+    load_one,
     namespace,
-    switch,
     write_schedule,
 )
+from tidal.domain.clock import SystemClock
+from tidal.engine import events as ev
+from tidal.engine.journal import InMemoryJournal
+from tidal.engine.switch import run_switch
 from tidal.karmada import policies
 from tidal.karmada.client import CLUSTERS, WORKLOAD_REBALANCERS
 from tidal.karmada.errors import NotFound
@@ -106,17 +110,26 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any,
     time.sleep(0.2)
     path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": NIGHT})
 
-    record = switch(client, path, "night")
+    rebalancers: dict[str, dict[str, Any]] = {}
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished):
+            listing = client.request("list", WORKLOAD_REBALANCERS, "GET",
+                                     WORKLOAD_REBALANCERS.path())
+            rebalancers.update({rb["metadata"]["name"]: rb for rb in listing["items"]})
+
+    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
+                        journal=InMemoryJournal(), on_event=on_event)
 
     assert record.result == "succeeded", record.to_json()
     assert len(record.waves) == 4
     assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-day", None) is None
     assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-night", None)
-    listing = client.request("list", WORKLOAD_REBALANCERS, "GET", WORKLOAD_REBALANCERS.path())
-    rebalancers = listing["items"]
     assert len(rebalancers) >= 4
+    left = client.request("list", WORKLOAD_REBALANCERS, "GET", WORKLOAD_REBALANCERS.path())
+    assert left["items"] == []  # temporary objects removed at the end
     waves = [set(w.workloads) for w in record.waves]
-    for rb in rebalancers:
+    for rb in rebalancers.values():
         names = {f"{w['namespace']}/{w['kind']}/{w['name']}" for w in rb["spec"]["workloads"]}
         assert sum(1 for wave in waves if names <= wave) == 1, rb["metadata"]["name"]
     after = _assigned(emu)

@@ -28,6 +28,7 @@ from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.rebalancers import delete_rebalancer
 
 
 class PlanRefused(Exception):
@@ -194,6 +195,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
             if action == "lazy_restored":
                 emitter.emit(PolicyChanged(**base, kind=record.kind, policy=record.name,  # type: ignore[arg-type]
                                            action=action))
+        _remove_rebalancers(ctx)
         state.result, state.phase, state.finished_at = "succeeded", "done", _iso(clock)
         ctx.save()
     if state.phase == "rollback":
@@ -201,6 +203,18 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
     emitter.emit(RunFinished(**base, result=state.result or "succeeded",  # type: ignore[arg-type]
                              duration_seconds=clock.monotonic() - t0))
     return RunRecord.from_state(state)
+
+
+def _remove_rebalancers(ctx: SwitchContext) -> None:
+    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback)."""
+    for wave in ctx.state.waves:
+        for name in wave.rebalancers:
+            try:
+                delete_rebalancer(ctx.client, name)
+            except KarmadaError as exc:  # best effort: the TTL removes it anyway
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index),  # type: ignore[arg-type]
+                                            code="cleanup",
+                                            message=f"WorkloadRebalancer {name}: {exc}"))
 
 
 def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], reason: str,
