@@ -87,8 +87,8 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
         server.stop()
 
 
-def assert_exposition_clean_and_counted(url: str) -> None:
-    """The daemon's own /metrics passes `promtool check metrics` and counts the failed run."""
+def assert_exposition_clean_and_counted(url: str, failed_runs: int) -> None:
+    """A replica's own /metrics passes `promtool check metrics` and counts its failed runs."""
     promtool = shutil.which("promtool")
     with urllib.request.urlopen(url, timeout=5) as response:
         exposition = response.read()
@@ -101,11 +101,11 @@ def assert_exposition_clean_and_counted(url: str) -> None:
               for s in family.samples}
     night = {"schedule": "team-42", "window": "night"}
     assert values[("tidal_switch_runs_total",
-                   frozenset({**night, "result": "failed"}.items()))] == 1
+                   frozenset({**night, "result": "failed"}.items()))] == failed_runs
     assert values[("tidal_switch_runs_total",
                    frozenset({**night, "result": "succeeded"}.items()))] == 0
     assert values[("tidal_wave_failures_total",
-                   frozenset({**night, "reason": "timeout"}.items()))] == 1
+                   frozenset({**night, "reason": "timeout"}.items()))] == failed_runs
     assert values[("tidal_last_success_timestamp_seconds", frozenset(night.items()))] == 0
     assert values[("tidal_schedules_loaded", frozenset())] == 1
 
@@ -126,36 +126,59 @@ def _events(emulator: Any) -> list[tuple[str, str, str]]:
     return [(e.involved_object.kind, e.involved_object.name, e.reason) for e in items]
 
 
+def _start_daemon(tmp_path: Path, kubeconfig: Path, port: int, identity: str,
+                  log: Any) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TIDAL_LOG_FORMAT": "json", "TIDAL_LOG_LEVEL": "INFO",
+           "TIDAL_STATE_NAMESPACE": "tidal-system"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidal", "run", "--schedules", str(tmp_path / "schedules"),
+         "--kubeconfig", str(kubeconfig), "--port", str(port), "--identity", identity],
+        stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
 def test_tidal_run_wave_failure_fires_tidal_wave_failed(
     make_emulator: Any, tmp_path: Path
 ) -> None:
-    """`tidal run` against the emulator, cluster-b unable to start pods: Prometheus fires
-    TidalWaveFailed for team-42/night with reason timeout; Events tell the same story."""
+    """Two `tidal run` replicas against the emulator, cluster-b unable to start pods: Prometheus
+    fires TidalWaveFailed once for team-42/night (reason timeout) although the standby exports
+    0; the Events tell the same story; every dashboard query runs."""
     emulator = make_emulator(alert_scenario.topology(pods_fail=True))
     kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
     now = datetime.now(UTC)
-    # The night window started this minute: the daemon catches it up at start-up.
+    # The night window started this minute: the leader catches it up at start-up.
     alert_scenario.write_schedule(tmp_path / "schedules", _utc_hhmm(now),
                                   _utc_hhmm(now + timedelta(hours=12)))
-    port = free_port()
-    env = {**os.environ, "TIDAL_LOG_FORMAT": "json", "TIDAL_LOG_LEVEL": "INFO",
-           "TIDAL_STATE_NAMESPACE": "tidal-system"}
-    log_path = tmp_path / "tidal-run.log"
-    with Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{port}"]) as prometheus, \
-            log_path.open("wb") as log:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "tidal", "run", "--schedules", str(tmp_path / "schedules"),
-             "--kubeconfig", str(kubeconfig), "--port", str(port), "--identity", "e2e-0"],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
+    ports = [free_port(), free_port()]
+    targets = [f"127.0.0.1:{port}" for port in ports]
+    logs = [tmp_path / f"tidal-run-{i}.log" for i in range(2)]
+    with Prometheus(tmp_path / "prometheus", targets) as prometheus, \
+            logs[0].open("wb") as log0, logs[1].open("wb") as log1:
+        daemons = [_start_daemon(tmp_path, kubeconfig, ports[0], "e2e-0", log0),
+                   _start_daemon(tmp_path, kubeconfig, ports[1], "e2e-1", log1)]
         try:
-            wait_for("Prometheus to scrape tidal run", prometheus.targets_up, 30)
+            wait_for("Prometheus to scrape both replicas", prometheus.targets_up, 30)
             alert = wait_for("TidalWaveFailed to fire", lambda: prometheus.firing(
                 "TidalWaveFailed", schedule="team-42", window="night"), 60, interval=0.5)
             assert alert["labels"] == {"alertname": "TidalWaveFailed", "severity": "critical",
                                        "schedule": "team-42", "window": "night",
                                        "reason": "timeout"}
-            assert prometheus.query('tidal_leader{job="tidal"} == 1')
-            assert_exposition_clean_and_counted(f"http://127.0.0.1:{port}/metrics")
+            assert len([a for a in prometheus.alerts()
+                        if a["labels"]["alertname"] == "TidalWaveFailed"]) == 1
+            (leader,) = prometheus.query('tidal_leader{job="tidal"} == 1')
+            (standby,) = prometheus.query('tidal_leader{job="tidal"} == 0')
+            assert_exposition_clean_and_counted(
+                f"http://{leader['metric']['instance']}/metrics", failed_runs=1)
+            assert_exposition_clean_and_counted(
+                f"http://{standby['metric']['instance']}/metrics", failed_runs=0)
             assert prometheus.firing("TidalNoLeader") is None
             assert_dashboard_queries_run(prometheus)
             events = _events(emulator)
@@ -163,12 +186,9 @@ def test_tidal_run_wave_failure_fires_tidal_wave_failed(
             assert ("ClusterPropagationPolicy", "team-42", "WaveFailed") in events
             assert ("ConfigMap", "tidal-run-team-42", "SwitchStarted") in events
         except BaseException:
-            print(log_path.read_text()[-5000:])
+            for path in logs:
+                print(f"--- {path.name}", path.read_text()[-4000:], sep="\n")
             raise
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait(timeout=5)
+            for daemon in daemons:
+                _stop(daemon)
