@@ -216,3 +216,16 @@ def test_same_placement_after_policy_recreation_does_not_reschedule() -> None:
     after = h.binding("web")
     assert after["spec"]["clusters"] == before["spec"]["clusters"]
     assert after["status"]["lastScheduledTime"] == before["status"]["lastScheduledTime"]
+
+
+def test_deleted_target_cluster_triggers_a_reschedule() -> None:
+    """Removing a cluster that holds replicas reschedules them onto the remaining ones."""
+    h = Harness()
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
+    h.deployment("web", 4)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 2, "b": 2}
+    h.store.delete(h.t("Cluster"), None, "b")
+    h.settle()
+    assert h.clusters_of("web") == {"a": 4}

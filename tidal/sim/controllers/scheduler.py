@@ -249,6 +249,7 @@ class Scheduler:
             )
             or not is_workload(spec)
             or replica_scheduling_type(placement) == "Duplicated"
+            or any(c.get("name") not in self.clusters for c in spec.get("clusters") or [])
         ):
             self.schedule(bkey, binding)
             return
