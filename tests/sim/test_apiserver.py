@@ -297,6 +297,21 @@ def test_paging_with_continue(api_client: client.ApiClient) -> None:
     assert seen == [f"cm-{i}" for i in range(7)] and pages == 3
 
 
+def test_continue_token_from_before_compaction_is_410(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
+    """A continue token issued before the history was compacted answers 410 Expired."""
+    core = client.CoreV1Api(api_client)
+    for i in range(3):
+        core.create_namespaced_config_map("default", configmap(f"p-{i}"))
+    first = core.list_namespaced_config_map("default", limit=1)
+    core.create_namespaced_config_map("default", configmap("later"))
+    emulator.store.compact()
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_config_map("default", limit=1, _continue=first.metadata._continue)
+    assert err.value.status == 410 and status_of(err.value)["reason"] == "Expired"
+
+
 def test_namespaced_create_needs_namespace(api_client: client.ApiClient) -> None:
     """Creating in a namespace that does not exist is 404 NotFound."""
     with pytest.raises(ApiException) as err:

@@ -106,6 +106,7 @@ class Store:
         self._subs: list[Subscription] = []
         self.admission: list[Admission] = []
         self.preserve_uid = False
+        self.compacted_at = 0  # resourceVersion of the last explicit compact()
 
     # -- reads ---------------------------------------------------------------------------
     @property
@@ -298,6 +299,7 @@ class Store:
         """Forget the watch history, so any resume from an older version is Gone."""
         with self._lock:
             self._log.clear()
+            self.compacted_at = self._rv
 
     # -- internals -----------------------------------------------------------------------
     def _namespace_exists(self, namespace: str) -> bool:

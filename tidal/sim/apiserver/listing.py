@@ -80,12 +80,22 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 def page(
-    items: list[Obj], rv: int, limit: int | None, token: str | None
+    items: list[Obj], rv: int, limit: int | None, token: str | None, compacted_at: int = 0
 ) -> tuple[list[Obj], int, str | None, int | None]:
-    """(page items, list resourceVersion, next continue token, remaining count)."""
+    """(page items, list resourceVersion, next continue token, remaining count).
+
+    A token from before the last compaction is 410 Expired, as etcd's compaction makes it.
+    """
     list_rv = rv
     if token:
         list_rv, after = decode_continue(token)
+        if list_rv < compacted_at:
+            raise ApiError(
+                410,
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter.",
+                reason="Expired",
+            )
         # items are sorted by (namespace, name): find the first one after the token's key
         lo, hi = 0, len(items)
         while lo < hi:

@@ -116,7 +116,7 @@ class RestHandlers(WriteVerbs):
         )
         items, rv = self.store.list(route.rtype, route.namespace, accepts, copy_=False)
         chunk, list_rv, token, remaining = page(
-            items, rv, req.int_param("limit"), req.query.get("continue")
+            items, rv, req.int_param("limit"), req.query.get("continue"), self.store.compacted_at
         )
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if token:
