@@ -270,7 +270,10 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
     # the daemon's own objects: run state, leader Lease, Events
     grants.add(state_namespace, "", "configmaps", ("create", "get", "list", "update"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
-    grants.add(state_namespace, "coordination.k8s.io", "leases", ("get", "update"), (lease_name,))
+    # the leader Lease, and each schedule's run lock (shared by the daemon and `tidal switch`)
+    run_locks = tuple(f"tidal-run-{s.metadata.name}" for s in schedules)
+    grants.add(state_namespace, "coordination.k8s.io", "leases", ("get", "update"),
+               (lease_name, *run_locks))
     for namespace in sorted(event_namespaces):
         grants.add(namespace, "", "events", ("create",))
     # the daemon checks that its state namespace exists (it never creates namespaces)

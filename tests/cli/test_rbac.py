@@ -160,9 +160,10 @@ def test_state_namespace_holds_state_lease_and_events(tmp_path: Path) -> None:
     assert {r.resource for r in state} == {"configmaps", "leases", "events"}
     lease_rules = [r for r in state if r.resource == "leases"]
     assert {(r.verbs, r.resource_names) for r in lease_rules} == {
-        (("create",), ()), (("get", "update"), ("tidal-leader",))}
+        (("create",), ()), (("get", "update"), ("tidal-leader", "tidal-run-team-9"))}
     renamed = objects_of(run(str(directory), "--lease-name", "tidal-lead").stdout)
-    assert {r.resource_names for r in rules_by(renamed, "leases")} == {(), ("tidal-lead",)}
+    assert {r.resource_names for r in rules_by(renamed, "leases")} == {
+        (), ("tidal-lead", "tidal-run-team-9")}
 
 
 def test_subjects(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ class Progress:
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    context: str | None, yes: bool, output: str) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
+    from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
     from tidal.engine.journal import FencedOut
     from tidal.engine.planning import build_plan
@@ -82,6 +83,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     loaded = load_target(schedule_file, window)
     settings, client = settings_and_client(kubeconfig, context)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    journal: Any = None
     try:
         if interactive and not yes:
             sp = build_plan(client, loaded.schedule, window)
@@ -106,9 +108,13 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         fail(str(exc))
     except FencedOut as exc:
         fail(str(exc), WAVE_FAILED)
+    except LockBusy as exc:
+        fail(str(exc))
     except KarmadaError as exc:
         fail(f"Karmada API: {exc}")
     finally:
+        if journal is not None:
+            journal.close()
         client.close()
     if output == "json":
         click.echo(record.to_json())
@@ -146,7 +152,15 @@ class _StateJournal:
 
 
 def _journal(client: Any, settings: Any) -> Any:
-    return _StateJournal(client, settings.state_namespace)
+    # The schedule's run lock, shared with `tidal run` (taken at the first save).
+    from tidal.daemon.lease import ElectionTimings
+    from tidal.daemon.manual import ManualRunJournal
+    from tidal.domain.clock import SystemClock
+
+    le = settings.leader_election
+    return ManualRunJournal(client, settings.state_namespace, settings.identity, SystemClock(),
+                            ElectionTimings(le.lease_duration_seconds,
+                                            le.renew_deadline_seconds, le.retry_period_seconds))
 
 
 COMMANDS = [switch_command]
