@@ -229,3 +229,26 @@ def test_deleted_target_cluster_triggers_a_reschedule() -> None:
     h.store.delete(h.t("Cluster"), None, "b")
     h.settle()
     assert h.clusters_of("web") == {"a": 4}
+
+
+def test_tainted_cluster_needs_a_toleration() -> None:
+    """A NoSchedule taint keeps new replicas out unless the placement tolerates it."""
+    h = Harness()
+    two_clusters(h)
+
+    def taint(obj: dict) -> None:
+        obj["spec"]["taints"] = [{"key": "night-only", "value": "true", "effect": "NoSchedule"}]
+
+    h.patch("Cluster", "b", taint)
+    h.cpp("dup", TWO)
+    h.deployment("web", 1)
+    tolerant = {**TWO, "clusterTolerations": [{"key": "night-only", "operator": "Exists"}]}
+    h.cpp(
+        "tolerant",
+        tolerant,
+        selectors=[{"apiVersion": "apps/v1", "kind": "Deployment", "name": "batch"}],
+    )
+    h.deployment("batch", 1)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 1}
+    assert h.clusters_of("batch") == {"a": 1, "b": 1}

@@ -174,7 +174,7 @@ class Detector:
     ) -> None:
         if is_reserved_namespace(key[2]):
             return
-        self._index_claims(key, old, remove=True)
+        self._index_claims(key, obj if etype == "DELETED" else old, remove=True)
         if etype == "DELETED":
             self.templates.pop(key, None)
             self.template_types.pop(key, None)
