@@ -252,3 +252,23 @@ def test_tainted_cluster_needs_a_toleration() -> None:
     h.settle()
     assert h.clusters_of("web") == {"a": 1}
     assert h.clusters_of("batch") == {"a": 1, "b": 1}
+
+
+def test_cluster_affinities_fall_back_to_the_next_term() -> None:
+    """With clusterAffinities, the first term that can schedule wins and is recorded."""
+    h = Harness()
+    h.cluster("a", cpu="1")
+    h.cluster("b")
+    terms = [
+        {"affinityName": "primary", "clusterNames": ["a"]},
+        {"affinityName": "backup", "clusterNames": ["b"]},
+    ]
+    h.cpp("fo", {"clusterAffinities": terms, "replicaScheduling": dynamic_weights()})
+    h.deployment("small", 1, cpu="1")
+    h.settle()
+    h.deployment("big", 4, cpu="1")
+    h.settle()
+    assert h.clusters_of("small") == {"a": 1}
+    assert h.binding("small")["status"]["schedulerObservedAffinityName"] == "primary"
+    assert h.clusters_of("big") == {"b": 4}
+    assert h.binding("big")["status"]["schedulerObservedAffinityName"] == "backup"

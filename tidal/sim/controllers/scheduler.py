@@ -267,8 +267,9 @@ class Scheduler:
         spec = binding.get("spec") or {}
         placement = spec.get("placement") or {}
         generation = binding["metadata"].get("generation", 1)
+        affinity_name: str | None = None
         try:
-            result: list[Obj] | None = self._assign(binding)
+            result, affinity_name = self._assign_with_affinities(binding)
             condition = ("True", "Success", SUCCESS_MESSAGE)
         except FitError as exc:
             result, condition = None, ("False", "NoClusterFit", str(exc))
@@ -297,10 +298,16 @@ class Scheduler:
         # Upstream patches status with the pre-patch generation and fixes it up on the next
         # round; writing the post-patch generation at once reaches the same state in one write.
         generation = binding["metadata"].get("generation", generation)
-        self._set_condition(bkey, condition, generation if condition[0] == "True" else None)
+        self._set_condition(
+            bkey, condition, generation if condition[0] == "True" else None, affinity_name
+        )
 
     def _set_condition(
-        self, bkey: BKey, condition: tuple[str, str, str], generation: int | None
+        self,
+        bkey: BKey,
+        condition: tuple[str, str, str],
+        generation: int | None,
+        affinity_name: str | None = None,
     ) -> None:
         rtype = self.mgr.binding_type(bkey[0])
         now = self.mgr.clock.rfc3339()
@@ -313,6 +320,8 @@ class Scheduler:
             if generation is not None:
                 status["schedulerObservedGeneration"] = generation
                 status["lastScheduledTime"] = now
+            if affinity_name:
+                status["schedulerObservedAffinityName"] = affinity_name
 
         with contextlib.suppress(NotFound):
             current = self.mgr.store.get(rtype, bkey[1] or None, bkey[2], copy_=False)
@@ -333,11 +342,34 @@ class Scheduler:
         self.mgr.after(delay, again)
 
     # -- the algorithm -----------------------------------------------------------------
-    def _assign(self, binding: Obj) -> list[Obj]:
+    def _assign_with_affinities(self, binding: Obj) -> tuple[list[Obj], str | None]:
+        """clusterAffinities: try each term from the observed one (the first after a
+        reschedule request); the first that schedules wins, else the first error stands."""
+        spec = binding.get("spec") or {}
+        placement = spec.get("placement") or {}
+        terms = placement.get("clusterAffinities") or []
+        if placement.get("clusterAffinity") is not None or not terms:
+            return self._assign(binding, placement.get("clusterAffinity")), None
+        status = binding.get("status") or {}
+        observed = status.get("schedulerObservedAffinityName", "")
+        names = [t.get("affinityName", "") for t in terms]
+        index = names.index(observed) if observed in names else 0
+        if reschedule_required(spec.get("rescheduleTriggeredAt"), status.get("lastScheduledTime")):
+            index = 0
+        first: FitError | Unschedulable | None = None
+        for term in terms[index:]:
+            try:
+                return self._assign(binding, term), term.get("affinityName", "")
+            except (FitError, Unschedulable) as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+
+    def _assign(self, binding: Obj, affinity: Obj | None) -> list[Obj]:
         spec = binding.get("spec") or {}
         placement = spec.get("placement") or {}
         current = {c.get("name"): int(c.get("replicas") or 0) for c in spec.get("clusters") or []}
-        candidates = self._filter(placement, current)
+        candidates = self._filter(placement, current, affinity)
         replicas = int(spec.get("replicas") or 0)
         request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
         workload = is_workload(spec)
@@ -412,10 +444,7 @@ class Scheduler:
                 weights[name] = best
         return weights
 
-    def _filter(self, placement: Obj, current: dict[str, int]) -> list[str]:
-        affinity = placement.get("clusterAffinity")
-        if affinity is None and placement.get("clusterAffinities"):
-            affinity = placement["clusterAffinities"][0]
+    def _filter(self, placement: Obj, current: dict[str, int], affinity: Obj | None) -> list[str]:
         tolerations = placement.get("clusterTolerations") or []
         out: list[str] = []
         reasons: dict[str, int] = {}
