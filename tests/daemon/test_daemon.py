@@ -327,3 +327,40 @@ def test_daemon_takes_over_a_run_lock_left_by_another_replica(
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "window:night")
     assert [c[1] for c in engine.calls] == ["night"]
+
+
+def test_hand_edited_policy_is_reported_as_drift_not_reverted(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
+    """A policy edited after the window in force wrote it: policy_drift logged, no write."""
+    from tidal.daemon.state import HandledRecord
+    from tidal.engine.journal import PolicyRecord, content_hash
+    from tidal.engine.policy_change import comparable
+    from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES as CPP
+
+    spec = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["cluster-b"]}}}
+    made = client.request("create", CPP, "POST", CPP.path(), body={
+        "apiVersion": CPP.api_version, "kind": CPP.kind, "metadata": {"name": "team-a-cpp"},
+        "spec": spec})
+    store = StateStore(client, NS)
+    store.save(RunState(schedule="team-a", window="night", run_id="r1", phase="done",
+                        result="succeeded", policies=[PolicyRecord(
+                            "ClusterPropagationPolicy", "team-a-cpp",
+                            post_hash=content_hash(comparable(made["spec"])))]))
+    store.record_handled(store.read("team-a"), HandledRecord("night", NIGHT, "succeeded", "r1"))
+    clock, engine = FakeClock(NIGHT + timedelta(hours=1)), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "resync")
+    assert not [e for e in logs if e["event"] == "policy_drift"]
+    made["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["cluster-a"]
+    client.request("update", CPP, "PUT", CPP.path(None, "team-a-cpp"), body=made)
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "resync")
+        daemon.reconciler("team-a", "resync")  # reported once per change
+    drift = [e for e in logs if e["event"] == "policy_drift"]
+    assert len(drift) == 1 and drift[0]["policy"] == "ClusterPropagationPolicy/team-a-cpp"
+    assert engine.calls == []
+    got = client.request("get", CPP, "GET", CPP.path(None, "team-a-cpp"))
+    assert got["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-a"]

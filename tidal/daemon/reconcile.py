@@ -78,6 +78,7 @@ class Reconciler:
         self.metrics = metrics
         self.lock_for = lock_for
         self.last_decisions: dict[str, str] = {}
+        self.drift: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, name: str, reason: str) -> None:
         if not self.is_leader():
@@ -177,6 +178,9 @@ class Reconciler:
                                                           None, now))
             if self.metrics is not None:
                 self.metrics.window_missed(name, start.window)
+        elif decision.action is Action.NOTHING and unfinished is not None and \
+                start is not None and unfinished.window == start.window:
+            self._check_drift(name, unfinished)
         elif decision.action is Action.SKIP and start is not None:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
@@ -207,6 +211,26 @@ class Reconciler:
             self._refused(seen, name, start, run_id, exc)
             return
         self._finish(seen, name, start.window, record, run_id)
+
+    def _check_drift(self, name: str, run: Any) -> None:
+        """Report (never revert) policies edited since the window in force wrote them."""
+        from tidal.daemon.status import policy_drift
+
+        try:
+            drift = policy_drift(self.client, run)
+        except KarmadaError as exc:
+            log.warning("drift_check_failed", schedule=name, error=str(exc))
+            return
+        if drift != self.drift.get(name, []):
+            for item in drift:
+                log.warning("policy_drift", schedule=name, window=run.window,
+                            run_id=run.run_id, policy=item["policy"], reason=item["reason"])
+            if not drift:
+                log.info("policy_drift_cleared", schedule=name)
+        self.drift[name] = drift
+        setter = getattr(self.metrics, "set_policy_drift", None)
+        if setter is not None:
+            setter(name, len(drift))
 
     def _untouched(self, name: str, run_id: str) -> bool:
         run = self.state.load(name)

@@ -9,6 +9,7 @@ from typing import Any
 from tidal.daemon.state import StateStore
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState, content_hash
+from tidal.engine.policy_change import comparable
 from tidal.karmada.errors import KarmadaError, NotFound
 from tidal.karmada.leases import get_lease
 
@@ -35,7 +36,7 @@ def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
         except NotFound:
             drifted.append({"policy": policy.key, "reason": "deleted"})
             continue
-        if content_hash(obj.get("spec")) != policy.post_hash:
+        if content_hash(comparable(obj.get("spec"))) != policy.post_hash:
             drifted.append({"policy": policy.key, "reason": "spec edited since the run"})
     return drifted
 
