@@ -183,3 +183,36 @@ def test_member_fault_helpers_change_the_cluster(make_emulator: Any) -> None:
     assert [c["status"] for c in ready] == ["False"]
     assert a["metadata"]["annotations"]["sim.tidal.io/pods-fail"] == "true"
     assert a["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] == "8"
+
+
+def test_settings_reach_the_controllers(make_emulator: Any) -> None:
+    """EmulatorSettings' feature gates are handed to the controller manager."""
+    emu = make_emulator(
+        [
+            {
+                "apiVersion": "sim.tidal.io/v1alpha1",
+                "kind": "EmulatorSettings",
+                "spec": {"featureGates": ["PropagationPolicyPreemption"]},
+            }
+        ],
+        clock=ManualClock(),
+    )
+    assert emu.controllers is not None
+    assert emu.controllers.feature_gates == frozenset({"PropagationPolicyPreemption"})
+
+
+def test_sim_command_rejects_a_bad_topology(tmp_path: Path) -> None:
+    """`tidal sim --topology` with a missing file exits 1 with a one-line error."""
+    from click.testing import CliRunner
+
+    from tidal.cli.sim import sim_command
+
+    result = CliRunner().invoke(
+        sim_command,
+        ["--topology", str(tmp_path / "nope.yaml"), "--kubeconfig-out", str(tmp_path / "kc")],
+    )
+    assert result.exit_code == 1
+    missing = tmp_path / "nope.yaml"
+    assert result.output.strip().splitlines() == [
+        f"error: {missing}: topology file not found; pass an existing file or directory"
+    ]
