@@ -123,7 +123,8 @@ def _events(emulator: Any) -> list[tuple[str, str, str]]:
     config.api_key = {"authorization": "Bearer sim:e2e"}
     with client.ApiClient(config) as api:
         items = client.CoreV1Api(api).list_event_for_all_namespaces().items
-    return [(e.involved_object.kind, e.involved_object.name, e.reason) for e in items]
+    return [(str(e.involved_object.kind), str(e.involved_object.name), str(e.reason))
+            for e in items]
 
 
 def _start_daemon(tmp_path: Path, kubeconfig: Path, port: int, identity: str,

@@ -5,45 +5,63 @@ rule templates with the labels filled in. Run: python tests/rules/generate_rule_
 """
 import re
 from pathlib import Path
+from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
+Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
-rules = yaml.safe_load((ROOT / "tidal/rules/tidal-alerts.yaml").read_text())["groups"][0]["rules"]
+rules: list[Obj] = yaml.safe_load(
+    (ROOT / "tidal/rules/tidal-alerts.yaml").read_text())["groups"][0]["rules"]
 
-def ann(alert, labels, variant=0, value=None):
-    rs = [r for r in rules if r["alert"] == alert]
-    r = rs[variant]
+
+def ann(alert: str, labels: dict[str, str], variant: int = 0,
+        value: str | None = None) -> dict[str, str]:
+    """The rule's annotations with its label (and value) templates filled in."""
+    rule = [r for r in rules if r["alert"] == alert][variant]
     out = {}
-    for k, v in r["annotations"].items():
-        v = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v)
+    for key, text in rule["annotations"].items():
+        text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
         if value is not None:
-            v = re.sub(r"\{\{ \$value \| humanizeDuration \}\}", value, v)
-        out[k] = v.strip()
+            text = re.sub(r"\{\{ \$value \| humanizeDuration \}\}", value, text)
+        out[key] = text.strip()
     return out
 
-def alert(name, variant=0, value=None, **labels):
+
+def alert(name: str, variant: int = 0, value: str | None = None, **labels: str) -> Obj:
+    """One expected alert."""
     return {"exp_labels": labels, "exp_annotations": ann(name, labels, variant, value)}
 
+
 S = "team-a"
-def s(metric, inst, values, **labels):
+
+
+def s(metric: str, inst: str, values: str, **labels: str) -> Obj:
+    """One input series of instance `inst`."""
     lbl = ",".join(f'{k}="{v}"' for k, v in {"instance": inst, **labels}.items())
     return {"series": f"{metric}{{{lbl}}}", "values": values}
 
-tests = []
-def case(comment, series, checks, interval="1m"):
+
+tests: list[Obj] = []
+
+
+def case(comment: str, series: list[Obj], checks: list[Obj], interval: str = "1m") -> None:
+    """One promtool test case."""
     tests.append({"name": comment, "interval": interval, "input_series": series,
                   "alert_rule_test": checks})
-def chk(t, name, alerts):
+
+
+def chk(t: str, name: str, alerts: list[Obj]) -> Obj:
+    """The alerts expected at one evaluation time."""
     return {"eval_time": t, "alertname": name, "exp_alerts": alerts}
 
 # --- TidalWaveFailed
-W = dict(schedule=S, window="night")
-WR = dict(W, reason="timeout")
+W: Obj = dict(schedule=S, window="night")
+WR: Obj = dict(W, reason="timeout")
 lf, ls = "tidal_last_wave_failure_timestamp_seconds", "tidal_last_success_timestamp_seconds"
 
 
-def wf() -> dict:
+def wf() -> Obj:
     return alert("TidalWaveFailed", severity="critical", **WR)
 
 
@@ -63,7 +81,7 @@ case("TidalWaveFailed: still fires after the failing leader's series disappear (
      [chk("30m", "TidalWaveFailed", [wf()]), chk("45m", "TidalWaveFailed", [])])
 
 # --- TidalSwitchOverdue (10m steps; period one day)
-OV = dict(schedule=S, window="night")
+OV: Obj = dict(schedule=S, window="night")
 per = "tidal_window_period_seconds"
 case("TidalSwitchOverdue: no success for a day and 30 minutes; the standby's 0 does not count", [
     s(ls, "a", "100x200", **OV), s(ls, "b", "0x200", **OV),
@@ -86,15 +104,15 @@ case("TidalSwitchOverdue: a series that disappeared still pages once overdue", [
         alert("TidalSwitchOverdue", 1, severity="warning", schedule="(all)", window="(all)"),
         alert("TidalSwitchOverdue", value="1d 0h 58m 20s", severity="warning", **OV)])],
     interval="10m")
-ALL = {"schedule": "(all)", "window": "(all)"}
+ALL: Obj = {"schedule": "(all)", "window": "(all)"}
 case("TidalSwitchOverdue: absent() fires when no replica exports last-success at all", [
     s("tidal_leader", "a", "1x10")],
     [chk("10m", "TidalSwitchOverdue", []),
      chk("20m", "TidalSwitchOverdue", [alert("TidalSwitchOverdue", 1, severity="warning", **ALL)])])
 
 # --- TidalFloorBreached
-F = dict(schedule=S, cluster="cluster-b")
-def fb() -> dict:
+F: Obj = dict(schedule=S, cluster="cluster-b")
+def fb() -> Obj:
     return alert("TidalFloorBreached", severity="critical", **F)
 
 case("TidalFloorBreached: a breach counted by the leader fires; the standby's 0 does not", [
@@ -108,8 +126,8 @@ case("TidalFloorBreached: quiet with no breach; fires after the breaching series
     [chk("9m", "TidalFloorBreached", []), chk("20m", "TidalFloorBreached", [fb()])])
 
 # --- TidalScheduleConfigInvalid
-V = dict(file="schedules/team-a.yaml")
-def ci() -> dict:
+V: Obj = dict(file="schedules/team-a.yaml")
+def ci() -> Obj:
     return alert("TidalScheduleConfigInvalid", severity="warning", **V)
 
 case("TidalScheduleConfigInvalid: fires after 5m when any replica fails to load the file", [
@@ -124,7 +142,7 @@ case("TidalScheduleConfigInvalid: quiet when valid, and when a broken file is re
      chk("20m", "TidalScheduleConfigInvalid", [])])
 
 # --- TidalNoLeader
-def nl() -> dict:
+def nl() -> Obj:
     return alert("TidalNoLeader", severity="critical", **ALL)
 
 case("TidalNoLeader: quiet with one leader and a standby exporting 0", [
@@ -142,8 +160,8 @@ case("TidalNoLeader: absent() fires when no replica is scraped at all", [
     [chk("4m", "TidalNoLeader", []), chk("6m", "TidalNoLeader", [nl()])])
 
 # --- TidalWindowMissed
-M = dict(schedule=S, window="day")
-def wm() -> dict:
+M: Obj = dict(schedule=S, window="day")
+def wm() -> Obj:
     return alert("TidalWindowMissed", severity="warning", **M)
 
 case("TidalWindowMissed: a missed window counted at start-up fires; the standby's 0 does not", [
@@ -156,13 +174,8 @@ case("TidalWindowMissed: quiet at 0; fires on an increase even after the series 
 
 doc = {"rule_files": ["../../tidal/rules/tidal-alerts.yaml"], "evaluation_interval": "1m",
        "tests": tests}
-class D(yaml.SafeDumper):
-    pass
-def strrep(d, data):
-    return d.represent_scalar("tag:yaml.org,2002:str", data, style=None)
-D.add_representer(str, strrep)
 hdr = ("# promtool unit tests for tidal/rules/tidal-alerts.yaml: for each alert a firing and a\n"
        "# quiet case, a standby exporting 0 and a series that disappears.\n"
        "# Run: promtool test rules tests/rules/tidal-alerts-test.yaml\n")
 (ROOT / "tests/rules/tidal-alerts-test.yaml").write_text(
-    hdr + yaml.dump(doc, Dumper=D, sort_keys=False, width=100, allow_unicode=True))
+    hdr + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True))
