@@ -272,3 +272,28 @@ def test_cluster_affinities_fall_back_to_the_next_term() -> None:
     assert h.binding("small")["status"]["schedulerObservedAffinityName"] == "primary"
     assert h.clusters_of("big") == {"b": 4}
     assert h.binding("big")["status"]["schedulerObservedAffinityName"] == "backup"
+
+
+def test_spread_by_cluster_keeps_at_most_max_groups() -> None:
+    """A cluster spread constraint with maxGroups 1 puts a dynamic-weight workload in one cluster."""
+    h = Harness()
+    h.cluster("a", cpu="4")
+    h.cluster("b", cpu="8")
+    spread = [{"spreadByField": "cluster", "minGroups": 1, "maxGroups": 1}]
+    h.cpp("one", {**TWO, "spreadConstraints": spread, "replicaScheduling": dynamic_weights()})
+    h.deployment("web", 6, cpu="1")
+    h.settle()
+    # candidates ordered by available replicas: b (8) before a (4); b alone fits 6
+    assert h.clusters_of("web") == {"b": 6}
+
+
+def test_spread_min_groups_above_the_feasible_clusters_fails() -> None:
+    """minGroups larger than the feasible clusters: Scheduled=False, reason SchedulerError."""
+    h = Harness()
+    two_clusters(h)
+    spread = [{"spreadByField": "cluster", "minGroups": 3, "maxGroups": 3}]
+    h.cpp("three", {**TWO, "spreadConstraints": spread, "replicaScheduling": dynamic_weights()})
+    h.deployment("web", 2)
+    h.settle()
+    cond = h.condition(h.binding("web"), "Scheduled")
+    assert cond is not None and cond["reason"] == "SchedulerError"

@@ -57,6 +57,10 @@ class FitError(Exception):
     """No cluster passed the filters."""
 
 
+class SchedulerError(Exception):
+    """Any other scheduling failure: reported as reason SchedulerError and retried."""
+
+
 def placement_changed(placement: Obj, applied_json: str | None, observed_affinity: str) -> bool:
     """pkg/scheduler/helper.go placementChanged."""
     if not applied_json:
@@ -277,6 +281,10 @@ class Scheduler:
             self._set_condition(bkey, ("False", "Unschedulable", exc.args[0]), None)
             self._retry(bkey)
             return
+        except SchedulerError as exc:
+            self._set_condition(bkey, ("False", "SchedulerError", str(exc)), None)
+            self._retry(bkey)
+            return
         self._retries.pop(bkey, None)
         placement_json = json.dumps(placement, separators=(",", ":"))
 
@@ -356,11 +364,11 @@ class Scheduler:
         index = names.index(observed) if observed in names else 0
         if reschedule_required(spec.get("rescheduleTriggeredAt"), status.get("lastScheduledTime")):
             index = 0
-        first: FitError | Unschedulable | None = None
+        first: FitError | Unschedulable | SchedulerError | None = None
         for term in terms[index:]:
             try:
                 return self._assign(binding, term), term.get("affinityName", "")
-            except (FitError, Unschedulable) as exc:
+            except (FitError, Unschedulable, SchedulerError) as exc:
                 first = first or exc
         assert first is not None
         raise first
@@ -387,6 +395,12 @@ class Scheduler:
                 n,
             )
         )
+        candidates = _spread_by_cluster(
+            placement,
+            candidates,
+            {n: available[n] + current.get(n, 0) for n in candidates},
+            replicas,
+        )
         if not workload:
             return [{"name": n} for n in candidates]
         kind = replica_scheduling_type(placement)
@@ -401,7 +415,7 @@ class Scheduler:
             result = static_weight_divide(replicas, candidates, static, uid)
             return [_target(n, r) for n, r in result.items()]
         if preference not in ("Weighted", "Aggregated"):
-            raise FitError(f"unsupported replica division preference {preference!r}")
+            raise SchedulerError(f"unsupported replica division preference {preference!r}")
         mode: AssignmentMode = "Steady"
         if reschedule_required(
             spec.get("rescheduleTriggeredAt"),
@@ -469,6 +483,51 @@ class Scheduler:
             )
             raise FitError(f"0/{len(self.clusters)} clusters are available: {detail}.")
         return out
+
+
+def _spread_by_cluster(
+    placement: Obj, candidates: list[str], available: dict[str, int], replicas: int
+) -> list[str]:
+    """SpreadConstraints by cluster (spreadconstraint/select_clusters_by_cluster.go): keep at
+    most maxGroups of the best candidates, swapping in roomier ones when replicas don't fit.
+    Region/zone/provider spreading is not emulated (all candidates are kept)."""
+    constraints = {c.get("spreadByField"): c for c in placement.get("spreadConstraints") or []}
+    strategy = placement.get("replicaScheduling") or {}
+    weights = strategy.get("weightPreference") or {}
+    if "cluster" not in constraints or "region" in constraints:
+        return candidates
+    if (
+        strategy.get("replicaSchedulingType") == "Divided"
+        and strategy.get("replicaDivisionPreference") == "Weighted"
+        and (not weights or (weights.get("staticWeightList") and not weights.get("dynamicWeight")))
+    ):
+        return candidates  # static weights ignore spread constraints
+    constraint = constraints["cluster"]
+    min_groups = int(constraint.get("minGroups") or 0)
+    max_groups = int(constraint.get("maxGroups") or 0) or len(candidates)
+    if len(candidates) < min_groups:
+        raise SchedulerError(
+            "failed to select clusters: the number of feasible clusters is less than "
+            "spreadConstraint.MinGroups"
+        )
+    need = min(len(candidates), max_groups)
+    if replica_scheduling_type(placement) == "Duplicated":
+        return candidates[:need]
+    chosen, rest = list(candidates[:need]), list(candidates[need:])
+    index = len(chosen) - 1
+    while sum(available[n] for n in chosen) < replicas and index >= 0:
+        best, best_value = None, available[chosen[index]]
+        for i, name in enumerate(rest):
+            if available[name] > best_value:
+                best, best_value = i, available[name]
+        if best is not None:
+            chosen[index], rest[best] = rest[best], chosen[index]
+        index -= 1
+    if sum(available[n] for n in chosen) < replicas:
+        raise SchedulerError(
+            f"failed to select clusters: no enough resource when selecting {need} clusters"
+        )
+    return chosen
 
 
 def _wrapped(exc: Unschedulable, step: str) -> Unschedulable:
