@@ -275,7 +275,7 @@ def test_cluster_affinities_fall_back_to_the_next_term() -> None:
 
 
 def test_spread_by_cluster_keeps_at_most_max_groups() -> None:
-    """A cluster spread constraint with maxGroups 1 puts a dynamic-weight workload in one cluster."""
+    """A cluster spread constraint with maxGroups 1 keeps a workload in one cluster."""
     h = Harness()
     h.cluster("a", cpu="4")
     h.cluster("b", cpu="8")
