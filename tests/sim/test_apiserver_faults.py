@@ -247,3 +247,19 @@ def test_delete_collection_by_label(api_client: client.ApiClient) -> None:
         )
     core.delete_collection_namespaced_config_map("default", label_selector="team=1")
     assert [i.metadata.name for i in core.list_namespaced_config_map("default").items] == ["c"]
+
+
+def test_timeline_filters(make_emulator: Any) -> None:
+    """/sim/v1/timeline?workload=...&since=... narrows the samples."""
+    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+
+    emu = make_emulator(DEFAULT_TOPOLOGY)
+    deadline = time.time() + 5
+    while not emu.timeline() and time.time() < deadline:
+        time.sleep(0.05)
+    code, one = admin(emu, "GET", "timeline?workload=ai-app/Deployment/llm-1005-03")
+    assert code == 200 and one
+    assert {s["workload"] for s in one} == {"ai-app/Deployment/llm-1005-03"}
+    code, none = admin(emu, "GET", f"timeline?since={emu.clock.now() + 3600}")
+    assert code == 200 and none == []
+    assert admin(emu, "GET", "timeline?since=soon")[0] == 400

@@ -1,7 +1,8 @@
 """The emulator's own endpoints under /sim/v1 (JSON in and out; not counted as API requests).
 
 GET    /sim/v1/timeline         controllers' samples: [{t, workload "ns/Kind/name", cluster,
-                                assigned, ready}, ...] (t: simulated seconds since the epoch)
+                                assigned, ready}, ...] (t: simulated seconds since the epoch);
+                                `?since=T` and `?workload=ns/Kind/name` narrow it
 GET    /sim/v1/requests         {"total": N, "by": {"<verb> <resource>": n}, "byVerb": {...},
                                 "byResource": {...}, "byCode": {"200": n, ...}}
 POST   /sim/v1/requests/reset   zero the counts and the log
@@ -44,7 +45,7 @@ class AdminApi:
         parts = [p for p in req.path[len(PREFIX) :].split("/") if p]
         method = req.method
         if parts == ["timeline"] and method == "GET":
-            return Response(200, self.timeline())
+            return Response(200, self._timeline(req))
         if parts == ["requests"] and method == "GET":
             return Response(200, self.accounting.snapshot())
         if parts == ["requests", "reset"] and method == "POST":
@@ -56,6 +57,19 @@ class AdminApi:
         if parts[:1] == ["faults"]:
             return self._faults(method, parts[1:], req)
         raise ApiError(404, f"no such emulator endpoint: {method} {req.path}")
+
+    def _timeline(self, req: Request) -> list[dict[str, Any]]:
+        samples = self.timeline()
+        since, workload = req.query.get("since"), req.query.get("workload")
+        if since:
+            try:
+                after = float(since)
+            except ValueError as exc:
+                raise ApiError(400, f"since={since!r}: expected seconds since the epoch") from exc
+            samples = [s for s in samples if float(s.get("t", 0)) >= after]
+        if workload:
+            samples = [s for s in samples if s.get("workload") == workload]
+        return samples
 
     def _faults(self, method: str, rest: list[str], req: Request) -> Response:
         if method == "GET" and not rest:
