@@ -117,8 +117,9 @@ def parse_start(text: str) -> Start:
     start = Start(
         text=text,
         cron=expr,
-        minutes=frozenset(int(m) for m in minutes),
-        hours=frozenset(int(h) for h in hours),
+        minutes=frozenset(range(60)) if minutes == ["*"]
+        else frozenset(int(m) for m in minutes),
+        hours=frozenset(range(24)) if hours == ["*"] else frozenset(int(h) for h in hours),
         days=None if days_field == ["*"] or not days else days,
         last_day=last_day,
         months=frozenset(range(1, 13)) if months_field == ["*"]
