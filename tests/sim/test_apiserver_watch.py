@@ -169,3 +169,20 @@ def test_custom_objects_watch(api_client: client.ApiClient) -> None:
         )
     )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "w")]
+
+
+def test_abandoned_watches_are_cleaned_up(emulator: Emulator) -> None:
+    """Clients that vanish mid-watch leave no subscription behind."""
+    import socket
+
+    port = emulator.port
+    for _ in range(5):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(
+            b"GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        sock.close()
+    deadline = time.time() + 3
+    while emulator.server.watches.count() and time.time() < deadline:
+        time.sleep(0.05)
+    assert emulator.server.watches.count() == 0

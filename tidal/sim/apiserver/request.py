@@ -70,5 +70,6 @@ class StreamResponse:
     """A watch: newline-delimited JSON events written as they come, until the iterator ends."""
 
     chunks: Iterator[bytes]
+    on_close: Callable[[], None] = lambda: None  # always called once the stream is over
     code: int = 200
     headers: dict[str, str] = field(default_factory=dict)

@@ -143,7 +143,7 @@ class RestHandlers(WriteVerbs):
             req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
         )
         send_initial = req.query.get("sendInitialEvents")
-        chunks = open_watch(
+        chunks, cleanup = open_watch(
             self.store,
             self.watches,
             route.rtype,
@@ -161,7 +161,7 @@ class RestHandlers(WriteVerbs):
             if wants_table(req.headers.get("Accept"))
             else None,
         )
-        return StreamResponse(chunks)
+        return StreamResponse(chunks, cleanup)
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -246,7 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_stream(result)
             else:
                 self._write(result)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away (or the server is stopping)
             self.close_connection = True
 
     def _write(self, result: Response) -> None:
@@ -265,14 +265,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _write_stream(self, result: StreamResponse) -> None:
-        self.send_response(result.code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
-        self.wfile.flush()
         chunks = result.chunks
         try:
+            self.send_response(result.code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            self.wfile.flush()
             for chunk in chunks:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
@@ -282,4 +282,5 @@ class _Handler(BaseHTTPRequestHandler):
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
+            result.on_close()
             self.close_connection = True

@@ -95,8 +95,9 @@ def open_watch(
     is_closed: Callable[[], bool],
     bookmark_interval: float = 1.0,
     render: Callable[[Obj], Obj] | None = None,
-) -> Iterator[bytes]:
-    """Subscribe now (so errors surface before the stream starts) and return the stream."""
+) -> tuple[Iterator[bytes], Callable[[], None]]:
+    """Subscribe now (so errors surface before the stream starts); returns the stream and a
+    cleanup that ends the subscription even if the stream is never started."""
 
     def accepts_event(event: WatchEvent) -> bool:
         if event.rtype.plural != rtype.plural or event.rtype.group != rtype.group:
@@ -115,20 +116,19 @@ def open_watch(
             except ValueError:
                 since = -1
             if since < 0:
-                return iter(
-                    [
-                        _line(
-                            "ERROR",
-                            status_body(400, "BadRequest", f"invalid resourceVersion {rv_text!r}"),
-                        )
-                    ]
-                )
+                message = f"invalid resourceVersion {rv_text!r}"
+                return iter([_line("ERROR", status_body(400, "BadRequest", message))]), _nothing
             sub = store.subscribe(accepts_event, since=since)
             rv = since
     except Gone as exc:
-        return iter([_line("ERROR", status_body(410, "Expired", exc.message))])
+        return iter([_line("ERROR", status_body(410, "Expired", exc.message))]), _nothing
     registry.add(sub, resource, namespace)
-    return _stream(
+
+    def cleanup() -> None:
+        store.unsubscribe(sub)
+        registry.remove(sub)
+
+    stream = _stream(
         render,
         store,
         registry,
@@ -144,6 +144,11 @@ def open_watch(
         is_closed,
         bookmark_interval,
     )
+    return stream, cleanup
+
+
+def _nothing() -> None:
+    pass
 
 
 def _stream(
