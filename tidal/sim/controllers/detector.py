@@ -12,17 +12,26 @@ binding of a template claimed by a Lazy policy.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from tidal.sim.controllers.claims import (
+    add_claim,
+    binding_current,
+    change_by_karmada,
+    interpret_replicas,
+    merge_binding,
+    owner_reference,
+    policy_id,
+    remove_claim,
+    specification_changed,
+)
 from tidal.sim.controllers.common import (
     CPP_ID_LABEL,
     CPP_KIND,
     CPP_NAME_ANNOTATION,
     CRB_KIND,
     FEATURE_POLICY_PREEMPTION,
-    NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL,
     PP_ID_LABEL,
     PP_KIND,
     PP_NAME_ANNOTATION,
@@ -32,12 +41,10 @@ from tidal.sim.controllers.common import (
     ObjKey,
     annotations_of,
     binding_name,
-    clone,
     is_reserved_namespace,
     labels_of,
 )
 from tidal.sim.controllers.matching import MISMATCH, selectors_priority
-from tidal.sim.controllers.quantity import format_list, pod_template_requests
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import NotFound
 
@@ -45,74 +52,6 @@ if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
 
 PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
-_KARMADA_KEY = ".karmada.io"
-_BINDING_SPEC_FIELDS = (
-    "resource",
-    "replicaRequirements",
-    "replicas",
-    "propagateDeps",
-    "schedulerName",
-    "placement",
-    "failover",
-    "conflictResolution",
-    "preserveResourcesOnDeletion",
-    "suspension",
-)
-
-
-def policy_id(policy: Obj) -> str:
-    label = PP_ID_LABEL if policy.get("kind") == PP_KIND else CPP_ID_LABEL
-    return labels_of(policy).get(label) or policy["metadata"].get("uid", "")
-
-
-def ensure_permanent_id(rtype: ResourceType, old: Obj | None, new: Obj) -> None:
-    """Admission (Karmada's policy webhook): every policy gets a permanent-id label, kept."""
-    if rtype.kind not in (PP_KIND, CPP_KIND):
-        return
-    label = PP_ID_LABEL if rtype.kind == PP_KIND else CPP_ID_LABEL
-    labels = new.setdefault("metadata", {}).setdefault("labels", {}) or {}
-    new["metadata"]["labels"] = labels
-    if labels.get(label):
-        return
-    previous = labels_of(old).get(label) if old is not None else None
-    labels[label] = previous or str(uuid.uuid4())
-
-
-def specification_changed(old: Obj, new: Obj) -> bool:
-    """eventfilter.SpecificationChanged: anything but status, managedFields, resourceVersion."""
-    return _strip(old, karmada=False) != _strip(new, karmada=False)
-
-
-def change_by_karmada(old: Obj, new: Obj) -> bool:
-    """eventfilter.ResourceChangeByKarmada: equal once Karmada-owned keys and generation go."""
-    return _strip(old, karmada=True) == _strip(new, karmada=True)
-
-
-def _strip(obj: Obj, *, karmada: bool) -> Obj:
-    out = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    meta = {
-        k: v
-        for k, v in (obj.get("metadata") or {}).items()
-        if k not in ("managedFields", "resourceVersion")
-    }
-    if karmada:
-        meta.pop("generation", None)
-        labels = {
-            k: v
-            for k, v in (meta.get("labels") or {}).items()
-            if _KARMADA_KEY not in k or k == NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL
-        }
-        annotations = {
-            k: v for k, v in (meta.get("annotations") or {}).items() if _KARMADA_KEY not in k
-        }
-        meta.pop("labels", None)
-        meta.pop("annotations", None)
-        if labels:
-            meta["labels"] = labels
-        if annotations:
-            meta["annotations"] = annotations
-    out["metadata"] = meta
-    return out
 
 
 class Detector:
@@ -337,7 +276,7 @@ class Detector:
             return template
 
         def claim(obj: Obj) -> None:
-            _add_claim(obj, policy, pid)
+            add_claim(obj, policy, pid)
 
         rtype = self.template_types[key]
         try:
@@ -360,18 +299,18 @@ class Detector:
             current = None
         if current is None:
             binding: Obj = {
-                "metadata": {"name": name, "ownerReferences": [_owner(template)]},
+                "metadata": {"name": name, "ownerReferences": [owner_reference(template)]},
                 "spec": desired,
             }
             if namespace:
                 binding["metadata"]["namespace"] = namespace
-            _add_claim(binding, policy, pid)
+            add_claim(binding, policy, pid)
             self.mgr.store.create(btype, binding)
             return
-        if _binding_current(current, desired, template, policy, pid):
+        if binding_current(current, desired, template, policy, pid):
             return
         self.mgr.write(
-            btype, namespace, name, lambda obj: _merge_binding(obj, desired, template, policy, pid)
+            btype, namespace, name, lambda obj: merge_binding(obj, desired, template, policy, pid)
         )
 
     def _desired_spec(self, template: Obj, policy: Obj) -> Obj:
@@ -402,7 +341,7 @@ class Detector:
                 spec[field] = policy_spec[field]
         if policy_spec.get("suspension") is not None:
             spec["suspension"] = policy_spec["suspension"]
-        replicas, requests = _interpret_replicas(template)
+        replicas, requests = interpret_replicas(template)
         if replicas:
             spec["replicas"] = replicas
         if requests:
@@ -488,7 +427,7 @@ class Detector:
         pid = policy_id(policy)
 
         def claim(obj: Obj) -> None:
-            _add_claim(obj, policy, pid)
+            add_claim(obj, policy, pid)
 
         self.mgr.write(self.template_types[key], key[2] or None, key[3], claim)
 
@@ -519,7 +458,7 @@ class Detector:
         meta = obj["metadata"]
         with contextlib.suppress(NotFound):
             self.mgr.write(
-                rtype, meta.get("namespace") or None, meta["name"], lambda o: _remove_claim(o, kind)
+                rtype, meta.get("namespace") or None, meta["name"], lambda o: remove_claim(o, kind)
             )
 
     def _binding(self, bkey: tuple[str, str, str]) -> Obj | None:
@@ -529,115 +468,3 @@ class Detector:
             )
         except NotFound:
             return None
-
-
-def _add_claim(obj: Obj, policy: Obj, pid: str) -> None:
-    meta = obj.setdefault("metadata", {})
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    if policy["kind"] == PP_KIND:
-        labels.pop(CPP_ID_LABEL, None)  # excludeClusterPolicy
-        annotations.pop(CPP_NAME_ANNOTATION, None)
-        labels[PP_ID_LABEL] = pid
-        annotations[PP_NAMESPACE_ANNOTATION] = policy["metadata"].get("namespace", "")
-        annotations[PP_NAME_ANNOTATION] = policy["metadata"]["name"]
-    else:
-        labels[CPP_ID_LABEL] = pid
-        annotations[CPP_NAME_ANNOTATION] = policy["metadata"]["name"]
-    meta["labels"], meta["annotations"] = labels, annotations
-
-
-def _remove_claim(obj: Obj, kind: str) -> None:
-    meta = obj["metadata"]
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    if kind == PP_KIND:
-        labels.pop(PP_ID_LABEL, None)
-        annotations.pop(PP_NAMESPACE_ANNOTATION, None)
-        annotations.pop(PP_NAME_ANNOTATION, None)
-    else:
-        labels.pop(CPP_ID_LABEL, None)
-        annotations.pop(CPP_NAME_ANNOTATION, None)
-    for field, value in (("labels", labels), ("annotations", annotations)):
-        if value:
-            meta[field] = value
-        else:
-            meta.pop(field, None)
-
-
-def _merge_binding(obj: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) -> None:
-    """CreateOrUpdate's mutate function: refresh only what the detector owns (not clusters)."""
-    spec = obj.setdefault("spec", {})
-    for field in _BINDING_SPEC_FIELDS:
-        if field == "suspension":
-            continue
-        if field in desired:
-            spec[field] = clone(desired[field])
-        else:
-            spec.pop(field, None)
-    if "suspension" in desired:
-        merged = dict(spec.get("suspension") or {})
-        merged.update(desired["suspension"])
-        spec["suspension"] = merged
-    obj["metadata"]["ownerReferences"] = [_owner(template)]
-    _add_claim(obj, policy, pid)
-
-
-def _binding_current(current: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) -> bool:
-    """True when _merge_binding would change nothing (saves a write per unchanged binding)."""
-    spec = current.get("spec") or {}
-    for field in _BINDING_SPEC_FIELDS:
-        if field == "suspension":
-            if "suspension" in desired and {
-                **(spec.get("suspension") or {}),
-                **desired["suspension"],
-            } != spec.get("suspension"):
-                return False
-            continue
-        if spec.get(field) != desired.get(field):
-            return False
-    meta = current["metadata"]
-    if meta.get("ownerReferences") != [_owner(template)]:
-        return False
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    if policy["kind"] == PP_KIND:
-        return (
-            labels.get(PP_ID_LABEL) == pid
-            and CPP_ID_LABEL not in labels
-            and CPP_NAME_ANNOTATION not in annotations
-            and annotations.get(PP_NAMESPACE_ANNOTATION) == policy["metadata"].get("namespace", "")
-            and annotations.get(PP_NAME_ANNOTATION) == policy["metadata"]["name"]
-        )
-    return (
-        labels.get(CPP_ID_LABEL) == pid
-        and annotations.get(CPP_NAME_ANNOTATION) == policy["metadata"]["name"]
-    )
-
-
-def _owner(template: Obj) -> Obj:
-    meta = template["metadata"]
-    return {
-        "apiVersion": template["apiVersion"],
-        "kind": template["kind"],
-        "name": meta["name"],
-        "uid": meta.get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _interpret_replicas(template: Obj) -> tuple[int, dict[str, str] | None]:
-    """Karmada's default replica interpreter for Deployment/StatefulSet (ReplicaSet, Job alike):
-    spec.replicas (absent = the apiserver's default, 1) and the pod template's summed requests."""
-    if template.get("kind") not in ("Deployment", "StatefulSet", "ReplicaSet", "Job"):
-        return 0, None
-    spec = template.get("spec") or {}
-    if template["kind"] == "Job":
-        replicas = int(spec.get("parallelism") or 0)
-        completions = spec.get("completions")
-        if completions is not None:
-            replicas = min(replicas, int(completions))
-    else:
-        replicas = int(spec["replicas"]) if spec.get("replicas") is not None else 1
-    requests = pod_template_requests(spec.get("template") or {})
-    return replicas, format_list(requests)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from tidal.sim.clock import Clock, ManualClock, TimerHandle
+from tidal.sim.controllers.claims import ensure_permanent_id
 from tidal.sim.controllers.common import (
     CLUSTER_KIND,
     CPP_KIND,
@@ -26,7 +27,7 @@ from tidal.sim.controllers.common import (
     REBALANCER_KIND,
     type_key,
 )
-from tidal.sim.controllers.detector import Detector, ensure_permanent_id
+from tidal.sim.controllers.detector import Detector
 from tidal.sim.controllers.members import Members
 from tidal.sim.controllers.rebalancer import RebalancerController
 from tidal.sim.controllers.scheduler import Scheduler
