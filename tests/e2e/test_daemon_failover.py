@@ -63,20 +63,36 @@ def _touch_counts(emu: Any) -> dict[str, int]:
     return counts
 
 
-def test_sigkill_after_a_wave_standby_resumes_without_repeating(
-    make_emulator: Any, tmp_path: Path
+def _mid_gate(client: KarmadaClient) -> bool:
+    run = _run(client)
+    return run is not None and run.phase == "waves" and any(
+        w.triggered and w.result is None for w in run.waves[1:])
+
+
+KILL_POINTS = {
+    # between waves: wave 1 done, the pause before wave 2 running
+    "after_wave": (_after_first_wave, 20.0, "3s"),
+    # wave 2 triggered, its gate waiting for pods (real-time emulator: gates take seconds)
+    "mid_gate": (_mid_gate, 1.0, "0s"),
+}
+
+
+@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+def test_sigkill_at_step_boundary_standby_resumes_without_repeating(
+    make_emulator: Any, tmp_path: Path, point: str
 ) -> None:
-    """Leader killed between waves: the standby finishes the run; each workload touched once."""
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    """Leader killed mid-run: the standby finishes the run; each workload touched once."""
+    reached, speed, pause = KILL_POINTS[point]
+    emu = make_emulator(topology(), clock=ScaledClock(speed))
+    settle(emu, timeout=30)
     schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, pause="3s")
+    write_due_schedule(schedules, pause=pause)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
     wait_for(lambda: _run(client) is not None, 30, "a to start the run")
     procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
     try:
-        wait_for(lambda: _after_first_wave(client), 60, "the first wave")
+        wait_for(lambda: reached(client), 60, point)
         first = _leader(emu).removeprefix("replica-")
         procs[first].send_signal(signal.SIGKILL)
         procs[first].wait(10)
