@@ -167,6 +167,7 @@ class ApiServer:
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # bursts of new connections (benchmarks, many watchers)
     api: ApiServer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
