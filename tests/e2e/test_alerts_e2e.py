@@ -87,8 +87,9 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
         server.stop()
 
 
-def assert_exposition_clean_and_counted(url: str, failed_runs: int) -> None:
-    """A replica's own /metrics passes `promtool check metrics` and counts its failed runs."""
+def assert_exposition_clean_and_counted(url: str, failed: int, succeeded: int) -> None:
+    """A replica's own /metrics passes `promtool check metrics` and counts its runs: `failed`
+    night switches (a wave timed out) and `succeeded` day switches."""
     promtool = shutil.which("promtool")
     with urllib.request.urlopen(url, timeout=5) as response:
         exposition = response.read()
@@ -99,15 +100,24 @@ def assert_exposition_clean_and_counted(url: str, failed_runs: int) -> None:
     values = {(s.name, frozenset(s.labels.items())): s.value
               for family in text_string_to_metric_families(exposition.decode())
               for s in family.samples}
+    def get(name: str, **labels: str) -> float:
+        return values[(name, frozenset(labels.items()))]
+
     night = {"schedule": "team-42", "window": "night"}
-    assert values[("tidal_switch_runs_total",
-                   frozenset({**night, "result": "failed"}.items()))] == failed_runs
-    assert values[("tidal_switch_runs_total",
-                   frozenset({**night, "result": "succeeded"}.items()))] == 0
-    assert values[("tidal_wave_failures_total",
-                   frozenset({**night, "reason": "timeout"}.items()))] == failed_runs
-    assert values[("tidal_last_success_timestamp_seconds", frozenset(night.items()))] == 0
-    assert values[("tidal_schedules_loaded", frozenset())] == 1
+    day = {"schedule": "team-42", "window": "day"}
+    assert get("tidal_switch_runs_total", **night, result="failed") == failed
+    assert get("tidal_switch_runs_total", **night, result="succeeded") == 0
+    assert get("tidal_switch_runs_total", **day, result="succeeded") == succeeded
+    assert get("tidal_switch_runs_total", **day, result="failed") == 0
+    assert get("tidal_wave_failures_total", **night, reason="timeout") == failed
+    assert get("tidal_waves_total", **night, result="failed") == failed
+    assert (get("tidal_waves_total", **day, result="succeeded") > 0) == bool(succeeded)
+    assert get("tidal_last_success_timestamp_seconds", **night) == 0
+    assert (get("tidal_last_success_timestamp_seconds", **day) > 0) == bool(succeeded)
+    assert (get("tidal_last_wave_failure_timestamp_seconds", **night, reason="timeout") > 0
+            ) == bool(failed)
+    assert get("tidal_switch_duration_seconds_count", **night) == failed
+    assert get("tidal_schedules_loaded") == 1
 
 
 def _utc_hhmm(moment: datetime) -> str:
@@ -151,13 +161,14 @@ def test_tidal_run_wave_failure_fires_tidal_wave_failed(
 ) -> None:
     """Two `tidal run` replicas against the emulator, cluster-b unable to start pods: Prometheus
     fires TidalWaveFailed once for team-42/night (reason timeout) although the standby exports
-    0; the Events tell the same story; every dashboard query runs."""
+    0; after a good day switch the leader's exposition counts one good and one failed switch;
+    the Events tell the same story; every dashboard query runs."""
     emulator = make_emulator(alert_scenario.topology(pods_fail=True))
     kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
-    now = datetime.now(UTC)
-    # The night window started this minute: the leader catches it up at start-up.
-    alert_scenario.write_schedule(tmp_path / "schedules", _utc_hhmm(now),
-                                  _utc_hhmm(now + timedelta(hours=12)))
+    # The night window started a minute ago: the leader catches it up at start-up.
+    night = _utc_hhmm(datetime.now(UTC) - timedelta(minutes=1))
+    alert_scenario.write_schedule(tmp_path / "schedules", night,
+                                  _utc_hhmm(datetime.now(UTC) + timedelta(hours=12)))
     ports = [free_port(), free_port()]
     targets = [f"127.0.0.1:{port}" for port in ports]
     logs = [tmp_path / f"tidal-run-{i}.log" for i in range(2)]
@@ -174,12 +185,20 @@ def test_tidal_run_wave_failure_fires_tidal_wave_failed(
                                        "reason": "timeout"}
             assert len([a for a in prometheus.alerts()
                         if a["labels"]["alertname"] == "TidalWaveFailed"]) == 1
+            # An edit brings the day window forward to this minute: the reload catches it up,
+            # and the workloads go back to cluster-a, where pods start.
+            alert_scenario.write_schedule(tmp_path / "schedules", night,
+                                          _utc_hhmm(datetime.now(UTC)))
+            wait_for("the day switch to succeed", lambda: prometheus.query(
+                'tidal_switch_runs_total{window="day",result="succeeded"} == 1'), 60)
             (leader,) = prometheus.query('tidal_leader{job="tidal"} == 1')
             (standby,) = prometheus.query('tidal_leader{job="tidal"} == 0')
             assert_exposition_clean_and_counted(
-                f"http://{leader['metric']['instance']}/metrics", failed_runs=1)
+                f"http://{leader['metric']['instance']}/metrics", failed=1, succeeded=1)
             assert_exposition_clean_and_counted(
-                f"http://{standby['metric']['instance']}/metrics", failed_runs=0)
+                f"http://{standby['metric']['instance']}/metrics", failed=0, succeeded=0)
+            # The day success does not resolve the night's failure: only a night success does.
+            assert prometheus.firing("TidalWaveFailed", schedule="team-42", window="night")
             assert prometheus.firing("TidalNoLeader") is None
             assert_dashboard_queries_run(prometheus)
             events = _events(emulator)
