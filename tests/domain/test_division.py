@@ -12,8 +12,10 @@ import pytest
 from tidal.domain.division import (
     Unschedulable,
     dynamic_divide,
+    estimate_available_replicas,
     fnv32a,
     names_descending,
+    order_candidates,
     static_weight_divide,
     webster_allocate,
     webster_divide,
@@ -131,3 +133,21 @@ def test_aggregated_uses_as_few_clusters_as_possible() -> None:
     # ten largest: 8b 3a 2.67b 1.6b 1.14b 1a .89b .73b .62b .6a (next b is 8/15=.53) -> b 7, a 3
     result = dynamic_divide(10, [("a", 3), ("b", 8)], {}, mode="Fresh", aggregated=True)
     assert result == {"a": 3, "b": 7}
+
+
+def test_estimator_takes_the_scarcest_resource_and_the_pods_budget() -> None:
+    """Free cpu 3500m / 1000m = 3, memory 8Gi / 1Gi = 8, pods 10 - 2 = 8 -> 3 replicas."""
+    gib = 2**30
+    allocatable = {"cpu": 4000, "memory": 10 * gib, "pods": 10}
+    allocated = {"cpu": 500, "memory": 2 * gib, "pods": 2}
+    request = {"cpu": 1000, "memory": gib}
+    assert estimate_available_replicas(allocatable, allocated, {}, request) == 3
+    assert estimate_available_replicas(allocatable, allocated, {"pods": 8}, request) == 0
+    assert estimate_available_replicas(allocatable, {}, {}, {"nvidia.com/gpu": 1}) == 0
+    assert estimate_available_replicas(allocatable, {}, {}, {}) == 10
+
+
+def test_candidates_prefer_current_clusters_then_room_then_name() -> None:
+    """Locality first, then available replicas including the binding's own, then name."""
+    assert order_candidates(["a", "b", "c"], {"a": 1, "b": 5, "c": 5}, {}) == ["b", "c", "a"]
+    assert order_candidates(["a", "b", "c"], {"a": 1, "b": 5, "c": 5}, {"a": 1}) == ["a", "b", "c"]

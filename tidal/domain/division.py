@@ -25,6 +25,7 @@ AssignmentMode = Literal["Steady", "Fresh"]
 
 _FNV32_OFFSET = 0x811C9DC5
 _FNV32_PRIME = 0x01000193
+_MAX_INT32 = 2**31 - 1
 
 
 class Unschedulable(Exception):
@@ -33,6 +34,50 @@ class Unschedulable(Exception):
     def __init__(self, available: int) -> None:
         super().__init__(f"Clusters available replicas {available} are not enough to schedule.")
         self.available = available
+
+
+def estimate_available_replicas(
+    allocatable: Mapping[str, int],
+    allocated: Mapping[str, int],
+    allocating: Mapping[str, int],
+    request: Mapping[str, int],
+) -> int:
+    """Karmada's general estimator: how many more replicas fit in a cluster.
+
+    Amounts are integers (cpu in millicores, the rest in whole units). The pods budget
+    (allocatable - allocated - allocating pods) caps the answer; a requested resource the
+    cluster does not list, or has none left of, means 0.
+    """
+
+    def free(name: str) -> int:
+        return allocatable.get(name, 0) - allocated.get(name, 0) - allocating.get(name, 0)
+
+    best = free("pods")
+    if best <= 0:
+        return 0
+    for name, amount in request.items():
+        if amount <= 0 or name == "pods":
+            continue
+        if name not in allocatable or free(name) <= 0:
+            return 0
+        best = min(best, free(name) // amount)
+    return min(best, _MAX_INT32)
+
+
+def order_candidates(
+    names: Sequence[str], available: Mapping[str, int], current: Mapping[str, int]
+) -> list[str]:
+    """The scheduler's candidate order: clusters the binding already uses first (locality
+    score), then by available replicas counting its own (desc), then by name."""
+    locality = bool(current)
+    return sorted(
+        names,
+        key=lambda n: (
+            -(100 if locality and n in current else 0),
+            -(available.get(n, 0) + current.get(n, 0)),
+            n,
+        ),
+    )
 
 
 def fnv32a(text: str) -> int:

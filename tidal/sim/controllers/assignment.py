@@ -15,6 +15,8 @@ from tidal.domain.division import (
     AssignmentMode,
     Unschedulable,
     dynamic_divide,
+    estimate_available_replicas,
+    order_candidates,
     static_weight_divide,
 )
 from tidal.sim.clock import parse_rfc3339
@@ -97,30 +99,16 @@ def replicas_changed(spec: Obj, placement: Obj) -> bool:
 
 
 def max_available_replicas(cluster: Obj, request: dict[str, int]) -> int:
-    """The general estimator: free allocatable (minus allocated and allocating) per replica."""
+    """The general estimator over a Cluster object's status.resourceSummary."""
     summary = (cluster.get("status") or {}).get("resourceSummary")
     if not summary:
         return 0
-    allocatable = resource_list(summary.get("allocatable"))
-    allocated = resource_list(summary.get("allocated"))
-    allocating = resource_list(summary.get("allocating"))
-
-    def free(name: str) -> int:
-        return allocatable.get(name, 0) - allocated.get(name, 0) - allocating.get(name, 0)
-
-    best = free("pods")
-    if best <= 0:
-        return 0
-    for name, amount in request.items():
-        if amount <= 0 or name == "pods":
-            continue
-        if name not in allocatable:
-            return 0
-        available = free(name)
-        if available <= 0:
-            return 0
-        best = min(best, available // amount)
-    return min(best, MAX_INT32)
+    return estimate_available_replicas(
+        resource_list(summary.get("allocatable")),
+        resource_list(summary.get("allocated")),
+        resource_list(summary.get("allocating")),
+        request,
+    )
 
 
 def assign_with_affinities(clusters: dict[str, Obj], binding: Obj) -> tuple[list[Obj], str | None]:
@@ -161,14 +149,7 @@ def assign(clusters: dict[str, Obj], binding: Obj, affinity: Obj | None) -> list
             available[name] = replicas  # estimators are skipped for non-workloads
         else:
             available[name] = max_available_replicas(clusters[name], request)
-    locality = bool(current)
-    candidates.sort(
-        key=lambda n: (
-            -(100 if locality and n in current else 0),
-            -(available[n] + current.get(n, 0)),
-            n,
-        )
-    )
+    candidates = order_candidates(candidates, available, current)
     candidates = _spread_by_cluster(
         placement,
         candidates,
