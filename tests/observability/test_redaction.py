@@ -19,7 +19,7 @@ from tidal.engine.journal import InMemoryJournal
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient
 from tidal.loading.loader import load_schedules
-from tidal.logs import REDACTED, configure_logging, redact_secrets, silence_kubernetes_debug
+from tidal.logs import REDACTED, configure_logging, redact_secrets
 
 TOKEN = "sha256~Zm9vYmFyLXRva2VuLW5ldmVyLWxvZ2dlZA"
 JWT = ("eyJhbGciOiJSUzI1NiIsImtpZCI6InRpZGFsIn0.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGlkYWwifQ."
@@ -114,6 +114,7 @@ def test_kubernetes_client_debug_is_switched_off() -> None:
     """Logging set-up undoes kubernetes' Configuration.debug and quiets its loggers."""
     from kubernetes.client import Configuration
 
+    original = Configuration._default  # restored below, exactly as it was
     noisy = Configuration()
     noisy.debug = True
     Configuration.set_default(noisy)
@@ -124,8 +125,8 @@ def test_kubernetes_client_debug_is_switched_off() -> None:
         for name in ("kubernetes", "urllib3"):
             assert logging.getLogger(name).getEffectiveLevel() >= logging.WARNING
     finally:
-        Configuration.set_default(Configuration())
-        silence_kubernetes_debug()
+        Configuration._default = original
+        http.client.HTTPConnection.debuglevel = 0
 
 
 @pytest.mark.e2e
