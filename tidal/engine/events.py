@@ -147,6 +147,11 @@ class RunFinished(EngineEvent):
 OnEvent = Callable[[EngineEvent], None]
 
 
+def policy_ref(namespace: str | None, name: str) -> str:
+    """How events name a policy: namespace/name for a PropagationPolicy, name otherwise."""
+    return f"{namespace}/{name}" if namespace else name
+
+
 class Emitter:
     """Logs each event with its bound fields and passes it to the callback."""
 

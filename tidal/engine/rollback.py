@@ -4,7 +4,7 @@ wave first, with the same triggers and under the same floors."""
 from __future__ import annotations
 
 from tidal.engine import policy_change
-from tidal.engine.events import PolicyChanged, WaveFinished
+from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
 from tidal.engine.journal import PolicyRecord
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
@@ -34,7 +34,8 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str
         if action != "unchanged":
             ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),  # type: ignore[arg-type]
                                            kind=record.kind,
-                                           policy=record.swap_from or record.name,
+                                           policy=policy_ref(record.namespace,
+                                                       record.swap_from or record.name),
                                            action="restore"))
     undo = [w for w in state.waves if w.result in ("succeeded", "failed")
             and not w.rolled_back and (w.triggered or w.rebalancers)]

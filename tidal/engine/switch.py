@@ -18,6 +18,7 @@ from tidal.engine.events import (
     RunStarted,
     RunWarning,
     WaveFinished,
+    policy_ref,
 )
 from tidal.engine.journal import FencedOut, Journal, RunState, WaveState
 from tidal.engine.planning import SwitchPlan, build_plan
@@ -152,7 +153,8 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
             _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
                                             run_id=ctx.run_id, lazy=sp.lazy, save=ctx.save)
             ctx.save()
-            emitter.emit(PolicyChanged(**base, kind=target.kind, policy=target.name,  # type: ignore[arg-type]
+            emitter.emit(PolicyChanged(**base, kind=target.kind,  # type: ignore[arg-type]
+                                       policy=policy_ref(target.namespace, target.name),
                                        action=action, lazy_added=record.lazy_added))
             if record.keep_lazy and record.lazy_added:
                 note = (f"{target.key} stays Lazy after the switch: it claims excluded "
@@ -193,7 +195,8 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
         for record in state.policies:
             action = policy_change.finish(ctx.client, record, run_id=ctx.run_id, save=ctx.save)
             if action == "lazy_restored":
-                emitter.emit(PolicyChanged(**base, kind=record.kind, policy=record.name,  # type: ignore[arg-type]
+                emitter.emit(PolicyChanged(**base, kind=record.kind,  # type: ignore[arg-type]
+                                           policy=policy_ref(record.namespace, record.name),
                                            action=action))
         _remove_rebalancers(ctx)
         state.result, state.phase, state.finished_at = "succeeded", "done", _iso(clock)
