@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tidal.sim.kinds import ResourceType
@@ -46,6 +47,11 @@ NON_TEMPLATE_KINDS = frozenset(
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet"})
 
 FEATURE_POLICY_PREEMPTION = "PropagationPolicyPreemption"
+
+
+def due_time(now: float, delay: float) -> float:
+    """now + delay, rounded up to the millisecond (so work due together is batched)."""
+    return math.ceil((now + max(0.0, delay)) * 1000.0 - 1e-3) / 1000.0
 
 
 def clone(value: Any) -> Any:

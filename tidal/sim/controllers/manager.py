@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tidal.sim.clock import Clock, ManualClock, TimerHandle
+from tidal.sim.clock import Clock, ManualClock
 from tidal.sim.controllers.claims import ensure_permanent_id
 from tidal.sim.controllers.common import (
     CLUSTER_KIND,
@@ -25,6 +25,7 @@ from tidal.sim.controllers.common import (
     PP_KIND,
     RB_KIND,
     REBALANCER_KIND,
+    due_time,
     type_key,
 )
 from tidal.sim.controllers.detector import Detector
@@ -59,6 +60,7 @@ class ControllerManager:
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._batches: dict[float, list[Pending]] = {}
         self.detector = Detector(self)
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
@@ -123,20 +125,34 @@ class ControllerManager:
         )
 
     # -- scheduling work -----------------------------------------------------------------
-    def after(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
-        """Run `fn` under the manager lock after `delay` sim seconds, then drain."""
+    def after(self, delay: float, fn: Callable[[], None]) -> Pending:
+        """Run `fn` under the manager lock after `delay` sim seconds, then drain.
+
+        Work due in the same millisecond shares one clock timer (thousands of pods starting
+        together cost one wake-up, not thousands).
+        """
+        due = due_time(self.clock.now(), delay)
+        entry = Pending(fn)
+        batch = self._batches.get(due)
+        if batch is not None:
+            batch.append(entry)
+            return entry
+        self._batches[due] = [entry]
 
         def fire() -> None:
             with self._lock:
                 try:
-                    fn()
+                    for each in self._batches.pop(due, []):
+                        if not each.cancelled:
+                            each.fn()
                     self._drain()
                 except Exception:
                     if self._thread is None:
                         raise  # synchronous use (tests): surface the bug
                     log.exception("sim controllers failed in a timer")
 
-        return self.clock.call_later(delay, fire)
+        self.clock.call_at(due, fire)
+        return entry
 
     def write(
         self,
@@ -207,6 +223,19 @@ class ControllerManager:
             self.rebalancer.on_event(event.type, obj, old)
         elif kind not in NON_TEMPLATE_KINDS:
             self.detector.on_template(event.type, event.rtype, type_key(event.rtype, obj), obj, old)
+
+
+class Pending:
+    """Work scheduled with `after()`; `cancel()` drops it."""
+
+    __slots__ = ("cancelled", "fn")
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 def _startup_order(rtype: ResourceType) -> int:

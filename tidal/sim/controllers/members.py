@@ -22,6 +22,7 @@ from tidal.sim.controllers.common import (
     Obj,
     annotations_of,
     cluster_ready,
+    due_time,
 )
 from tidal.sim.controllers.quantity import Resources, resource_list
 
@@ -241,7 +242,7 @@ class Members:
             pod.state = "ready"
             return
         pod.armed = True
-        due = self.mgr.clock.now() + cluster.startup
+        due = due_time(self.mgr.clock.now(), cluster.startup)
         group = self._starting.get((cluster.name, due))
         if group is not None:
             group.append(pod)
@@ -260,7 +261,7 @@ class Members:
             for bkey in sorted(touched):
                 self._changed(bkey, cluster.name)
 
-        self.mgr.after(cluster.startup, become_ready)
+        self.mgr.after(due - self.mgr.clock.now(), become_ready)
 
     def _remove(self, cluster: ClusterState, pod: Pod) -> None:
         if pod.state == "pending":

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from tidal.sim.clock import TimerHandle, parse_rfc3339
+from tidal.sim.clock import parse_rfc3339
 from tidal.sim.controllers.common import CRB_KIND, RB_KIND, Obj, binding_name
 from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
-    from tidal.sim.controllers.manager import ControllerManager
+    from tidal.sim.controllers.manager import ControllerManager, Pending
 
 REBALANCER_API = "apps.karmada.io/v1alpha1"
 
@@ -29,7 +29,7 @@ def _workload_sort_key(item: dict[str, Any]) -> str:
 class RebalancerController:
     def __init__(self, mgr: ControllerManager) -> None:
         self.mgr = mgr
-        self._ttl: dict[str, TimerHandle] = {}
+        self._ttl: dict[str, Pending] = {}
 
     def on_event(self, etype: str, obj: Obj, old: Obj | None) -> None:
         name = obj["metadata"]["name"]
