@@ -75,6 +75,8 @@ def _resource_entries(rtype: ResourceType) -> list[dict[str, Any]]:
         main["shortNames"] = list(rtype.short_names)
     if rtype.group.endswith("karmada.io"):
         main["categories"] = ["karmada-io"]
+    elif rtype.group == "apps":
+        main["categories"] = ["all"]
     entries = [main]
     if (rtype.group, rtype.plural) in {("apps", "deployments"), ("apps", "statefulsets")}:
         entries.append(
