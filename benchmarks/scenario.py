@@ -29,6 +29,7 @@ class Fleet:
     gpu_b: int = 330
     seed: int = 7
     scheduler_latency: float = 0.1
+    first: int = 0  # index of the first workload (to add more to a populated emulator)
 
 
 def settings(latency: float) -> Obj:
@@ -107,7 +108,7 @@ def deployment(name: str, replicas: int, team: str, *, gpu: bool = True) -> Obj:
 
 
 def replica_counts(fleet: Fleet) -> list[int]:
-    rng = random.Random(fleet.seed)
+    rng = random.Random(fleet.seed + fleet.first)
     return [rng.randint(fleet.min_replicas, fleet.max_replicas) for _ in range(fleet.workloads)]
 
 
@@ -115,7 +116,7 @@ def workload_names(fleet: Fleet) -> list[tuple[str, str]]:
     """(name, team) per workload, teams in turn."""
     teams = fleet.teams
     return [(f"llm-{teams[i % len(teams)]}-{i:05d}", teams[i % len(teams)])
-            for i in range(fleet.workloads)]
+            for i in range(fleet.first, fleet.first + fleet.workloads)]
 
 
 def topology(fleet: Fleet, policies: list[Obj], *, gpu: bool = True) -> list[Obj]:
@@ -149,7 +150,8 @@ def populate(emu: Any, fleet: Fleet, policy: Obj, assignment: dict[str, float]) 
     pid = f"bench-{policy['metadata']['name']}"
     policy = {**policy, "metadata": {**policy["metadata"],
                                      "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": pid}}}
-    store.create(cpp_type, policy)
+    if not _exists(store, cpp_type, None, policy["metadata"]["name"]):
+        store.create(cpp_type, policy)
     claim = {"clusterpropagationpolicy.karmada.io/permanent-id": pid}
     claim_note = {"clusterpropagationpolicy.karmada.io/name": policy["metadata"]["name"]}
     now = emu.clock.rfc3339()

@@ -1,0 +1,264 @@
+"""Invariants checked continuously from one subscription to the emulator's store (every event in
+resourceVersion order, so each check sees the control plane exactly as it was at that write),
+plus end-of-soak checks over the request log and the final objects."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.soak.scenario import FLOOR_CLUSTER, FLOOR_MIN, NS, STATE_NS, TEAMS
+from tidal.engine.gates import ready_by_cluster
+from tidal.sim.store import Gone, Store, WatchEvent
+
+Obj = dict[str, Any]
+WATCHED = {"configmaps", "leases", "resourcebindings", "deployments", "workloadrebalancers",
+           "clusterpropagationpolicies"}
+# Writes that act on the control plane on a schedule's behalf (Events are best-effort,
+# Leases are how replicas compete for the right to act: both excluded).
+ACTING = {"clusterpropagationpolicies", "propagationpolicies", "deployments",
+          "workloadrebalancers", "configmaps"}
+LEADER_LEASE = "tidal-leader"
+FINAL_RESULTS = {"succeeded", "failed", "rolledBack"}
+LEADER_SLACK_SECONDS = 1.0
+
+
+def _assigned(binding: Obj) -> dict[str, int]:
+    return {c["name"]: int(c.get("replicas") or 0)
+            for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")}
+
+
+def _workload_of_binding(binding: Obj) -> str:
+    return str(((binding.get("spec") or {}).get("resource") or {}).get("name", ""))
+
+
+@dataclass
+class RunTrack:
+    schedule: str
+    run_id: str
+    window: str
+    first_seen: float
+    last: Obj = field(default_factory=dict)
+    moves: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    floor_breaches: int = 0
+
+
+class Checker:
+    """Subscribes to the store, keeps the history needed, appends violations as they happen."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.violations: list[str] = []
+        self.runs: dict[str, RunTrack] = {}
+        self.current_run: dict[str, str] = {}  # schedule -> run id of its latest run
+        self.leader_history: list[tuple[float, str | None]] = []
+        self.bindings: dict[str, Obj] = {}
+        self.touches: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.breaches_seen = 0
+        self.moves_outside_runs = 0
+        self._schedule_of = {w: t.schedule for t in TEAMS for w in t.workload_names()}
+        self._team_workloads = {t.schedule: set(t.workload_names()) for t in TEAMS}
+        self._breached: set[str] = set()
+        self._held: set[str] = set()  # workloads seen at or above the floor
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="soak-checker", daemon=True)
+        self.events = 0
+
+    # -- life cycle --------------------------------------------------------------------------
+    def start(self) -> Checker:
+        self._rv = self.store.resource_version
+        self._sub = self.store.subscribe(self._accepts)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.store.unsubscribe(self._sub)
+
+    def violation(self, text: str) -> None:
+        with self._lock:
+            if text not in self.violations:
+                self.violations.append(text)
+
+    @staticmethod
+    def _accepts(event: WatchEvent) -> bool:
+        return event.rtype.plural in WATCHED
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                event = self._sub.events.get(timeout=0.2)
+            except Exception:  # queue.Empty
+                continue
+            if event is None:  # the store closed our subscription: pick up where we were
+                try:
+                    self._sub = self.store.subscribe(self._accepts, since=self._rv)
+                except Gone:
+                    self.violation("checker lost events (store history compacted)")
+                    self._sub = self.store.subscribe(self._accepts)
+                continue
+            self._rv = event.resource_version
+            self.events += 1
+            try:
+                self._on_event(event)
+            except Exception as exc:  # a checker bug must show, not stop the soak
+                self.violation(f"checker error on {event.rtype.plural}: {exc!r}")
+
+    # -- events ------------------------------------------------------------------------------
+    def _on_event(self, event: WatchEvent) -> None:
+        plural, obj = event.rtype.plural, event.obj
+        meta = obj.get("metadata") or {}
+        now = time.time()
+        if plural == "leases" and meta.get("namespace") == STATE_NS \
+                and meta.get("name") == LEADER_LEASE:
+            holder = None if event.type == "DELETED" else \
+                (obj.get("spec") or {}).get("holderIdentity")
+            if not self.leader_history or self.leader_history[-1][1] != holder:
+                self.leader_history.append((now, holder))
+        elif plural == "configmaps" and meta.get("namespace") == STATE_NS \
+                and str(meta.get("name", "")).startswith("tidal-run-") and event.type != "DELETED":
+            text = (obj.get("data") or {}).get("run")
+            if text:
+                self._on_run_state(json.loads(text), now)
+        elif plural == "resourcebindings" and meta.get("namespace") == NS:
+            self._on_binding(event, now)
+        elif plural == "deployments" and meta.get("namespace") == NS:
+            ann = meta.get("annotations") or {}
+            stamp, run = ann.get("tidal.io/switched-at"), ann.get("tidal.io/switch-run")
+            if stamp and run:
+                self.touches[(run, str(meta.get("name")))].add(stamp)
+
+    def _on_run_state(self, state: Obj, now: float) -> None:
+        schedule, run_id = state["schedule"], state["runId"]
+        track = self.runs.get(run_id)
+        if track is None:
+            previous = self.runs.get(self.current_run.get(schedule, ""))
+            if previous is not None and previous.last.get("phase") != "done" \
+                    and not _never_acted(previous.last):
+                self.violation(f"{schedule}: run {run_id} started while run {previous.run_id} "
+                               f"was unfinished (phase {previous.last.get('phase')})")
+            track = self.runs[run_id] = RunTrack(schedule, run_id, state["window"], now)
+            self.current_run[schedule] = run_id
+        before = track.last
+        track.last = state
+        waves = state.get("waves") or []
+        old_started = {w["index"] for w in before.get("waves") or [] if w.get("startedAt")}
+        for i, wave in enumerate(waves):
+            if not wave.get("startedAt") or wave["index"] in old_started or i == 0:
+                continue
+            prev = waves[i - 1]
+            if prev.get("result") != "succeeded":
+                self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
+                               f"wave {prev['index']} was {prev.get('result') or 'unfinished'}")
+                continue
+            behind = [w for w in prev.get("workloads", []) if not self._converged(w)]
+            if behind:
+                self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
+                               f"{', '.join(sorted(behind))} of wave {prev['index']} had not "
+                               "converged")
+
+    def _converged(self, workload: str) -> bool:
+        name = workload.rsplit("/", 1)[-1]
+        binding = self.bindings.get(name)
+        if binding is None:
+            return False
+        ready = ready_by_cluster(binding)
+        return all(ready.get(c, 0) >= n for c, n in _assigned(binding).items())
+
+    def _on_binding(self, event: WatchEvent, now: float) -> None:
+        name = _workload_of_binding(event.obj)
+        schedule = self._schedule_of.get(name)
+        if schedule is None:
+            return
+        if event.type == "DELETED":
+            self.bindings.pop(name, None)
+            return
+        self.bindings[name] = event.obj
+        old = _assigned(event.old) if event.old is not None else None
+        new = _assigned(event.obj)
+        run = self.runs.get(self.current_run.get(schedule, ""))
+        active = run is not None and run.last.get("phase") != "done"
+        if old is not None and old and new and old != new:
+            if active and run is not None:
+                run.moves[name] += 1
+            else:
+                self.moves_outside_runs += 1
+        ready = ready_by_cluster(event.obj).get(FLOOR_CLUSTER, 0)
+        if ready >= FLOOR_MIN:
+            self._held.add(name)
+        if name in self._held and ready < FLOOR_MIN and name not in self._breached:
+            # a floor breach: the run in progress must fail its wave for it
+            self._breached.add(name)
+            self.breaches_seen += 1
+            if active and run is not None:
+                run.floor_breaches += 1
+        elif ready >= FLOOR_MIN:
+            self._breached.discard(name)
+
+    # -- checks at the end -------------------------------------------------------------------
+    def leader_at(self, t: float) -> set[str | None]:
+        """Who held the leader lease at any time in [t - slack, t]."""
+        holders: set[str | None] = set()
+        current: str | None = None
+        for when, holder in self.leader_history:
+            if when <= t - LEADER_SLACK_SECONDS:
+                current = holder
+            elif when <= t + 0.2:
+                holders.add(holder)
+        holders.add(current)
+        return holders
+
+    def check_writers(self, records: list[Any]) -> int:
+        """Every acting write came from the replica holding the lease; returns writes seen."""
+        writes = 0
+        for r in records:
+            if r.verb in ("get", "list", "watch") or r.code >= 400 \
+                    or r.resource.split("/")[0] not in ACTING or r.identity in ("", "soak"):
+                continue
+            writes += 1
+            if r.identity not in self.leader_at(r.time):
+                self.violation(f"{r.verb} {r.resource} {r.name} by {r.identity} at "
+                               f"{time.strftime('%H:%M:%S', time.gmtime(r.time))}: "
+                               "not the leader")
+        return writes
+
+    def check_runs(self, metrics_breaches: float | None) -> None:
+        for track in self.runs.values():
+            state = track.last
+            label = f"{track.schedule} run {track.run_id} ({track.window})"
+            if state.get("phase") != "done" or state.get("result") not in FINAL_RESULTS:
+                if not _never_acted(state):
+                    self.violation(f"{label} did not end: phase {state.get('phase')}, result "
+                                   f"{state.get('result')}")
+                continue
+            allowed = 2 if state.get("result") == "rolledBack" else 1
+            twice = {w: n for w, n in track.moves.items() if n > allowed}
+            if twice:
+                self.violation(f"{label}: moved more than {allowed}x: {twice}")
+            for (run, workload), stamps in self.touches.items():
+                if run == track.run_id and len(stamps) > allowed:
+                    self.violation(f"{label}: {workload} touched {len(stamps)}x")
+            if track.floor_breaches and state.get("result") == "succeeded":
+                self.violation(f"{label}: {track.floor_breaches} floor breach(es) and yet "
+                               "the run succeeded (a silent breach)")
+        if self.breaches_seen and not metrics_breaches:
+            self.violation(f"{self.breaches_seen} floor breach(es) seen, "
+                           "tidal_floor_breaches_total stayed 0")
+
+    def results(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for track in self.runs.values():
+            out[str(track.last.get("result") or track.last.get("phase"))] += 1
+        return dict(out)
+
+
+def _never_acted(state: Obj) -> bool:
+    """A run that was claimed but did nothing yet (the daemon may restart such a run)."""
+    return not any(p.get("applied") for p in state.get("policies") or []) \
+        and not any(w.get("startedAt") for w in state.get("waves") or [])

@@ -1,0 +1,199 @@
+"""One soak: emulator + two daemons + chaos for N minutes, then a drain (faults cleared,
+schedules suspended, the last runs allowed to finish) and the end-of-soak checks."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.soak.chaos import Chaos
+from benchmarks.soak.checker import Checker
+from benchmarks.soak.fleet import Fleet
+from benchmarks.soak.scenario import NS, STATE_NS, TEAMS, topology
+from tidal.sim.clock import ScaledClock
+from tidal.sim.emulator import Emulator
+
+IDENTITIES = ("soak-a", "soak-b")
+WARMUP_SECONDS = 8.0
+DRAIN_SECONDS = 45.0
+SAMPLE_SECONDS = 3.0
+RSS_GROWTH_MB = 40.0  # a replica's RSS may grow this much (imports, caches) and stay "flat"
+SOCKET_GROWTH = 8
+
+
+def _no_leftovers(emu: Any, checker: Checker) -> None:
+    store, kinds = emu.store, emu.kinds
+    wrb = kinds.by_kind("apps.karmada.io/v1alpha1", "WorkloadRebalancer")
+    if wrb is not None:
+        items, _rv = store.list(wrb, None, None)
+        for item in items:
+            checker.violation(f"WorkloadRebalancer {item['metadata']['name']} left behind")
+    cpp = kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
+    assert cpp is not None
+    for team in TEAMS:
+        run = checker.runs.get(checker.current_run.get(team.schedule, ""))
+        if run is None or run.last.get("result") not in ("succeeded", "rolledBack"):
+            continue  # a halted run leaves things as they are, by design
+        policy = store.get(cpp, None, team.policy)
+        if (policy.get("spec") or {}).get("activationPreference") == "Lazy":
+            checker.violation(f"{team.policy}: temporary activationPreference Lazy left behind "
+                              f"after run {run.run_id} ({run.last.get('result')})")
+
+
+def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) -> None:
+    """The kubeconfig tokens (`sim:<identity>`) appear in no log, metric, Event or state object."""
+    tokens = [f"sim:{who}" for who in IDENTITIES]
+    places: dict[str, str] = {f"log of {who}": fleet.log_path(who).read_text(errors="replace")
+                              for who in IDENTITIES}
+    places["/metrics"] = "\n".join(metrics)
+    for kind, api in (("ConfigMap", "v1"), ("Event", "v1"), ("Lease", "coordination.k8s.io/v1")):
+        rtype = emu.kinds.by_kind(api, kind)
+        if rtype is not None:
+            items, _rv = emu.store.list(rtype, None, None)
+            places[f"{kind}s"] = json.dumps(items)
+    for where, text in places.items():
+        for token in tokens:
+            if token in text:
+                checker.violation(f"a kubeconfig token appears in {where}")
+
+
+def _flatness(fleet: Fleet, checker: Checker, minutes: float) -> tuple[float, float, int, int]:
+    """Start/end RSS and sockets of the longest-lived process; checked for growth."""
+    lived = [inc for inc in fleet.history if len(inc.samples) >= 2]
+    if not lived:
+        return 0.0, 0.0, 0, 0
+    longest = max(lived, key=lambda i: i.samples[-1].at - i.samples[0].at)
+    for inc in lived:
+        span = inc.samples[-1].at - inc.samples[0].at
+        if span < min(60.0, minutes * 30):
+            continue
+        first = inc.samples[min(2, len(inc.samples) - 1)]  # after imports and the first pass
+        last = inc.samples[-1]
+        if last.rss_mb > first.rss_mb + RSS_GROWTH_MB:
+            checker.violation(f"{inc.who} (pid {inc.proc.pid}) RSS grew {first.rss_mb:.0f} -> "
+                              f"{last.rss_mb:.0f} MB in {span:.0f}s")
+        if last.sockets > first.sockets + SOCKET_GROWTH:
+            checker.violation(f"{inc.who} (pid {inc.proc.pid}) sockets grew {first.sockets} -> "
+                              f"{last.sockets} in {span:.0f}s")
+    first = longest.samples[min(2, len(longest.samples) - 1)]
+    last = longest.samples[-1]
+    return first.rss_mb, last.rss_mb, first.sockets, last.sockets
+
+
+def run_soak(minutes: float, out: Path, seed: int = 1,
+             progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    schedules = out / "schedules"
+    schedules.mkdir(exist_ok=True)
+    rng = random.Random(seed)
+    emu = Emulator(topology(), clock=ScaledClock(10.0), seed=seed).start()
+    checker = Checker(emu.store).start()
+    fleet = Fleet(emu, out, schedules, IDENTITIES)
+
+    def leader() -> str | None:
+        return checker.leader_history[-1][1] if checker.leader_history else None
+
+    chaos = Chaos(emu, fleet, schedules, seed, leader)
+    started = time.time()
+    try:
+        for i in range(len(TEAMS)):
+            chaos.write_schedule(i)
+        fleet.start_all()
+        end_chaos = started + max(minutes * 60.0 - DRAIN_SECONDS, 20.0)
+        next_fault = started + WARMUP_SECONDS
+        next_sample = started
+        while time.time() < end_chaos:
+            now = time.time()
+            chaos.due()
+            for note in fleet.supervise():
+                progress(f"restart: {note}")
+            if now >= next_sample:
+                fleet.sample()
+                next_sample = now + SAMPLE_SECONDS
+            if now >= next_fault:
+                what = chaos.act()
+                if what:
+                    progress(f"{now - started:6.1f}s fault {what}")
+                next_fault = now + rng.uniform(1.5, 5.0)
+            time.sleep(0.2)
+        progress("drain: faults cleared, schedules suspended")
+        chaos.drain()
+        for i in range(len(TEAMS)):
+            chaos.write_schedule(i, suspend=True)
+        deadline = time.time() + DRAIN_SECONDS
+        while time.time() < deadline:
+            fleet.supervise()
+            if time.time() >= next_sample:
+                fleet.sample()
+                next_sample = time.time() + SAMPLE_SECONDS
+            if checker.runs and all(r.last.get("phase") == "done" for r in checker.runs.values()) \
+                    and time.time() > end_chaos + 8:
+                break
+            time.sleep(0.5)
+        fleet.sample()
+        metrics = fleet.metrics_text()
+        codes = fleet.stop_all()
+        time.sleep(0.5)  # let the checker see the last writes
+        checker.stop()
+        writes = checker.check_writers(emu.request_log())
+        checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"))
+        _no_leftovers(emu, checker)
+        _no_secrets(emu, fleet, checker, metrics)
+        rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)
+        for who, code in codes.items():
+            if code not in (0, 1):
+                checker.violation(f"{who} did not stop cleanly on SIGTERM (exit {code})")
+    finally:
+        for inc in fleet.current.values():
+            if inc.proc.poll() is None:
+                inc.proc.kill()
+        emu.stop()
+    result = {
+        "seed": seed,
+        "minutes": minutes,
+        "duration_seconds": round(time.time() - started, 1),
+        "runs": len(checker.runs),
+        "run_results": checker.results(),
+        "faults_injected": sum(chaos.injected.values()),
+        "faults_by_type": dict(sorted(chaos.injected.items())),
+        "daemon_restarts": fleet.restarts,
+        "leader_changes": max(len([h for h in checker.leader_history if h[1]]) - 1, 0),
+        "acting_writes_checked": writes,
+        "floor_breaches_seen": checker.breaches_seen,
+        "moves_outside_runs": checker.moves_outside_runs,
+        "violations": list(checker.violations),
+        "rss_mb_start": round(rss_start, 1),
+        "rss_mb_end": round(rss_end, 1),
+        "sockets_start": socks_start,
+        "sockets_end": socks_end,
+        "state_namespace": STATE_NS,
+        "workload_namespace": NS,
+    }
+    (out / "soak.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    (out / "soak.md").write_text(report_markdown(result, chaos.log, started))
+    return result
+
+
+def report_markdown(result: dict[str, Any], log: list[tuple[float, str]], started: float) -> str:
+    rows = [
+        ("duration", f"{result['duration_seconds']} s (seed {result['seed']})"),
+        ("runs", f"{result['runs']} {result['run_results']}"),
+        ("faults injected", f"{result['faults_injected']} {result['faults_by_type']}"),
+        ("daemon restarts / leader changes",
+         f"{result['daemon_restarts']} / {result['leader_changes']}"),
+        ("acting writes checked against the lease", str(result["acting_writes_checked"])),
+        ("floor breaches seen", str(result["floor_breaches_seen"])),
+        ("RSS MB start -> end", f"{result['rss_mb_start']} -> {result['rss_mb_end']}"),
+        ("sockets start -> end", f"{result['sockets_start']} -> {result['sockets_end']}"),
+        ("violations", str(len(result["violations"])) if result["violations"] else "none"),
+    ]
+    lines = ["# Chaos soak", "", "| measure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    if result["violations"]:
+        lines += ["", "## Violations", ""] + [f"- {v}" for v in result["violations"]]
+    lines += ["", "## Faults", ""] + [f"- {t - started:6.1f}s {what}" for t, what in log]
+    return "\n".join(lines) + "\n"
