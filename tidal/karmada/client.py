@@ -131,11 +131,15 @@ class KarmadaClient:
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
                         **kw: Any) -> KarmadaClient:
+        from kubernetes import client as k8s
         from kubernetes import config
 
+        configuration = k8s.Configuration()
+        configuration.retries = False  # one retry policy only: ours (tenacity)
         try:
             api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(path) if path else None, context=context, persist_config=False
+                config_file=str(path) if path else None, context=context, persist_config=False,
+                client_configuration=configuration,
             )
         except config.ConfigException as exc:
             raise KarmadaError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc

@@ -179,7 +179,10 @@ def translate(exc: BaseException, *, verb: str = "", resource: str = "") -> Karm
             return Unavailable(str(exc.reason or "no response"), verb=verb, resource=resource)
         return error_for_status(status, exc.body, exc.headers, verb=verb, resource=resource)
     if isinstance(exc, Urllib3Error | ConnectionError | TimeoutError | OSError):
-        return Unavailable(f"{type(exc).__name__}: {exc}", verb=verb, resource=resource)
+        reason = getattr(exc, "reason", None)  # MaxRetryError wraps the real cause
+        cause = reason if isinstance(reason, BaseException) else exc
+        return Unavailable(f"no answer from the API server: {type(cause).__name__}: {cause}",
+                           verb=verb, resource=resource)
     if isinstance(exc, ValueError):
         return BadResponse(f"{type(exc).__name__}: {exc}", verb=verb, resource=resource,
                            retryable=True)
