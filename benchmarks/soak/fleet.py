@@ -3,6 +3,7 @@ memory, sockets and /metrics sampled from outside (/proc and HTTP)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -125,10 +126,8 @@ class Fleet:
         return notes
 
     def signal(self, inc: Incarnation, sig: signal.Signals) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             inc.proc.send_signal(sig)
-        except ProcessLookupError:
-            pass
         if sig == signal.SIGSTOP:
             inc.stopped = True
         elif sig == signal.SIGCONT:
