@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from tidal.cli.exitcodes import INVALID_INPUT
+from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN, WAVE_FAILED
 
 
 @click.command("demo")
@@ -57,8 +57,9 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
     except BaseException:
         demo.close(remove=False)
         raise
+    kept = keep or not result.ok
     if output == "json":
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(result.to_json(kept=kept), indent=2))
     else:
         console.print(summary_table(result.tracker))
         verdict = "every switch succeeded, no floor breached" if result.ok else \
@@ -66,8 +67,8 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
         console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
     if keep:
         _keep(result, console)
-    demo.close(remove=result.ok and not keep)
-    sys.exit(result.exit_code)
+    demo.close(remove=not kept)
+    sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
 
 
 def _keep(result: Any, console: Any) -> None:

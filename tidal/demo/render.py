@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tidal.demo.tracking import Tracker, WindowRun
+from tidal.demo.tracking import FloorVerdict, Tracker, WindowRun
 from tidal.engine.events import (
     EngineEvent,
     FloorBreached,
@@ -172,21 +172,28 @@ class LiveProgress:
         return [run.planned.schedule, run.planned.window, state, wave, gates, ready, floor]
 
 
+def floor_text(verdict: FloorVerdict) -> str:
+    if not verdict.cluster:
+        return f">= {verdict.required:g}% available"
+    where = "each kept cluster" if verdict.cluster == "*" else verdict.cluster
+    return f"{where} >= {verdict.required:g} ready"
+
+
 def summary_table(tracker: Tracker) -> Table:
     table = Table(title="tidal demo: summary", title_justify="left")
     for name in ("schedule", "window", "result", "waves", "floor", "lowest ready",
-                 "floor breached"):
+                 "breached"):
         table.add_column(name)
     for run in tracker.runs:
         verdicts = run.verdicts or []
-        floors = "\n".join(v.floor for v in verdicts) or "-"
+        floors = "\n".join(floor_text(v) for v in verdicts) or "-"
         lowest = "\n".join("-" if v.min_ready is None else
                            f"{v.min_ready:g}{'%' if not v.cluster else ''}"
-                           f"{' in ' + v.cluster if v.cluster else ''}" for v in verdicts) or "-"
+                           for v in verdicts) or "-"
         breached = "yes" if run.floor_breached else "no"
         result = Text(run.state, style=STYLE.get(run.state, ""))
         if run.reason and not run.ok:
-            result.append(f"\n{run.reason[:200]}", style="")
+            result.append(f"\n{run.reason[:300]}", style="")
         table.add_row(run.planned.schedule, run.planned.window, result,
                       f"{run.waves_done}/{run.waves_total}", floors, lowest,
                       Text(breached, style="bold red" if run.floor_breached else "green"))

@@ -68,24 +68,20 @@ class DemoResult:
         return all(r.ok for r in self.tracker.runs)
 
     @property
-    def exit_code(self) -> int:
-        from tidal.cli.exitcodes import OK, UNSAFE_PLAN, WAVE_FAILED
+    def refused(self) -> bool:
+        """A switch the daemon would not start (a plan or preflight that failed)."""
+        return any(r.state == "refused" for r in self.tracker.runs)
 
-        if self.ok:
-            return OK
-        if any(r.state == "refused" for r in self.tracker.runs):
-            return UNSAFE_PLAN
-        return WAVE_FAILED
-
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, kept: bool = False) -> dict[str, Any]:
+        """`kept`: the work directory (kubeconfig, daemon log) outlives the command."""
         return {
             "result": "succeeded" if self.ok else "failed",
             "switches": [r.to_json() for r in self.tracker.runs],
             "schedules": self.source,
             "speed": self.speed,
             "wallSeconds": round(self.wall_seconds, 1),
-            "kubeconfig": str(self.kubeconfig),
-            "log": str(self.log),
+            "kubeconfig": str(self.kubeconfig) if kept else None,
+            "log": str(self.log) if kept else None,
         }
 
 

@@ -1,0 +1,120 @@
+"""`tidal demo`: the whole demo as a user runs it (console script, non-interactive), and its parts:
+the examples it ships, the "bring windows forward" transform, the floor verdicts it prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tidal.demo.scenario import (
+    EXAMPLE_FILES,
+    PACKAGED_EXAMPLES,
+    bring_forward,
+    examples_dir,
+    first_start,
+)
+from tidal.demo.tracking import judge_floor
+from tidal.domain.floors import FloorRule
+from tidal.loading import load_schedules
+
+REPO = Path(__file__).resolve().parents[2]
+FIRST = datetime(2026, 12, 2, 10, 11, tzinfo=UTC)
+
+
+def tidal_command() -> list[str]:
+    script = Path(sys.executable).with_name("tidal")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tidal"]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
+    """`tidal demo -o json` (no checkout in the cwd): four switches succeed, no floor breached."""
+    done = subprocess.run([*tidal_command(), "demo", "-o", "json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=170, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["result"] == "succeeded"
+    assert "shipped with tidal" in summary["schedules"]
+    switches = {(s["schedule"], s["window"]): s for s in summary["switches"]}
+    assert list(switches) == [("team-1005", "night"), ("team-1005", "day"),
+                              ("team-2001", "night"), ("team-2001", "day")]
+    for switch in switches.values():
+        assert switch["result"] == "succeeded"
+        assert switch["waves"] == switch["wavesPlanned"] > 0
+        assert switch["floorBreached"] is False
+        assert switch["floors"], "every example window has a floor"
+        for floor in switch["floors"]:
+            assert floor["minReady"] is not None and floor["minReady"] >= floor["required"]
+    assert {s["trigger"] for k, s in switches.items() if k[0] == "team-1005"} == {"touch"}
+    assert {s["trigger"] for k, s in switches.items() if k[0] == "team-2001"} == {"rebalance"}
+    assert summary["wallSeconds"] < 120
+    assert summary["kubeconfig"] is None  # nothing left behind without --keep
+
+
+def test_packaged_examples_are_the_repository_examples() -> None:
+    """The examples shipped in the package are byte-for-byte those in schedules/."""
+    shipped = sorted(p.relative_to(PACKAGED_EXAMPLES) for p in PACKAGED_EXAMPLES.rglob("*.yaml"))
+    assert [str(p) for p in shipped] == ["policies/team-2001-cpp-day.yaml",
+                                         "policies/team-2001-cpp-night.yaml", *EXAMPLE_FILES]
+    for rel in shipped:
+        assert (PACKAGED_EXAMPLES / rel).read_bytes() == (REPO / "schedules" / rel).read_bytes(), \
+            f"copy schedules/{rel} to tidal/demo/examples/{rel}"
+
+
+def test_examples_come_from_the_checkout_or_the_package(tmp_path: Path) -> None:
+    """A cwd with schedules/ examples is used; any other cwd falls back to the packaged copy."""
+    assert examples_dir(REPO)[0] == REPO / "schedules"
+    assert examples_dir(tmp_path)[0] == PACKAGED_EXAMPLES
+
+
+def test_windows_brought_forward_in_each_schedules_time_zone(tmp_path: Path) -> None:
+    """Night starts at `first`, day a gap later, as cron minutes in the schedule's own zone."""
+    windows = bring_forward(PACKAGED_EXAMPLES, tmp_path, first=FIRST,
+                            gap=timedelta(minutes=10))
+    assert [(w.schedule, w.window, w.at) for w in windows] == [
+        ("team-1005", "night", FIRST), ("team-1005", "day", FIRST + timedelta(minutes=10)),
+        ("team-2001", "night", FIRST), ("team-2001", "day", FIRST + timedelta(minutes=10))]
+    result = load_schedules([tmp_path])
+    assert result.errors == []
+    by_name = {item.schedule.name: item.schedule for item in result.schedules}
+    shanghai = FIRST.astimezone(ZoneInfo("Asia/Shanghai"))
+    assert by_name["team-1005"].window("night").start == f"{shanghai.minute} {shanghai.hour} * * *"
+    berlin = (FIRST + timedelta(minutes=10)).astimezone(ZoneInfo("Europe/Berlin"))
+    assert by_name["team-2001"].window("day").start == f"{berlin.minute} {berlin.hour} * * *"
+    assert by_name["team-1005"].spec.skip_dates == []
+    original = load_schedules([PACKAGED_EXAMPLES / "team-1005.yaml"]).schedules[0].schedule
+    assert by_name["team-1005"].spec.rollout == original.spec.rollout
+
+
+def test_first_start_is_a_whole_minute_after_the_lead() -> None:
+    """The first window starts on the first whole minute at least the lead time away."""
+    assert first_start(FIRST.timestamp() - 45, 30) == FIRST
+    assert first_start(FIRST.timestamp() - 20, 30) == FIRST + timedelta(minutes=1)
+
+
+def test_floor_verdicts_from_the_timeline() -> None:
+    """A dip to 0 ready in a floor cluster is a breach; '*' only counts the clusters kept."""
+    series = {
+        "ai-app/Deployment/a": {"cluster-a": [(0.0, 2, 2), (5.0, 0, 0)],
+                                "cluster-b": [(0.0, 1, 1), (5.0, 3, 1), (9.0, 3, 3)]},
+        "ai-app/Deployment/b": {"cluster-b": [(0.0, 1, 1), (6.0, 1, 0), (8.0, 1, 1)]},
+    }
+    members = set(series)
+    b_floor = FloorRule(clusters=("cluster-b",), min_ready_replicas=1)
+    dip = judge_floor(b_floor, members, series, 1.0, 10.0)
+    assert (dip.min_ready, dip.breached) == (0, True)
+    early = judge_floor(b_floor, members, series, 1.0, 5.5)
+    assert (early.min_ready, early.breached) == (1, False)
+    kept = judge_floor(FloorRule(clusters=("*",), min_ready_replicas=1), {"ai-app/Deployment/a"},
+                       series, 1.0, 10.0)
+    assert (kept.cluster, kept.min_ready, kept.breached) == ("*", 1, False)
+    percent = judge_floor(FloorRule(min_available_percent=50), {"ai-app/Deployment/a"}, series,
+                          1.0, 10.0)
+    assert (percent.min_ready, percent.breached) == (33.3, True)
