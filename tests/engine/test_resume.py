@@ -92,3 +92,60 @@ def test_crash_mid_run_resumes_without_redoing_work(make_emulator: Any, tmp_path
     assert [e["wave"] for e in waves] == [2]
     assert all(e["run_id"] == state.run_id and e["schedule"] == "team-r"
                and e["window"] == "night" for e in logs)
+
+
+DYN_SCHEDULE = """
+apiVersion: tidal.io/v1alpha1
+kind: TidalSchedule
+metadata: {name: team-rb}
+spec:
+  timeZone: UTC
+  windows:
+    - name: night
+      start: "22:00"
+      trigger: rebalance
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: dyn
+          patch:
+            metadata:
+              labels: {shift: night}
+  rollout:
+    waveSize: 2
+    pauseBetweenWaves: 0s
+    waveTimeout: 20s
+"""
+
+
+def test_crash_after_a_rebalance_does_not_trigger_it_again(make_emulator: Any,
+                                                           tmp_path: Path) -> None:
+    """Resumed mid-wave, workloads the old rebalancer already rescheduled get no new one."""
+    from tests.e2e.switch_helpers import dynamic_placement
+
+    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
+            cpp("dyn", "t1", dynamic_placement())]
+    topo += [deployment(f"job-{i}", "t1", 4, cpu="1") for i in range(4)]
+    emu = make_emulator(topo, clock=ScaledClock(20.0))
+    time.sleep(0.4)
+    client = client_for(emu, tmp_path)
+    loaded = load_one(write_schedule(tmp_path, DYN_SCHEDULE))
+    journal = InMemoryJournal()
+
+    def crash(event: Any) -> None:
+        if isinstance(event, ev.GatePassed) and event.wave == 1 and event.gate == "scheduled":
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
+                   on_event=crash)
+    state = journal.load("team-rb")
+    assert state is not None and len(state.waves[0].rebalancers) == 1
+    emu.reset_requests()
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
+    assert record.result == "succeeded", record.to_json()
+    created = [r.name for r in emu.request_log()
+               if r.verb == "create" and r.resource == "workloadrebalancers"]
+    assert len(created) == 1
+    final = journal.load("team-rb")
+    assert final is not None
+    assert [len(w.rebalancers) for w in final.waves] == [1, 1]

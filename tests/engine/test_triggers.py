@@ -67,6 +67,9 @@ def test_rebalancer_names_are_dns_and_distinct() -> None:
              for w in range(2) for a in range(2) for r in (False, True)}
     assert len(names) == 8
     assert all(n == n.lower() and "_" not in n for n in names)
+    assert {triggers.is_rollback_rebalancer(n) for n in names} == {True, False}
+    assert triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-w9", "r", 0, 2, True))
+    assert not triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-back", "r", 0, 2))
 
 
 def test_is_done_needs_window_completion_and_spec() -> None:

@@ -105,6 +105,10 @@ def rebalancer_name(schedule: str, run_id: str, wave: int, attempt: int = 0,
     return name[:253]
 
 
+def is_rollback_rebalancer(name: str) -> bool:
+    return "-back" in name.rsplit("-w", 1)[-1]
+
+
 def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
                    schedule: str, run_id: str) -> Obj:
     refs: list[RebalancerWorkload] = [

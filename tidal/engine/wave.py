@@ -107,8 +107,9 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
         ctx.save()
     deadline = ctx.clock.monotonic() + ctx.wave_timeout
     if ctx.trigger == "both":
-        # the touch first: a Lazy policy must claim the binding before a rebalance can work
-        outcome = _gate(ctx, wave, targets, watch, deadline, until="triggered")
+        # The touch first, until its own (Steady) schedule is done: a Lazy policy must claim
+        # the binding before a rebalance can work, and the rebalance must come after it.
+        outcome = _gate(ctx, wave, targets, watch, deadline, until="scheduled")
         if not outcome.ok:
             return outcome
     if ctx.trigger in ("rebalance", "both"):
@@ -135,8 +136,9 @@ def _rebalance(ctx: SwitchContext, wave: WaveState, live: list[Workload],
                targets: dict[str, gates.WaveTarget], watch: BindingWatch,
                rollback: bool) -> WaveOutcome | None:
     """One WorkloadRebalancer for the wave; a new one for workloads whose last schedule fell
-    in the same second as the rebalancer (Karmada would not see the trigger as later)."""
-    pending = list(live)
+    in the same second as the rebalancer (Karmada would not see the trigger as later). On a
+    resume, workloads the previous rebalancer already got rescheduled are not triggered again."""
+    pending = _not_yet_rescheduled(ctx, wave, live, targets, watch, rollback)
     for _ in range(RETRIGGER_ATTEMPTS):
         if not pending:
             return None
@@ -165,6 +167,34 @@ def _rebalance(ctx: SwitchContext, wave: WaveState, live: list[Workload],
         ctx.clock.sleep(0.3)
         pending = again
     return None
+
+
+def _not_yet_rescheduled(ctx: SwitchContext, wave: WaveState, live: list[Workload],
+                         targets: dict[str, gates.WaveTarget], watch: BindingWatch,
+                         rollback: bool) -> list[Workload]:
+    same_direction = [n for n in wave.rebalancers
+                      if triggers.is_rollback_rebalancer(n) == rollback]
+    if not same_direction:
+        return list(live)
+    try:
+        previous = rebalancers_api.get_rebalancer(ctx.client, same_direction[-1])
+    except NotFound:
+        return list(live)  # gone (TTL): trigger everything again
+    created = gates.parse_time((previous.get("metadata") or {}).get("creationTimestamp"))
+    if created is None:
+        return list(live)
+    out = []
+    for w in live:
+        spec = (watch.cache.get(w.binding_key) or {}).get("spec") or {}
+        status = (watch.cache.get(w.binding_key) or {}).get("status") or {}
+        triggered = gates.parse_time(spec.get("rescheduleTriggeredAt"))
+        last = gates.parse_time(status.get("lastScheduledTime"))
+        if triggered is not None and triggered >= created and last is not None \
+                and last >= triggered and w.name in targets:
+            targets[w.name].trigger_time = created
+        else:
+            out.append(w)
+    return out
 
 
 def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str, str]]:
