@@ -131,11 +131,14 @@ class KarmadaClient:
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
                         **kw: Any) -> KarmadaClient:
+        import yaml
         from kubernetes import client as k8s
         from kubernetes import config
 
         configuration = k8s.Configuration()
         configuration.retries = False  # one retry policy only: ours (tenacity)
+        if path and not Path(path).is_file():
+            raise KarmadaError(f"kubeconfig {path} does not exist or is not a file")
         try:
             api = config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=str(path) if path else None, context=context, persist_config=False,
@@ -143,8 +146,17 @@ class KarmadaClient:
             )
         except config.ConfigException as exc:
             raise KarmadaError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
-        except OSError as exc:
-            raise KarmadaError(f"cannot read kubeconfig {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:  # the client parses the file with PyYAML
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}" if where is not None else ""
+            raise KarmadaError(f"kubeconfig {path or '(default)'} is not valid YAML{at}: "
+                               f"{getattr(exc, 'problem', None) or exc}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KarmadaError(f"cannot read kubeconfig {path}: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from exc
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # odd shapes
+            raise KarmadaError(f"kubeconfig {path or '(default)'} is not a kubeconfig "
+                               f"(apiVersion v1, kind Config): {exc!r}") from exc
         return cls(api, **kw)
 
     @classmethod
