@@ -40,7 +40,7 @@ def settle(emu: Any, timeout: float = 20.0) -> None:
 
 
 def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
-                  pause: str = "0s") -> str:
+                  pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s") -> str:
     return textwrap.dedent(f"""\
         apiVersion: tidal.io/v1alpha1
         kind: TidalSchedule
@@ -87,7 +87,8 @@ def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
           rollout:
             waveSize: 25%
             pauseBetweenWaves: {pause}
-            waveTimeout: 60s
+            waveTimeout: {wave_timeout}
+            onFailure: {on_failure}
             floors:
               - clusters: [cluster-b]
                 minReadyReplicas: 1
@@ -95,13 +96,13 @@ def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
 
 
 def write_due_schedule(directory: Path, *, minutes_ago: int = 0, catch_up: str = "30m",
-                       pause: str = "0s") -> datetime:
+                       pause: str = "0s", **kw: str) -> datetime:
     """A schedule whose night window started this minute (or `minutes_ago`): due at start-up."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     night = now.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
     (directory / "team-t1.yaml").write_text(
-        schedule_text(night, night + timedelta(hours=12), catch_up, pause))
+        schedule_text(night, night + timedelta(hours=12), catch_up, pause, **kw))
     return night
 
 

@@ -104,7 +104,13 @@ def test_sigkill_at_step_boundary_standby_resumes_without_repeating(
             if proc.poll() is None:
                 stop(proc)
     counts = _touch_counts(emu)
-    assert len(counts) == 8 and set(counts.values()) == {1}, counts
+    assert len(counts) == 8, counts
+    if point == "mid_gate":
+        # a kill between a touch and its journal entry may re-touch that one wave's
+        # workloads (a no-op for Karmada); no other wave is ever triggered again
+        assert max(counts.values()) <= 2 and sum(v - 1 for v in counts.values()) <= 2, counts
+    else:
+        assert set(counts.values()) == {1}, counts
 
 
 def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Path) -> None:
@@ -138,3 +144,42 @@ def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Pa
                 stop(proc)
     counts = _touch_counts(emu)
     assert len(counts) == 8 and set(counts.values()) == {1}, counts
+
+
+def test_sigkill_mid_rollback_standby_continues_the_rollback(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """Killed while rolling back a failed wave: the standby finishes the rollback, once."""
+    from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES as CPP
+    from tidal.karmada.client import CLUSTERS
+
+    emu = make_emulator(topology(), clock=ScaledClock(1.0))
+    settle(emu, timeout=30)
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    before = client.request("get", CPP, "GET", CPP.path(None, "team-cpp"))["spec"]
+    member = client.request("get", CLUSTERS, "GET", CLUSTERS.path(None, "cluster-b"))
+    member["metadata"]["annotations"]["sim.tidal.io/pods-fail"] = "true"  # night wave fails
+    client.request("update", CLUSTERS, "PUT", CLUSTERS.path(None, "cluster-b"), body=member)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s")
+    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
+    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    try:
+        wait_for(lambda: (r := _run(client)) is not None and r.phase == "rollback", 60,
+                 "the rollback")
+        procs["a"].send_signal(signal.SIGKILL)
+        procs["a"].wait(10)
+        wait_for(lambda: _finished(client), 90, "the standby to finish the rollback")
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                stop(proc)
+    run = _run(client)
+    assert run is not None and run.result == "rolledBack", run
+    after = client.request("get", CPP, "GET", CPP.path(None, "team-cpp"))["spec"]
+    assert after["placement"] == before["placement"]
+    switched = set(run.waves[0].workloads)
+    counts = _touch_counts(emu)
+    assert {n for n in counts} == {w.rsplit("/", 1)[-1] for w in switched}, counts
+    assert set(counts.values()) == {2}, counts  # forward once, back once
