@@ -128,29 +128,6 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     raise SystemExit(OK if record.succeeded else WAVE_FAILED)
 
 
-class _StateJournal:
-    """The daemon's ConfigMap journal (shared fencing with `tidal run`); the state namespace
-    is made on the first save, so a refused plan still writes nothing."""
-
-    def __init__(self, client: Any, namespace: str) -> None:
-        from tidal.daemon.state import StateStore
-
-        self.client, self.namespace = client, namespace
-        self.store = StateStore(client, namespace)
-        self.ready = False
-
-    def load(self, schedule_name: str) -> Any:
-        return self.store.load(schedule_name)
-
-    def save(self, state: Any) -> None:
-        if not self.ready:
-            from tidal.karmada.state_objects import ensure_namespace
-
-            ensure_namespace(self.client, self.namespace)
-            self.ready = True
-        self.store.save(state)
-
-
 def _journal(client: Any, settings: Any) -> Any:
     # The schedule's run lock, shared with `tidal run` (taken at the first save).
     from tidal.daemon.lease import ElectionTimings
