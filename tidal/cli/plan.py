@@ -60,7 +60,8 @@ def render_plan(sp: Any, problems: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=True, markup=False, highlight=False)
+    console = Console(file=sys.stdout, soft_wrap=True, markup=False, highlight=False,
+                      width=None if sys.stdout.isatty() else 160)
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
