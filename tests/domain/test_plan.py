@@ -59,3 +59,26 @@ def test_plan_serialises() -> None:
     """to_dict carries waves, steps and the verdict."""
     d = make_plan([_w("d", {"a": 5}, {"a": 5})], wave_size=1).to_dict()
     assert d["safe"] is True and d["waves"][0]["workloads"][0]["workload"] == "ns/Deployment/d"
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6),
+                          st.integers(0, 6)), min_size=1, max_size=12),
+       st.integers(1, 5))
+def test_totals_move_monotonically_from_before_to_end(rows: list[tuple[int, int, int, int]],
+                                                      size: int) -> None:
+    """Predicted totals start at the current ones, end at the predicted ones, and every
+    in-flight lowest ready count is at most both."""
+    ws = [_w(f"d{i:02d}", {"a": a, "b": b}, {"a": c, "b": d}, replicas=max(1, a + b))
+          for i, (a, b, c, d) in enumerate(rows)]
+    plan = make_plan(ws, wave_size=size)
+    first, last = plan.steps[0].assigned, plan.steps[-1].assigned
+    assert first == {"a": sum(r[0] for r in rows), "b": sum(r[1] for r in rows)}
+    assert last == {"a": sum(r[2] for r in rows), "b": sum(r[3] for r in rows)}
+    assert plan.steps[-2].assigned == last  # the last wave ends where the plan ends
+    for w in ws:
+        for cluster, n in w.in_flight().items():
+            assert n <= w.before.get(cluster, 0) and n <= w.after.get(cluster, 0)

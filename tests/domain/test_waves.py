@@ -42,3 +42,21 @@ def test_key_round_trips_through_text() -> None:
     key = WorkloadKey.parse("ai/Deployment/web-1")
     assert (key.namespace, key.kind, key.name) == ("ai", "Deployment", "web-1")
     assert str(key) == "ai/Deployment/web-1"
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.text("xyz", min_size=1,
+                                                                      max_size=4)),
+                unique=True, max_size=40),
+       st.integers(min_value=1, max_value=12))
+def test_waves_partition_in_order(pairs: list[tuple[str, str]], size: int) -> None:
+    """Waves cover every workload once, in (namespace, name) order, none larger than size."""
+    keys = [WorkloadKey(ns, name, "Deployment") for ns, name in pairs]
+    waves = split_waves(ordered(keys, key=lambda k: k), size)
+    flat = [k for wave in waves for k in wave]
+    assert flat == sorted(keys)
+    assert all(1 <= len(w) <= size for w in waves)
+    assert all(len(w) == size for w in waves[:-1])
