@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="directory for the report")
     parser.add_argument("--quick", action="store_true",
                         help="B2/B3 and the emulator benchmark at 1/10 size (under 3 minutes)")
+    parser.add_argument("--tiny", action="store_true",
+                        help="toy sizes, for the smoke test only (figures meaningless)")
     parser.add_argument("--only", default=",".join(BENCHMARKS),
                         help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     args = parser.parse_args(argv)
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"choose from {', '.join(BENCHMARKS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     _quiet()
-    cfg = RunConfig(args.out, args.quick)
+    cfg = RunConfig(args.out, args.quick or args.tiny, args.tiny)
     sections: list[Section] = []
     t0 = time.monotonic()
     for name in chosen:

@@ -47,8 +47,8 @@ class Arm:
     notes: list[str] = field(default_factory=list)
 
 
-def b1_fleet() -> sc.Fleet:
-    return sc.Fleet(workloads=60, min_replicas=3, max_replicas=8, startup_seconds=5.0,
+def b1_fleet(tiny: bool = False) -> sc.Fleet:
+    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=3, max_replicas=8, startup_seconds=5.0,
                     termination_seconds=2.0, gpu_a=400, gpu_b=360, scheduler_latency=0.1)
 
 
@@ -215,13 +215,13 @@ def run(cfg: RunConfig) -> Section:
 
     section = Section("b1", "B1: availability during the night switch")
     work = Path(tempfile.mkdtemp(prefix="tidal-b1-"))
-    fleet = b1_fleet()
+    fleet = b1_fleet(cfg.tiny)
     refused = run_arm("tidal", dynamic=False, workdir=work / "strict", floors=STRICT_FLOORS,
-                      plan_only=True)
-    today = run_arm("today", dynamic=False, workdir=work / "today")
-    tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal")
-    d_today = run_arm("today", dynamic=True, workdir=work / "d-today")
-    d_tidal = run_arm("tidal", dynamic=True, workdir=work / "d-tidal")
+                      plan_only=True, fleet=fleet)
+    today = run_arm("today", dynamic=False, workdir=work / "today", fleet=fleet)
+    tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal", fleet=fleet)
+    d_today = run_arm("today", dynamic=True, workdir=work / "d-today", fleet=fleet)
+    d_tidal = run_arm("tidal", dynamic=True, workdir=work / "d-tidal", fleet=fleet)
     _put_arm(section, "today", today)
     _put_arm(section, "tidal", tidal)
     _put_arm(section, "dynamic.today", d_today)

@@ -112,7 +112,7 @@ def _profile(fn: Callable[[], Any]) -> str:
 
 def run(cfg: RunConfig) -> Section:
     section = Section("b2", "B2: scale of planning")
-    sizes = tuple(n // 10 for n in FULL) if cfg.quick else FULL
+    sizes = (50, 100, 200) if cfg.tiny else tuple(n // 10 for n in FULL) if cfg.quick else FULL
     workdir = Path(tempfile.mkdtemp(prefix="tidal-b2-"))
     loaded = _schedule(workdir)
     policy = sc.cpp("team-cpp", sc.static_placement(DAY))
@@ -166,7 +166,8 @@ def run(cfg: RunConfig) -> Section:
         "Python allocations during one plan. The floor lists the policy, the clusters, the "
         "claimed templates and the bindings, 500 per page, with the official client's "
         "CustomObjectsApi (JSON parsed to dicts) and does nothing else."
-        + (" --quick: sizes are 1/10 of the full run (keys keep the full-run names: "
+        + (" --tiny: toy sizes for the smoke test." if cfg.tiny else
+           " --quick: sizes are 1/10 of the full run (keys keep the full-run names: "
            "`*_10k` holds the 1,000-workload figure)." if cfg.quick else ""),
         "",
         "| workloads | plan s | list floor s | plan / list | plan peak MB | plan requests |",

@@ -122,7 +122,7 @@ def _top(counts: dict[str, Any], n: int = 6) -> str:
 
 def run(cfg: RunConfig) -> Section:
     section = Section("b3", "B3: API cost per switch")
-    workloads = 100 if cfg.quick else 1_000
+    workloads = 20 if cfg.tiny else 100 if cfg.quick else 1_000
     workdir = Path(tempfile.mkdtemp(prefix="tidal-b3-"))
     touch, touch_result = tidal_arm(workloads, "touch", workdir)
     rebalance, rebalance_result = tidal_arm(workloads, "rebalance", workdir)

@@ -42,6 +42,7 @@ class Section:
 class RunConfig:
     out: Path
     quick: bool
+    tiny: bool = False  # toy sizes for the smoke test: the figures mean nothing
 
 
 def kube_api(emu: Emulator, user: str = "bench") -> Any:

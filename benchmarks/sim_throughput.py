@@ -153,9 +153,9 @@ def measure(workloads: int, ops: int) -> dict[str, float]:
 
 
 def run(cfg: RunConfig) -> Section:
-    workloads = 1_000 if cfg.quick else 10_000
+    workloads = 200 if cfg.tiny else 1_000 if cfg.quick else 10_000
     section = Section("sim", "Emulator throughput (issue 3)")
-    figures = measure(workloads, 200 if cfg.quick else 500)
+    figures = measure(workloads, 50 if cfg.tiny else 200 if cfg.quick else 500)
     for key, value in figures.items():
         section.put(key, round(value, 2))
     section.put("workloads", workloads)
