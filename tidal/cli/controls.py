@@ -26,7 +26,8 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
-           change: Callable[[Any, Any, datetime], Any], done: str) -> None:
+           change: Callable[[Any, Any, datetime], Any], done: str | Callable[[], str]
+           ) -> None:
     from tidal.daemon.state import StateStore
     from tidal.domain.clock import SystemClock
     from tidal.karmada.errors import KarmadaError
@@ -48,7 +49,7 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    click.echo(done)
+    click.echo(done if isinstance(done, str) else done())
     raise SystemExit(OK)
 
 
@@ -90,7 +91,8 @@ def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
         chosen.append(f"{upcoming.window} at {upcoming.at.isoformat()}")
         return Controls(c.suspended, upcoming.at, c.hold)
 
-    _apply(name, schedules, kubeconfig, context, change, f"{name}: next start will be skipped")
+    _apply(name, schedules, kubeconfig, context, change,
+           lambda: f"{name}: the start of {chosen[-1]} will be skipped")
 
 
 def parse_until(text: str, tz: ZoneInfo, now: datetime) -> datetime:
