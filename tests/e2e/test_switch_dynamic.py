@@ -86,9 +86,11 @@ def _assigned(emu: Any) -> dict[str, int]:
     return out
 
 
-def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any,
-                                                         tmp_path: Path) -> None:
-    """Fresh rebalances in waves move replicas off the shrunken cluster, one rebalancer a wave."""
+@pytest.mark.parametrize(("lazy_night", "trigger"), [(False, "rebalance"), (True, "both")])
+def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any, tmp_path: Path,
+                                                         lazy_night: bool, trigger: str) -> None:
+    """Fresh rebalances in waves move replicas off the shrunken cluster, one rebalancer a wave
+    (a Lazy night policy needs the touch first: trigger both)."""
     topo = [cluster("cluster-a", cpu="40", startup=0.5), cluster("cluster-b", cpu="40",
                                                                   startup=0.5),
             namespace(), cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
@@ -108,11 +110,16 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any,
         client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a"), body=body,
                        content_type=MERGE_PATCH)
     time.sleep(0.2)
-    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": NIGHT})
+    night = NIGHT if lazy_night else NIGHT.replace("  activationPreference: Lazy\n", "")
+    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
 
     rebalancers: dict[str, dict[str, Any]] = {}
 
+    started: list[Any] = []
+
     def on_event(event: Any) -> None:
+        if isinstance(event, ev.RunStarted):
+            started.append(event)
         if isinstance(event, ev.WaveFinished):
             listing = client.request("list", WORKLOAD_REBALANCERS, "GET",
                                      WORKLOAD_REBALANCERS.path())
@@ -122,6 +129,7 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any,
                         journal=InMemoryJournal(), on_event=on_event)
 
     assert record.result == "succeeded", record.to_json()
+    assert [e.trigger for e in started] == [trigger]
     assert len(record.waves) == 4
     assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-day", None) is None
     assert policies.find_policy(client, "ClusterPropagationPolicy", "dyn-night", None)
