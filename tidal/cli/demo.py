@@ -66,22 +66,25 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
             f"NOT all switches succeeded (daemon log: {result.log})"
         console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
     if keep:
-        _keep(result, console)
-    demo.close(remove=not kept)
+        _keep(result, console, to_stderr=output == "json")
+    demo.close(remove=result.ok)  # a failed run keeps its daemon log for a look
     sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
 
 
-def _keep(result: Any, console: Any) -> None:
+def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:
+    """Print how to poke at the emulator, then wait for Ctrl-C (or SIGTERM)."""
     kc = result.kubeconfig
     schedules = Path("schedules") if (Path("schedules") / "team-1005.yaml").is_file() else \
         result.workdir / "schedules"
-    console.print(f"\nThe emulator keeps running (simulated clock x{result.speed:g}). "
-                  f"Kubeconfig: {kc}\n"
-                  f"  kubectl --kubeconfig {kc} get cpp\n"
-                  f"  kubectl --kubeconfig {kc} get deploy -n ai-app\n"
-                  f"  tidal plan {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
-                  f"  tidal switch {schedules}/team-1005.yaml --window night --kubeconfig {kc}"
-                  "\nCtrl-C to stop.", highlight=False)
+    # Plain echo: commands must not be wrapped at the console's width (copy and paste).
+    click.echo(f"\nThe emulator keeps running (simulated clock x{result.speed:g}; `tidal status`"
+               " reads the real clock, so it will disagree). Kubeconfig:\n"
+               f"  {kc}\nTry:\n"
+               f"  kubectl --kubeconfig {kc} get cpp\n"
+               f"  kubectl --kubeconfig {kc} get deploy,rb -n ai-app\n"
+               f"  tidal plan {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
+               f"  tidal switch {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
+               "Ctrl-C to stop.", err=to_stderr)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

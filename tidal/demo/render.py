@@ -115,6 +115,7 @@ class LiveProgress:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self._live: Live | None = None
+        self._final: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
 
     def start(self, tracker: Tracker) -> None:
         self._tracker = tracker
@@ -128,6 +129,8 @@ class LiveProgress:
             self.lines.append(Text(f"{clock_text(self.sim_now())}  {text}", style=style))
 
     def on_run(self, run: WindowRun, event: EngineEvent | None, note: str) -> None:
+        if isinstance(event, RunFinished) or event is None:
+            self._final[run.key] = self.totals(run.planned.schedule)  # as the run left it
         line = describe(run, event, note, self.totals)
         if line is not None:
             self.note(line)
@@ -161,14 +164,20 @@ class LiveProgress:
             state = Text(f"starts {run.planned.at:%H:%M:%S}Z", style=STYLE["waiting"])
         else:
             state = Text(run.state, style=STYLE.get(run.state, ""))
-        totals = self.totals(run.planned.schedule)
+        if run.state == "waiting":
+            totals = {}
+        else:
+            totals = self._final.get(run.key) or self.totals(run.planned.schedule)
         ready = "\n".join(f"{c} {r}/{a}" for c, (r, a) in totals.items())
         required = {c: rule.min_ready_replicas for rule in run.floors
                     for c in rule.named_clusters()}
-        floor = "\n".join(f"{c} {m} (needs {required.get(c, '?')})"
-                          for c, m in sorted(run.engine_min.items()))
+        lines = [f"{c} {m} (needs {required.get(c, '?')})"
+                 for c, m in sorted(run.engine_min.items())]
+        lines += [f"each kept cluster (needs {rule.min_ready_replicas})" for rule in run.floors
+                  if rule.every_cluster and run.state != "waiting"]
         if run.engine_breaches:
-            floor += "\nBREACHED"
+            lines.append("BREACHED")
+        floor = "\n".join(lines)
         return [run.planned.schedule, run.planned.window, state, wave, gates, ready, floor]
 
 

@@ -45,7 +45,7 @@ class FloorVerdict:
 class WindowRun:
     planned: DemoWindow
     floors: list[FloorRule]
-    state: str = "waiting"  # waiting | running | succeeded | failed | rolledBack | refused | timeout
+    state: str = "waiting"  # waiting | running | or one of TERMINAL
     run_id: str = ""
     trigger: str = ""
     waves_total: int = 0
