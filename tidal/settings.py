@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def _object_name(value: str, pattern: re.Pattern[str], form: str) -> str:
+    if not pattern.match(value):
+        raise ValueError(f"expected {form} (lowercase letters, digits and '-', starting and "
+                         "ending with a letter or digit), e.g. tidal-system")
+    return value
 
 
 class LeaderElectionSettings(BaseModel):
@@ -20,6 +32,21 @@ class LeaderElectionSettings(BaseModel):
     renew_deadline_seconds: float = Field(10.0, gt=0)
     retry_period_seconds: float = Field(2.0, gt=0)
 
+    @field_validator("lease_name")
+    @classmethod
+    def _lease_name(cls, value: str) -> str:
+        return _object_name(value, _DNS_SUBDOMAIN, "a Kubernetes object name")
+
+    @model_validator(mode="after")
+    def _timings(self) -> LeaderElectionSettings:
+        if not (self.retry_period_seconds < self.renew_deadline_seconds
+                < self.lease_duration_seconds):
+            raise ValueError(
+                "expected RETRY_PERIOD_SECONDS < RENEW_DEADLINE_SECONDS < LEASE_DURATION_SECONDS"
+                f" (got {self.retry_period_seconds:g} < {self.renew_deadline_seconds:g} < "
+                f"{self.lease_duration_seconds:g})")
+        return self
+
 
 class SchedulerSettings(BaseModel):
     """How the daemon fires windows (TIDAL_SCHEDULER__*)."""
@@ -27,6 +54,7 @@ class SchedulerSettings(BaseModel):
     max_concurrent_switches: int = Field(1, ge=1)
     misfire_grace_seconds: float = Field(300.0, gt=0)
     resync_seconds: float = Field(15.0, gt=0)  # re-read state/controls and re-decide this often
+    shutdown_grace_seconds: float = Field(20.0, ge=0)  # SIGTERM: wait this long for a step
 
 
 class Settings(BaseSettings):
@@ -43,9 +71,15 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     state_namespace: str = "tidal-system"
-    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+                          min_length=1)
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+
+    @field_validator("state_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _object_name(value, _DNS_LABEL, "a namespace name")
 
 
 class SettingsError(ValueError):
@@ -57,9 +91,16 @@ def load_settings(**overrides: object) -> Settings:
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**given)  # type: ignore[arg-type]
+    except SourceError as exc:  # a nested group given as one variable that is not JSON
+        field = str(exc).split('field "', 1)[-1].split('"', 1)[0]
+        name = "TIDAL_" + field.upper()
+        raise SettingsError(f"setting {name}: expected a JSON object, or set its fields one by "
+                            f"one as {name}__<FIELD>") from None
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             name = "TIDAL_" + "__".join(str(p).upper() for p in err["loc"])
-            lines.append(f"setting {name}: {err['msg']} (got {err.get('input')!r})")
+            given = err.get("input")
+            got = "" if isinstance(given, dict) else f" (got {given!r})"
+            lines.append(f"setting {name}: {err['msg']}{got}")
         raise SettingsError("; ".join(lines)) from None

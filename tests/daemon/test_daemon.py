@@ -364,3 +364,27 @@ def test_hand_edited_policy_is_reported_as_drift_not_reverted(
     assert engine.calls == []
     got = client.request("get", CPP, "GET", CPP.path(None, "team-a-cpp"))
     assert got["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-a"]
+
+
+def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_dir: Path) -> None:
+    """Removing a schedule while its switch runs: jobs go, the switch finishes and is recorded."""
+    gate = threading.Event()
+    clock, engine = FakeClock(NIGHT), FakeEngine(gate=gate)
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reload()
+    daemon.dispatcher.start()
+    try:
+        daemon._window_fired("team-a", "night")
+        for _ in range(100):
+            if engine.calls:
+                break
+            threading.Event().wait(0.02)
+        (sched_dir / "team-a.yaml").unlink()
+        daemon.reload()
+        assert daemon.scheduler.schedules() == set()
+        gate.set()
+        assert daemon.dispatcher.wait_idle(5)
+    finally:
+        daemon.dispatcher.stop(1)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "succeeded"

@@ -83,3 +83,39 @@ def test_jobs_per_window_with_explicit_defaults() -> None:
     assert defaults == {"coalesce": True, "max_instances": 1, "misfire_grace_time": 300}
     sched.remove_schedule("team-a")
     assert sched.scheduler.get_jobs() == []
+
+
+def test_dispatcher_runs_one_schedule_at_a_time_and_limits_across_schedules() -> None:
+    """Limit 1: two schedules queue instead of overlapping; a schedule never runs twice at once."""
+    import threading
+
+    from tidal.daemon.scheduler import Dispatcher
+
+    running: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+    order: list[str] = []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def work(schedule: str, reason: str) -> None:
+        with lock:
+            running.append(schedule)
+            if len(running) > 1:
+                overlaps.append(tuple(running))
+        release.wait(2)
+        with lock:
+            running.remove(schedule)
+            order.append(schedule)
+
+    dispatcher = Dispatcher(work, limit=1)
+    dispatcher.start()
+    try:
+        for name in ("a", "b", "a", "a"):
+            dispatcher.submit(name, "test")
+        release.set()
+        assert dispatcher.wait_idle(5)
+    finally:
+        dispatcher.stop(1)
+    assert overlaps == []
+    assert sorted(order) == ["a", "a", "b"] or sorted(order) == ["a", "b"]
+    assert order.count("b") == 1

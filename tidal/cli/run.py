@@ -66,7 +66,7 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
         raise SystemExit(INVALID_INPUT) from None
     while not daemon.wait(0.5):
         pass
-    sys.exit(daemon.shutdown())
+    sys.exit(daemon.shutdown(settings.scheduler.shutdown_grace_seconds))
 
 
 COMMANDS = [run_command]
