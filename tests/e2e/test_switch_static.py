@@ -127,7 +127,8 @@ def test_static_team_moves_in_sequential_waves_with_floors_held(make_emulator: A
 
 
 def test_second_run_is_a_noop(make_emulator: Any, tmp_path: Path) -> None:
-    """Running the same window again writes and reschedules nothing."""
+    """The first run writes only the schedule's policy and templates; running the same window
+    again writes and reschedules nothing."""
     topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
             cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
     topo += [deployment(f"web-{i}", "t1", 5) for i in range(4)]
@@ -136,8 +137,13 @@ def test_second_run_is_a_noop(make_emulator: Any, tmp_path: Path) -> None:
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE)
     journal = InMemoryJournal()
+    emu.reset_requests()
     first = switch(client, path, "night", journal=journal)
     assert first.result == "succeeded" and not first.noop
+    written = {(r.resource, r.name) for r in emu.request_log()
+               if r.verb in ("create", "update", "patch", "delete")}
+    assert written == {("clusterpropagationpolicies", "team-cpp")} | {
+        ("deployments", f"web-{i}") for i in range(4)}  # only what the schedule names
     emu.reset_requests()
     second = switch(client, path, "night", journal=journal)
     assert second.result == "succeeded" and second.noop and second.waves == []
