@@ -208,3 +208,37 @@ def test_dropped_watches_and_gone_are_survived(make_emulator: Any, tmp_path: Pat
     assert record.result == "succeeded", record.to_json()
     by = emu.requests()["by"]
     assert by.get("watch resourcebindings", 0) > 2 * len(record.waves)
+
+
+def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
+                                                      tmp_path: Path) -> None:
+    """A workload of a later wave scaled up mid-switch breaks a percentage floor: the running
+    wave fails at once with floor_breach and the switch halts."""
+    emu = _emulator(make_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    deployments = client.resource_for("apps/v1", "Deployment")
+    text = SCHEDULE.replace("TIMEOUT", "20s").replace("ON_FAILURE", "halt").replace(
+        "      - clusters: [cluster-b]\n        minReadyReplicas: 1\n",
+        "      - minAvailablePercent: 20\n")
+    path = write_schedule(tmp_path, text)
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if isinstance(event, ev.WaveStarted) and event.wave == 1:
+            client.request("patch", deployments, "PATCH", deployments.path(NS, "web-3"),
+                           body={"spec": {"replicas": 50}},
+                           content_type="application/merge-patch+json")
+
+    events: list[Any] = []
+    from tests.e2e.switch_helpers import load_one
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.switch import run_switch
+
+    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
+                        journal=InMemoryJournal(), on_event=on_event)
+    assert record.result == "failed", record.to_json()
+    assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
+    breaches = [e for e in events if isinstance(e, ev.FloorBreached)]
+    assert breaches and breaches[0].workload == f"{NS}/Deployment/web-3"
+    finished = [e for e in events if isinstance(e, ev.WaveFinished)]
+    assert finished[0].failure == "floor_breach"

@@ -65,6 +65,14 @@ def healthy_clusters(binding: Mapping[str, Any] | None) -> set[str]:
     return {str(i.get("clusterName")) for i in items if i.get("health") == "Healthy"}
 
 
+def live_replicas(workload: Workload, binding: Mapping[str, Any]) -> int | None:
+    """Desired replicas now (someone may scale a workload during the switch)."""
+    if workload.replicas is None:
+        return None
+    value = (binding.get("spec") or {}).get("replicas")
+    return int(value) if isinstance(value, int) else workload.replicas
+
+
 def scheduled_condition(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for cond in (binding.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Scheduled":
@@ -174,8 +182,8 @@ class GateTracker:
                 self.violations.pop(key, None)
                 return
             kept = set(self.before.get(w.name, {})) & set(assignment(binding))
-            found = check_floors(w.name, w.replicas, ready_by_cluster(binding, self.ready_field),
-                                 self.floors, kept)
+            found = check_floors(w.name, live_replicas(w, binding),
+                                 ready_by_cluster(binding, self.ready_field), self.floors, kept)
             if found:
                 self.violations[key] = found
             else:
