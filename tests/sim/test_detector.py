@@ -176,7 +176,7 @@ def test_policy_deletion_unclaims_but_keeps_bindings_and_members() -> None:
     assert h.clusters_of("web") == {"a": 1, "b": 1}
     assert h.ready_in("web", "a") == 1 and h.ready_in("web", "b") == 1
     new = h.cpp("new", ONLY_B)
-    h.settle()
+    h.advance(1.0)  # the detector matches unclaimed templates again after its latency
     new_id = new["metadata"]["labels"][CPP_ID]
     assert h.get("Deployment", "web", "team")["metadata"]["labels"][CPP_ID] == new_id
     assert h.binding("web")["metadata"]["labels"][CPP_ID] == new_id
@@ -235,3 +235,25 @@ def test_label_selector_policy_and_policy_selector_change_unclaims() -> None:
     h.settle()
     assert CPP_ID not in (h.get("Deployment", "api", "team")["metadata"].get("labels") or {})
     assert CPP_ID in h.get("Deployment", "web", "team")["metadata"]["labels"]
+
+
+def test_swap_to_a_lazy_policy_right_after_deletion_is_not_lazy() -> None:
+    """A Lazy policy that exists when the unclaimed templates are re-matched moves them at once;
+    one created after they were re-matched claims them lazily (bindings untouched)."""
+    for wait, expected in ((0.0, {"b": 2}), (2.0, {"a": 2})):
+        h = setup()
+        h.cpp("day", ONLY_A)
+        h.deployment("web", 2)
+        h.settle()
+        h.store.delete(h.t("ClusterPropagationPolicy"), None, "day")
+        h.settle()
+        h.advance(wait)
+        h.cpp("night", ONLY_B, activationPreference="Lazy")
+        h.settle()
+        h.advance(1.0)
+        labels = h.get("Deployment", "web", "team")["metadata"]["labels"]
+        assert (
+            labels[CPP_ID]
+            == h.get("ClusterPropagationPolicy", "night")["metadata"]["labels"][CPP_ID]
+        )
+        assert h.clusters_of("web") == expected

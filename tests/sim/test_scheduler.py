@@ -212,7 +212,11 @@ def test_same_placement_after_policy_recreation_does_not_reschedule() -> None:
     h.store.delete(h.t("ClusterPropagationPolicy"), None, "split")
     h.settle()
     h.cpp("split2", placement)
-    h.settle()
+    h.advance(2.0)
+    assert (
+        h.binding("web")["metadata"]["annotations"]["clusterpropagationpolicy.karmada.io/name"]
+        == "split2"
+    )
     after = h.binding("web")
     assert after["spec"]["clusters"] == before["spec"]["clusters"]
     assert after["status"]["lastScheduledTime"] == before["status"]["lastScheduledTime"]

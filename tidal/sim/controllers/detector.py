@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
 
 PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
+REMATCH_DELAY_SECONDS = 1.0  # detector latency between a policy's cleanup and re-matching
 
 
 class Detector:
@@ -64,6 +65,7 @@ class Detector:
         self.waiting: set[ObjKey] = set()
         self.claimed: dict[str, set[ObjKey]] = {}  # policy id -> templates labelled with it
         self.bound: dict[str, set[tuple[str, str, str]]] = {}  # policy id -> bindings labelled
+        self._deferred: set[ObjKey] = set()  # unclaimed by a deleted policy, matched later
         self.queue: deque[tuple[ObjKey, bool]] = deque()
         self._queued: set[tuple[ObjKey, bool]] = set()
 
@@ -128,6 +130,8 @@ class Detector:
             return
         if not specification_changed(old, obj):
             return
+        if key in self._deferred and change_by_karmada(old, obj):
+            return  # our own cleanup of a deleted policy's claim: rematch() follows
         claim = self._claim(obj)
         lazy = claim is not None and self._lazy(self.policies.get(claim[0]))
         self.enqueue(key, change_by_karmada(old, obj) if lazy else False)
@@ -432,9 +436,28 @@ class Detector:
         self.mgr.write(self.template_types[key], key[2] or None, key[3], claim)
 
     def _handle_policy_deletion(self, policy: Obj) -> None:
+        """Unclaim the policy's templates now; match them again after REMATCH_DELAY.
+
+        Upstream the cleanup runs asynchronously (finalizer) and the unclaimed templates are
+        matched again when their update events are processed, which in practice is after a
+        replacement policy created right after the delete call exists: that policy then claims
+        them as a user change, refreshing their bindings at once even when it is Lazy. The
+        delay makes this ordering deterministic here.
+        """
         pid = policy_id(policy)
-        for key in sorted(self.claimed.get(pid, set())):
+        keys = sorted(self.claimed.get(pid, set()))
+        for key in keys:
+            self._deferred.add(key)
             self._cleanup_claim(key, policy["kind"], pid)
+
+        def rematch() -> None:
+            for key in keys:
+                self._deferred.discard(key)
+                if key in self.templates:
+                    self.enqueue(key, False)
+
+        if keys:
+            self.mgr.after(REMATCH_DELAY_SECONDS, rematch)
 
     def _cleanup_claim(self, key: ObjKey, kind: str, pid: str) -> None:
         id_label = PP_ID_LABEL if kind == PP_KIND else CPP_ID_LABEL
