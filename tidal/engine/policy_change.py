@@ -126,10 +126,10 @@ def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, 
     to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
-        record.applied = True
         notes = annotations_of(to_obj)
         ours = notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id
-        return to_obj, "unchanged" if not ours else "swap"
+        record.applied = ours  # done before by someone else: nothing of ours to undo
+        return to_obj, "swap" if ours else "unchanged"
     if from_obj is not None and record.pre_image is None:
         record.pre_image = strip_server_fields(from_obj)
         record.pre_hash = content_hash(from_obj.get("spec"))
@@ -178,6 +178,8 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, lazy: bool, save: S
     """Put the previous spec back (keeping Lazy while waves move workloads back)."""
     if not record.applied or record.restored:
         return "unchanged"
+    if record.action == "swap" and record.pre_image is None:
+        return "unchanged"  # no pre-image of `from`: deleting `to` would leave no policy
     save()
     if record.action == "swap":
         assert record.swap_from is not None
