@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
+
+import structlog
 
 from tidal.demo.clock import DaemonClock, DemoClock
 from tidal.demo.scenario import DemoWindow, ScenarioError, bring_forward, examples_dir, first_start
@@ -130,6 +133,7 @@ class Demo:
         self.clock: DemoClock | None = None
         self.emulator: Any = None
         self.members: dict[str, set[str]] = {}
+        self._log_file: TextIO | None = None
 
     # --- set-up ---------------------------------------------------------------------------
     def _schedules(self, first: Any) -> tuple[list[DemoWindow], list[Any], str]:
@@ -173,51 +177,35 @@ class Demo:
     # --- the run --------------------------------------------------------------------------
     def run(self) -> DemoResult:
         from tidal.daemon.app import Daemon
-        from tidal.engine.planning import build_plan
         from tidal.karmada.client import KarmadaClient
-        from tidal.karmada.errors import KarmadaError
         from tidal.logs import configure_logging
         from tidal.metrics import Metrics
-        from tidal.settings import load_settings
+        from tidal.settings import SettingsError
 
         began = time.monotonic()
         real_now = time.time()
         first = first_start(real_now, LEAD_SECONDS)
         windows, loaded, label = self._schedules(first)
         log_path = self.workdir / "daemon.log"
-        log_file = log_path.open("w", encoding="utf-8")
-        configure_logging("json", "INFO", stream=log_file)
+        # The daemon's and engine's JSON log lines go to a file (open until close()): the
+        # terminal shows the rendered progress instead.
+        self._log_file = log_path.open("w", encoding="utf-8")
+        configure_logging("json", "INFO", stream=self._log_file)
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
         emulator = self._start_emulator(first.timestamp() - LEAD_SECONDS)
+        assert self.clock is not None
         kubeconfig = emulator.write_kubeconfig(self.workdir / "kubeconfig")
         metrics = Metrics()
         client = KarmadaClient.from_kubeconfig(kubeconfig, on_request=metrics.on_request)
-        floors: dict[tuple[str, str], list[FloorRule]] = {}
-        try:
-            for item in loaded:
-                schedule = item.schedule
-                for w in schedule.spec.windows:
-                    floors[(schedule.name, w.name)] = [
-                        FloorRule.from_model(f) for f in schedule.rollout_for(w.name).floors]
-                first_window = next(d.window for d in windows if d.schedule == schedule.name)
-                plan = build_plan(client, schedule, first_window)
-                self.members[schedule.name] = {w.name for w in plan.selection.workloads}
-        except KarmadaError as exc:
-            raise DemoError(f"reading the emulator failed: {exc}") from None
-
+        floors = self._read_teams(client, loaded, windows)
         progress = self.make_progress(self.totals, self.sim_now)
         tracker = Tracker(windows, floors, self.members, self.sim_now, listener=progress.on_run)
-        settings = load_settings(
-            schedules=self.workdir / "schedules", port=0, state_namespace=STATE_NAMESPACE,
-            identity="tidal-demo",
-            # One replica: no election. Lease timings are simulated seconds on a fast clock,
-            # so they are generous; renewals happen every retry period of real time.
-            leader_election={"enabled": False, "lease_duration_seconds": 900,
-                             "renew_deadline_seconds": 600, "retry_period_seconds": 1},
-            scheduler={"max_concurrent_switches": 2, "resync_seconds": 1,
-                       "misfire_grace_seconds": 3600})
-        daemon = Daemon(settings, client=client, clock=DaemonClock(emulator.clock),
+        try:
+            settings = self._settings()
+        except SettingsError as exc:
+            raise DemoError(str(exc)) from None
+        daemon = Daemon(settings, client=client, clock=DaemonClock(self.clock),
                         run_switch=_observed_run_switch(tracker), metrics=metrics,
                         on_event=tracker.on_event, watch=False)
         progress.start(tracker)
@@ -232,13 +220,45 @@ class Demo:
         finally:
             daemon.shutdown(grace_seconds=10)
             progress.stop()
-            logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers
-                                               if h.get_name() != "tidal"]
-            log_file.close()
         tracker.judge(emulator.controllers.timeline.samples()
                       if emulator.controllers is not None else [])
         return DemoResult(tracker, label, self.workdir, kubeconfig, log_path,
                           self.options.speed, time.monotonic() - began, emulator)
+
+    def _read_teams(self, client: Any, loaded: list[Any], windows: list[DemoWindow]
+                    ) -> dict[tuple[str, str], list[FloorRule]]:
+        """Each window's floors, and each team's workloads (as its first window selects them:
+        the rows of the ready-replica display and the workloads the floors are judged on)."""
+        from tidal.engine.planning import build_plan
+        from tidal.karmada.errors import KarmadaError
+
+        floors: dict[tuple[str, str], list[FloorRule]] = {}
+        try:
+            for item in loaded:
+                schedule = item.schedule
+                for w in schedule.spec.windows:
+                    floors[(schedule.name, w.name)] = [
+                        FloorRule.from_model(f) for f in schedule.rollout_for(w.name).floors]
+                first_window = next(d.window for d in windows if d.schedule == schedule.name)
+                plan = build_plan(client, schedule, first_window)
+                self.members[schedule.name] = {w.name for w in plan.selection.workloads}
+        except KarmadaError as exc:
+            raise DemoError(f"reading the emulator failed: {exc}") from None
+        return floors
+
+    def _settings(self) -> Any:
+        from tidal.settings import load_settings
+
+        return load_settings(
+            schedules=self.workdir / "schedules", port=0, state_namespace=STATE_NAMESPACE,
+            identity="tidal-demo",
+            # One replica: no election. Lease timings are simulated seconds on a fast clock,
+            # so they are generous; renewals happen every retry period of real time.
+            leader_election={"enabled": False, "lease_duration_seconds": 900,
+                             "renew_deadline_seconds": 600, "retry_period_seconds": 1},
+            # Both teams switch at once; resync often so a start is picked up promptly.
+            scheduler={"max_concurrent_switches": 2, "resync_seconds": 1,
+                       "misfire_grace_seconds": 3600})
 
     def _loop(self, tracker: Tracker, daemon: Any, progress: Progress, began: float) -> None:
         assert self.clock is not None
@@ -269,5 +289,11 @@ class Demo:
         if self.emulator is not None:
             self.emulator.stop()
             self.emulator = None
+        if self._log_file is not None:
+            root = logging.getLogger()
+            root.handlers[:] = [h for h in root.handlers if h.get_name() != "tidal"]
+            structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+            self._log_file.close()
+            self._log_file = None
         if remove:
             shutil.rmtree(self.workdir, ignore_errors=True)
