@@ -257,3 +257,19 @@ def test_swap_to_a_lazy_policy_right_after_deletion_is_not_lazy() -> None:
             == h.get("ClusterPropagationPolicy", "night")["metadata"]["labels"][CPP_ID]
         )
         assert h.clusters_of("web") == expected
+
+
+def test_cluster_scoped_template_gets_a_cluster_resource_binding() -> None:
+    """A cluster-scoped custom kind is bound by a ClusterResourceBinding named <name>-<kind>."""
+    from tidal.sim.kinds import ResourceType
+
+    h = setup()
+    widget = ResourceType("example.io", "v1", "Widget", "widgets", False, custom=True)
+    h.kinds.register(widget)
+    h.cpp("widgets", ONLY_B, selectors=[{"apiVersion": "example.io/v1", "kind": "Widget"}])
+    h.store.create(widget, {"metadata": {"name": "big:one"}, "spec": {"size": 3}})
+    h.settle()
+    crb = h.get("ClusterResourceBinding", "big.one-widget")
+    assert crb["spec"]["resource"]["name"] == "big:one"
+    assert "namespace" not in crb["spec"]["resource"]
+    assert crb["spec"]["clusters"] == [{"name": "b"}]
