@@ -242,3 +242,30 @@ def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
     assert breaches and breaches[0].workload == f"{NS}/Deployment/web-3"
     finished = [e for e in events if isinstance(e, ev.WaveFinished)]
     assert finished[0].failure == "floor_breach"
+
+
+def test_rerun_after_a_halt_finishes_and_restores_activation(make_emulator: Any,
+                                                             tmp_path: Path) -> None:
+    """After a halt and a fix (capacity added), running the window again completes the
+    switch and still removes the Lazy that the halted run added."""
+    from tidal.karmada.client import CLUSTERS
+    from tidal.karmada.policies import MERGE_PATCH
+
+    emu = _emulator(make_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    journal = InMemoryJournal()
+    path = _schedule(tmp_path, timeout="2s")
+    first = switch(client, path, "night", journal=journal)
+    assert first.result == "failed"
+    body = {"status": {"resourceSummary": {"allocatable": {"cpu": "1000", "memory": "4Ti",
+                                                           "pods": "1000"}}}}
+    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b",
+                                                              subresource="status"),
+                   body=body, content_type=MERGE_PATCH)
+    second = switch(client, _schedule(tmp_path, timeout="20s"), "night", journal=journal)
+    assert second.result == "succeeded", second.to_json()
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    assert "activationPreference" not in policy["spec"]
+    latest = _latest(emu)
+    for i in range(4):
+        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 5

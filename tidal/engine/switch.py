@@ -20,7 +20,7 @@ from tidal.engine.events import (
     WaveFinished,
     policy_ref,
 )
-from tidal.engine.journal import FencedOut, Journal, RunState, WaveState
+from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import preflight, ready_field_of
 from tidal.engine.record import RunRecord
@@ -79,6 +79,7 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         state = RunState(schedule.name, window_name, run_id or new_run_id(clock),
                          trigger=sp.trigger,
                          journal_token=previous.journal_token if previous else None)
+        state.policies = carried_over(previous, window_name)
     base = {"schedule": schedule.name, "window": window_name, "run_id": state.run_id}
     if not resuming:
         problems = plan_problems(sp)
@@ -131,6 +132,21 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         emitter.emit(RunFinished(**base, result="failed", reason=state.reason,  # type: ignore[arg-type]
                                  duration_seconds=clock.monotonic() - t0))
         return RunRecord.from_state(state)
+
+
+def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
+    """After a halted run of the same window, its policy records (pre-images, Lazy added and
+    the original activationPreference) stay valid: the new run restores and rolls back from
+    them, not from the half-switched policy it finds."""
+    if previous is None or previous.window != window or previous.result != "failed":
+        return []
+    out = []
+    for record in previous.policies:
+        if record.applied and not record.restored:
+            copy_ = PolicyRecord.from_dict(record.to_dict())
+            copy_.lazy_restored = False
+            out.append(copy_)
+    return out
 
 
 def _iso(clock: Clock) -> str:
