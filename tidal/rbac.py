@@ -265,8 +265,9 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
     grants.add(None, "cluster.karmada.io", "clusters", ("list",))
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back
-        # for the per-workload results when a wave fails. Finished ones expire by TTL.
-        grants.add(None, "apps.karmada.io", "workloadrebalancers", ("create", "get"))
+        # for the per-workload results when a wave fails; deleted when the run ends (the TTL
+        # is only the safety net). Names are made per run, so resourceNames cannot narrow it.
+        grants.add(None, "apps.karmada.io", "workloadrebalancers", ("create", "get", "delete"))
     # the daemon's own objects: run state, leader Lease, Events
     grants.add(state_namespace, "", "configmaps", ("create", "get", "list", "update"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
