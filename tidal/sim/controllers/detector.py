@@ -11,7 +11,6 @@ binding of a template claimed by a Lazy policy.
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,6 @@ from tidal.sim.controllers.claims import (
     merge_binding,
     owner_reference,
     policy_id,
-    remove_claim,
     specification_changed,
 )
 from tidal.sim.controllers.common import (
@@ -31,7 +29,6 @@ from tidal.sim.controllers.common import (
     CPP_KIND,
     CPP_NAME_ANNOTATION,
     CRB_KIND,
-    FEATURE_POLICY_PREEMPTION,
     PP_ID_LABEL,
     PP_KIND,
     PP_NAME_ANNOTATION,
@@ -45,6 +42,11 @@ from tidal.sim.controllers.common import (
     labels_of,
 )
 from tidal.sim.controllers.matching import MISMATCH, selectors_priority
+from tidal.sim.controllers.policies import (
+    cleanup_claim,
+    handle_policy_change,
+    handle_policy_deletion,
+)
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import NotFound
 
@@ -52,7 +54,6 @@ if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
 
 PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
-REMATCH_DELAY_SECONDS = 1.0  # detector latency between a policy's cleanup and re-matching
 
 
 class Detector:
@@ -147,7 +148,7 @@ class Detector:
             self.policies.pop(ref, None)
             if ref[0] == PP_KIND:
                 self.pps_by_namespace.get(ref[1], set()).discard(ref[2])
-            self._handle_policy_deletion(policy)
+            handle_policy_deletion(self, policy)
             return
         self.policies[ref] = policy
         if ref[0] == PP_KIND:
@@ -158,7 +159,7 @@ class Detector:
             and old["metadata"].get("generation") == meta.get("generation")
         ):
             return
-        self._handle_policy_change(policy)
+        handle_policy_change(self, policy)
 
     def on_binding(self, etype: str, bkey: tuple[str, str, str], obj: Obj, old: Obj | None) -> None:
         for source, remove in ((old, True), (obj, etype == "DELETED")):
@@ -212,7 +213,7 @@ class Detector:
             ref, pid = claim
             policy = self.policies.get(ref)
             if policy is None:
-                self._cleanup_claim(key, ref[0], pid)
+                cleanup_claim(self, key, ref[0], pid)
                 return
             if self._matches(template, policy) == MISMATCH:
                 return
@@ -367,127 +368,3 @@ class Detector:
         uid = template["metadata"].get("uid")
         if any(o.get("uid") == uid for o in owners):
             self.mgr.store.delete(btype, key[2] or None, name)
-
-    # -- policy changes ----------------------------------------------------------------
-    def _handle_policy_change(self, policy: Obj) -> None:
-        pid = policy_id(policy)
-        lazy = self._lazy(policy)
-        is_pp = policy["kind"] == PP_KIND
-        id_label = PP_ID_LABEL if is_pp else CPP_ID_LABEL
-        for bkey in sorted(self.bound.get(pid, set())):
-            binding = self._binding(bkey)
-            if binding is None:
-                continue
-            resource = (binding.get("spec") or {}).get("resource") or {}
-            tkey = (
-                resource.get("apiVersion", ""),
-                resource.get("kind", ""),
-                resource.get("namespace") or "",
-                resource.get("name", ""),
-            )
-            template = self.templates.get(tkey)
-            if template is not None and self._matches(template, policy) == MISMATCH:
-                if labels_of(template).get(id_label) == pid:
-                    self._strip_claim(self.template_types[tkey], template, policy["kind"])
-                    self._strip_claim(self.mgr.binding_type(bkey[0]), binding, policy["kind"])
-                continue
-            self.enqueue(tkey, lazy)
-        for key in sorted(self.waiting):
-            template = self.templates.get(key)
-            if template is not None and self._matches(template, policy) != MISMATCH:
-                self.waiting.discard(key)
-                self.enqueue(key, lazy)
-        spec = policy.get("spec") or {}
-        if (
-            spec.get("preemption") == "Always"
-            and FEATURE_POLICY_PREEMPTION in self.mgr.feature_gates
-        ):
-            self._preempt(policy)
-
-    def _preempt(self, policy: Obj) -> None:
-        priority = int((policy.get("spec") or {}).get("priority") or 0)
-        is_pp = policy["kind"] == PP_KIND
-        for key, template in sorted(self.templates.items()):
-            if self._matches(template, policy) == MISMATCH:
-                continue
-            claim = self._claim(template)
-            if claim is None or claim[0] == (
-                policy["kind"],
-                policy["metadata"].get("namespace", "") if is_pp else "",
-                policy["metadata"]["name"],
-            ):
-                continue
-            holder = self.policies.get(claim[0])
-            if holder is None:
-                continue
-            if claim[0][0] == policy["kind"]:
-                if priority <= int((holder.get("spec") or {}).get("priority") or 0):
-                    continue
-            elif not is_pp:
-                continue  # a CPP never preempts a PP
-            self._reclaim(key, policy)
-
-    def _reclaim(self, key: ObjKey, policy: Obj) -> None:
-        pid = policy_id(policy)
-
-        def claim(obj: Obj) -> None:
-            add_claim(obj, policy, pid)
-
-        self.mgr.write(self.template_types[key], key[2] or None, key[3], claim)
-
-    def _handle_policy_deletion(self, policy: Obj) -> None:
-        """Unclaim the policy's templates now; match them again after REMATCH_DELAY.
-
-        Upstream the cleanup runs asynchronously (finalizer) and the unclaimed templates are
-        matched again when their update events are processed, which in practice is after a
-        replacement policy created right after the delete call exists: that policy then claims
-        them as a user change, refreshing their bindings at once even when it is Lazy. The
-        delay makes this ordering deterministic here.
-        """
-        pid = policy_id(policy)
-        keys = sorted(self.claimed.get(pid, set()))
-        for key in keys:
-            self._deferred.add(key)
-            self._cleanup_claim(key, policy["kind"], pid)
-
-        def rematch() -> None:
-            for key in keys:
-                self._deferred.discard(key)
-                if key in self.templates:
-                    self.enqueue(key, False)
-
-        if keys:
-            self.mgr.after(REMATCH_DELAY_SECONDS, rematch)
-
-    def _cleanup_claim(self, key: ObjKey, kind: str, pid: str) -> None:
-        id_label = PP_ID_LABEL if kind == PP_KIND else CPP_ID_LABEL
-        rtype = self.template_types.get(key)
-        if rtype is None:
-            return
-        btype = self.mgr.binding_type(RB_KIND if rtype.namespaced else CRB_KIND)
-        try:
-            binding = self.mgr.store.get(
-                btype, key[2] or None, binding_name(key[1], key[3]), copy_=False
-            )
-            if labels_of(binding).get(id_label) == pid:
-                self._strip_claim(btype, binding, kind)
-        except NotFound:
-            pass
-        template = self.templates.get(key)
-        if template is not None and labels_of(template).get(id_label) == pid:
-            self._strip_claim(rtype, template, kind)
-
-    def _strip_claim(self, rtype: ResourceType, obj: Obj, kind: str) -> None:
-        meta = obj["metadata"]
-        with contextlib.suppress(NotFound):
-            self.mgr.write(
-                rtype, meta.get("namespace") or None, meta["name"], lambda o: remove_claim(o, kind)
-            )
-
-    def _binding(self, bkey: tuple[str, str, str]) -> Obj | None:
-        try:
-            return self.mgr.store.get(
-                self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
-            )
-        except NotFound:
-            return None

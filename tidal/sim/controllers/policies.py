@@ -1,0 +1,162 @@
+"""How the detector reacts to policy changes: refresh, re-match, preempt, and unclaim.
+
+HandleClusterPropagationPolicyCreationOrUpdate / handlePolicyDeletion / preemption.go upstream.
+A changed policy re-enqueues the templates of its bindings (as a Karmada change when Lazy),
+releases templates its selectors no longer match, and picks up waiting templates; with
+preemption=Always and the feature gate it takes over lower-priority claims. A deleted policy's
+templates and bindings lose their claim metadata; bindings and member workloads stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from tidal.sim.controllers.claims import add_claim, policy_id, remove_claim
+from tidal.sim.controllers.common import (
+    CPP_ID_LABEL,
+    CRB_KIND,
+    FEATURE_POLICY_PREEMPTION,
+    PP_ID_LABEL,
+    PP_KIND,
+    RB_KIND,
+    Obj,
+    ObjKey,
+    binding_name,
+    labels_of,
+)
+from tidal.sim.controllers.matching import MISMATCH
+from tidal.sim.kinds import ResourceType
+from tidal.sim.store import NotFound
+
+if TYPE_CHECKING:
+    from tidal.sim.controllers.detector import Detector
+
+REMATCH_DELAY_SECONDS = 1.0  # detector latency between a policy's cleanup and re-matching
+
+
+def handle_policy_change(det: Detector, policy: Obj) -> None:
+    pid = policy_id(policy)
+    lazy = det._lazy(policy)
+    is_pp = policy["kind"] == PP_KIND
+    id_label = PP_ID_LABEL if is_pp else CPP_ID_LABEL
+    for bkey in sorted(det.bound.get(pid, set())):
+        binding = binding_of(det, bkey)
+        if binding is None:
+            continue
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        tkey = (
+            resource.get("apiVersion", ""),
+            resource.get("kind", ""),
+            resource.get("namespace") or "",
+            resource.get("name", ""),
+        )
+        template = det.templates.get(tkey)
+        if template is not None and det._matches(template, policy) == MISMATCH:
+            if labels_of(template).get(id_label) == pid:
+                strip_claim(det, det.template_types[tkey], template, policy["kind"])
+                strip_claim(det, det.mgr.binding_type(bkey[0]), binding, policy["kind"])
+            continue
+        det.enqueue(tkey, lazy)
+    for key in sorted(det.waiting):
+        template = det.templates.get(key)
+        if template is not None and det._matches(template, policy) != MISMATCH:
+            det.waiting.discard(key)
+            det.enqueue(key, lazy)
+    spec = policy.get("spec") or {}
+    if spec.get("preemption") == "Always" and FEATURE_POLICY_PREEMPTION in det.mgr.feature_gates:
+        preempt(det, policy)
+
+
+def preempt(det: Detector, policy: Obj) -> None:
+    priority = int((policy.get("spec") or {}).get("priority") or 0)
+    is_pp = policy["kind"] == PP_KIND
+    for key, template in sorted(det.templates.items()):
+        if det._matches(template, policy) == MISMATCH:
+            continue
+        claim = det._claim(template)
+        if claim is None or claim[0] == (
+            policy["kind"],
+            policy["metadata"].get("namespace", "") if is_pp else "",
+            policy["metadata"]["name"],
+        ):
+            continue
+        holder = det.policies.get(claim[0])
+        if holder is None:
+            continue
+        if claim[0][0] == policy["kind"]:
+            if priority <= int((holder.get("spec") or {}).get("priority") or 0):
+                continue
+        elif not is_pp:
+            continue  # a CPP never preempts a PP
+        reclaim(det, key, policy)
+
+
+def reclaim(det: Detector, key: ObjKey, policy: Obj) -> None:
+    pid = policy_id(policy)
+
+    def claim(obj: Obj) -> None:
+        add_claim(obj, policy, pid)
+
+    det.mgr.write(det.template_types[key], key[2] or None, key[3], claim)
+
+
+def handle_policy_deletion(det: Detector, policy: Obj) -> None:
+    """Unclaim the policy's templates now; match them again after REMATCH_DELAY.
+
+    Upstream the cleanup runs asynchronously (finalizer) and the unclaimed templates are
+    matched again when their update events are processed, which in practice is after a
+    replacement policy created right after the delete call exists: that policy then claims
+    them as a user change, refreshing their bindings at once even when it is Lazy. The
+    delay makes this ordering deterministic here.
+    """
+    pid = policy_id(policy)
+    keys = sorted(det.claimed.get(pid, set()))
+    for key in keys:
+        det._deferred.add(key)
+        cleanup_claim(det, key, policy["kind"], pid)
+
+    def rematch() -> None:
+        for key in keys:
+            det._deferred.discard(key)
+            if key in det.templates:
+                det.enqueue(key, False)
+
+    if keys:
+        det.mgr.after(REMATCH_DELAY_SECONDS, rematch)
+
+
+def cleanup_claim(det: Detector, key: ObjKey, kind: str, pid: str) -> None:
+    id_label = PP_ID_LABEL if kind == PP_KIND else CPP_ID_LABEL
+    rtype = det.template_types.get(key)
+    if rtype is None:
+        return
+    btype = det.mgr.binding_type(RB_KIND if rtype.namespaced else CRB_KIND)
+    try:
+        binding = det.mgr.store.get(
+            btype, key[2] or None, binding_name(key[1], key[3]), copy_=False
+        )
+        if labels_of(binding).get(id_label) == pid:
+            strip_claim(det, btype, binding, kind)
+    except NotFound:
+        pass
+    template = det.templates.get(key)
+    if template is not None and labels_of(template).get(id_label) == pid:
+        strip_claim(det, rtype, template, kind)
+
+
+def strip_claim(det: Detector, rtype: ResourceType, obj: Obj, kind: str) -> None:
+    meta = obj["metadata"]
+    with contextlib.suppress(NotFound):
+        det.mgr.write(
+            rtype, meta.get("namespace") or None, meta["name"], lambda o: remove_claim(o, kind)
+        )
+
+
+def binding_of(det: Detector, bkey: tuple[str, str, str]) -> Obj | None:
+    try:
+        return det.mgr.store.get(
+            det.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+        )
+    except NotFound:
+        return None
