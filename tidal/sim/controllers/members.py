@@ -58,7 +58,13 @@ class ClusterState:
     bindings: set[BKey] = field(default_factory=set)
 
     def fits(self, request: Resources) -> bool:
+        """Room for one more pod? No capacity reported at all means no limit; a reported
+        list without `pods` does not limit the pod count."""
+        if not self.allocatable:
+            return True
         for name, amount in request.items():
+            if name == "pods" and "pods" not in self.allocatable:
+                continue
             if self.used.get(name, 0) + amount > self.allocatable.get(name, 0):
                 return False
         return True
