@@ -269,3 +269,41 @@ def test_rerun_after_a_halt_finishes_and_restores_activation(make_emulator: Any,
     latest = _latest(emu)
     for i in range(4):
         assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 5
+
+
+def test_next_window_after_a_halt_restores_activation(make_emulator: Any,
+                                                      tmp_path: Path) -> None:
+    """A halted night leaves its Lazy on the policy; the day window that follows removes it."""
+    emu = _emulator(make_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    journal = InMemoryJournal()
+    text = SCHEDULE.replace("TIMEOUT", "2s").replace("ON_FAILURE", "halt").replace(
+        "  rollout:\n", """    - name: day
+      start: "07:00"
+      policies:
+        - kind: ClusterPropagationPolicy
+          name: team-cpp
+          patch:
+            spec:
+              placement:
+                replicaScheduling:
+                  weightPreference:
+                    staticWeightList:
+                      - targetCluster: {clusterNames: [cluster-a]}
+                        weight: 4
+                      - targetCluster: {clusterNames: [cluster-b]}
+                        weight: 1
+  rollout:
+""", 1).replace("waveTimeout: 2s", "waveTimeout: 20s").replace(
+        "    floors:\n      - clusters: [cluster-b]\n        minReadyReplicas: 1\n", "")
+    path = write_schedule(tmp_path, text.replace("waveTimeout: 20s", "waveTimeout: 2s"))
+    night = switch(client, path, "night", journal=journal)
+    assert night.result == "failed"
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    assert policy["spec"]["activationPreference"] == "Lazy"
+    path = write_schedule(tmp_path, text)
+    day = switch(client, path, "day", journal=journal)
+    assert day.result == "succeeded", day.to_json()
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    assert policy["spec"]["placement"] == DAY
+    assert "activationPreference" not in policy["spec"]

@@ -85,7 +85,8 @@ def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *,
         if record.pre_image is None:
             record.pre_image = copy.deepcopy(spec)
             record.pre_hash = content_hash(spec)
-            record.original_activation = spec.get("activationPreference")
+            if not record.lazy_added:  # else known from a halted run that added the Lazy
+                record.original_activation = spec.get("activationPreference")
         body = copy.deepcopy(patch)
         body["metadata"] = {**(body.get("metadata") or {}), **_marks(window, run_id)}
         if lazy and new_spec.get("activationPreference") != LAZY:

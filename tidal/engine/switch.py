@@ -137,15 +137,23 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
 def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
     """After a halted run of the same window, its policy records (pre-images, Lazy added and
     the original activationPreference) stay valid: the new run restores and rolls back from
-    them, not from the half-switched policy it finds."""
-    if previous is None or previous.window != window or previous.result != "failed":
+    them, not from the half-switched policy it finds. After a halted run of another window,
+    only the Lazy it added carries over, so that this run restores the original value."""
+    if previous is None or previous.result != "failed":
         return []
     out = []
     for record in previous.policies:
-        if record.applied and not record.restored:
-            copy_ = PolicyRecord.from_dict(record.to_dict())
-            copy_.lazy_restored = False
-            out.append(copy_)
+        if not record.applied or record.restored:
+            continue
+        copy_ = PolicyRecord.from_dict(record.to_dict())
+        copy_.lazy_restored = False
+        if previous.window != window:
+            # Another window: only the Lazy it added (and what to restore) carries over.
+            if record.action != "patch" or not record.lazy_added:
+                continue
+            copy_.pre_image = copy_.pre_hash = copy_.post_hash = None
+            copy_.applied = False
+        out.append(copy_)
     return out
 
 
