@@ -149,3 +149,40 @@ def test_crash_after_a_rebalance_does_not_trigger_it_again(make_emulator: Any,
     final = journal.load("team-rb")
     assert final is not None
     assert [len(w.rebalancers) for w in final.waves] == [1, 1]
+
+
+def test_pre_image_is_journalled_before_the_policy_write(make_emulator: Any,
+                                                         tmp_path: Path) -> None:
+    """The policy's pre-image reaches the journal before the first write to the policy, and
+    each wave's trigger intent before its first touch."""
+    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
+            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
+    topo += [deployment(f"web-{i}", "t1", 5) for i in range(2)]
+    emu = make_emulator(topo, clock=ScaledClock(20.0))
+    time.sleep(0.4)
+    client = client_for(emu, tmp_path)
+    loaded = load_one(write_schedule(tmp_path, SCHEDULE))
+
+    class Recording(InMemoryJournal):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[bool, int, int]] = []
+
+        def save(self, state: Any) -> None:
+            log = emu.request_log()
+            policy_writes = sum(1 for r in log if r.verb == "patch"
+                                and r.resource == "clusterpropagationpolicies")
+            touches = sum(1 for r in log if r.verb == "patch" and r.resource == "deployments")
+            pre = bool(state.policies and state.policies[0].pre_image is not None)
+            self.seen.append((pre, policy_writes, touches))
+            super().save(state)
+
+    emu.reset_requests()
+    journal = Recording()
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
+    assert record.result == "succeeded"
+    first_pre = next(i for i, (pre, _, _) in enumerate(journal.seen) if pre)
+    assert journal.seen[first_pre][1] == 0  # saved before the policy was patched
+    assert journal.seen[-1][2] == 2
+    # the wave's intent was saved after the policy write and before the first touch
+    assert any(writes == 1 and touches == 0 for _, writes, touches in journal.seen)
