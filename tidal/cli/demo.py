@@ -40,7 +40,8 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
     if speed <= 0:
         raise click.BadParameter("must be positive", param_hint="--speed")
     stream = sys.stderr if output == "json" else sys.stdout
-    console = Console(file=stream)
+    # Not a terminal: no width to detect; wide enough that the summary's rows do not wrap.
+    console = Console(file=stream, width=None if stream.isatty() else 120)
 
     def make_progress(totals: Any, sim_now: Any) -> Progress:
         if stream.isatty():
@@ -82,6 +83,7 @@ def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:
                f"  {kc}\nTry:\n"
                f"  kubectl --kubeconfig {kc} get cpp\n"
                f"  kubectl --kubeconfig {kc} get deploy,rb -n ai-app\n"
+               f"  kubectl --kubeconfig {kc} describe cpp team-1005-cpp   # the daemon's Events\n"
                f"  tidal plan {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
                f"  tidal switch {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
                "Ctrl-C to stop.", err=to_stderr)
