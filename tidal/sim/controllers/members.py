@@ -329,9 +329,8 @@ class Members:
         if state is None or cluster_name not in state.targets:
             return None
         if cluster is None or not cluster.exists:
-            return {
+            return {  # applied=false is omitted, as Go's omitempty does
                 "clusterName": cluster_name,
-                "applied": False,
                 "appliedMessage": f'cluster "{cluster_name}" not found',
                 "health": "Unknown",
             }
