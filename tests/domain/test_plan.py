@@ -70,8 +70,7 @@ from hypothesis import strategies as st  # noqa: E402
        st.integers(1, 5))
 def test_totals_move_monotonically_from_before_to_end(rows: list[tuple[int, int, int, int]],
                                                       size: int) -> None:
-    """Predicted totals start at the current ones, end at the predicted ones, and every
-    in-flight lowest ready count is at most both."""
+    """Totals run from current to predicted; in-flight ready never exceeds before or after."""
     ws = [_w(f"d{i:02d}", {"a": a, "b": b}, {"a": c, "b": d}, replicas=max(1, a + b))
           for i, (a, b, c, d) in enumerate(rows)]
     plan = make_plan(ws, wave_size=size)

@@ -89,8 +89,7 @@ def _assigned(emu: Any) -> dict[str, int]:
 @pytest.mark.parametrize(("lazy_night", "trigger"), [(False, "rebalance"), (True, "both")])
 def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any, tmp_path: Path,
                                                          lazy_night: bool, trigger: str) -> None:
-    """Fresh rebalances in waves move replicas off the shrunken cluster, one rebalancer a wave
-    (a Lazy night policy needs the touch first: trigger both)."""
+    """Rebalance waves move replicas off the shrunken cluster, one rebalancer per wave."""
     topo = [cluster("cluster-a", cpu="40", startup=0.5), cluster("cluster-b", cpu="40",
                                                                   startup=0.5),
             namespace(), cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]

@@ -212,8 +212,7 @@ def test_dropped_watches_and_gone_are_survived(make_emulator: Any, tmp_path: Pat
 
 def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
                                                       tmp_path: Path) -> None:
-    """A workload of a later wave scaled up mid-switch breaks a percentage floor: the running
-    wave fails at once with floor_breach and the switch halts."""
+    """A later wave's workload scaled up mid-switch breaks a floor: the running wave fails."""
     emu = _emulator(make_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     deployments = client.resource_for("apps/v1", "Deployment")
@@ -246,8 +245,7 @@ def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
 
 def test_rerun_after_a_halt_finishes_and_restores_activation(make_emulator: Any,
                                                              tmp_path: Path) -> None:
-    """After a halt and a fix (capacity added), running the window again completes the
-    switch and still removes the Lazy that the halted run added."""
+    """Re-running a halted window after a fix completes it and removes the added Lazy."""
     from tidal.karmada.client import CLUSTERS
     from tidal.karmada.policies import MERGE_PATCH
 

@@ -127,8 +127,7 @@ def test_static_team_moves_in_sequential_waves_with_floors_held(make_emulator: A
 
 
 def test_second_run_is_a_noop(make_emulator: Any, tmp_path: Path) -> None:
-    """The first run writes only the schedule's policy and templates; running the same window
-    again writes and reschedules nothing."""
+    """Run one writes only what the schedule names; the same window again writes nothing."""
     topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
             cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
     topo += [deployment(f"web-{i}", "t1", 5) for i in range(4)]

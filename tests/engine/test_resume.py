@@ -153,8 +153,7 @@ def test_crash_after_a_rebalance_does_not_trigger_it_again(make_emulator: Any,
 
 def test_pre_image_is_journalled_before_the_policy_write(make_emulator: Any,
                                                          tmp_path: Path) -> None:
-    """The policy's pre-image reaches the journal before the first write to the policy, and
-    each wave's trigger intent before its first touch."""
+    """The pre-image is journalled before the policy write, a wave's intent before its touch."""
     topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
             cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
     topo += [deployment(f"web-{i}", "t1", 5) for i in range(2)]
