@@ -14,6 +14,8 @@ import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN, WAVE_FAILED
 
+INTERRUPTED = 130  # as the shell reports a SIGINT, and as tidal.cli.main does
+
 
 @click.command("demo")
 @click.option("--keep", is_flag=True,
@@ -55,20 +57,26 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
         demo.close(remove=False)
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    except BaseException:
-        demo.close(remove=False)
+    except KeyboardInterrupt:
+        demo.close(remove=True)
         raise
-    kept = keep or not result.ok
+    except BaseException:
+        demo.close(remove=False)  # keeps the daemon log of whatever went wrong
+        raise
+    kept = (keep or not result.ok) and not result.interrupted
     if output == "json":
         click.echo(json.dumps(result.to_json(kept=kept), indent=2))
     else:
         console.print(summary_table(result.tracker))
         verdict = "every switch succeeded, no floor breached" if result.ok else \
+            "interrupted" if result.interrupted else \
             f"NOT all switches succeeded (daemon log: {result.log})"
         console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
-    if keep:
+    if keep and not result.interrupted:
         _keep(result, console, to_stderr=output == "json")
-    demo.close(remove=result.ok)  # a failed run keeps its daemon log for a look
+    demo.close(remove=not kept or keep)  # a failed run keeps its daemon log for a look
+    if result.interrupted:
+        sys.exit(INTERRUPTED)
     sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
 
 

@@ -34,7 +34,7 @@ from tidal.engine.events import (
 Totals = Callable[[str], dict[str, tuple[int, int]]]  # schedule -> cluster -> (ready, assigned)
 STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "bold green",
          "failed": "bold red", "rolledBack": "bold yellow", "refused": "bold red",
-         "timeout": "bold red"}
+         "timeout": "bold red", "interrupted": "bold yellow"}
 GATES = ("triggered", "scheduled", "converged", "floors")
 
 
@@ -50,7 +50,8 @@ def describe(run: WindowRun, event: EngineEvent | None, note: str, totals: Total
     """One line for an event worth a line (None for the rest: gates, progress, samples)."""
     who = f"{run.planned.schedule} {run.planned.window}"
     if event is None:
-        return f"{who}: switch NOT started: {note}"
+        what = "NOT started" if run.state == "refused" else "stopped"
+        return f"{who}: switch {what}: {note}"
     if isinstance(event, RunStarted):
         verb = "resumed" if event.resumed else "started"
         return (f"{who}: switch {verb}: {event.workloads} workloads in {event.waves} waves, "
@@ -124,7 +125,8 @@ class LiveProgress:
         self._live.start()
 
     def note(self, text: str) -> None:
-        style = "red" if "BREACHED" in text or "NOT started" in text else ""
+        style = "red" if "BREACHED" in text or "NOT started" in text or "stopped" in text \
+            else ""
         with self._lock:
             self.lines.append(Text(f"{clock_text(self.sim_now())}  {text}", style=style))
 

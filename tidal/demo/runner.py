@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -64,7 +64,7 @@ class DemoResult:
     speed: float
     wall_seconds: float
     emulator: Any = None
-    problems: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -134,6 +134,7 @@ class Demo:
         self.emulator: Any = None
         self.members: dict[str, set[str]] = {}
         self._log_file: TextIO | None = None
+        self.interrupted = False
 
     # --- set-up ---------------------------------------------------------------------------
     def _schedules(self, first: Any) -> tuple[list[DemoWindow], list[Any], str]:
@@ -223,7 +224,8 @@ class Demo:
         tracker.judge(emulator.controllers.timeline.samples()
                       if emulator.controllers is not None else [])
         return DemoResult(tracker, label, self.workdir, kubeconfig, log_path,
-                          self.options.speed, time.monotonic() - began, emulator)
+                          self.options.speed, time.monotonic() - began, emulator,
+                          interrupted=self.interrupted)
 
     def _read_teams(self, client: Any, loaded: list[Any], windows: list[DemoWindow]
                     ) -> dict[tuple[str, str], list[FloorRule]]:
@@ -261,6 +263,15 @@ class Demo:
                        "misfire_grace_seconds": 3600})
 
     def _loop(self, tracker: Tracker, daemon: Any, progress: Progress, began: float) -> None:
+        try:
+            self._wait_for_runs(tracker, daemon, progress, began)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            tracker.interrupt()
+            progress.note("interrupted: the daemon finishes its in-flight step and stops")
+
+    def _wait_for_runs(self, tracker: Tracker, daemon: Any, progress: Progress, began: float
+                       ) -> None:
         assert self.clock is not None
         poked: set[tuple[str, str]] = set()
         while not tracker.all_done():

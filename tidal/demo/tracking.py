@@ -24,7 +24,7 @@ from tidal.engine.events import (
     WaveStarted,
 )
 
-TERMINAL = ("succeeded", "failed", "rolledBack", "refused", "timeout")
+TERMINAL = ("succeeded", "failed", "rolledBack", "refused", "timeout", "interrupted")
 Sample = dict[str, Any]  # the emulator timeline's {t, workload, cluster, assigned, ready}
 
 
@@ -147,22 +147,31 @@ class Tracker:
         return ""
 
     def refused(self, schedule: str, window: str, error: BaseException) -> None:
-        """The daemon could not start the switch (a refused plan, a failed preflight)."""
+        """The engine raised: before the run started, the daemon refused it (a plan or
+        preflight that failed); after, the run was stopped (fenced out)."""
         run = self._by_key.get((schedule, window))
         if run is None:
             return
         with self._lock:
-            run.state, run.finished = "refused", self._now()
+            if run.done:
+                return
+            run.state = "failed" if run.state == "running" else "refused"
+            run.finished = self._now()
             run.reason = f"{type(error).__name__}: {error}"
         if self.listener is not None:
             self.listener(run, None, run.reason)
 
     def time_out(self) -> None:
+        self._end("timeout", "did not finish within the demo's time limit")
+
+    def interrupt(self) -> None:
+        self._end("interrupted", "")
+
+    def _end(self, state: str, reason: str) -> None:
         with self._lock:
             for run in self.runs:
                 if not run.done:
-                    run.state = "timeout"
-                    run.reason = run.reason or "did not finish within the demo's time limit"
+                    run.state, run.reason = state, run.reason or reason
 
     # --- read by the main loop ----------------------------------------------------------------
     def all_done(self) -> bool:
