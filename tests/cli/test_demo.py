@@ -6,21 +6,26 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from tidal.demo.clock import DaemonClock, DemoClock
 from tidal.demo.scenario import (
     EXAMPLE_FILES,
     PACKAGED_EXAMPLES,
+    DemoWindow,
     bring_forward,
     examples_dir,
     first_start,
 )
-from tidal.demo.tracking import judge_floor
+from tidal.demo.tracking import Tracker, judge_floor
 from tidal.domain.floors import FloorRule
+from tidal.engine.events import GatePassed, RunFinished, RunStarted, WaveFinished, WaveStarted
 from tidal.loading import load_schedules
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,3 +123,49 @@ def test_floor_verdicts_from_the_timeline() -> None:
     percent = judge_floor(FloorRule(min_available_percent=50), {"ai-app/Deployment/a"}, series,
                           1.0, 10.0)
     assert (percent.min_ready, percent.breached) == (33.3, True)
+
+
+def test_tracker_follows_engine_events_and_refusals() -> None:
+    """Engine events drive a window's state and waves; a refusal before the start is 'refused'."""
+    night = DemoWindow("team-a", "night", FIRST, "11 10 * * *", "23:00", "UTC")
+    day = DemoWindow("team-a", "day", FIRST + timedelta(minutes=10), "21 10 * * *", "07:00", "UTC")
+    seen: list[tuple[str, str]] = []
+    tracker = Tracker([night, day], {}, {"team-a": set()}, lambda: 100.0,
+                      listener=lambda run, event, note: seen.append((run.planned.window,
+                                                                     run.state)))
+    base: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": "r1"}
+    tracker.on_event(RunStarted(**base, workloads=2, waves=2, trigger="touch"))
+    assert tracker.busy(FIRST.timestamp()) and not tracker.all_done()
+    for wave in (1, 2):
+        tracker.on_event(WaveStarted(**base, wave=wave, workloads=("w",), trigger="touch"))
+        tracker.on_event(GatePassed(**base, wave=wave, gate="triggered"))
+        tracker.on_event(WaveFinished(**base, wave=wave, result="succeeded"))
+    tracker.on_event(RunFinished(**base, result="succeeded"))
+    tracker.refused("team-a", "day", RuntimeError("a floor would break"))
+    tracker.refused("team-a", "night", RuntimeError("late"))  # finished runs stay as they are
+    night_run, day_run = tracker.runs
+    assert (night_run.state, night_run.waves_done, night_run.ok) == ("succeeded", 2, True)
+    assert (day_run.state, day_run.reason) == ("refused", "RuntimeError: a floor would break")
+    assert tracker.all_done() and seen[0] == ("night", "running") and seen[-1][1] == "refused"
+
+
+def test_demo_clock_fast_forwards_and_daemon_sleeps_scale() -> None:
+    """Fast-forward moves simulated time and fires due timers; the daemon's sleeps shrink."""
+    clock = DemoClock(speed=100.0, start=FIRST.timestamp())
+    fired: list[float] = []
+    clock.call_at(FIRST.timestamp() + 3600, lambda: fired.append(clock.now()))
+    clock.start()
+    try:
+        clock.fast_forward(3600)
+        assert clock.now() >= FIRST.timestamp() + 3600
+        daemon_clock = DaemonClock(clock)
+        began, wall = daemon_clock.monotonic(), time.monotonic()
+        daemon_clock.sleep(5.0)  # 5 simulated seconds: 0.05 s of real time at x100
+        assert daemon_clock.monotonic() - began >= 5.0 and time.monotonic() - wall < 1.0
+        assert daemon_clock.now().tzinfo is not None
+        deadline = time.monotonic() + 2
+        while not fired and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fired
+    finally:
+        clock.stop()
