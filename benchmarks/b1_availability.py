@@ -47,8 +47,8 @@ class Arm:
     notes: list[str] = field(default_factory=list)
 
 
-def b1_fleet(tiny: bool = False) -> sc.Fleet:
-    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=3, max_replicas=8, startup_seconds=5.0,
+def b1_fleet(tiny: bool = False, min_replicas: int = 3) -> sc.Fleet:
+    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=min_replicas, max_replicas=8, startup_seconds=5.0,
                     termination_seconds=2.0, gpu_a=400, gpu_b=360, scheduler_latency=0.1)
 
 
@@ -222,6 +222,14 @@ def run(cfg: RunConfig) -> Section:
     tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal", fleet=fleet)
     d_today = run_arm("today", dynamic=True, workdir=work / "d-today", fleet=fleet)
     d_tidal = run_arm("tidal", dynamic=True, workdir=work / "d-tidal", fleet=fleet)
+    small = b1_fleet(cfg.tiny, min_replicas=1)
+    s_today = run_arm("today", dynamic=False, workdir=work / "s-today", fleet=small)
+    s_tidal = run_arm("tidal", dynamic=False, workdir=work / "s-tidal", fleet=small,
+                      plan_only=True)
+    section.put("small.today.zero_ready_workloads", s_today.availability.zero_ready_workloads)
+    section.put("small.today.below_floor_workload_seconds",
+                round(s_today.availability.below_floor_workload_seconds, 1))
+    section.put("small.tidal_refused", 1 if s_tidal.result == "refused" else 0)
     _put_arm(section, "today", today)
     _put_arm(section, "tidal", tidal)
     _put_arm(section, "dynamic.today", d_today)
@@ -264,6 +272,13 @@ def run(cfg: RunConfig) -> Section:
         "|---|---|---|---|---|---|---|---|---|",
         _row("today (static)", today), _row("tidal (static)", tidal),
         _row("today (DynamicWeight)", d_today), _row("tidal (DynamicWeight)", d_tidal),
+        "",
+        f"The same fleet with 1-{small.max_replicas} replicas (the 1- and 2-replica Deployments "
+        "have no replica in cluster-b by day): today's delete+create leaves "
+        f"**{s_today.availability.zero_ready_workloads} workloads at zero ready** "
+        f"({s_today.availability.below_floor_workload_seconds:,.0f} workload-seconds below the "
+        f"floor); tidal **{s_tidal.result or 'accepted'}** the switch before writing anything"
+        + (f" ({s_tidal.reason})" if s_tidal.reason else "") + ".",
         "",
         f"![ready replicas per cluster]({static_png.name})",
         f"![worst workload]({worst_png.name})",

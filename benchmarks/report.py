@@ -41,7 +41,8 @@ def write_report(out: Path, sections: list[Section], *, quick: bool, seconds: fl
         "",
         f"Run {datetime.now(tz=UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.node() or 'host'}"
         f" ({platform.python_implementation()} {platform.python_version()}, "
-        f"{_cpus()} CPUs), {'--quick' if quick else 'full'} mode, {seconds:.0f} s in all. "
+        f"{_cpus()} CPUs, load average {_load()} at the end: the machine is shared, so "
+        f"timings are noisy), {'--quick' if quick else 'full'} mode, {seconds:.0f} s in all. "
         "Figures are from tidal's emulator (tidal.sim) over real HTTP on loopback. "
         "A value of -1 in results.json means not measured (the section says why).",
         "",
@@ -52,6 +53,15 @@ def write_report(out: Path, sections: list[Section], *, quick: bool, seconds: fl
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def _load() -> str:
+    import os
+
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def _cpus() -> int:
