@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.switch_helpers import MakeEmulator, static_team
+from tidal.sim.clock import ScaledClock
 from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
-
-MakeEmulator = Callable[..., Emulator]
 
 
 @pytest.fixture
@@ -29,6 +30,20 @@ def make_emulator() -> Iterator[MakeEmulator]:
     yield make
     for emu in reversed(made):
         emu.stop()
+
+
+@pytest.fixture
+def make_switch_emulator(make_emulator: MakeEmulator) -> MakeEmulator:
+    """Factory for the switch tests: `make_switch_emulator(topology=None, **team)` -> a started
+    emulator whose clock runs 20x, once its first scheduling has settled (0.5s). Without a
+    topology it holds `switch_helpers.static_team(**team)`."""
+    def make(topology: list[dict[str, Any]] | None = None, **team: Any) -> Emulator:
+        emu = make_emulator(static_team(**team) if topology is None else topology,
+                            clock=ScaledClock(20.0))
+        time.sleep(0.5)
+        return emu
+
+    return make
 
 
 @pytest.fixture

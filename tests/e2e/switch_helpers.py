@@ -3,17 +3,56 @@
 from __future__ import annotations
 
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner, Result
+
+from tidal.cli.main import cli
 from tidal.domain.clock import SystemClock
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.record import RunRecord
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient, RetryPolicy
 from tidal.loading import load_schedules
+from tidal.sim.emulator import Emulator
 
 NS = "ai-app"
+MakeEmulator = Callable[..., Emulator]  # the conftest factories' type
+WRITE_VERBS = ("create", "update", "patch", "delete")
+
+# The night window most switch tests run: team-cpp's static weights patched to cluster-b only.
+NIGHT_TO_B = """
+- name: night
+  start: "23:00"
+  policies:
+    - kind: ClusterPropagationPolicy
+      name: team-cpp
+      patch:
+        spec:
+          placement:
+            replicaScheduling:
+              weightPreference:
+                staticWeightList:
+                  - targetCluster: {clusterNames: [cluster-b]}
+                    weight: 1
+"""
+
+
+def schedule_text(name: str, rollout: str, *, windows: str = NIGHT_TO_B,
+                  workloads: str | None = None) -> str:
+    """A UTC TidalSchedule `name`; `windows`, `rollout` and `workloads` are the YAML under
+    those keys of spec, at any indentation."""
+    def block(key: str, body: str) -> str:
+        return f"  {key}:\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+
+    text = ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\n"
+            f"metadata: {{name: {name}}}\nspec:\n  timeZone: UTC\n")
+    if workloads is not None:
+        text += block("workloads", workloads)
+    return text + block("windows", windows) + block("rollout", rollout)
 
 
 def cluster(name: str, *, cpu: str = "1000", pods: str = "1000", startup: float = 1.0,
@@ -53,6 +92,9 @@ def dynamic_placement() -> dict[str, Any]:
     }
 
 
+DAY = static_placement({"cluster-a": 4, "cluster-b": 1})
+
+
 def cpp(name: str, team: str, placement: dict[str, Any], *, lazy: bool = False
         ) -> dict[str, Any]:
     spec: dict[str, Any] = {
@@ -83,6 +125,15 @@ def namespace(name: str = NS) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+def static_team(*, workloads: int = 4, replicas: int = 5, cpu: str = "100m",
+                b_cpu: str = "1000", policy: str = "team-cpp") -> list[dict[str, Any]]:
+    """cluster-a and cluster-b (pods start in 0.5s), the namespace, `policy` placing team t1
+    4:1 (DAY), and `workloads` Deployments web-0.. of team t1."""
+    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5, cpu=b_cpu),
+            namespace(), cpp(policy, "t1", DAY)]
+    return topo + [deployment(f"web-{i}", "t1", replicas, cpu=cpu) for i in range(workloads)]
+
+
 def write_schedule(tmp: Path, body: str, extra: dict[str, str] | None = None) -> Path:
     path = tmp / "schedule.yaml"
     path.write_text(textwrap.dedent(body))
@@ -108,16 +159,50 @@ def client_for(emulator: Any, tmp: Path, **kw: Any) -> KarmadaClient:
 
 
 def switch(client: KarmadaClient, path: Path, window: str, *, journal: InMemoryJournal | None
-           = None, events: list[Any] | None = None) -> RunRecord:
-    loaded = load_one(path)
-    return run_switch(client, loaded, window, clock=SystemClock(),
-                      journal=journal or InMemoryJournal(),
-                      on_event=events.append if events is not None else None)
+           = None, events: list[Any] | None = None,
+           on_event: Callable[[Any], None] | None = None) -> RunRecord:
+    """Run `window` of the schedule at `path` now; engine events go to `events` and/or
+    `on_event`."""
+    def observe(event: Any) -> None:
+        if events is not None:
+            events.append(event)
+        if on_event is not None:
+            on_event(event)
+
+    return run_switch(client, load_one(path), window, clock=SystemClock(),
+                      journal=journal or InMemoryJournal(), on_event=observe)
 
 
-def wait_settled(emulator: Any, seconds: float = 1.0) -> None:
-    import time
+def invoke_cli(command: str, path: Path, kubeconfig: Path, *options: str) -> Result:
+    """`tidal COMMAND PATH --window night --kubeconfig KUBECONFIG OPTIONS...` in-process."""
+    return CliRunner().invoke(cli, [command, str(path), "--window", "night", "--kubeconfig",
+                                    str(kubeconfig), *options])
+
+
+def writes(emulator: Any) -> list[Any]:
+    """The emulator's logged requests that write (since its last reset_requests)."""
+    return [r for r in emulator.request_log() if r.verb in WRITE_VERBS]
+
+
+def latest(emulator: Any) -> dict[tuple[str, str], tuple[int, int]]:
+    """(workload, cluster) -> (assigned, ready) of the emulator timeline's last samples."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for s in emulator.timeline():
+        out[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
+    return out
+
+
+def assert_back_to_day(emulator: Any, workloads: int = 4, seconds: float = 5.0) -> None:
+    """Within `seconds`, every web-i is 4 ready on cluster-a and assigned 1 on cluster-b."""
+    def home(now: dict[tuple[str, str], tuple[int, int]]) -> bool:
+        return all(now[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4)
+                   for i in range(workloads))
 
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    now = latest(emulator)
+    while not home(now) and time.monotonic() < deadline:
         time.sleep(0.05)
+        now = latest(emulator)
+    for i in range(workloads):
+        assert now[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4)
+        assert now[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 1

@@ -10,24 +10,23 @@ from typing import Any
 import pytest
 
 from tests.e2e.switch_helpers import (
+    MakeEmulator,
     client_for,
     cluster,
     cpp,
     deployment,
     dynamic_placement,
-    load_one,
+    latest,
     namespace,
+    switch,
     write_schedule,
 )
-from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
-from tidal.engine.journal import InMemoryJournal
-from tidal.engine.switch import run_switch
 from tidal.karmada import policies
 from tidal.karmada.client import CLUSTERS, WORKLOAD_REBALANCERS
 from tidal.karmada.errors import NotFound
 from tidal.karmada.policies import MERGE_PATCH
-from tidal.sim.clock import ScaledClock
+from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
@@ -76,26 +75,23 @@ spec:
 """
 
 
-def _assigned(emu: Any) -> dict[str, int]:
-    latest: dict[tuple[str, str], int] = {}
-    for s in emu.timeline():
-        latest[(s["workload"], s["cluster"])] = s["assigned"]
+def _assigned(emu: Emulator) -> dict[str, int]:
     out: dict[str, int] = {}
-    for (_, c), n in latest.items():
+    for (_, c), (n, _) in latest(emu).items():
         out[c] = out.get(c, 0) + n
     return out
 
 
 @pytest.mark.parametrize(("lazy_night", "trigger"), [(False, "rebalance"), (True, "both")])
-def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any, tmp_path: Path,
-                                                         lazy_night: bool, trigger: str) -> None:
+def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: MakeEmulator,
+                                                         tmp_path: Path, lazy_night: bool,
+                                                         trigger: str) -> None:
     """Rebalance waves move replicas off the shrunken cluster, one rebalancer per wave."""
     topo = [cluster("cluster-a", cpu="40", startup=0.5), cluster("cluster-b", cpu="40",
                                                                   startup=0.5),
             namespace(), cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
     topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(8)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    emu = make_switch_emulator(topo)
     before = _assigned(emu)
     assert before.get("cluster-a", 0) > 8
     client = client_for(emu, tmp_path)
@@ -124,8 +120,7 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_emulator: Any, tmp
                                      WORKLOAD_REBALANCERS.path())
             rebalancers.update({rb["metadata"]["name"]: rb for rb in listing["items"]})
 
-    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                        journal=InMemoryJournal(), on_event=on_event)
+    record = switch(client, path, "night", on_event=on_event)
 
     assert record.result == "succeeded", record.to_json()
     assert [e.trigger for e in started] == [trigger]

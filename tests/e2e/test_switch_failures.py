@@ -3,87 +3,74 @@ a template deleted mid-switch is left out, 409/429 are retried, a second writer 
 
 from __future__ import annotations
 
-import time
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.switch_helpers import (
+    DAY,
+    NIGHT_TO_B,
     NS,
+    MakeEmulator,
+    assert_back_to_day,
     client_for,
-    cluster,
-    cpp,
-    deployment,
-    namespace,
-    static_placement,
+    latest,
+    schedule_text,
     switch,
     write_schedule,
+    writes,
 )
 from tidal.engine import events as ev
 from tidal.engine.journal import FencedOut, InMemoryJournal
 from tidal.karmada import policies
-from tidal.sim.clock import ScaledClock
+from tidal.karmada.client import CLUSTERS
+from tidal.karmada.policies import MERGE_PATCH
+from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-f}
-spec:
-  timeZone: UTC
-  windows:
-    - name: night
-      start: "23:00"
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-cpp
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-  rollout:
-    waveSize: 2
-    pauseBetweenWaves: 0s
-    waveTimeout: TIMEOUT
-    onFailure: ON_FAILURE
-    floors:
-      - clusters: [cluster-b]
-        minReadyReplicas: 1
+FLOOR_B = """
+floors:
+  - clusters: [cluster-b]
+    minReadyReplicas: 1
 """
-DAY = static_placement({"cluster-a": 4, "cluster-b": 1})
+DAY_WINDOW = """
+- name: day
+  start: "07:00"
+  policies:
+    - kind: ClusterPropagationPolicy
+      name: team-cpp
+      patch:
+        spec:
+          placement:
+            replicaScheduling:
+              weightPreference:
+                staticWeightList:
+                  - targetCluster: {clusterNames: [cluster-a]}
+                    weight: 4
+                  - targetCluster: {clusterNames: [cluster-b]}
+                    weight: 1
+"""
 
 
-def _schedule(tmp: Path, *, timeout: str = "20s", on_failure: str = "halt") -> Path:
-    return write_schedule(tmp, SCHEDULE.replace("TIMEOUT", timeout)
-                          .replace("ON_FAILURE", on_failure))
+def _schedule(tmp: Path, *, timeout: str = "20s", on_failure: str = "halt",
+              floors: str = FLOOR_B, windows: str = NIGHT_TO_B) -> Path:
+    rollout = (f"waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: {timeout}\n"
+               f"onFailure: {on_failure}\n{textwrap.dedent(floors).strip()}")
+    return write_schedule(tmp, schedule_text("team-f", rollout, windows=windows))
 
 
-def _emulator(make_emulator: Any, *, workloads: int = 4, b_cpu: str = "1000") -> Any:
-    topo = [cluster("cluster-a", cpu="1000", startup=0.5), cluster("cluster-b", cpu=b_cpu,
-                                                                    startup=0.5),
-            namespace(), cpp("team-cpp", "t1", DAY)]
-    topo += [deployment(f"web-{i}", "t1", 5, cpu="1") for i in range(workloads)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.4)
-    return emu
+def _emulator(make_switch_emulator: MakeEmulator, *, workloads: int = 4,
+              b_cpu: str = "1000") -> Emulator:
+    return make_switch_emulator(workloads=workloads, cpu="1", b_cpu=b_cpu)
 
 
-def _latest(emu: Any) -> dict[tuple[str, str], tuple[int, int]]:
-    out: dict[tuple[str, str], tuple[int, int]] = {}
-    for s in emu.timeline():
-        out[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
-    return out
-
-
-def test_wave_that_cannot_fit_halts_at_timeout(make_emulator: Any, tmp_path: Path) -> None:
+def test_wave_that_cannot_fit_halts_at_timeout(make_switch_emulator: MakeEmulator,
+                                               tmp_path: Path) -> None:
     """Pods pending in a full cluster fail wave 1 at waveTimeout; wave 2 never starts."""
-    emu = _emulator(make_emulator, b_cpu="6")
+    emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     events: list[Any] = []
     record = switch(client, _schedule(tmp_path, timeout="2s"), "night", events=events)
@@ -92,16 +79,17 @@ def test_wave_that_cannot_fit_halts_at_timeout(make_emulator: Any, tmp_path: Pat
     assert "waveTimeout" in record.waves[0].reason
     failed = [e for e in events if isinstance(e, ev.WaveFinished)]
     assert [(e.wave, e.failure) for e in failed] == [(1, "timeout")]
-    latest = _latest(emu)
+    now = latest(emu)
     for name in ("web-2", "web-3"):  # wave 2: untouched
-        assert latest[(f"{NS}/Deployment/{name}", "cluster-b")][0] == 1
+        assert now[(f"{NS}/Deployment/{name}", "cluster-b")][0] == 1
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     assert policy["spec"].get("activationPreference") == "Lazy"  # halt leaves things as they are
 
 
-def test_rollback_returns_to_the_day_distribution(make_emulator: Any, tmp_path: Path) -> None:
+def test_rollback_returns_to_the_day_distribution(make_switch_emulator: MakeEmulator,
+                                                  tmp_path: Path) -> None:
     """With onFailure rollback the policy and the switched wave go back to 80/20."""
-    emu = _emulator(make_emulator, b_cpu="6")
+    emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     t0 = emu.clock.now()
     record = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night")
@@ -110,22 +98,15 @@ def test_rollback_returns_to_the_day_distribution(make_emulator: Any, tmp_path: 
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     assert policy["spec"]["placement"] == DAY
     assert "activationPreference" not in policy["spec"]
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        latest = _latest(emu)
-        if all(latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4) for i in range(4)):
-            break
-        time.sleep(0.05)
-    for i in range(4):
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4)
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 1
+    assert_back_to_day(emu)
     assert all(s["ready"] >= 1 for s in emu.timeline()
                if s["t"] >= t0 and s["cluster"] == "cluster-b")
 
 
-def test_template_deleted_mid_switch_is_reported(make_emulator: Any, tmp_path: Path) -> None:
+def test_template_deleted_mid_switch_is_reported(make_switch_emulator: MakeEmulator,
+                                                 tmp_path: Path) -> None:
     """A template deleted during wave 1 is left out with a warning; the others switch."""
-    emu = _emulator(make_emulator, workloads=6)
+    emu = _emulator(make_switch_emulator, workloads=6)
     client = client_for(emu, tmp_path)
     deployments = client.resource_for("apps/v1", "Deployment")
 
@@ -135,24 +116,20 @@ def test_template_deleted_mid_switch_is_reported(make_emulator: Any, tmp_path: P
             client.request("delete", deployments, "DELETE", deployments.path(NS, "web-5"))
 
     events: list[Any] = []
-    from tests.e2e.switch_helpers import load_one
-    from tidal.domain.clock import SystemClock
-    from tidal.engine.switch import run_switch
-
-    record = run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
-                        journal=InMemoryJournal(), on_event=on_event)
+    record = switch(client, _schedule(tmp_path), "night", on_event=on_event)
     assert record.result == "succeeded", record.to_json()
     assert any("web-5" in w for w in record.warnings)
     skipped = [e for e in events if isinstance(e, ev.WorkloadSkipped)]
     assert [(e.workload, e.reason) for e in skipped] == [(f"{NS}/Deployment/web-5", "deleted")]
-    latest = _latest(emu)
+    now = latest(emu)
     for i in range(5):
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")] == (5, 5)
+        assert now[(f"{NS}/Deployment/web-{i}", "cluster-b")] == (5, 5)
 
 
-def test_conflicts_and_throttling_are_retried(make_emulator: Any, tmp_path: Path) -> None:
+def test_conflicts_and_throttling_are_retried(make_switch_emulator: MakeEmulator,
+                                              tmp_path: Path) -> None:
     """Injected 409s on the policy patch and 429s on touches are retried; the switch succeeds."""
-    emu = _emulator(make_emulator)
+    emu = _emulator(make_switch_emulator)
     client = client_for(emu, tmp_path)
     emu.faults.inject(type="conflict", verb="patch", resource="clusterpropagationpolicies",
                       count=2)
@@ -166,9 +143,10 @@ def test_conflicts_and_throttling_are_retried(make_emulator: Any, tmp_path: Path
     assert ("patch", "deployments", 429) in codes
 
 
-def test_second_writer_fences_the_engine_out(make_emulator: Any, tmp_path: Path) -> None:
+def test_second_writer_fences_the_engine_out(make_switch_emulator: MakeEmulator,
+                                             tmp_path: Path) -> None:
     """When another writer saves the run state, the engine stops before its next write."""
-    emu = _emulator(make_emulator)
+    emu = _emulator(make_switch_emulator)
     client = client_for(emu, tmp_path)
     journal = InMemoryJournal()
 
@@ -177,20 +155,15 @@ def test_second_writer_fences_the_engine_out(make_emulator: Any, tmp_path: Path)
             journal.steal("team-f")
             emu.reset_requests()
 
-    from tests.e2e.switch_helpers import load_one
-    from tidal.domain.clock import SystemClock
-    from tidal.engine.switch import run_switch
-
     with pytest.raises(FencedOut):
-        run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
-                   journal=journal, on_event=on_event)
-    writes = [r for r in emu.request_log() if r.verb in ("create", "update", "patch", "delete")]
-    assert writes == []
+        switch(client, _schedule(tmp_path), "night", journal=journal, on_event=on_event)
+    assert writes(emu) == []
 
 
-def test_dropped_watches_and_gone_are_survived(make_emulator: Any, tmp_path: Path) -> None:
+def test_dropped_watches_and_gone_are_survived(make_switch_emulator: MakeEmulator,
+                                               tmp_path: Path) -> None:
     """Watches cut mid-wave (history compacted too) are resumed; the switch still succeeds."""
-    emu = _emulator(make_emulator)
+    emu = _emulator(make_switch_emulator)
     client = client_for(emu, tmp_path)
 
     def on_event(event: Any) -> None:
@@ -198,28 +171,20 @@ def test_dropped_watches_and_gone_are_survived(make_emulator: Any, tmp_path: Pat
             emu.faults.inject(type="drop-watch", resource="resourcebindings", count=6,
                               seconds=0.05, compact=True)
 
-    from tests.e2e.switch_helpers import load_one
-    from tidal.domain.clock import SystemClock
-    from tidal.engine.switch import run_switch
-
     emu.reset_requests()
-    record = run_switch(client, load_one(_schedule(tmp_path)), "night", clock=SystemClock(),
-                        journal=InMemoryJournal(), on_event=on_event)
+    record = switch(client, _schedule(tmp_path), "night", on_event=on_event)
     assert record.result == "succeeded", record.to_json()
     by = emu.requests()["by"]
     assert by.get("watch resourcebindings", 0) > 2 * len(record.waves)
 
 
-def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
+def test_floor_breach_anywhere_fails_the_wave_at_once(make_switch_emulator: MakeEmulator,
                                                       tmp_path: Path) -> None:
     """A later wave's workload scaled up mid-switch breaks a floor: the running wave fails."""
-    emu = _emulator(make_emulator, b_cpu="6")
+    emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     deployments = client.resource_for("apps/v1", "Deployment")
-    text = SCHEDULE.replace("TIMEOUT", "20s").replace("ON_FAILURE", "halt").replace(
-        "      - clusters: [cluster-b]\n        minReadyReplicas: 1\n",
-        "      - minAvailablePercent: 20\n")
-    path = write_schedule(tmp_path, text)
+    path = _schedule(tmp_path, floors="floors: [{minAvailablePercent: 20}]")
 
     def on_event(event: Any) -> None:
         events.append(event)
@@ -229,12 +194,7 @@ def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
                            content_type="application/merge-patch+json")
 
     events: list[Any] = []
-    from tests.e2e.switch_helpers import load_one
-    from tidal.domain.clock import SystemClock
-    from tidal.engine.switch import run_switch
-
-    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                        journal=InMemoryJournal(), on_event=on_event)
+    record = switch(client, path, "night", on_event=on_event)
     assert record.result == "failed", record.to_json()
     assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
     breaches = [e for e in events if isinstance(e, ev.FloorBreached)]
@@ -243,13 +203,10 @@ def test_floor_breach_anywhere_fails_the_wave_at_once(make_emulator: Any,
     assert finished[0].failure == "floor_breach"
 
 
-def test_rerun_after_a_halt_finishes_and_restores_activation(make_emulator: Any,
+def test_rerun_after_a_halt_finishes_and_restores_activation(make_switch_emulator: MakeEmulator,
                                                              tmp_path: Path) -> None:
     """Re-running a halted window after a fix completes it and removes the added Lazy."""
-    from tidal.karmada.client import CLUSTERS
-    from tidal.karmada.policies import MERGE_PATCH
-
-    emu = _emulator(make_emulator, b_cpu="6")
+    emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     journal = InMemoryJournal()
     path = _schedule(tmp_path, timeout="2s")
@@ -264,42 +221,24 @@ def test_rerun_after_a_halt_finishes_and_restores_activation(make_emulator: Any,
     assert second.result == "succeeded", second.to_json()
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     assert "activationPreference" not in policy["spec"]
-    latest = _latest(emu)
+    now = latest(emu)
     for i in range(4):
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 5
+        assert now[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 5
 
 
-def test_next_window_after_a_halt_restores_activation(make_emulator: Any,
+def test_next_window_after_a_halt_restores_activation(make_switch_emulator: MakeEmulator,
                                                       tmp_path: Path) -> None:
     """A halted night leaves its Lazy on the policy; the day window that follows removes it."""
-    emu = _emulator(make_emulator, b_cpu="6")
+    emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     journal = InMemoryJournal()
-    text = SCHEDULE.replace("TIMEOUT", "2s").replace("ON_FAILURE", "halt").replace(
-        "  rollout:\n", """    - name: day
-      start: "07:00"
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-cpp
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-a]}
-                        weight: 4
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-  rollout:
-""", 1).replace("waveTimeout: 2s", "waveTimeout: 20s").replace(
-        "    floors:\n      - clusters: [cluster-b]\n        minReadyReplicas: 1\n", "")
-    path = write_schedule(tmp_path, text.replace("waveTimeout: 20s", "waveTimeout: 2s"))
+    windows = NIGHT_TO_B + DAY_WINDOW
+    path = _schedule(tmp_path, timeout="2s", floors="", windows=windows)
     night = switch(client, path, "night", journal=journal)
     assert night.result == "failed"
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     assert policy["spec"]["activationPreference"] == "Lazy"
-    path = write_schedule(tmp_path, text)
+    path = _schedule(tmp_path, timeout="20s", floors="", windows=windows)
     day = switch(client, path, "day", journal=journal)
     assert day.result == "succeeded", day.to_json()
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.e2e.switch_helpers import NS, client_for, cluster, namespace, switch, write_schedule
+from tests.e2e.switch_helpers import (
+    NS,
+    MakeEmulator,
+    client_for,
+    cluster,
+    namespace,
+    switch,
+    write_schedule,
+)
 from tidal.karmada.client import RESOURCE_BINDINGS
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +46,7 @@ spec:
 """
 
 
-def test_configmaps_switch_by_health(make_emulator: Any, tmp_path: Path) -> None:
+def test_configmaps_switch_by_health(make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Duplicated ConfigMaps leave cluster-a; replica floors have nothing to count for them."""
     policy = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
               "metadata": {"name": "cm-cpp"},
@@ -55,8 +60,7 @@ def test_configmaps_switch_by_health(make_emulator: Any, tmp_path: Path) -> None
     topo += [{"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": f"cm-{i}", "namespace": NS, "labels": {"team": "t1"}},
               "data": {"k": "v"}} for i in range(3)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.4)
+    emu = make_switch_emulator(topo)
     client = client_for(emu, tmp_path)
     record = switch(client, write_schedule(tmp_path, SCHEDULE), "night")
     assert record.result == "succeeded", record.to_json()

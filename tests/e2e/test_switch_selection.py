@@ -3,75 +3,53 @@ an excluded template claimed by a changed policy keeps the policy Lazy after the
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.switch_helpers import (
+    DAY,
     NS,
+    MakeEmulator,
     client_for,
-    cluster,
     cpp,
     deployment,
+    latest,
     load_one,
-    namespace,
-    static_placement,
+    schedule_text,
+    static_team,
     switch,
     write_schedule,
 )
 from tidal.engine import events as ev
 from tidal.engine.planning import build_plan
 from tidal.karmada import policies
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-sel}
-spec:
-  timeZone: UTC
-  workloads:
+SCHEDULE = schedule_text("team-sel", workloads="""
     - apiVersion: apps/v1
       kind: Deployment
       namespace: ai-app
       labelSelector:
         matchExpressions:
           - {key: team, operator: In, values: [t1, t2, t3]}
-  windows:
-    - name: night
-      start: "23:00"
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-cpp
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-  rollout:
+""", rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 20s
-"""
-DAY = static_placement({"cluster-a": 4, "cluster-b": 1})
+""")
 
 
-def test_excluded_foreign_and_unclaimed_are_left_out(make_emulator: Any, tmp_path: Path) -> None:
+def test_excluded_foreign_and_unclaimed_are_left_out(make_switch_emulator: MakeEmulator,
+                                                     tmp_path: Path) -> None:
     """Only claimed, bound, not excluded templates move; the policy stays Lazy for web-3."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
-            cpp("team-cpp", "t1", DAY), cpp("other-cpp", "t2", DAY)]
-    topo += [deployment(f"web-{i}", "t1", 5) for i in range(3)]
-    topo += [deployment("web-3", "t1", 5, annotations={"tidal.io/exclude": "true"}),
-             deployment("foreign-0", "t2", 5), deployment("loose-0", "t3", 5)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    topo = [
+        *static_team(workloads=3), cpp("other-cpp", "t2", DAY),
+        deployment("web-3", "t1", 5, annotations={"tidal.io/exclude": "true"}),
+        deployment("foreign-0", "t2", 5), deployment("loose-0", "t3", 5)]
+    emu = make_switch_emulator(topo)
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE)
 
@@ -93,9 +71,7 @@ def test_excluded_foreign_and_unclaimed_are_left_out(make_emulator: Any, tmp_pat
     assert policy["spec"]["activationPreference"] == "Lazy"
     assert not [e for e in events if isinstance(e, ev.PolicyChanged)
                 and e.action == "lazy_restored"]
-    latest: dict[tuple[str, str], int] = {}
-    for s in emu.timeline():
-        latest[(s["workload"], s["cluster"])] = s["assigned"]
-    assert latest[(f"{NS}/Deployment/web-3", "cluster-a")] == 4  # excluded: not moved
-    assert latest[(f"{NS}/Deployment/foreign-0", "cluster-a")] == 4
-    assert latest[(f"{NS}/Deployment/web-0", "cluster-b")] == 5
+    assigned = {key: a for key, (a, _) in latest(emu).items()}
+    assert assigned[(f"{NS}/Deployment/web-3", "cluster-a")] == 4  # excluded: not moved
+    assert assigned[(f"{NS}/Deployment/foreign-0", "cluster-a")] == 4
+    assert assigned[(f"{NS}/Deployment/web-0", "cluster-b")] == 5

@@ -10,57 +10,38 @@ from typing import Any
 import pytest
 
 from tests.e2e.switch_helpers import (
+    DAY,
     NS,
+    MakeEmulator,
     client_for,
     cluster,
     cpp,
     deployment,
     namespace,
-    static_placement,
+    schedule_text,
     switch,
     write_schedule,
+    writes,
 )
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
 from tidal.karmada import policies
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-static}
-spec:
-  timeZone: UTC
-  workloads:
+SCHEDULE = schedule_text("team-static", workloads="""
     - apiVersion: apps/v1
       kind: Deployment
       namespace: ai-app
       labelSelector: {matchLabels: {team: t1}}
-  windows:
-    - name: night
-      start: "23:00"
-      trigger: auto
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-cpp
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-  rollout:
+""", rollout="""
     waveSize: 25%
     pauseBetweenWaves: 0s
     waveTimeout: 30s
     floors:
       - clusters: [cluster-b]
         minReadyReplicas: 1
-"""
+""")  # the night window's trigger is auto: touch, as the night policy is static
 
 WORKLOADS = 40
 
@@ -68,7 +49,7 @@ WORKLOADS = 40
 def _topology() -> list[dict[str, Any]]:
     topo = [cluster("cluster-a", startup=1.0, termination=1.0),
             cluster("cluster-b", startup=2.0, termination=1.0), namespace(),
-            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
+            cpp("team-cpp", "t1", DAY)]
     return topo + [deployment(f"web-{i:02d}", "t1", 5) for i in range(WORKLOADS)]
 
 
@@ -86,10 +67,10 @@ def _settle(emu: Any) -> None:
     raise AssertionError("topology did not settle")
 
 
-def test_static_team_moves_in_sequential_waves_with_floors_held(make_emulator: Any,
+def test_static_team_moves_in_sequential_waves_with_floors_held(make_switch_emulator: MakeEmulator,
                                                                 tmp_path: Path) -> None:
     """40 Deployments go 80/20 -> 0/100 in 4 sequential waves; cluster-b never below 1 ready."""
-    emu = make_emulator(_topology(), clock=ScaledClock(20.0))
+    emu = make_switch_emulator(_topology())
     _settle(emu)
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE)
@@ -126,26 +107,19 @@ def test_static_team_moves_in_sequential_waves_with_floors_held(make_emulator: A
         assert converged <= moved, f"wave {later.index} started before {earlier.index} converged"
 
 
-def test_second_run_is_a_noop(make_emulator: Any, tmp_path: Path) -> None:
+def test_second_run_is_a_noop(make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Run one writes only what the schedule names; the same window again writes nothing."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
-            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
-    topo += [deployment(f"web-{i}", "t1", 5) for i in range(4)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    emu = make_switch_emulator()
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE)
     journal = InMemoryJournal()
     emu.reset_requests()
     first = switch(client, path, "night", journal=journal)
     assert first.result == "succeeded" and not first.noop
-    written = {(r.resource, r.name) for r in emu.request_log()
-               if r.verb in ("create", "update", "patch", "delete")}
+    written = {(r.resource, r.name) for r in writes(emu)}
     assert written == {("clusterpropagationpolicies", "team-cpp")} | {
         ("deployments", f"web-{i}") for i in range(4)}  # only what the schedule names
     emu.reset_requests()
     second = switch(client, path, "night", journal=journal)
     assert second.result == "succeeded" and second.noop and second.waves == []
-    writes = [r for r in emu.request_log()
-              if r.verb in ("create", "update", "patch", "delete")]
-    assert writes == []
+    assert writes(emu) == []

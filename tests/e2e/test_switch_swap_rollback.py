@@ -3,25 +3,19 @@ pre-image, the switched wave moved back, and activationPreference restored."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.e2e.switch_helpers import (
-    NS,
+    DAY,
+    MakeEmulator,
+    assert_back_to_day,
     client_for,
-    cluster,
-    cpp,
-    deployment,
-    namespace,
-    static_placement,
     switch,
     write_schedule,
 )
 from tidal.karmada import policies
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
@@ -72,16 +66,12 @@ spec:
           - targetCluster: {clusterNames: [cluster-b]}
             weight: 1
 """
-DAY = static_placement({"cluster-a": 4, "cluster-b": 1})
 
 
-def test_swap_rolls_back_to_the_day_policy(make_emulator: Any, tmp_path: Path) -> None:
+def test_swap_rolls_back_to_the_day_policy(make_switch_emulator: MakeEmulator,
+                                          tmp_path: Path) -> None:
     """A swap whose first wave cannot fit is undone: day-cpp back, night-cpp gone, 80/20."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5, cpu="6"),
-            namespace(), cpp("day-cpp", "t1", DAY)]
-    topo += [deployment(f"web-{i}", "t1", 5, cpu="1") for i in range(4)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    emu = make_switch_emulator(policy="day-cpp", cpu="1", b_cpu="6")
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE, {"night.yaml": NIGHT})
 
@@ -92,14 +82,4 @@ def test_swap_rolls_back_to_the_day_policy(make_emulator: Any, tmp_path: Path) -
     day = policies.get_policy(client, "ClusterPropagationPolicy", "day-cpp", None)
     assert day["spec"]["placement"] == DAY
     assert "activationPreference" not in day["spec"]
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        latest: dict[tuple[str, str], tuple[int, int]] = {}
-        for s in emu.timeline():
-            latest[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
-        if all(latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4) for i in range(4)):
-            break
-        time.sleep(0.05)
-    for i in range(4):
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-a")] == (4, 4)
-        assert latest[(f"{NS}/Deployment/web-{i}", "cluster-b")][0] == 1
+    assert_back_to_day(emu)

@@ -3,7 +3,6 @@ engine events are logged with the run's bound fields."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,61 +10,39 @@ import pytest
 import structlog
 
 from tests.e2e.switch_helpers import (
+    MakeEmulator,
     client_for,
     cluster,
     cpp,
     deployment,
+    dynamic_placement,
     load_one,
     namespace,
-    static_placement,
+    schedule_text,
     write_schedule,
 )
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.switch import run_switch
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-r}
-spec:
-  timeZone: UTC
-  windows:
-    - name: night
-      start: "23:00"
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-cpp
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-  rollout:
+SCHEDULE = schedule_text("team-r", """
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 20s
-"""
+""")
 
 
 class Crash(Exception):
     pass
 
 
-def test_crash_mid_run_resumes_without_redoing_work(make_emulator: Any, tmp_path: Path) -> None:
+def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEmulator,
+                                                     tmp_path: Path) -> None:
     """A crash when wave 2 starts resumes at wave 2: no policy patch, no wave-1 touches."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
-            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
-    topo += [deployment(f"web-{i}", "t1", 5) for i in range(4)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.4)
+    emu = make_switch_emulator()
     client = client_for(emu, tmp_path)
     loaded = load_one(write_schedule(tmp_path, SCHEDULE))
     journal = InMemoryJournal()
@@ -117,16 +94,13 @@ spec:
 """
 
 
-def test_crash_after_a_rebalance_does_not_trigger_it_again(make_emulator: Any,
+def test_crash_after_a_rebalance_does_not_trigger_it_again(make_switch_emulator: MakeEmulator,
                                                            tmp_path: Path) -> None:
     """Resumed mid-wave, workloads the old rebalancer already rescheduled get no new one."""
-    from tests.e2e.switch_helpers import dynamic_placement
-
     topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
             cpp("dyn", "t1", dynamic_placement())]
     topo += [deployment(f"job-{i}", "t1", 4, cpu="1") for i in range(4)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.4)
+    emu = make_switch_emulator(topo)
     client = client_for(emu, tmp_path)
     loaded = load_one(write_schedule(tmp_path, DYN_SCHEDULE))
     journal = InMemoryJournal()
@@ -151,14 +125,10 @@ def test_crash_after_a_rebalance_does_not_trigger_it_again(make_emulator: Any,
     assert [len(w.rebalancers) for w in final.waves] == [1, 1]
 
 
-def test_pre_image_is_journalled_before_the_policy_write(make_emulator: Any,
+def test_pre_image_is_journalled_before_the_policy_write(make_switch_emulator: MakeEmulator,
                                                          tmp_path: Path) -> None:
     """The pre-image is journalled before the policy write, a wave's intent before its touch."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
-            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
-    topo += [deployment(f"web-{i}", "t1", 5) for i in range(2)]
-    emu = make_emulator(topo, clock=ScaledClock(20.0))
-    time.sleep(0.4)
+    emu = make_switch_emulator(workloads=2)
     client = client_for(emu, tmp_path)
     loaded = load_one(write_schedule(tmp_path, SCHEDULE))
 
