@@ -37,7 +37,7 @@ class Chaos:
             ("api_500", self._api_500, 3), ("api_429", self._api_429, 3),
             ("api_409", self._api_409, 3), ("latency", self._latency, 2),
             ("drop_watch", self._drop_watch, 2), ("watch_410", self._watch_410, 1),
-            ("cluster_notready", self._cluster_notready, 1), ("pods_fail", self._pods_fail, 1),
+            ("cluster_notready", self._cluster_notready, 2), ("pods_fail", self._pods_fail, 3),
             ("sigkill_leader", self._kill_leader, 1), ("sigstop_leader", self._stop_leader, 1),
             ("schedule_edit", self._good_edit, 1), ("schedule_broken", self._broken_edit, 1),
         ]
