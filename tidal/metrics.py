@@ -110,63 +110,64 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.switch_runs = Counter(
-            "tidal_switch_runs_total", "Switches finished, by result.",
-            ["schedule", "window", "result"], registry=r)
-        self.switch_duration = Histogram(
+        sw, sc = ("schedule", "window"), ("schedule", "cluster")
+
+        def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+            return Counter(name, doc, labels, registry=r)
+
+        def gauge(name: str, doc: str, labels: Sequence[str] = ()) -> Gauge:
+            return Gauge(name, doc, labels, registry=r)
+
+        def histogram(name: str, doc: str, buckets: Sequence[float]) -> Histogram:
+            return Histogram(name, doc, sw, buckets=buckets, registry=r)
+
+        self.switch_runs = counter(
+            "tidal_switch_runs_total", "Switches finished, by result.", (*sw, "result"))
+        self.switch_duration = histogram(
             "tidal_switch_duration_seconds", "Wall time of a switch from start to finish.",
-            ["schedule", "window"], buckets=_SWITCH_BUCKETS, registry=r)
-        self.waves = Counter(
-            "tidal_waves_total", "Waves finished, by result.",
-            ["schedule", "window", "result"], registry=r)
-        self.wave_duration = Histogram(
+            _SWITCH_BUCKETS)
+        self.waves = counter("tidal_waves_total", "Waves finished, by result.", (*sw, "result"))
+        self.wave_duration = histogram(
             "tidal_wave_duration_seconds", "Wall time of a wave from trigger to its last gate.",
-            ["schedule", "window"], buckets=_WAVE_BUCKETS, registry=r)
-        self.wave_failures = Counter(
-            "tidal_wave_failures_total", "Failed waves, by reason.",
-            ["schedule", "window", "reason"], registry=r)
-        self.last_wave_failure = Gauge(
+            _WAVE_BUCKETS)
+        self.wave_failures = counter(
+            "tidal_wave_failures_total", "Failed waves, by reason.", (*sw, "reason"))
+        self.last_wave_failure = gauge(
             "tidal_last_wave_failure_timestamp_seconds",
             "When a wave of a switch to the window last failed, by reason (0: never).",
-            ["schedule", "window", "reason"], registry=r)
-        self.floor_breaches = Counter(
-            "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.",
-            ["schedule", "cluster"], registry=r)
-        self.floor_min_ready = Gauge(
+            (*sw, "reason"))
+        self.floor_breaches = counter(
+            "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.", sc)
+        self.floor_min_ready = gauge(
             "tidal_floor_min_ready_replicas",
-            "Lowest ready replicas of any workload of the schedule in the cluster, last seen.",
-            ["schedule", "cluster"], registry=r)
-        self.floor_required = Gauge(
+            "Lowest ready replicas of any workload of the schedule in the cluster, last seen.", sc)
+        self.floor_required = gauge(
             "tidal_floor_required_replicas", "Ready replicas the floor requires in the cluster.",
-            ["schedule", "cluster"], registry=r)
-        self.last_success = Gauge(
+            sc)
+        self.last_success = gauge(
             "tidal_last_success_timestamp_seconds",
             "When a switch to the window last succeeded (0: never, as far as this replica knows).",
-            ["schedule", "window"], registry=r)
-        self.next_run = Gauge(
+            sw)
+        self.next_run = gauge(
             "tidal_next_run_timestamp_seconds", "When the window is next due (0: not scheduled).",
-            ["schedule", "window"], registry=r)
-        self.window_period = Gauge(
-            "tidal_window_period_seconds", "How often the window comes round.",
-            ["schedule", "window"], registry=r)
-        self.windows_missed = Counter(
+            sw)
+        self.window_period = gauge(
+            "tidal_window_period_seconds", "How often the window comes round.", sw)
+        self.windows_missed = counter(
             "tidal_windows_missed_total",
-            "Windows not carried out because their start was outside the catch-up window.",
-            ["schedule", "window"], registry=r)
-        self.schedule_config_valid = Gauge(
+            "Windows not carried out because their start was outside the catch-up window.", sw)
+        self.schedule_config_valid = gauge(
             "tidal_schedule_config_valid", "1 if the schedule file loaded cleanly, else 0.",
-            ["file"], registry=r)
-        self.schedules_loaded = Gauge(
-            "tidal_schedules_loaded", "Schedules currently in force.", registry=r)
-        self.leader = Gauge(
-            "tidal_leader", "1 on the replica that acts, 0 on standbys.", registry=r)
-        self.kube_api_requests = Counter(
+            ["file"])
+        self.schedules_loaded = gauge("tidal_schedules_loaded", "Schedules currently in force.")
+        self.leader = gauge("tidal_leader", "1 on the replica that acts, 0 on standbys.")
+        self.kube_api_requests = counter(
             "tidal_kube_api_requests_total", "Requests to the Karmada apiserver, by outcome.",
-            ["verb", "resource", "code"], registry=r)
-        self.scheduler_job_errors = Counter(
+            ["verb", "resource", "code"])
+        self.scheduler_job_errors = counter(
             "tidal_scheduler_job_errors_total",
             "APScheduler job problems: errors, missed runs, runs refused at max instances.",
-            ["event"], registry=r)
+            ["event"])
         for event in SCHEDULER_EVENTS:
             self.scheduler_job_errors.labels(event=event)
         self.leader.set(0)
