@@ -55,6 +55,21 @@ def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
     }
 
 
+def deployment(
+    name: str, replicas: int, labels: dict[str, str], containers: list[dict[str, str]]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": containers}},
+        },
+    }
+
+
 def raw(
     emu: Emulator, method: str, path: str, body: Any = None, content_type: str = "application/json"
 ) -> tuple[int, Any, dict[str, str]]:
@@ -157,44 +172,20 @@ def test_strategic_merge_on_custom_kind_is_415(
     client.CustomObjectsApi(api_client).create_cluster_custom_object(
         CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p3")
     )
-    code, body, _ = raw(
-        emulator,
-        "PATCH",
-        f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
-        {"spec": {"priority": 1}},
-        "application/strategic-merge-patch+json",
-    )
+    path = f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3"
+    patch = {"spec": {"priority": 1}}
+    code, body, _ = raw(emulator, "PATCH", path, patch, "application/strategic-merge-patch+json")
     assert code == 415
     assert body["kind"] == "Status" and body["reason"] == "UnsupportedMediaType"
-    code, body, _ = raw(
-        emulator,
-        "PATCH",
-        f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3",
-        {"spec": {"priority": 1}},
-        "application/merge-patch+json",
-    )
+    code, body, _ = raw(emulator, "PATCH", path, patch, "application/merge-patch+json")
     assert code == 200 and body["spec"]["priority"] == 1
 
 
 def test_patch_kinds_on_deployment(emulator: Emulator, api_client: client.ApiClient) -> None:
     """Deployments take strategic merge (containers merged by name), merge and JSON patches."""
     apps = client.AppsV1Api(api_client)
-    dep = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [{"name": "a", "image": "img:1"}, {"name": "b", "image": "img:1"}]
-                },
-            },
-        },
-    }
-    apps.create_namespaced_deployment("default", dep)
+    containers = [{"name": "a", "image": "img:1"}, {"name": "b", "image": "img:1"}]
+    apps.create_namespaced_deployment("default", deployment("web", 2, {"app": "web"}, containers))
     patched = apps.patch_namespaced_deployment(  # the client sends strategic merge for dicts
         "web",
         "default",
@@ -220,20 +211,8 @@ def test_patch_kinds_on_deployment(emulator: Emulator, api_client: client.ApiCli
 def test_status_subresource_is_separate(emulator: Emulator, api_client: client.ApiClient) -> None:
     """Writes to /status change only status; main-resource writes keep the stored status."""
     apps = client.AppsV1Api(api_client)
-    dep = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "s"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"a": "b"}},
-            "template": {
-                "metadata": {"labels": {"a": "b"}},
-                "spec": {"containers": [{"name": "c", "image": "i"}]},
-            },
-        },
-        "status": {"readyReplicas": 9},
-    }
+    dep = deployment("s", 1, {"a": "b"}, [{"name": "c", "image": "i"}])
+    dep["status"] = {"readyReplicas": 9}
     created = apps.create_namespaced_deployment("default", dep)
     assert created.status is None or created.status.ready_replicas is None  # dropped on create
     after = apps.patch_namespaced_deployment_status(
