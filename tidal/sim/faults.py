@@ -7,6 +7,9 @@ random, so a run is repeatable) and at most `count` times (None: no limit).
 - latency: the request waits `seconds` (real time) and then runs normally.
 - error: 500 InternalError.   throttle: 429 TooManyRequests with `Retry-After: retry_after`.
 - conflict: 409 Conflict, as for a stale resourceVersion.
+- truncate: the answer (2xx, not a watch) is cut in the middle of its JSON.
+- wrong-kind: the answer (2xx, not a watch) holds ConfigMaps with the same metadata instead of
+  the objects asked for (a proxy or aggregated API gone wrong).
 - drop-watch: open watch streams of matching resources are closed at once when injected
   (with `compact`, the watch history is forgotten too, so a resume gets 410 Gone); then up to
   `count` (default 0) later matching watch requests are cut `seconds` after they start.
@@ -25,8 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FaultType = Literal["latency", "error", "throttle", "conflict", "drop-watch"]
-FAULT_TYPES: tuple[str, ...] = ("latency", "error", "throttle", "conflict", "drop-watch")
+FaultType = Literal["latency", "error", "throttle", "conflict", "drop-watch", "truncate",
+                    "wrong-kind"]
+FAULT_TYPES: tuple[str, ...] = ("latency", "error", "throttle", "conflict", "drop-watch",
+                                "truncate", "wrong-kind")
+BODY_FAULT_TYPES: tuple[str, ...] = ("truncate", "wrong-kind")  # applied to the answer
 
 
 class FaultError(ValueError):

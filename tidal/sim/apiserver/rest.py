@@ -7,19 +7,39 @@ from collections.abc import Callable
 from typing import Any
 
 from tidal.sim.apiserver.errors import ApiError, status_body
+from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.listing import object_filter, page
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
 from tidal.sim.apiserver.routing import Route
 from tidal.sim.apiserver.tables import TableConvertor, wants_table
 from tidal.sim.apiserver.watching import WatchRegistry, open_watch
 from tidal.sim.apiserver.writes import Admitter, WriteVerbs
-from tidal.sim.faults import Faults
+from tidal.sim.faults import BODY_FAULT_TYPES, FAULT_TYPES, Faults
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Conflict, Store, StoreError
 
 Obj = dict[str, Any]
 
-__all__ = ["Admitter", "RestHandlers", "error_response", "verb_of"]
+__all__ = ["Admitter", "RestHandlers", "corrupt_body", "error_response", "verb_of"]
+
+
+def _as_configmap(obj: Any) -> Any:
+    if not isinstance(obj, dict) or "metadata" not in obj:
+        return obj
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj["metadata"], "data": {}}
+
+
+def corrupt_body(response: Response, fault_type: str) -> Response:
+    """The answer as a faulty server or proxy would send it (fault types truncate, wrong-kind)."""
+    body = response.body
+    if fault_type == "truncate":
+        payload = body.encode() if isinstance(body, str) else dumps(body)
+        return Response(response.code, payload[: max(len(payload) // 2, 1)], response.headers)
+    if isinstance(body, dict) and isinstance(body.get("items"), list):
+        wrong = dict(body, apiVersion="v1", kind="ConfigMapList",
+                     items=[_as_configmap(i) for i in body["items"]])
+        return Response(response.code, wrong, response.headers)
+    return Response(response.code, _as_configmap(body), response.headers)
 
 
 def verb_of(method: str, route: Route, req: Request) -> str:
@@ -58,6 +78,15 @@ class RestHandlers(WriteVerbs):
 
     def handle(self, verb: str, route: Route, req: Request) -> Response | StreamResponse:
         cut_after = self._apply_faults(verb, route)
+        response = self._answer(verb, route, req, cut_after)
+        if isinstance(response, Response) and response.code < 400:
+            for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
+                                          types=BODY_FAULT_TYPES):
+                response = corrupt_body(response, fault.type)
+        return response
+
+    def _answer(self, verb: str, route: Route, req: Request, cut_after: float | None
+                ) -> Response | StreamResponse:
         try:
             if route.subresource == "scale":
                 return self._scale(verb, route, req)
@@ -86,7 +115,9 @@ class RestHandlers(WriteVerbs):
     # -- faults ----------------------------------------------------------------------------
     def _apply_faults(self, verb: str, route: Route) -> float | None:
         cut_after: float | None = None
-        for fault in self.faults.fire(verb, route.resource, route.namespace, route.name):
+        request_faults = tuple(t for t in FAULT_TYPES if t not in BODY_FAULT_TYPES)
+        for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
+                                      request_faults):
             if fault.type == "latency":
                 time.sleep(fault.seconds)
             elif fault.type == "error":

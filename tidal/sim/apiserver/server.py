@@ -251,7 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _write(self, result: Response) -> None:
-        if isinstance(result.body, str):
+        if isinstance(result.body, bytes):  # pre-encoded (a truncate fault's broken JSON)
+            payload, ctype = result.body, "application/json"
+        elif isinstance(result.body, str):
             payload, ctype = result.body.encode(), "text/plain; charset=utf-8"
         else:
             payload = dumps(result.body)
