@@ -50,7 +50,9 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
             return LiveProgress(console, totals, sim_now, "tidal demo")
         return PlainProgress(stream, totals, sim_now)
 
-    demo = Demo(DemoOptions(cwd=Path.cwd(), speed=speed), make_progress)
+    # About 45 s of real time at x10; a slower clock gets proportionally longer.
+    limit = max(110.0, 1100.0 / speed)
+    demo = Demo(DemoOptions(cwd=Path.cwd(), speed=speed, time_limit=limit), make_progress)
     try:
         result = demo.run()
     except DemoError as exc:

@@ -78,8 +78,10 @@ def describe(run: WindowRun, event: EngineEvent | None, note: str, totals: Total
         how = f" ({event.reason})" if event.reason else ""
         return (f"{who}: switch {event.result} after {event.duration_seconds:.0f}s "
                 f"(simulated){how}")
-    if isinstance(event, WorkloadSkipped | RunWarning):
-        return f"{who}: {event.name}: {event.fields()}"
+    if isinstance(event, WorkloadSkipped):
+        return f"{who}: {event.workload} left out ({event.reason})"
+    if isinstance(event, RunWarning):
+        return f"{who}: warning: {event.message}"
     return None
 
 
