@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.switch_helpers import schedule_text, weights_window
+
 Obj = dict[str, Any]
 
 
@@ -92,55 +94,22 @@ def topology(*, pods_fail: bool = True) -> list[Obj]:
     ]
 
 
-SCHEDULE = """apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata:
-  name: team-42
-spec:
-  timeZone: UTC
-  catchUpWindow: 30m
-  workloads:
+WINDOWS = (weights_window("night", "%(night)s", {"cluster-b": 1}, policy="team-42",
+                          trigger="touch")
+           + weights_window("day", "%(day)s", {"cluster-a": 1}, policy="team-42", trigger="touch"))
+SCHEDULE = schedule_text("team-42", windows=WINDOWS, catch_up_window="30m", workloads="""
     - apiVersion: apps/v1
       kind: Deployment
       namespace: apps
       labelSelector:
         matchLabels: {team: "42"}
       readyReplicasField: status.readyReplicas
-  windows:
-    - name: night
-      start: "%(night)s"
-      trigger: touch
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-42
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-b]}
-                        weight: 1
-    - name: day
-      start: "%(day)s"
-      trigger: touch
-      policies:
-        - kind: ClusterPropagationPolicy
-          name: team-42
-          patch:
-            spec:
-              placement:
-                replicaScheduling:
-                  weightPreference:
-                    staticWeightList:
-                      - targetCluster: {clusterNames: [cluster-a]}
-                        weight: 1
-  rollout:
+""", rollout="""
     waveSize: {count: 1}
     pauseBetweenWaves: 0s
     waveTimeout: 3s
     onFailure: halt
-"""
+""")
 
 
 def write_schedule(directory: Path, night: str, day: str) -> Path:

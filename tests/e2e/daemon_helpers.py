@@ -6,14 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.switch_helpers import cluster, cpp, deployment, namespace, static_placement
+from tests.e2e.switch_helpers import DAY, cluster, cpp, deployment, namespace, weights_window
+from tests.e2e.switch_helpers import schedule_text as team_schedule
 
 WORKLOADS = 8
 STATE_NS = "tidal-system"
@@ -22,7 +22,7 @@ STATE_NS = "tidal-system"
 def topology() -> list[dict[str, Any]]:
     topo = [cluster("cluster-a", startup=1.0, termination=1.0),
             cluster("cluster-b", startup=1.0, termination=1.0), namespace(),
-            cpp("team-cpp", "t1", static_placement({"cluster-a": 4, "cluster-b": 1}))]
+            cpp("team-cpp", "t1", DAY)]
     return topo + [deployment(f"web-{i:02d}", "t1", 5) for i in range(WORKLOADS)]
 
 
@@ -41,58 +41,23 @@ def settle(emu: Any, timeout: float = 20.0) -> None:
 
 def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
                   pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s") -> str:
-    return textwrap.dedent(f"""\
-        apiVersion: tidal.io/v1alpha1
-        kind: TidalSchedule
-        metadata: {{name: team-t1}}
-        spec:
-          timeZone: UTC
-          catchUpWindow: {catch_up}
-          workloads:
-            - apiVersion: apps/v1
-              kind: Deployment
-              namespace: ai-app
-              labelSelector: {{matchLabels: {{team: t1}}}}
-          windows:
-            - name: night
-              start: "{night:%H:%M}"
-              trigger: touch
-              policies:
-                - kind: ClusterPropagationPolicy
-                  name: team-cpp
-                  patch:
-                    spec:
-                      placement:
-                        replicaScheduling:
-                          weightPreference:
-                            staticWeightList:
-                              - targetCluster: {{clusterNames: [cluster-b]}}
-                                weight: 1
-            - name: day
-              start: "{day:%H:%M}"
-              trigger: touch
-              policies:
-                - kind: ClusterPropagationPolicy
-                  name: team-cpp
-                  patch:
-                    spec:
-                      placement:
-                        replicaScheduling:
-                          weightPreference:
-                            staticWeightList:
-                              - targetCluster: {{clusterNames: [cluster-a]}}
-                                weight: 4
-                              - targetCluster: {{clusterNames: [cluster-b]}}
-                                weight: 1
-          rollout:
-            waveSize: 25%
-            pauseBetweenWaves: {pause}
-            waveTimeout: {wave_timeout}
-            onFailure: {on_failure}
-            floors:
-              - clusters: [cluster-b]
-                minReadyReplicas: 1
-        """)
+    windows = (weights_window("night", f"{night:%H:%M}", {"cluster-b": 1}, trigger="touch")
+               + weights_window("day", f"{day:%H:%M}", {"cluster-a": 4, "cluster-b": 1},
+                                trigger="touch"))
+    return team_schedule("team-t1", catch_up_window=catch_up, windows=windows, workloads="""
+        - apiVersion: apps/v1
+          kind: Deployment
+          namespace: ai-app
+          labelSelector: {matchLabels: {team: t1}}
+    """, rollout=f"""
+        waveSize: 25%
+        pauseBetweenWaves: {pause}
+        waveTimeout: {wave_timeout}
+        onFailure: {on_failure}
+        floors:
+          - clusters: [cluster-b]
+            minReadyReplicas: 1
+    """)
 
 
 def write_due_schedule(directory: Path, *, minutes_ago: int = 0, catch_up: str = "30m",

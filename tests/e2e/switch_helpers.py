@@ -23,26 +23,31 @@ NS = "ai-app"
 MakeEmulator = Callable[..., Emulator]  # the conftest factories' type
 WRITE_VERBS = ("create", "update", "patch", "delete")
 
+
+
+def weights_window(name: str, start: str, weights: dict[str, int], *, policy: str = "team-cpp",
+                   trigger: str | None = None) -> str:
+    """YAML of a window (a list item under spec.windows) that patches the static weights of
+    ClusterPropagationPolicy `policy` to `weights` at `start`."""
+    lines = [f"- name: {name}", f'  start: "{start}"']
+    if trigger is not None:
+        lines.append(f"  trigger: {trigger}")
+    lines += ["  policies:", "    - kind: ClusterPropagationPolicy", f"      name: {policy}",
+              "      patch:", "        spec:", "          placement:",
+              "            replicaScheduling:", "              weightPreference:",
+              "                staticWeightList:"]
+    for target, weight in weights.items():
+        lines += [f"                  - targetCluster: {{clusterNames: [{target}]}}",
+                  f"                    weight: {weight}"]
+    return "\n".join(lines) + "\n"
+
+
 # The night window most switch tests run: team-cpp's static weights patched to cluster-b only.
-NIGHT_TO_B = """
-- name: night
-  start: "23:00"
-  policies:
-    - kind: ClusterPropagationPolicy
-      name: team-cpp
-      patch:
-        spec:
-          placement:
-            replicaScheduling:
-              weightPreference:
-                staticWeightList:
-                  - targetCluster: {clusterNames: [cluster-b]}
-                    weight: 1
-"""
+NIGHT_TO_B = weights_window("night", "23:00", {"cluster-b": 1})
 
 
 def schedule_text(name: str, rollout: str, *, windows: str = NIGHT_TO_B,
-                  workloads: str | None = None) -> str:
+                  workloads: str | None = None, catch_up_window: str | None = None) -> str:
     """A UTC TidalSchedule `name`; `windows`, `rollout` and `workloads` are the YAML under
     those keys of spec, at any indentation."""
     def block(key: str, body: str) -> str:
@@ -50,6 +55,8 @@ def schedule_text(name: str, rollout: str, *, windows: str = NIGHT_TO_B,
 
     text = ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\n"
             f"metadata: {{name: {name}}}\nspec:\n  timeZone: UTC\n")
+    if catch_up_window is not None:
+        text += f"  catchUpWindow: {catch_up_window}\n"
     if workloads is not None:
         text += block("workloads", workloads)
     return text + block("windows", windows) + block("rollout", rollout)

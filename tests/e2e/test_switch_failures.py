@@ -19,6 +19,7 @@ from tests.e2e.switch_helpers import (
     latest,
     schedule_text,
     switch,
+    weights_window,
     write_schedule,
     writes,
 )
@@ -36,23 +37,7 @@ floors:
   - clusters: [cluster-b]
     minReadyReplicas: 1
 """
-DAY_WINDOW = """
-- name: day
-  start: "07:00"
-  policies:
-    - kind: ClusterPropagationPolicy
-      name: team-cpp
-      patch:
-        spec:
-          placement:
-            replicaScheduling:
-              weightPreference:
-                staticWeightList:
-                  - targetCluster: {clusterNames: [cluster-a]}
-                    weight: 4
-                  - targetCluster: {clusterNames: [cluster-b]}
-                    weight: 1
-"""
+DAY_WINDOW = weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1})
 
 
 def _schedule(tmp: Path, *, timeout: str = "20s", on_failure: str = "halt",
