@@ -241,7 +241,7 @@ class KarmadaClient:
                 raise error_for_status(code, data, response.headers, verb=verb,
                                        resource=resource.plural)
             self._report(verb, resource.plural, code)
-            return _decode(data, verb, resource.plural, code)
+            return _expect_kind(_decode(data, verb, resource.plural, code), resource, verb, code)
 
         return self._call(verb, resource.plural, send, retry_conflict, report_success=False)
 
@@ -341,6 +341,20 @@ def _watch_event(line: bytes, resource: str) -> Obj:
         code = int(status.get("code") or 500) if isinstance(status, dict) else 500
         raise error_for_status(code, json.dumps(status), verb="watch", resource=resource)
     return event
+
+
+_ALWAYS_ACCEPTED_KINDS = frozenset({"Status", "Scale", "Table"})
+
+
+def _expect_kind(obj: Obj, resource: Resource, verb: str, code: int) -> Obj:
+    """An answer holding another kind than asked for (a misrouting proxy or aggregated API) is
+    a bad response, not an empty or odd object to act upon."""
+    kind = obj.get("kind")
+    if not kind or not resource.kind or kind in _ALWAYS_ACCEPTED_KINDS \
+            or kind in (resource.kind, resource.kind + "List"):
+        return obj
+    raise BadResponse(f"expected {resource.kind} from {resource.plural}, got {kind}",
+                      code=code, verb=verb, resource=resource.plural, retryable=True)
 
 
 def _decode(data: bytes | str | None, verb: str, resource: str, code: int) -> Obj:
