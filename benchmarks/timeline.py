@@ -70,16 +70,23 @@ def series(samples: list[Sample], start: float, end: float,
     ready: dict[tuple[str, str], int] = {}
     totals = dict.fromkeys(clusters, 0)
     out: dict[str, list[tuple[float, int]]] = {c: [] for c in clusters}
+    at_start: dict[str, int] | None = None
     for s in sorted(samples, key=lambda s: s["t"]):
+        if s["t"] > end:
+            break
+        if s["t"] >= start and at_start is None:
+            at_start = dict(totals)
         key = (s["workload"], s["cluster"])
         if s["cluster"] in totals:
             totals[s["cluster"]] += s["ready"] - ready.get(key, 0)
         ready[key] = s["ready"]
         if s["t"] >= start:
             for c in clusters:
-                out[c].append((max(0.0, s["t"] - start), totals[c]))
+                out[c].append((s["t"] - start, totals[c]))
+    if at_start is None:
+        at_start = dict(totals)
     for c in clusters:
-        out[c].insert(0, (0.0, out[c][0][1] if out[c] else totals[c]))
+        out[c].insert(0, (0.0, at_start[c]))
         out[c].append((end - start, totals[c]))
     return out
 
