@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import structlog
+
+
+class EventBase(TypedDict):
+    """The fields every event of one run (and wave) shares, to spread into an event."""
+
+    schedule: str
+    window: str
+    run_id: str
+    wave: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

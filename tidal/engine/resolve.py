@@ -22,6 +22,7 @@ from tidal.karmada import bindings as bindings_api
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
+from tidal.karmada.objects import RebalancerWorkload
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                  "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
@@ -97,8 +98,9 @@ class Workload:
         requests = (spec.get("replicaRequirements") or {}).get("resourceRequest") or {}
         return {k: parse_quantity(v) for k, v in requests.items()}
 
-    def ref(self) -> dict[str, str]:
-        out = {"apiVersion": self.key.api_version, "kind": self.key.kind, "name": self.key.name}
+    def ref(self) -> RebalancerWorkload:
+        out = RebalancerWorkload(apiVersion=self.key.api_version, kind=self.key.kind,
+                                 name=self.key.name)
         if self.key.namespace:
             out["namespace"] = self.key.namespace
         return out

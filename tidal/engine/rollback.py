@@ -6,6 +6,7 @@ from __future__ import annotations
 from tidal.engine import policy_change
 from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
 from tidal.engine.journal import PolicyRecord
+from tidal.engine.resolve import Workload
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
 
@@ -16,11 +17,7 @@ def previous_placement(record: PolicyRecord) -> object:
     return normalize_placement((spec or {}).get("placement"))
 
 
-def policy_key_after_rollback(record: PolicyRecord) -> str:
-    return record.key
-
-
-def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str]:
+def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not)."""
     state = ctx.state
     state.phase = "rollback"
@@ -32,7 +29,7 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str
         ctx.save()
         placements[record.key] = previous_placement(record)
         if action != "unchanged":
-            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),  # type: ignore[arg-type]
+            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),
                                            kind=record.kind,
                                            policy=policy_ref(record.namespace,
                                                        record.swap_from or record.name),
@@ -42,15 +39,14 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str
     for wave in reversed(undo):
         workloads = [by_name[n] for n in wave.workloads if n in by_name]
         started = ctx.clock.monotonic()
-        outcome = run_wave(ctx, wave, workloads,  # type: ignore[arg-type]
-                           placements={w.policy: placements.get(w.policy)  # type: ignore[attr-defined]
-                                       for w in workloads},
+        outcome = run_wave(ctx, wave, workloads,
+                           placements={w.policy: placements.get(w.policy) for w in workloads},
                            rollback=True)
         base = ctx.event_base(wave.index)
         if not outcome.ok:
             wave.reason = f"rollback failed: {outcome.reason}"
             ctx.save()
-            ctx.emitter.emit(WaveFinished(**base, result="failed",  # type: ignore[arg-type]
+            ctx.emitter.emit(WaveFinished(**base, result="failed",
                                           reason=wave.reason, failure=outcome.failure,
                                           duration_seconds=ctx.clock.monotonic() - started,
                                           rollback=True))
@@ -60,7 +56,7 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, object]) -> tuple[bool, str
             wave.result = "rolledBack"
         wave.finished_at = ctx.now_iso()
         ctx.save()
-        ctx.emitter.emit(WaveFinished(**base, result="rolledBack",  # type: ignore[arg-type]
+        ctx.emitter.emit(WaveFinished(**base, result="rolledBack",
                                       reason=wave.reason,
                                       duration_seconds=ctx.clock.monotonic() - started,
                                       rollback=True))

@@ -12,6 +12,7 @@ from tidal.domain.schedule import TidalSchedule
 from tidal.engine import policy_change
 from tidal.engine.events import (
     Emitter,
+    EventBase,
     OnEvent,
     PolicyChanged,
     RunFinished,
@@ -24,6 +25,7 @@ from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, Wav
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import preflight, ready_field_of
 from tidal.engine.record import RunRecord
+from tidal.engine.resolve import Workload
 from tidal.engine.rollback import roll_back
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
@@ -47,7 +49,8 @@ def new_run_id(clock: Clock) -> str:
 
 
 def _schedule_of(loaded: Any) -> TidalSchedule:
-    return loaded.schedule if hasattr(loaded, "schedule") else loaded  # type: ignore[no-any-return]
+    schedule: TidalSchedule = loaded.schedule if hasattr(loaded, "schedule") else loaded
+    return schedule
 
 
 def plan_problems(sp: SwitchPlan) -> list[str]:
@@ -80,7 +83,7 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                          trigger=sp.trigger,
                          journal_token=previous.journal_token if previous else None)
         state.policies = carried_over(previous, window_name)
-    base = {"schedule": schedule.name, "window": window_name, "run_id": state.run_id}
+    base = EventBase(schedule=schedule.name, window=window_name, run_id=state.run_id, wave=None)
     if not resuming:
         problems = plan_problems(sp)
         if problems:
@@ -91,9 +94,9 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
             raise PlanRefused(sp, check.problems)
         if sp.noop:
             started = clock.now().isoformat()
-            emitter.emit(RunStarted(**base, workloads=0, waves=0,  # type: ignore[arg-type]
+            emitter.emit(RunStarted(**base, workloads=0, waves=0,
                                     trigger=sp.trigger))
-            emitter.emit(RunFinished(**base, result="succeeded",  # type: ignore[arg-type]
+            emitter.emit(RunFinished(**base, result="succeeded",
                                      reason="already in force", noop=True))
             return RunRecord(schedule.name, window_name, state.run_id, "succeeded", started,
                              clock.now().isoformat(), [], list(sp.warnings), "already in force",
@@ -119,17 +122,17 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         ready_field=ready_field_of(sp), wave_timeout=rollout.wave_timeout.total_seconds())
     save()
     t0 = clock.monotonic()
-    emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),  # type: ignore[arg-type]
+    emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),
                             waves=len(state.waves), trigger=state.trigger, resumed=resuming))
     for warning in state.warnings:
-        emitter.emit(RunWarning(**base, code="selection", message=warning))  # type: ignore[arg-type]
+        emitter.emit(RunWarning(**base, code="selection", message=warning))
     try:
         return _run(ctx, sp, by_name, t0)
     except KarmadaError as exc:
         state.result, state.reason = "failed", f"API error: {exc}"
         state.phase, state.finished_at = "done", _iso(clock)
         save()
-        emitter.emit(RunFinished(**base, result="failed", reason=state.reason,  # type: ignore[arg-type]
+        emitter.emit(RunFinished(**base, result="failed", reason=state.reason,
                                  duration_seconds=clock.monotonic() - t0))
         return RunRecord.from_state(state)
 
@@ -161,7 +164,8 @@ def _iso(clock: Clock) -> str:
     return clock.now().isoformat().replace("+00:00", "Z")
 
 
-def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float) -> RunRecord:
+def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload],
+         t0: float) -> RunRecord:
     state, clock, emitter = ctx.state, ctx.clock, ctx.emitter
     base = ctx.event_base(None)
     if state.phase in ("planned", "policies"):
@@ -177,7 +181,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
             _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
                                             run_id=ctx.run_id, lazy=sp.lazy, save=ctx.save)
             ctx.save()
-            emitter.emit(PolicyChanged(**base, kind=target.kind,  # type: ignore[arg-type]
+            emitter.emit(PolicyChanged(**base, kind=target.kind,
                                        policy=policy_ref(target.namespace, target.name),
                                        action=action, lazy_added=record.lazy_added))
             if record.keep_lazy and record.lazy_added:
@@ -203,13 +207,13 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
             if not outcome.ok:
                 wave.result, wave.reason = "failed", outcome.reason
                 ctx.save()
-                emitter.emit(WaveFinished(**wbase, result="failed",  # type: ignore[arg-type]
+                emitter.emit(WaveFinished(**wbase, result="failed",
                                           reason=outcome.reason, failure=outcome.failure,
                                           duration_seconds=clock.monotonic() - started))
                 return _fail(ctx, sp, by_name, outcome.reason, t0)
             wave.result = "succeeded"
             ctx.save()
-            emitter.emit(WaveFinished(**wbase, result="succeeded",  # type: ignore[arg-type]
+            emitter.emit(WaveFinished(**wbase, result="succeeded",
                                       duration_seconds=clock.monotonic() - started))
             if i < len(state.waves) - 1:
                 clock.sleep(sp.rollout.pause_between_waves.total_seconds())
@@ -219,7 +223,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
         for record in state.policies:
             action = policy_change.finish(ctx.client, record, run_id=ctx.run_id, save=ctx.save)
             if action == "lazy_restored":
-                emitter.emit(PolicyChanged(**base, kind=record.kind,  # type: ignore[arg-type]
+                emitter.emit(PolicyChanged(**base, kind=record.kind,
                                            policy=policy_ref(record.namespace, record.name),
                                            action=action))
         _remove_rebalancers(ctx)
@@ -227,7 +231,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], t0: float)
         ctx.save()
     if state.phase == "rollback":
         return _fail(ctx, sp, by_name, state.reason, t0)
-    emitter.emit(RunFinished(**base, result=state.result or "succeeded",  # type: ignore[arg-type]
+    emitter.emit(RunFinished(**base, result=state.result or "succeeded",
                              duration_seconds=clock.monotonic() - t0))
     return RunRecord.from_state(state)
 
@@ -239,12 +243,12 @@ def _remove_rebalancers(ctx: SwitchContext) -> None:
             try:
                 delete_rebalancer(ctx.client, name)
             except KarmadaError as exc:  # best effort: the TTL removes it anyway
-                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index),  # type: ignore[arg-type]
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index),
                                             code="cleanup",
                                             message=f"WorkloadRebalancer {name}: {exc}"))
 
 
-def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], reason: str,
+def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload], reason: str,
           t0: float) -> RunRecord:
     state = ctx.state
     state.reason = reason
@@ -257,7 +261,7 @@ def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Any], reason: s
         state.result = "failed"
     state.phase, state.finished_at = "done", _iso(ctx.clock)
     ctx.save()
-    ctx.emitter.emit(RunFinished(**ctx.event_base(None), result=state.result,  # type: ignore[arg-type]
+    ctx.emitter.emit(RunFinished(**ctx.event_base(None), result=state.result,
                                  reason=state.reason,
                                  duration_seconds=ctx.clock.monotonic() - t0))
     return RunRecord.from_state(state)

@@ -16,7 +16,6 @@ from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada import templates as templates_api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import NotFound
-from tidal.karmada.objects import RebalancerWorkload
 
 REBALANCER_TTL_SECONDS = 600
 
@@ -111,9 +110,7 @@ def is_rollback_rebalancer(name: str) -> bool:
 
 def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
                    schedule: str, run_id: str) -> Obj:
-    refs: list[RebalancerWorkload] = [
-        RebalancerWorkload(**w.ref())  # type: ignore[typeddict-item]
-        for w in workloads]
+    refs = [w.ref() for w in workloads]
     labels = {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
     return rebalancers_api.create_rebalancer(client, name, refs,
                                              ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels)

@@ -11,6 +11,7 @@ from tidal.domain.floors import FloorRule, floor_clusters
 from tidal.engine import gates, triggers
 from tidal.engine.events import (
     Emitter,
+    EventBase,
     FloorBreached,
     FloorObserved,
     GatePassed,
@@ -48,9 +49,9 @@ class SwitchContext:
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
 
-    def event_base(self, wave: int | None) -> dict[str, object]:
-        return {"schedule": self.schedule, "window": self.window, "run_id": self.run_id,
-                "wave": wave}
+    def event_base(self, wave: int | None) -> EventBase:
+        return EventBase(schedule=self.schedule, window=self.window, run_id=self.run_id,
+                         wave=wave)
 
     def now_iso(self) -> str:
         return self.clock.now().isoformat().replace("+00:00", "Z")
@@ -88,7 +89,7 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
     index = wave.index
     base = ctx.event_base(index)
     live = [w for w in workloads if w.name not in ctx.skipped]
-    ctx.emitter.emit(WaveStarted(**base, workloads=tuple(w.name for w in live),  # type: ignore[arg-type]
+    ctx.emitter.emit(WaveStarted(**base, workloads=tuple(w.name for w in live),
                                  trigger=ctx.trigger, rollback=rollback))
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)
     watch = BindingWatch(ctx.client, namespace, cluster_scoped=cluster_scoped)
@@ -128,7 +129,7 @@ def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
     note = f"{name} left out: template {reason} during the switch"
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
-    ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name,  # type: ignore[arg-type]
+    ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name,
                                      reason=reason))
 
 
@@ -227,10 +228,10 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         for gate in gates.GATES:
             if gate in report.passed and gate not in passed and gate != "floors":
                 passed.add(gate)
-                ctx.emitter.emit(GatePassed(**base, gate=gate))  # type: ignore[arg-type]
+                ctx.emitter.emit(GatePassed(**base, gate=gate))
         if report.failure == "floor_breach":
             for v in report.violations:
-                ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,  # type: ignore[arg-type]
+                ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,
                                                workload=v.workload, ready=v.ready,
                                                required=v.required, floor=v.floor))
             return WaveOutcome(False, "floor_breach", report.reason)
@@ -247,7 +248,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
             continue
         if until in report.passed:
             if until == "converged":
-                ctx.emitter.emit(GatePassed(**base, gate="floors"))  # type: ignore[arg-type]
+                ctx.emitter.emit(GatePassed(**base, gate="floors"))
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
         if wave.rebalancers and "triggered" not in report.passed and \
@@ -266,7 +267,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         remaining = deadline - now
         if remaining <= 0:
             return WaveOutcome(False, "timeout", _timeout_reason(ctx, report, len(targets)))
-        ctx.emitter.emit(WaveProgress(**base, ready=report.ready,  # type: ignore[arg-type]
+        ctx.emitter.emit(WaveProgress(**base, ready=report.ready,
                                       assigned=report.assigned, converged=report.converged,
                                       total=len(targets)))
         for obj, deleted in watch.changes(min(remaining, 5.0)):
@@ -302,7 +303,7 @@ def _observe_floors(ctx: SwitchContext, index: int, cache: dict[str, Obj],
     for cluster, value in lowest.items():
         if ctx.floor_seen.get(cluster) != value:
             ctx.floor_seen[cluster] = value
-            ctx.emitter.emit(FloorObserved(**ctx.event_base(index), cluster=cluster,  # type: ignore[arg-type]
+            ctx.emitter.emit(FloorObserved(**ctx.event_base(index), cluster=cluster,
                                            min_ready=value, required=required[cluster]))
 
 
