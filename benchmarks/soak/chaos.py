@@ -115,11 +115,16 @@ class Chaos:
         return f"{name} for {seconds:.0f}s"
 
     def _pods_fail(self) -> str:
+        """Pods stop starting in one cluster, often from just before the next window start
+        and for longer than a waveTimeout, so that waves fail (halt or rollback)."""
         name = self.random.choice(CLUSTERS)
-        self.emu.set_pods_fail(name, True)
-        seconds = self.random.uniform(5, 20)
-        self._later(seconds, "pods", lambda: self.emu.set_pods_fail(name, False))
-        return f"{name} for {seconds:.0f}s"
+        seconds = self.random.uniform(8, 30)
+        delay = 0.0
+        if self.random.random() < 0.6:
+            delay = max(60.0 - time.time() % 60.0 - 1.0, 0.0)
+        self._later(delay, "pods-fail", lambda: self.emu.set_pods_fail(name, True))
+        self._later(delay + seconds, "pods", lambda: self.emu.set_pods_fail(name, False))
+        return f"{name} in {delay:.0f}s for {seconds:.0f}s"
 
     # -- the leader --------------------------------------------------------------------------
     def _kill_leader(self) -> str | None:
