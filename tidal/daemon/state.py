@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
 from tidal.engine.journal import RunState
@@ -37,25 +37,49 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _dt(value: Any) -> datetime | None:
+def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def controls_to_dict(c: Controls) -> Obj:
+class HoldData(TypedDict):
+    window: str
+    until: str
+    since: str
+
+
+class ControlsData(TypedDict, total=False):
+    """data.controls of the schedule object, as JSON."""
+
+    suspended: bool
+    skipStart: str | None
+    hold: HoldData | None
+
+
+class HandledData(TypedDict, total=False):
+    """data.handled of the schedule object, as JSON (window and at always written)."""
+
+    window: str
+    at: str
+    outcome: str
+    runId: str | None
+    updatedAt: str | None
+
+
+def controls_to_dict(c: Controls) -> ControlsData:
     hold = None
     if c.hold is not None:
-        hold = {"window": c.hold.window, "until": _iso(c.hold.until),
-                "since": _iso(c.hold.since)}
-    return {"suspended": c.suspended, "skipStart": _iso(c.skip_start), "hold": hold}
+        hold = HoldData(window=c.hold.window, until=c.hold.until.isoformat(),
+                        since=c.hold.since.isoformat())
+    return ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold)
 
 
-def controls_from_dict(d: Obj) -> Controls:
+def controls_from_dict(d: ControlsData) -> Controls:
     hold = d.get("hold")
     return Controls(
         suspended=bool(d.get("suspended")),
         skip_start=_dt(d.get("skipStart")),
-        hold=Hold(window=hold["window"], until=_dt(hold["until"]),  # type: ignore[arg-type]
-                  since=_dt(hold["since"])) if hold else None,  # type: ignore[arg-type]
+        hold=Hold(window=hold["window"], until=datetime.fromisoformat(hold["until"]),
+                  since=datetime.fromisoformat(hold["since"])) if hold else None,
     )
 
 
@@ -73,13 +97,13 @@ class HandledRecord:
     def handled(self) -> Handled:
         return Handled(window=self.window, at=self.at)
 
-    def to_dict(self) -> Obj:
-        return {"window": self.window, "at": _iso(self.at), "outcome": self.outcome,
-                "runId": self.run_id, "updatedAt": _iso(self.updated_at)}
+    def to_dict(self) -> HandledData:
+        return HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
+                           runId=self.run_id, updatedAt=_iso(self.updated_at))
 
     @classmethod
-    def from_dict(cls, d: Obj) -> HandledRecord:
-        return cls(window=d["window"], at=_dt(d["at"]),  # type: ignore[arg-type]
+    def from_dict(cls, d: HandledData) -> HandledRecord:
+        return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
                    outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
                    updated_at=_dt(d.get("updatedAt")))
 
@@ -123,26 +147,16 @@ class StateStore:
         if state.journal_token is None:
             current = cm.get_configmap(self.client, self.namespace, name)
             if current is None:
-                try:
-                    made = cm.create_configmap(self.client, self.namespace, name, data,
-                                               {**LABELS, "tidal.io/schedule": state.schedule})
-                except AlreadyExists as exc:
-                    raise Conflict(f"run state of {state.schedule} created by another writer",
-                                   code=409, reason="Conflict") from exc
-                state.journal_token = made["metadata"]["resourceVersion"]
+                state.journal_token = self._create(name, state.schedule, data,
+                                                   f"run state of {state.schedule}")
                 return
             stored = (current.get("data") or {}).get("run")
             if stored and not RunState.from_json(stored).finished:
                 raise Conflict(f"run state of {state.schedule} holds an unfinished run",
                                code=409, reason="Conflict")
             state.journal_token = current["metadata"]["resourceVersion"]
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": self.namespace,
-                             "labels": {**LABELS, "tidal.io/schedule": state.schedule},
-                             "resourceVersion": state.journal_token},
-                "data": data}
-        updated = cm.update_configmap(self.client, body)  # Conflict propagates: fenced out
-        state.journal_token = updated["metadata"]["resourceVersion"]
+        # Conflict propagates: fenced out
+        state.journal_token = self._update(name, state.schedule, state.journal_token, data)
 
     # --- handled record and controls -------------------------------------------------------
     def read(self, schedule: str) -> ScheduleState:
@@ -163,13 +177,21 @@ class StateStore:
     def _write(self, schedule: str, token: str | None, data: dict[str, str]) -> str:
         name = schedule_object_name(schedule)
         if token is None:
-            try:
-                made = cm.create_configmap(self.client, self.namespace, name, data,
-                                           {**LABELS, "tidal.io/schedule": schedule})
-            except AlreadyExists as exc:
-                raise Conflict(f"state of {schedule} created by another writer", code=409,
-                               reason="Conflict") from exc
-            return str(made["metadata"]["resourceVersion"])
+            return self._create(name, schedule, data, f"state of {schedule}")
+        return self._update(name, schedule, token, data)
+
+    def _create(self, name: str, schedule: str, data: dict[str, str], what: str) -> str:
+        """Create a state object; its resourceVersion. Conflict when another writer made it."""
+        try:
+            made = cm.create_configmap(self.client, self.namespace, name, data,
+                                       {**LABELS, "tidal.io/schedule": schedule})
+        except AlreadyExists as exc:
+            raise Conflict(f"{what} created by another writer", code=409,
+                           reason="Conflict") from exc
+        return str(made["metadata"]["resourceVersion"])
+
+    def _update(self, name: str, schedule: str, token: str | None, data: dict[str, str]) -> str:
+        """Replace a state object's data, fenced on `token`; its new resourceVersion."""
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": self.namespace, "resourceVersion": token,
                              "labels": {**LABELS, "tidal.io/schedule": schedule}},
