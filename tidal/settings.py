@@ -6,7 +6,7 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -88,9 +88,9 @@ class SettingsError(ValueError):
 
 def load_settings(**overrides: object) -> Settings:
     """Build the settings from the environment, with explicit (flag) overrides on top."""
-    given = {k: v for k, v in overrides.items() if v is not None}
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**given)  # type: ignore[arg-type]
+        return Settings(**given)
     except SourceError as exc:  # a nested group given as one variable that is not JSON
         field = str(exc).split('field "', 1)[-1].split('"', 1)[0]
         name = "TIDAL_" + field.upper()

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
+# Longest first: "a!=b" is not "a!" = "b", "a==b" is "a" = "b".
+_EQUALITY_TOKENS: tuple[tuple[str, Operator], ...] = (("!=", "!="), ("==", "="), ("=", "="))
 
 _KEY = re.compile(
     r"^([a-z0-9A-Z]([-a-z0-9A-Z.]*[a-z0-9A-Z])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -103,12 +105,12 @@ def _parse_part(part: str) -> Requirement:
         return Requirement(_check_key(set_match["key"], part), op, values)
     if text.startswith("!"):
         return Requirement(_check_key(text[1:].strip(), part), "!")
-    for token, operator in (("!=", "!="), ("==", "="), ("=", "=")):
+    for token, operator in _EQUALITY_TOKENS:
         if token in text:
             key, _, value = text.partition(token)
             return Requirement(
                 _check_key(key.strip(), part),
-                operator,  # type: ignore[arg-type]
+                operator,
                 (_check_value(value.strip(), part),),
             )
     if any(c in text for c in " ()<>"):
