@@ -15,7 +15,7 @@ from typing import Any
 
 import json_merge_patch
 
-from tidal.domain.schedule import PolicyChange, TidalSchedule, Window
+from tidal.domain.schedule import PolicyChange, TidalSchedule, Window, WorkloadSelector
 from tidal.domain.selectors import selector_to_query
 from tidal.domain.waves import WorkloadKey
 from tidal.karmada import bindings as bindings_api
@@ -23,6 +23,7 @@ from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
 from tidal.karmada.objects import RebalancerWorkload
+from tidal.karmada.templates import list_templates
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                  "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
@@ -185,14 +186,25 @@ def _claimed_by_other(template: Obj) -> bool:
     return any(k in labels for k in claim_labels())
 
 
+def _select_templates(client: KarmadaClient, selectors: list[WorkloadSelector]) -> list[Obj]:
+    """The templates spec.workloads selects (label selectors applied by the server)."""
+    out: list[Obj] = []
+    for sel in selectors:
+        query = None
+        if sel.label_selector is not None:
+            query = selector_to_query(sel.label_selector.match_labels,
+                                      sel.label_selector.match_expressions) or None
+        out += list_templates(client, sel.api_version, sel.kind, sel.namespace, query)
+    return out
+
+
 def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> Selection:
     """Read the window's policies, the templates they claim and their bindings."""
-    from tidal.karmada.templates import list_templates
-
     targets = [_target(client, change) for change in window.policies]
     selection = Selection(policies=targets, workloads=[])
     seen: set[str] = set()
     selectors = schedule.spec.workloads
+    listed: list[Obj] | None = None  # what spec.workloads selects, listed once
     for target in targets:
         policy = target.current
         assert policy is not None
@@ -204,21 +216,17 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> S
             continue
         found: list[Obj] = []
         if selectors:
-            for sel in selectors:
-                query = None
-                if sel.label_selector is not None:
-                    query = selector_to_query(sel.label_selector.match_labels,
-                                              sel.label_selector.match_expressions) or None
-                for tpl in list_templates(client, sel.api_version, sel.kind, sel.namespace,
-                                          query):
-                    if _claimed_by(tpl, policy):
-                        found.append(tpl)
-                    elif _claimed_by_other(tpl):
-                        selection.skipped.append(Skipped(_key_text(tpl), "foreign",
-                                                         "claimed by another policy"))
-                    elif len(targets) == 1:
-                        selection.skipped.append(Skipped(_key_text(tpl), "unbound",
-                                                         "claimed by no policy"))
+            if listed is None:
+                listed = _select_templates(client, selectors)
+            for tpl in listed:
+                if _claimed_by(tpl, policy):
+                    found.append(tpl)
+                elif _claimed_by_other(tpl):
+                    selection.skipped.append(Skipped(_key_text(tpl), "foreign",
+                                                     "claimed by another policy"))
+                elif len(targets) == 1:
+                    selection.skipped.append(Skipped(_key_text(tpl), "unbound",
+                                                     "claimed by no policy"))
         else:
             for api_version, kind, namespace in _kinds_of(policy):
                 found.extend(list_templates(client, api_version, kind, namespace, claim))
