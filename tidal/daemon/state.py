@@ -25,12 +25,15 @@ Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 
 
+RUN_PREFIX, SCHEDULE_PREFIX = "tidal-run-", "tidal-sched-"
+
+
 def run_object_name(schedule: str) -> str:
-    return f"tidal-run-{schedule}"
+    return RUN_PREFIX + schedule
 
 
 def schedule_object_name(schedule: str) -> str:
-    return f"tidal-sched-{schedule}"
+    return SCHEDULE_PREFIX + schedule
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -134,7 +137,11 @@ class StateStore:
 
     # --- Journal protocol (tidal.engine.journal) -----------------------------------------
     def load(self, schedule_name: str) -> RunState | None:
-        obj = cm.get_configmap(self.client, self.namespace, run_object_name(schedule_name))
+        return self._run_of(cm.get_configmap(self.client, self.namespace,
+                                             run_object_name(schedule_name)))
+
+    @staticmethod
+    def _run_of(obj: Obj | None) -> RunState | None:
         if obj is None or not (obj.get("data") or {}).get("run"):
             return None
         return RunState.from_json(obj["data"]["run"],
@@ -232,11 +239,21 @@ class StateStore:
 
     def list_states(self) -> dict[str, ScheduleState]:
         """Every schedule's handled record and controls, by schedule name."""
-        out: dict[str, ScheduleState] = {}
-        for obj in cm.list_configmaps(self.client, self.namespace,
-                                      "app.kubernetes.io/managed-by=tidal"):
+        return self.list_all()[0]
+
+    def list_all(self) -> tuple[dict[str, ScheduleState], dict[str, RunState]]:
+        """Every schedule's state and last run (as `load` reads it), by schedule name, from
+        one list of the state objects."""
+        states: dict[str, ScheduleState] = {}
+        runs: dict[str, RunState] = {}
+        selector = ",".join(f"{k}={v}" for k, v in LABELS.items())
+        for obj in cm.list_configmaps(self.client, self.namespace, selector):
             name = obj["metadata"]["name"]
-            if name.startswith("tidal-sched-"):
-                schedule = name[len("tidal-sched-"):]
-                out[schedule] = self._state_of(schedule, obj)
-        return out
+            if name.startswith(SCHEDULE_PREFIX):
+                schedule = name.removeprefix(SCHEDULE_PREFIX)
+                states[schedule] = self._state_of(schedule, obj)
+            elif name.startswith(RUN_PREFIX):
+                run = self._run_of(obj)
+                if run is not None:
+                    runs[name.removeprefix(RUN_PREFIX)] = run
+        return states, runs

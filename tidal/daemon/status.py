@@ -10,7 +10,8 @@ from tidal.daemon.state import StateStore
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState, content_hash
 from tidal.engine.policy_change import comparable
-from tidal.karmada.errors import KarmadaError, NotFound
+from tidal.karmada import policies as policies_api
+from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
 
 
@@ -20,20 +21,14 @@ def _iso(value: datetime | None) -> str | None:
 
 def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
-    from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
-
     drifted: list[dict[str, Any]] = []
     if not run.finished or run.result != "succeeded":
         return drifted
     for policy in run.policies:
         if not policy.post_hash:
             continue
-        resource = PROPAGATION_POLICIES if policy.kind == "PropagationPolicy" \
-            else CLUSTER_PROPAGATION_POLICIES
-        try:
-            obj = client.request("get", resource, "GET",
-                                 resource.path(policy.namespace, policy.name))
-        except NotFound:
+        obj = policies_api.find_policy(client, policy.kind, policy.name, policy.namespace)
+        if obj is None:
             drifted.append({"policy": policy.key, "reason": "deleted"})
             continue
         if content_hash(comparable(obj.get("spec"))) != policy.post_hash:
@@ -44,7 +39,7 @@ def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
 def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
-    states = store.list_states()
+    states, runs = store.list_all()
     lease = get_lease(client, namespace, lease_name)
     leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
     out: list[dict[str, Any]] = []
@@ -57,7 +52,7 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         state = states.get(name)
         controls = state.controls if state else None
         handled = state.handled if state else None
-        run = store.load(name)
+        run = runs.get(name)
         drift: list[dict[str, Any]] = []
         if check_drift and run is not None:
             try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tidal.karmada.client import KNOWN, KarmadaClient, Resource
 from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
+from tidal.karmada.templates import list_paged
 
 Obj = dict[str, Any]
 
@@ -28,16 +29,9 @@ def get_configmap(client: KarmadaClient, namespace: str, name: str) -> Obj | Non
 
 def list_configmaps(client: KarmadaClient, namespace: str, label_selector: str) -> list[Obj]:
     """ConfigMaps in the namespace matching the selector (paged)."""
-    items: list[Obj] = []
-    token: str | None = None
-    while True:
-        page = client.request("list", CONFIGMAPS, "GET", CONFIGMAPS.path(namespace),
-                              query={"labelSelector": label_selector, "limit": 200,
-                                     "continue": token})
-        items.extend(page.get("items") or [])
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return items
+    items, _ = list_paged(client, CONFIGMAPS, namespace, label_selector=label_selector,
+                          page_size=200)
+    return items
 
 
 def create_configmap(client: KarmadaClient, namespace: str, name: str, data: dict[str, str],
