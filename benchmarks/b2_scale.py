@@ -107,8 +107,11 @@ def _profile(fn: Callable[[], Any]) -> str:
     fn()
     profiler.disable()
     buffer = io.StringIO()
-    pstats.Stats(profiler, stream=buffer).sort_stats("cumulative").print_stats(15)
-    return buffer.getvalue()[-4000:]
+    stats = pstats.Stats(profiler, stream=buffer)
+    stats.sort_stats("cumulative").print_stats(22)
+    stats.sort_stats("tottime").print_stats(12)
+    return "\n".join(line[:160] for line in buffer.getvalue().splitlines()
+                     if line.strip() and "function calls" not in line)[-7000:]
 
 
 def _superlinear(rows: list[tuple[int, float, float, float, int, int]]) -> bool:

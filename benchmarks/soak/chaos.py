@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.soak.fleet import Fleet
-from benchmarks.soak.scenario import BROKEN_TEXTS, CLUSTERS, TEAMS, schedule_text
+from benchmarks.soak.scenario import (
+    BROKEN_TEXTS,
+    CLUSTERS,
+    NS,
+    REPLICAS,
+    TEAMS,
+    schedule_text,
+)
 
 API_RESOURCES = ("clusterpropagationpolicies", "deployments", "resourcebindings",
                  "workloadrebalancers", "configmaps", "leases", "clusters", "*")
@@ -40,6 +47,7 @@ class Chaos:
             ("cluster_notready", self._cluster_notready, 2), ("pods_fail", self._pods_fail, 3),
             ("sigkill_leader", self._kill_leader, 1), ("sigstop_leader", self._stop_leader, 1),
             ("schedule_edit", self._good_edit, 1), ("schedule_broken", self._broken_edit, 1),
+            ("scale_past_capacity", self._scale_up, 1),
         ]
         names = [a[0] for a in actions]
         weights = [a[2] for a in actions]
@@ -125,6 +133,22 @@ class Chaos:
         self._later(delay, "pods-fail", lambda: self.emu.set_pods_fail(name, True))
         self._later(delay + seconds, "pods", lambda: self.emu.set_pods_fail(name, False))
         return f"{name} in {delay:.0f}s for {seconds:.0f}s"
+
+    def _scale_up(self) -> str:
+        """A team scales one workload far past both clusters' pod capacity: its available
+        share drops under the percentage floor (a breach tidal must stop for, not cause)."""
+        team = self.random.choice(TEAMS)
+        name = self.random.choice(team.workload_names())
+        rtype = self.emu.kinds.by_kind("apps/v1", "Deployment")
+
+        def scale(replicas: int) -> None:
+            self.emu.store.mutate(rtype, NS, name,
+                                  lambda o: o["spec"].update(replicas=replicas))
+
+        scale(REPLICAS * 200)
+        seconds = self.random.uniform(8, 25)
+        self._later(seconds, "scale", lambda: scale(REPLICAS))
+        return f"{name} to {REPLICAS * 200} for {seconds:.0f}s"
 
     # -- the leader --------------------------------------------------------------------------
     def _kill_leader(self) -> str | None:

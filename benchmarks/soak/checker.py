@@ -11,7 +11,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.soak.scenario import FLOOR_CLUSTER, FLOOR_MIN, NS, STATE_NS, TEAMS
+from benchmarks.soak.scenario import (
+    FLOOR_CLUSTER,
+    FLOOR_MIN,
+    FLOOR_PERCENT,
+    NS,
+    REPLICAS,
+    STATE_NS,
+    TEAMS,
+)
 from tidal.engine.gates import ready_by_cluster
 from tidal.sim.store import Gone, Store, WatchEvent
 
@@ -30,6 +38,28 @@ LEADER_SLACK_SECONDS = 1.0
 def _assigned(binding: Obj) -> dict[str, int]:
     return {c["name"]: int(c.get("replicas") or 0)
             for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")}
+
+
+def _where(assigned: dict[str, int]) -> frozenset[str]:
+    """The clusters a workload runs in: a move changes this set (a scale only the counts)."""
+    return frozenset(c for c, n in assigned.items() if n > 0)
+
+
+def _in_wave(state: Obj) -> bool:
+    return state.get("phase") != "done" and any(
+        w.get("startedAt") and not w.get("result") for w in state.get("waves") or [])
+
+
+def _breaches(binding: Obj) -> list[str]:
+    """The soak's floors broken by this binding's ready replicas."""
+    ready = ready_by_cluster(binding)
+    replicas = int((binding.get("spec") or {}).get("replicas") or 0)
+    out = []
+    if FLOOR_CLUSTER in _assigned(binding) and ready.get(FLOOR_CLUSTER, 0) < FLOOR_MIN:
+        out.append(f"{FLOOR_CLUSTER}<{FLOOR_MIN}")
+    if replicas and sum(ready.values()) * 100 < FLOOR_PERCENT * replicas:
+        out.append(f"available<{FLOOR_PERCENT}%")
+    return out
 
 
 def _workload_of_binding(binding: Obj) -> str:
@@ -157,11 +187,17 @@ class Checker:
                 self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
                                f"wave {prev['index']} was {prev.get('result') or 'unfinished'}")
                 continue
-            behind = [w for w in prev.get("workloads", []) if not self._converged(w)]
+            behind = [w for w in prev.get("workloads", []) if not self._converged(w)
+                      and not self._scaled(w)]
             if behind:
                 self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
                                f"{', '.join(sorted(behind))} of wave {prev['index']} had not "
                                "converged")
+
+    def _scaled(self, workload: str) -> bool:
+        """Scaled by the chaos since (its convergence is then the floors' business)."""
+        binding = self.bindings.get(workload.rsplit("/", 1)[-1]) or {}
+        return int((binding.get("spec") or {}).get("replicas") or 0) != REPLICAS
 
     def _converged(self, workload: str) -> bool:
         name = workload.rsplit("/", 1)[-1]
@@ -184,22 +220,20 @@ class Checker:
         new = _assigned(event.obj)
         run = self.runs.get(self.current_run.get(schedule, ""))
         active = run is not None and run.last.get("phase") != "done"
-        if old is not None and old and new and old != new:
+        if old and new and _where(old) != _where(new):
             if active and run is not None:
                 run.moves[name] += 1
             else:
                 self.moves_outside_runs += 1
-        ready = ready_by_cluster(event.obj).get(FLOOR_CLUSTER, 0)
-        if ready >= FLOOR_MIN:
+        broken = _breaches(event.obj)
+        if not broken:
             self._held.add(name)
-        if name in self._held and ready < FLOOR_MIN and name not in self._breached:
-            # a floor breach: the run in progress must fail its wave for it
+            self._breached.discard(name)
+        elif name in self._held and name not in self._breached:
             self._breached.add(name)
             self.breaches_seen += 1
-            if active and run is not None:
-                run.floor_breaches += 1
-        elif ready >= FLOOR_MIN:
-            self._breached.discard(name)
+            if run is not None and _in_wave(run.last):
+                run.floor_breaches += 1  # the wave in flight must fail for it
 
     # -- checks at the end -------------------------------------------------------------------
     def leader_at(self, t: float) -> set[str | None]:

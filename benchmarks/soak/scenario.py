@@ -39,6 +39,8 @@ TEAMS = (Team("alpha", 6, "touch", "halt"), Team("beta", 6, "both", "rollback"))
 DAY = {"cluster-a": 4, "cluster-b": 1}
 NIGHT = {"cluster-b": 1}
 FLOOR_CLUSTER, FLOOR_MIN = "cluster-b", 1
+FLOOR_PERCENT = 20  # of spec.replicas ready across clusters: a scale-up past capacity breaks it
+CLUSTER_PODS = 100
 
 
 def _cluster(name: str) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def _cluster(name: str) -> dict[str, Any]:
         "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
                                    "message": "ok"}],
                    "resourceSummary": {"allocatable": {"cpu": "1000", "memory": "4Ti",
-                                                       "pods": "1000"}}},
+                                                       "pods": str(CLUSTER_PODS)}}},
     }
 
 
@@ -145,6 +147,7 @@ def schedule_text(team: Team, *, wave_size: str = "50%", suspend: bool = False) 
           floors:
             - clusters: [{FLOOR_CLUSTER}]
               minReadyReplicas: {FLOOR_MIN}
+            - minAvailablePercent: {FLOOR_PERCENT}
         """), "  ")
 
 
