@@ -134,10 +134,8 @@ def _journal(client: Any, settings: Any) -> Any:
     from tidal.daemon.manual import ManualRunJournal
     from tidal.domain.clock import SystemClock
 
-    le = settings.leader_election
     return ManualRunJournal(client, settings.state_namespace, settings.identity, SystemClock(),
-                            ElectionTimings(le.lease_duration_seconds,
-                                            le.renew_deadline_seconds, le.retry_period_seconds))
+                            ElectionTimings.of(settings.leader_election))
 
 
 COMMANDS = [switch_command]

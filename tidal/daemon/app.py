@@ -86,13 +86,12 @@ class Daemon:
         self._observers = [o for o in (on_event, self._observer()) if o is not None]
 
         le = settings.leader_election
+        self.timings = ElectionTimings.of(le)  # the leader lease's and the run locks'
         self.elector: LeaderElector | _AlwaysLeader
         if le.enabled:
             self.elector = LeaderElector(
                 lease_store or KarmadaLeaseStore(client, settings.state_namespace, le.lease_name),
-                self.identity, self.clock,
-                ElectionTimings(le.lease_duration_seconds, le.renew_deadline_seconds,
-                                le.retry_period_seconds),
+                self.identity, self.clock, self.timings,
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading)
         else:
@@ -152,12 +151,9 @@ class Daemon:
     def _run_lock(self, schedule: str) -> RunLock:
         lock = self._run_locks.get(schedule)
         if lock is None:
-            le = self.settings.leader_election
             store = self._lock_store(schedule) if self._lock_store else KarmadaLeaseStore(
                 self.client, self.settings.state_namespace, run_lock_name(schedule))
-            lock = RunLock(store, schedule, f"daemon:{self.identity}", self.clock,
-                           ElectionTimings(le.lease_duration_seconds, le.renew_deadline_seconds,
-                                           le.retry_period_seconds),
+            lock = RunLock(store, schedule, f"daemon:{self.identity}", self.clock, self.timings,
                            preempt=lambda holder: holder.startswith("daemon:"))
             self._run_locks[schedule] = lock
         return lock

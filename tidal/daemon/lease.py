@@ -25,6 +25,7 @@ import structlog
 
 from tidal.domain.clock import Clock
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
+from tidal.settings import LeaderElectionSettings
 
 Obj = dict[str, Any]
 log = structlog.get_logger("tidal.daemon.lease")
@@ -63,6 +64,11 @@ class ElectionTimings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    @classmethod
+    def of(cls, settings: LeaderElectionSettings) -> ElectionTimings:
+        return cls(settings.lease_duration_seconds, settings.renew_deadline_seconds,
+                   settings.retry_period_seconds)
 
     def __post_init__(self) -> None:
         if not self.retry_period < self.renew_deadline < self.lease_duration:
