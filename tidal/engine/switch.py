@@ -259,6 +259,7 @@ def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload], reas
             state.reason = why
     else:
         state.result = "failed"
+    _remove_rebalancers(ctx)  # a halted or rolled back run leaves no trigger objects either
     state.phase, state.finished_at = "done", _iso(ctx.clock)
     ctx.save()
     ctx.emitter.emit(RunFinished(**ctx.event_base(None), result=state.result,
