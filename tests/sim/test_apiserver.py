@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.sim.http_helpers import raw
 from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -68,21 +69,6 @@ def deployment(
             "template": {"metadata": {"labels": labels}, "spec": {"containers": containers}},
         },
     }
-
-
-def raw(
-    emu: Emulator, method: str, path: str, body: Any = None, content_type: str = "application/json"
-) -> tuple[int, Any, dict[str, str]]:
-    """One plain HTTP request: (status code, decoded JSON body, headers)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        emu.url + path, data=data, method=method, headers={"Content-Type": content_type}
-    )
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status, json.loads(resp.read()), dict(resp.headers)
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read()), dict(err.headers)
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from tests.sim.http_helpers import call
 from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -23,18 +24,7 @@ def cm(name: str) -> dict[str, Any]:
 
 
 def admin(emu: Emulator, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        emu.url + "/sim/v1/" + path,
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return call(emu, method, "/sim/v1/" + path, body)
 
 
 def test_throttle_fault_answers_429_with_retry_after(

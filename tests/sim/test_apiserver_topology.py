@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.http_helpers import call
 from tidal.sim.clock import ManualClock
 from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
 from tidal.sim.topology import TopologyError, load_topology, load_yaml_documents
@@ -40,11 +41,7 @@ spec: {replicas: 2}
 
 
 def get(emu: Emulator, path: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(emu.url + path) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return call(emu, "GET", path)
 
 
 def test_crd_in_topology_declares_a_custom_template_kind(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.http_helpers import call
 from tidal.sim.emulator import Emulator
 from tidal.sim.kinds import KindRegistry
 from tidal.sim.store import Invalid
@@ -46,17 +47,7 @@ def cpp(weight: int = 1, **spec: Any) -> dict[str, Any]:
 
 
 def post(emu: Emulator, path: str, body: Any) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(
-        emu.url + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return call(emu, "POST", path, body)
 
 
 def cpp_type() -> Any:
