@@ -210,16 +210,16 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, lazy: bool, save: S
 def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
                                       *, save: Save) -> None:
     """After rolled-back waves: the pre-image's own activationPreference."""
-    if record.action == "swap":
-        kind, name = record.kind, record.swap_from
-    else:
-        kind, name = record.kind, record.name
+    pre_image = record.pre_image or {}
+    if record.action == "swap":  # the pre-image is the `from` policy, whole
+        name, original = record.swap_from, (pre_image.get("spec") or {}).get(
+            "activationPreference")
+    else:  # the pre-image is the patched policy's spec
+        name, original = record.name, pre_image.get("activationPreference")
     assert name is not None
-    original = (record.pre_image or {}).get("activationPreference") if record.action == "patch" \
-        else ((record.pre_image or {}).get("spec") or {}).get("activationPreference")
-    current = api.find_policy(client, kind, name, record.namespace)
+    current = api.find_policy(client, record.kind, name, record.namespace)
     if current is None or (current.get("spec") or {}).get("activationPreference") == original:
         return
     save()
     body = {"spec": {"activationPreference": original}}
-    api.patch_policy(client, kind, name, record.namespace, body)
+    api.patch_policy(client, record.kind, name, record.namespace, body)

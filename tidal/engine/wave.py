@@ -186,8 +186,8 @@ def _not_yet_rescheduled(ctx: SwitchContext, wave: WaveState, live: list[Workloa
         return list(live)
     out = []
     for w in live:
-        spec = (watch.cache.get(w.binding_key) or {}).get("spec") or {}
-        status = (watch.cache.get(w.binding_key) or {}).get("status") or {}
+        binding = watch.cache.get(w.binding_key) or {}
+        spec, status = binding.get("spec") or {}, binding.get("status") or {}
         triggered = gates.parse_time(spec.get("rescheduleTriggeredAt"))
         last = gates.parse_time(status.get("lastScheduledTime"))
         if triggered is not None and triggered >= created and last is not None \
