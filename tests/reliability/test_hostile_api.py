@@ -68,7 +68,8 @@ def _strip_summary_of(name: str) -> Callable[[Any, Obj | None, Obj], None]:
     return hook
 
 
-def _touch_cluster(emu: Any, name: str) -> None:
+def _summary_gone(emu: Any, name: str) -> None:
+    emu.store.admission.append(_strip_summary_of(name))
     emu.set_cluster_ready(name, True)  # any write runs the admission hook
 
 
@@ -89,9 +90,7 @@ CASES: dict[str, Callable[[Any], None]] = {
         type="wrong-kind", verb="patch", resource="clusterpropagationpolicies", count=1),
     "binding-without-status": lambda emu: emu.store.admission.append(
         _strip_status_of("web-03")),
-    "cluster-without-resource-summary": lambda emu: (
-        emu.store.admission.append(_strip_summary_of("cluster-b")),
-        _touch_cluster(emu, "cluster-b")),
+    "cluster-without-resource-summary": lambda emu: _summary_gone(emu, "cluster-b"),
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ USAGE_CASES: list[tuple[list[str], tuple[str, ...]]] = [
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A reachable emulator's kubeconfig, a schedules directory and some broken files."""
     tmp = tmp_path_factory.mktemp("settings")
     emu = Emulator().start()
@@ -57,7 +58,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     paths = {"kubeconfig": str(emu.write_kubeconfig(tmp / "kubeconfig")),
              "schedules": str(tmp / "schedules"), "missing": str(tmp / "missing" / "x"),
              **{name: str(tmp / name) for name in ("garbage", "list", "binary", "file")}}
-    yield paths  # type: ignore[misc]
+    yield paths
     emu.stop()
 
 

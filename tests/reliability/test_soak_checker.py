@@ -81,7 +81,7 @@ def test_moved_twice_in_one_run_is_reported(world: Any) -> None:
     for clusters in ([{"name": "cluster-b", "replicas": 5}],
                      [{"name": "cluster-a", "replicas": 5}]):
         emu.store.mutate(rtype, NS, name,
-                         lambda o, c=clusters: o["spec"].update(clusters=c))  # type: ignore[misc]
+                         lambda o, c=clusters: o["spec"].update(clusters=c))
         _settle(checker)
     _save_run(emu, _run("done", [_wave(0, True, "succeeded")], "succeeded"))
     _settle(checker)
