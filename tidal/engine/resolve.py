@@ -262,17 +262,16 @@ def _key_text(tpl: Obj) -> str:
 def _attach_bindings(client: KarmadaClient, selection: Selection) -> None:
     namespaces = sorted({w.key.namespace for w in selection.workloads})
     cache: dict[str, Obj] = {}
-    if any(ns == "" for ns in namespaces):
-        items, _ = bindings_api.list_bindings(client, cluster_scoped=True)
+
+    def add(namespace: str | None, *, cluster_scoped: bool = False) -> None:
+        items, _ = bindings_api.list_bindings(client, namespace, cluster_scoped=cluster_scoped)
         cache.update({bindings_api.key_of(b): b for b in items})
+
+    if "" in namespaces:
+        add(None, cluster_scoped=True)
     named = [ns for ns in namespaces if ns]
-    if len(named) > 3:
-        items, _ = bindings_api.list_bindings(client, None)
-        cache.update({bindings_api.key_of(b): b for b in items})
-    else:
-        for ns in named:
-            items, _ = bindings_api.list_bindings(client, ns)
-            cache.update({bindings_api.key_of(b): b for b in items})
+    for ns in [None] if len(named) > 3 else named:  # many namespaces: one list of them all
+        add(ns)
     kept: list[Workload] = []
     for w in selection.workloads:
         w.binding = cache.get(w.binding_key)
