@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scenario as sc
-from benchmarks.harness import RunConfig, Section, SimEngineClock, fmt, karmada_client, wait_until
+from benchmarks.harness import (
+    RunConfig,
+    Section,
+    SimEngineClock,
+    karmada_client,
+    rtype,
+    wait_until,
+)
 from benchmarks.schedules import load_one, write_schedule
 from benchmarks.timeline import Availability, Floor, analyse, converged_now
 from tidal.engine.journal import InMemoryJournal
@@ -48,13 +55,15 @@ class Arm:
 
 
 def b1_fleet(tiny: bool = False, min_replicas: int = 3) -> sc.Fleet:
-    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=min_replicas, max_replicas=8, startup_seconds=5.0,
+    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=min_replicas, max_replicas=8,
+                    startup_seconds=5.0,
                     termination_seconds=2.0, gpu_a=400, gpu_b=360, scheduler_latency=0.1)
 
 
 def _replicas(fleet: sc.Fleet) -> dict[str, int]:
     return {f"{sc.NAMESPACE}/Deployment/{name}": n
-            for (name, _), n in zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)}
+            for (name, _), n in zip(sc.workload_names(fleet), sc.replica_counts(fleet),
+                                    strict=True)}
 
 
 def _policies(dynamic: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -73,10 +82,10 @@ def _in_a(emu: Emulator) -> int:
 
 def _shrink_cluster_a(emu: Emulator, gpus: int) -> None:
     """Night: training takes cluster-a's GPUs; what is left for inference is `gpus`."""
-    rtype = emu.kinds.by_kind("cluster.karmada.io/v1alpha1", "Cluster")
-    obj = emu.store.get(rtype, None, "cluster-a")
+    cluster = rtype(emu, "cluster.karmada.io/v1alpha1", "Cluster")
+    obj = emu.store.get(cluster, None, "cluster-a")
     obj["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
-    emu.store.update(rtype, obj, subresource="status")
+    emu.store.update(cluster, obj, subresource="status")
 
 
 def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = None,
@@ -187,7 +196,8 @@ def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, o
         client.close()
 
 
-STRICT_FLOORS = [{"clusters": ["cluster-b"], "minReadyReplicas": 1}, {"minAvailablePercent": 50}]
+STRICT_FLOORS: list[dict[str, Any]] = [{"clusters": ["cluster-b"], "minReadyReplicas": 1},
+                                       {"minAvailablePercent": 50}]
 
 
 def _put_arm(section: Section, prefix: str, arm: Arm) -> None:
@@ -238,8 +248,8 @@ def run(cfg: RunConfig) -> Section:
     desired = float(sum(today.replicas.values()))
     static_png = plots.arms_plot(
         cfg.out / "b1_ready_per_cluster.png",
-        {f"today: delete day CPP + create night CPP": series(today.samples, today.start, today.end),
-         f"tidal: waves of 25%, floor 1 ready in cluster-b":
+        {"today: delete day CPP + create night CPP": series(today.samples, today.start, today.end),
+         "tidal: waves of 25%, floor 1 ready in cluster-b":
              series(tidal.samples, tidal.start, tidal.end)},
         f"B1: {fleet.workloads} inference Deployments, 80/20 -> 0/100, "
         f"pod start-up {fleet.startup_seconds:g}s", desired)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scenario as sc
-from benchmarks.harness import RunConfig, Section, fmt, kube_api
+from benchmarks.harness import RunConfig, Section, kube_api
 from benchmarks.remote import RemoteEmulator
 from benchmarks.schedules import load_one, patch_window, write_schedule
 
@@ -46,7 +46,7 @@ def list_floor(url: str) -> int:
     from kubernetes import client
 
     api = kube_api(_Url(url))  # type: ignore[arg-type]
-    objects = client.CustomObjectsApi(api)
+    objects: Any = client.CustomObjectsApi(api)
     count = 0
     objects.get_cluster_custom_object("policy.karmada.io", "v1alpha1",
                                       "clusterpropagationpolicies", "team-cpp")
@@ -70,9 +70,8 @@ def list_floor(url: str) -> int:
 
 
 def plan_once(url: str, loaded: Any) -> Any:
-    from tidal.engine.planning import build_plan
-
     from benchmarks.harness import karmada_client
+    from tidal.engine.planning import build_plan
 
     client = karmada_client(_Url(url))  # type: ignore[arg-type]
     try:

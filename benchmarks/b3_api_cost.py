@@ -5,16 +5,22 @@ controller of benchmarks/naive.py, for 1,000 workloads in 10 waves."""
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import scenario as sc
-from benchmarks.harness import RunConfig, Section, SimEngineClock, fmt, karmada_client, kube_api
+from benchmarks.harness import (
+    RunConfig,
+    Section,
+    SimEngineClock,
+    karmada_client,
+    kube_api,
+    rtype,
+    wait_until,
+)
 from benchmarks.naive import run_naive
 from benchmarks.schedules import load_one, write_schedule
 from benchmarks.timeline import converged_now
-from benchmarks.harness import wait_until
 
 SPEED = 10.0
 WAVES = 10
@@ -44,10 +50,10 @@ def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
 
 
 def _shrink(emu: Any, gpus: int) -> None:
-    rtype = emu.kinds.by_kind("cluster.karmada.io/v1alpha1", "Cluster")
-    obj = emu.store.get(rtype, None, "cluster-a")
+    cluster = rtype(emu, "cluster.karmada.io/v1alpha1", "Cluster")
+    obj = emu.store.get(cluster, None, "cluster-a")
     obj["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
-    emu.store.update(rtype, obj, subresource="status")
+    emu.store.update(cluster, obj, subresource="status")
 
 
 def _schedule(workdir: Path, mode: str, night: dict[str, Any]) -> Any:

@@ -107,7 +107,8 @@ def run(cfg: RunConfig) -> Section:
     rows = best["rows"]
     overhead = _mean(best)
     section.put("overhead_ms_per_wave", round(overhead, 1))
-    section.put("overhead_ms_per_wave_median", round(statistics.median(r[3] for r in rows) * 1000, 1))
+    median = statistics.median(r[3] for r in rows)
+    section.put("overhead_ms_per_wave_median", round(median * 1000, 1))
     section.put("wave_ms_mean", round(statistics.mean(r[1] for r in rows) * 1000, 1))
     section.put("emulator_ms_per_wave_mean", round(statistics.mean(r[2] for r in rows) * 1000, 1))
     section.put("before_waves_ms", round(best["before_waves_s"] * 1000, 1))
@@ -137,4 +138,4 @@ def run(cfg: RunConfig) -> Section:
 
 
 def _mean(got: dict[str, Any]) -> float:
-    return statistics.mean(r[3] for r in got["rows"]) * 1000
+    return float(statistics.mean(r[3] for r in got["rows"])) * 1000

@@ -102,3 +102,11 @@ def fmt(value: float, digits: int = 2) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.{digits}f}"
+
+
+def rtype(emu: Emulator, api_version: str, kind: str) -> Any:
+    """The emulator's ResourceType of a kind (it must be registered)."""
+    found = emu.kinds.by_kind(api_version, kind)
+    if found is None:
+        raise LookupError(f"the emulator does not serve {api_version} {kind}")
+    return found

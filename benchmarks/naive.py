@@ -31,7 +31,8 @@ def _done(binding: dict[str, Any], triggered: float) -> bool:
     spec = binding.get("spec") or {}
     if _ts(status.get("lastScheduledTime")) < triggered:
         return False
-    if status.get("schedulerObservedGeneration") != (binding.get("metadata") or {}).get("generation"):
+    generation = (binding.get("metadata") or {}).get("generation")
+    if status.get("schedulerObservedGeneration") != generation:
         return False
     ready = sum(int((item.get("status") or {}).get("readyReplicas") or 0)
                 for item in status.get("aggregatedStatus") or [])

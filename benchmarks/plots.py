@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 Steps = Mapping[str, Sequence[tuple[float, float]]]
 COLORS = {"cluster-a": "tab:blue", "cluster-b": "tab:orange", "total": "tab:gray"}
 
 
-def _steps(ax: plt.Axes, series: Steps, *, total: float | None = None) -> None:
+def _steps(ax: Any, series: Steps, *, total: float | None = None) -> None:
     for name, pts in series.items():
         if not pts:
             continue

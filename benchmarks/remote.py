@@ -35,12 +35,13 @@ def fast_paging(emu: Any) -> None:
               copy_: bool = True) -> tuple[list[Obj], int]:
         selectors = getattr(accepts, "_bench_selectors", None)
         if copy_ or (accepts is not None and selectors is None):
-            return original(rtype, namespace, accepts, copy_=copy_)
+            result: tuple[list[Obj], int] = original(rtype, namespace, accepts, copy_=copy_)
+            return result
         return listing(rtype, namespace, *(selectors or ("", "")))
 
     import tidal.sim.apiserver.rest as rest_module
 
-    plain_filter = rest_module.object_filter
+    plain_filter = object_filter
 
     def tagged_filter(label_query: str, field_query: str) -> Any:
         accepts = plain_filter(label_query, field_query)
@@ -49,8 +50,8 @@ def fast_paging(emu: Any) -> None:
         accepts._bench_selectors = (label_query, field_query)  # type: ignore[attr-defined]
         return accepts
 
-    rest_module.object_filter = tagged_filter  # type: ignore[assignment]
-    store.list = list_  # type: ignore[method-assign]
+    setattr(rest_module, "object_filter", tagged_filter)  # noqa: B010 (rest imported it by name)
+    setattr(store, "list", list_)  # noqa: B010 (an instance attribute shadows the method)
 
 
 def _serve(conn: Connection, topology: list[Obj], fast: bool) -> None:

@@ -77,10 +77,11 @@ def dynamic_placement(clusters: list[str]) -> Obj:
 
 
 def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = False) -> Obj:
+    chooser: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE}
+    if selector:
+        chooser["labelSelector"] = {"matchLabels": selector}
     spec: Obj = {
-        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                               "namespace": NAMESPACE,
-                               **({"labelSelector": {"matchLabels": selector}} if selector else {})}],
+        "resourceSelectors": [chooser],
         "placement": placement,
     }
     if lazy:
@@ -148,8 +149,8 @@ def populate(emu: Any, fleet: Fleet, policy: Obj, assignment: dict[str, float]) 
     if not _exists(store, ns_type, None, NAMESPACE):
         store.create(ns_type, {"metadata": {"name": NAMESPACE}, "status": {"phase": "Active"}})
     pid = f"bench-{policy['metadata']['name']}"
-    policy = {**policy, "metadata": {**policy["metadata"],
-                                     "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": pid}}}
+    id_label = {"clusterpropagationpolicy.karmada.io/permanent-id": pid}
+    policy = {**policy, "metadata": {**policy["metadata"], "labels": id_label}}
     if not _exists(store, cpp_type, None, policy["metadata"]["name"]):
         store.create(cpp_type, policy)
     claim = {"clusterpropagationpolicy.karmada.io/permanent-id": pid}

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from benchmarks import scenario as sc
-from benchmarks.harness import RunConfig, Section, fmt, kube_api, wait_until
+from benchmarks.harness import RunConfig, Section, fmt, rtype, wait_until
 from benchmarks.remote import RemoteEmulator
 
 RB = ("work.karmada.io", "v1alpha2", "resourcebindings")
@@ -120,8 +120,8 @@ def reschedule(workloads: int) -> dict[str, float]:
     t0 = time.perf_counter()
     emu = Emulator(sc.topology(fleet, [policy]), clock=ScaledClock(1.0)).start()
     try:
-        rb = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
-        cpp_type = emu.kinds.by_kind(sc.CPP_API, "ClusterPropagationPolicy")
+        rb = rtype(emu, "work.karmada.io/v1alpha2", "ResourceBinding")
+        cpp_type = rtype(emu, sc.CPP_API, "ClusterPropagationPolicy")
 
         def all_on(target: set[str]) -> bool:
             items, _ = emu.store.list(rb, copy_=False)

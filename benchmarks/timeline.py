@@ -64,8 +64,12 @@ def converged_now(samples: Iterable[Sample], replicas: Mapping[str, int]) -> boo
     return all(assigned.get(w, 0) == n and ready.get(w, 0) == n for w, n in replicas.items())
 
 
+Steps = dict[str, list[tuple[float, int]]]
+CLUSTERS = ("cluster-a", "cluster-b")
+
+
 def series(samples: list[Sample], start: float, end: float,
-           clusters: tuple[str, ...] = ("cluster-a", "cluster-b")) -> dict[str, list[tuple[float, int]]]:
+           clusters: tuple[str, ...] = CLUSTERS) -> Steps:
     """Total ready replicas per cluster over time, as (t - start, ready) steps."""
     ready: dict[tuple[str, str], int] = {}
     totals = dict.fromkeys(clusters, 0)
@@ -92,7 +96,7 @@ def series(samples: list[Sample], start: float, end: float,
 
 
 def workload_series(samples: list[Sample], workload: str, start: float, end: float,
-                    clusters: tuple[str, ...] = ("cluster-a", "cluster-b")) -> dict[str, list[tuple[float, int]]]:
+                    clusters: tuple[str, ...] = CLUSTERS) -> Steps:
     return series([s for s in samples if s["workload"] == workload], start, end, clusters)
 
 
