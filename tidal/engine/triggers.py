@@ -14,8 +14,9 @@ from tidal.domain.prediction import placement_mode
 from tidal.engine.resolve import PolicyTarget, Workload
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada import templates as templates_api
-from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import NotFound
+from tidal.karmada.objects import WorkloadRebalancer
 
 REBALANCER_TTL_SECONDS = 600
 
@@ -109,7 +110,7 @@ def is_rollback_rebalancer(name: str) -> bool:
 
 
 def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
-                   schedule: str, run_id: str) -> Obj:
+                   schedule: str, run_id: str) -> WorkloadRebalancer:
     refs = [w.ref() for w in workloads]
     labels = {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
     return rebalancers_api.create_rebalancer(client, name, refs,

@@ -203,7 +203,7 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
     out: list[tuple[str, str]] = []
     for name in wave.rebalancers[-1:]:
         try:
-            obj: Obj = rebalancers_api.get_rebalancer(ctx.client, name)
+            obj = rebalancers_api.get_rebalancer(ctx.client, name)
         except NotFound:
             continue
         for item in (obj.get("status") or {}).get("observedWorkloads") or []:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient, Obj
+from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient
 from tidal.karmada.errors import AlreadyExists, NotFound
-from tidal.karmada.objects import RebalancerWorkload
+from tidal.karmada.objects import RebalancerWorkload, WorkloadRebalancer
 
 
 def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[RebalancerWorkload],
                       *, ttl_seconds: int | None = 300, labels: dict[str, str] | None = None
-                      ) -> Obj:
+                      ) -> WorkloadRebalancer:
     """Create it; if it already exists (a retried create, a resume) return the existing one."""
     spec: dict[str, object] = {"workloads": [dict(w) for w in workloads]}
     if ttl_seconds is not None:
@@ -20,14 +21,15 @@ def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[Reba
             "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
     res = WORKLOAD_REBALANCERS
     try:
-        return client.request("create", res, "POST", res.path(), body=body)
+        return cast(WorkloadRebalancer,
+                    client.request("create", res, "POST", res.path(), body=body))
     except AlreadyExists:
         return get_rebalancer(client, name)
 
 
-def get_rebalancer(client: KarmadaClient, name: str) -> Obj:
+def get_rebalancer(client: KarmadaClient, name: str) -> WorkloadRebalancer:
     res = WORKLOAD_REBALANCERS
-    return client.request("get", res, "GET", res.path(name=name))
+    return cast(WorkloadRebalancer, client.request("get", res, "GET", res.path(name=name)))
 
 
 def delete_rebalancer(client: KarmadaClient, name: str) -> bool:
