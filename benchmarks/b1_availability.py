@@ -89,8 +89,10 @@ def _shrink_cluster_a(emu: Emulator, gpus: int) -> None:
 
 
 def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = None,
-            floors: list[dict[str, Any]] | None = None, plan_only: bool = False) -> Arm:
-    """One arm on a fresh emulator; `plan_only` runs tidal's plan and preflight, nothing else."""
+            floors: list[dict[str, Any]] | None = None, plan_only: bool = False,
+            swap: bool = False) -> Arm:
+    """One arm on a fresh emulator; `plan_only` runs tidal's plan and preflight, nothing else;
+    `swap` writes the static tidal arm as a policy swap instead of a patch."""
     fleet = fleet or b1_fleet()
     replicas = _replicas(fleet)
     day, night = _policies(dynamic)
@@ -109,7 +111,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
         if arm == "today":
             _today(emu, day, night)
         else:
-            _tidal(emu, night, dynamic, workdir, out, floors)
+            _tidal(emu, night, dynamic, workdir, out, floors, swap)
         time.sleep(1.0 / SPEED * 3)
         wait_until(lambda: converged_now(emu.timeline(), replicas), 120)
         time.sleep(1.0 / SPEED)
@@ -139,9 +141,9 @@ def _today(emu: Emulator, day: dict[str, Any], night: dict[str, Any]) -> None:
 
 
 def tidal_schedule(workdir: Path, night: dict[str, Any], dynamic: bool,
-                   floors: list[dict[str, Any]] | None = None) -> Path:
-    manifest = {k: v for k, v in night.items()}
-    if dynamic:  # two policies, identical placement: swap them, then rebalance in waves
+                   floors: list[dict[str, Any]] | None = None, swap: bool = False) -> Path:
+    manifest = dict(night)
+    if dynamic or swap:  # DynamicWeight: identical placements swapped, then rebalance waves
         change = {"kind": "ClusterPropagationPolicy",
                   "swap": {"from": "inference-day", "to": "night-policy.yaml"}}
     else:  # the day policy patched to the night placement, activated wave by wave
@@ -181,8 +183,8 @@ def _plan_only(emu: Emulator, night: dict[str, Any], workdir: Path, out: Arm,
 
 
 def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, out: Arm,
-           floors: list[dict[str, Any]] | None) -> None:
-    path = tidal_schedule(workdir, night, dynamic, floors)
+           floors: list[dict[str, Any]] | None, swap: bool = False) -> None:
+    path = tidal_schedule(workdir, night, dynamic, floors, swap)
     loaded = load_one(path)
     client = karmada_client(emu)
     out.start = emu.clock.now()
@@ -232,6 +234,7 @@ def run(cfg: RunConfig) -> Section:
     tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal", fleet=fleet)
     d_today = run_arm("today", dynamic=True, workdir=work / "d-today", fleet=fleet)
     d_tidal = run_arm("tidal", dynamic=True, workdir=work / "d-tidal", fleet=fleet)
+    w_tidal = run_arm("tidal", dynamic=False, workdir=work / "w-tidal", fleet=fleet, swap=True)
     small = b1_fleet(cfg.tiny, min_replicas=1)
     s_today = run_arm("today", dynamic=False, workdir=work / "s-today", fleet=small)
     s_tidal = run_arm("tidal", dynamic=False, workdir=work / "s-tidal", fleet=small,
@@ -244,6 +247,7 @@ def run(cfg: RunConfig) -> Section:
     _put_arm(section, "tidal", tidal)
     _put_arm(section, "dynamic.today", d_today)
     _put_arm(section, "dynamic.tidal", d_tidal)
+    _put_arm(section, "swap.tidal", w_tidal)
     section.put("strict_floor_plan_refused", 1 if refused.result == "refused" else 0)
     desired = float(sum(today.replicas.values()))
     static_png = plots.arms_plot(
@@ -280,7 +284,8 @@ def run(cfg: RunConfig) -> Section:
         "below floor at once | lowest total ready | seconds to converge | replicas left in "
         "cluster-a | API requests | result |",
         "|---|---|---|---|---|---|---|---|---|",
-        _row("today (static)", today), _row("tidal (static)", tidal),
+        _row("today (static)", today), _row("tidal (static, patch + touch waves)", tidal),
+        _row("tidal (static, swap + touch waves)", w_tidal),
         _row("today (DynamicWeight)", d_today), _row("tidal (DynamicWeight)", d_tidal),
         "",
         f"The same fleet with 1-{small.max_replicas} replicas (the 1- and 2-replica Deployments "
@@ -315,6 +320,15 @@ def run(cfg: RunConfig) -> Section:
         "its move is a zero-ready gap for any tool and a floor of 1 ready in cluster-b cannot "
         "hold even before the switch (tidal's preflight refuses such a schedule, naming the "
         "workloads). Give such workloads 3+ replicas or a policy of their own.",
+        "- The same static change written as a swap (delete the day policy, create the night "
+        "one) instead of a patch: lowest total ready "
+        f"{w_tidal.availability.lowest_ready_fraction:.0%}, "
+        f"{w_tidal.availability.max_below_at_once} workloads below the floor at once. When "
+        "the day policy is deleted, the emulator re-matches its templates as a user change "
+        "(following upstream's ordering, see tidal/sim/controllers/policies.py), so the night "
+        "policy refreshes every binding at once although tidal created it Lazy, and the touch "
+        "waves have nothing left to pace. For static weights, write the night placement as a "
+        "patch of the day policy.",
         "- DynamicWeight: the two policies have the same placement, so today's swap moves "
         "nothing and cluster-a keeps its replicas (training gets no GPUs); tidal's rebalance "
         "waves reschedule in Fresh mode by free capacity.",

@@ -262,6 +262,31 @@ class Checker:
                                "not the leader")
         return writes
 
+    def check_scope(self, records: list[Any]) -> int:
+        """The daemons write only what the schedules name (plus their own state, Lease,
+        run locks and Events); returns how many writes were checked."""
+        policies = {t.policy for t in TEAMS}
+        workloads = set(self._schedule_of)
+        checked = 0
+        for r in records:
+            if r.verb in ("get", "list", "watch") or r.code >= 400 or not r.identity:
+                continue
+            checked += 1
+            plural = r.resource.split("/")[0]
+            ok = (
+                (plural == "clusterpropagationpolicies" and r.name in policies)
+                or (plural == "deployments" and r.namespace == NS and r.name in workloads)
+                or (plural == "workloadrebalancers" and str(r.name or "").startswith("tidal-"))
+                or (plural == "workloadrebalancers" and r.verb == "create")
+                or (plural in ("configmaps", "leases") and r.namespace == STATE_NS)
+                or (plural == "namespaces" and r.verb == "create")
+                or plural == "events"
+            )
+            if not ok:
+                self.violation(f"{r.identity} wrote outside the schedules: {r.verb} "
+                               f"{r.resource} {r.namespace or ''}/{r.name or ''}")
+        return checked
+
     def check_runs(self, metrics_breaches: float | None) -> None:
         for track in self.runs.values():
             state = track.last

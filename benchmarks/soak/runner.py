@@ -140,6 +140,7 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         time.sleep(0.5)  # let the checker see the last writes
         checker.stop()
         writes = checker.check_writers(emu.request_log())
+        checker.check_scope(emu.request_log())
         checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"))
         _no_leftovers(emu, checker)
         _no_secrets(emu, fleet, checker, metrics)
