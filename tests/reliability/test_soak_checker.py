@@ -98,3 +98,15 @@ def test_write_by_a_replica_without_the_lease_is_reported(world: Any) -> None:
     ok = RequestRecord(2, now, "patch", "deployments", "apps", NS, "x", 200, "", "soak-a")
     assert checker.check_writers([record, ok]) == 2
     assert len(checker.violations) == 1 and " by soak-b " in checker.violations[0]
+
+
+def test_write_outside_the_schedules_is_reported(world: Any) -> None:
+    """A daemon's write to a template no schedule selects is a violation; its own are not."""
+    _emu, checker = world
+    now = time.time()
+    own = RequestRecord(1, now, "patch", "deployments", "apps", NS, TEAM.workload_names()[0],
+                        200, "", "soak-a")
+    foreign = RequestRecord(2, now, "patch", "deployments", "apps", "other", "db", 200, "",
+                            "soak-a")
+    assert checker.check_scope([own, foreign]) == 2
+    assert len(checker.violations) == 1 and "other/db" in checker.violations[0]
