@@ -25,10 +25,9 @@ from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, Wav
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import preflight, ready_field_of
 from tidal.engine.record import RunRecord
-from tidal.engine.resolve import Workload
 from tidal.engine.rollback import roll_back
 from tidal.engine.triggers import normalize_placement
-from tidal.engine.wave import SwitchContext, run_wave
+from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
 from tidal.karmada.rebalancers import delete_rebalancer
@@ -84,11 +83,11 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                          journal_token=previous.journal_token if previous else None)
         state.policies = carried_over(previous, window_name)
     base = EventBase(schedule=schedule.name, window=window_name, run_id=state.run_id, wave=None)
+    ready_field = ready_field_of(sp)
     if not resuming:
         problems = plan_problems(sp)
         if problems:
             raise PlanRefused(sp, problems)
-        ready_field = ready_field_of(sp)
         check = preflight(sp, ready_field)
         if not check.ok:
             raise PlanRefused(sp, check.problems)
@@ -101,7 +100,7 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
             return RunRecord(schedule.name, window_name, state.run_id, "succeeded", started,
                              clock.now().isoformat(), [], list(sp.warnings), "already in force",
                              noop=True)
-        state.started_at = _iso(clock)
+        state.started_at = iso_now(clock)
         state.waves = [WaveState(i + 1, names) for i, names in enumerate(sp.wave_names())]
         state.warnings = list(sp.warnings)
 
@@ -113,13 +112,12 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                             "stopping") from exc
 
     rollout = sp.rollout
-    by_name = {w.name: w for w in sp.selection.workloads}
     ctx = SwitchContext(
         client=client, schedule=schedule.name, window=window_name, run_id=state.run_id,
         clock=clock, emitter=emitter, state=state, save=save, trigger=state.trigger,
         floors=sp.floors, everyone=list(sp.selection.workloads),
         before={w.name: w.current for w in sp.selection.workloads},
-        ready_field=ready_field_of(sp), wave_timeout=rollout.wave_timeout.total_seconds())
+        ready_field=ready_field, wave_timeout=rollout.wave_timeout.total_seconds())
     save()
     t0 = clock.monotonic()
     emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),
@@ -127,10 +125,10 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     for warning in state.warnings:
         emitter.emit(RunWarning(**base, code="selection", message=warning))
     try:
-        return _run(ctx, sp, by_name, t0)
+        return _run(ctx, sp, t0)
     except KarmadaError as exc:
         state.result, state.reason = "failed", f"API error: {exc}"
-        state.phase, state.finished_at = "done", _iso(clock)
+        state.phase, state.finished_at = "done", iso_now(clock)
         save()
         emitter.emit(RunFinished(**base, result="failed", reason=state.reason,
                                  duration_seconds=clock.monotonic() - t0))
@@ -160,12 +158,7 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
     return out
 
 
-def _iso(clock: Clock) -> str:
-    return clock.now().isoformat().replace("+00:00", "Z")
-
-
-def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload],
-         t0: float) -> RunRecord:
+def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
     state, clock, emitter = ctx.state, ctx.clock, ctx.emitter
     base = ctx.event_base(None)
     if state.phase in ("planned", "policies"):
@@ -192,17 +185,18 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload],
         state.phase = "waves"
         ctx.save()
     placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
+    by_name = sp.by_name
     if state.phase == "waves":
         for i, wave in enumerate(state.waves):
             if wave.result == "succeeded":
                 continue
             if wave.started_at is None:
-                wave.started_at = _iso(clock)
+                wave.started_at = iso_now(clock)
             ctx.save()
             started = clock.monotonic()
             workloads = [by_name[n] for n in wave.workloads if n in by_name]
             outcome = run_wave(ctx, wave, workloads, placements=placements)
-            wave.finished_at = _iso(clock)
+            wave.finished_at = iso_now(clock)
             wbase = ctx.event_base(wave.index)
             if not outcome.ok:
                 wave.result, wave.reason = "failed", outcome.reason
@@ -210,7 +204,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload],
                 emitter.emit(WaveFinished(**wbase, result="failed",
                                           reason=outcome.reason, failure=outcome.failure,
                                           duration_seconds=clock.monotonic() - started))
-                return _fail(ctx, sp, by_name, outcome.reason, t0)
+                return _fail(ctx, sp, outcome.reason, t0)
             wave.result = "succeeded"
             ctx.save()
             emitter.emit(WaveFinished(**wbase, result="succeeded",
@@ -227,10 +221,10 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload],
                                            policy=policy_ref(record.namespace, record.name),
                                            action=action))
         _remove_rebalancers(ctx)
-        state.result, state.phase, state.finished_at = "succeeded", "done", _iso(clock)
+        state.result, state.phase, state.finished_at = "succeeded", "done", iso_now(clock)
         ctx.save()
     if state.phase == "rollback":
-        return _fail(ctx, sp, by_name, state.reason, t0)
+        return _fail(ctx, sp, state.reason, t0)
     emitter.emit(RunFinished(**base, result=state.result or "succeeded",
                              duration_seconds=clock.monotonic() - t0))
     return RunRecord.from_state(state)
@@ -248,19 +242,18 @@ def _remove_rebalancers(ctx: SwitchContext) -> None:
                                             message=f"WorkloadRebalancer {name}: {exc}"))
 
 
-def _fail(ctx: SwitchContext, sp: SwitchPlan, by_name: dict[str, Workload], reason: str,
-          t0: float) -> RunRecord:
+def _fail(ctx: SwitchContext, sp: SwitchPlan, reason: str, t0: float) -> RunRecord:
     state = ctx.state
     state.reason = reason
     if sp.rollout.on_failure == "rollback":
-        ok, why = roll_back(ctx, by_name)
+        ok, why = roll_back(ctx, sp.by_name)
         state.result = "rolledBack" if ok else "failed"
         if not ok:
             state.reason = why
     else:
         state.result = "failed"
     _remove_rebalancers(ctx)  # a halted or rolled back run leaves no trigger objects either
-    state.phase, state.finished_at = "done", _iso(ctx.clock)
+    state.phase, state.finished_at = "done", iso_now(ctx.clock)
     ctx.save()
     ctx.emitter.emit(RunFinished(**ctx.event_base(None), result=state.result,
                                  reason=state.reason,

@@ -30,6 +30,11 @@ RETRIGGER_ATTEMPTS = 5
 REBALANCER_CHECK_SECONDS = 1.0
 
 
+def iso_now(clock: Clock) -> str:
+    """The clock's now as RFC 3339 with a Z (UTC)."""
+    return clock.now().isoformat().replace("+00:00", "Z")
+
+
 @dataclass
 class SwitchContext:
     client: KarmadaClient
@@ -54,7 +59,7 @@ class SwitchContext:
                          wave=wave)
 
     def now_iso(self) -> str:
-        return self.clock.now().isoformat().replace("+00:00", "Z")
+        return iso_now(self.clock)
 
 
 @dataclass
