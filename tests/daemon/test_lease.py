@@ -15,6 +15,15 @@ def pair(store: Any, clock: FakeClock) -> tuple[LeaderElector, LeaderElector]:
     return LeaderElector(store, "a", clock), LeaderElector(store, "b", clock)
 
 
+def leader_and_standby(store: Any, clock: FakeClock, **leader: Any
+                       ) -> tuple[LeaderElector, LeaderElector]:
+    """a takes the Lease, then b tries and observes a's record."""
+    a, b = LeaderElector(store, "a", clock, **leader), LeaderElector(store, "b", clock)
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()
+    return a, b
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(datetime(2026, 6, 1, tzinfo=UTC))
@@ -37,9 +46,7 @@ def test_standby_waits_lease_duration_from_its_own_observation(
 ) -> None:
     """A standby takes over only once the record stayed unchanged for leaseDuration."""
     store = lease_store
-    a, b = pair(store, clock)
-    a.try_acquire_or_renew()
-    b.try_acquire_or_renew()
+    _, b = leader_and_standby(store, clock)
     clock.advance(timedelta(seconds=14))
     assert b.try_acquire_or_renew() is False
     clock.advance(timedelta(seconds=2))
@@ -66,10 +73,7 @@ def test_leader_that_cannot_renew_stops_at_renew_deadline(
     """API down: is_leader turns False at renewDeadline, before a standby may take over."""
     store = lease_store
     lost: list[str] = []
-    a = LeaderElector(store, "a", clock, on_stopped_leading=lambda: lost.append("a"))
-    b = LeaderElector(store, "b", clock)
-    a.try_acquire_or_renew()
-    b.try_acquire_or_renew()
+    a, b = leader_and_standby(store, clock, on_stopped_leading=lambda: lost.append("a"))
     store.down = True
     clock.advance(timedelta(seconds=9))
     assert not a.try_acquire_or_renew() and a.check_deadline() and a.is_leader()
@@ -88,9 +92,7 @@ def test_release_lets_standby_take_over_at_once(
 ) -> None:
     """On shutdown the leader empties the holder; the standby acquires without waiting."""
     store = lease_store
-    a, b = pair(store, clock)
-    a.try_acquire_or_renew()
-    b.try_acquire_or_renew()
+    a, b = leader_and_standby(store, clock)
     a.release()
     assert not a.is_leader()
     assert store.obj is not None and store.obj["spec"]["holderIdentity"] is None
