@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import structlog
 
 from tidal.daemon.lease import RunLock
-from tidal.daemon.state import HandledRecord, StateStore
+from tidal.daemon.state import HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
     Action,
     WindowStart,
+    WindowTimes,
     decide,
     next_start,
     start_in_force,
     times_of,
 )
-from tidal.engine.journal import FencedOut
+from tidal.engine.journal import FencedOut, RunState
 from tidal.karmada.errors import Conflict, KarmadaError
 
 log = structlog.get_logger("tidal.daemon.reconcile")
@@ -109,7 +111,7 @@ class Reconciler:
         finally:
             lock.release()
 
-    def _now(self, times: Any, reason: str) -> datetime:
+    def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
         if reason.startswith("window:"):
             upcoming = next_start(times, now)
@@ -186,10 +188,10 @@ class Reconciler:
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
                                                           None, now))
-            self.state.update_controls(name, lambda c: type(c)(c.suspended, None, c.hold))
+            self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
-    def _start(self, name: str, loaded: Any, before: Any, seen: Any, start: WindowStart,
-               run_id: str) -> None:
+    def _start(self, name: str, loaded: Any, before: ScheduleState, seen: ScheduleState,
+               start: WindowStart, run_id: str) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
             record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
@@ -212,7 +214,7 @@ class Reconciler:
             return
         self._finish(seen, name, start.window, record, run_id)
 
-    def _check_drift(self, name: str, run: Any) -> None:
+    def _check_drift(self, name: str, run: RunState) -> None:
         """Report (never revert) policies edited since the window in force wrote them."""
         from tidal.daemon.status import policy_drift
 
@@ -236,7 +238,7 @@ class Reconciler:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: Any, name: str, start: WindowStart, run_id: str,
+    def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
                  exc: Exception) -> None:
         reason = type(exc).__name__
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
@@ -244,7 +246,8 @@ class Reconciler:
         self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
                                                       self.clock.now()))
 
-    def _finish(self, seen: Any, name: str, window: str, record: Any, run_id: str) -> None:
+    def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
+                run_id: str) -> None:
         result = result_of(record)
         handled = seen.handled
         at = handled.at if handled is not None and handled.run_id == run_id else self.clock.now()
