@@ -306,9 +306,13 @@ class Checker:
             if track.floor_breaches and state.get("result") == "succeeded":
                 self.violation(f"{label}: {track.floor_breaches} floor breach(es) and yet "
                                "the run succeeded (a silent breach)")
-        if self.breaches_seen and not metrics_breaches:
-            self.violation(f"{self.breaches_seen} floor breach(es) seen, "
+        in_waves = sum(t.floor_breaches for t in self.runs.values())
+        if in_waves and not metrics_breaches:
+            self.violation(f"{in_waves} floor breach(es) during waves, "
                            "tidal_floor_breaches_total stayed 0")
+
+    def breaches_in_waves(self) -> int:
+        return sum(t.floor_breaches for t in self.runs.values())
 
     def results(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
