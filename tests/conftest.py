@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.switch_helpers import MakeEmulator, static_team
 from tidal.sim.clock import ScaledClock
 from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
+
+MakeEmulator = Callable[..., Emulator]
 
 
 @pytest.fixture
@@ -38,6 +39,8 @@ def make_switch_emulator(make_emulator: MakeEmulator) -> MakeEmulator:
     emulator whose clock runs 20x, once its first scheduling has settled (0.5s). Without a
     topology it holds `switch_helpers.static_team(**team)`."""
     def make(topology: list[dict[str, Any]] | None = None, **team: Any) -> Emulator:
+        from tests.e2e.switch_helpers import static_team
+
         emu = make_emulator(static_team(**team) if topology is None else topology,
                             clock=ScaledClock(20.0))
         time.sleep(0.5)

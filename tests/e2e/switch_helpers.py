@@ -10,7 +10,6 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from tidal.cli.main import cli
 from tidal.domain.clock import SystemClock
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.record import RunRecord
@@ -20,7 +19,7 @@ from tidal.loading import load_schedules
 from tidal.sim.emulator import Emulator
 
 NS = "ai-app"
-MakeEmulator = Callable[..., Emulator]  # the conftest factories' type
+MakeEmulator = Callable[..., Emulator]  # the type of the conftest emulator factories
 WRITE_VERBS = ("create", "update", "patch", "delete")
 
 
@@ -182,6 +181,8 @@ def switch(client: KarmadaClient, path: Path, window: str, *, journal: InMemoryJ
 
 def invoke_cli(command: str, path: Path, kubeconfig: Path, *options: str) -> Result:
     """`tidal COMMAND PATH --window night --kubeconfig KUBECONFIG OPTIONS...` in-process."""
+    from tidal.cli.main import cli
+
     return CliRunner().invoke(cli, [command, str(path), "--window", "night", "--kubeconfig",
                                     str(kubeconfig), *options])
 
