@@ -9,8 +9,3 @@ from tidal.karmada.templates import list_paged
 def list_clusters(client: KarmadaClient) -> list[Obj]:
     items, _ = list_paged(client, CLUSTERS)
     return items
-
-
-def is_ready(cluster: Obj) -> bool:
-    conditions = (cluster.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
