@@ -138,7 +138,7 @@ class LeaderElector:
                 return False
             if lease is None:
                 self.store.create(self._spec(None))
-                self._won(now_m, renewed=False)
+                self._won(now_m)
                 return True
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity") or None
@@ -159,7 +159,7 @@ class LeaderElector:
             self._observed_record = (new.get("holderIdentity"), new.get("renewTime"),
                                      new.get("acquireTime"), new.get("leaseTransitions"))
             self._observed_at = now_m
-            self._won(now_m, renewed=holder == self.identity)
+            self._won(now_m)
             return True
         except (Conflict, AlreadyExists):
             return False
@@ -181,7 +181,7 @@ class LeaderElector:
             "leaseTransitions": transitions if mine or previous is None else transitions + 1,
         }
 
-    def _won(self, now_m: float, *, renewed: bool) -> None:
+    def _won(self, now_m: float) -> None:
         with self._lock:
             started = not self._leading
             self._leading = True

@@ -172,14 +172,6 @@ class WindowScheduler:
     def schedules(self) -> set[str]:
         return set(self._times)
 
-    def next_fire_times(self) -> dict[tuple[str, str], datetime | None]:
-        out: dict[tuple[str, str], datetime | None] = {}
-        for job in self.scheduler.get_jobs():
-            if "/" in job.id:
-                name, window = job.id.split("/", 1)
-                out[(name, window)] = getattr(job, "next_run_time", None)
-        return out
-
     def shutdown(self) -> None:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)

@@ -27,7 +27,6 @@ from tidal.karmada.names import claim_labels
 
 Obj = dict[str, Any]
 GATES = ("triggered", "scheduled", "converged", "floors")
-UNSCHEDULABLE_REASONS = ("NoClusterFit", "Unschedulable", "SchedulerError")
 
 
 def parse_time(value: object) -> datetime | None:
