@@ -94,9 +94,3 @@ class KindRegistry:
     def all(self) -> list[ResourceType]:
         with self._lock:
             return list(self._by_plural.values())
-
-
-def binding_type_for(template: ResourceType) -> tuple[str, str]:
-    """(apiVersion, kind) of the binding that a template of this type gets."""
-    kind = "ResourceBinding" if template.namespaced else "ClusterResourceBinding"
-    return "work.karmada.io/v1alpha2", kind

@@ -164,9 +164,6 @@ class SchemaValidator:
     def upstream(self) -> bool:
         return bool(self._schemas)
 
-    def has_schema(self, rtype: ResourceType) -> bool:
-        return (rtype.group, rtype.version, rtype.kind) in self._schemas
-
     def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn") -> list[str]:
         """Prune unknown fields, fill defaults and validate, in place; returns warnings.
 

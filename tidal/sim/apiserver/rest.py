@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tidal.sim.apiserver.errors import ApiError, status_body
+from tidal.sim.apiserver.errors import ApiError
 from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.listing import object_filter, page
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
@@ -199,7 +199,3 @@ class RestHandlers(WriteVerbs):
 
 def error_response(exc: ApiError) -> Response:
     return Response(exc.code, exc.body(), dict(exc.headers))
-
-
-def ok_status(message: str = "") -> dict[str, Any]:
-    return status_body(200, "", message)
