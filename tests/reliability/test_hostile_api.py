@@ -156,6 +156,7 @@ def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
         assert proc.poll() is None, log.read_text()[-3000:]
         port = _port(log)
         assert port is not None
+        assert sum(f.fired for f in emu.faults.list()) > 0  # hostile answers were served
         emu.faults.clear()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
             assert resp.status == 200
