@@ -53,7 +53,10 @@ def arms_plot(path: Path, arms: Mapping[str, Steps], title: str, desired: float)
     axes = [axes] if len(arms) == 1 else list(axes)
     xmax = max((pts[-1][0] for s in arms.values() for pts in s.values() if pts), default=1.0)
     for ax, (name, series) in zip(axes, arms.items(), strict=True):
-        _steps(ax, series, total=desired)
+        # hold each arm's final state to the common right edge
+        held = {c: [*pts, (xmax, pts[-1][1])] if pts and pts[-1][0] < xmax else list(pts)
+                for c, pts in series.items()}
+        _steps(ax, held, total=desired)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("simulated seconds since the switch began")
         ax.set_xlim(0, xmax)
