@@ -136,7 +136,7 @@ def run(cfg: RunConfig) -> Section:
     rows: list[tuple[int, float, float, float, int, int]] = []
     profile = ""
     cpu_rows: list[tuple[float, float]] = []
-    with RemoteEmulator(topology, fast_paging=True) as remote:
+    with RemoteEmulator(topology) as remote:
         have = 0
         for size, label in zip(sizes, LABELS, strict=True):
             remote.populate(sc.Fleet(workloads=size - have, first=have), policy,

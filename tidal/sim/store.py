@@ -11,6 +11,7 @@ serialize may take them without copying (`copy=False`); everything else gets a d
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import copy
 import queue
@@ -101,6 +102,9 @@ class Store:
         self._lock = threading.RLock()
         self._objects: dict[Key, Obj] = {}
         self._by_type: dict[tuple[str, str, str], dict[Key, Obj]] = {}
+        # per type, the (namespace, name) of every object in order: lists and pages read a
+        # range of it, as the real apiserver reads a key range from etcd
+        self._order: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
         self._rv = 0
         self._log: deque[WatchEvent] = deque(maxlen=history)
         self._subs: list[Subscription] = []
@@ -131,15 +135,45 @@ class Store:
         copy_: bool = True,
     ) -> tuple[list[Obj], int]:
         """Objects of a type (optionally in one namespace), sorted by namespace/name, and the rv."""
+        items, rv, _ = self.list_range(rtype, namespace, accepts, copy_=copy_)
+        return items, rv
+
+    def list_range(
+        self,
+        rtype: ResourceType,
+        namespace: str | None = None,
+        accepts: Callable[[Obj], bool] | None = None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+        copy_: bool = True,
+    ) -> tuple[builtins.list[Obj], int, int | None]:
+        """Up to `limit` matching objects after the (namespace, name) key `after`, the rv, and
+        how many objects of the range come after the page (None when a filter makes that
+        unknowable without reading them all, as the real apiserver leaves it out then).
+        A page costs O(page + skipped), not O(collection)."""
         with self._lock:
-            bucket = self._by_type.get((rtype.group, rtype.version, rtype.plural), {})
-            items = [
-                obj
-                for key, obj in sorted(bucket.items())
-                if (not namespace or key[3] == namespace) and (accepts is None or accepts(obj))
-            ]
+            type_key = (rtype.group, rtype.version, rtype.plural)
+            bucket = self._by_type.get(type_key, {})
+            order = self._order.get(type_key, [])
+            start = (namespace or "", "") if namespace else ("", "")
+            lo = bisect.bisect_right(order, after) if after and after >= start else (
+                bisect.bisect_left(order, start))
+            hi = bisect.bisect_left(order, (namespace + "\0", "")) if namespace else len(order)
+            items: builtins.list[Obj] = []
+            position = lo
+            while position < hi and (not limit or limit <= 0 or len(items) < limit):
+                ns, name = order[position]
+                obj = bucket[(*type_key, ns, name)]
+                if accepts is None or accepts(obj):
+                    items.append(obj)
+                position += 1
+            if position >= hi:
+                remaining: int | None = 0
+            else:
+                remaining = hi - position if accepts is None else None
             rv = self._rv
-        return ([_clone(o) for o in items] if copy_ else items), rv
+        return ([_clone(o) for o in items] if copy_ else items), rv, remaining
 
     # -- writes --------------------------------------------------------------------------
     def create(self, rtype: ResourceType, obj: Obj) -> Obj:
@@ -244,6 +278,8 @@ class Store:
             gone["metadata"]["resourceVersion"] = str(self._rv)
             del self._objects[key]
             del self._by_type[key[:3]][key]
+            order = self._order[key[:3]]
+            del order[bisect.bisect_left(order, key[3:])]
             self._publish(WatchEvent("DELETED", rtype, gone, old, self._rv))
             return _clone_obj(gone)
 
@@ -353,7 +389,10 @@ class Store:
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = new
-        self._by_type.setdefault(key[:3], {})[key] = new
+        bucket = self._by_type.setdefault(key[:3], {})
+        if key not in bucket:
+            bisect.insort(self._order.setdefault(key[:3], []), key[3:])
+        bucket[key] = new
         self._publish(WatchEvent(etype, rtype, new, old, self._rv))
         return _clone_obj(new) if copy_result else new
 

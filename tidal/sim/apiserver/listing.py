@@ -9,6 +9,8 @@ from typing import Any
 
 from tidal.domain.selectors import SelectorError, matches, parse
 from tidal.sim.apiserver.errors import ApiError
+from tidal.sim.kinds import ResourceType
+from tidal.sim.store import Store
 
 Obj = dict[str, Any]
 
@@ -80,32 +82,36 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 def page(
-    items: list[Obj], rv: int, limit: int | None, token: str | None, compacted_at: int = 0
+    store: Store,
+    rtype: ResourceType,
+    namespace: str | None,
+    accepts: Callable[[Obj], bool] | None,
+    limit: int | None,
+    token: str | None,
 ) -> tuple[list[Obj], int, str | None, int | None]:
     """(page items, list resourceVersion, next continue token, remaining count).
 
-    A token from before the last compaction is 410 Expired, as etcd's compaction makes it.
+    The page is a range read of the store after the token's key, so reading a long list page by
+    page stays linear. A token from before the last compaction is 410 Expired, as etcd's
+    compaction makes it.
     """
-    list_rv = rv
+    after: tuple[str, str] | None = None
+    list_rv: int | None = None
     if token:
         list_rv, after = decode_continue(token)
-        if list_rv < compacted_at:
+        if list_rv < store.compacted_at:
             raise ApiError(
                 410,
                 "The provided continue parameter is too old to display a consistent list "
                 "result. You can start a new list without the continue parameter.",
                 reason="Expired",
             )
-        # items are sorted by (namespace, name): find the first one after the token's key
-        lo, hi = 0, len(items)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _key(items[mid]) <= after:
-                lo = mid + 1
-            else:
-                hi = mid
-        items = items[lo:]
-    if not limit or limit <= 0 or len(items) <= limit:
-        return items, list_rv, None, None
-    chunk = items[:limit]
-    return chunk, list_rv, encode_continue(list_rv, _key(chunk[-1])), len(items) - limit
+    limit = limit if limit and limit > 0 else None
+    chunk, rv, remaining = store.list_range(
+        rtype, namespace, accepts, after=after, limit=limit, copy_=False
+    )
+    list_rv = rv if list_rv is None else list_rv
+    if limit is None or remaining == 0 or not chunk:
+        return chunk, list_rv, None, None
+    return chunk, list_rv, encode_continue(list_rv, _key(chunk[-1])), remaining
+

@@ -145,14 +145,15 @@ class RestHandlers(WriteVerbs):
         accepts = object_filter(
             req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
         )
-        items, rv = self.store.list(route.rtype, route.namespace, accepts, copy_=False)
         chunk, list_rv, token, remaining = page(
-            items, rv, req.int_param("limit"), req.query.get("continue"), self.store.compacted_at
+            self.store, route.rtype, route.namespace, accepts, req.int_param("limit"),
+            req.query.get("continue"),
         )
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if token:
             meta["continue"] = token
-            meta["remainingItemCount"] = remaining
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
         if wants_table(req.headers.get("Accept")):
             return Response(200, self._table(route, req, chunk, meta))
         return Response(
