@@ -1,4 +1,5 @@
-"""Failover mid-switch with real `tidal run` processes: SIGKILL the leader after a wave, the
+"""Failover mid-switch with real `tidal run` processes: SIGKILL the leader after the policy
+change, after a wave, mid-gate (and mid-rollback elsewhere), the
 standby resumes (no wave twice); SIGSTOP the leader past its lease, the standby takes over,
 SIGCONT: the old leader writes nothing more and exits non-zero."""
 
@@ -183,3 +184,41 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     counts = _touch_counts(emu)
     assert {n for n in counts} == {w.rsplit("/", 1)[-1] for w in switched}, counts
     assert set(counts.values()) == {2}, counts  # forward once, back once
+
+
+def test_sigkill_after_the_policy_change_resumes_without_repatching(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """Leader killed after the policy change, before wave 1's trigger lands: the standby
+    neither re-patches the policy nor skips wave 1."""
+    emu = make_emulator(topology(), clock=ScaledClock(20.0))
+    settle(emu, timeout=30)
+    # hold the first template patch (wave 1's first touch) in the server for a while
+    emu.faults.inject(type="latency", verb="patch", resource="deployments", seconds=6, count=1)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="0s")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
+    try:
+        wait_for(lambda: any(w[1] == "clusterpropagationpolicies"
+                             for ws in writes_by(emu).values() for w in ws),
+                 30, "the policy change")
+        first_touch = [w for ws in writes_by(emu).values() for w in ws if w[1] == "deployments"]
+        assert first_touch == [], "wave 1 was triggered before the kill point"
+        procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+        procs["a"].send_signal(signal.SIGKILL)
+        procs["a"].wait(10)
+        wait_for(lambda: _finished(client), 90, "the standby to finish the run")
+        run = _run(client)
+        assert run is not None and run.result == "succeeded"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                stop(proc)
+    policy_writes = [(who, w) for who, ws in writes_by(emu).items() for w in ws
+                     if w[1] == "clusterpropagationpolicies"]
+    # one change by the old leader, one Lazy restore at the end by the standby: no re-patch
+    assert [who for who, _ in policy_writes] == ["replica-a", "replica-b"], policy_writes
+    counts = _touch_counts(emu)
+    assert len(counts) == 8, counts  # every workload, wave 1 included
+    assert max(counts.values()) <= 2, counts  # only the in-flight touch may land twice
