@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 import tenacity
 
 from tidal.karmada.errors import (
@@ -361,7 +362,7 @@ def _decode(data: bytes | str | None, verb: str, resource: str, code: int) -> Ob
     if not data:
         return {}
     try:
-        obj = json.loads(data)
+        obj = orjson.loads(data)  # several times faster than json on large list pages
     except ValueError as exc:
         raise BadResponse(f"malformed JSON ({len(data)} bytes)", code=code, verb=verb,
                           resource=resource, retryable=True) from exc
