@@ -92,25 +92,55 @@ class Plan:
         }
 
 
-def _totals(states: Sequence[Mapping[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for state in states:
-        for cluster, n in state.items():
-            out[cluster] = out.get(cluster, 0) + n
-    return dict(sorted(out.items()))
+@dataclass
+class _WaveState:
+    """One wave's workloads all in one state (before, in flight or after): their floor
+    violations in order, the lowest ready count per cluster, and replicas assigned per cluster."""
+
+    violations: list[FloorViolation]
+    lowest: dict[str, int] | None  # None: no workload with replicas
+    assigned: dict[str, int]
 
 
-def _check(label: str, wave: int | None, workloads: Sequence[PlannedWorkload],
-           ready: Sequence[Mapping[str, int]], assigned: Sequence[Mapping[str, int]],
-           floors: Sequence[FloorRule], clusters: Sequence[str]) -> PlanStep:
+def _wave_state(wave: Sequence[PlannedWorkload], kept: Sequence[set[str]],
+                ready: Sequence[Mapping[str, int]], assigned: Sequence[Mapping[str, int]],
+                floors: Sequence[FloorRule], clusters: Sequence[str]) -> _WaveState:
+    violations: list[FloorViolation] = []
+    lowest: dict[str, int] | None = None
+    totals: dict[str, int] = {}
+    for w, k, r, a in zip(wave, kept, ready, assigned, strict=True):
+        if floors:
+            violations.extend(check_floors(w.name, w.replicas, r, floors, k))
+        if w.replicas:
+            if lowest is None:
+                lowest = {c: r.get(c, 0) for c in clusters}
+            else:
+                for cluster in clusters:
+                    have = r.get(cluster, 0)
+                    if have < lowest[cluster]:
+                        lowest[cluster] = have
+        for cluster, n in a.items():
+            totals[cluster] = totals.get(cluster, 0) + n
+    return _WaveState(violations, lowest, totals)
+
+
+def _step(label: str, wave: int | None, states: Sequence[_WaveState],
+          clusters: Sequence[str]) -> PlanStep:
+    """Combine per-wave states (in wave order, which is the workloads' order) into one step."""
     violations: list[FloorViolation] = []
     lowest: dict[str, int] = {}
-    for w, r in zip(workloads, ready, strict=True):
-        violations.extend(check_floors(w.name, w.replicas, r, floors, w.kept_clusters()))
-        if w.replicas:
-            for cluster in clusters:
-                lowest[cluster] = min(lowest.get(cluster, r.get(cluster, 0)), r.get(cluster, 0))
-    return PlanStep(label, wave, _totals(assigned), lowest, tuple(violations))
+    assigned: dict[str, int] = {}
+    for state in states:
+        violations.extend(state.violations)
+        if state.lowest is not None:
+            if not lowest:
+                lowest = dict(state.lowest)
+            else:
+                for cluster in clusters:
+                    lowest[cluster] = min(lowest[cluster], state.lowest[cluster])
+        for cluster, n in state.assigned.items():
+            assigned[cluster] = assigned.get(cluster, 0) + n
+    return PlanStep(label, wave, dict(sorted(assigned.items())), lowest, tuple(violations))
 
 
 def make_plan(
@@ -120,29 +150,28 @@ def make_plan(
     floors: Sequence[FloorRule] = (),
     order: Order = "name",
 ) -> Plan:
-    """Cut the workloads into waves and check every floor before, during and after each."""
+    """Cut the workloads into waves and check every floor before, during and after each.
+
+    Each workload is checked once in each of its three states (before, in flight, after);
+    a step combines wave by wave: earlier waves after, its own in flight, later ones before."""
     sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas, order=order)
     waves = split_waves(sorted_, wave_size) if sorted_ else []
     clusters = sorted({c for w in sorted_ for c in (*w.before, *w.after)})
-    steps = [_check("before", None, sorted_, [w.before for w in sorted_],
-                    [w.before for w in sorted_], floors, clusters)]
-    position = {id(w): i for i, wave in enumerate(waves) for w in wave}
+    before: list[_WaveState] = []
+    flight: list[_WaveState] = []
+    after: list[_WaveState] = []
+    for wave in waves:
+        kept = [w.kept_clusters() for w in wave]
+        olds = [w.before for w in wave]
+        news = [w.after for w in wave]
+        before.append(_wave_state(wave, kept, olds, olds, floors, clusters))
+        flight.append(_wave_state(wave, kept, [w.in_flight() for w in wave], news, floors,
+                                  clusters))
+        after.append(_wave_state(wave, kept, news, news, floors, clusters))
+    steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
-        ready, assigned = [], []
-        for w in sorted_:
-            wave = position[id(w)]
-            if wave < index:
-                ready.append(dict(w.after))
-                assigned.append(dict(w.after))
-            elif wave == index:
-                ready.append(w.in_flight())
-                assigned.append(dict(w.after))
-            else:
-                ready.append(dict(w.before))
-                assigned.append(dict(w.before))
-        steps.append(_check(f"wave {index + 1}", index, sorted_, ready, assigned, floors,
-                            clusters))
-    steps.append(_check("end", None, sorted_, [w.after for w in sorted_],
-                        [w.after for w in sorted_], floors, clusters))
+        steps.append(_step(f"wave {index + 1}", index,
+                           [*after[:index], flight[index], *before[index + 1:]], clusters))
+    steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
     return Plan(waves, steps, tuple(floors), problems)
