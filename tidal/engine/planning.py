@@ -3,7 +3,9 @@ check the floors (pure domain work on what resolve read)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tidal.domain.floors import FloorRule
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
@@ -39,11 +41,33 @@ class SwitchPlan:
 
 
 def needs_move(trigger: str, workload: Workload, target_placement: object,
-               policies_done: bool) -> bool:
+               policies_done: bool, *,
+               placement_of: Callable[[Workload], object] = triggers.binding_placement) -> bool:
     if trigger in ("touch", "both"):
-        return triggers.binding_placement(workload) != target_placement or \
+        return placement_of(workload) != target_placement or \
             (trigger == "both" and not policies_done)
     return not policies_done
+
+
+class _BindingPlacements:
+    """Bindings' normalised placements, each distinct placement normalised once: the bindings
+    of one policy nearly all carry the same placement, and equal raw placements normalise to
+    equal values."""
+
+    LIMIT = 16  # distinct placements remembered
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[Any, Any]] = []  # (raw, normalised)
+
+    def __call__(self, workload: Workload) -> object:
+        raw = ((workload.binding or {}).get("spec") or {}).get("placement")
+        for seen, normalised in self._seen:
+            if seen == raw:
+                return normalised
+        normalised = triggers.normalize_placement(raw)
+        if len(self._seen) < self.LIMIT:
+            self._seen.append((raw, normalised))
+        return normalised
 
 
 def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
@@ -62,8 +86,9 @@ def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str,
     predictors = {key: Predictor(t.target_placement, clusters) for key, t in targets.items()}
     placements = {key: triggers.normalize_placement(t.target_placement)
                   for key, t in targets.items()}
+    placement_of = _BindingPlacements()
     pending = [w for w in selection.workloads
-               if needs_move(chosen, w, placements[w.policy], done)]
+               if needs_move(chosen, w, placements[w.policy], done, placement_of=placement_of)]
     fresh = chosen in ("rebalance", "both")
     planned = []
     for w in sorted(pending, key=lambda w: w.key):
