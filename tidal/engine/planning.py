@@ -3,7 +3,9 @@ check the floors (pure domain work on what resolve read)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,9 +72,28 @@ class _BindingPlacements:
         return normalised
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cycle collector: a plan allocates many long-lived, acyclic objects (decoded
+    list pages), and each automatic collection would walk all of them again for nothing."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
                trigger: str | None = None) -> SwitchPlan:
     """Read the control plane and plan the window's switch (writes nothing)."""
+    with _gc_paused():
+        return _build_plan(client, schedule, window_name, trigger=trigger)
+
+
+def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
+                trigger: str | None) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window)
