@@ -47,7 +47,7 @@ class Chaos:
             ("cluster_notready", self._cluster_notready, 2), ("pods_fail", self._pods_fail, 3),
             ("sigkill_leader", self._kill_leader, 1), ("sigstop_leader", self._stop_leader, 1),
             ("schedule_edit", self._good_edit, 1), ("schedule_broken", self._broken_edit, 1),
-            ("scale_past_capacity", self._scale_up, 1),
+            ("scale_past_capacity", self._scale_up, 2),
         ]
         names = [a[0] for a in actions]
         weights = [a[2] for a in actions]
@@ -145,10 +145,13 @@ class Chaos:
             self.emu.store.mutate(rtype, NS, name,
                                   lambda o: o["spec"].update(replicas=replicas))
 
-        scale(REPLICAS * 200)
         seconds = self.random.uniform(8, 25)
-        self._later(seconds, "scale", lambda: scale(REPLICAS))
-        return f"{name} to {REPLICAS * 200} for {seconds:.0f}s"
+        delay = 0.0
+        if self.random.random() < 0.6:  # just after the next window start: inside a wave
+            delay = 60.0 - time.time() % 60.0 + self.random.uniform(0.3, 2.5)
+        self._later(delay, "scale-up", lambda: scale(REPLICAS * 200))
+        self._later(delay + seconds, "scale", lambda: scale(REPLICAS))
+        return f"{name} to {REPLICAS * 200} in {delay:.0f}s for {seconds:.0f}s"
 
     # -- the leader --------------------------------------------------------------------------
     def _kill_leader(self) -> str | None:
