@@ -14,7 +14,7 @@ from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.engine import policy_change, triggers
-from tidal.engine.resolve import Selection, Workload, resolve
+from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 
@@ -119,7 +119,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
                                        prediction.exact, prediction.problem, w.uid))
     size = rollout.wave_size.for_total(len(planned)) if planned else 1
     plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
-    warnings = list(selection.warnings)
+    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements)
     for s in selection.skipped:
         warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
                                                                 else ""))
@@ -127,3 +127,17 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     ordered = [by_name[p.name] for p in plan.workloads]
     return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
                       ordered, noop=not pending and done, warnings=warnings)
+
+
+def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, object]) -> list[str]:
+    """A swap that changes the placement cannot be paced by waves: deleting `from` releases
+    every template at once and the new policy claims them all, Lazy or not."""
+    out = []
+    for t in targets:
+        before = ((t.from_obj or {}).get("spec") or {}).get("placement")
+        if t.swap_from and before is not None and \
+                triggers.normalize_placement(before) != placements[t.key]:
+            out.append(f"swap {t.swap_from} -> {t.name} changes the placement: Karmada may move "
+                       "every workload at once when the old policy is deleted; write the "
+                       "change as a patch of one policy so that waves pace it")
+    return out
