@@ -138,6 +138,8 @@ def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
     settle(emu)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules)
+    emu.faults.inject(type="truncate", verb="list", resource="resourcebindings", count=2)
+    emu.faults.inject(type="wrong-kind", verb="list", resource="deployments", count=1)
     emu.faults.inject(type="truncate", verb="get,list", resource="*", probability=0.15)
     emu.faults.inject(type="wrong-kind", verb="get,list", resource="resourcebindings,clusters",
                       probability=0.1)
