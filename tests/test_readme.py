@@ -26,3 +26,15 @@ def test_every_command_in_the_cli_reference_exists() -> None:
     named = set(re.findall(r"^\| `tidal (\w+)", README.read_text(), re.M))
     assert named, "the CLI reference table is missing"
     assert named <= set(cli.commands), named - set(cli.commands)
+
+
+def test_every_test_the_readme_cites_exists() -> None:
+    """Each `tests/...[::name]` the README cites as proof is a real file (and test)."""
+    root = README.parent
+    cited = re.findall(r"`(tests/[^`:]+)(?:::(\w+))?`", README.read_text())
+    assert cited
+    for path, name in cited:
+        target = root / path
+        assert target.exists(), path
+        if name:
+            assert f"def {name}(" in target.read_text(), f"{path}::{name}"
