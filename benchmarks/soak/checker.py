@@ -296,7 +296,9 @@ class Checker:
                     self.violation(f"{label} did not end: phase {state.get('phase')}, result "
                                    f"{state.get('result')}")
                 continue
-            allowed = 2 if state.get("result") == "rolledBack" else 1
+            rolled = state.get("result") == "rolledBack" or any(
+                w.get("rollbackTriggered") or w.get("rolledBack") for w in state.get("waves") or [])
+            allowed = 2 if rolled else 1  # there and back, even when the rollback then failed
             twice = {w: n for w, n in track.moves.items() if n > allowed}
             if twice:
                 self.violation(f"{label}: moved more than {allowed}x: {twice}")
