@@ -119,3 +119,14 @@ def test_kubectl_describe_shows_the_event(make_emulator: Any, tmp_path: Path) ->
          "team-42"], capture_output=True, text=True, timeout=60, check=True).stdout
     events = described.split("Events:", 1)[1]
     assert "WaveFailed" in events and "Wave 1 failed (timeout)" in events
+
+
+def test_a_replica_that_may_not_write_records_nothing(make_emulator: Any, tmp_path: Path) -> None:
+    """A fenced (non-leading) replica's recorder skips the write: a single writer, Events too."""
+    emulator = make_emulator(alert_scenario.topology(pods_fail=False))
+    client = _client(emulator, tmp_path)
+    recorder = EventRecorder(client, may_write=lambda: False)
+    with capture_logs() as logs:
+        assert not recorder.record(configmap_ref("tidal-run-x", "tidal-system"), "WaveFailed", "x")
+    assert _list_events(client, "tidal-system") == []
+    assert [e["event"] for e in logs] == ["kube_event_skipped"]

@@ -144,7 +144,8 @@ class Daemon:
 
         namespace = self.settings.state_namespace
         observer: Callable[[Any], None] = EngineObserver(
-            self.metrics, recorder=EventRecorder(self.client, instance=self.identity),
+            self.metrics, recorder=EventRecorder(self.client, instance=self.identity,
+                                                 may_write=lambda: self.may_act()),
             state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
         return observer
 

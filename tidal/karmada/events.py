@@ -81,7 +81,9 @@ class EventRecorder:
         instance: str = "",
         now: Callable[[], datetime] = _utc_now,
         timeout_seconds: float = 5.0,
+        may_write: Callable[[], bool] = lambda: True,
     ) -> None:
+        self._may_write = may_write  # the daemon's leadership: a fenced replica writes nothing
         # A private single-attempt client on the same connection pool and request hook.
         self._client: Any = client
         if isinstance(client, KarmadaClient):
@@ -135,6 +137,9 @@ class EventRecorder:
     def record(self, involved: ObjectRef, reason: str, message: str,
                event_type: EventType = "Normal") -> bool:
         """Create one Event about `involved`; True when the server took it."""
+        if not self._may_write():
+            log.debug("kube_event_skipped", reason=reason, why="not the acting replica")
+            return False
         try:
             involved = self._with_uid(involved)
             body = self.event_body(involved, reason, message, event_type)
