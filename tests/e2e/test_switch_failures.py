@@ -229,3 +229,49 @@ def test_next_window_after_a_halt_restores_activation(make_switch_emulator: Make
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     assert policy["spec"]["placement"] == DAY
     assert "activationPreference" not in policy["spec"]
+
+
+def _lazy_marks(client: Any) -> tuple[Any, set[str]]:
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    notes = policy["metadata"].get("annotations") or {}
+    return policy["spec"].get("activationPreference"), {k for k in notes if "lazy" in k}
+
+
+def test_lazy_left_by_a_forgotten_run_is_restored(make_switch_emulator: MakeEmulator,
+                                                  tmp_path: Path) -> None:
+    """A halted run's Lazy is marked on the policy, so a later run with no journal of it
+    still restores the original activationPreference and removes the marks."""
+    emu = _emulator(make_switch_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    first = switch(client, _schedule(tmp_path, timeout="2s"), "night",
+                   journal=InMemoryJournal())
+    assert first.result == "failed"
+    assert _lazy_marks(client) == ("Lazy", {"tidal.io/lazy-added-by",
+                                            "tidal.io/activation-before-lazy"})
+    body = {"status": {"resourceSummary": {"allocatable": {"cpu": "1000", "memory": "4Ti",
+                                                           "pods": "1000"}}}}
+    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b",
+                                                              subresource="status"),
+                   body=body, content_type=MERGE_PATCH)
+    second = switch(client, _schedule(tmp_path, timeout="20s"), "night",
+                    journal=InMemoryJournal())
+    assert second.result == "succeeded", second.to_json()
+    assert _lazy_marks(client) == (None, set())
+
+
+def test_window_in_force_still_clears_a_leftover_lazy(make_switch_emulator: MakeEmulator,
+                                                      tmp_path: Path) -> None:
+    """A window already in force is not a no-op while the policy carries a Lazy tidal added:
+    the run puts the original activationPreference back."""
+    emu = _emulator(make_switch_emulator)
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path)
+    assert switch(client, path, "night").result == "succeeded"
+    leftover = {"metadata": {"annotations": {"tidal.io/lazy-added-by": "an-old-run",
+                                             "tidal.io/activation-before-lazy": ""}},
+                "spec": {"activationPreference": "Lazy"}}
+    policies.patch_policy(client, "ClusterPropagationPolicy", "team-cpp", None, leftover)
+    again = switch(client, path, "night")
+    assert again.result == "succeeded" and not again.noop, again.to_json()
+    assert _lazy_marks(client) == (None, set())
+    assert switch(client, path, "night").noop

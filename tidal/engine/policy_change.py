@@ -20,7 +20,13 @@ from tidal.engine.resolve import PolicyTarget, strip_server_fields
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import AlreadyExists, Conflict
-from tidal.karmada.names import POLICY_RUN, POLICY_WINDOW, claim_labels
+from tidal.karmada.names import (
+    ACTIVATION_BEFORE_LAZY,
+    LAZY_ADDED_BY,
+    POLICY_RUN,
+    POLICY_WINDOW,
+    claim_labels,
+)
 
 LAZY = "Lazy"
 COMPLETED_RUN = "tidal.io/completed-run"
@@ -41,13 +47,39 @@ def annotations_of(obj: Obj | None) -> dict[str, str]:
 
 
 def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
-    """The policy already is what this window wants, written and finished by a tidal run."""
+    """The policy already is what this window wants, written and finished by a tidal run
+    (and any Lazy tidal added is gone, or was kept on purpose by that run)."""
     if obj is None:
         return False
     notes = annotations_of(obj)
     return (notes.get(POLICY_WINDOW) == window and notes.get(COMPLETED_RUN) is not None
             and notes.get(COMPLETED_RUN) == notes.get(POLICY_RUN)
+            and notes.get(LAZY_ADDED_BY) in (None, notes.get(COMPLETED_RUN))
             and comparable(obj.get("spec")) == comparable(target.target_spec))
+
+
+def temporary_lazy(obj: Obj | None) -> tuple[bool, str | None]:
+    """(is this policy's Lazy one tidal added?, the activationPreference to put back)."""
+    notes = annotations_of(obj)
+    spec = (obj or {}).get("spec") or {}
+    if LAZY_ADDED_BY not in notes or spec.get("activationPreference") != LAZY:
+        return False, None
+    return True, notes.get(ACTIVATION_BEFORE_LAZY) or None
+
+
+def _lazy_marks(run_id: str, original: str | None) -> dict[str, str]:
+    return {LAZY_ADDED_BY: run_id, ACTIVATION_BEFORE_LAZY: original or ""}
+
+
+def _unmark_lazy() -> dict[str, None]:
+    return {LAZY_ADDED_BY: None, ACTIVATION_BEFORE_LAZY: None}
+
+
+def _adopt(record: PolicyRecord, obj: Obj | None) -> None:
+    """A Lazy an earlier tidal run added (and never restored) is this run's to restore."""
+    added, original = temporary_lazy(obj)
+    if added and not record.lazy_added:
+        record.lazy_added, record.original_activation = True, original
 
 
 def record_for(target: PolicyTarget) -> PolicyRecord:
@@ -73,6 +105,7 @@ def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *,
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
         current = api.get_policy(client, target.kind, target.name, target.namespace)
+        _adopt(record, current)
         notes = annotations_of(current)
         if notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id:
             record.applied = True
@@ -92,6 +125,8 @@ def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *,
         if lazy and new_spec.get("activationPreference") != LAZY:
             body.setdefault("spec", {})["activationPreference"] = LAZY
             record.lazy_added = True
+            body["metadata"]["annotations"].update(
+                _lazy_marks(run_id, record.original_activation))
         save()
         try:
             after = api.patch_policy(client, target.kind, target.name, target.namespace, body,
@@ -118,6 +153,7 @@ def _manifest(target: PolicyTarget, window: str, run_id: str, lazy: bool,
     if lazy and spec.get("activationPreference") != LAZY:
         spec["activationPreference"] = LAZY
         record.lazy_added = True
+        meta["annotations"].update(_lazy_marks(run_id, record.original_activation))
     return manifest
 
 
@@ -127,6 +163,7 @@ def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, 
     to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
+        _adopt(record, to_obj)
         notes = annotations_of(to_obj)
         ours = notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id
         record.applied = ours  # done before by someone else: nothing of ours to undo
@@ -150,13 +187,19 @@ def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, 
 
 def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> str:
     """After the last wave: restore activationPreference (unless kept) and mark completion."""
-    if not record.applied:
+    restore = record.lazy_added and not record.keep_lazy and not record.lazy_restored
+    if not record.applied and not restore:
         return "unchanged"
-    body: dict[str, Any] = {"metadata": {"annotations": {COMPLETED_RUN: run_id}}}
+    notes: dict[str, Any] = {COMPLETED_RUN: run_id} if record.applied else {}
     action = "completed"
-    if record.lazy_added and not record.keep_lazy and not record.lazy_restored:
-        body["spec"] = {"activationPreference": record.original_activation}
+    if restore:
+        notes.update(_unmark_lazy())
         action = "lazy_restored"
+    elif record.lazy_added and record.keep_lazy:
+        notes[LAZY_ADDED_BY] = run_id  # kept on purpose by this (completed) run
+    body: dict[str, Any] = {"metadata": {"annotations": notes}}
+    if restore:
+        body["spec"] = {"activationPreference": record.original_activation}
     save()
     _patch_retrying(client, record, body)
     if action == "lazy_restored":
@@ -175,7 +218,8 @@ def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str,
     raise Conflict(f"{record.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
-def rollback(client: KarmadaClient, record: PolicyRecord, *, lazy: bool, save: Save) -> str:
+def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool,
+             save: Save) -> str:
     """Put the previous spec back (keeping Lazy while waves move workloads back)."""
     if not record.applied or record.restored:
         return "unchanged"
@@ -191,35 +235,58 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, lazy: bool, save: S
             for key in claim_labels():
                 labels.pop(key, None)
             spec = manifest.setdefault("spec", {})
-            if lazy:
+            if lazy and spec.get("activationPreference") != LAZY:
+                original = _original_of(record)
                 spec["activationPreference"] = LAZY
+                manifest["metadata"].setdefault("annotations", {}).update(
+                    _lazy_marks(run_id, original))
             with contextlib.suppress(AlreadyExists):
                 api.create_policy(client, manifest)
     else:
         current = api.get_policy(client, record.kind, record.name, record.namespace)
         wanted = copy.deepcopy(record.pre_image or {})
+        body: dict[str, Any] = {}
         if lazy:
             wanted["activationPreference"] = LAZY
+            original = _original_of(record)
+            if original != LAZY and LAZY_ADDED_BY not in annotations_of(current):
+                body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
         diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
         if diff:
-            _patch_retrying(client, record, {"spec": diff})
+            body["spec"] = diff
+        if body:
+            _patch_retrying(client, record, body)
     record.restored = True
     return "restore"
 
 
-def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
-                                      *, save: Save) -> None:
-    """After rolled-back waves: the pre-image's own activationPreference."""
+def _original_of(record: PolicyRecord) -> str | None:
+    """The activationPreference the policy had before tidal: the pre-image's own, unless that
+    was itself a Lazy an earlier run added."""
     pre_image = record.pre_image or {}
     if record.action == "swap":  # the pre-image is the `from` policy, whole
-        name, original = record.swap_from, (pre_image.get("spec") or {}).get(
-            "activationPreference")
-    else:  # the pre-image is the patched policy's spec
-        name, original = record.name, pre_image.get("activationPreference")
+        added, original = temporary_lazy(pre_image)
+        return original if added else (pre_image.get("spec") or {}).get("activationPreference")
+    if record.lazy_added:  # the pre-image is the patched policy's spec
+        return record.original_activation
+    value = pre_image.get("activationPreference")
+    return str(value) if value is not None else None
+
+
+def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
+                                      *, save: Save) -> None:
+    """After rolled-back waves: the activationPreference from before tidal, marks removed."""
+    name = record.swap_from if record.action == "swap" else record.name
     assert name is not None
+    original = _original_of(record)
     current = api.find_policy(client, record.kind, name, record.namespace)
-    if current is None or (current.get("spec") or {}).get("activationPreference") == original:
+    if current is None:
+        return
+    marked = LAZY_ADDED_BY in annotations_of(current)
+    if (current.get("spec") or {}).get("activationPreference") == original and not marked:
         return
     save()
-    body = {"spec": {"activationPreference": original}}
+    body: dict[str, Any] = {"spec": {"activationPreference": original}}
+    if marked:
+        body["metadata"] = {"annotations": _unmark_lazy()}
     api.patch_policy(client, record.kind, name, record.namespace, body)

@@ -25,7 +25,8 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
     lazy = ctx.trigger in ("touch", "both")
     placements: dict[str, object] = {}
     for record in reversed(state.policies):
-        action = policy_change.rollback(ctx.client, record, lazy=lazy, save=ctx.save)
+        action = policy_change.rollback(ctx.client, record, run_id=ctx.run_id, lazy=lazy,
+                                          save=ctx.save)
         ctx.save()
         placements[record.key] = previous_placement(record)
         if action != "unchanged":

@@ -16,6 +16,11 @@ SWITCH_RUN = "tidal.io/switch-run"
 EXCLUDE = "tidal.io/exclude"
 POLICY_WINDOW = "tidal.io/window"
 POLICY_RUN = "tidal.io/run"
+# On a policy whose activationPreference Lazy tidal set for its waves: which run set it and
+# the value to put back (empty: unset). Kept on the object so that no journal is needed to
+# tell a temporary Lazy from an owner's own.
+LAZY_ADDED_BY = "tidal.io/lazy-added-by"
+ACTIVATION_BEFORE_LAZY = "tidal.io/activation-before-lazy"
 
 
 def binding_name(name: str, kind: str) -> str:
