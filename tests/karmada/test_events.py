@@ -128,3 +128,15 @@ def test_a_replica_that_may_not_write_records_nothing(make_emulator: Any, tmp_pa
     recorder = EventRecorder(client, may_write=lambda: False)
     assert not recorder.record(configmap_ref("tidal-run-x", "tidal-system"), "WaveFailed", "x")
     assert _list_events(client, "tidal-system") == []
+
+
+def test_leadership_lost_during_the_uid_lookup_writes_nothing(make_emulator: Any,
+                                                              tmp_path: Path) -> None:
+    """Leadership is asked again right before the POST, after the uid lookup's round trip."""
+    emulator = make_emulator(alert_scenario.topology(pods_fail=False))
+    client = _client(emulator, tmp_path)
+    answers = iter([True, False])
+    recorder = EventRecorder(client, may_write=lambda: next(answers))
+    assert not recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "WaveFailed",
+                               "x")
+    assert _list_events(client, "default") == []

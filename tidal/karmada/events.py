@@ -144,6 +144,9 @@ class EventRecorder:
             involved = self._with_uid(involved)
             body = self.event_body(involved, reason, message, event_type)
             namespace = body["metadata"]["namespace"]
+            if not self._may_write():  # asked again: the uid lookup is a round trip
+                log.debug("kube_event_skipped", reason=reason, why="not the acting replica")
+                return False
             self._client.request("create", _EVENTS, "POST", _EVENTS.path(namespace), body=body)
         except Exception as exc:  # best-effort: never let an Event break a switch
             log.warning("kube_event_failed", reason=reason, kind=involved.kind,
