@@ -132,8 +132,8 @@ def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Pa
         wait_for(lambda: _finished(client), 90, "the standby to finish the run")
         old.send_signal(signal.SIGCONT)
         assert old.wait(20) != 0  # stepped down and exited
-        # Events are best-effort and unfenced: one decided just before the freeze may land
-        # right after it. Every acting write (policies, templates, state) is fenced.
+        # An Event has no resourceVersion to fence it: one sent in the instant of the freeze
+        # may land right after it. Every acting write (policies, templates, state) is fenced.
         late = [r for r in emu.request_log() if r.identity == "replica-a"
                 and r.time > stopped_at and r.verb not in ("get", "list", "watch")
                 and r.code < 400 and r.resource != "events"]
