@@ -53,26 +53,28 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
     raise SystemExit(OK)
 
 
-@click.command("suspend")
-@_common
-def suspend_command(name: str, schedules: Path | None, kubeconfig: Path | None,
-                    context: str | None) -> None:
-    """Stop running NAME's windows until `tidal resume NAME` (persisted)."""
-    from tidal.domain.windows import Controls
+def _suspension(command: str, suspended: bool, outcome: str, help_text: str) -> click.Command:
+    """`tidal suspend` / `tidal resume`: set or clear the persisted suspension."""
 
-    _apply(name, schedules, kubeconfig, context,
-           lambda c, s, now: Controls(True, c.skip_start, c.hold), f"{name}: suspended")
+    @click.command(command, help=help_text)
+    @_common
+    def set_suspended(name: str, schedules: Path | None, kubeconfig: Path | None,
+                      context: str | None) -> None:
+        from tidal.domain.windows import Controls
+
+        _apply(name, schedules, kubeconfig, context,
+               lambda c, s, now: Controls(suspended, c.skip_start, c.hold),
+               f"{name}: {outcome}")
+
+    return set_suspended
 
 
-@click.command("resume")
-@_common
-def resume_command(name: str, schedules: Path | None, kubeconfig: Path | None,
-                   context: str | None) -> None:
-    """Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs)."""
-    from tidal.domain.windows import Controls
-
-    _apply(name, schedules, kubeconfig, context,
-           lambda c, s, now: Controls(False, c.skip_start, c.hold), f"{name}: resumed")
+suspend_command = _suspension(
+    "suspend", True, "suspended",
+    "Stop running NAME's windows until `tidal resume NAME` (persisted).")
+resume_command = _suspension(
+    "resume", False, "resumed",
+    "Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs).")
 
 
 @click.command("skip")
