@@ -25,6 +25,7 @@ API = {
     "ClusterResourceBinding": "work.karmada.io/v1alpha2",
     "WorkloadRebalancer": "apps.karmada.io/v1alpha1",
 }
+TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
 
 
 def static_weights(**weights: int) -> Obj:
@@ -49,6 +50,15 @@ def dynamic_weights(preference: str = "Weighted") -> Obj:
         "replicaDivisionPreference": "Weighted",
         "weightPreference": {"dynamicWeight": "AvailableReplicas"},
     }
+
+
+def dynamic_pair(a_cpu: str, b_cpu: str, preference: str = "Weighted") -> Harness:
+    """Clusters a and b with these cpus, under one dynamic-weight policy "dyn" over both."""
+    h = Harness()
+    h.cluster("a", cpu=a_cpu)
+    h.cluster("b", cpu=b_cpu)
+    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights(preference)})
+    return h
 
 
 class Harness:
@@ -191,6 +201,15 @@ class Harness:
             },
         }
         return self.store.create(self.t("Deployment"), body)
+
+    def trigger_reschedule(self, name: str, stamp: str, namespace: str = "team") -> None:
+        """Stamp spec.rescheduleTriggeredAt on the Deployment's binding, as a Fresh request."""
+        self.patch(
+            "ResourceBinding",
+            f"{name}-deployment",
+            lambda b: b["spec"].update(rescheduleTriggeredAt=stamp),
+            namespace,
+        )
 
     # -- views -------------------------------------------------------------------------
     def binding(self, name: str, namespace: str = "team", kind: str = "Deployment") -> Obj:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.sim.karmada_harness import Harness, static_weights
+from tests.sim.karmada_harness import TWO, Harness, static_weights
 
 CPP_ID = "clusterpropagationpolicy.karmada.io/permanent-id"
 PP_ID = "propagationpolicy.karmada.io/permanent-id"
-TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
 ONLY_A = {"clusterAffinity": {"clusterNames": ["a"]}}
 ONLY_B = {"clusterAffinity": {"clusterNames": ["b"]}}
 

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import time
 
-from tests.sim.karmada_harness import Harness, static_weights
+from tests.sim.karmada_harness import TWO, Harness, static_weights
 from tidal.sim.clock import ScaledClock
 
 ONLY_A = {"clusterAffinity": {"clusterNames": ["a"]}}
-TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
+
+
+def web_in_a(replicas: int, annotations: dict[str, str]) -> Harness:
+    """A settled harness: `replicas` of web placed in the one cluster a, which has `annotations`."""
+    h = Harness()
+    h.cluster("a", annotations=annotations)
+    h.cpp("p", ONLY_A)
+    h.deployment("web", replicas)
+    h.settle()
+    return h
 
 
 def test_replicas_become_ready_after_the_cluster_start_up_delay() -> None:
     """With pod-startup-seconds 5, nothing is ready at 4.9 s and everything is at 5 s."""
-    h = Harness()
-    h.cluster("a", annotations={"sim.tidal.io/pod-startup-seconds": "5"})
-    h.cpp("p", ONLY_A)
-    h.deployment("web", 3)
-    h.settle()
+    h = web_in_a(3, {"sim.tidal.io/pod-startup-seconds": "5"})
     h.advance(4.9)
     assert h.ready_in("web", "a") == 0
     h.advance(0.1)
@@ -49,11 +54,7 @@ def test_replicas_above_capacity_stay_pending_until_room_frees() -> None:
 
 def test_pods_fail_annotation_keeps_replicas_unready() -> None:
     """In a cluster marked pods-fail, replicas are placed but never become ready."""
-    h = Harness()
-    h.cluster("a", annotations={"sim.tidal.io/pods-fail": "true"})
-    h.cpp("p", ONLY_A)
-    h.deployment("web", 2)
-    h.settle()
+    h = web_in_a(2, {"sim.tidal.io/pods-fail": "true"})
     h.advance(30.0)
     assert h.ready_in("web", "a") == 0
     item = h.binding("web")["status"]["aggregatedStatus"][0]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.sim.karmada_harness import Harness, dynamic_weights
-
-TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
+from tests.sim.karmada_harness import Harness, dynamic_pair
 
 
 def rebalancer(h: Harness, name: str, workloads: list[str], **spec: Any) -> dict[str, Any]:
@@ -25,10 +23,7 @@ def rebalancer(h: Harness, name: str, workloads: list[str], **spec: Any) -> dict
 
 def grown_cluster_setup() -> Harness:
     """Two 6-replica workloads placed a:2 b:4 each, then cluster a grows."""
-    h = Harness()
-    h.cluster("a", cpu="4")
-    h.cluster("b", cpu="8")
-    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h = dynamic_pair(a_cpu="4", b_cpu="8")
     h.deployment("w1", 6, cpu="1")
     h.settle()
     h.deployment("w2", 6, cpu="1")
@@ -82,12 +77,7 @@ def test_trigger_is_not_moved_back_by_an_older_rebalancer() -> None:
     h = grown_cluster_setup()
     h.advance(10.0)
     later = h.clock.rfc3339()
-    h.patch(
-        "ResourceBinding",
-        "w1-deployment",
-        lambda b: b["spec"].update(rescheduleTriggeredAt="2030-01-01T00:00:00Z"),
-        "team",
-    )
+    h.trigger_reschedule("w1", "2030-01-01T00:00:00Z")
     h.settle()
     rebalancer(h, "r", ["w1"])
     h.settle()

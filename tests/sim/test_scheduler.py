@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from tests.sim.karmada_harness import EVEN_UID, ODD_UID, Harness, dynamic_weights, static_weights
-
-TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
+from tests.sim.karmada_harness import (
+    EVEN_UID,
+    ODD_UID,
+    TWO,
+    Harness,
+    dynamic_pair,
+    dynamic_weights,
+    static_weights,
+)
 
 
 def two_clusters(h: Harness, **capacity: str) -> None:
@@ -12,14 +18,20 @@ def two_clusters(h: Harness, **capacity: str) -> None:
     h.cluster("b", **capacity)
 
 
+def split_web(replicas: int, *, latency: float = 0.0, **weights: int) -> Harness:
+    """web with `replicas` under policy "split", static `weights` over clusters a and b, settled."""
+    h = Harness(scheduler_latency=latency)
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(**weights)})
+    h.deployment("web", replicas)
+    h.settle()
+    return h
+
+
 def test_static_one_to_three_over_nine_replicas() -> None:
     """Weights a:1 b:3 over 9 replicas put 2 in a and 7 in b."""
     # a 1 | b 3,1,.6,.43,.33,.27,.23  ->  seats in order: b a b b b a b b b  => a 2, b 7
-    h = Harness()
-    two_clusters(h)
-    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=3)})
-    h.deployment("web", 9)
-    h.settle()
+    h = split_web(9, a=1, b=3)
     assert h.clusters_of("web") == {"a": 2, "b": 7}
     status = h.binding("web")["status"]
     assert h.condition(h.binding("web"), "Scheduled")["reason"] == "Success"
@@ -30,11 +42,7 @@ def test_static_one_to_three_over_nine_replicas() -> None:
 def test_static_eighty_twenty_over_nine_replicas() -> None:
     """Weights a:80 b:20 over 9 replicas put 7 in a and 2 in b."""
     # a: 80 26.7 16 11.4 8.9 7.3 6.2 | b: 20 6.7  -> the 9 largest: 7 of a, 2 of b
-    h = Harness()
-    two_clusters(h)
-    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=80, b=20)})
-    h.deployment("web", 9)
-    h.settle()
+    h = split_web(9, a=80, b=20)
     assert h.clusters_of("web") == {"a": 7, "b": 2}
 
 
@@ -68,10 +76,7 @@ def dynamic_setup() -> Harness:
     """a has room for 2 one-cpu replicas, b for 4; 6 replicas fill both exactly."""
     # first schedule is a Steady scale-up from 0 over free capacity b:4 a:2:
     # b 4 | a 2 | b 4/3 vs a 2/3 ... seats b a b b a b  => a 2, b 4
-    h = Harness()
-    h.cluster("a", cpu="2")
-    h.cluster("b", cpu="4")
-    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h = dynamic_pair(a_cpu="2", b_cpu="4")
     h.deployment("web", 6, cpu="1")
     h.settle()
     assert h.clusters_of("web") == {"a": 2, "b": 4}
@@ -97,12 +102,7 @@ def test_dynamic_fresh_recomputes_counting_own_replicas_as_available() -> None:
     h.set_allocatable("a", cpu="8")
     h.advance(2.0)
     now = h.clock.rfc3339()
-    h.patch(
-        "ResourceBinding",
-        "web-deployment",
-        lambda b: b["spec"].update(rescheduleTriggeredAt=now),
-        "team",
-    )
+    h.trigger_reschedule("web", now)
     h.settle()
     assert h.clusters_of("web") == {"a": 4, "b": 2}
     assert h.binding("web")["status"]["lastScheduledTime"] == now
@@ -114,22 +114,14 @@ def test_reschedule_in_the_same_second_as_the_last_schedule_is_not_later() -> No
     h.set_allocatable("a", cpu="8")
     h.settle()
     same_second = h.binding("web")["status"]["lastScheduledTime"]
-    h.patch(
-        "ResourceBinding",
-        "web-deployment",
-        lambda b: b["spec"].update(rescheduleTriggeredAt=same_second),
-        "team",
-    )
+    h.trigger_reschedule("web", same_second)
     h.settle()
     assert h.clusters_of("web") == {"a": 2, "b": 4}
 
 
 def test_unschedulable_when_total_capacity_is_short() -> None:
     """6 one-cpu replicas over 2+2 free cpus: Scheduled=False, Unschedulable, nothing placed."""
-    h = Harness()
-    h.cluster("a", cpu="2")
-    h.cluster("b", cpu="2")
-    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h = dynamic_pair(a_cpu="2", b_cpu="2")
     h.deployment("web", 6, cpu="1")
     h.settle()
     binding = h.binding("web")
@@ -142,10 +134,7 @@ def test_unschedulable_when_total_capacity_is_short() -> None:
 
 def test_unschedulable_binding_is_placed_once_capacity_grows() -> None:
     """An Unschedulable binding is retried and placed when a cluster gains room."""
-    h = Harness()
-    h.cluster("a", cpu="2")
-    h.cluster("b", cpu="2")
-    h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
+    h = dynamic_pair(a_cpu="2", b_cpu="2")
     h.deployment("web", 6, cpu="1")
     h.settle()
     h.set_allocatable("b", cpu="4")
@@ -155,10 +144,7 @@ def test_unschedulable_binding_is_placed_once_capacity_grows() -> None:
 
 def test_aggregated_uses_as_few_clusters_as_possible() -> None:
     """Aggregated: 5 replicas that fit in b alone all go to b."""
-    h = Harness()
-    h.cluster("a", cpu="3")
-    h.cluster("b", cpu="8")
-    h.cpp("agg", {**TWO, "replicaScheduling": dynamic_weights("Aggregated")})
+    h = dynamic_pair(a_cpu="3", b_cpu="8", preference="Aggregated")
     h.deployment("web", 5, cpu="1")
     h.settle()
     assert h.clusters_of("web") == {"b": 5}
@@ -189,11 +175,7 @@ def test_no_cluster_fits_reports_no_cluster_fit() -> None:
 
 def test_scheduler_latency_delays_the_result() -> None:
     """With a scheduler latency, spec.clusters appears only after that much sim time."""
-    h = Harness(scheduler_latency=3.0)
-    two_clusters(h)
-    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
-    h.deployment("web", 2)
-    h.settle()
+    h = split_web(2, latency=3.0, a=1, b=1)
     assert h.clusters_of("web") == {}
     h.advance(3.0)
     assert h.clusters_of("web") == {"a": 1, "b": 1}
@@ -224,11 +206,7 @@ def test_same_placement_after_policy_recreation_does_not_reschedule() -> None:
 
 def test_deleted_target_cluster_triggers_a_reschedule() -> None:
     """Removing a cluster that holds replicas reschedules them onto the remaining ones."""
-    h = Harness()
-    two_clusters(h)
-    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
-    h.deployment("web", 4)
-    h.settle()
+    h = split_web(4, a=1, b=1)
     assert h.clusters_of("web") == {"a": 2, "b": 2}
     h.store.delete(h.t("Cluster"), None, "b")
     h.settle()
