@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from collections.abc import Callable
@@ -38,6 +39,18 @@ def weights_window(name: str, start: str, weights: dict[str, int], *, policy: st
     for target, weight in weights.items():
         lines += [f"                  - targetCluster: {{clusterNames: [{target}]}}",
                   f"                    weight: {weight}"]
+    return "\n".join(lines) + "\n"
+
+
+def swap_window(name: str, start: str, swap_from: str, swap_to: str, *,
+                trigger: str | None = None) -> str:
+    """YAML of a window (a list item under spec.windows) that swaps ClusterPropagationPolicy
+    `swap_from` for the policy in file `swap_to` at `start`."""
+    lines = [f"- name: {name}", f'  start: "{start}"']
+    if trigger is not None:
+        lines.append(f"  trigger: {trigger}")
+    lines += ["  policies:", "    - kind: ClusterPropagationPolicy", "      swap:",
+              f"        from: {swap_from}", f"        to: {swap_to}"]
     return "\n".join(lines) + "\n"
 
 
@@ -112,6 +125,11 @@ def cpp(name: str, team: str, placement: dict[str, Any], *, lazy: bool = False
         spec["activationPreference"] = "Lazy"
     return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
             "metadata": {"name": name}, "spec": spec}
+
+
+def policy_file(policy: dict[str, Any]) -> str:
+    """The text of a policy file (a swap's `to`): `policy` as JSON, which is also YAML."""
+    return json.dumps(policy, indent=2) + "\n"
 
 
 def deployment(name: str, team: str, replicas: int, *, cpu: str = "100m",

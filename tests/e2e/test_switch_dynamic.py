@@ -18,6 +18,9 @@ from tests.e2e.switch_helpers import (
     dynamic_placement,
     latest,
     namespace,
+    policy_file,
+    schedule_text,
+    swap_window,
     switch,
     write_schedule,
 )
@@ -30,49 +33,15 @@ from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-dyn}
-spec:
-  timeZone: UTC
-  windows:
-    - name: night
-      start: "22:00"
-      trigger: auto
-      policies:
-        - kind: ClusterPropagationPolicy
-          swap:
-            from: dyn-day
-            to: policies/dyn-night.yaml
-  rollout:
+SCHEDULE = schedule_text(
+    "team-dyn",
+    windows=swap_window("night", "22:00", swap_from="dyn-day",
+                        swap_to="policies/dyn-night.yaml", trigger="auto"),
+    rollout="""
     waveSize: 25%
     pauseBetweenWaves: 0s
     waveTimeout: 30s
-"""
-
-NIGHT = """
-apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterPropagationPolicy
-metadata:
-  name: dyn-night
-spec:
-  activationPreference: Lazy
-  resourceSelectors:
-    - apiVersion: apps/v1
-      kind: Deployment
-      namespace: ai-app
-      labelSelector:
-        matchLabels: {team: t2}
-  placement:
-    clusterAffinity:
-      clusterNames: [cluster-a, cluster-b]
-    replicaScheduling:
-      replicaSchedulingType: Divided
-      replicaDivisionPreference: Weighted
-      weightPreference:
-        dynamicWeight: AvailableReplicas
-"""
+""")
 
 
 def _assigned(emu: Emulator) -> dict[str, int]:
@@ -105,7 +74,7 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: M
         client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a"), body=body,
                        content_type=MERGE_PATCH)
     time.sleep(0.2)
-    night = NIGHT if lazy_night else NIGHT.replace("  activationPreference: Lazy\n", "")
+    night = policy_file(cpp("dyn-night", "t2", dynamic_placement(), lazy=lazy_night))
     path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
 
     rebalancers: dict[str, dict[str, Any]] = {}

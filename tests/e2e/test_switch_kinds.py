@@ -12,6 +12,7 @@ from tests.e2e.switch_helpers import (
     client_for,
     cluster,
     namespace,
+    schedule_text,
     switch,
     write_schedule,
 )
@@ -19,13 +20,7 @@ from tidal.karmada.client import RESOURCE_BINDINGS
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: cms}
-spec:
-  timeZone: UTC
-  windows:
+SCHEDULE = schedule_text("cms", windows="""
     - name: night
       start: "23:00"
       policies:
@@ -36,14 +31,14 @@ spec:
               placement:
                 clusterAffinity:
                   clusterNames: [cluster-b]
-  rollout:
+""", rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 10s
     floors:
       - clusters: [cluster-b]
         minReadyReplicas: 1
-"""
+""")
 
 
 def test_configmaps_switch_by_health(make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:

@@ -12,6 +12,11 @@ from tests.e2e.switch_helpers import (
     MakeEmulator,
     assert_back_to_day,
     client_for,
+    cpp,
+    policy_file,
+    schedule_text,
+    static_placement,
+    swap_window,
     switch,
     write_schedule,
 )
@@ -19,21 +24,10 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-swap}
-spec:
-  timeZone: UTC
-  windows:
-    - name: night
-      start: "23:00"
-      policies:
-        - kind: ClusterPropagationPolicy
-          swap:
-            from: day-cpp
-            to: night.yaml
-  rollout:
+SCHEDULE = schedule_text(
+    "team-swap",
+    windows=swap_window("night", "23:00", swap_from="day-cpp", swap_to="night.yaml"),
+    rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 2s
@@ -41,31 +35,9 @@ spec:
     floors:
       - clusters: [cluster-b]
         minReadyReplicas: 1
-"""
+""")
 
-NIGHT = """
-apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterPropagationPolicy
-metadata:
-  name: night-cpp
-spec:
-  resourceSelectors:
-    - apiVersion: apps/v1
-      kind: Deployment
-      namespace: ai-app
-      labelSelector:
-        matchLabels: {team: t1}
-  placement:
-    clusterAffinity:
-      clusterNames: [cluster-a, cluster-b]
-    replicaScheduling:
-      replicaSchedulingType: Divided
-      replicaDivisionPreference: Weighted
-      weightPreference:
-        staticWeightList:
-          - targetCluster: {clusterNames: [cluster-b]}
-            weight: 1
-"""
+NIGHT = policy_file(cpp("night-cpp", "t1", static_placement({"cluster-b": 1})))
 
 
 def test_swap_rolls_back_to_the_day_policy(make_switch_emulator: MakeEmulator,
