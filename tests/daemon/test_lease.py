@@ -29,12 +29,9 @@ def clock() -> FakeClock:
     return FakeClock(datetime(2026, 6, 1, tzinfo=UTC))
 
 
-def test_two_electors_one_leader(
-    clock: FakeClock, lease_store: Any
-) -> None:
+def test_two_electors_one_leader(clock: FakeClock, lease_store: Any) -> None:
     """Of two electors racing for one Lease, exactly one leads."""
-    store = lease_store
-    a, b = pair(store, clock)
+    a, b = pair(lease_store, clock)
     assert a.try_acquire_or_renew() is True
     assert b.try_acquire_or_renew() is False
     assert (a.is_leader(), b.is_leader()) == (True, False)
@@ -45,21 +42,17 @@ def test_standby_waits_lease_duration_from_its_own_observation(
     clock: FakeClock, lease_store: Any
 ) -> None:
     """A standby takes over only once the record stayed unchanged for leaseDuration."""
-    store = lease_store
-    _, b = leader_and_standby(store, clock)
+    _, b = leader_and_standby(lease_store, clock)
     clock.advance(timedelta(seconds=14))
     assert b.try_acquire_or_renew() is False
     clock.advance(timedelta(seconds=2))
     assert b.try_acquire_or_renew() is True
-    assert store.obj is not None and store.obj["spec"]["leaseTransitions"] == 1
+    assert lease_store.obj is not None and lease_store.obj["spec"]["leaseTransitions"] == 1
 
 
-def test_renewals_keep_leadership(
-    clock: FakeClock, lease_store: Any
-) -> None:
+def test_renewals_keep_leadership(clock: FakeClock, lease_store: Any) -> None:
     """A leader renewing every retry period keeps the Lease; the standby never gets it."""
-    store = lease_store
-    a, b = pair(store, clock)
+    a, b = pair(lease_store, clock)
     a.try_acquire_or_renew()
     for _ in range(20):
         clock.advance(timedelta(seconds=2))
@@ -71,31 +64,27 @@ def test_leader_that_cannot_renew_stops_at_renew_deadline(
     clock: FakeClock, lease_store: Any
 ) -> None:
     """API down: is_leader turns False at renewDeadline, before a standby may take over."""
-    store = lease_store
     lost: list[str] = []
-    a, b = leader_and_standby(store, clock, on_stopped_leading=lambda: lost.append("a"))
-    store.down = True
+    a, b = leader_and_standby(lease_store, clock, on_stopped_leading=lambda: lost.append("a"))
+    lease_store.down = True
     clock.advance(timedelta(seconds=9))
     assert not a.try_acquire_or_renew() and a.check_deadline() and a.is_leader()
     clock.advance(timedelta(seconds=1))
     assert not a.is_leader()  # even without the renew thread running (stopped process)
     assert not a.check_deadline() and lost == ["a"]
-    store.down = False
+    lease_store.down = False
     assert not b.try_acquire_or_renew()  # 10 s < 15 s lease duration: standby still waits
     clock.advance(timedelta(seconds=5))
     assert b.try_acquire_or_renew()
     assert not a.try_acquire_or_renew()  # the old leader does not get it back
 
 
-def test_release_lets_standby_take_over_at_once(
-    clock: FakeClock, lease_store: Any
-) -> None:
+def test_release_lets_standby_take_over_at_once(clock: FakeClock, lease_store: Any) -> None:
     """On shutdown the leader empties the holder; the standby acquires without waiting."""
-    store = lease_store
-    a, b = leader_and_standby(store, clock)
+    a, b = leader_and_standby(lease_store, clock)
     a.release()
     assert not a.is_leader()
-    assert store.obj is not None and store.obj["spec"]["holderIdentity"] is None
+    assert lease_store.obj is not None and lease_store.obj["spec"]["holderIdentity"] is None
     assert b.try_acquire_or_renew()
 
 
@@ -105,13 +94,9 @@ def test_timings_must_be_ordered() -> None:
         ElectionTimings(lease_duration=10, renew_deadline=10, retry_period=2)
 
 
-def test_woken_leader_never_retakes_a_released_lease(
-    clock: FakeClock, lease_store: Any
-) -> None:
+def test_woken_leader_never_retakes_a_released_lease(clock: FakeClock, lease_store: Any) -> None:
     """After a freeze past the deadline, renewing writes nothing even if the Lease is free."""
-    a, b = pair(lease_store, clock)
-    a.try_acquire_or_renew()
-    b.try_acquire_or_renew()
+    a, b = leader_and_standby(lease_store, clock)
     clock.advance(timedelta(seconds=16))
     assert b.try_acquire_or_renew()
     b.release()
