@@ -38,6 +38,11 @@ def value(metrics: Metrics, name: str, **labels: str) -> float:
     return samples(metrics)[(name, frozenset(labels.items()))]
 
 
+def team_a(metrics: Metrics, name: str, **labels: str) -> float:
+    """One sample's value of schedule team-a's series `name`."""
+    return value(metrics, name, schedule="team-a", **labels)
+
+
 class FakeRecorder:
     """Collects the Events the observer would write."""
 
@@ -90,19 +95,14 @@ def test_preset_exports_every_known_series_at_zero() -> None:
                                    "result": result}.items()))] == 0
         for reason in ("floor_breach", "timeout", "unschedulable", "binding_not_found",
                        "api_error"):
-            assert value(metrics, "tidal_wave_failures_total", schedule="team-a",
-                         window=window, reason=reason) == 0
-        assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
-                     window=window, reason=reason) == 0
-        assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                     window=window) == 0
-        assert value(metrics, "tidal_windows_missed_total", schedule="team-a",
-                     window=window) == 0
-        assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
-                     window=window) == 86400
+            assert team_a(metrics, "tidal_wave_failures_total", window=window, reason=reason) == 0
+        assert team_a(metrics, "tidal_last_wave_failure_timestamp_seconds", window=window,
+                      reason=reason) == 0
+        assert team_a(metrics, "tidal_last_success_timestamp_seconds", window=window) == 0
+        assert team_a(metrics, "tidal_windows_missed_total", window=window) == 0
+        assert team_a(metrics, "tidal_window_period_seconds", window=window) == 86400
     for cluster in ("cluster-a", "cluster-b"):
-        assert value(metrics, "tidal_floor_breaches_total", schedule="team-a",
-                     cluster=cluster) == 0
+        assert team_a(metrics, "tidal_floor_breaches_total", cluster=cluster) == 0
     assert value(metrics, "tidal_leader") == 0
 
 
@@ -115,39 +115,26 @@ def test_one_good_and_one_failed_switch_are_counted() -> None:
     failed_run(observe)
 
     def runs(window: str, result: str) -> float:
-        return value(metrics, "tidal_switch_runs_total", schedule="team-a", window=window,
-                     result=result)
+        return team_a(metrics, "tidal_switch_runs_total", window=window, result=result)
 
     assert (runs("night", "succeeded"), runs("night", "failed")) == (1, 0)
     assert (runs("day", "succeeded"), runs("day", "failed")) == (0, 1)
-    assert value(metrics, "tidal_waves_total", schedule="team-a", window="night",
-                 result="succeeded") == 2
-    assert value(metrics, "tidal_waves_total", schedule="team-a", window="day",
-                 result="failed") == 1
-    assert value(metrics, "tidal_wave_failures_total", schedule="team-a", window="day",
-                 reason="floor_breach") == 1
-    assert value(metrics, "tidal_wave_failures_total", schedule="team-a", window="day",
-                 reason="timeout") == 0
-    assert value(metrics, "tidal_floor_breaches_total", schedule="team-a",
-                 cluster="cluster-b") == 1
-    assert value(metrics, "tidal_floor_min_ready_replicas", schedule="team-a",
-                 cluster="cluster-b") == 0
-    assert value(metrics, "tidal_floor_required_replicas", schedule="team-a",
-                 cluster="cluster-b") == 1
-    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                 window="night") == FINISHED_AT
-    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                 window="day") == 0
-    assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
-                 window="day", reason="floor_breach") == FINISHED_AT
-    assert value(metrics, "tidal_last_wave_failure_timestamp_seconds", schedule="team-a",
-                 window="night", reason="floor_breach") == 0
-    assert value(metrics, "tidal_switch_duration_seconds_count", schedule="team-a",
-                 window="night") == 1
-    assert value(metrics, "tidal_switch_duration_seconds_sum", schedule="team-a",
-                 window="night") == 40
-    assert value(metrics, "tidal_wave_duration_seconds_count", schedule="team-a",
-                 window="night") == 2
+    assert team_a(metrics, "tidal_waves_total", window="night", result="succeeded") == 2
+    assert team_a(metrics, "tidal_waves_total", window="day", result="failed") == 1
+    assert team_a(metrics, "tidal_wave_failures_total", window="day", reason="floor_breach") == 1
+    assert team_a(metrics, "tidal_wave_failures_total", window="day", reason="timeout") == 0
+    assert team_a(metrics, "tidal_floor_breaches_total", cluster="cluster-b") == 1
+    assert team_a(metrics, "tidal_floor_min_ready_replicas", cluster="cluster-b") == 0
+    assert team_a(metrics, "tidal_floor_required_replicas", cluster="cluster-b") == 1
+    assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="night") == FINISHED_AT
+    assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="day") == 0
+    assert team_a(metrics, "tidal_last_wave_failure_timestamp_seconds", window="day",
+                  reason="floor_breach") == FINISHED_AT
+    assert team_a(metrics, "tidal_last_wave_failure_timestamp_seconds", window="night",
+                  reason="floor_breach") == 0
+    assert team_a(metrics, "tidal_switch_duration_seconds_count", window="night") == 1
+    assert team_a(metrics, "tidal_switch_duration_seconds_sum", window="night") == 40
+    assert team_a(metrics, "tidal_wave_duration_seconds_count", window="night") == 2
 
 
 def test_daemon_hooks_count_requests_scheduler_errors_and_config() -> None:
@@ -174,9 +161,8 @@ def test_daemon_hooks_count_requests_scheduler_errors_and_config() -> None:
     assert value(metrics, "tidal_leader") == 1
     assert value(metrics, "tidal_schedule_config_valid", file="schedules/b.yaml") == 0
     assert value(metrics, "tidal_schedules_loaded") == 1
-    assert value(metrics, "tidal_next_run_timestamp_seconds", schedule="team-a",
-                 window="night") == 1_790_003_600.0
-    assert value(metrics, "tidal_windows_missed_total", schedule="team-a", window="day") == 1
+    assert team_a(metrics, "tidal_next_run_timestamp_seconds", window="night") == 1_790_003_600.0
+    assert team_a(metrics, "tidal_windows_missed_total", window="day") == 1
     metrics.config_loaded({"schedules/a.yaml": True}, 1)
     assert ("tidal_schedule_config_valid",
             frozenset({"file": "schedules/b.yaml"}.items())) not in samples(metrics)
@@ -237,8 +223,7 @@ def test_observer_never_raises_into_the_engine() -> None:
     assert logs and all(entry["event"] == "kube_event_failed" for entry in logs)
     assert all(entry["run_id"] == "r1" and entry["schedule"] == "team-a" for entry in logs)
     assert {entry.get("wave") for entry in logs} == {None, 1, 2}
-    assert value(metrics, "tidal_switch_runs_total", schedule="team-a", window="night",
-                 result="succeeded") == 1
+    assert team_a(metrics, "tidal_switch_runs_total", window="night", result="succeeded") == 1
 
 
 def test_promtool_check_metrics_is_clean(promtool: str) -> None:
@@ -276,13 +261,11 @@ def test_window_period_follows_the_gaps_between_starts() -> None:
     metrics.preset([SCHEDULE])
     metrics.publish_window_times("team-a", WindowTimes("UTC", (("night", "0 23 * * 1-5"),
                                                                 ("day", "07:00"))), saturday)
-    assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
-                 window="night") == 72 * hours
-    assert value(metrics, "tidal_next_run_timestamp_seconds", schedule="team-a",
-                 window="day") == datetime(2026, 12, 6, 7, tzinfo=UTC).timestamp()
+    assert team_a(metrics, "tidal_window_period_seconds", window="night") == 72 * hours
+    sunday_seven = datetime(2026, 12, 6, 7, tzinfo=UTC).timestamp()
+    assert team_a(metrics, "tidal_next_run_timestamp_seconds", window="day") == sunday_seven
     metrics.preset([SCHEDULE])  # a reload keeps the published period
-    assert value(metrics, "tidal_window_period_seconds", schedule="team-a",
-                 window="night") == 72 * hours
+    assert team_a(metrics, "tidal_window_period_seconds", window="night") == 72 * hours
 
 
 def test_restore_last_run_publishes_a_persisted_success_never_backwards() -> None:
@@ -294,15 +277,12 @@ def test_restore_last_run_publishes_a_persisted_success_never_backwards() -> Non
     metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="night",
                                              result="succeeded",
                                              finished_at="2026-12-02T23:05:00Z"))
-    newer = value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                  window="night")
+    newer = team_a(metrics, "tidal_last_success_timestamp_seconds", window="night")
     assert newer == 1796252700.0
     metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="night",
                                              result="succeeded",
                                              finished_at="2026-12-01T23:05:00+00:00"))
     metrics.restore_last_run(SimpleNamespace(schedule="team-a", window="day", result="failed",
                                              finished_at="2026-12-03T07:05:00Z"))
-    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                 window="night") == newer
-    assert value(metrics, "tidal_last_success_timestamp_seconds", schedule="team-a",
-                 window="day") == 0
+    assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="night") == newer
+    assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="day") == 0
