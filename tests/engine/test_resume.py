@@ -71,13 +71,7 @@ def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEm
                and e["window"] == "night" for e in logs)
 
 
-DYN_SCHEDULE = """
-apiVersion: tidal.io/v1alpha1
-kind: TidalSchedule
-metadata: {name: team-rb}
-spec:
-  timeZone: UTC
-  windows:
+DYN_SCHEDULE = schedule_text("team-rb", windows="""
     - name: night
       start: "22:00"
       trigger: rebalance
@@ -87,11 +81,11 @@ spec:
           patch:
             metadata:
               labels: {shift: night}
-  rollout:
+""", rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 20s
-"""
+""")
 
 
 def test_crash_after_a_rebalance_does_not_trigger_it_again(make_switch_emulator: MakeEmulator,
