@@ -138,9 +138,9 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
 def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
     """After a halted run of the same window, its policy records (pre-images, Lazy added and
     the original activationPreference) stay valid: the new run restores and rolls back from
-    them, not from the half-switched policy it finds. After a halted run of another window,
-    only the Lazy it added carries over, so that this run restores the original value."""
-    if previous is None or previous.result != "failed":
+    them, not from the half-switched policy it finds. (A Lazy a run of another window left is
+    found from its marks on the policy, by whichever window names that policy next.)"""
+    if previous is None or previous.result != "failed" or previous.window != window:
         return []
     out = []
     for record in previous.policies:
@@ -148,12 +148,6 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
             continue
         copy_ = PolicyRecord.from_dict(record.to_dict())
         copy_.lazy_restored = False
-        if previous.window != window:
-            # Another window: only the Lazy it added (and what to restore) carries over.
-            if record.action != "patch" or not record.lazy_added:
-                continue
-            copy_.pre_image = copy_.pre_hash = copy_.post_hash = None
-            copy_.applied = False
         out.append(copy_)
     return out
 
