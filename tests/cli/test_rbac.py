@@ -367,19 +367,16 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
     status` make only requests the printed RBAC allows, and use every grant."""
     from tests.e2e.daemon_helpers import (
         STATE_NS,
-        settle,
+        settled_team,
         start_daemon,
         stop,
-        topology,
         wait_for,
         write_due_schedule,
     )
     from tidal.daemon.state import StateStore
     from tidal.karmada.client import KarmadaClient
-    from tidal.sim.clock import ScaledClock
 
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    emu = settled_team(make_emulator)
     create_namespace(emu.url, STATE_NS)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules)

@@ -7,13 +7,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.switch_helpers import DAY, cluster, cpp, deployment, namespace, weights_window
+from tests.e2e.switch_helpers import (
+    DAY,
+    TEAM_T1,
+    cluster,
+    cpp,
+    deployment,
+    namespace,
+    weights_window,
+)
 from tests.e2e.switch_helpers import schedule_text as team_schedule
+from tidal.sim.clock import ScaledClock
 
 WORKLOADS = 8
 STATE_NS = "tidal-system"
@@ -39,17 +48,21 @@ def settle(emu: Any, timeout: float = 20.0) -> None:
     raise AssertionError("topology did not settle")
 
 
+def settled_team(make_emulator: Callable[..., Any], speed: float = 20.0,
+                 timeout: float = 20.0) -> Any:
+    """A started emulator holding topology(), its clock at `speed`x, once settle() saw 4/1."""
+    emu = make_emulator(topology(), clock=ScaledClock(speed))
+    settle(emu, timeout)
+    return emu
+
+
 def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
                   pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s") -> str:
     windows = (weights_window("night", f"{night:%H:%M}", {"cluster-b": 1}, trigger="touch")
                + weights_window("day", f"{day:%H:%M}", {"cluster-a": 4, "cluster-b": 1},
                                 trigger="touch"))
-    return team_schedule("team-t1", catch_up_window=catch_up, windows=windows, workloads="""
-        - apiVersion: apps/v1
-          kind: Deployment
-          namespace: ai-app
-          labelSelector: {matchLabels: {team: t1}}
-    """, rollout=f"""
+    return team_schedule("team-t1", catch_up_window=catch_up, windows=windows, workloads=TEAM_T1,
+                         rollout=f"""
         waveSize: 25%
         pauseBetweenWaves: {pause}
         waveTimeout: {wave_timeout}
@@ -97,6 +110,15 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout)
+
+
+def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, resume: bool = False) -> None:
+    """stop() every process still running; `resume` sends SIGCONT first (to a stopped one)."""
+    for proc in procs:
+        if proc.poll() is None:
+            if resume:
+                proc.send_signal(signal.SIGCONT)
+            stop(proc)
 
 
 def writes_by(emu: Any) -> dict[str, list[tuple[str, str, str | None]]]:

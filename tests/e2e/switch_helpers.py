@@ -58,6 +58,17 @@ def swap_window(name: str, start: str, swap_from: str, swap_to: str, *,
 NIGHT_TO_B = weights_window("night", "23:00", {"cluster-b": 1})
 
 
+def deployment_workloads(label_selector: str) -> str:
+    """YAML of spec.workloads: the Deployments of namespace NS matching `label_selector`, a
+    flow mapping such as `{matchLabels: {team: t1}}`."""
+    return ("- apiVersion: apps/v1\n  kind: Deployment\n"
+            f"  namespace: {NS}\n  labelSelector: {label_selector}\n")
+
+
+# The workloads of most switch tests: team t1's Deployments.
+TEAM_T1 = deployment_workloads("{matchLabels: {team: t1}}")
+
+
 def schedule_text(name: str, rollout: str, *, windows: str = NIGHT_TO_B,
                   workloads: str | None = None, catch_up_window: str | None = None) -> str:
     """A UTC TidalSchedule `name`; `windows`, `rollout` and `workloads` are the YAML under

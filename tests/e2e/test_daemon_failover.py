@@ -6,6 +6,7 @@ SIGCONT: the old leader writes nothing more and exits non-zero."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,9 @@ import pytest
 
 from tests.e2e.daemon_helpers import (
     STATE_NS,
-    settle,
+    settled_team,
     start_daemon,
-    stop,
-    topology,
+    stop_all,
     wait_for,
     write_due_schedule,
     writes_by,
@@ -25,7 +25,6 @@ from tests.e2e.daemon_helpers import (
 from tidal.daemon.state import StateStore
 from tidal.engine.journal import RunState
 from tidal.karmada.client import KarmadaClient
-from tidal.sim.clock import ScaledClock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ACTING = {"clusterpropagationpolicies", "deployments", "workloadrebalancers"}
@@ -36,6 +35,22 @@ def _run(client: KarmadaClient) -> RunState | None:
         return StateStore(client, STATE_NS).load("team-t1")
     except Exception:
         return None
+
+
+def _start_leader_then_standby(emu: Any, tmp_path: Path, client: KarmadaClient,
+                               schedules: Path) -> dict[str, subprocess.Popen[bytes]]:
+    """Replica a, then, once a has started the run, standby b."""
+    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
+    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    return procs
+
+
+def _assert_standby_succeeds(client: KarmadaClient) -> None:
+    """Wait for the standby to finish the run, and the run succeeded."""
+    wait_for(lambda: _finished(client), 90, "the standby to finish the run")
+    run = _run(client)
+    assert run is not None and run.result == "succeeded"
 
 
 def _after_first_wave(client: KarmadaClient) -> bool:
@@ -84,26 +99,19 @@ def test_sigkill_at_step_boundary_standby_resumes_without_repeating(
 ) -> None:
     """Leader killed mid-run: the standby finishes the run; each workload touched once."""
     reached, speed, pause = KILL_POINTS[point]
-    emu = make_emulator(topology(), clock=ScaledClock(speed))
-    settle(emu, timeout=30)
+    emu = settled_team(make_emulator, speed, timeout=30)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules, pause=pause)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
-    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
-    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
-    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
         wait_for(lambda: reached(client), 60, point)
         first = _leader(emu).removeprefix("replica-")
         procs[first].send_signal(signal.SIGKILL)
         procs[first].wait(10)
-        wait_for(lambda: _finished(client), 90, "the standby to finish the run")
-        run = _run(client)
-        assert run is not None and run.result == "succeeded"
+        _assert_standby_succeeds(client)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                stop(proc)
+        stop_all(procs.values())
     counts = _touch_counts(emu)
     assert len(counts) == 8, counts
     if point == "mid_gate":
@@ -116,14 +124,11 @@ def test_sigkill_at_step_boundary_standby_resumes_without_repeating(
 
 def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Path) -> None:
     """A leader frozen past its lease: the standby resumes; the old one writes nothing more."""
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    emu = settled_team(make_emulator)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules, pause="3s")
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
-    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
-    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
-    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
         wait_for(lambda: _after_first_wave(client), 60, "the first wave")
         old = procs["a"]
@@ -141,10 +146,7 @@ def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Pa
         run = _run(client)
         assert run is not None and run.result == "succeeded"
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                stop(proc)
+        stop_all(procs.values(), resume=True)
     counts = _touch_counts(emu)
     assert len(counts) == 8 and set(counts.values()) == {1}, counts
 
@@ -156,8 +158,7 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES as CPP
     from tidal.karmada.client import CLUSTERS
 
-    emu = make_emulator(topology(), clock=ScaledClock(1.0))
-    settle(emu, timeout=30)
+    emu = settled_team(make_emulator, 1.0, timeout=30)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     before = client.request("get", CPP, "GET", CPP.path(None, "team-cpp"))["spec"]
     member = client.request("get", CLUSTERS, "GET", CLUSTERS.path(None, "cluster-b"))
@@ -165,9 +166,7 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     client.request("update", CLUSTERS, "PUT", CLUSTERS.path(None, "cluster-b"), body=member)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s")
-    procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
-    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
-    procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
+    procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
         wait_for(lambda: (r := _run(client)) is not None and r.phase == "rollback", 60,
                  "the rollback")
@@ -175,9 +174,7 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
         procs["a"].wait(10)
         wait_for(lambda: _finished(client), 90, "the standby to finish the rollback")
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                stop(proc)
+        stop_all(procs.values())
     run = _run(client)
     assert run is not None and run.result == "rolledBack", run
     after = client.request("get", CPP, "GET", CPP.path(None, "team-cpp"))["spec"]
@@ -195,8 +192,7 @@ def test_sigkill_after_the_policy_change_resumes_without_repatching(
 ) -> None:
     """Leader killed after the policy change, before wave 1's trigger lands: the standby
     neither re-patches the policy nor skips wave 1."""
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu, timeout=30)
+    emu = settled_team(make_emulator, timeout=30)
     # hold the first template patch (wave 1's first touch) in the server for a while
     emu.faults.inject(type="latency", verb="patch", resource="deployments", seconds=6, count=1)
     schedules = tmp_path / "schedules"
@@ -212,13 +208,9 @@ def test_sigkill_after_the_policy_change_resumes_without_repatching(
         procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
-        wait_for(lambda: _finished(client), 90, "the standby to finish the run")
-        run = _run(client)
-        assert run is not None and run.result == "succeeded"
+        _assert_standby_succeeds(client)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                stop(proc)
+        stop_all(procs.values())
     policy_writes = [(who, w) for who, ws in writes_by(emu).items() for w in ws
                      if w[1] == "clusterpropagationpolicies"]
     # one change by the old leader, one Lazy restore at the end by the standby: no re-patch

@@ -10,17 +10,15 @@ import pytest
 
 from tests.e2e.daemon_helpers import (
     STATE_NS,
-    settle,
+    settled_team,
     start_daemon,
     stop,
-    topology,
     wait_for,
     write_due_schedule,
     writes_by,
 )
 from tidal.daemon.state import StateStore
 from tidal.karmada.client import KarmadaClient
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
@@ -37,8 +35,7 @@ def _outcome(client: KarmadaClient) -> str | None:
 
 def test_two_replicas_one_window_one_set_of_writes(make_emulator: Any, tmp_path: Path) -> None:
     """A due window with two replicas: one replica writes the policy and triggers, once."""
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    emu = settled_team(make_emulator)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
@@ -64,8 +61,7 @@ def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
     """SIGTERM during a switch: exit 0 with the lease released; the standby resumes at once."""
     from tidal.karmada.leases import get_lease
 
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    emu = settled_team(make_emulator)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules, pause="2s")
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
@@ -91,8 +87,7 @@ def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
 def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
                                                       tmp_path: Path) -> None:
     """A start older than catchUpWindow is recorded missed; no policy or template is written."""
-    emu = make_emulator(topology(), clock=ScaledClock(20.0))
-    settle(emu)
+    emu = settled_team(make_emulator)
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules, minutes_ago=3, catch_up="1m")
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))

@@ -15,6 +15,7 @@ from tests.e2e.switch_helpers import (
     client_for,
     cpp,
     deployment,
+    deployment_workloads,
     latest,
     load_one,
     schedule_text,
@@ -28,14 +29,8 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-sel", workloads="""
-    - apiVersion: apps/v1
-      kind: Deployment
-      namespace: ai-app
-      labelSelector:
-        matchExpressions:
-          - {key: team, operator: In, values: [t1, t2, t3]}
-""", rollout="""
+SCHEDULE = schedule_text("team-sel", workloads=deployment_workloads(
+    "{matchExpressions: [{key: team, operator: In, values: [t1, t2, t3]}]}"), rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 20s

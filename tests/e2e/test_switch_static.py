@@ -12,6 +12,7 @@ import pytest
 from tests.e2e.switch_helpers import (
     DAY,
     NS,
+    TEAM_T1,
     MakeEmulator,
     client_for,
     cluster,
@@ -29,12 +30,7 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-static", workloads="""
-    - apiVersion: apps/v1
-      kind: Deployment
-      namespace: ai-app
-      labelSelector: {matchLabels: {team: t1}}
-""", rollout="""
+SCHEDULE = schedule_text("team-static", workloads=TEAM_T1, rollout="""
     waveSize: 25%
     pauseBetweenWaves: 0s
     waveTimeout: 30s

@@ -14,6 +14,7 @@ from tests.e2e.switch_helpers import (
     client_for,
     cpp,
     deployment,
+    deployment_workloads,
     load_one,
     schedule_text,
     static_team,
@@ -51,14 +52,10 @@ def test_two_policies_share_one_template_list(make_switch_emulator: MakeEmulator
             deployment("job-0", "t2", 5), deployment("job-1", "t2", 5)]
     emu = make_switch_emulator(topo)
     client = client_for(emu, tmp_path)
-    path = write_schedule(tmp_path, schedule_text("two", windows=TWO_POLICIES, workloads="""
-        - apiVersion: apps/v1
-          kind: Deployment
-          namespace: ai-app
-          labelSelector:
-            matchExpressions:
-              - {key: team, operator: In, values: [t1, t2]}
-    """, rollout="waveSize: 2"))
+    workloads = deployment_workloads(
+        "{matchExpressions: [{key: team, operator: In, values: [t1, t2]}]}")
+    path = write_schedule(tmp_path, schedule_text("two", windows=TWO_POLICIES,
+                                                  workloads=workloads, rollout="waveSize: 2"))
     loaded = load_one(path)
     assert len(loaded.schedule.window("night").policies) == 2
     emu.reset_requests()
