@@ -16,8 +16,11 @@ from tests.e2e.switch_helpers import (
     MakeEmulator,
     assert_back_to_day,
     client_for,
+    cpp,
+    deployment,
     latest,
     schedule_text,
+    static_team,
     switch,
     weights_window,
     write_schedule,
@@ -231,8 +234,8 @@ def test_next_window_after_a_halt_restores_activation(make_switch_emulator: Make
     assert "activationPreference" not in policy["spec"]
 
 
-def _lazy_marks(client: Any) -> tuple[Any, set[str]]:
-    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+def _lazy_marks(client: Any, name: str = "team-cpp") -> tuple[Any, set[str]]:
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", name, None)
     notes = policy["metadata"].get("annotations") or {}
     return policy["spec"].get("activationPreference"), {k for k in notes if "lazy" in k}
 
@@ -275,3 +278,24 @@ def test_window_in_force_still_clears_a_leftover_lazy(make_switch_emulator: Make
     assert again.result == "succeeded" and not again.noop, again.to_json()
     assert _lazy_marks(client) == (None, set())
     assert switch(client, path, "night").noop
+
+
+def test_a_window_that_does_not_name_a_halted_policy_leaves_its_lazy(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Lifting a halted run's Lazy would release its unmoved templates at once: only a window
+    that names that policy (and paces its waves) puts the original value back."""
+    topology = static_team(cpu="1", b_cpu="6") + [cpp("other-cpp", "t2", DAY)] + [
+        deployment(f"api-{i}", "t2", 2) for i in range(2)]
+    emu = make_switch_emulator(topology)
+    client = client_for(emu, tmp_path)
+    journal = InMemoryJournal()
+    windows = NIGHT_TO_B + weights_window("noon", "12:00", {"cluster-a": 1}, policy="other-cpp")
+    night = switch(client, _schedule(tmp_path, timeout="2s", floors="", windows=windows),
+                   "night", journal=journal)
+    assert night.result == "failed"
+    noon = switch(client, _schedule(tmp_path, floors="", windows=windows), "noon",
+                  journal=journal)
+    assert noon.result == "succeeded", noon.to_json()
+    assert _lazy_marks(client) == ("Lazy", {"tidal.io/lazy-added-by",
+                                            "tidal.io/activation-before-lazy"})
+    assert _lazy_marks(client, "other-cpp") == (None, set())
