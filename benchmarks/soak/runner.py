@@ -14,6 +14,7 @@ from benchmarks.soak.chaos import Chaos
 from benchmarks.soak.checker import Checker
 from benchmarks.soak.fleet import Fleet
 from benchmarks.soak.scenario import NS, STATE_NS, TEAMS, topology
+from tidal.karmada.names import LAZY_ADDED_BY
 from tidal.sim.clock import ScaledClock
 from tidal.sim.emulator import Emulator
 
@@ -36,12 +37,18 @@ def _no_leftovers(emu: Any, checker: Checker) -> None:
     assert cpp is not None
     for team in TEAMS:
         run = checker.runs.get(checker.current_run.get(team.schedule, ""))
-        if run is None or run.last.get("result") not in ("succeeded", "rolledBack"):
-            continue  # a halted run leaves things as they are, by design
+        if run is None:
+            continue
         policy = store.get(cpp, None, team.policy)
-        if (policy.get("spec") or {}).get("activationPreference") == "Lazy":
+        lazy = (policy.get("spec") or {}).get("activationPreference") == "Lazy"
+        marked = LAZY_ADDED_BY in ((policy.get("metadata") or {}).get("annotations") or {})
+        result = run.last.get("result")
+        if result in ("succeeded", "rolledBack") and (lazy or marked):
             checker.violation(f"{team.policy}: temporary activationPreference Lazy left behind "
-                              f"after run {run.run_id} ({run.last.get('result')})")
+                              f"after run {run.run_id} ({result})")
+        elif lazy and not marked:  # a halted run leaves its Lazy, but marked for the next run
+            checker.violation(f"{team.policy}: Lazy without tidal's marks after run "
+                              f"{run.run_id} ({result}): no later run could restore it")
 
 
 def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) -> None:
