@@ -246,6 +246,13 @@ class KarmadaClient:
 
         return self._call(verb, resource.plural, send, retry_conflict, report_success=False)
 
+    def find(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+        """GET one object; None when it does not exist."""
+        try:
+            return self.request("get", resource, "GET", resource.path(namespace, name))
+        except NotFound:
+            return None
+
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
               content_type: str, timeout: float | tuple[float, float] | None) -> Any:
         headers = {"Accept": "application/json"}

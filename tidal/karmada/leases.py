@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from tidal.karmada.client import KNOWN, KarmadaClient, Resource
-from tidal.karmada.errors import NotFound
 
 Obj = dict[str, Any]
 
@@ -18,10 +17,7 @@ LEASES: Resource = next(r for r in KNOWN if r.kind == "Lease")
 
 def get_lease(client: KarmadaClient, namespace: str, name: str) -> Obj | None:
     """The Lease, or None when it does not exist."""
-    try:
-        return client.request("get", LEASES, "GET", LEASES.path(namespace, name))
-    except NotFound:
-        return None
+    return client.find(LEASES, namespace, name)
 
 
 def create_lease(client: KarmadaClient, namespace: str, name: str, spec: Obj) -> Obj:

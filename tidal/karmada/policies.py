@@ -29,10 +29,7 @@ def get_policy(client: KarmadaClient, kind: str, name: str, namespace: str | Non
 def find_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
                 ) -> Obj | None:
     """The policy, or None when it does not exist."""
-    try:
-        return get_policy(client, kind, name, namespace)
-    except NotFound:
-        return None
+    return client.find(resource(kind), namespace, name)
 
 
 def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None,

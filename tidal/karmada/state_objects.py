@@ -21,10 +21,7 @@ NAMESPACES: Resource = next(r for r in KNOWN if r.kind == "Namespace")
 
 def get_configmap(client: KarmadaClient, namespace: str, name: str) -> Obj | None:
     """The ConfigMap, or None when it does not exist."""
-    try:
-        return client.request("get", CONFIGMAPS, "GET", CONFIGMAPS.path(namespace, name))
-    except NotFound:
-        return None
+    return client.find(CONFIGMAPS, namespace, name)
 
 
 def list_configmaps(client: KarmadaClient, namespace: str, label_selector: str) -> list[Obj]:
