@@ -54,7 +54,8 @@ def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
     notes = annotations_of(obj)
     return (notes.get(POLICY_WINDOW) == window and notes.get(COMPLETED_RUN) is not None
             and notes.get(COMPLETED_RUN) == notes.get(POLICY_RUN)
-            and notes.get(LAZY_ADDED_BY) in (None, notes.get(COMPLETED_RUN))
+            and (not temporary_lazy(obj)[0]
+                 or notes.get(LAZY_ADDED_BY) == notes.get(COMPLETED_RUN))
             and comparable(obj.get("spec")) == comparable(target.target_spec))
 
 
