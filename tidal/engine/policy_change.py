@@ -192,12 +192,11 @@ def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Sa
     if not record.applied and not restore:
         return "unchanged"
     notes: dict[str, Any] = {COMPLETED_RUN: run_id} if record.applied else {}
-    action = "completed"
-    if restore:
-        notes.update(_unmark_lazy())
-        action = "lazy_restored"
-    elif record.lazy_added and record.keep_lazy:
+    action = "lazy_restored" if restore else "completed"
+    if record.lazy_added and record.keep_lazy:
         notes[LAZY_ADDED_BY] = run_id  # kept on purpose by this (completed) run
+    else:
+        notes.update(_unmark_lazy())  # also stale marks of a Lazy an owner lifted by hand
     body: dict[str, Any] = {"metadata": {"annotations": notes}}
     if restore:
         body["spec"] = {"activationPreference": record.original_activation}
