@@ -1,6 +1,6 @@
 """The soak's invariant checker is not vacuous: it reports a wave started before the previous
-one converged, a run left unfinished, a workload moved twice in one run, and a write from a
-replica that did not hold the lease."""
+one converged, a run left unfinished, a workload moved twice in one run, a write from a
+replica that did not hold the lease, and a Lazy left on a policy."""
 
 from __future__ import annotations
 
@@ -110,3 +110,33 @@ def test_write_outside_the_schedules_is_reported(world: Any) -> None:
                             "soak-a")
     assert checker.check_scope([own, foreign]) == 2
     assert len(checker.violations) == 1 and "other/db" in checker.violations[0]
+
+
+@pytest.mark.parametrize(("result", "marked", "expected"), [
+    ("succeeded", True, "Lazy left behind"),
+    ("failed", False, "without tidal's marks"),
+    ("failed", True, None),
+])
+def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
+        world: Any, result: str, marked: bool, expected: str | None) -> None:
+    """After a finished run no Lazy may stay; after a halted one a Lazy must carry the marks
+    that let the next run restore it."""
+    from benchmarks.soak.runner import _no_leftovers
+
+    emu, checker = world
+    _save_run(emu, _run("done", [_wave(0, True, result)], result))
+    _settle(checker)
+    rtype = emu.kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
+
+    def make_lazy(obj: dict[str, Any]) -> None:
+        obj["spec"]["activationPreference"] = "Lazy"
+        if marked:
+            obj["metadata"].setdefault("annotations", {})["tidal.io/lazy-added-by"] = "r1"
+
+    emu.store.mutate(rtype, None, TEAM.policy, make_lazy)
+    _no_leftovers(emu, checker)
+    found = [v for v in checker.violations if TEAM.policy in v]
+    if expected is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and expected in found[0], found
