@@ -287,7 +287,12 @@ class Checker:
                                f"{r.resource} {r.namespace or ''}/{r.name or ''}")
         return checked
 
-    def check_runs(self, metrics_breaches: float | None) -> None:
+    def check_runs(self, metrics_breaches: float | None,
+                   metrics_wave_failures: float | None = None) -> None:
+        """Each run ended, moved nothing twice, and failed loudly when a floor broke: a
+        wave failed by the breach raises the floor metric; one that failed first for
+        another reason (timeout, API error) raises the wave-failure metric."""
+        by_floor = by_other = 0
         for track in self.runs.values():
             state = track.last
             label = f"{track.schedule} run {track.run_id} ({track.window})"
@@ -308,10 +313,18 @@ class Checker:
             if track.floor_breaches and state.get("result") == "succeeded":
                 self.violation(f"{label}: {track.floor_breaches} floor breach(es) and yet "
                                "the run succeeded (a silent breach)")
-        in_waves = sum(t.floor_breaches for t in self.runs.values())
-        if in_waves and not metrics_breaches:
-            self.violation(f"{in_waves} floor breach(es) during waves, "
+            elif track.floor_breaches:
+                reasons = [str(w.get("reason") or "") for w in state.get("waves") or []]
+                if any(r.startswith("floor breached") for r in reasons):
+                    by_floor += track.floor_breaches
+                else:
+                    by_other += track.floor_breaches
+        if by_floor and not metrics_breaches:
+            self.violation(f"{by_floor} floor breach(es) failed waves, "
                            "tidal_floor_breaches_total stayed 0")
+        if by_other and not metrics_wave_failures:
+            self.violation(f"{by_other} floor breach(es) in waves that failed otherwise, "
+                           "tidal_wave_failures_total stayed 0")
 
     def breaches_in_waves(self) -> int:
         return sum(t.floor_breaches for t in self.runs.values())

@@ -148,7 +148,8 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         checker.stop()
         writes = checker.check_writers(emu.request_log())
         checker.check_scope(emu.request_log())
-        checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"))
+        checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
+                       fleet.metric_total("tidal_wave_failures_total"))
         _no_leftovers(emu, checker)
         _no_secrets(emu, fleet, checker, metrics)
         rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)

@@ -299,3 +299,18 @@ def test_a_window_that_does_not_name_a_halted_policy_leaves_its_lazy(
     assert _lazy_marks(client) == ("Lazy", {"tidal.io/lazy-added-by",
                                             "tidal.io/activation-before-lazy"})
     assert _lazy_marks(client, "other-cpp") == (None, set())
+
+
+def test_an_api_error_mid_wave_fails_that_wave(make_switch_emulator: MakeEmulator,
+                                               tmp_path: Path) -> None:
+    """A touch that keeps failing with 500 fails the run and the wave in flight (api_error),
+    so the wave-failure metric and alert see it like any other failed wave."""
+    emu = _emulator(make_switch_emulator)
+    client = client_for(emu, tmp_path)
+    emu.faults.inject(type="error", verb="patch", resource="deployments", count=1000)
+    events: list[Any] = []
+    record = switch(client, _schedule(tmp_path), "night", events=events)
+    assert record.result == "failed" and record.reason.startswith("API error"), record.to_json()
+    assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
+    finished = [(e.wave, e.result, e.failure) for e in events if isinstance(e, ev.WaveFinished)]
+    assert finished == [(1, "failed", "api_error")]

@@ -140,3 +140,26 @@ def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
         assert found == []
     else:
         assert len(found) == 1 and expected in found[0], found
+
+
+@pytest.mark.parametrize(("reason", "floor_metric", "failure_metric", "expected"), [
+    ("floor breached: x", 0, 1, "tidal_floor_breaches_total stayed 0"),
+    ("floor breached: x", 1, 0, None),
+    ("not converged within waveTimeout 12s", 1, 0, "tidal_wave_failures_total stayed 0"),
+    ("API error: patch deployments", 0, 1, None),
+])
+def test_a_breach_in_a_failed_wave_needs_its_metric(
+        world: Any, reason: str, floor_metric: float, failure_metric: float,
+        expected: str | None) -> None:
+    """A breach seen during a wave must show in the floor metric when it failed the wave, or
+    in the wave-failure metric when the wave failed first for another reason."""
+    emu, checker = world
+    wave = _wave(0, True, "failed") | {"reason": reason}
+    _save_run(emu, _run("done", [wave], "failed"))
+    _settle(checker)
+    checker.runs["r1"].floor_breaches = 1
+    checker.check_runs(metrics_breaches=floor_metric, metrics_wave_failures=failure_metric)
+    if expected is None:
+        assert checker.violations == []
+    else:
+        assert len(checker.violations) == 1 and expected in checker.violations[0]

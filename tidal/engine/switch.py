@@ -128,8 +128,14 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         return _run(ctx, sp, t0)
     except KarmadaError as exc:
         state.result, state.reason = "failed", f"API error: {exc}"
+        in_flight = [w for w in state.waves if w.started_at and not w.result]
+        for wave in in_flight:  # a failed wave, like any other (its metric and alert)
+            wave.result, wave.reason, wave.finished_at = "failed", state.reason, iso_now(clock)
         state.phase, state.finished_at = "done", iso_now(clock)
         save()
+        for wave in in_flight:
+            emitter.emit(WaveFinished(**ctx.event_base(wave.index), result="failed",
+                                      reason=state.reason, failure="api_error"))
         emitter.emit(RunFinished(**base, result="failed", reason=state.reason,
                                  duration_seconds=clock.monotonic() - t0))
         return RunRecord.from_state(state)
