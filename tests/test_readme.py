@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tidal.cli.main import cli
@@ -28,10 +29,12 @@ def test_every_command_in_the_cli_reference_exists() -> None:
     assert named <= set(cli.commands), named - set(cli.commands)
 
 
-def test_every_test_the_readme_cites_exists() -> None:
-    """Each `tests/...[::name]` the README cites as proof is a real file (and test)."""
+@pytest.mark.parametrize("doc", ["README.md", "docs/reliability.md"])
+def test_every_test_cited_as_proof_exists(doc: str) -> None:
+    """Each `tests/...[::name]` the README or the reliability page cites is a real file (and
+    test)."""
     root = README.parent
-    cited = re.findall(r"`(tests/[^`:]+)(?:::(\w+))?`", README.read_text())
+    cited = re.findall(r"`(tests/[^`:]+)(?:::(\w+))?`", (root / doc).read_text())
     assert cited
     for path, name in cited:
         target = root / path
