@@ -9,7 +9,7 @@ from typing import Any
 from tidal.daemon.state import StateStore
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState, content_hash
-from tidal.engine.policy_change import comparable
+from tidal.engine.policy_change import comparable, temporary_lazy
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
@@ -36,6 +36,22 @@ def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     return drifted
 
 
+def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
+    """Policies a halted run left Lazy (with tidal's marks): its unmoved templates wait for
+    the next run of a window that names the policy, which takes the Lazy off."""
+    held: list[dict[str, Any]] = []
+    if not run.finished or run.result != "failed":
+        return held
+    for policy in run.policies:
+        name = policy.swap_from if policy.action == "swap" and policy.restored else policy.name
+        obj = policies_api.find_policy(client, policy.kind, name or policy.name,
+                                       policy.namespace)
+        added, original = temporary_lazy(obj)
+        if added:
+            held.append({"policy": policy.key, "restoreTo": original})
+    return held
+
+
 def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
@@ -59,6 +75,12 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
                 drift = policy_drift(client, run)
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
+        held: list[dict[str, Any]] = []
+        if check_drift and run is not None:
+            try:
+                held = lazy_held(client, run)
+            except KarmadaError:
+                held = []  # already reported as drift that cannot be checked
         hold = controls.hold if controls else None
         out.append({
             "name": name,
@@ -78,5 +100,6 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "skipStart": _iso(controls.skip_start) if controls else None,
             "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
             "drift": drift,
+            "lazyHeld": held,
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out}
