@@ -146,8 +146,9 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         codes = fleet.stop_all()
         time.sleep(0.5)  # let the checker see the last writes
         checker.stop()
-        writes = checker.check_writers(emu.request_log())
-        checker.check_scope(emu.request_log())
+        requests = emu.request_log()
+        writes = checker.check_writers(requests)
+        checker.check_scope(requests)
         checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
                        fleet.metric_total("tidal_wave_failures_total"))
         _no_leftovers(emu, checker)

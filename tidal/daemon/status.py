@@ -43,7 +43,8 @@ def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
     if not run.finished or run.result != "failed":
         return held
     for policy in run.policies:
-        name = policy.swap_from if policy.action == "swap" and policy.restored else policy.name
+        # a rolled-back swap re-created `from`, which then holds the Lazy
+        name = policy.swap_from if policy.action == "swap" and policy.restored else None
         obj = policies_api.find_policy(client, policy.kind, name or policy.name,
                                        policy.namespace)
         added, original = temporary_lazy(obj)
@@ -70,17 +71,12 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         handled = state.handled if state else None
         run = runs.get(name)
         drift: list[dict[str, Any]] = []
-        if check_drift and run is not None:
-            try:
-                drift = policy_drift(client, run)
-            except KarmadaError as exc:
-                drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         held: list[dict[str, Any]] = []
         if check_drift and run is not None:
             try:
-                held = lazy_held(client, run)
-            except KarmadaError:
-                held = []  # already reported as drift that cannot be checked
+                drift, held = policy_drift(client, run), lazy_held(client, run)
+            except KarmadaError as exc:
+                drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
         out.append({
             "name": name,
