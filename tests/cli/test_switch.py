@@ -50,3 +50,48 @@ def test_failed_wave_exits_2(make_switch_emulator: MakeEmulator, tmp_path: Path)
     record = json.loads(result.stdout)
     assert record["result"] == "failed"
     assert record["waves"][0]["result"] == "failed"
+
+
+def test_switch_without_yes_refuses_when_stdin_is_not_a_terminal(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """No terminal and no --yes: exit 4 with the one-line fix, and nothing is written."""
+    from tests.e2e.switch_helpers import writes
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    emu.reset_requests()
+    result = invoke_cli("switch", path, kubeconfig)
+    assert result.exit_code == 4, result.output
+    assert result.stderr.strip() == \
+        "error: not a terminal: pass --yes to run without confirmation"
+    assert not writes(emu)
+
+
+def test_switch_answered_no_at_the_prompt_is_not_a_success(
+        make_switch_emulator: MakeEmulator, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """'n' at the confirmation prompt exits 5 (declined), not 0, and writes nothing."""
+    from click.testing import CliRunner
+
+    from tests.e2e.switch_helpers import writes
+    from tidal.cli import switch as switch_cli
+    from tidal.cli.main import cli
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    monkeypatch.setattr(switch_cli, "stdin_is_terminal", lambda: True)
+    emu.reset_requests()
+    result = CliRunner().invoke(cli, ["switch", str(path), "--window", "night",
+                                      "--kubeconfig", str(kubeconfig)], input="n\n")
+    assert result.exit_code == 5, result.output
+    assert "declined: nothing written" in result.stderr
+    assert not writes(emu)
+
+
+def test_usage_error_exits_2() -> None:
+    """A missing required option is a usage error: exit 2 (click's convention)."""
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["switch", "x.yaml"])
+    assert result.exit_code == 2
+    assert "--window" in result.stderr

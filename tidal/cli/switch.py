@@ -1,8 +1,9 @@
 """`tidal switch SCHEDULE_FILE --window NAME`: run a window now, with live progress on a TTY.
 
-Asks for confirmation on a TTY unless --yes. `-o json` prints the run record. Exit 0 on
-success, 2 when a wave failed (halted or rolled back), 3 when the plan is refused as unsafe
-(nothing written), 1 on invalid input.
+Asks for confirmation unless --yes; without --yes and without a terminal on stdin it refuses
+(exit 4). `-o json` prints the run record. Exit 0 on success, 2 when a wave failed (halted or
+rolled back), 3 when the plan is refused as unsafe (nothing written), 1 on invalid input,
+4 not a terminal, 5 declined at the prompt.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from typing import Any
 
 import click
 
-from tidal.cli.exitcodes import OK, UNSAFE_PLAN, WAVE_FAILED
+from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
 from tidal.cli.plan import fail, load_target, render_plan, settings_and_client
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
 
 
 class Progress:
@@ -81,20 +86,21 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
+    if not yes and not stdin_is_terminal():
+        fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
     settings, client = settings_and_client(kubeconfig, context)
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
     journal: Any = None
     try:
-        if interactive and not yes:
+        if not yes:
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
             problems = plan_problems(sp) + check.problems
             render_plan(sp, problems)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)
-            if not click.confirm("carry out this switch now?", default=False):
-                click.echo("nothing done", err=True)
-                raise SystemExit(OK)
+            if not click.confirm("carry out this switch now?", default=False, err=True):
+                click.echo("declined: nothing written", err=True)
+                raise SystemExit(DECLINED)
         journal = _journal(client, settings)
         on_event = Progress() if sys.stderr.isatty() and output != "json" else None
         record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
