@@ -263,7 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "no-cache, private")
         for key, value in result.headers.items():
-            self.send_header(key, value)
+            for line in value if isinstance(value, list) else [value]:
+                self.send_header(key, line)
         self.end_headers()
         self.wfile.write(payload)
 
