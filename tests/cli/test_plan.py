@@ -12,8 +12,10 @@ from click.testing import CliRunner
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule, writes
 from tidal.cli.main import cli
 from tidal.sim.emulator import Emulator
+from tidal.sim.validation import find_crds_dir
 
 pytestmark = pytest.mark.e2e
+CRDS = find_crds_dir()
 
 SCHEDULE = schedule_text("team-p", """
     waveSize: 50%
@@ -66,3 +68,61 @@ def test_unknown_window_is_invalid_input(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["plan", str(path), "--window", "noon"])
     assert result.exit_code == 1
     assert "no window 'noon'" in result.stderr
+
+
+def _night_with(tmp_path: Path, old: str, new: str) -> tuple[Path, str]:
+    text = SCHEDULE.replace("FLOOR_CLUSTER", "cluster-b").replace(old, new)
+    return write_schedule(tmp_path, text), text
+
+
+def _position(text: str, key: str) -> str:
+    """LINE:COL (1-based) of the first `key:` in the text."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(key + ":") or line.lstrip().startswith("- " + key + ":"):
+            return f"{number}:{line.index(key) + 1}"
+    raise AssertionError(key)
+
+
+@pytest.mark.skipif(CRDS is None, reason="../shared/karmada/crds not present")
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_typo_in_a_patch_is_the_servers_answer_located_in_the_file(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`weightPreferences:` (a typo the apiserver would prune), the CRDs not at hand for the
+    CLI: plan and switch dry-run the patch with fieldValidation=Strict and report the
+    server's refusal at the field, exit 1, no write."""
+    emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "no-crds"))
+    path, text = _night_with(tmp_path, "weightPreference:", "weightPreferences:")
+    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
+        invoke_cli(command, path, kubeconfig)
+    assert result.exit_code == 1, result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{_position(text, 'weightPreferences')}: spec.windows[0]"
+                            ".policies[0].patch.spec.placement.replicaScheduling"
+                            ".weightPreferences: ")
+    assert 'unknown field "spec.placement.replicaScheduling.weightPreferences"' in first
+    assert "Traceback" not in result.output
+    assert not writes(emu)
+    dry = [r for r in emu.request_log() if r.verb == "patch"]
+    assert dry and all(r.dry_run for r in dry)
+
+
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_wrong_value_type_is_located_not_a_traceback(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`weight: "high"`, the CRDs not at hand for the CLI: one located line at the weight
+    (the server's dry-run answer), exit 1, nothing written."""
+    emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "no-crds"))
+    path, text = _night_with(tmp_path, "weight: 1", 'weight: "high"')
+    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
+        invoke_cli(command, path, kubeconfig)
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{_position(text, 'weight')}: spec.windows[0].policies[0]"
+                            ".patch.spec.placement.replicaScheduling.weightPreference"
+                            ".staticWeightList[0].weight: ")
+    assert not writes(emu)

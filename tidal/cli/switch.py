@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
-from tidal.cli.plan import fail, load_target, render_plan, settings_and_client
+from tidal.cli.plan import fail, load_target, refused_writes, render_plan, settings_and_client
 
 
 def stdin_is_terminal() -> bool:
@@ -83,6 +83,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
     from tidal.engine.switch import PlanRefused, plan_problems, run_switch
+    from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
@@ -110,6 +111,8 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         for problem in exc.problems[:50]:
             click.echo(f"  {problem}", err=True)
         raise SystemExit(UNSAFE_PLAN) from None
+    except PolicyWritesRefused as exc:
+        refused_writes(loaded, exc)
     except ResolveError as exc:
         fail(str(exc))
     except FencedOut as exc:

@@ -9,6 +9,12 @@ import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.loading import load_schedules
+from tidal.loading.policies import default_crd_dir, schemas_available
+
+NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
+               "CRD schemas (none found there), so a misspelt or mistyped policy field passes here; "
+               "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or run `tidal plan`, which "
+               "dry-runs every policy write on the Karmada apiserver")
 
 
 @click.command("validate")
@@ -33,6 +39,8 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None) ->
         if result.ok:
             names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
             click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
+            if not schemas_available(crds if crds is not None else default_crd_dir()):
+                click.echo(NOT_CHECKED, err=True)
         else:
             files = len({error.file for error in result.errors})
             click.echo(f"{len(result.errors)} error(s) in {files} file(s)", err=True)

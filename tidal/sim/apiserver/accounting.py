@@ -28,6 +28,7 @@ class RequestRecord:
     code: int
     user_agent: str
     identity: str  # who the caller said it is: impersonation/X-Remote-User header or bearer token
+    dry_run: bool = False  # dryRun=All: validated, nothing stored
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +54,7 @@ class RequestAccounting:
         code: int,
         user_agent: str = "",
         identity: str = "",
+        dry_run: bool = False,
     ) -> None:
         with self._lock:
             self._seq += 1
@@ -70,6 +72,7 @@ class RequestAccounting:
                     code,
                     user_agent,
                     identity,
+                    dry_run,
                 )
             )
 

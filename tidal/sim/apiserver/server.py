@@ -130,6 +130,7 @@ class ApiServer:
             result.code,
             req.user_agent,
             req.identity,
+            req.query.get("dryRun") == "All",
         )
         return result
 
