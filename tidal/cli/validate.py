@@ -12,7 +12,7 @@ from tidal.loading import load_schedules
 from tidal.loading.policies import default_crd_dir, schemas_available
 
 NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
-               "CRD schemas (none found there), so a misspelt or mistyped policy field passes here; "
+               "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
                "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or run `tidal plan`, which "
                "dry-runs every policy write on the Karmada apiserver")
 
