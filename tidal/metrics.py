@@ -153,6 +153,14 @@ class Metrics:
             sw)
         self.window_period = gauge(
             "tidal_window_period_seconds", "How often the window comes round.", sw)
+        self.switches_refused = counter(
+            "tidal_switches_refused_total",
+            "Window starts whose switch was refused before any write, by reason.",
+            (*sw, "reason"))
+        self.last_refusal = gauge(
+            "tidal_last_switch_refused_timestamp_seconds",
+            "When a switch to the window was last refused before any write, by reason.",
+            (*sw, "reason"))
         self.windows_missed = counter(
             "tidal_windows_missed_total",
             "Windows not carried out because their start was outside the catch-up window.", sw)
@@ -287,6 +295,12 @@ class Metrics:
             if period is not None:
                 self.window_period.labels(schedule, window).set(period)
                 self._published_periods.add((schedule, window))
+
+    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None:
+        """Count a window start refused before any write (the alert compares the time with
+        the window's last success)."""
+        self.switches_refused.labels(schedule, window, reason).inc()
+        self.last_refusal.labels(schedule, window, reason).set(at)
 
     def window_missed(self, schedule: str, window: str) -> None:
         """Count a window whose start fell outside the catch-up window."""

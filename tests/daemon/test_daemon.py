@@ -388,3 +388,40 @@ def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_d
         daemon.dispatcher.stop(1)
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "succeeded"
+
+
+def test_a_refused_switch_is_located_counted_and_gauged(
+        client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window whose policy write the apiserver refuses: the daemon logs one located line
+    per refusal (FILE:LINE:COL at the patch field) with a reason class, not 'ValueError', and
+    moves tidal_switches_refused_total and the last-refusal gauge the alert reads."""
+    from tidal.engine.write_check import PolicyWritesRefused, WriteProblem
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise PolicyWritesRefused("night", [WriteProblem(
+            0, False, "ClusterPropagationPolicy/team-a-cpp", ("spec.placement.clusterAfinity",),
+            'strict decoding error: unknown field "spec.placement.clusterAfinity"')])
+
+    (sched_dir / "team-a.yaml").write_text(
+        schedule_yaml("team-a").replace("clusterAffinity: {clusterNames: [cluster-b]}",
+                                        "clusterAfinity: {clusterNames: [cluster-b]}"))
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(sched_dir / "no-crds"))  # the server checks
+    metrics = Metrics()
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "window:night")
+    (event,) = [e for e in logs if e["event"] == "switch_not_started"]
+    assert event["reason"] == "policy_invalid"
+    (line,) = event["errors"]
+    assert line.startswith(f"{sched_dir / 'team-a.yaml'}:14:38: spec.windows[0].policies[0]"
+                           ".patch.spec.placement.clusterAfinity: ")
+    labels = {"schedule": "team-a", "window": "night", "reason": "policy_invalid"}
+    assert metrics.registry.get_sample_value("tidal_switches_refused_total", labels) == 1
+    assert metrics.registry.get_sample_value(
+        "tidal_last_switch_refused_timestamp_seconds", labels) == NIGHT.timestamp()

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
 RULE_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yaml"))
-ALERTS = {"TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
+ALERTS = {"TidalSwitchRefused", "TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
           "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed"}
 
 

@@ -80,6 +80,25 @@ case("TidalWaveFailed: still fires after the failing leader's series disappear (
       s(lf, "b", "0x60", **WR), s(ls, "b", "0x40 2500x20", **W)],
      [chk("30m", "TidalWaveFailed", [wf()]), chk("45m", "TidalWaveFailed", [])])
 
+# --- TidalSwitchRefused
+RR: Obj = dict(W, reason="policy_invalid")
+lr = "tidal_last_switch_refused_timestamp_seconds"
+
+
+def sr() -> Obj:
+    return alert("TidalSwitchRefused", severity="critical", team="platform", **RR)
+
+
+case("TidalSwitchRefused: a first night refused pages (never succeeded: last success 0); "
+     "the standby exports nothing", [
+    s(lr, "a", "_x9 600x30", **RR), s(ls, "a", "0x40", **W), s(ls, "b", "0x40", **W)],
+    [chk("5m", "TidalSwitchRefused", []), chk("15m", "TidalSwitchRefused", [sr()])])
+case("TidalSwitchRefused: quiet once a switch to the window succeeds, even after the refusing "
+     "replica's series disappear", [
+    s(lr, "a", "_x9 600x10 stale", **RR), s(ls, "a", "0x19 1200 stale", **W),
+    s(ls, "b", "0x19 1200x20", **W)],
+    [chk("15m", "TidalSwitchRefused", [sr()]), chk("30m", "TidalSwitchRefused", [])])
+
 # --- TidalSwitchOverdue (10m steps; period one day)
 OV: Obj = dict(schedule=S, window="night")
 per = "tidal_window_period_seconds"

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.daemon.lease import RunLock
+from tidal.daemon.refusal import explain
 from tidal.daemon.state import HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
@@ -207,10 +208,10 @@ class Reconciler:
                 self.state.record_handled(seen, before.handled or HandledRecord(
                     "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
                 return
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         self._finish(seen, name, start.window, record, run_id)
 
@@ -238,13 +239,16 @@ class Reconciler:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
-                 exc: Exception) -> None:
-        reason = type(exc).__name__
+    def _refused(self, seen: ScheduleState, name: str, loaded: Any, start: WindowStart,
+                 run_id: str, exc: Exception) -> None:
+        reason, lines = explain(exc, loaded, start.window)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason, error=str(exc)[:2000])
+                  reason=reason.value, error=type(exc).__name__, errors=lines)
+        now = self.clock.now()
         self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
-                                                      self.clock.now()))
+                                                      now))
+        if self.metrics is not None:
+            self.metrics.switch_refused(name, start.window, reason.value, now.timestamp())
 
     def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
                 run_id: str) -> None:
