@@ -95,3 +95,24 @@ def test_usage_error_exits_2() -> None:
     result = CliRunner().invoke(cli, ["switch", "x.yaml"])
     assert result.exit_code == 2
     assert "--window" in result.stderr
+
+
+def test_a_halted_run_says_what_it_left_and_how_to_finish_or_undo(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """A wave that times out halts with the policy Lazy: the text output names the policy
+    left Lazy (and what it goes back to), the waves done, and the commands that finish the
+    switch or lift the Lazy; -o json carries the same as leftLazy."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "2s", b_cpu="6")
+    result = invoke_cli("switch", path, kubeconfig, "--yes")
+    assert result.exit_code == 2, result.output
+    err = result.stderr
+    assert "left: ClusterPropagationPolicy team-cpp stays activationPreference: Lazy " \
+           "(tidal added it; it goes back to unset)" in err
+    assert f"to finish: fix the cause, then `tidal switch {path} --window night " \
+           f"--kubeconfig {kubeconfig}` runs the waves not done and lifts the Lazy" in err
+    assert "to undo: `kubectl patch clusterpropagationpolicy team-cpp --type merge -p " \
+           "'{\"spec\":{\"activationPreference\":null}}'`" in err
+    again = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
+    record = json.loads(again.stdout)
+    assert record["leftLazy"] == [{"policy": "ClusterPropagationPolicy/team-cpp",
+                                   "restoresTo": None}]

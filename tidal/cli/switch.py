@@ -134,7 +134,42 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         click.echo(f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
                    + (" (already in force)" if record.noop else "") + f"; waves {waves}"
                    + (f"; {record.reason}" if record.reason else ""))
+        if not record.succeeded:
+            for line in left_behind(record, loaded, kubeconfig, context):
+                click.echo(line, err=True)
     raise SystemExit(OK if record.succeeded else WAVE_FAILED)
+
+
+def left_behind(record: Any, loaded: Any, kubeconfig: Path | None, context: str | None
+                ) -> list[str]:
+    """What a failed run left in place, and the commands that finish or undo it."""
+    import json
+    import shlex
+
+    if not record.left_lazy:
+        return []
+    flags = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in
+                    (("--kubeconfig", kubeconfig), ("--context", context)) if value)
+    lines, undos = [], []
+    for policy, restores_to in record.left_lazy:
+        kind, *where = policy.split("/")
+        name, namespace = where[-1], (where[0] if len(where) == 2 else None)
+        lines.append(f"left: {kind} {'/'.join(where)} stays activationPreference: Lazy "
+                     f"(tidal added it; it goes back to {restores_to or 'unset'}); templates "
+                     "it claims move only when touched")
+        others = [w.name for w in loaded.schedule.spec.windows if w.name != record.window
+                  and any(r.name == name for c in w.policies for r in c.policy_refs())]
+        patch = json.dumps({"spec": {"activationPreference": restores_to}},
+                           separators=(",", ":"))
+        ns = f" -n {namespace}" if namespace else ""
+        undo = (f"`tidal switch {loaded.path} --window {others[0]}{flags}` puts that window in "
+                "force and lifts the Lazy, or " if others else "") + \
+            f"`kubectl patch {kind.lower()} {name}{ns} --type merge -p '{patch}'` lifts it " \
+            "by hand"
+        undos.append(f"to undo: {undo}")
+    lines.append(f"to finish: fix the cause, then `tidal switch {loaded.path} --window "
+                 f"{record.window}{flags}` runs the waves not done and lifts the Lazy")
+    return lines + undos
 
 
 def _journal(client: Any, settings: Any) -> Any:

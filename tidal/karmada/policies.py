@@ -48,7 +48,8 @@ def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | N
         body["metadata"] = meta
     res = resource(kind)
     return client.request("patch", res, "PATCH", res.path(namespace, name), body=body,
-                          content_type=MERGE_PATCH, query=DRY_RUN if dry_run else STRICT)
+                          content_type=MERGE_PATCH, query=DRY_RUN if dry_run else STRICT,
+                          retry_conflict=dry_run)  # a dry run has no resourceVersion to honour
 
 
 def create_policy(client: KarmadaClient, manifest: Obj, *, dry_run: bool = False) -> Obj:
