@@ -126,3 +126,39 @@ def test_a_wrong_value_type_is_located_not_a_traceback(
                             ".patch.spec.placement.replicaScheduling.weightPreference"
                             ".staticWeightList[0].weight: ")
     assert not writes(emu)
+
+
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_floor_on_a_cluster_that_does_not_exist_is_the_first_problem(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str) -> None:
+    """A floor naming cluster-c (no such Cluster): plan and switch name that root cause first,
+    with the Clusters that exist, and fold the breaches it explains instead of listing them."""
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
+    options = ("--yes", "-o", "json") if command == "switch" else ("-o", "json")
+    result = invoke_cli(command, path, kubeconfig, *options)
+    assert result.exit_code == 3, result.output
+    lines = [line.strip() for line in (result.stderr if command == "switch" else "").splitlines()
+             if line.startswith("  ")]
+    problems = json.loads(result.stdout)["problems"] if command == "plan" else lines
+    assert problems[0].startswith("floor cluster cluster-c does not exist (Clusters: "
+                                  "cluster-a, cluster-b); fix the floor's clusters")
+    assert "explains" in problems[0]
+    assert not any("in cluster-c" in p for p in problems[1:]), problems
+    assert not writes(emu)
+
+
+def test_validate_with_a_kubeconfig_checks_floor_clusters(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """`tidal validate --kubeconfig` names a floor cluster that is not a Cluster, located at
+    the floor's entry, exit 1; without --kubeconfig the file alone is valid."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
+    offline = CliRunner().invoke(cli, ["validate", str(path)])
+    assert offline.exit_code == 0, offline.output
+    result = CliRunner().invoke(cli, ["validate", str(path), "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 1, result.output
+    text = path.read_text().splitlines()
+    line = next(i for i, t in enumerate(text, start=1) if "cluster-c" in t)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{line}:")
+    assert first.endswith("spec.rollout.floors[0].clusters[0]: cluster 'cluster-c' does not "
+                          "exist (Clusters: cluster-a, cluster-b); fix the floor's clusters")

@@ -142,7 +142,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
         fail(f"Karmada API: {exc}")
     finally:
         client.close()
-    problems = plan_problems(sp) + check.problems
+    problems = check.problems + plan_problems(sp)  # root causes first
     if output == "json":
         data = sp.plan.to_dict()
         data.update({"schedule": sp.schedule.name, "window": sp.window.name,

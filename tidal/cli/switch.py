@@ -95,7 +95,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         if not yes:
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
-            problems = plan_problems(sp) + check.problems
+            problems = check.problems + plan_problems(sp)  # root causes first
             render_plan(sp, problems)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)
