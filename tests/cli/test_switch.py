@@ -116,3 +116,18 @@ def test_a_halted_run_says_what_it_left_and_how_to_finish_or_undo(
     record = json.loads(again.stdout)
     assert record["leftLazy"] == [{"policy": "ClusterPropagationPolicy/team-cpp",
                                    "restoresTo": None}]
+
+
+def test_a_wave_timeout_names_the_stuck_workloads_and_the_likely_cause(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b has 6 CPUs for 20 one-CPU replicas: the wave times out with a reason naming
+    each workload not converged, its replicas not ready per cluster, and the likely cause read
+    from the Cluster's resource summary (pending pods, insufficient cpu)."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "3s", b_cpu="6")
+    result = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
+    assert result.exit_code == 2, result.output
+    reason = json.loads(result.stdout)["waves"][0]["reason"]
+    assert reason.startswith("not converged within waveTimeout 3s: ")
+    assert "not converged: ai-app/Deployment/web-0 (cluster-b: " in reason
+    assert "not ready" in reason
+    assert "likely cause: pods Pending in cluster-b: insufficient cpu (allocatable 6" in reason, reason
