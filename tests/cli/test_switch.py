@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule
+from tests.sim.http_helpers import call as emu_call
 from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -130,4 +131,36 @@ def test_a_wave_timeout_names_the_stuck_workloads_and_the_likely_cause(
     assert reason.startswith("not converged within waveTimeout 3s: ")
     assert "not converged: ai-app/Deployment/web-0 (cluster-b: " in reason
     assert "not ready" in reason
-    assert "likely cause: pods Pending in cluster-b: insufficient cpu (allocatable 6" in reason, reason
+    assert "likely cause: pods Pending in cluster-b: insufficient cpu (allocatable 6" in reason
+
+
+def test_status_shows_manual_runs_and_manual_runs_write_events(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """After `tidal switch` succeeded and then failed, `tidal status` (table and JSON) shows
+    that last run and its result, and the manual runs wrote their Kubernetes Events."""
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 0
+
+    def status(*options: str) -> str:
+        result = CliRunner().invoke(cli, ["status", "--schedules", str(tmp_path),
+                                          "--kubeconfig", str(kubeconfig), *options])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    row = next(line for line in status().splitlines() if "team-s" in line)
+    assert "night" in row and "succeeded" in row, row
+    emu.set_pods_fail("cluster-a")
+    path.write_text(path.read_text().replace("cluster-b", "cluster-a").replace("20s", "2s"))
+    assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 2
+    row = next(line for line in status().splitlines() if "team-s" in line)
+    assert "failed" in row, row
+    (entry,) = json.loads(status("-o", "json"))["schedules"]
+    assert entry["lastRun"]["result"] == "failed"
+    assert entry["lastRun"]["startedBy"].startswith("cli:")
+    _, events = emu_call(emu, "GET", "/api/v1/events")
+    reasons = {e["reason"] for e in events["items"]}
+    assert {"SwitchStarted", "SwitchSucceeded", "SwitchFailed"} <= reasons, reasons

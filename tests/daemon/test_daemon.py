@@ -425,3 +425,35 @@ def test_a_refused_switch_is_located_counted_and_gauged(
     assert metrics.registry.get_sample_value("tidal_switches_refused_total", labels) == 1
     assert metrics.registry.get_sample_value(
         "tidal_last_switch_refused_timestamp_seconds", labels) == NIGHT.timestamp()
+
+
+@pytest.mark.parametrize("late", [timedelta(minutes=10), timedelta(minutes=45)])
+def test_a_window_run_by_hand_is_not_missed_nor_run_again(
+        client: KarmadaClient, sched_dir: Path, late: timedelta) -> None:
+    """`tidal switch --window night` ran (and finished) after the night start, before the
+    daemon came up: the daemon records that run's outcome for the start, neither 'missed'
+    (no TidalWindowMissed) nor a second run, and publishes its success to the metrics."""
+    from tidal.metrics import Metrics
+
+    manual = RunState(schedule="team-a", window="night", run_id="20260601-150500-abcd")
+    manual.phase, manual.result = "done", "succeeded"
+    manual.started_at = (NIGHT + timedelta(minutes=5)).isoformat()
+    manual.finished_at = (NIGHT + timedelta(minutes=8)).isoformat()
+    StateStore(client, NS).save(manual)
+    clock, engine, metrics = FakeClock(NIGHT + late), FakeEngine(), Metrics()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert not any(e["event"] == "window_missed" for e in logs)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None
+    assert (handled.outcome, handled.run_id) == ("succeeded", manual.run_id)
+    labels = {"schedule": "team-a", "window": "night"}
+    assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
+    assert metrics.registry.get_sample_value("tidal_last_success_timestamp_seconds", labels) \
+        == (NIGHT + timedelta(minutes=8)).timestamp()

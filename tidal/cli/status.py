@@ -36,6 +36,18 @@ def _short(value: str | None) -> str:
     return value[:16].replace("T", " ") if value else "-"
 
 
+def last_run(entry: dict[str, Any]) -> dict[str, Any]:
+    """{window, start, outcome} of the table's last-run columns: the run record (whoever
+    started it: the daemon or `tidal switch`), unless a later start was handled without one
+    (missed, skipped, refused)."""
+    handled, run = entry["lastHandled"] or {}, entry["lastRun"] or {}
+    if not run or (handled and handled.get("runId") != run.get("runId")
+                   and str(handled.get("start") or "") > str(run.get("startedAt") or "")):
+        return handled
+    outcome = run.get("result") or f"running ({run.get('phase')})"
+    return {"window": run.get("window"), "start": run.get("startedAt"), "outcome": outcome}
+
+
 @click.command("status")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
@@ -69,7 +81,7 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         table.add_column(col)
     for s in report["schedules"]:
         in_force = s["windowInForce"] or {}
-        last = s["lastHandled"] or {}
+        last = last_run(s)
         nxt = s["nextStart"] or {}
         flags = []
         if s["suspended"]:

@@ -103,7 +103,14 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                 click.echo("declined: nothing written", err=True)
                 raise SystemExit(DECLINED)
         journal = _journal(client, settings)
-        on_event = Progress() if sys.stderr.isatty() and output != "json" else None
+        observers = [_events(client, settings, journal)]
+        if sys.stderr.isatty() and output != "json":
+            observers.append(Progress())
+
+        def on_event(event: Any) -> None:
+            for observer in observers:
+                observer(event)
+
         record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
                             on_event=on_event)
     except PlanRefused as exc:
@@ -170,6 +177,21 @@ def left_behind(record: Any, loaded: Any, kubeconfig: Path | None, context: str 
     lines.append(f"to finish: fix the cause, then `tidal switch {loaded.path} --window "
                  f"{record.window}{flags}` runs the waves not done and lifts the Lazy")
     return lines + undos
+
+
+def _events(client: Any, settings: Any, journal: Any) -> Any:
+    """The daemon's observer for this run: the same Kubernetes Events on the policies and the
+    state ConfigMap (written only while the run lock is held); its metrics stay local."""
+    from tidal.daemon.state import run_object_name
+    from tidal.karmada.events import EventRecorder, configmap_ref
+    from tidal.metrics import Metrics
+    from tidal.observe import EngineObserver
+
+    return EngineObserver(
+        Metrics(), recorder=EventRecorder(client, instance=f"cli:{settings.identity}",
+                                          may_write=journal.holds_lock),
+        state_object=lambda schedule: configmap_ref(run_object_name(schedule),
+                                                    settings.state_namespace))
 
 
 def _journal(client: Any, settings: Any) -> Any:

@@ -47,6 +47,20 @@ def run_id_for(schedule: str, start: WindowStart) -> str:
     return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
 
 
+def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
+    """A finished run of the start's window that began after the start (`tidal switch`)
+    carried that start out: it is neither missed nor to be run again."""
+    if run is None or not run.finished or run.window != start.window or not run.started_at:
+        return False
+    try:
+        started = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return started >= start.at
+
+
 def result_of(record: Any) -> str:
     result = getattr(record, "result", None)
     if result is None and hasattr(record, "to_json"):
@@ -125,6 +139,8 @@ class Reconciler:
         times = times_of(schedule)
         seen = self.state.read(name)
         unfinished = self.state.load(name)
+        if unfinished is not None and self.metrics is not None:
+            self.metrics.restore_last_run(unfinished)  # also a run `tidal switch` made
         if unfinished is not None and not unfinished.finished:
             with self._locked(name) as ok:
                 if not ok:
@@ -163,6 +179,16 @@ class Reconciler:
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         start = decision.start
+        if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
+                ran_by_hand(unfinished, start):
+            assert unfinished is not None
+            log.info("window_run_by_hand", schedule=name, window=start.window,
+                     run_id=unfinished.run_id, result=unfinished.result,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, str(unfinished.result or "unknown"), unfinished.run_id,
+                now))
+            return
         if decision.action is Action.RUN and start is not None:
             run_id = run_id_for(name, start)
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,

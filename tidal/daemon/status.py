@@ -89,7 +89,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             if handled else None,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
-                        "finishedAt": run.finished_at} if run else None,
+                        "finishedAt": run.finished_at, "reason": run.reason,
+                        "startedBy": run.started_by} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),

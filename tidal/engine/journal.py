@@ -129,6 +129,7 @@ class RunState:
     waves: list[WaveState] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     journal_token: str | None = field(default=None, compare=False)
+    started_by: str | None = None  # daemon:<identity> | cli:<identity>
 
     @property
     def completed_waves(self) -> list[int]:
@@ -145,6 +146,7 @@ class RunState:
             "finishedAt": self.finished_at, "result": self.result, "reason": self.reason,
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
+            "startedBy": self.started_by,
         }
 
     @classmethod
@@ -158,6 +160,7 @@ class RunState:
             finished_at=d.get("finishedAt"), result=d.get("result"), reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
+            started_by=d.get("startedBy"),
             warnings=list(d.get("warnings", [])), journal_token=journal_token,
         )
 

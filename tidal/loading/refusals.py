@@ -16,11 +16,16 @@ _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 class Refusal(Protocol):
-    index: int
-    swap: bool
-    policy: str
-    fields: tuple[str, ...]
-    message: str
+    @property
+    def index(self) -> int: ...
+    @property
+    def swap(self) -> bool: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+    @property
+    def message(self) -> str: ...
 
 
 def field_parts(path: str) -> tuple[str | int, ...]:
