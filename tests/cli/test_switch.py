@@ -164,3 +164,19 @@ def test_status_shows_manual_runs_and_manual_runs_write_events(
     _, events = emu_call(emu, "GET", "/api/v1/events")
     reasons = {e["reason"] for e in events["items"]}
     assert {"SwitchStarted", "SwitchSucceeded", "SwitchFailed"} <= reasons, reasons
+
+
+def test_on_a_terminal_each_gate_is_printed_once(
+        make_switch_emulator: MakeEmulator, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the live progress on a terminal, engine events are not logged again at info level
+    (each gate shows once, as a progress line)."""
+    from tidal.cli import switch as switch_cli
+
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    monkeypatch.setattr(switch_cli, "stderr_is_terminal", lambda: True)
+    result = invoke_cli("switch", path, kubeconfig, "--yes")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert sum("gate converged passed" in line for line in lines) == 2  # one per wave
+    assert not any("gate_passed" in line for line in lines)

@@ -22,6 +22,10 @@ def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
 class Progress:
     """Renders engine events as a compact live display (rich) on a terminal."""
 
@@ -41,7 +45,7 @@ class Progress:
                      f"{event.workloads} workload(s), {event.waves} wave(s), "
                      f"trigger {event.trigger}", "bold")
         elif isinstance(event, ev.PolicyChanged):
-            self.say(f"  policy {event.kind} {event.policy}: {event.action}"
+            self.say(f"  policy {event.kind} {event.policy}: {ev.policy_action_text(event.action)}"
                      + (" (+Lazy)" if event.lazy_added else ""))
         elif isinstance(event, ev.WaveStarted):
             what = "rollback wave" if event.rollback else "wave"
@@ -104,8 +108,12 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                 raise SystemExit(DECLINED)
         journal = _journal(client, settings)
         observers = [_events(client, settings, journal)]
-        if sys.stderr.isatty() and output != "json":
+        if stderr_is_terminal() and output != "json":
             observers.append(Progress())
+            if settings.log_level == "INFO":  # the progress lines say it: no log twin
+                from tidal.logs import configure_logging
+
+                configure_logging(settings.log_format, "WARNING")
 
         def on_event(event: Any) -> None:
             for observer in observers:

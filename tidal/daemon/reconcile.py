@@ -42,9 +42,14 @@ class RunSwitch(Protocol):
                  resume: Any = None) -> Any: ...
 
 
-def run_id_for(schedule: str, start: WindowStart) -> str:
-    """Deterministic, DNS-safe: the same start always gets the same run id."""
-    return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
+    """Deterministic, DNS-safe: the same start always gets the same run id; a start due
+    again later (a hold over it ended) gets its own, suffixed with the minutes it was due
+    after the start."""
+    base = f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+    if due is not None and due - start.at > SNAP:
+        base += f"-{int((due - start.at).total_seconds()) // 60}m"
+    return base
 
 
 def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
@@ -190,7 +195,7 @@ class Reconciler:
                 now))
             return
         if decision.action is Action.RUN and start is not None:
-            run_id = run_id_for(name, start)
+            run_id = run_id_for(name, start, due=now - decision.late_by)
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
@@ -200,6 +205,13 @@ class Reconciler:
                 claim = self.state.record_handled(
                     seen, HandledRecord(start.window, start.at, "started", run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
+        elif decision.action is Action.MISSED and start is not None and \
+                seen.handled is None and unfinished is None:
+            # A schedule tidal never ran: its last start was before tidal managed it.
+            log.info("window_before_first_run", schedule=name, window=start.window,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(start.window, start.at,
+                                                          "beforeFirstRun", None, now))
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
                         start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
