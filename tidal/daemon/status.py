@@ -78,6 +78,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
+        if hold is not None and hold.until <= now:
+            hold = None  # expired: the normal schedule is back
         out.append({
             "name": name,
             "file": str(item.path),
