@@ -66,12 +66,13 @@ def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[A
     return settings, client
 
 
-def render_plan(sp: Any, problems: list[str]) -> None:
+def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=True, markup=False, highlight=False,
-                      width=None if sys.stdout.isatty() else 160)
+    out = out or sys.stdout
+    console = Console(file=out, soft_wrap=True, markup=False, highlight=False,
+                      width=None if out.isatty() else 160)
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "

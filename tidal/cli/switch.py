@@ -100,7 +100,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
             problems = check.problems + plan_problems(sp)  # root causes first
-            render_plan(sp, problems)
+            render_plan(sp, problems, sys.stderr if output == "json" else None)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)
             if not click.confirm("carry out this switch now?", default=False, err=True):
