@@ -301,6 +301,7 @@ def test_dry_run_create_stores_nothing(emulator: Emulator) -> None:
     code, answer, _ = _send(emulator, "POST", CPP_PATH + "?dryRun=All", json.dumps(cpp()))
     assert code == 201 and answer["metadata"]["name"] == "team-1005-cpp"
     assert "resourceVersion" not in answer["metadata"]
+    assert answer["metadata"]["uid"] and answer["metadata"]["creationTimestamp"]
     assert call(emulator, "GET", f"{CPP_PATH}/team-1005-cpp")[0] == 404
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -135,7 +136,12 @@ class WriteVerbs:
         for drop in ("resourceVersion", "uid", "creationTimestamp", "generation"):
             body["metadata"].pop(drop, None)
         headers = self._admit(rtype, body, options)
-        if options.dry_run:
+        if options.dry_run:  # as created (uid, timestamp), but no resourceVersion: not stored
+            meta = body["metadata"]
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            meta.update(uid=str(uuid.uuid4()), creationTimestamp=self.store.clock.rfc3339(),
+                        generation=1)
             return Response(201, body, headers)
         created = self.store.create(rtype, body)
         if self.on_created is not None:
