@@ -94,6 +94,9 @@ class Daemon:
                 self.identity, self.clock, self.timings,
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading)
+            gate_writes = getattr(client, "gate_writes", None)
+            if gate_writes is not None:  # every acting write needs the Lease, retries too
+                gate_writes(self.elector)
         else:
             self.elector = _AlwaysLeader(self.identity)
         self.state = StateStore(client, settings.state_namespace, guard=self.may_act)

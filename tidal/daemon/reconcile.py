@@ -27,7 +27,7 @@ from tidal.domain.windows import (
     times_of,
 )
 from tidal.engine.journal import FencedOut, RunState
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 
 log = structlog.get_logger("tidal.daemon.reconcile")
 
@@ -90,7 +90,7 @@ class Reconciler:
             return
         try:
             self._pass(name, loaded, reason)
-        except (Conflict, FencedOut) as exc:
+        except (Conflict, FencedOut, LeaseLost) as exc:
             log.error("fenced_out", schedule=name, error=str(exc))
             self.on_fenced(f"{name}: {exc}")
 
@@ -197,7 +197,7 @@ class Reconciler:
             record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
                                      journal=self.state, on_event=self.on_event,
                                      run_id=run_id)
-        except (Conflict, FencedOut):
+        except (Conflict, FencedOut, LeaseLost):
             raise
         except KarmadaError as exc:
             if exc.retryable and self._untouched(name, run_id):
