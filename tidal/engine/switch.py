@@ -61,6 +61,7 @@ def plan_problems(sp: SwitchPlan) -> list[str]:
             seen.add(str(v))
             problems.append(f"{label}: {v}")
     problems.extend(sp.plan.problems)
+    problems.extend(sp.refusals)
     return problems
 
 

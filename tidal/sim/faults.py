@@ -188,7 +188,8 @@ class Faults:
         fired: builtins.list[Fault] = []
         with self._lock:
             for fault in self._faults:
-                if fault.type not in types or not fault.matches(verb, resource, namespace, name, identity):
+                if fault.type not in types or \
+                        not fault.matches(verb, resource, namespace, name, identity):
                     continue
                 if fault.count is not None and fault.fired >= fault.count:
                     continue
