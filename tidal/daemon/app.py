@@ -131,6 +131,9 @@ class Daemon:
     def ready(self) -> tuple[bool, str]:
         if not self.directory.loaded_once:
             return False, "schedules not loaded"
+        thread = self._elector_thread
+        if thread is not None and not thread.is_alive() and not self._stop.is_set():
+            return False, "leader election is not running (see the lease_thread_died log)"
         reachable = getattr(self.elector, "api_reachable", True)
         if not reachable:
             return False, "Karmada API not reachable"
@@ -238,9 +241,8 @@ class Daemon:
         if self.watcher is not None:
             self.watcher.start()
         if isinstance(self.elector, LeaderElector):
-            elector = self.elector
             self._elector_thread = threading.Thread(
-                target=elector.run, args=(self._stop,), name="tidal-lease", daemon=True)
+                target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
             self._elector_thread.start()
         else:
             if self.metrics is not None:
@@ -248,6 +250,15 @@ class Daemon:
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
                  port=self.http.port if self.http else None)
         return self
+
+    def _elect(self, elector: LeaderElector) -> None:
+        """The lease thread: a crash is logged and makes the replica unready (never silent)."""
+        try:
+            elector.run(self._stop)
+        except Exception as exc:
+            log.error("lease_thread_died", identity=self.identity, error=str(exc)[:500],
+                      error_class=type(exc).__name__)
+            elector.give_up(f"lease thread died: {type(exc).__name__}")
 
     def request_stop(self) -> None:
         """Begin shutting down (signal-safe: only sets flags)."""
