@@ -40,4 +40,4 @@ class RedactingStream:
 def redact_stderr() -> None:
     """Route this process's stderr through the redaction (idempotent)."""
     if not isinstance(sys.stderr, RedactingStream):
-        sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = RedactingStream(sys.stderr)
