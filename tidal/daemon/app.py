@@ -104,7 +104,8 @@ class Daemon:
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
-            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock)
+            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock,
+            max_clock_skew=settings.scheduler.max_clock_skew_seconds)
         self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,

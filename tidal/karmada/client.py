@@ -14,6 +14,7 @@ than what is left gives the write up and steps the holder down (LeaseLost).
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import threading
 import time
@@ -143,6 +144,7 @@ class KarmadaClient:
     ) -> None:
         self.api = api_client
         self.write_gate = write_gate
+        self._server_offset: float | None = None  # the server's Date minus our wall clock
         self.on_request = on_request
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -198,6 +200,24 @@ class KarmadaClient:
         if self.on_request is not None:
             with contextlib.suppress(Exception):  # a metrics hook must never break a request
                 self.on_request(verb, resource, code)
+
+    def clock_offset(self) -> float | None:
+        """How far our wall clock is ahead of the API server's (its `Date` header, last
+        answer; second resolution), in seconds; None before any answer carried a Date."""
+        offset = self._server_offset
+        return None if offset is None else -offset
+
+    def _observe_date(self, headers: Any) -> None:
+        value = headers.get("Date") if hasattr(headers, "get") else None
+        if not value:
+            return
+        try:
+            server = email.utils.parsedate_to_datetime(str(value)).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return  # an unreadable Date tells nothing
+        # the server stamps the second it answered in (truncated): on average half a second
+        # before now; counted so that an exact clock reads as an offset near zero
+        self._server_offset = server + 0.5 - time.time()
 
     def gate_writes(self, gate: WriteGate | None) -> None:
         """From now on, acting writes depend on `gate` (None: on nothing)."""
@@ -301,6 +321,7 @@ class KarmadaClient:
             response = self._send(method, path, query, body, content_type, timeout)
             data = response.read()
             code = int(response.status)
+            self._observe_date(getattr(response, "headers", None))
             if code >= 400:
                 raise error_for_status(code, data, response.headers, verb=verb,
                                        resource=resource.plural)
