@@ -168,6 +168,15 @@ class Metrics:
             "tidal_scheduler_job_errors_total",
             "APScheduler job problems: errors, missed runs, runs refused at max instances.",
             ["event"])
+        self.journals_lost = counter(
+            "tidal_journal_lost_total",
+            "Runs whose state ConfigMap disappeared while they were under way.", ["schedule"])
+        self.clock_skew = gauge(
+            "tidal_clock_skew_seconds",
+            "How far this replica's clock is ahead of the API server's (its Date header).")
+        self.clock_skew_max = gauge(
+            "tidal_clock_skew_max_seconds",
+            "The skew beyond which this replica refuses to act (scheduler.maxClockSkewSeconds).")
         for event in SCHEDULER_EVENTS:
             self.scheduler_job_errors.labels(event=event)
         self.leader.set(0)
@@ -213,7 +222,7 @@ class Metrics:
         for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
                        self.wave_failures, self.last_wave_failure, self.floor_breaches,
                        self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
-                       self.window_period, self.windows_missed):
+                       self.window_period, self.windows_missed, self.journals_lost):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -291,6 +300,15 @@ class Metrics:
     def window_missed(self, schedule: str, window: str) -> None:
         """Count a window whose start fell outside the catch-up window."""
         self.windows_missed.labels(schedule, window).inc()
+
+    def journal_lost(self, schedule: str) -> None:
+        """Count a run whose journal disappeared mid-run."""
+        self.journals_lost.labels(schedule).inc()
+
+    def set_clock_skew(self, skew: float, limit: float) -> None:
+        """Publish the last measured clock skew and the limit it is held to."""
+        self.clock_skew.set(skew)
+        self.clock_skew_max.set(limit)
 
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
         """Publish the outcome of a (re)load: one series per schedule file, plus the count."""

@@ -107,3 +107,39 @@ def test_symlink_swap_in_configmap_style_directory_is_picked_up(tmp_path: Path) 
             lambda: directory.get("team-a").schedule.window("night").start == "22:00", 5)
     finally:
         watcher.stop()
+
+
+class _BrokenLeaseStore:
+    """A Lease store that fails in a way the elector does not expect."""
+
+    def get(self) -> Any:
+        raise RuntimeError("lease store exploded")
+
+    def create(self, spec: Any) -> Any:
+        raise RuntimeError("lease store exploded")
+
+    def update(self, lease: Any) -> Any:
+        raise RuntimeError("lease store exploded")
+
+
+def test_dead_lease_thread_makes_the_replica_unready_and_is_logged(
+        client: KarmadaClient, tmp_path: Path) -> None:
+    """The lease thread dies: /readyz answers 503 naming it; lease_thread_died is logged."""
+    from structlog.testing import capture_logs
+
+    sched = tmp_path / "schedules"
+    sched.mkdir()
+    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
+    daemon = Daemon(settings, client=client, run_switch=FakeEngine(), watch=False,
+                    lease_store=_BrokenLeaseStore())
+    with capture_logs() as logs:
+        daemon.start()
+        try:
+            assert daemon.http is not None
+            port = daemon.http.port
+            assert wait_for(lambda: get(port, "/readyz")[0] == 503, 5)
+            assert "leader election is not running" in get(port, "/readyz")[1]
+        finally:
+            daemon.shutdown(grace_seconds=1)
+    died = [e for e in logs if e["event"] == "lease_thread_died"]
+    assert died and died[0]["error_class"] == "RuntimeError"

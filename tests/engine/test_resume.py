@@ -79,8 +79,9 @@ DYN_SCHEDULE = schedule_text("team-rb", windows="""
         - kind: ClusterPropagationPolicy
           name: dyn
           patch:
-            metadata:
-              labels: {shift: night}
+            spec:
+              placement:
+                clusterAffinity: {clusterNames: [cluster-a, cluster-b]}
 """, rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
 RULE_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yaml"))
 ALERTS = {"TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
-          "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed"}
+          "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed",
+          "TidalJournalLost", "TidalClockSkew"}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -247,6 +247,18 @@ def test_several_replicas_without_leader_election_are_refused(render: Render) ->
         render({"replicaCount": 2, "leaderElection": {"enabled": False}})
 
 
+@pytest.mark.parametrize("timings", [
+    {"renewDeadlineSeconds": 15, "leaseDurationSeconds": 15},
+    {"renewDeadlineSeconds": 20},
+    {"retryPeriodSeconds": 10},
+])
+def test_inconsistent_lease_timings_are_refused(render: Render, timings: dict[str, Any]) -> None:
+    """renewDeadline >= leaseDuration (or retryPeriod >= renewDeadline) fails the render."""
+    with pytest.raises(helm_python.HelmError,
+                       match=r"retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds"):
+        render({"leaderElection": timings})
+
+
 def test_missing_kubeconfig_secret_is_a_clear_error() -> None:
     """Without karmada.kubeconfigSecret.name the render fails naming the key and the fix."""
     with helm_python.Chart.load(CHART) as chart, pytest.raises(
@@ -405,6 +417,7 @@ def test_values_are_documented_key_by_key() -> None:
         ({"replicaCuont": 3}, "additional properties 'replicaCuont' not allowed"),
         ({"logFormat": "xml"}, "/logFormat"),
         ({"httpPort": 0}, "/httpPort"),
+        ({"leaderElection": {"leaseDurationSeconds": 1e9}}, "/leaderElection/leaseDuration"),
     ],
 )
 def test_values_schema_refuses_typos_and_bad_values(

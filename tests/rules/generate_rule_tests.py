@@ -172,6 +172,35 @@ case("TidalWindowMissed: quiet at 0; fires on an increase even after the series 
     s("tidal_windows_missed_total", "a", "0x10 1 stale", **M)],
     [chk("9m", "TidalWindowMissed", []), chk("15m", "TidalWindowMissed", [wm()])])
 
+# --- TidalJournalLost
+J: Obj = dict(schedule=S)
+def jl() -> Obj:
+    return alert("TidalJournalLost", severity="critical", **J)
+
+case("TidalJournalLost: a lost journal counted by the leader fires; the standby's 0 does not", [
+    s("tidal_journal_lost_total", "a", "0 0 1x100", **J),
+    s("tidal_journal_lost_total", "b", "0x102", **J)],
+    [chk("1m", "TidalJournalLost", []), chk("5m", "TidalJournalLost", [jl()]),
+     chk("90m", "TidalJournalLost", [])])
+case("TidalJournalLost: quiet at 0; fires on an increase even after the series disappears", [
+    s("tidal_journal_lost_total", "a", "0x10 1 stale", **J)],
+    [chk("9m", "TidalJournalLost", []), chk("15m", "TidalJournalLost", [jl()])])
+
+# --- TidalClockSkew
+def cs() -> Obj:
+    return alert("TidalClockSkew", severity="critical")
+
+case("TidalClockSkew: a replica 150 s ahead with a 30 s limit fires; 5 s does not", [
+    s("tidal_clock_skew_seconds", "a", "5x5 150x20"),
+    s("tidal_clock_skew_max_seconds", "a", "30x25"),
+    s("tidal_clock_skew_seconds", "b", "-2x25"),
+    s("tidal_clock_skew_max_seconds", "b", "30x25")],
+    [chk("4m", "TidalClockSkew", []), chk("10m", "TidalClockSkew", [cs()])])
+case("TidalClockSkew: a clock behind counts as much as one ahead; quiet once synchronised", [
+    s("tidal_clock_skew_seconds", "a", "-90x10 0x20"),
+    s("tidal_clock_skew_max_seconds", "a", "30x30")],
+    [chk("8m", "TidalClockSkew", [cs()]), chk("25m", "TidalClockSkew", [])])
+
 doc = {"rule_files": ["../../tidal/rules/tidal-alerts.yaml"], "evaluation_interval": "1m",
        "tests": tests}
 hdr = ("# promtool unit tests for tidal/rules/tidal-alerts.yaml: for each alert a firing and a\n"

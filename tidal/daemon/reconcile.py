@@ -26,8 +26,8 @@ from tidal.domain.windows import (
     start_in_force,
     times_of,
 )
-from tidal.engine.journal import FencedOut, RunState
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.engine.journal import FencedOut, JournalLost, RunState
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 
 log = structlog.get_logger("tidal.daemon.reconcile")
 
@@ -68,6 +68,7 @@ class Reconciler:
         on_fenced: Callable[[str], None],
         metrics: Any = None,
         lock_for: Callable[[str], RunLock] | None = None,
+        max_clock_skew: float | None = None,
     ) -> None:
         self.client = client
         self.state = state
@@ -79,6 +80,7 @@ class Reconciler:
         self.on_fenced = on_fenced
         self.metrics = metrics
         self.lock_for = lock_for
+        self.max_clock_skew = max_clock_skew
         self.last_decisions: dict[str, str] = {}
         self.drift: dict[str, list[dict[str, Any]]] = {}
 
@@ -90,9 +92,15 @@ class Reconciler:
             return
         try:
             self._pass(name, loaded, reason)
-        except (Conflict, FencedOut) as exc:
+        except (Conflict, FencedOut, LeaseLost) as exc:
             log.error("fenced_out", schedule=name, error=str(exc))
             self.on_fenced(f"{name}: {exc}")
+        except JournalLost as exc:
+            # The claim ("started") stays: the next pass finds the run from its policies' marks.
+            log.error("journal_lost", schedule=name, reason="journal_lost", error=str(exc))
+            counter = getattr(self.metrics, "journal_lost", None)
+            if counter is not None:
+                counter(name)
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[bool]:
@@ -124,6 +132,8 @@ class Reconciler:
         times = times_of(schedule)
         seen = self.state.read(name)
         unfinished = self.state.load(name)
+        if self._clock_skewed(name):
+            return
         if unfinished is not None and not unfinished.finished:
             with self._locked(name) as ok:
                 if not ok:
@@ -148,7 +158,7 @@ class Reconciler:
             still_due = (in_force is not None and (in_force.window, in_force.at) ==
                          (claimed.window, claimed.at)) or \
                 now - claimed.at <= times.catch_up_window
-            if still_due:
+            if still_due or self._under_way(loaded, claimed.window, claimed.run_id):
                 log.info("run_restarting", schedule=name, window=claimed.window,
                          run_id=claimed.run_id, reason="claimed but never started")
                 restart = WindowStart(at=claimed.at, window=claimed.window,
@@ -197,7 +207,7 @@ class Reconciler:
             record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
                                      journal=self.state, on_event=self.on_event,
                                      run_id=run_id)
-        except (Conflict, FencedOut):
+        except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:
             if exc.retryable and self._untouched(name, run_id):
@@ -233,6 +243,34 @@ class Reconciler:
         setter = getattr(self.metrics, "set_policy_drift", None)
         if setter is not None:
             setter(name, len(drift))
+
+    def _clock_skewed(self, name: str) -> bool:
+        """Refuse to act while our clock and the API server's disagree by more than the limit:
+        windows would start early or late, and deadlines would lie."""
+        measure = getattr(self.client, "clock_offset", None)
+        skew = measure() if measure is not None and self.max_clock_skew is not None else None
+        if skew is None or self.max_clock_skew is None:
+            return False
+        setter = getattr(self.metrics, "set_clock_skew", None)
+        if setter is not None:
+            setter(skew, self.max_clock_skew)
+        if abs(skew) <= self.max_clock_skew:
+            return False
+        log.error("clock_skew", schedule=name, reason="clock_skew", skew_seconds=round(skew, 1),
+                  max_skew_seconds=self.max_clock_skew,
+                  fix="synchronise this node's clock (NTP) with the API server's")
+        return True
+
+    def _under_way(self, loaded: Any, window: str, run_id: str) -> bool:
+        """A policy of the window carries the run's marks and not its completion: the run
+        changed it and never finished (its journal was lost), so it must be carried on."""
+        from tidal.engine.policy_change import run_under_way
+
+        try:
+            return run_under_way(self.client, loaded.schedule, window, run_id)
+        except KarmadaError as exc:
+            log.warning("run_marks_unreadable", schedule=loaded.schedule.name, error=str(exc))
+            return False
 
     def _untouched(self, name: str, run_id: str) -> bool:
         run = self.state.load(name)

@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
-from tidal.engine.journal import RunState
+from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
-from tidal.karmada.errors import AlreadyExists, Conflict
+from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
 
 Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
@@ -163,7 +163,11 @@ class StateStore:
                                code=409, reason="Conflict")
             state.journal_token = current["metadata"]["resourceVersion"]
         # Conflict propagates: fenced out
-        state.journal_token = self._update(name, state.schedule, state.journal_token, data)
+        try:
+            state.journal_token = self._update(name, state.schedule, state.journal_token, data)
+        except NotFound as exc:
+            raise JournalLost(f"run state ConfigMap {self.namespace}/{name} of run "
+                              f"{state.run_id} was deleted while the run was under way") from exc
 
     # --- handled record and controls -------------------------------------------------------
     def read(self, schedule: str) -> ScheduleState:

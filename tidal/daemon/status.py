@@ -7,12 +7,14 @@ from datetime import datetime
 from typing import Any
 
 from tidal.daemon.state import StateStore
+from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState, content_hash
-from tidal.engine.policy_change import comparable, temporary_lazy
+from tidal.engine.policy_change import COMPLETED_RUN, annotations_of, comparable, temporary_lazy
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
+from tidal.karmada.names import LAZY_ADDED_BY
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -36,20 +38,31 @@ def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     return drifted
 
 
-def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
-    """Policies a halted run left Lazy (with tidal's marks): its unmoved templates wait for
-    the next run of a window that names the policy, which takes the Lazy off."""
+def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None = None
+              ) -> list[dict[str, Any]]:
+    """Policies left Lazy by a tidal run that did not finish them (the marks on the policy say
+    so, whether or not any journal remembers that run): their unmoved templates wait for the
+    next run of a window that names the policy, which takes the Lazy off. Every policy the
+    schedule names, and those of its last run; none while a run is under way."""
     held: list[dict[str, Any]] = []
-    if not run.finished or run.result != "failed":
+    if run is not None and not run.finished:
         return held
-    for policy in run.policies:
-        # a rolled-back swap re-created `from`, which then holds the Lazy
-        name = policy.swap_from if policy.action == "swap" and policy.restored else None
-        obj = policies_api.find_policy(client, policy.kind, name or policy.name,
-                                       policy.namespace)
+    refs: dict[tuple[str, str | None, str], None] = {}
+    for window in schedule.spec.windows if schedule is not None else []:
+        for change in window.policies:
+            for ref in change.policy_refs():
+                refs[(ref.kind, ref.namespace, ref.name)] = None
+    for policy in run.policies if run is not None else []:
+        refs[(policy.kind, policy.namespace, policy.name)] = None
+        if policy.swap_from:  # a rolled-back swap re-created `from`, which holds the Lazy
+            refs[(policy.kind, policy.namespace, policy.swap_from)] = None
+    for kind, namespace, name in refs:
+        obj = policies_api.find_policy(client, kind, name, namespace)
         added, original = temporary_lazy(obj)
-        if added:
-            held.append({"policy": policy.key, "restoreTo": original})
+        notes = annotations_of(obj)
+        if added and notes.get(LAZY_ADDED_BY) != notes.get(COMPLETED_RUN):
+            key = f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+            held.append({"policy": key, "restoreTo": original})
     return held
 
 
@@ -72,9 +85,10 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         run = runs.get(name)
         drift: list[dict[str, Any]] = []
         held: list[dict[str, Any]] = []
-        if check_drift and run is not None:
+        if check_drift:
             try:
-                drift, held = policy_drift(client, run), lazy_held(client, run)
+                drift = policy_drift(client, run) if run is not None else []
+                held = lazy_held(client, run, schedule)
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None

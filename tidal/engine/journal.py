@@ -3,7 +3,8 @@ replaced process can resume, and a second writer is fenced out.
 
 Protocol: `load(schedule_name) -> RunState | None`; `save(state)` stores it, or raises
 tidal.karmada.errors.Conflict when the stored state is not the one this writer last loaded
-or saved (someone else wrote since): the engine then stops acting (FencedOut).
+or saved (someone else wrote since): the engine then stops acting (FencedOut); JournalLost
+when the stored state of a run under way has disappeared.
 `RunState.journal_token` is the journal's own concurrency token (e.g. a ConfigMap's
 resourceVersion); the engine carries it along and never interprets it.
 """
@@ -24,6 +25,11 @@ PHASES = ("planned", "policies", "waves", "finishing", "rollback", "done")
 
 class FencedOut(Exception):
     """Another writer saved this schedule's run state: this process must stop acting."""
+
+
+class JournalLost(Exception):
+    """The journal of a run under way is gone (its state object was deleted): the engine stops
+    acting at once; the run's marks on its policies let the next pass find and finish it."""
 
 
 def content_hash(obj: Any) -> str:

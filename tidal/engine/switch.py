@@ -29,7 +29,7 @@ from tidal.engine.rollback import roll_back
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.rebalancers import delete_rebalancer
 
 
@@ -61,6 +61,7 @@ def plan_problems(sp: SwitchPlan) -> list[str]:
             seen.add(str(v))
             problems.append(f"{label}: {v}")
     problems.extend(sp.plan.problems)
+    problems.extend(sp.refusals)
     return problems
 
 
@@ -107,6 +108,8 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     def save() -> None:
         try:
             journal.save(state)
+        except LeaseLost as exc:
+            raise FencedOut(f"run state of {schedule.name} not saved: {exc}") from exc
         except Conflict as exc:
             raise FencedOut(f"run state of {schedule.name} was written by another writer; "
                             "stopping") from exc
@@ -126,6 +129,8 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         emitter.emit(RunWarning(**base, code="selection", message=warning))
     try:
         return _run(ctx, sp, t0)
+    except LeaseLost as exc:  # nothing more may be written, not even the failure
+        raise FencedOut(f"{schedule.name}: {exc}") from exc
     except KarmadaError as exc:
         state.result, state.reason = "failed", f"API error: {exc}"
         in_flight = [w for w in state.waves if w.started_at and not w.result]

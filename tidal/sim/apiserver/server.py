@@ -7,6 +7,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -57,6 +58,7 @@ class ApiServer:
         self.faults.on_drop_watch = self._drop_watches
         self._host, self._port = host, port
         self._httpd: _HttpServer | None = None
+        self.date_skew_seconds = 0.0  # added to the Date header of every answer
         self._thread: threading.Thread | None = None
 
     @property
@@ -201,6 +203,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log is kept by RequestAccounting
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, off by the server's configured clock skew (a lying clock)."""
+        if timestamp is None:
+            timestamp = time.time() + self.server.api.date_skew_seconds
+        return super().date_time_string(timestamp)
 
     def do_GET(self) -> None:
         self._serve()
