@@ -231,7 +231,7 @@ class Daemon:
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
         self.dispatcher.start()
         self.scheduler.start()
-        self.reload()
+        self._first_load()
         if self.watcher is not None:
             self.watcher.start()
         if isinstance(self.elector, LeaderElector):
@@ -245,6 +245,20 @@ class Daemon:
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
                  port=self.http.port if self.http else None)
         return self
+
+    def _first_load(self) -> None:
+        """Load the schedules on a thread of its own: a slow file never keeps the HTTP server,
+        or a SIGTERM (which only sets flags), waiting for it."""
+        loader = threading.Thread(target=self._reload_reported, name="tidal-load", daemon=True)
+        loader.start()
+        while loader.is_alive() and not self._stop.is_set():
+            loader.join(0.05)
+
+    def _reload_reported(self) -> None:
+        try:
+            self.reload()
+        except Exception as exc:  # the watcher retries on the next change
+            log.error("reload_failed", error=str(exc), error_class=type(exc).__name__)
 
     def request_stop(self) -> None:
         """Begin shutting down (signal-safe: only sets flags)."""
