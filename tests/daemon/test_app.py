@@ -128,8 +128,9 @@ def test_hostile_schedule_files_do_not_stall_the_daemon(
     sched = tmp_path / "schedules"
     sched.mkdir()
     (sched / "hostile-big.yaml").write_text(_hostile_schedule(5000))
-    compact = "\n".join(f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: [{{}}]}}'
-                        for i in range(2000))
+    compact = "\n".join(
+        f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: [{{}}]}}'
+        for i in range(2000))
     (sched / "hostile-many.yaml").write_text(
         "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: many}\n"
         f"spec:\n  timeZone: UTC\n  windows:\n{compact}\n")

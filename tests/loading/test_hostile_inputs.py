@@ -226,7 +226,7 @@ def _many_windows(count: int, policies_each: int = 1) -> str:
 
 
 def test_five_thousand_windows_are_refused_before_parsing(tmp_path: Path) -> None:
-    """5,000 windows under the size limit: one located error at `windows`, in well under a second."""
+    """5,000 windows under the size limit: one located error at `windows`, in under a second."""
     from tidal.domain.schedule import MAX_WINDOWS
 
     text = _many_windows(5000, 0).replace("policies: []", "policies: [{}]")
