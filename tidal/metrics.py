@@ -45,6 +45,7 @@ WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
     "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
 )
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
+BLOCKED_REASONS: Final = ("state_corrupt",)
 
 # A window that starts at a fixed local time every day comes round once a day.
 DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
@@ -170,6 +171,13 @@ class Metrics:
             ["event"])
         for event in SCHEDULER_EVENTS:
             self.scheduler_job_errors.labels(event=event)
+        self.state_corrupt_total = counter(
+            "tidal_state_corrupt_total",
+            "Passes that found a state object of the schedule unreadable.", ["schedule"])
+        self.schedule_blocked = gauge(
+            "tidal_schedule_blocked",
+            "1 while the schedule cannot act, by reason (state_corrupt).",
+            ("schedule", "reason"))
         self.leader.set(0)
         self.schedules_loaded.set(0)
         self._published_periods: set[tuple[str, str]] = set()
@@ -202,6 +210,9 @@ class Metrics:
                 if w in labels.periods or (s, w) not in self._published_periods:
                     self.window_period.labels(s, w).set(
                         labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+            self.state_corrupt_total.labels(s)
+            for blocked in BLOCKED_REASONS:
+                self.schedule_blocked.labels(s, blocked)
             for c in labels.clusters:
                 self.floor_breaches.labels(s, c)
                 self.floor_min_ready.labels(s, c)
@@ -213,7 +224,8 @@ class Metrics:
         for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
                        self.wave_failures, self.last_wave_failure, self.floor_breaches,
                        self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
-                       self.window_period, self.windows_missed):
+                       self.window_period, self.windows_missed, self.state_corrupt_total,
+                       self.schedule_blocked):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -252,6 +264,16 @@ class Metrics:
         self.floor_observed(schedule, cluster, min_ready, required)
 
     # --- daemon -------------------------------------------------------------------------------
+
+    def state_corrupt(self, schedule: str) -> None:
+        """A pass found a state object of the schedule unreadable: counted, schedule blocked."""
+        self.state_corrupt_total.labels(schedule).inc()
+        self.schedule_blocked.labels(schedule, "state_corrupt").set(1)
+
+    def schedule_unblocked(self, schedule: str) -> None:
+        """A pass of the schedule went through: nothing blocks it."""
+        for reason in BLOCKED_REASONS:
+            self.schedule_blocked.labels(schedule, reason).set(0)
 
     def set_last_success(self, schedule: str, window: str, timestamp: float) -> None:
         """Set when a switch to the window last succeeded."""

@@ -388,3 +388,46 @@ def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_d
         daemon.dispatcher.stop(1)
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "succeeded"
+
+
+@pytest.mark.parametrize(("object_name", "data"), [
+    ("tidal-run-team-a", {"run": "{not json"}),
+    ("tidal-run-team-a", {"run": '{"phase": "waves"}'}),
+    ("tidal-sched-team-a", {"handled": "[1, 2"}),
+    ("tidal-sched-team-a", {"controls": '{"hold": {"window": "day"}}'}),
+])
+def test_corrupt_state_object_is_one_located_error_per_pass(
+    client: KarmadaClient, sched_dir: Path, object_name: str, data: dict[str, str]
+) -> None:
+    """A corrupt state ConfigMap: each pass logs one error naming the object (no traceback),
+    counts it, marks the schedule blocked, and runs nothing; `tidal status` shows the block."""
+    from tidal.daemon.status import build_status
+    from tidal.karmada.state_objects import create_configmap
+    from tidal.loading import load_schedules
+    from tidal.metrics import Metrics
+
+    create_configmap(client, NS, object_name, data,
+                     {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"})
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    for _ in range(2):
+        with capture_logs() as logs:
+            daemon.reconciler("team-a", "resync")
+        errors = [e for e in logs if e["log_level"] == "error"]
+        assert [e["event"] for e in errors] == ["state_corrupt"]
+        assert errors[0]["object"] == f"{NS}/{object_name}"
+        assert "exc_info" not in errors[0]
+    assert engine.calls == []
+    value = metrics.registry.get_sample_value
+    assert value("tidal_state_corrupt_total", {"schedule": "team-a"}) == 2
+    assert value("tidal_schedule_blocked", {"schedule": "team-a", "reason": "state_corrupt"}) == 1
+    report = build_status(client, NS, settings.leader_election.lease_name,
+                          load_schedules([sched_dir]).schedules, NIGHT)
+    blocked = report["schedules"][0]["blocked"]
+    assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
+    assert blocked["repair"] == f"kubectl --namespace {NS} delete configmap {object_name}"

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.daemon.lease import RunLock
-from tidal.daemon.state import HandledRecord, ScheduleState, StateStore
+from tidal.daemon.state import CorruptState, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
     Action,
@@ -90,9 +90,20 @@ class Reconciler:
             return
         try:
             self._pass(name, loaded, reason)
+        except CorruptState as exc:
+            log.error("state_corrupt", schedule=name, object=exc.object, error=exc.detail,
+                      repair=exc.repair)
+            self._metric("state_corrupt", name)
+            return
         except (Conflict, FencedOut) as exc:
             log.error("fenced_out", schedule=name, error=str(exc))
             self.on_fenced(f"{name}: {exc}")
+        self._metric("schedule_unblocked", name)
+
+    def _metric(self, method: str, *args: Any) -> None:
+        call = getattr(self.metrics, method, None)
+        if call is not None:
+            call(*args)
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[bool]:

@@ -56,7 +56,7 @@ def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
 def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
-    states, runs = store.list_all()
+    states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
     leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
     out: list[dict[str, Any]] = []
@@ -70,6 +70,7 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         controls = state.controls if state else None
         handled = state.handled if state else None
         run = runs.get(name)
+        broken = corrupt.get(name)
         drift: list[dict[str, Any]] = []
         held: list[dict[str, Any]] = []
         if check_drift and run is not None:
@@ -97,5 +98,7 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
             "drift": drift,
             "lazyHeld": held,
+            "blocked": {"reason": broken.reason, "message": str(broken),
+                        "repair": broken.repair} if broken else None,
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out}
