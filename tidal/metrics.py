@@ -46,6 +46,8 @@ WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
 )
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
 BLOCKED_REASONS: Final = ("state_corrupt",)
+# Why a start was refused: an unsafe plan, a bad schedule or API answer, anything else.
+REFUSED_REASONS: Final = ("unsafe_plan", "invalid", "api_error", "internal")
 
 # A window that starts at a fixed local time every day comes round once a day.
 DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
@@ -66,10 +68,16 @@ class ScheduleLabels:
     windows: Sequence[str]
     clusters: Sequence[str] = ()
     periods: Mapping[str, float] = field(default_factory=dict)
+    team: str = ""  # the schedule's tidal.io/team label; its name when unset
+    file: str = ""
+
+
+TEAM_LABEL: Final = "tidal.io/team"
 
 
 def labels_of(schedule: Any) -> ScheduleLabels:
     """Read the label values out of a TidalSchedule (or a LoadedSchedule wrapping one)."""
+    path = getattr(schedule, "path", None)
     schedule = getattr(schedule, "schedule", schedule)
     spec = schedule.spec
     windows = [w.name for w in spec.windows]
@@ -80,7 +88,10 @@ def labels_of(schedule: Any) -> ScheduleLabels:
         floors.extend(getattr(override, "floors", None) or [])
     for floor in floors:
         clusters.update(getattr(floor, "clusters", None) or [])
-    return ScheduleLabels(schedule.metadata.name, windows, sorted(clusters))
+    name = schedule.metadata.name
+    team = (getattr(schedule.metadata, "labels", None) or {}).get(TEAM_LABEL) or name
+    return ScheduleLabels(name, windows, sorted(clusters), team=team,
+                          file=str(path) if path is not None else "")
 
 
 def window_period_seconds(times: WindowTimes, window: str, now: datetime) -> float | None:
@@ -174,6 +185,25 @@ class Metrics:
         self.state_corrupt_total = counter(
             "tidal_state_corrupt_total",
             "Passes that found a state object of the schedule unreadable.", ["schedule"])
+        self.switches_refused = counter(
+            "tidal_switches_refused_total",
+            "Window starts not carried out because the switch refused to start, by reason.",
+            (*sw, "reason"))
+        self.switch_worker_errors = counter(
+            "tidal_switch_worker_errors_total",
+            "Passes of the schedule that ended in an error (retried at the next pass).",
+            ["schedule"])
+        self.journal_lost_total = counter(
+            "tidal_journal_lost_total",
+            "Runs whose run-state object vanished while they were unfinished.", ["schedule"])
+        self.policy_drift = gauge(
+            "tidal_policy_drift",
+            "Policies of the window in force edited by hand since its run wrote them.",
+            ["schedule"])
+        self.schedule_info = gauge(
+            "tidal_schedule_info",
+            "1 per loaded schedule, with the team that owns it (metadata.labels tidal.io/team).",
+            ("schedule", "team", "file"))
         self.schedule_blocked = gauge(
             "tidal_schedule_blocked",
             "1 while the schedule cannot act, by reason (state_corrupt).",
@@ -207,10 +237,18 @@ class Metrics:
                 self.last_success.labels(s, w)
                 self.next_run.labels(s, w)
                 self.windows_missed.labels(s, w)
+                for refused in REFUSED_REASONS:
+                    self.switches_refused.labels(s, w, refused)
                 if w in labels.periods or (s, w) not in self._published_periods:
                     self.window_period.labels(s, w).set(
                         labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+            for key in [k for k in self.schedule_info._metrics if k[0] == s]:
+                self.schedule_info.remove(*key)
+            self.schedule_info.labels(s, labels.team or s, labels.file).set(1)
             self.state_corrupt_total.labels(s)
+            self.switch_worker_errors.labels(s)
+            self.journal_lost_total.labels(s)
+            self.policy_drift.labels(s)
             for blocked in BLOCKED_REASONS:
                 self.schedule_blocked.labels(s, blocked)
             for c in labels.clusters:
@@ -225,7 +263,8 @@ class Metrics:
                        self.wave_failures, self.last_wave_failure, self.floor_breaches,
                        self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
                        self.window_period, self.windows_missed, self.state_corrupt_total,
-                       self.schedule_blocked):
+                       self.schedule_blocked, self.switches_refused, self.switch_worker_errors,
+                       self.journal_lost_total, self.policy_drift, self.schedule_info):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -269,6 +308,23 @@ class Metrics:
         """A pass found a state object of the schedule unreadable: counted, schedule blocked."""
         self.state_corrupt_total.labels(schedule).inc()
         self.schedule_blocked.labels(schedule, "state_corrupt").set(1)
+
+    def switch_refused(self, schedule: str, window: str, reason: str) -> None:
+        """Count a window start that was recorded refused instead of run."""
+        self.switches_refused.labels(schedule, window,
+                                     reason if reason in REFUSED_REASONS else "internal").inc()
+
+    def switch_worker_error(self, schedule: str) -> None:
+        """Count a pass of the schedule that ended in an error."""
+        self.switch_worker_errors.labels(schedule).inc()
+
+    def journal_lost(self, schedule: str) -> None:
+        """Count an unfinished run whose run-state object was deleted under it."""
+        self.journal_lost_total.labels(schedule).inc()
+
+    def set_policy_drift(self, schedule: str, policies: int) -> None:
+        """How many policies of the window in force were edited since its run wrote them."""
+        self.policy_drift.labels(schedule).set(policies)
 
     def schedule_unblocked(self, schedule: str) -> None:
         """A pass of the schedule went through: nothing blocks it."""

@@ -431,3 +431,75 @@ def test_corrupt_state_object_is_one_located_error_per_pass(
     blocked = report["schedules"][0]["blocked"]
     assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
     assert blocked["repair"] == f"kubectl --namespace {NS} delete configmap {object_name}"
+
+
+def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
+                                                           sched_dir: Path) -> None:
+    """A start that predates a new schedule is recorded, not counted as missed; the next one
+    that tidal did miss is counted."""
+    from tidal.metrics import Metrics
+
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "startup")
+    missed = metrics.registry.get_sample_value
+    labels = {"schedule": "team-a", "window": "night"}
+    assert missed("tidal_windows_missed_total", labels) == 0
+    clock.advance(timedelta(hours=8))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert missed("tidal_windows_missed_total", {**labels, "window": "day"}) == 1
+    assert engine.calls == []
+
+
+def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
+                                                    sched_dir: Path) -> None:
+    """A start whose switch refuses to begin is counted by reason; a pass that raises an API
+    error is counted and logged as one line with its class, no traceback."""
+    from tidal.karmada.errors import Unavailable
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("patch: spec is null")
+
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    metrics.preset(daemon.directory.catalog.schedules.values())
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "window:night")
+    value = metrics.registry.get_sample_value
+    assert value("tidal_switches_refused_total",
+                 {"schedule": "team-a", "window": "night", "reason": "invalid"}) == 1
+
+    def broken(name: str, reason: str) -> None:
+        raise Unavailable("GET configmaps: 503 Service Unavailable", code=503)
+
+    daemon.dispatcher.work = broken
+    with capture_logs() as logs:
+        daemon.dispatcher.start()
+        daemon.dispatcher.submit("team-a", "resync")
+        assert daemon.dispatcher.wait_idle(5)
+    daemon.dispatcher.stop(1)
+    errors = [e for e in logs if e["event"] == "switch_worker_error"]
+    assert errors and all(e["error_class"] == "Unavailable" for e in errors)
+    assert not any("exc_info" in e for e in errors)
+    assert value("tidal_switch_worker_errors_total", {"schedule": "team-a"}) == len(errors)
+
+
+def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> None:
+    """The drift the reconciler finds is published as tidal_policy_drift (the docs' promise)."""
+    from tidal.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.preset([])
+    metrics.set_policy_drift("team-a", 2)
+    assert metrics.registry.get_sample_value("tidal_policy_drift", {"schedule": "team-a"}) == 2

@@ -102,7 +102,8 @@ class Daemon:
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock)
-        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
+        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
+                                     on_error=self._worker_failed)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
@@ -165,6 +166,10 @@ class Daemon:
                 observer(event)
             except Exception as exc:  # an observer never breaks a switch
                 log.warning("event_observer_failed", error=str(exc))
+
+    def _worker_failed(self, schedule: str, exc: Exception) -> None:
+        if self.metrics is not None:
+            self.metrics.switch_worker_error(schedule)
 
     def _window_fired(self, schedule: str, window: str) -> None:
         self.dispatcher.submit(schedule, f"window:{window}")

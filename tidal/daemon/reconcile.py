@@ -46,6 +46,18 @@ def run_id_for(schedule: str, start: WindowStart) -> str:
     return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
 
 
+def refusal_reason(exc: Exception) -> str:
+    """The bounded reason a start was refused (the metric's label)."""
+    if isinstance(exc, KarmadaError):
+        return "api_error"
+    kind = type(exc).__name__
+    if kind in ("UnsafePlan", "PlanRefused"):
+        return "unsafe_plan"
+    if isinstance(exc, ValueError | KeyError | LookupError):
+        return "invalid"
+    return "internal"
+
+
 def result_of(record: Any) -> str:
     result = getattr(record, "result", None)
     if result is None and hasattr(record, "to_json"):
@@ -96,7 +108,10 @@ class Reconciler:
             self._metric("state_corrupt", name)
             return
         except (Conflict, FencedOut) as exc:
-            log.error("fenced_out", schedule=name, error=str(exc))
+            own_lease = isinstance(exc, Conflict) and exc.reason == "NotLeader" or \
+                isinstance(exc.__cause__, Conflict) and exc.__cause__.reason == "NotLeader"
+            log.error("fenced_out", schedule=name, error=str(exc),
+                      reason="lease_lost" if own_lease else "another_writer")
             self.on_fenced(f"{name}: {exc}")
         self._metric("schedule_unblocked", name)
 
@@ -185,12 +200,16 @@ class Reconciler:
                     seen, HandledRecord(start.window, start.at, "started", run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
         elif decision.action is Action.MISSED and start is not None:
-            log.warning("window_missed", schedule=name, window=start.window,
-                        start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
+            # A schedule never handled before (new, or its state reset): the start predates
+            # it, so tidal missed nothing; recorded, but neither counted nor alerted.
+            first = seen.handled is None
+            (log.info if first else log.warning)(
+                "window_missed", schedule=name, window=start.window, start=start.at.isoformat(),
+                late_seconds=decision.late_by.total_seconds(), counted=not first)
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "missed",
                                                           None, now))
-            if self.metrics is not None:
-                self.metrics.window_missed(name, start.window)
+            if not first:
+                self._metric("window_missed", name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
                 start is not None and unfinished.window == start.window:
             self._check_drift(name, unfinished)
@@ -251,9 +270,10 @@ class Reconciler:
 
     def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
                  exc: Exception) -> None:
-        reason = type(exc).__name__
+        reason = refusal_reason(exc)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason, error=str(exc)[:2000])
+                  reason=reason, error_class=type(exc).__name__, error=str(exc)[:2000])
+        self._metric("switch_refused", name, start.window, reason)
         self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
                                                       self.clock.now()))
 

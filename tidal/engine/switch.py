@@ -108,6 +108,9 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
         try:
             journal.save(state)
         except Conflict as exc:
+            if exc.reason == "NotLeader":  # our own lease lapsed: no other writer is implied
+                raise FencedOut(f"run state of {schedule.name} not saved: this replica no "
+                                "longer holds the lease; stopping") from exc
             raise FencedOut(f"run state of {schedule.name} was written by another writer; "
                             "stopping") from exc
 
