@@ -108,8 +108,8 @@ class Reconciler:
             self._metric("state_corrupt", name)
             return
         except (Conflict, FencedOut) as exc:
-            own_lease = isinstance(exc, Conflict) and exc.reason == "NotLeader" or \
-                isinstance(exc.__cause__, Conflict) and exc.__cause__.reason == "NotLeader"
+            own_lease = (isinstance(exc, Conflict) and exc.reason == "NotLeader") or \
+                (isinstance(exc.__cause__, Conflict) and exc.__cause__.reason == "NotLeader")
             log.error("fenced_out", schedule=name, error=str(exc),
                       reason="lease_lost" if own_lease else "another_writer")
             self.on_fenced(f"{name}: {exc}")

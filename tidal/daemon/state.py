@@ -28,7 +28,7 @@ LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 RUN_PREFIX, SCHEDULE_PREFIX = "tidal-run-", "tidal-sched-"
 
 
-class CorruptState(Exception):  # noqa: N818 - the name says what it is
+class CorruptState(Exception):
     """A state object tidal cannot read (edited by hand, truncated): the schedule is blocked
     until an operator repairs it; nothing is written over it."""
 
