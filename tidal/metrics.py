@@ -35,7 +35,8 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 RunResult = Literal["succeeded", "failed", "rolled_back"]
 WaveResult = Literal["succeeded", "failed", "rolled_back"]
 WaveFailureReason = Literal[
-    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error"
+    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
+    "cluster_not_ready", "policy_drift",
 ]
 SchedulerEvent = Literal["error", "missed", "max_instances"]
 
@@ -43,6 +44,7 @@ RUN_RESULTS: Final[tuple[RunResult, ...]] = ("succeeded", "failed", "rolled_back
 WAVE_RESULTS: Final[tuple[WaveResult, ...]] = ("succeeded", "failed", "rolled_back")
 WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
     "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
+    "cluster_not_ready", "policy_drift",
 )
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
 BLOCKED_REASONS: Final = ("state_corrupt",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -138,7 +139,5 @@ def test_dependencies_are_installed_from_the_constraints_file() -> None:
         seen.add(name)
         assert name in pins, f"constraints.txt does not pin {name}"
         assert req.specifier.contains(pins[name], prereleases=True), (name, pins[name])
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             todo += [Requirement(r) for r in distribution(req.name).requires or []]
-        except PackageNotFoundError:
-            pass

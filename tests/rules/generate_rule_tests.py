@@ -192,11 +192,13 @@ case("TidalScheduleConfigInvalid: a file that never loaded has schedule and team
 # --- TidalScheduleBlocked
 B: Obj = dict(schedule=S, reason="state_corrupt")
 case("TidalScheduleBlocked: fires after 5m of a blocked schedule on the leader", [
-    s("tidal_schedule_blocked", "a", "0 0 1x30", **B), s("tidal_schedule_blocked", "b", "0x32", **B)],
+    s("tidal_schedule_blocked", "a", "0 0 1x30", **B),
+    s("tidal_schedule_blocked", "b", "0x32", **B)],
     [chk("5m", "TidalScheduleBlocked", []),
      chk("9m", "TidalScheduleBlocked", [alert("TidalScheduleBlocked", severity="critical", **B)])])
 case("TidalScheduleBlocked: quiet while every replica exports 0, and once repaired", [
-    s("tidal_schedule_blocked", "a", "1x3 0x30", **B), s("tidal_schedule_blocked", "b", "0x32", **B)],
+    s("tidal_schedule_blocked", "a", "1x3 0x30", **B),
+    s("tidal_schedule_blocked", "b", "0x32", **B)],
     [chk("2m", "TidalScheduleBlocked", []), chk("20m", "TidalScheduleBlocked", [])])
 
 # --- TidalSwitchRefused

@@ -8,8 +8,9 @@ from typing import Any
 
 from tidal.daemon.state import StateStore
 from tidal.domain.windows import next_start, start_in_force, times_of
-from tidal.engine.journal import RunState, content_hash
-from tidal.engine.policy_change import comparable, temporary_lazy
+from tidal.engine.journal import RunState
+from tidal.engine.policy_change import temporary_lazy
+from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
@@ -21,19 +22,10 @@ def _iso(value: datetime | None) -> str | None:
 
 def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
-    drifted: list[dict[str, Any]] = []
     if not run.finished or run.result != "succeeded":
-        return drifted
-    for policy in run.policies:
-        if not policy.post_hash:
-            continue
-        obj = policies_api.find_policy(client, policy.kind, policy.name, policy.namespace)
-        if obj is None:
-            drifted.append({"policy": policy.key, "reason": "deleted"})
-            continue
-        if content_hash(comparable(obj.get("spec"))) != policy.post_hash:
-            drifted.append({"policy": policy.key, "reason": "spec edited since the run"})
-    return drifted
+        return []
+    return [{"policy": key, "reason": "deleted" if how == "deleted" else
+             "spec edited since the run"} for key, how in edited_policies(client, run.policies)]
 
 
 def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tidal.domain.clock import Clock
 from tidal.domain.schedule import TidalSchedule
-from tidal.engine import policy_change
+from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -189,6 +189,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
         ctx.save()
     placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
     by_name = sp.by_name
+    planned_by_name = {w.name: w for w in sp.plan.workloads}
     if state.phase == "waves":
         for i, wave in enumerate(state.waves):
             if wave.result == "succeeded":
@@ -198,7 +199,9 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
             ctx.save()
             started = clock.monotonic()
             workloads = [by_name[n] for n in wave.workloads if n in by_name]
-            outcome = run_wave(ctx, wave, workloads, placements=placements)
+            planned = [planned_by_name[n] for n in wave.workloads if n in planned_by_name]
+            outcome = wave_checks.before_wave(ctx.client, state.policies, planned) or \
+                run_wave(ctx, wave, workloads, placements=placements)
             wave.finished_at = iso_now(clock)
             wbase = ctx.event_base(wave.index)
             if not outcome.ok:
@@ -207,7 +210,8 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
                 emitter.emit(WaveFinished(**wbase, result="failed",
                                           reason=outcome.reason, failure=outcome.failure,
                                           duration_seconds=clock.monotonic() - started))
-                return _fail(ctx, sp, outcome.reason, t0)
+                return _fail(ctx, sp, outcome.reason, t0,
+                             halt=outcome.failure == wave_checks.POLICY_DRIFT)
             wave.result = "succeeded"
             ctx.save()
             emitter.emit(WaveFinished(**wbase, result="succeeded",
@@ -245,10 +249,12 @@ def _remove_rebalancers(ctx: SwitchContext) -> None:
                                             message=f"WorkloadRebalancer {name}: {exc}"))
 
 
-def _fail(ctx: SwitchContext, sp: SwitchPlan, reason: str, t0: float) -> RunRecord:
+def _fail(ctx: SwitchContext, sp: SwitchPlan, reason: str, t0: float, *,
+          halt: bool = False) -> RunRecord:
+    """Halt or roll back; `halt` forces a halt (a rollback would overwrite a hand edit)."""
     state = ctx.state
     state.reason = reason
-    if sp.rollout.on_failure == "rollback":
+    if sp.rollout.on_failure == "rollback" and not halt:
         ok, why = roll_back(ctx, sp.by_name)
         state.result = "rolledBack" if ok else "failed"
         if not ok:
