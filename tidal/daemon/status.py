@@ -10,6 +10,7 @@ from tidal.daemon.state import StateStore
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.policy_change import temporary_lazy
+from tidal.engine.snapshot import schedule_hash
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
@@ -26,6 +27,16 @@ def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
         return []
     return [{"policy": key, "reason": "deleted" if how == "deleted" else
              "spec edited since the run"} for key, how in edited_policies(client, run.policies)]
+
+
+def edit_pending(run: RunState, loaded: Any) -> dict[str, Any] | None:
+    """The last run started with another version of the schedule than the file now says: the
+    edit applies from the next start (a run in flight finishes against its own version)."""
+    if not run.schedule_hash or run.schedule_hash == schedule_hash(loaded):
+        return None
+    return {"runId": run.run_id, "window": run.window, "runFinished": run.finished,
+            "startedWith": run.schedule_hash, "current": schedule_hash(loaded),
+            "appliesFrom": "the next window start"}
 
 
 def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
@@ -90,6 +101,7 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
             "drift": drift,
             "lazyHeld": held,
+            "editPending": edit_pending(run, item) if run is not None else None,
             "blocked": {"reason": broken.reason, "message": str(broken),
                         "repair": broken.repair} if broken else None,
         })

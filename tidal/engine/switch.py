@@ -26,6 +26,8 @@ from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import preflight, ready_field_of
 from tidal.engine.record import RunRecord
 from tidal.engine.rollback import roll_back
+from tidal.engine.snapshot import restore as restore_schedule
+from tidal.engine.snapshot import schedule_hash, snapshot_of
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
@@ -73,6 +75,13 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     previous = resume if resume is not None else journal.load(schedule.name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window_name and (run_id is None or previous.run_id == run_id)
+    edited_note = ""
+    if resuming and previous is not None and previous.schedule_snapshot is not None and \
+            previous.schedule_hash != schedule_hash(schedule):
+        schedule = restore_schedule(previous.schedule_snapshot)
+        edited_note = (f"schedule {schedule.name} was edited during the run: this run "
+                       f"finishes against the version it started with "
+                       f"({previous.schedule_hash}); the edit applies from the next start")
     sp = build_plan(client, schedule, window_name,
                     trigger=previous.trigger if resuming and previous else None)
     if resuming and previous is not None:
@@ -82,6 +91,8 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                          trigger=sp.trigger,
                          journal_token=previous.journal_token if previous else None)
         state.policies = carried_over(previous, window_name)
+        state.schedule_hash, state.schedule_snapshot = \
+            schedule_hash(schedule), snapshot_of(schedule)
     base = EventBase(schedule=schedule.name, window=window_name, run_id=state.run_id, wave=None)
     ready_field = ready_field_of(sp)
     if not resuming:
@@ -127,6 +138,8 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                             waves=len(state.waves), trigger=state.trigger, resumed=resuming))
     for warning in state.warnings:
         emitter.emit(RunWarning(**base, code="selection", message=warning))
+    if edited_note:
+        emitter.emit(RunWarning(**base, code="schedule_edited", message=edited_note))
     try:
         return _run(ctx, sp, t0)
     except KarmadaError as exc:
