@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tidal.sim.apiserver.authz import Authorizer
 from tidal.sim.apiserver import discovery, openapi
 from tidal.sim.apiserver.accounting import RequestAccounting
 from tidal.sim.apiserver.admin import PREFIX as ADMIN_PREFIX
@@ -45,8 +46,10 @@ class ApiServer:
         host: str = "127.0.0.1",
         port: int = 0,
         bookmark_interval: float = 1.0,
+        rbac: bool = False,
     ) -> None:
         self.store = store
+        self.authorizer = Authorizer(store, store.kinds, enabled=rbac)
         self.faults = faults or Faults()
         self.accounting = accounting or RequestAccounting()
         self.watches = WatchRegistry(store)
@@ -115,6 +118,7 @@ class ApiServer:
         except ApiError as exc:
             return error_response(exc)
         try:
+            self.authorizer.check(req.identity, verb, route)
             result = self.rest.handle(verb, route, req)
         except ApiError as exc:
             result = error_response(exc)
