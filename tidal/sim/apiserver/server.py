@@ -12,11 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tidal.sim.apiserver.authz import Authorizer
 from tidal.sim.apiserver import discovery, openapi
 from tidal.sim.apiserver.accounting import RequestAccounting
 from tidal.sim.apiserver.admin import PREFIX as ADMIN_PREFIX
 from tidal.sim.apiserver.admin import AdminApi
+from tidal.sim.apiserver.authz import Authorizer
 from tidal.sim.apiserver.errors import ApiError, not_found_path
 from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
