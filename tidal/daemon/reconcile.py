@@ -182,7 +182,9 @@ class Reconciler:
                 self._start(name, loaded, seen, seen, restart, claimed.run_id)
                 return
             self.state.record_handled(seen, HandledRecord(
-                claimed.window, claimed.at, "abandoned", claimed.run_id, now))
+                claimed.window, claimed.at, "abandoned", claimed.run_id, now,
+                reason="claimed, but the claimant died before its first step and the start "
+                       "is no longer due"))
             return
         decision = decide(times, now, seen.handled.handled if seen.handled else None,
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
@@ -206,8 +208,9 @@ class Reconciler:
             (log.info if first else log.warning)(
                 "window_missed", schedule=name, window=start.window, start=start.at.isoformat(),
                 late_seconds=decision.late_by.total_seconds(), counted=not first)
-            self.state.record_handled(seen, HandledRecord(start.window, start.at, "missed",
-                                                          None, now))
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, "missed", None, now,
+                reason="the start predates the schedule" if first else decision.reason))
             if not first:
                 self._metric("window_missed", name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
@@ -217,7 +220,7 @@ class Reconciler:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
-                                                          None, now))
+                                                          None, now, reason=decision.reason))
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
     def _start(self, name: str, loaded: Any, before: ScheduleState, seen: ScheduleState,
@@ -274,8 +277,9 @@ class Reconciler:
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
                   reason=reason, error_class=type(exc).__name__, error=str(exc)[:2000])
         self._metric("switch_refused", name, start.window, reason)
-        self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
-                                                      self.clock.now()))
+        self.state.record_handled(seen, HandledRecord(
+            start.window, start.at, "refused", run_id, self.clock.now(),
+            reason=f"{reason}: {type(exc).__name__}: {exc}"[:500]))
 
     def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
                 run_id: str) -> None:

@@ -90,6 +90,7 @@ class HandledData(TypedDict, total=False):
     outcome: str
     runId: str | None
     updatedAt: str | None
+    reason: str
 
 
 def controls_to_dict(c: Controls) -> ControlsData:
@@ -119,20 +120,24 @@ class HandledRecord:
     outcome: str
     run_id: str | None = None
     updated_at: datetime | None = None
+    reason: str = ""  # why a start did not run (missed, skipped, refused, abandoned)
 
     @property
     def handled(self) -> Handled:
         return Handled(window=self.window, at=self.at)
 
     def to_dict(self) -> HandledData:
-        return HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
+        data = HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
                            runId=self.run_id, updatedAt=_iso(self.updated_at))
+        if self.reason:
+            data["reason"] = self.reason
+        return data
 
     @classmethod
     def from_dict(cls, d: HandledData) -> HandledRecord:
         return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
                    outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
-                   updated_at=_dt(d.get("updatedAt")))
+                   updated_at=_dt(d.get("updatedAt")), reason=str(d.get("reason", "")))
 
 
 @dataclass

@@ -89,7 +89,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "windowInForce": {"window": in_force.window, "start": _iso(in_force.at)}
             if in_force else None,
             "lastHandled": {"window": handled.window, "start": _iso(handled.at),
-                            "outcome": handled.outcome, "runId": handled.run_id}
+                            "outcome": handled.outcome, "runId": handled.run_id,
+                            "reason": handled.reason}
             if handled else None,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,

@@ -134,6 +134,7 @@ class ApiServer:
             result.code,
             req.user_agent,
             req.identity,
+            _written_version(verb, result),
         )
         return result
 
@@ -166,6 +167,15 @@ class ApiServer:
         if doc is None:
             raise not_found_path(req.path)
         return Response(200, doc)
+
+
+def _written_version(verb: str, result: Response | StreamResponse) -> int | None:
+    """The resourceVersion a successful create/update/patch gave the object."""
+    if verb not in ("create", "update", "patch") or not isinstance(result, Response) \
+            or result.code >= 400 or not isinstance(result.body, dict):
+        return None
+    version = (result.body.get("metadata") or {}).get("resourceVersion")
+    return int(version) if isinstance(version, str) and version.isdigit() else None
 
 
 class _HttpServer(ThreadingHTTPServer):
