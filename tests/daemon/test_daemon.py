@@ -479,6 +479,9 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
     value = metrics.registry.get_sample_value
     assert value("tidal_switches_refused_total",
                  {"schedule": "team-a", "window": "night", "reason": "invalid"}) == 1
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "refused"
+    assert handled.reason == "invalid: ValueError: patch: spec is null"
 
     def broken(name: str, reason: str) -> None:
         raise Unavailable("GET configmaps: 503 Service Unavailable", code=503)
