@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from tidal.domain.schedule import MAX_POLICIES_PER_WINDOW, MAX_WINDOWS
 from tidal.loading.errors import YamlProblem
