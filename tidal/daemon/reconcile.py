@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.daemon.lease import RunLock
-from tidal.daemon.state import HandledRecord, ScheduleState, StateStore
+from tidal.daemon.state import CorruptState, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
     Action,
@@ -44,6 +44,18 @@ class RunSwitch(Protocol):
 def run_id_for(schedule: str, start: WindowStart) -> str:
     """Deterministic, DNS-safe: the same start always gets the same run id."""
     return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+
+
+def refusal_reason(exc: Exception) -> str:
+    """The bounded reason a start was refused (the metric's label)."""
+    if isinstance(exc, KarmadaError):
+        return "api_error"
+    kind = type(exc).__name__
+    if kind in ("UnsafePlan", "PlanRefused"):
+        return "unsafe_plan"
+    if isinstance(exc, ValueError | KeyError | LookupError):
+        return "invalid"
+    return "internal"
 
 
 def result_of(record: Any) -> str:
@@ -92,15 +104,28 @@ class Reconciler:
             return
         try:
             self._pass(name, loaded, reason)
+        except CorruptState as exc:
+            log.error("state_corrupt", schedule=name, object=exc.object, error=exc.detail,
+                      repair=exc.repair)
+            self._metric("state_corrupt", name)
+            return
         except (Conflict, FencedOut, LeaseLost) as exc:
-            log.error("fenced_out", schedule=name, error=str(exc))
+            own_lease = isinstance(exc, LeaseLost) or \
+                (isinstance(exc, Conflict) and exc.reason == "NotLeader") or \
+                (isinstance(exc.__cause__, Conflict) and exc.__cause__.reason == "NotLeader")
+            log.error("fenced_out", schedule=name, error=str(exc),
+                      reason="lease_lost" if own_lease else "another_writer")
             self.on_fenced(f"{name}: {exc}")
         except JournalLost as exc:
             # The claim ("started") stays: the next pass finds the run from its policies' marks.
             log.error("journal_lost", schedule=name, reason="journal_lost", error=str(exc))
-            counter = getattr(self.metrics, "journal_lost", None)
-            if counter is not None:
-                counter(name)
+            self._metric("journal_lost", name)
+        self._metric("schedule_unblocked", name)
+
+    def _metric(self, method: str, *args: Any) -> None:
+        call = getattr(self.metrics, method, None)
+        if call is not None:
+            call(*args)
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[bool]:
@@ -166,7 +191,9 @@ class Reconciler:
                 self._start(name, loaded, seen, seen, restart, claimed.run_id)
                 return
             self.state.record_handled(seen, HandledRecord(
-                claimed.window, claimed.at, "abandoned", claimed.run_id, now))
+                claimed.window, claimed.at, "abandoned", claimed.run_id, now,
+                reason="claimed, but the claimant died before its first step and the start "
+                       "is no longer due"))
             return
         decision = decide(times, now, seen.handled.handled if seen.handled else None,
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
@@ -184,12 +211,17 @@ class Reconciler:
                     seen, HandledRecord(start.window, start.at, "started", run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
         elif decision.action is Action.MISSED and start is not None:
-            log.warning("window_missed", schedule=name, window=start.window,
-                        start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
-            self.state.record_handled(seen, HandledRecord(start.window, start.at, "missed",
-                                                          None, now))
-            if self.metrics is not None:
-                self.metrics.window_missed(name, start.window)
+            # A schedule never handled before (new, or its state reset): the start predates
+            # it, so tidal missed nothing; recorded, but neither counted nor alerted.
+            first = seen.handled is None
+            (log.info if first else log.warning)(
+                "window_missed", schedule=name, window=start.window, start=start.at.isoformat(),
+                late_seconds=decision.late_by.total_seconds(), counted=not first)
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, "missed", None, now,
+                reason="the start predates the schedule" if first else decision.reason))
+            if not first:
+                self._metric("window_missed", name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
                 start is not None and unfinished.window == start.window:
             self._check_drift(name, unfinished)
@@ -197,7 +229,7 @@ class Reconciler:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
-                                                          None, now))
+                                                          None, now, reason=decision.reason))
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
     def _start(self, name: str, loaded: Any, before: ScheduleState, seen: ScheduleState,
@@ -278,11 +310,13 @@ class Reconciler:
 
     def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
                  exc: Exception) -> None:
-        reason = type(exc).__name__
+        reason = refusal_reason(exc)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason, error=str(exc)[:2000])
-        self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
-                                                      self.clock.now()))
+                  reason=reason, error_class=type(exc).__name__, error=str(exc)[:2000])
+        self._metric("switch_refused", name, start.window, reason)
+        self.state.record_handled(seen, HandledRecord(
+            start.window, start.at, "refused", run_id, self.clock.now(),
+            reason=f"{reason}: {type(exc).__name__}: {exc}"[:500]))
 
     def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
                 run_id: str) -> None:

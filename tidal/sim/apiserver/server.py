@@ -17,6 +17,7 @@ from tidal.sim.apiserver import discovery, openapi
 from tidal.sim.apiserver.accounting import RequestAccounting
 from tidal.sim.apiserver.admin import PREFIX as ADMIN_PREFIX
 from tidal.sim.apiserver.admin import AdminApi
+from tidal.sim.apiserver.authz import Authorizer
 from tidal.sim.apiserver.errors import ApiError, not_found_path
 from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
@@ -46,8 +47,10 @@ class ApiServer:
         host: str = "127.0.0.1",
         port: int = 0,
         bookmark_interval: float = 1.0,
+        rbac: bool = False,
     ) -> None:
         self.store = store
+        self.authorizer = Authorizer(store, store.kinds, enabled=rbac)
         self.faults = faults or Faults()
         self.accounting = accounting or RequestAccounting()
         self.watches = WatchRegistry(store)
@@ -117,6 +120,7 @@ class ApiServer:
         except ApiError as exc:
             return error_response(exc)
         try:
+            self.authorizer.check(req.identity, verb, route)
             result = self.rest.handle(verb, route, req)
         except ApiError as exc:
             result = error_response(exc)
@@ -132,6 +136,7 @@ class ApiServer:
             result.code,
             req.user_agent,
             req.identity,
+            _written_version(verb, result),
         )
         return result
 
@@ -164,6 +169,15 @@ class ApiServer:
         if doc is None:
             raise not_found_path(req.path)
         return Response(200, doc)
+
+
+def _written_version(verb: str, result: Response | StreamResponse) -> int | None:
+    """The resourceVersion a successful create/update/patch gave the object."""
+    if verb not in ("create", "update", "patch") or not isinstance(result, Response) \
+            or result.code >= 400 or not isinstance(result.body, dict):
+        return None
+    version = (result.body.get("metadata") or {}).get("resourceVersion")
+    return int(version) if isinstance(version, str) and version.isdigit() else None
 
 
 class _HttpServer(ThreadingHTTPServer):
