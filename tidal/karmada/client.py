@@ -158,7 +158,7 @@ class KarmadaClient:
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
                         **kw: Any) -> KarmadaClient:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
         from kubernetes import client as k8s
         from kubernetes import config
 
