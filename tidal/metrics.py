@@ -49,7 +49,8 @@ WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
 BLOCKED_REASONS: Final = ("state_corrupt",)
 # Why a start was refused: an unsafe plan, a bad schedule or API answer, anything else.
-REFUSED_REASONS: Final = ("unsafe_plan", "invalid", "api_error", "internal")
+REFUSED_REASONS: Final = ("unsafe_plan", "policy_invalid", "not_resolved", "api_error",
+                          "internal")
 
 # A window that starts at a fixed local time every day comes round once a day.
 DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
@@ -167,6 +168,14 @@ class Metrics:
             sw)
         self.window_period = gauge(
             "tidal_window_period_seconds", "How often the window comes round.", sw)
+        self.switches_refused = counter(
+            "tidal_switches_refused_total",
+            "Window starts whose switch was refused before any write, by reason.",
+            (*sw, "reason"))
+        self.last_refusal = gauge(
+            "tidal_last_switch_refused_timestamp_seconds",
+            "When a switch to the window was last refused before any write, by reason.",
+            (*sw, "reason"))
         self.windows_missed = counter(
             "tidal_windows_missed_total",
             "Windows not carried out because their start was outside the catch-up window.", sw)
@@ -193,10 +202,6 @@ class Metrics:
         self.state_corrupt_total = counter(
             "tidal_state_corrupt_total",
             "Passes that found a state object of the schedule unreadable.", ["schedule"])
-        self.switches_refused = counter(
-            "tidal_switches_refused_total",
-            "Window starts not carried out because the switch refused to start, by reason.",
-            (*sw, "reason"))
         self.switch_worker_errors = counter(
             "tidal_switch_worker_errors_total",
             "Passes of the schedule that ended in an error (retried at the next pass).",
@@ -317,11 +322,6 @@ class Metrics:
         self.state_corrupt_total.labels(schedule).inc()
         self.schedule_blocked.labels(schedule, "state_corrupt").set(1)
 
-    def switch_refused(self, schedule: str, window: str, reason: str) -> None:
-        """Count a window start that was recorded refused instead of run."""
-        self.switches_refused.labels(schedule, window,
-                                     reason if reason in REFUSED_REASONS else "internal").inc()
-
     def switch_worker_error(self, schedule: str) -> None:
         """Count a pass of the schedule that ended in an error."""
         self.switch_worker_errors.labels(schedule).inc()
@@ -373,6 +373,12 @@ class Metrics:
             if period is not None:
                 self.window_period.labels(schedule, window).set(period)
                 self._published_periods.add((schedule, window))
+
+    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None:
+        """Count a window start refused before any write (the alert compares the time with
+        the window's last success)."""
+        self.switches_refused.labels(schedule, window, reason).inc()
+        self.last_refusal.labels(schedule, window, reason).set(at)
 
     def window_missed(self, schedule: str, window: str) -> None:
         """Count a window whose start fell outside the catch-up window."""

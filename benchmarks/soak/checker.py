@@ -309,7 +309,7 @@ class Checker:
         else at its time; returns writes seen."""
         writes = 0
         for r in records:
-            if r.verb in ("get", "list", "watch") or r.code >= 400 \
+            if r.verb in ("get", "list", "watch") or r.code >= 400 or r.dry_run \
                     or r.resource.split("/")[0] not in ACTING or r.identity in ("", "soak"):
                 continue
             writes += 1

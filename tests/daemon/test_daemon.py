@@ -125,7 +125,13 @@ def test_catch_up_inside_window_runs_exactly_once_across_restarts(
 def test_start_outside_catch_up_window_is_recorded_missed(
     client: KarmadaClient, sched_dir: Path
 ) -> None:
-    """Started 31 min after the start: nothing runs, a missed window is logged and recorded."""
+    """Started 31 min after the start: nothing runs, a missed window is logged and recorded
+    (the schedule ran before: its day start was handled)."""
+    from tidal.daemon.state import HandledRecord
+
+    store = StateStore(client, NS)
+    day = NIGHT - timedelta(hours=16)
+    store.record_handled(store.read("team-a"), HandledRecord("day", day, "succeeded", "d", day))
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -506,3 +512,121 @@ def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> Non
     metrics.preset([])
     metrics.set_policy_drift("team-a", 2)
     assert metrics.registry.get_sample_value("tidal_policy_drift", {"schedule": "team-a"}) == 2
+
+
+def test_a_refused_switch_is_located_counted_and_gauged(
+        client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window whose policy write the apiserver refuses: the daemon logs one located line
+    per refusal (FILE:LINE:COL at the patch field) with a reason class, not 'ValueError', and
+    moves tidal_switches_refused_total and the last-refusal gauge the alert reads."""
+    from tidal.engine.write_check import PolicyWritesRefused, WriteProblem
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise PolicyWritesRefused("night", [WriteProblem(
+            0, False, "ClusterPropagationPolicy/team-a-cpp", ("spec.placement.clusterAfinity",),
+            'strict decoding error: unknown field "spec.placement.clusterAfinity"')])
+
+    (sched_dir / "team-a.yaml").write_text(
+        schedule_yaml("team-a").replace("clusterAffinity: {clusterNames: [cluster-b]}",
+                                        "clusterAfinity: {clusterNames: [cluster-b]}"))
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(sched_dir / "no-crds"))  # the server checks
+    metrics = Metrics()
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "window:night")
+    (event,) = [e for e in logs if e["event"] == "switch_not_started"]
+    assert event["reason"] == "policy_invalid"
+    (line,) = event["errors"]
+    assert line.startswith(f"{sched_dir / 'team-a.yaml'}:14:38: spec.windows[0].policies[0]"
+                           ".patch.spec.placement.clusterAfinity: ")
+    labels = {"schedule": "team-a", "window": "night", "reason": "policy_invalid"}
+    assert metrics.registry.get_sample_value("tidal_switches_refused_total", labels) == 1
+    assert metrics.registry.get_sample_value(
+        "tidal_last_switch_refused_timestamp_seconds", labels) == NIGHT.timestamp()
+
+
+@pytest.mark.parametrize("late", [timedelta(minutes=10), timedelta(minutes=45)])
+def test_a_window_run_by_hand_is_not_missed_nor_run_again(
+        client: KarmadaClient, sched_dir: Path, late: timedelta) -> None:
+    """`tidal switch --window night` ran (and finished) after the night start, before the
+    daemon came up: the daemon records that run's outcome for the start, neither 'missed'
+    (no TidalWindowMissed) nor a second run, and publishes its success to the metrics."""
+    from tidal.metrics import Metrics
+
+    manual = RunState(schedule="team-a", window="night", run_id="20260601-150500-abcd")
+    manual.phase, manual.result = "done", "succeeded"
+    manual.started_at = (NIGHT + timedelta(minutes=5)).isoformat()
+    manual.finished_at = (NIGHT + timedelta(minutes=8)).isoformat()
+    StateStore(client, NS).save(manual)
+    clock, engine, metrics = FakeClock(NIGHT + late), FakeEngine(), Metrics()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert not any(e["event"] == "window_missed" for e in logs)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None
+    assert (handled.outcome, handled.run_id) == ("succeeded", manual.run_id)
+    labels = {"schedule": "team-a", "window": "night"}
+    assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
+    assert metrics.registry.get_sample_value("tidal_last_success_timestamp_seconds", labels) \
+        == (NIGHT + timedelta(minutes=8)).timestamp()
+
+
+def test_a_rerun_after_a_hold_expired_gets_its_own_run_id(client: KarmadaClient,
+                                                          sched_dir: Path) -> None:
+    """Night ran at its start; a hold put day in force for two hours; when the hold ends the
+    night start runs again, under a new run id (the first run's record is not overwritten)."""
+    store = StateStore(client, NS)
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "window:night")
+    hold = Hold("day", NIGHT + timedelta(hours=3), NIGHT + timedelta(hours=1))
+    store.update_controls("team-a", lambda c: Controls(hold=hold))
+    clock.set(NIGHT + timedelta(hours=1))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    clock.set(hold.until + timedelta(seconds=10))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert [c[1] for c in engine.calls] == ["night", "day", "night"]
+    ids = [c[2] for c in engine.calls]
+    assert len(set(ids)) == 3, ids
+
+
+def test_a_new_schedules_first_start_is_not_missed(client: KarmadaClient,
+                                                   sched_dir: Path) -> None:
+    """A schedule tidal never managed, loaded two hours after its last start: that start is
+    recorded as before tidal managed it, not missed (no TidalWindowMissed on day one); the
+    next start runs."""
+    from tidal.metrics import Metrics
+
+    clock, engine, metrics = FakeClock(NIGHT + timedelta(hours=2)), FakeEngine(), Metrics()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert not any(e["event"] == "window_missed" for e in logs)
+    assert any(e["event"] == "window_before_first_run" for e in logs)
+    labels = {"schedule": "team-a", "window": "night"}
+    assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "beforeFirstRun"
+    clock.set(NIGHT + timedelta(hours=8))  # the day start (07:00 local)
+    renew(daemon)
+    daemon.reconciler("team-a", "window:day")
+    assert [c[1] for c in engine.calls] == ["day"]

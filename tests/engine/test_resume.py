@@ -60,7 +60,7 @@ def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEm
     with structlog.testing.capture_logs() as logs:
         record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded" and record.run_id == state.run_id
-    patched = [r.name for r in emu.request_log() if r.verb == "patch"]
+    patched = [r.name for r in emu.request_log() if r.verb == "patch" and not r.dry_run]
     assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
     assert patched.count("team-cpp") == 1  # only the Lazy restore at the end
     started = [e for e in logs if e["event"] == "run_started"]
@@ -134,7 +134,7 @@ def test_pre_image_is_journalled_before_the_policy_write(make_switch_emulator: M
 
         def save(self, state: Any) -> None:
             log = emu.request_log()
-            policy_writes = sum(1 for r in log if r.verb == "patch"
+            policy_writes = sum(1 for r in log if r.verb == "patch" and not r.dry_run
                                 and r.resource == "clusterpropagationpolicies")
             touches = sum(1 for r in log if r.verb == "patch" and r.resource == "deployments")
             pre = bool(state.policies and state.policies[0].pre_image is not None)

@@ -87,6 +87,25 @@ case("TidalWaveFailed: still fires after the failing leader's series disappear (
       s(lf, "b", "0x60", **WR), s(ls, "b", "0x40 2500x20", **W)],
      [chk("30m", "TidalWaveFailed", [wf()]), chk("45m", "TidalWaveFailed", [])])
 
+# --- TidalSwitchRefused
+RR: Obj = dict(W, reason="policy_invalid")
+lr = "tidal_last_switch_refused_timestamp_seconds"
+
+
+def sr() -> Obj:
+    return alert("TidalSwitchRefused", severity="critical", **RR)
+
+
+case("TidalSwitchRefused: a first night refused pages (never succeeded: last success 0); "
+     "the standby exports nothing", [
+    s(lr, "a", "_x9 600x30", **RR), s(ls, "a", "0x40", **W), s(ls, "b", "0x40", **W)],
+    [chk("5m", "TidalSwitchRefused", []), chk("15m", "TidalSwitchRefused", [sr()])])
+case("TidalSwitchRefused: quiet once a switch to the window succeeds, even after the refusing "
+     "replica's series disappear", [
+    s(lr, "a", "_x9 600x10 stale", **RR), s(ls, "a", "0x19 1200 stale", **W),
+    s(ls, "b", "0x19 1200x20", **W)],
+    [chk("15m", "TidalSwitchRefused", [sr()]), chk("30m", "TidalSwitchRefused", [])])
+
 # --- TidalSwitchOverdue (10m steps; period one day)
 OV: Obj = dict(schedule=S, window="night")
 per = "tidal_window_period_seconds"
@@ -200,15 +219,6 @@ case("TidalScheduleBlocked: quiet while every replica exports 0, and once repair
     s("tidal_schedule_blocked", "a", "1x3 0x30", **B),
     s("tidal_schedule_blocked", "b", "0x32", **B)],
     [chk("2m", "TidalScheduleBlocked", []), chk("20m", "TidalScheduleBlocked", [])])
-
-# --- TidalSwitchRefused
-R: Obj = dict(schedule=S, window="night", reason="unsafe_plan")
-case("TidalSwitchRefused: a refused start fires for an hour; the standby's 0 does not", [
-    s("tidal_switches_refused_total", "a", "0 0 1x100", **R),
-    s("tidal_switches_refused_total", "b", "0x100", **R)],
-    [chk("1m", "TidalSwitchRefused", []),
-     chk("5m", "TidalSwitchRefused", [alert("TidalSwitchRefused", severity="warning", **R)]),
-     chk("90m", "TidalSwitchRefused", [])])
 
 # --- TidalSwitchWorkerErrors
 E: Obj = dict(schedule=S)

@@ -99,7 +99,8 @@ class Daemon:
                 gate_writes(self.elector)
         else:
             self.elector = _AlwaysLeader(self.identity)
-        self.state = StateStore(client, settings.state_namespace, guard=self.may_act)
+        self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
+                                writer=f"daemon:{settings.identity}")
         self.directory = ScheduleDirectory(Path(settings.schedules), load)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,

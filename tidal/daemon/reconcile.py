@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.daemon.lease import RunLock
+from tidal.daemon.refusal import explain
 from tidal.daemon.state import CorruptState, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
@@ -41,21 +42,28 @@ class RunSwitch(Protocol):
                  resume: Any = None) -> Any: ...
 
 
-def run_id_for(schedule: str, start: WindowStart) -> str:
-    """Deterministic, DNS-safe: the same start always gets the same run id."""
-    return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
+    """Deterministic, DNS-safe: the same start always gets the same run id; a start due
+    again later (a hold over it ended) gets its own, suffixed with the minutes it was due
+    after the start."""
+    base = f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+    if due is not None and due - start.at > SNAP:
+        base += f"-{int((due - start.at).total_seconds()) // 60}m"
+    return base
 
 
-def refusal_reason(exc: Exception) -> str:
-    """The bounded reason a start was refused (the metric's label)."""
-    if isinstance(exc, KarmadaError):
-        return "api_error"
-    kind = type(exc).__name__
-    if kind in ("UnsafePlan", "PlanRefused"):
-        return "unsafe_plan"
-    if isinstance(exc, ValueError | KeyError | LookupError):
-        return "invalid"
-    return "internal"
+def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
+    """A finished run of the start's window that began after the start (`tidal switch`)
+    carried that start out: it is neither missed nor to be run again."""
+    if run is None or not run.finished or run.window != start.window or not run.started_at:
+        return False
+    try:
+        started = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return started >= start.at
 
 
 def result_of(record: Any) -> str:
@@ -159,6 +167,8 @@ class Reconciler:
         unfinished = self.state.load(name)
         if self._clock_skewed(name):
             return
+        if unfinished is not None and self.metrics is not None:
+            self.metrics.restore_last_run(unfinished)  # also a run `tidal switch` made
         if unfinished is not None and not unfinished.finished:
             with self._locked(name) as ok:
                 if not ok:
@@ -199,8 +209,18 @@ class Reconciler:
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         start = decision.start
+        if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
+                ran_by_hand(unfinished, start):
+            assert unfinished is not None
+            log.info("window_run_by_hand", schedule=name, window=start.window,
+                     run_id=unfinished.run_id, result=unfinished.result,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, str(unfinished.result or "unknown"), unfinished.run_id,
+                now))
+            return
         if decision.action is Action.RUN and start is not None:
-            run_id = run_id_for(name, start)
+            run_id = run_id_for(name, start, due=now - decision.late_by)
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
@@ -210,18 +230,19 @@ class Reconciler:
                 claim = self.state.record_handled(
                     seen, HandledRecord(start.window, start.at, "started", run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
+        elif decision.action is Action.MISSED and start is not None and \
+                seen.handled is None and unfinished is None:
+            # A schedule tidal never ran: its last start was before tidal managed it.
+            log.info("window_before_first_run", schedule=name, window=start.window,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(start.window, start.at,
+                                                          "beforeFirstRun", None, now))
         elif decision.action is Action.MISSED and start is not None:
-            # A schedule never handled before (new, or its state reset): the start predates
-            # it, so tidal missed nothing; recorded, but neither counted nor alerted.
-            first = seen.handled is None
-            (log.info if first else log.warning)(
-                "window_missed", schedule=name, window=start.window, start=start.at.isoformat(),
-                late_seconds=decision.late_by.total_seconds(), counted=not first)
+            log.warning("window_missed", schedule=name, window=start.window,
+                        start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
             self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, "missed", None, now,
-                reason="the start predates the schedule" if first else decision.reason))
-            if not first:
-                self._metric("window_missed", name, start.window)
+                start.window, start.at, "missed", None, now, reason=decision.reason))
+            self._metric("window_missed", name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
                 start is not None and unfinished.window == start.window:
             self._check_drift(name, unfinished)
@@ -249,10 +270,10 @@ class Reconciler:
                 self.state.record_handled(seen, before.handled or HandledRecord(
                     "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
                 return
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         self._finish(seen, name, start.window, record, run_id)
 
@@ -308,15 +329,17 @@ class Reconciler:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
-                 exc: Exception) -> None:
-        reason = refusal_reason(exc)
+    def _refused(self, seen: ScheduleState, name: str, loaded: Any, start: WindowStart,
+                 run_id: str, exc: Exception) -> None:
+        reason, lines = explain(exc, loaded, start.window)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason, error_class=type(exc).__name__, error=str(exc)[:2000])
-        self._metric("switch_refused", name, start.window, reason)
+                  reason=reason.value, error_class=type(exc).__name__, errors=lines)
+        now = self.clock.now()
+        summary = lines[0] if lines else type(exc).__name__
         self.state.record_handled(seen, HandledRecord(
-            start.window, start.at, "refused", run_id, self.clock.now(),
-            reason=f"{reason}: {type(exc).__name__}: {exc}"[:500]))
+            start.window, start.at, "refused", run_id, now,
+            reason=f"{reason.value}: {summary}"[:500]))
+        self._metric("switch_refused", name, start.window, reason.value, now.timestamp())
 
     def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
                 run_id: str) -> None:

@@ -154,10 +154,11 @@ class StateStore:
     """Reads and writes the per-schedule state objects; also the engine's Journal."""
 
     def __init__(self, client: Any, namespace: str,
-                 guard: Callable[[], bool] = lambda: True) -> None:
+                 guard: Callable[[], bool] = lambda: True, writer: str | None = None) -> None:
         self.client = client
         self.namespace = namespace
         self.guard = guard  # False when this replica must not write (lost the lease)
+        self.writer = writer  # recorded as a new run's startedBy
 
     def _check_guard(self, what: str) -> None:
         if not self.guard():
@@ -183,6 +184,8 @@ class StateStore:
 
     def save(self, state: RunState) -> None:
         self._check_guard(f"save run state of {state.schedule}")
+        if state.started_by is None:
+            state.started_by = self.writer
         name = run_object_name(state.schedule)
         data = {"run": state.to_json()}
         if state.journal_token is None:

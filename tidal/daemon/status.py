@@ -96,6 +96,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
+        if hold is not None and hold.until <= now:
+            hold = None  # expired: the normal schedule is back
         out.append({
             "name": name,
             "file": str(item.path),
@@ -108,7 +110,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             if handled else None,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
-                        "finishedAt": run.finished_at} if run else None,
+                        "finishedAt": run.finished_at, "reason": run.reason,
+                        "startedBy": run.started_by} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),

@@ -144,7 +144,11 @@ class Predictor:
         if self.mode == "duplicated":
             return Prediction({name: total for name in self.candidates}, exact=True)
         if self.mode == "static":
-            weights = static_weights(self.placement, self.clusters)
+            try:
+                weights = static_weights(self.placement, self.clusters)
+            except (TypeError, ValueError, KeyError) as exc:  # a server without the CRD schema
+                return Prediction(dict(workload.current), exact=False,
+                                  problem=f"the static weights are not whole numbers: {exc}")
             return Prediction(
                 static_weight_divide(total, self.candidates, weights, workload.uid), exact=True)
         available = []

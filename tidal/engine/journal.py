@@ -139,6 +139,7 @@ class RunState:
     schedule_hash: str | None = None
     schedule_snapshot: dict[str, Any] | None = field(default=None, repr=False)
     journal_token: str | None = field(default=None, compare=False)
+    started_by: str | None = None  # daemon:<identity> | cli:<identity>
 
     @property
     def completed_waves(self) -> list[int]:
@@ -156,6 +157,7 @@ class RunState:
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
             "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
+            "startedBy": self.started_by,
         }
 
     @classmethod
@@ -169,6 +171,7 @@ class RunState:
             finished_at=d.get("finishedAt"), result=d.get("result"), reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
+            started_by=d.get("startedBy"),
             warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
             schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
         )

@@ -16,6 +16,7 @@ from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
+from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 
@@ -99,6 +100,9 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window)
+    refused = dry_run_writes(client, selection.policies)
+    if refused:
+        raise PolicyWritesRefused(window.name, refused)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     lazy = chosen in ("touch", "both")
     clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]

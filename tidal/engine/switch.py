@@ -23,7 +23,7 @@ from tidal.engine.events import (
 )
 from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
 from tidal.engine.planning import SwitchPlan, build_plan
-from tidal.engine.preflight import preflight, ready_field_of
+from tidal.engine.preflight import preflight, ready_field_of, unusable_floor_clusters
 from tidal.engine.record import RunRecord
 from tidal.engine.rollback import roll_back
 from tidal.engine.snapshot import restore as restore_schedule
@@ -55,10 +55,15 @@ def _schedule_of(loaded: Any) -> TidalSchedule:
 
 
 def plan_problems(sp: SwitchPlan) -> list[str]:
-    """Every floor violation (once, at the first step it shows) and every plan problem."""
+    """Every floor violation (once, at the first step it shows) and every plan problem;
+    breaches in a floor cluster that is missing or not Ready are the preflight's root cause,
+    not listed here."""
     seen: set[str] = set()
     problems = []
+    unusable = unusable_floor_clusters(sp)
     for label, v in sp.plan.violations:
+        if v.cluster in unusable:
+            continue
         if str(v) not in seen:
             seen.add(str(v))
             problems.append(f"{label}: {v}")
@@ -97,12 +102,9 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     base = EventBase(schedule=schedule.name, window=window_name, run_id=state.run_id, wave=None)
     ready_field = ready_field_of(sp)
     if not resuming:
-        problems = plan_problems(sp)
+        problems = preflight(sp, ready_field).problems + plan_problems(sp)  # root causes first
         if problems:
             raise PlanRefused(sp, problems)
-        check = preflight(sp, ready_field)
-        if not check.ok:
-            raise PlanRefused(sp, check.problems)
         if sp.noop:
             started = clock.now().isoformat()
             emitter.emit(RunStarted(**base, workloads=0, waves=0,

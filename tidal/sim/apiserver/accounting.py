@@ -31,6 +31,7 @@ class RequestRecord:
     # the object's resourceVersion after a create, update or patch: where the write falls in
     # the store's order (None for other requests)
     resource_version: int | None = None
+    dry_run: bool = False  # dryRun=All: validated, nothing stored
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +58,7 @@ class RequestAccounting:
         user_agent: str = "",
         identity: str = "",
         resource_version: int | None = None,
+        dry_run: bool = False,
     ) -> None:
         with self._lock:
             self._seq += 1
@@ -75,6 +77,7 @@ class RequestAccounting:
                     user_agent,
                     identity,
                     resource_version,
+                    dry_run,
                 )
             )
 

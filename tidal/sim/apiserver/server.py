@@ -137,6 +137,7 @@ class ApiServer:
             req.user_agent,
             req.identity,
             _written_version(verb, result),
+            req.query.get("dryRun") == "All",
         )
         return result
 
@@ -285,7 +286,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "no-cache, private")
         for key, value in result.headers.items():
-            self.send_header(key, value)
+            for line in value if isinstance(value, list) else [value]:
+                self.send_header(key, line)
         self.end_headers()
         self.wfile.write(payload)
 
