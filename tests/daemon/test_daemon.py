@@ -484,10 +484,10 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
     daemon.reconciler("team-a", "window:night")
     value = metrics.registry.get_sample_value
     assert value("tidal_switches_refused_total",
-                 {"schedule": "team-a", "window": "night", "reason": "invalid"}) == 1
+                 {"schedule": "team-a", "window": "night", "reason": "internal"}) == 1
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "refused"
-    assert handled.reason == "invalid: ValueError: patch: spec is null"
+    assert handled.reason == "internal: ValueError: patch: spec is null"
 
     def broken(name: str, reason: str) -> None:
         raise Unavailable("GET configmaps: 503 Service Unavailable", code=503)
