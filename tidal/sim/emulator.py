@@ -23,6 +23,7 @@ from tidal.sim.kinds import KindRegistry, ResourceType
 from tidal.sim.store import Obj, Store, StoreError
 from tidal.sim.topology import CRD_TYPE, Topology, TopologyError, crd_types, load_topology
 from tidal.sim.validation import SchemaValidator
+from tidal.sim.version import KarmadaVersion
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class Emulator:
         controllers: bool = True,
         crds_dir: Path | None = None,
         bookmark_interval: float = 1.0,
+        karmada_version: KarmadaVersion | None = None,
     ) -> None:
         self.clock: Clock = clock or ScaledClock(1.0)
         self.kinds = KindRegistry()
@@ -62,6 +64,8 @@ class Emulator:
         self.accounting = RequestAccounting()
         self.validator = SchemaValidator(crds_dir) if crds_dir else SchemaValidator.discover()
         self.topology: Topology = load_topology(topology)
+        if karmada_version is not None:
+            self.topology.settings.karmada_version = karmada_version
         manager = _load_controllers() if controllers else None
         self.controllers: Any = None
         if manager is not None:
@@ -71,6 +75,8 @@ class Emulator:
                 self.clock,
                 scheduler_latency=settings.scheduler_latency,
                 feature_gates=settings.feature_gates,
+                karmada_version=settings.karmada_version,
+                team_estimator=settings.team_estimator,
             )
         self.server = ApiServer(
             self.store,
@@ -78,6 +84,7 @@ class Emulator:
             accounting=self.accounting,
             admitter=self.validator,
             timeline=self.timeline,
+            team_capacity=(self.team_capacity, self.set_team_capacity),
             on_created=self._on_created,
             host=host,
             port=port,
@@ -238,6 +245,23 @@ class Emulator:
             summary.setdefault("allocatable", {}).update(allocatable)
 
         return self.store.mutate(self._cluster_type(), None, name, change, subresource="status")
+
+    @property
+    def karmada_version(self) -> KarmadaVersion:
+        return self.topology.settings.karmada_version
+
+    def set_team_capacity(self, name: str, replicas: int | None) -> list[dict[str, Any]]:
+        """Pin a team estimator capacity (None: follow its schedule again); the new state.
+
+        Bindings waiting as Unschedulable are retried, as after any capacity change."""
+        estimator = self.topology.settings.team_estimator
+        estimator.set_override(name, replicas)
+        if self.controllers is not None:
+            self.controllers.capacity_changed()
+        return estimator.state(self.clock.now())
+
+    def team_capacity(self) -> list[dict[str, Any]]:
+        return self.topology.settings.team_estimator.state(self.clock.now())
 
     def timeline(self) -> list[dict[str, Any]]:
         timeline = getattr(self.controllers, "timeline", None)

@@ -6,7 +6,8 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
   group, served versions, plural, shortNames, scope, status subresource) before later documents
   use it; the CRD object itself is stored too.
 - `sim.tidal.io/v1alpha1 EmulatorSettings`: knobs for the emulator itself, e.g.
-  `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption]}`.
+  `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
+  karmadaVersion: "1.18", teamEstimator: {...}}` (team_estimator.py describes the last).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tidal.sim.controllers.team_estimator import (
+    TeamEstimator,
+    TeamEstimatorError,
+    parse_team_estimator,
+)
 from tidal.sim.kinds import ResourceType
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 Obj = dict[str, Any]
 
@@ -43,6 +50,8 @@ class TopologyError(ValueError):
 class EmulatorSettings:
     scheduler_latency: float = 0.0
     feature_gates: frozenset[str] = frozenset()
+    karmada_version: KarmadaVersion = LATEST_RELEASE
+    team_estimator: TeamEstimator = field(default_factory=TeamEstimator)
 
 
 @dataclass
@@ -112,16 +121,26 @@ def load_topology(source: Path | str | list[Obj] | None) -> Topology:
 
 
 def _settings(where: str, spec: Obj) -> EmulatorSettings:
-    unknown = set(spec) - {"schedulerLatencySeconds", "featureGates"}
+    unknown = set(spec) - {
+        "schedulerLatencySeconds",
+        "featureGates",
+        "karmadaVersion",
+        "teamEstimator",
+    }
     if unknown:
         raise TopologyError(
             f"{where}: unknown EmulatorSettings field(s): {', '.join(sorted(unknown))}"
         )
     try:
+        version = spec.get("karmadaVersion")
         return EmulatorSettings(
             float(spec.get("schedulerLatencySeconds", 0.0)),
             frozenset(str(g) for g in spec.get("featureGates") or []),
+            KarmadaVersion.parse(str(version)) if version is not None else LATEST_RELEASE,
+            parse_team_estimator(spec.get("teamEstimator")),
         )
+    except TeamEstimatorError as exc:
+        raise TopologyError(f"{where}: spec.{exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
 

@@ -33,9 +33,11 @@ from tidal.sim.controllers.members import Members
 from tidal.sim.controllers.rebalancer import RebalancerController
 from tidal.sim.controllers.scheduler import Scheduler
 from tidal.sim.controllers.status import StatusWriter
+from tidal.sim.controllers.team_estimator import TeamEstimator
 from tidal.sim.controllers.timeline import Timeline
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Store, WatchEvent
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 log = logging.getLogger(__name__)
 _IGNORED_KINDS = frozenset({"Event", "Lease", "Namespace"})
@@ -52,10 +54,14 @@ class ControllerManager:
         *,
         scheduler_latency: float = 0.0,
         feature_gates: frozenset[str] = frozenset(),
+        karmada_version: KarmadaVersion = LATEST_RELEASE,
+        team_estimator: TeamEstimator | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.feature_gates = frozenset(feature_gates)
+        self.karmada_version = karmada_version
+        self.team_estimator = team_estimator or TeamEstimator()
         self.timeline = Timeline(clock)
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
@@ -125,6 +131,12 @@ class ControllerManager:
         )
 
     # -- scheduling work -----------------------------------------------------------------
+    def capacity_changed(self) -> None:
+        """An estimator's answer changed outside the store: retry Unschedulable bindings."""
+        with self._lock:
+            self.scheduler.retry_waiting()
+            self._drain()
+
     def after(self, delay: float, fn: Callable[[], None]) -> Pending:
         """Run `fn` under the manager lock after `delay` sim seconds, then drain.
 

@@ -15,7 +15,6 @@ import json
 from collections import deque
 from typing import TYPE_CHECKING
 
-from tidal.domain.division import Unschedulable
 from tidal.sim.controllers.assignment import (
     FitError,
     SchedulerError,
@@ -35,6 +34,10 @@ from tidal.sim.controllers.common import (
     labels_of,
     set_condition,
 )
+from tidal.sim.controllers.division import NotEnoughReplicas
+from tidal.sim.controllers.estimator import FEATURE_RESOURCE_MODELING, general_estimate
+from tidal.sim.controllers.quantity import Resources
+from tidal.sim.controllers.team_estimator import UNKNOWN
 from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
@@ -95,8 +98,11 @@ class Scheduler:
         old_cap = ((old or {}).get("status") or {}).get("resourceSummary", {}).get("allocatable")
         new_cap = (cluster.get("status") or {}).get("resourceSummary", {}).get("allocatable")
         if old_cap != new_cap:
-            for bkey in sorted(self._retries):
-                self.enqueue(bkey)
+            self.retry_waiting()
+
+    def retry_waiting(self) -> None:
+        for bkey in sorted(self._retries):
+            self.enqueue(bkey)
 
     def _accepts(self, binding: Obj) -> bool:
         labels = labels_of(binding)
@@ -175,11 +181,11 @@ class Scheduler:
         generation = binding["metadata"].get("generation", 1)
         affinity_name: str | None = None
         try:
-            result, affinity_name = assign_with_affinities(self.clusters, binding)
+            result, affinity_name = assign_with_affinities(self.clusters, binding, self.estimate)
             condition = ("True", "Success", SUCCESS_MESSAGE)
         except FitError as exc:
             result, condition = None, ("False", "NoClusterFit", str(exc))
-        except Unschedulable as exc:
+        except NotEnoughReplicas as exc:
             self._set_condition(bkey, ("False", "Unschedulable", exc.args[0]), None)
             self._retry(bkey)
             return
@@ -250,5 +256,55 @@ class Scheduler:
                 self._push(bkey)
 
         self.mgr.after(delay, again)
+
+    # -- estimators ----------------------------------------------------------------------
+    def estimate(self, cluster: Obj, request: Resources, binding: Obj) -> int:
+        """The minimum over the estimators that can tell (calAvailableReplicas)."""
+        general = general_estimate(
+            cluster,
+            request,
+            self.mgr.karmada_version,
+            resource_modeling=f"{FEATURE_RESOURCE_MODELING}=false" not in self.mgr.feature_gates,
+        )
+        teams = self.mgr.team_estimator
+        if not teams.teams:
+            return general
+        meta = binding["metadata"]
+        own = (binding.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
+        team = teams.estimate(
+            cluster["metadata"]["name"],
+            self._template_labels(binding),
+            own,
+            self.mgr.clock.now(),
+            self._placed,
+        )
+        return general if team == UNKNOWN else min(general, team)
+
+    def _template_labels(self, binding: Obj) -> dict[str, str]:
+        ref = (binding.get("spec") or {}).get("resource") or {}
+        rtype = self.mgr.store.kinds.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+        if rtype is None:
+            return {}
+        try:
+            template = self.mgr.store.get(
+                rtype, ref.get("namespace") or None, ref.get("name", ""), copy_=False
+            )
+        except NotFound:
+            return {}
+        return labels_of(template)
+
+    def _placed(self, cluster: str) -> list[tuple[object, dict[str, str], int]]:
+        out: list[tuple[object, dict[str, str], int]] = []
+        for bkey in sorted(self.bindings):
+            try:
+                obj = self.mgr.store.get(
+                    self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+                )
+            except NotFound:
+                continue
+            for target in (obj.get("spec") or {}).get("clusters") or []:
+                if target.get("name") == cluster and target.get("replicas"):
+                    out.append((bkey, self._template_labels(obj), int(target["replicas"])))
+        return out
 
     # -- the algorithm -----------------------------------------------------------------

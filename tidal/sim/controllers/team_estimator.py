@@ -1,0 +1,188 @@
+"""A team-level replica estimator, as a platform registers beside Karmada's general one.
+
+karmada-scheduler asks every registered estimator (pkg/estimator/client/interface.go
+ReplicaEstimator) how many replicas each cluster can take and keeps the minimum per cluster
+(pkg/scheduler/core/util.go calAvailableReplicas; an estimator that cannot tell answers -1 and is
+left out). This one answers from team capacities the topology declares:
+
+    EmulatorSettings.spec.teamEstimator:
+      timeZone: Europe/Berlin
+      teams:
+        - name: team-2001-gpu@cluster-a
+          cluster: cluster-a
+          teamSelector: {matchLabels: {atms-app/teamid: "2001"}}   # template labels
+          replicas: 24                        # the team's replica capacity there by default
+          schedule:                           # times of day with another capacity
+            - {from: "22:00", to: "06:00", replicas: 0}
+
+The answer for a binding is the capacity minus the replicas of the team's other workloads
+already in that cluster (like the general estimator, it does not count the binding's own;
+a Fresh reschedule adds those back). An admin override (`set_override`, or
+POST /sim/v1/teamcapacity) wins over the schedule until cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tidal.sim.controllers.matching import label_selector_matches as selector_matches
+
+Obj = dict[str, Any]
+UNKNOWN = -1  # estimatorclient.UnauthenticReplica
+
+
+class TeamEstimatorError(ValueError):
+    """A teamEstimator setting that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class CapacityWindow:
+    start: time
+    end: time
+    replicas: int
+
+    def covers(self, moment: time) -> bool:
+        if self.start <= self.end:
+            return self.start <= moment < self.end
+        return moment >= self.start or moment < self.end  # spans midnight
+
+
+@dataclass(frozen=True)
+class TeamCapacity:
+    name: str
+    cluster: str
+    selector: Mapping[str, Any]
+    replicas: int
+    schedule: tuple[CapacityWindow, ...] = ()
+
+    def at(self, moment: time) -> int:
+        for window in self.schedule:
+            if window.covers(moment):
+                return window.replicas
+        return self.replicas
+
+
+@dataclass
+class TeamEstimator:
+    teams: tuple[TeamCapacity, ...] = ()
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+    overrides: dict[str, int] = field(default_factory=dict)
+
+    def capacity(self, team: TeamCapacity, now: float) -> int:
+        if team.name in self.overrides:
+            return self.overrides[team.name]
+        return team.at(datetime.fromtimestamp(now, self.zone).time())
+
+    def set_override(self, name: str, replicas: int | None) -> None:
+        """Pin a team's capacity (None: back to the schedule); KeyError for an unknown name."""
+        if name not in {t.name for t in self.teams}:
+            known = ", ".join(t.name for t in self.teams) or "none declared"
+            raise KeyError(f"no team capacity named {name!r} (known: {known})")
+        if replicas is None:
+            self.overrides.pop(name, None)
+        elif replicas < 0:
+            raise ValueError("replicas must be >= 0")
+        else:
+            self.overrides[name] = replicas
+
+    def state(self, now: float) -> list[Obj]:
+        return [
+            {
+                "name": t.name,
+                "cluster": t.cluster,
+                "replicas": self.capacity(t, now),
+                "overridden": t.name in self.overrides,
+            }
+            for t in self.teams
+        ]
+
+    def estimate(
+        self,
+        cluster: str,
+        labels: Mapping[str, str],
+        own_key: object,
+        now: float,
+        placed: Callable[[str], Iterable[tuple[object, Mapping[str, str], int]]],
+    ) -> int:
+        """Replicas the team of `labels` may still add in `cluster`; UNKNOWN if no team rule.
+
+        `placed(cluster)` yields (binding key, template labels, replicas) of what is there.
+        """
+        answer = UNKNOWN
+        for team in self.teams:
+            if team.cluster != cluster or not selector_matches(team.selector, labels):
+                continue
+            used = sum(
+                count
+                for key, other, count in placed(cluster)
+                if key != own_key and selector_matches(team.selector, other)
+            )
+            free = max(0, self.capacity(team, now) - used)
+            answer = free if answer == UNKNOWN else min(answer, free)
+        return answer
+
+
+def _clock_time(where: str, text: Any) -> time:
+    try:
+        hours, minutes = str(text).split(":")
+        return time(int(hours), int(minutes))
+    except ValueError:
+        raise TeamEstimatorError(f"{where}: {text!r} is not a time of day; write HH:MM") from None
+
+
+def _count(where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TeamEstimatorError(f"{where}: replicas must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def parse_team_estimator(spec: Any) -> TeamEstimator:
+    """The teamEstimator setting; TeamEstimatorError naming the field on a bad one."""
+    if spec is None:
+        return TeamEstimator()
+    if not isinstance(spec, dict):
+        raise TeamEstimatorError("teamEstimator: must be a mapping with timeZone and teams")
+    unknown = set(spec) - {"timeZone", "teams"}
+    if unknown:
+        raise TeamEstimatorError(f"teamEstimator: unknown field(s) {', '.join(sorted(unknown))}")
+    try:
+        zone = ZoneInfo(str(spec.get("timeZone") or "UTC"))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise TeamEstimatorError(
+            f"teamEstimator.timeZone: unknown time zone {spec.get('timeZone')!r}"
+        ) from None
+    teams: list[TeamCapacity] = []
+    for i, raw in enumerate(spec.get("teams") or []):
+        where = f"teamEstimator.teams[{i}]"
+        if not isinstance(raw, dict) or not raw.get("cluster"):
+            raise TeamEstimatorError(f"{where}: needs cluster, teamSelector and replicas")
+        selector = raw.get("teamSelector") or {}
+        if not isinstance(selector, dict):
+            raise TeamEstimatorError(f"{where}.teamSelector: must be a label selector")
+        schedule = []
+        for j, window in enumerate(raw.get("schedule") or []):
+            at = f"{where}.schedule[{j}]"
+            if not isinstance(window, dict):
+                raise TeamEstimatorError(f"{at}: write {{from: HH:MM, to: HH:MM, replicas: N}}")
+            schedule.append(
+                CapacityWindow(
+                    _clock_time(f"{at}.from", window.get("from")),
+                    _clock_time(f"{at}.to", window.get("to")),
+                    _count(f"{at}.replicas", window.get("replicas")),
+                )
+            )
+        name = str(raw.get("name") or f"team-{i}@{raw['cluster']}")
+        teams.append(
+            TeamCapacity(
+                name,
+                str(raw["cluster"]),
+                selector,
+                _count(f"{where}.replicas", raw.get("replicas")),
+                tuple(schedule),
+            )
+        )
+    return TeamEstimator(tuple(teams), zone)
