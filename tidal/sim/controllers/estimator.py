@@ -40,7 +40,7 @@ def general_estimate(
     *,
     resource_modeling: bool = True,
 ) -> int:
-    """Replicas of `request` the cluster can still take, as karmada-scheduler's general estimator."""
+    """Replicas of `request` the cluster can still take (the general estimator)."""
     spec = cluster.get("spec") or {}
     summary = (cluster.get("status") or {}).get("resourceSummary")
     if not summary:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from tidal.sim.clock import Clock, ManualClock
-from tidal.sim.controllers.claims import ensure_permanent_id
 from tidal.sim.controllers.common import (
     CLUSTER_KIND,
     CPP_KIND,
@@ -35,6 +34,7 @@ from tidal.sim.controllers.scheduler import Scheduler
 from tidal.sim.controllers.status import StatusWriter
 from tidal.sim.controllers.team_estimator import TeamEstimator
 from tidal.sim.controllers.timeline import Timeline
+from tidal.sim.controllers.webhook import karmada_admission
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Store, WatchEvent
 from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
@@ -72,8 +72,8 @@ class ControllerManager:
         self.rebalancer = RebalancerController(self)
         self.members = Members(self)
         self.status = StatusWriter(self)
-        if ensure_permanent_id not in store.admission:
-            store.admission.append(ensure_permanent_id)
+        if karmada_admission not in store.admission:
+            store.admission.append(karmada_admission)
         self._sub = store.subscribe(self._accepts)
         self._initial: list[WatchEvent] = []
         self._cutoff: dict[tuple[str, str, str], int] = {}
