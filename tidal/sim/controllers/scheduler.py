@@ -37,7 +37,7 @@ from tidal.sim.controllers.common import (
 from tidal.sim.controllers.division import NotEnoughReplicas
 from tidal.sim.controllers.estimator import FEATURE_RESOURCE_MODELING, general_estimate
 from tidal.sim.controllers.quantity import Resources
-from tidal.sim.controllers.team_estimator import UNKNOWN
+from tidal.sim.controllers.team_estimator import UNAUTHENTIC_REPLICA
 from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
@@ -269,16 +269,14 @@ class Scheduler:
         teams = self.mgr.team_estimator
         if not teams.teams:
             return general
-        meta = binding["metadata"]
-        own = (binding.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
         team = teams.estimate(
             cluster["metadata"]["name"],
             self._template_labels(binding),
-            own,
             self.mgr.clock.now(),
             self._placed,
         )
-        return general if team == UNKNOWN else min(general, team)
+        # mergeReplicaResults: UnauthenticReplica (-1) is "cannot tell", not a number
+        return general if team is None or team == UNAUTHENTIC_REPLICA else min(general, team)
 
     def _template_labels(self, binding: Obj) -> dict[str, str]:
         ref = (binding.get("spec") or {}).get("resource") or {}
@@ -293,8 +291,8 @@ class Scheduler:
             return {}
         return labels_of(template)
 
-    def _placed(self, cluster: str) -> list[tuple[object, dict[str, str], int]]:
-        out: list[tuple[object, dict[str, str], int]] = []
+    def _placed(self, cluster: str) -> list[tuple[dict[str, str], int]]:
+        out: list[tuple[dict[str, str], int]] = []
         for bkey in sorted(self.bindings):
             try:
                 obj = self.mgr.store.get(
@@ -304,7 +302,7 @@ class Scheduler:
                 continue
             for target in (obj.get("spec") or {}).get("clusters") or []:
                 if target.get("name") == cluster and target.get("replicas"):
-                    out.append((bkey, self._template_labels(obj), int(target["replicas"])))
+                    out.append((self._template_labels(obj), int(target["replicas"])))
         return out
 
     # -- the algorithm -----------------------------------------------------------------

@@ -15,10 +15,14 @@ left out). This one answers from team capacities the topology declares:
           schedule:                           # times of day with another capacity
             - {from: "22:00", to: "06:00", replicas: 0}
 
-The answer for a binding is the capacity minus the replicas of the team's other workloads
-already in that cluster (like the general estimator, it does not count the binding's own;
-a Fresh reschedule adds those back). An admin override (`set_override`, or
-POST /sim/v1/teamcapacity) wins over the schedule until cleared.
+The answer for a binding is the team's capacity there minus every replica the team already
+has there, its own included, as the general estimator counts a binding's own pods as
+allocated. It goes below zero when the team holds more than its capacity: a Fresh reschedule
+adds the binding's own replicas back (dynamicFreshScale), so what the team may keep there is
+the capacity left by its other workloads, and 0 capacity empties the cluster. An answer of
+exactly -1 means "cannot tell" to the scheduler (UnauthenticReplica), which then ignores this
+estimator for that cluster: a real estimator should answer -2 instead. An admin override
+(`set_override`, or POST /sim/v1/teamcapacity) wins over the schedule until cleared.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from tidal.sim.controllers.matching import label_selector_matches as selector_matches
 
 Obj = dict[str, Any]
-UNKNOWN = -1  # estimatorclient.UnauthenticReplica
+UNAUTHENTIC_REPLICA = -1  # estimatorclient.UnauthenticReplica: "this estimator cannot tell"
 
 
 class TeamEstimatorError(ValueError):
@@ -104,25 +108,21 @@ class TeamEstimator:
         self,
         cluster: str,
         labels: Mapping[str, str],
-        own_key: object,
         now: float,
-        placed: Callable[[str], Iterable[tuple[object, Mapping[str, str], int]]],
-    ) -> int:
-        """Replicas the team of `labels` may still add in `cluster`; UNKNOWN if no team rule.
-
-        `placed(cluster)` yields (binding key, template labels, replicas) of what is there.
-        """
-        answer = UNKNOWN
+        placed: Callable[[str], Iterable[tuple[Mapping[str, str], int]]],
+    ) -> int | None:
+        """Replicas the team of `labels` may still add in `cluster` (negative: over its
+        capacity); None when no team rule covers it. `placed(cluster)` yields (template
+        labels, replicas) of every binding there."""
+        answer: int | None = None
         for team in self.teams:
             if team.cluster != cluster or not selector_matches(team.selector, labels):
                 continue
             used = sum(
-                count
-                for key, other, count in placed(cluster)
-                if key != own_key and selector_matches(team.selector, other)
+                count for other, count in placed(cluster) if selector_matches(team.selector, other)
             )
-            free = max(0, self.capacity(team, now) - used)
-            answer = free if answer == UNKNOWN else min(answer, free)
+            free = self.capacity(team, now) - used
+            answer = free if answer is None else min(answer, free)
         return answer
 
 
