@@ -26,6 +26,8 @@ class PlannedWorkload:
     exact: bool = True
     problem: str = ""
     uid: str = ""
+    short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # static: cluster ->
+    # resources the replicas moved there lack (they would stay Pending)
 
     @property
     def name(self) -> str:
@@ -60,6 +62,7 @@ class Plan:
     steps: list[PlanStep]
     floors: tuple[FloorRule, ...]
     problems: list[str] = field(default_factory=list)  # unschedulable and the like
+    capacity: list[str] = field(default_factory=list)  # warnings: moves that do not fit
 
     @property
     def violations(self) -> list[tuple[str, FloorViolation]]:
@@ -89,6 +92,7 @@ class Plan:
                 for s in self.steps],
             "floors": [f.describe() for f in self.floors],
             "problems": list(self.problems),
+            "capacity": list(self.capacity),
         }
 
 
@@ -174,4 +178,39 @@ def make_plan(
                            [*after[:index], flight[index], *before[index + 1:]], clusters))
     steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
-    return Plan(waves, steps, tuple(floors), problems)
+    capacity: list[str] = []
+    for index, wave in enumerate(waves):
+        for note, guarded in _capacity_notes(index + 1, wave, floors):
+            (problems if guarded else capacity).append(note)
+    return Plan(waves, steps, tuple(floors), problems, capacity)
+
+
+def _amount(resource: str, value: float) -> str:
+    if resource == "cpu" and value != int(value):
+        return f"{round(value * 1000)}m"
+    if resource == "memory" and value >= 2**30:
+        return f"{value / 2**30:.4g}Gi"
+    return f"{value:.6g}"
+
+
+def _capacity_notes(number: int, wave: Sequence[PlannedWorkload], floors: Sequence[FloorRule]
+                    ) -> list[tuple[str, bool]]:
+    """One line per destination cluster the wave's moved replicas do not fit into, naming the
+    workloads and the missing resources; `guarded`: a floor watches that cluster, so the
+    switch is refused rather than left to stall until waveTimeout."""
+    by_cluster: dict[str, tuple[list[str], dict[str, float]]] = {}
+    for w in wave:
+        for cluster, missing in w.short.items():
+            names, total = by_cluster.setdefault(cluster, ([], {}))
+            names.append(w.name)
+            for resource, amount in missing.items():
+                total[resource] = max(total.get(resource, 0.0), amount)
+    notes = []
+    for cluster in sorted(by_cluster):
+        names, total = by_cluster[cluster]
+        lacking = ", ".join(f"{r} {_amount(r, a)}" for r, a in sorted(total.items()))
+        guarded = any(f.every_cluster or cluster in f.named_clusters() for f in floors)
+        notes.append((f"wave {number}: replicas moved to {cluster} do not fit its free "
+                      f"capacity (short of {lacking}) and would stay Pending: "
+                      f"{', '.join(names)}", guarded))
+    return notes
