@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -259,6 +260,35 @@ class Emulator:
         if self.controllers is not None:
             self.controllers.capacity_changed()
         return estimator.state(self.clock.now())
+
+    def follow_time_of_day(
+        self, moment: datetime, workloads: set[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Pin the team estimator to its capacities at `moment` (see TeamEstimator.follow):
+        every team, or those matching the templates named "namespace/Kind/name"."""
+        estimator = self.topology.settings.team_estimator
+        teams = None
+        if workloads is not None:
+            teams = estimator.teams_of(self._template_labels(workloads))
+        estimator.follow(moment, teams)
+        if self.controllers is not None:
+            self.controllers.capacity_changed()
+        return estimator.state(self.clock.now())
+
+    def _template_labels(self, workloads: set[str]) -> list[dict[str, str]]:
+        out = []
+        for key in workloads:
+            namespace, kind, name = [*key.split("/", 2), "", "", ""][:3]
+            for rtype in self.kinds.all():
+                if rtype.kind != kind or rtype.namespaced != bool(namespace):
+                    continue
+                try:
+                    obj = self.store.get(rtype, namespace or None, name, copy_=False)
+                except StoreError:
+                    continue
+                out.append(dict((obj.get("metadata") or {}).get("labels") or {}))
+                break
+        return out
 
     def team_capacity(self) -> list[dict[str, Any]]:
         return self.topology.settings.team_estimator.state(self.clock.now())

@@ -269,11 +269,14 @@ class Scheduler:
         teams = self.mgr.team_estimator
         if not teams.teams:
             return general
+        name = cluster["metadata"]["name"]
+        own = sum(
+            int(t.get("replicas") or 0)
+            for t in (binding.get("spec") or {}).get("clusters") or []
+            if t.get("name") == name
+        )
         team = teams.estimate(
-            cluster["metadata"]["name"],
-            self._template_labels(binding),
-            self.mgr.clock.now(),
-            self._placed,
+            name, self._template_labels(binding), self.mgr.clock.now(), self._placed, own
         )
         # mergeReplicaResults: UnauthenticReplica (-1) is "cannot tell", not a number
         return general if team is None or team == UNAUTHENTIC_REPLICA else min(general, team)

@@ -18,7 +18,8 @@ from tidal.sim.controllers.common import (
     set_condition,
 )
 from tidal.sim.controllers.members import BKey
-from tidal.sim.controllers.quantity import format_list
+from tidal.sim.controllers.modelings import allocatable_modelings
+from tidal.sim.controllers.quantity import format_list, resource_list
 from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
@@ -174,9 +175,13 @@ class StatusWriter:
         want_allocated = format_list({k: v for k, v in allocated.items() if v})
         want_allocating = format_list({k: v for k, v in allocating.items() if v})
         needs_ready = find_condition(cluster, "Ready") is None
+        want_modelings = allocatable_modelings(
+            cluster, resource_list(summary.get("allocatable")), allocated
+        )
         if (
             (summary.get("allocated") or {}) == want_allocated
             and (summary.get("allocating") or {}) == want_allocating
+            and (want_modelings is None or summary.get("allocatableModelings") == want_modelings)
             and not needs_ready
         ):
             return
@@ -190,6 +195,8 @@ class StatusWriter:
                     rs[key] = value
                 else:
                     rs.pop(key, None)
+            if want_modelings is not None:
+                rs["allocatableModelings"] = want_modelings
             if find_condition(obj, "Ready") is None:
                 st["conditions"] = set_condition(
                     list(st.get("conditions") or []),

@@ -17,12 +17,16 @@ left out). This one answers from team capacities the topology declares:
 
 The answer for a binding is the team's capacity there minus every replica the team already
 has there, its own included, as the general estimator counts a binding's own pods as
-allocated. It goes below zero when the team holds more than its capacity: a Fresh reschedule
-adds the binding's own replicas back (dynamicFreshScale), so what the team may keep there is
-the capacity left by its other workloads, and 0 capacity empties the cluster. An answer of
-exactly -1 means "cannot tell" to the scheduler (UnauthenticReplica), which then ignores this
-estimator for that cluster: a real estimator should answer -2 instead. An admin override
-(`set_override`, or POST /sim/v1/teamcapacity) wins over the schedule until cleared.
+allocated. It goes below zero when the team holds more than its capacity, down to minus the
+binding's own replicas there: a Fresh reschedule adds those back (dynamicFreshScale), so what
+the binding may keep there is the capacity its team's other workloads leave, and 0 capacity
+empties the cluster. (The scheduler sums the answers, so going lower would take room away
+from the other clusters. A real estimator finds the binding in the request context:
+calAvailableReplicas puts "kind=..., name=ns/name" under util.ContextKeyObject.) An answer of
+exactly -1 means "cannot tell" to the scheduler (UnauthenticReplica), which would then ignore
+this estimator for that cluster, so -1 is answered as -2 (costing the sum one replica).
+An admin override (`set_override`, or POST /sim/v1/teamcapacity) wins over the schedule
+until cleared.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class TeamEstimator:
     teams: tuple[TeamCapacity, ...] = ()
     zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     overrides: dict[str, int] = field(default_factory=dict)
+    suspended: bool = False  # answer "cannot tell" everywhere (as if not registered)
 
     def capacity(self, team: TeamCapacity, now: float) -> int:
         if team.name in self.overrides:
@@ -93,6 +98,20 @@ class TeamEstimator:
         else:
             self.overrides[name] = replicas
 
+    def follow(self, moment: datetime, teams: Iterable[str] | None = None) -> None:
+        """Pin the teams (default: all) to what their schedules say at `moment` (a demo whose
+        windows were brought forward keeps the capacities of the times they were written for)."""
+        local = moment.astimezone(self.zone).time()
+        chosen = None if teams is None else set(teams)
+        for team in self.teams:
+            if chosen is None or team.name in chosen:
+                self.overrides[team.name] = team.at(local)
+
+    def teams_of(self, labels: Iterable[Mapping[str, str]]) -> set[str]:
+        """Names of the team capacities whose selector matches any of these template labels."""
+        sets = list(labels)
+        return {t.name for t in self.teams if any(selector_matches(t.selector, lb) for lb in sets)}
+
     def state(self, now: float) -> list[Obj]:
         return [
             {
@@ -110,19 +129,24 @@ class TeamEstimator:
         labels: Mapping[str, str],
         now: float,
         placed: Callable[[str], Iterable[tuple[Mapping[str, str], int]]],
+        own: int = 0,
     ) -> int | None:
         """Replicas the team of `labels` may still add in `cluster` (negative: over its
         capacity); None when no team rule covers it. `placed(cluster)` yields (template
         labels, replicas) of every binding there."""
         answer: int | None = None
+        if self.suspended:
+            return None
         for team in self.teams:
             if team.cluster != cluster or not selector_matches(team.selector, labels):
                 continue
             used = sum(
                 count for other, count in placed(cluster) if selector_matches(team.selector, other)
             )
-            free = self.capacity(team, now) - used
+            free = max(self.capacity(team, now) - used, -own)
             answer = free if answer is None else min(answer, free)
+        if answer == UNAUTHENTIC_REPLICA:
+            answer -= 1
         return answer
 
 
