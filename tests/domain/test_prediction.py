@@ -164,3 +164,4 @@ def test_static_moves_that_do_not_fit_are_reported_per_cluster() -> None:
     second = p.predict(WorkloadFacts("w2", "u2", 4, current={"cluster-a": 4},
                                      request={"cpu": 1.0}))
     assert second.short == {"cluster-b": {"cpu": 2.0}}
+    assert second.pending == {"cluster-b": 2}  # 2 of the 4 fit in the 2 cpu left

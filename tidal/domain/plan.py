@@ -27,16 +27,22 @@ class PlannedWorkload:
     problem: str = ""
     uid: str = ""
     short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # static: cluster ->
-    # resources the replicas moved there lack (they would stay Pending)
+    # resources the replicas moved there lack, and how many of them would stay Pending
+    pending: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return str(self.key)
 
+    def ready_after(self) -> dict[str, int]:
+        """Ready replicas per cluster once moved: the assignment less what stays Pending."""
+        return {c: n - self.pending.get(c, 0) for c, n in self.after.items()}
+
     def in_flight(self) -> dict[str, int]:
         """Ready replicas per cluster while moving: only those that stay are counted."""
         clusters = set(self.before) | set(self.after)
-        return {c: min(self.before.get(c, 0), self.after.get(c, 0)) for c in sorted(clusters)}
+        after = self.ready_after()
+        return {c: min(self.before.get(c, 0), after.get(c, 0)) for c in sorted(clusters)}
 
     def kept_clusters(self) -> set[str]:
         return {c for c, n in self.before.items() if n > 0 and self.after.get(c, 0) > 0}
@@ -168,10 +174,11 @@ def make_plan(
         kept = [w.kept_clusters() for w in wave]
         olds = [w.before for w in wave]
         news = [w.after for w in wave]
+        ready = [w.ready_after() for w in wave]
         before.append(_wave_state(wave, kept, olds, olds, floors, clusters))
         flight.append(_wave_state(wave, kept, [w.in_flight() for w in wave], news, floors,
                                   clusters))
-        after.append(_wave_state(wave, kept, news, news, floors, clusters))
+        after.append(_wave_state(wave, kept, ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
         steps.append(_step(f"wave {index + 1}", index,
@@ -179,9 +186,11 @@ def make_plan(
     steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
     capacity: list[str] = []
+    breaking = {v.workload for step in steps for v in step.violations}
     for index, wave in enumerate(waves):
-        for note, guarded in _capacity_notes(index + 1, wave, floors):
-            (problems if guarded else capacity).append(note)
+        for note, names in _capacity_notes(index + 1, wave):
+            # a floor these Pending replicas break refuses the switch; otherwise a warning
+            (problems if breaking & set(names) else capacity).append(note)
     return Plan(waves, steps, tuple(floors), problems, capacity)
 
 
@@ -193,11 +202,10 @@ def _amount(resource: str, value: float) -> str:
     return f"{value:.6g}"
 
 
-def _capacity_notes(number: int, wave: Sequence[PlannedWorkload], floors: Sequence[FloorRule]
-                    ) -> list[tuple[str, bool]]:
+def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]
+                    ) -> list[tuple[str, list[str]]]:
     """One line per destination cluster the wave's moved replicas do not fit into, naming the
-    workloads and the missing resources; `guarded`: a floor watches that cluster, so the
-    switch is refused rather than left to stall until waveTimeout."""
+    workloads and the missing resources (and those workloads)."""
     by_cluster: dict[str, tuple[list[str], dict[str, float]]] = {}
     for w in wave:
         for cluster, missing in w.short.items():
@@ -209,8 +217,7 @@ def _capacity_notes(number: int, wave: Sequence[PlannedWorkload], floors: Sequen
     for cluster in sorted(by_cluster):
         names, total = by_cluster[cluster]
         lacking = ", ".join(f"{r} {_amount(r, a)}" for r, a in sorted(total.items()))
-        guarded = any(f.every_cluster or cluster in f.named_clusters() for f in floors)
         notes.append((f"wave {number}: replicas moved to {cluster} do not fit its free "
                       f"capacity (short of {lacking}) and would stay Pending: "
-                      f"{', '.join(names)}", guarded))
+                      f"{', '.join(names)}", names))
     return notes

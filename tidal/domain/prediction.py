@@ -128,8 +128,10 @@ class Prediction:
     assignment: dict[str, int]
     exact: bool
     problem: str = ""  # e.g. "unschedulable: ..."
-    # static weights only: per destination cluster, resources the moved replicas lack there
+    # static weights only: per destination cluster, resources the moved replicas lack there,
+    # and how many of them would stay Pending for it
     short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    pending: Mapping[str, int] = field(default_factory=dict)
 
 
 def _matches_affinity(affinity: Mapping[str, Any] | None, cluster: ClusterFacts) -> bool:
@@ -235,9 +237,9 @@ class Predictor:
         if self.mode == "static":
             weights = static_weights(self.placement, self.clusters)
             result = static_weight_divide(total, names, weights, workload.uid)
-            short = self._static_shortfall(workload, result)
-            self._deduct(workload, result)
-            return Prediction(result, exact=True, short=short)
+            short, pending = self._static_shortfall(workload, result)
+            self._deduct(workload, {n: r - pending.get(n, 0) for n, r in result.items()})
+            return Prediction(result, exact=True, short=short, pending=pending)
         available = []
         for name in names:
             models = self._models.get(name, ())
@@ -256,18 +258,20 @@ class Predictor:
         return Prediction(result, exact=False)
 
     def _static_shortfall(self, workload: WorkloadFacts, result: Mapping[str, int]
-                          ) -> dict[str, dict[str, float]]:
-        """Static weights ignore free capacity: replicas moved into a full cluster stay Pending."""
-        out = {}
+                          ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+        """Static weights ignore free capacity: replicas moved into a full cluster stay Pending.
+        Returns the missing resources and the Pending replicas per destination."""
+        short, pending = {}, {}
         for name, replicas in result.items():
             free = self._free.get(name)
-            if free is None:
+            moved = replicas - workload.current.get(name, 0)
+            if free is None or moved <= 0:
                 continue
-            missing = shortfall(free, workload.request,
-                                replicas - workload.current.get(name, 0))
+            missing = shortfall(free, workload.request, moved)
             if missing:
-                out[name] = missing
-        return out
+                short[name] = missing
+                pending[name] = moved - min(moved, available_replicas(free, workload.request))
+        return short, pending
 
     def _deduct(self, workload: WorkloadFacts, result: Mapping[str, int]) -> None:
         for name in set(result) | set(workload.current):
