@@ -101,9 +101,26 @@ def test_preemption_needs_the_feature_gate() -> None:
         h.cpp("first", ONLY_A)
         h.deployment("web", 1)
         h.settle()
-        h.cpp("second", ONLY_B, priority=10, preemption="Always")
+        named = [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team",
+                  "name": "web"}]
+        h.cpp("second", ONLY_B, priority=10, preemption="Always", selectors=named)
         h.settle()
         assert h.clusters_of("web") == expected
+
+
+def test_preemption_reaches_only_templates_named_in_resource_selectors() -> None:
+    """pkg/detector/preemption.go handleClusterPropagationPolicyPreemption fetches one template
+    per resourceSelector by name: a label-selector policy preempts nothing already claimed,
+    even with preemption=Always and the gate on."""
+    h = setup(feature_gates=frozenset({"PropagationPolicyPreemption"}))
+    h.cpp("first", ONLY_A)
+    h.deployment("web", 1)
+    h.settle()
+    by_label = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                 "labelSelector": {"matchLabels": {"app": "web"}}}]
+    h.cpp("second", ONLY_B, priority=10, preemption="Always", selectors=by_label)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 1}
 
 
 def test_non_lazy_policy_change_reaches_every_binding_at_once() -> None:

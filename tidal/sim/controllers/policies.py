@@ -68,10 +68,28 @@ def handle_policy_change(det: Detector, policy: Obj) -> None:
         preempt(det, policy)
 
 
+def named_templates(policy: Obj) -> list[ObjKey]:
+    """pkg/detector/preemption.go handle*PropagationPolicyPreemption: preemption fetches one
+    template per resourceSelector by apiVersion/kind/namespace/name, so selectors without a
+    name (label selectors) reach nothing."""
+    is_pp = policy["kind"] == PP_KIND
+    own_ns = policy["metadata"].get("namespace", "") if is_pp else ""
+    keys = []
+    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
+        if selector.get("name"):
+            namespace = own_ns if is_pp else selector.get("namespace") or ""
+            keys.append((selector.get("apiVersion", ""), selector.get("kind", ""), namespace,
+                         selector["name"]))
+    return keys
+
+
 def preempt(det: Detector, policy: Obj) -> None:
     priority = int((policy.get("spec") or {}).get("priority") or 0)
     is_pp = policy["kind"] == PP_KIND
-    for key, template in sorted(det.templates.items()):
+    for key in named_templates(policy):
+        template = det.templates.get(key)
+        if template is None or template["metadata"].get("deletionTimestamp"):
+            continue
         if det._matches(template, policy) == MISMATCH:
             continue
         claim = det._claim(template)
