@@ -68,13 +68,18 @@ class Harness:
         feature_gates: frozenset[str] = frozenset(),
         scheduler_latency: float = 0.0,
         clock: Clock | None = None,
+        seed: int = 0,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
         self.store = Store(self.kinds, self.clock)
         self.store.preserve_uid = True
         self.mgr = ControllerManager(
-            self.store, self.clock, scheduler_latency=scheduler_latency, feature_gates=feature_gates
+            self.store,
+            self.clock,
+            scheduler_latency=scheduler_latency,
+            feature_gates=feature_gates,
+            seed=seed,
         )
         self.namespace("team")
 

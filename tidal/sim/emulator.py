@@ -78,6 +78,7 @@ class Emulator:
                 feature_gates=settings.feature_gates,
                 karmada_version=settings.karmada_version,
                 team_estimator=settings.team_estimator,
+                seed=seed,
             )
         self.server = ApiServer(
             self.store,

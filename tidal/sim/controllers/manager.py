@@ -56,6 +56,7 @@ class ControllerManager:
         feature_gates: frozenset[str] = frozenset(),
         karmada_version: KarmadaVersion = LATEST_RELEASE,
         team_estimator: TeamEstimator | None = None,
+        seed: int = 0,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -67,7 +68,7 @@ class ControllerManager:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._batches: dict[float, list[Pending]] = {}
-        self.detector = Detector(self)
+        self.detector = Detector(self, seed)
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
         self.members = Members(self)
