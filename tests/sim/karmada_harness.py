@@ -69,6 +69,8 @@ class Harness:
         scheduler_latency: float = 0.0,
         clock: Clock | None = None,
         seed: int = 0,
+        status_delay: float = 0.0,
+        cluster_status_interval: float = 0.0,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
@@ -80,6 +82,8 @@ class Harness:
             scheduler_latency=scheduler_latency,
             feature_gates=feature_gates,
             seed=seed,
+            status_delay=status_delay,
+            cluster_status_interval=cluster_status_interval,
         )
         self.namespace("team")
 

@@ -79,6 +79,8 @@ class Emulator:
                 karmada_version=settings.karmada_version,
                 team_estimator=settings.team_estimator,
                 seed=seed,
+                status_delay=settings.status_delay,
+                cluster_status_interval=settings.cluster_status_interval,
             )
         self.server = ApiServer(
             self.store,
@@ -255,11 +257,10 @@ class Emulator:
     def set_team_capacity(self, name: str, replicas: int | None) -> list[dict[str, Any]]:
         """Pin a team estimator capacity (None: follow its schedule again); the new state.
 
-        Bindings waiting as Unschedulable are retried, as after any capacity change."""
+        Like any estimator's answer, it is used from the next scheduling pass on: bindings
+        waiting as Unschedulable are not requeued by it (they retry within 5 minutes)."""
         estimator = self.topology.settings.team_estimator
         estimator.set_override(name, replicas)
-        if self.controllers is not None:
-            self.controllers.capacity_changed()
         return estimator.state(self.clock.now())
 
     def follow_time_of_day(
@@ -272,8 +273,6 @@ class Emulator:
         if workloads is not None:
             teams = estimator.teams_of(self._template_labels(workloads))
         estimator.follow(moment, teams)
-        if self.controllers is not None:
-            self.controllers.capacity_changed()
         return estimator.state(self.clock.now())
 
     def _template_labels(self, workloads: set[str]) -> list[dict[str, str]]:

@@ -7,7 +7,9 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
   use it; the CRD object itself is stored too.
 - `sim.tidal.io/v1alpha1 EmulatorSettings`: knobs for the emulator itself, e.g.
   `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
-  karmadaVersion: "1.18", teamEstimator: {...}}` (team_estimator.py describes the last).
+  karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
+  clusterStatusUpdateSeconds: 10}` (team_estimator.py describes teamEstimator; the last two
+  are Karmada's status latencies, see controllers/status.py).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class EmulatorSettings:
     feature_gates: frozenset[str] = frozenset()
     karmada_version: KarmadaVersion = LATEST_RELEASE
     team_estimator: TeamEstimator = field(default_factory=TeamEstimator)
+    # member status -> binding aggregatedStatus; Cluster resourceSummary refresh period
+    status_delay: float = 1.0
+    cluster_status_interval: float = 10.0
 
 
 @dataclass
@@ -126,6 +131,8 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
         "featureGates",
         "karmadaVersion",
         "teamEstimator",
+        "statusDelaySeconds",
+        "clusterStatusUpdateSeconds",
     }
     if unknown:
         raise TopologyError(
@@ -138,11 +145,20 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
             frozenset(str(g) for g in spec.get("featureGates") or []),
             KarmadaVersion.parse(str(version)) if version is not None else LATEST_RELEASE,
             parse_team_estimator(spec.get("teamEstimator")),
+            _seconds(spec, "statusDelaySeconds", 1.0),
+            _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
         )
     except TeamEstimatorError as exc:
         raise TopologyError(f"{where}: spec.{exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
+
+
+def _seconds(spec: Obj, name: str, default: float) -> float:
+    value = float(spec.get(name, default))
+    if not value >= 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0, not {spec.get(name)!r}")
+    return value
 
 
 def crd_types(crd: Obj) -> list[ResourceType]:

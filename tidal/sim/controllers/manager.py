@@ -57,6 +57,8 @@ class ControllerManager:
         karmada_version: KarmadaVersion = LATEST_RELEASE,
         team_estimator: TeamEstimator | None = None,
         seed: int = 0,
+        status_delay: float = 0.0,
+        cluster_status_interval: float = 0.0,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -72,7 +74,9 @@ class ControllerManager:
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
         self.members = Members(self)
-        self.status = StatusWriter(self)
+        self.status = StatusWriter(
+            self, status_delay=status_delay, cluster_interval=cluster_status_interval
+        )
         if karmada_admission not in store.admission:
             store.admission.append(karmada_admission)
         self._sub = store.subscribe(self._accepts)
@@ -132,12 +136,6 @@ class ControllerManager:
         )
 
     # -- scheduling work -----------------------------------------------------------------
-    def capacity_changed(self) -> None:
-        """An estimator's answer changed outside the store: retry Unschedulable bindings."""
-        with self._lock:
-            self.scheduler.retry_waiting()
-            self._drain()
-
     def after(self, delay: float, fn: Callable[[], None]) -> Pending:
         """Run `fn` under the manager lock after `delay` sim seconds, then drain.
 
