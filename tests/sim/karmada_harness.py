@@ -9,6 +9,7 @@ from tidal.sim.clock import Clock, ManualClock
 from tidal.sim.controllers import ControllerManager
 from tidal.sim.kinds import KindRegistry, ResourceType
 from tidal.sim.store import Store
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 Obj = dict[str, Any]
 EVEN_UID = "00000000-0000-0000-0000-000000000001"  # FNV-32a hash is even: ties go to a, b, ...
@@ -71,6 +72,7 @@ class Harness:
         seed: int = 0,
         status_delay: float = 0.0,
         cluster_status_interval: float = 0.0,
+        karmada_version: KarmadaVersion = LATEST_RELEASE,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
@@ -84,6 +86,7 @@ class Harness:
             seed=seed,
             status_delay=status_delay,
             cluster_status_interval=cluster_status_interval,
+            karmada_version=karmada_version,
         )
         self.namespace("team")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.sim.karmada_harness import TWO, Harness, dynamic_weights, static_weights
 from tidal.sim.topology import load_topology
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 
 def _static(h: Harness, replicas: int = 2) -> None:
@@ -44,10 +45,10 @@ def test_cluster_summary_is_refreshed_on_its_interval() -> None:
     assert h.get("Cluster", "a")["status"]["resourceSummary"]["allocated"]["pods"] == "2"
 
 
-def _overcommit(gates: frozenset[str]) -> int:
+def _overcommit(gates: frozenset[str], version: KarmadaVersion = LATEST_RELEASE) -> int:
     """Dynamic workloads of 4 and 3 one-cpu replicas, scheduled back to back between summary
     refreshes, against a and b with 3 cpu each: replicas placed in total."""
-    h = Harness(feature_gates=gates, cluster_status_interval=10.0)
+    h = Harness(feature_gates=gates, cluster_status_interval=10.0, karmada_version=version)
     h.cluster("a", cpu="3")
     h.cluster("b", cpu="3")
     h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
@@ -63,7 +64,10 @@ def test_in_flight_placements_are_deducted_only_with_overcommit_protection() -> 
     the second workload sees the stale summary and over-commits the 6 cpus (7 placed); with
     it, the scheduler's own in-flight replicas are deducted and the second is Unschedulable."""
     assert _overcommit(frozenset()) == 7
-    assert _overcommit(frozenset({"SchedulingOvercommitProtection"})) == 4
+    gate = frozenset({"SchedulingOvercommitProtection"})
+    assert _overcommit(gate, KarmadaVersion.V1_18) == 4
+    assert _overcommit(gate, KarmadaVersion.V1_19) == 4
+    assert _overcommit(gate, KarmadaVersion.V1_17) == 7  # v1.17 has no such gate
 
 
 def test_topology_timing_defaults_and_settings() -> None:

@@ -48,6 +48,7 @@ from tidal.sim.controllers.estimator import FEATURE_RESOURCE_MODELING, general_e
 from tidal.sim.controllers.quantity import Resources, format_list, resource_list
 from tidal.sim.controllers.team_estimator import UNAUTHENTIC_REPLICA
 from tidal.sim.store import NotFound
+from tidal.sim.version import KarmadaVersion
 
 if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
@@ -218,7 +219,7 @@ class Scheduler:
                 obj.setdefault("spec", {}).pop("clusters", None)
 
         annotations = binding["metadata"].get("annotations") or {}
-        if result and FEATURE_OVERCOMMIT_PROTECTION in self.mgr.feature_gates:
+        if result and self._overcommit_protection():
             self._assume(binding, result)
         if annotations.get(APPLIED_PLACEMENT_ANNOTATION) != placement_json or spec.get(
             "clusters"
@@ -297,7 +298,7 @@ class Scheduler:
     def estimate(self, cluster: Obj, request: Resources, binding: Obj) -> int:
         """The minimum over the estimators that can tell (calAvailableReplicas)."""
         assumed = self._assumed.get(cluster["metadata"]["name"])
-        if assumed and FEATURE_OVERCOMMIT_PROTECTION in self.mgr.feature_gates:
+        if assumed and self._overcommit_protection():
             cluster = _with_assumed(cluster, assumed)
         general = general_estimate(
             cluster,
@@ -319,6 +320,12 @@ class Scheduler:
         )
         # mergeReplicaResults: UnauthenticReplica (-1) is "cannot tell", not a number
         return general if team is None or team == UNAUTHENTIC_REPLICA else min(general, team)
+
+    def _overcommit_protection(self) -> bool:
+        """The alpha gate, which exists from v1.18 on."""
+        return FEATURE_OVERCOMMIT_PROTECTION in self.mgr.feature_gates and (
+            self.mgr.karmada_version >= KarmadaVersion.V1_18
+        )
 
     def _template_labels(self, binding: Obj) -> dict[str, str]:
         ref = (binding.get("spec") or {}).get("resource") or {}
