@@ -122,10 +122,12 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         prediction = predictors[w.policy].predict(
             WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
         planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
-                                       prediction.exact, prediction.problem, w.uid))
+                                       prediction.exact, prediction.problem, w.uid,
+                                       prediction.short, prediction.pending))
     size = rollout.wave_size.for_total(len(planned)) if planned else 1
     plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
-    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements)
+    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
+        plan.capacity
     scope_warnings, refusals = scope_report(selection.policies)
     warnings += scope_warnings
     for s in selection.skipped:

@@ -43,6 +43,7 @@ class ApiServer:
         accounting: RequestAccounting | None = None,
         admitter: Admitter | None = None,
         timeline: Callable[[], list[dict[str, Any]]] = list,
+        team_capacity: Any = None,
         on_created: Callable[[ResourceType, Obj], None] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -57,7 +58,7 @@ class ApiServer:
         self.rest = RestHandlers(
             store, self.faults, self.watches, admitter, on_created, bookmark_interval
         )
-        self.admin = AdminApi(self.accounting, self.faults, timeline)
+        self.admin = AdminApi(self.accounting, self.faults, timeline, team_capacity)
         self.faults.on_drop_watch = self._drop_watches
         self._host, self._port = host, port
         self._httpd: _HttpServer | None = None
