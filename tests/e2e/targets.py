@@ -39,6 +39,11 @@ class Target(ABC):
     @abstractmethod
     def now(self) -> float: ...
 
+    @abstractmethod
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        """Take `gpus` GPUs of `cluster` away from Karmada's view (training jobs at night) and
+        return once Karmada's Cluster status shows it."""
+
     def placements(self) -> Placement:
         out: Placement = {}
         for s in self.timeline():
@@ -73,6 +78,18 @@ class EmulatorTarget(Target):
     def now(self) -> float:
         return _seconds(self.emu.clock.now())
 
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        from tidal.karmada.client import CLUSTERS
+        from tidal.karmada.policies import MERGE_PATCH
+
+        client = self.client()
+        current = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name=cluster))
+        free = int(current["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"]) - gpus
+        body = {"status": {"resourceSummary": {"allocatable": {"nvidia.com/gpu": str(free)}}}}
+        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name=cluster,
+                                                                  subresource="status"),
+                       body=body, content_type=MERGE_PATCH)
+
 
 class RealTarget(Target):
     """A running real plane: objects created with kubectl; a sampler thread reads every member's
@@ -86,6 +103,7 @@ class RealTarget(Target):
 
         self.kubeconfig = kubeconfig
         self.namespace = namespace
+        self._kubeconfigs = members
         self._apps = {n: client.AppsV1Api(config.new_client_from_config(str(kc)))
                       for n, kc in members.items()}
         self._samples: list[dict[str, Any]] = []
@@ -97,6 +115,33 @@ class RealTarget(Target):
 
     def now(self) -> float:
         return time.time()
+
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        """A 'training' Deployment straight on the member, one pod per node holding its share."""
+        member = self._kubeconfigs[cluster]
+        nodes = json.loads(kubectl(member, "get", "nodes", "-o", "json"))["items"]
+        per_pod = gpus // len(nodes)
+        kubectl(member, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                               "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "training", "namespace": "training"},
+             "spec": {"replicas": len(nodes), "selector": {"matchLabels": {"app": "training"}},
+                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
+                          "containers": [{"name": "t", "image": "trainer", "resources": {
+                              "requests": {"nvidia.com/gpu": str(per_pod)},
+                              "limits": {"nvidia.com/gpu": str(per_pod)}}}]}}}}]}))
+
+        def shown(_: Placement) -> bool:
+            c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
+            used = c["status"].get("resourceSummary", {}).get("allocated", {})
+            return int(used.get("nvidia.com/gpu", "0")) >= per_pod * len(nodes)
+
+        self.wait_for(shown, f"{cluster} status showing {gpus} GPUs in use", 90)
+
+    def release_gpus(self, cluster: str) -> None:
+        kubectl(self._kubeconfigs[cluster], "delete", "namespace", "training",
+                "--ignore-not-found", "--wait=false")
 
     def apply(self, objs: list[dict[str, Any]]) -> None:
         kubectl(self.kubeconfig, "apply", "-f", "-", stdin=json.dumps(
@@ -135,6 +180,8 @@ class RealTarget(Target):
         """Delete what earlier scenarios left (policies and Deployments carrying `labels`) and
         wait until the members hold none of them."""
         sel = ",".join(f"{k}={v}" for k, v in labels.items())
+        for cluster in self._kubeconfigs:
+            self.release_gpus(cluster)
         for kind in ("cpp", "pp", "deployments", "workloadrebalancers"):
             ns = ["-n", self.namespace] if kind in ("pp", "deployments") else []
             kubectl(self.kubeconfig, "delete", kind, *ns, "-l", sel, "--ignore-not-found",

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from tests.e2e.scenario_checks import converged_at, first_move, floor_breaches, split
-from tests.e2e.switch_helpers import switch
+from tests.e2e.switch_helpers import load_one, switch
 from tests.e2e.targets import Placement, RealTarget, Target
 from tidal.engine import events as ev
+from tidal.engine.planning import build_plan
 from tidal.sim.emulator import DEFAULT_TOPOLOGY
 
 pytestmark = pytest.mark.e2e
@@ -68,12 +69,14 @@ def _run_window(target: Target, path: Path, window: str, workloads: list[str]
             waves.append({"result": event.result, "t": target.now(),
                           "placements": split(target.placements(), workloads, CLUSTERS)})
 
+    plan = build_plan(target.client(), load_one(path).schedule, window)
+    predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
     t0 = target.now()
     record = switch(target.client(), path, window, on_event=on_event)
     assert record.result == "succeeded", record.to_json()
     for wave, seen in zip(record.waves, waves, strict=True):
         seen["workloads"] = wave.workloads
-    return {"t0": t0, "record": record, "waves": waves}
+    return {"t0": t0, "record": record, "waves": waves, "predicted": predicted}
 
 
 def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, Any],
@@ -104,5 +107,10 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
             moved = min(first_move(timeline, run["t0"], w) or float("inf")
                         for w in later.workloads)
             assert done <= moved, f"{window}: wave {later.index} moved before {earlier.index} converged"
+        actual = {w: {c: n for c, (n, _) in split(final, [w], CLUSTERS)[w].items() if n}
+                  for w in names}
         fidelity[window] = {"waves": run["waves"], "final": split(final, names, CLUSTERS),
+                            "predicted": run["predicted"],
                             "seconds": round(target.now() - run["t0"], 1)}
+        # tidal plan, workload by workload, against what the scheduler then did
+        assert {w: run["predicted"].get(w) for w in names} == actual

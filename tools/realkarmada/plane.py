@@ -40,8 +40,13 @@ MEMBERS: dict[str, dict[str, str]] = {
     "cluster-a": {"tidal.io/workloads": "training-inference"},
     "cluster-b": {"tidal.io/workloads": "inference"},
 }
-NODES_PER_MEMBER = 4
-NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+# (nodes, capacity per node): the totals of the emulator's demo topology, so that capacity-driven
+# placements (DynamicWeight) can be compared: cluster-a 1024 cpu, 8Ti, 160 GPUs, 2200 pods;
+# cluster-b 768 cpu, 6Ti, 128 GPUs, 1100 pods.
+NODES: dict[str, tuple[int, dict[str, str]]] = {
+    "cluster-a": (8, {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "20", "pods": "275"}),
+    "cluster-b": (4, {"cpu": "192", "memory": "1536Gi", "nvidia.com/gpu": "32", "pods": "275"}),
+}
 
 
 def default_work_dir() -> Path:
@@ -305,7 +310,8 @@ class Bringup:
         out = subprocess.run([self._b("kwokctl"), "get", "kubeconfig", "--name", name],
                              env={**os.environ, **env}, capture_output=True, text=True, check=True)
         member_kc.write_text(out.stdout)
-        _apply(member_kc, [_node(name, i) for i in range(NODES_PER_MEMBER)])
+        count, capacity = NODES[name]
+        _apply(member_kc, [_node(name, i, capacity) for i in range(count)])
         join_log = self.sup.logs / f"karmadactl-join-{name}.log"
         with join_log.open("ab") as f:
             done = subprocess.run([self._b("karmadactl"), "join", name,
@@ -320,14 +326,14 @@ class Bringup:
                  *(f"{k}={v}" for k, v in labels.items()))
 
 
-def _node(cluster: str, i: int) -> dict[str, Any]:
+def _node(cluster: str, i: int, capacity: dict[str, str]) -> dict[str, Any]:
     name = f"{cluster}-gpu-{i}"
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
                          "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                     "kubernetes.io/arch": "amd64", "type": "kwok",
                                     "nvidia.com/gpu.present": "true"}},
-            "spec": {}, "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}}
+            "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
 
 
 def up(karmada: str = DEFAULT_KARMADA, work: Path | None = None) -> Plane:
