@@ -62,8 +62,9 @@ def target(request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: P
 
 def _default_clusters() -> list[dict[str, Any]]:
     """The demo topology's EmulatorSettings and two Clusters (pods start in 5s, end in 2s)."""
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
     import yaml
+
+    from tidal.sim.emulator import DEFAULT_TOPOLOGY
 
     docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
     return [d for d in docs if d["kind"] in ("EmulatorSettings", "Cluster")]

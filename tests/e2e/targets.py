@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime
 from abc import ABC, abstractmethod
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,8 @@ class RealTarget(Target):
             seen: dict[tuple[str, str], tuple[int, int]] = {}
             for cluster, apps in self._apps.items():
                 try:
-                    items = apps.list_namespaced_deployment(self.namespace, _request_timeout=5).items
+                    items = apps.list_namespaced_deployment(self.namespace,
+                                                            _request_timeout=5).items
                 except Exception:  # a member briefly unreachable: sample again later
                     continue
                 for d in items:

@@ -68,7 +68,8 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
     assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
     breaches = [e for e in events if isinstance(e, ev.FloorBreached)]
     assert breaches and breaches[0].workload == names[-1]
-    assert [e.failure for e in events if isinstance(e, ev.WaveFinished)][0] == "floor_breach"
+    finished = next(e for e in events if isinstance(e, ev.WaveFinished))
+    assert finished.failure == "floor_breach"
     first = set(record.waves[0].workloads)
 
     def settled(now: Placement) -> bool:

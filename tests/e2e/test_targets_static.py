@@ -106,7 +106,8 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
                        for w in earlier.workloads)
             moved = min(first_move(timeline, run["t0"], w) or float("inf")
                         for w in later.workloads)
-            assert done <= moved, f"{window}: wave {later.index} moved before {earlier.index} converged"
+            assert done <= moved, \
+                f"{window}: wave {later.index} moved before {earlier.index} converged"
         actual = {w: {c: n for c, (n, _) in split(final, [w], CLUSTERS)[w].items() if n}
                   for w in names}
         fidelity[window] = {"waves": run["waves"], "final": split(final, names, CLUSTERS),

@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--work-dir", type=Path)
     d = sub.add_parser("down", help="stop every process `up` started and remove its work dir")
     d.add_argument("--work-dir", type=Path)
+    ld = sub.add_parser("load-demo", help="apply the demo topology's teams to a running plane")
+    ld.add_argument("--kubeconfig", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -48,6 +50,16 @@ def _run(args: argparse.Namespace) -> int:
               f"{time.monotonic() - started:.1f}s: {built.bin_dir}")
         return 0
     from tools.realkarmada import plane
+
+    if args.cmd == "load-demo":
+        from tools.realkarmada.demo import load_demo
+
+        try:
+            print(f"applied {load_demo(args.kubeconfig)} objects of the demo topology")
+        except plane.PlaneError as e:
+            print(f"realkarmada load-demo: {e}", file=sys.stderr)
+            return 1
+        return 0
 
     if args.cmd == "up":
         return plane.up_command(args.karmada_version, args.kubeconfig_out, args.work_dir)

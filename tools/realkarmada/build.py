@@ -23,8 +23,8 @@ from tools.realkarmada.modules import (
 from tools.realkarmada.versions import (
     DEFAULT_KARMADA,
     MODULES_DIR,
-    Release,
     NO_GO,
+    Release,
     ToolchainError,
     go,
     go_env,

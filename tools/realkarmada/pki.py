@@ -46,8 +46,10 @@ class Pki:
                     .not_valid_before(now - dt.timedelta(minutes=5))
                     .not_valid_after(now + dt.timedelta(days=_DAYS))
                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                    .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False,
-                                                 False), critical=True)
+                    .add_extension(x509.KeyUsage(
+                        digital_signature=True, content_commitment=False, key_encipherment=False,
+                        data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                        crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
                     .sign(self._ca_key, hashes.SHA256()))
         self.ca = dir / "ca.crt"
         self.ca.write_bytes(self._ca.public_bytes(serialization.Encoding.PEM))

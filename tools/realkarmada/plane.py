@@ -188,7 +188,8 @@ class Bringup:
             f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
             "--service-cluster-ip-range=10.96.0.0/12",
             f"--proxy-client-cert-file={proxy_crt}", f"--proxy-client-key-file={proxy_key}",
-            f"--requestheader-client-ca-file={ca}", "--requestheader-allowed-names=front-proxy-client",
+            f"--requestheader-client-ca-file={ca}",
+            "--requestheader-allowed-names=front-proxy-client",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-username-headers=X-Remote-User", "--enable-aggregator-routing=false",
@@ -316,7 +317,8 @@ class Bringup:
         with join_log.open("ab") as f:
             done = subprocess.run([self._b("karmadactl"), "join", name,
                                    f"--kubeconfig={self.kubeconfig}",
-                                   f"--cluster-kubeconfig={member_kc}", f"--cluster-context=kwok-{name}"],
+                                   f"--cluster-kubeconfig={member_kc}",
+                                   f"--cluster-context=kwok-{name}"],
                                   stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   check=False, timeout=180)
         if done.returncode != 0:

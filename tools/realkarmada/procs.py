@@ -73,8 +73,9 @@ class Supervisor:
         proc = self.popen.get(name)
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
+                log = self.logs / f"{name}.log"
                 raise PlaneError(f"{name} exited with code {proc.returncode}; last lines of "
-                                 f"{self.logs / (name + '.log')}:\n{tail(self.logs / (name + '.log'))}")
+                                 f"{log}:\n{tail(log)}")
             with contextlib.suppress(Exception):
                 if ready():
                     return
@@ -120,10 +121,6 @@ def stop_pids(pids: dict[str, int], grace: float = 10.0) -> list[str]:
 
 
 def _running(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -31,7 +31,8 @@ def karmada_crds(version: str, webhook_url: str, ca_pem: bytes) -> list[dict[str
 def karmada_webhook_configurations(version: str, webhook_url: str,
                                    ca_pem: bytes) -> list[dict[str, Any]]:
     """The release's mutating/validating configurations, pointed at the local webhook."""
-    path = module_dir(KARMADA_MODULE, version) / "artifacts" / "deploy" / "webhook-configuration.yaml"
+    deploy = module_dir(KARMADA_MODULE, version) / "artifacts" / "deploy"
+    path = deploy / "webhook-configuration.yaml"
     text = path.read_text().replace(_WEBHOOK_HOST, f"{webhook_url}/")
     text = text.replace("{{caBundle}}", _b64(ca_pem))
     return list(yaml.safe_load_all(text))

@@ -68,8 +68,8 @@ class Release:
 
     @classmethod
     def of(cls, karmada: str) -> Release:
-        m = re.search(r"^\s*k8s\.io/api (v0\.(\d+)\.(\d+))\s*$", gomod_file(KARMADA_MODULE, karmada),
-                      re.MULTILINE)
+        gomod = gomod_file(KARMADA_MODULE, karmada)
+        m = re.search(r"^\s*k8s\.io/api (v0\.(\d+)\.(\d+))\s*$", gomod, re.MULTILINE)
         if m is None:
             raise ToolchainError(f"karmada {karmada}: go.mod does not require k8s.io/api")
         return cls(karmada, f"v1.{m.group(2)}.{m.group(3)}", m.group(1))
