@@ -33,6 +33,7 @@ from tools.realkarmada.procs import (
     https_ok,
     stop_pids,
     tail,
+    tls_ok,
 )
 from tools.realkarmada.versions import DEFAULT_KARMADA, ToolchainError
 
@@ -257,8 +258,7 @@ class Bringup:
             f"--cert-dir={certs}",
             f"--metrics-bind-address=127.0.0.1:{self.ports['webhook-metrics']}",
             f"--health-probe-bind-address=127.0.0.1:{self.ports['webhook-health']}"])
-        self.sup.wait("karmada-webhook", lambda: http_ok(
-            f"http://127.0.0.1:{self.ports['webhook-health']}/readyz"), 90)
+        self.sup.wait("karmada-webhook", lambda: tls_ok(self.ports["webhook"], self.pki.ca), 90)
         _apply(self.kubeconfig, upstream.karmada_webhook_configurations(
             self.version, f"https://127.0.0.1:{self.ports['webhook']}", self.pki.ca_pem()))
 

@@ -92,6 +92,14 @@ def https_ok(url: str, ca: Path, cert: Path | None = None, key: Path | None = No
         return int(r.status) == 200
 
 
+def tls_ok(port: int, ca: Path) -> bool:
+    """A TLS handshake with 127.0.0.1:port verifies against `ca` (servers with no health URL)."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as raw, \
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+        return True
+
+
 def http_ok(url: str) -> bool:
     with urllib.request.urlopen(url, timeout=3) as r:
         return int(r.status) == 200
