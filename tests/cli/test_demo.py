@@ -59,6 +59,12 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
             assert floor["minReady"] is not None and floor["minReady"] >= floor["required"]
     assert {s["trigger"] for k, s in switches.items() if k[0] == "team-1005"} == {"touch"}
     assert {s["trigger"] for k, s in switches.items() if k[0] == "team-2001"} == {"rebalance"}
+    # the team estimator leaves team 2001 no room in cluster-a at night: all of it in
+    # cluster-b; by day it spreads back (readyAfter: ready replicas when the switch finished)
+    night, day = switches[("team-2001", "night")], switches[("team-2001", "day")]
+    assert night["readyAfter"]["cluster-a"] == 0 and night["readyAfter"]["cluster-b"] > 0
+    assert day["readyAfter"]["cluster-a"] > 0
+    assert switches[("team-1005", "night")]["readyAfter"]["cluster-a"] == 0
     assert summary["wallSeconds"] < 120
     assert summary["kubeconfig"] is None  # nothing left behind without --keep
 

@@ -162,3 +162,30 @@ def test_validate_with_a_kubeconfig_checks_floor_clusters(
     assert first.startswith(f"{path}:{line}:")
     assert first.endswith("spec.rollout.floors[0].clusters[0]: cluster 'cluster-c' does not "
                           "exist (Clusters: cluster-a, cluster-b); fix the floor's clusters")
+
+
+def test_capacity_starved_static_switch_is_warned_or_refused_naming_workloads(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Static weights ignore free capacity (pkg/scheduler/core/assignment.go: assignByStatic
+    WeightStrategy uses no estimator), so moving 4x5 one-cpu replicas into a 6-cpu cluster-b
+    would leave pods Pending until waveTimeout: `tidal plan` names the workloads and the
+    missing resources, as a warning while the floors hold and a refusal (exit 3) when the
+    Pending replicas break one (here: 60% of each workload ready), before any write."""
+    emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="6")
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    emu.reset_requests()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "guarded").mkdir()
+    plain = write_schedule(tmp_path / "plain", schedule_text("team-p", "waveSize: 50%\n"))
+    warned = invoke_cli("plan", plain, kubeconfig, "-o", "json")
+    assert warned.exit_code == 0, warned.output
+    notes = [w for w in json.loads(warned.stdout)["warnings"] if "do not fit" in w]
+    assert notes and "cluster-b" in notes[0] and "cpu" in notes[0]
+    assert "ai-app/Deployment/web-" in notes[0]
+    guarded = write_schedule(tmp_path / "guarded", schedule_text(
+        "team-p", "waveSize: 50%\nfloors:\n  - minAvailablePercent: 60\n"))
+    refused = invoke_cli("plan", guarded, kubeconfig, "-o", "json")
+    assert refused.exit_code == 3, refused.output
+    problems = json.loads(refused.stdout)["problems"]
+    assert any("do not fit" in p and "ai-app/Deployment/web-" in p for p in problems)
+    assert not writes(emu)

@@ -396,6 +396,124 @@ def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_d
     assert handled is not None and handled.outcome == "succeeded"
 
 
+@pytest.mark.parametrize(("object_name", "data"), [
+    ("tidal-run-team-a", {"run": "{not json"}),
+    ("tidal-run-team-a", {"run": '{"phase": "waves"}'}),
+    ("tidal-sched-team-a", {"handled": "[1, 2"}),
+    ("tidal-sched-team-a", {"controls": '{"hold": {"window": "day"}}'}),
+])
+def test_corrupt_state_object_is_one_located_error_per_pass(
+    client: KarmadaClient, sched_dir: Path, object_name: str, data: dict[str, str]
+) -> None:
+    """A corrupt state ConfigMap: each pass logs one error naming the object (no traceback),
+    counts it, marks the schedule blocked, and runs nothing; `tidal status` shows the block."""
+    from tidal.daemon.status import build_status
+    from tidal.karmada.state_objects import create_configmap
+    from tidal.loading import load_schedules
+    from tidal.metrics import Metrics
+
+    create_configmap(client, NS, object_name, data,
+                     {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"})
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    for _ in range(2):
+        with capture_logs() as logs:
+            daemon.reconciler("team-a", "resync")
+        errors = [e for e in logs if e["log_level"] == "error"]
+        assert [e["event"] for e in errors] == ["state_corrupt"]
+        assert errors[0]["object"] == f"{NS}/{object_name}"
+        assert "exc_info" not in errors[0]
+    assert engine.calls == []
+    value = metrics.registry.get_sample_value
+    assert value("tidal_state_corrupt_total", {"schedule": "team-a"}) == 2
+    assert value("tidal_schedule_blocked", {"schedule": "team-a", "reason": "state_corrupt"}) == 1
+    report = build_status(client, NS, settings.leader_election.lease_name,
+                          load_schedules([sched_dir]).schedules, NIGHT)
+    blocked = report["schedules"][0]["blocked"]
+    assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
+    assert blocked["repair"] == f"kubectl --namespace {NS} delete configmap {object_name}"
+
+
+def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
+                                                           sched_dir: Path) -> None:
+    """A start that predates a new schedule is recorded, not counted as missed; the next one
+    that tidal did miss is counted."""
+    from tidal.metrics import Metrics
+
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "startup")
+    missed = metrics.registry.get_sample_value
+    labels = {"schedule": "team-a", "window": "night"}
+    assert missed("tidal_windows_missed_total", labels) == 0
+    clock.advance(timedelta(hours=8))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert missed("tidal_windows_missed_total", {**labels, "window": "day"}) == 1
+    assert engine.calls == []
+
+
+def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
+                                                    sched_dir: Path) -> None:
+    """A start whose switch refuses to begin is counted by reason; a pass that raises an API
+    error is counted and logged as one line with its class, no traceback."""
+    from tidal.karmada.errors import Unavailable
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("patch: spec is null")
+
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    metrics.preset(daemon.directory.catalog.schedules.values())
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "window:night")
+    value = metrics.registry.get_sample_value
+    assert value("tidal_switches_refused_total",
+                 {"schedule": "team-a", "window": "night", "reason": "internal"}) == 1
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "refused"
+    assert handled.reason == "internal: ValueError: patch: spec is null"
+
+    def broken(name: str, reason: str) -> None:
+        raise Unavailable("GET configmaps: 503 Service Unavailable", code=503)
+
+    daemon.dispatcher.work = broken
+    with capture_logs() as logs:
+        daemon.dispatcher.start()
+        daemon.dispatcher.submit("team-a", "resync")
+        assert daemon.dispatcher.wait_idle(5)
+    daemon.dispatcher.stop(1)
+    errors = [e for e in logs if e["event"] == "switch_worker_error"]
+    assert errors and all(e["error_class"] == "Unavailable" for e in errors)
+    assert not any("exc_info" in e for e in errors)
+    assert value("tidal_switch_worker_errors_total", {"schedule": "team-a"}) == len(errors)
+
+
+def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> None:
+    """The drift the reconciler finds is published as tidal_policy_drift (the docs' promise)."""
+    from tidal.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.preset([])
+    metrics.set_policy_drift("team-a", 2)
+    assert metrics.registry.get_sample_value("tidal_policy_drift", {"schedule": "team-a"}) == 2
+
+
 def test_a_refused_switch_is_located_counted_and_gauged(
         client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A window whose policy write the apiserver refuses: the daemon logs one located line

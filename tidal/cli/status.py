@@ -108,6 +108,10 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             flags.append(f"hold {s['hold']['window']} until {_when(s['hold']['until'], zone)}")
         if s["skipStart"]:
             flags.append(f"skip {_when(s['skipStart'], zone)}")
+        if s["editPending"]:
+            flags.append("edit pending (applies from the next start)")
+        if s["blocked"]:
+            flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:
             flags.append(f"{held['policy']} held Lazy")
         table.add_row(

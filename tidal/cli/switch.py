@@ -96,7 +96,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
-    from tidal.engine.journal import FencedOut
+    from tidal.engine.journal import FencedOut, JournalLost
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
@@ -145,6 +145,9 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         fail(str(exc))
     except FencedOut as exc:
         fail(str(exc), WAVE_FAILED)
+    except JournalLost as exc:
+        fail(f"{exc}; stopped at once: run `tidal switch` again to carry the switch on",
+             WAVE_FAILED)
     except LockBusy as exc:
         fail(str(exc))
     except KarmadaError as exc:

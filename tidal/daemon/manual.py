@@ -42,9 +42,15 @@ class ManualRunJournal:
             ensure_namespace(self.client, self.namespace)
             self.lock = manual_run_lock(self.client, self.namespace, state.schedule,
                                         self.identity, self.clock, self.timings)  # LockBusy
+            gate_writes = getattr(self.client, "gate_writes", None)
+            if gate_writes is not None:  # from now on every acting write needs the lock
+                gate_writes(self.lock.elector)
         self.store.save(state)
 
     def close(self) -> None:
         if self.lock is not None:
+            gate_writes = getattr(self.client, "gate_writes", None)
+            if gate_writes is not None:
+                gate_writes(None)
             self.lock.release()
             self.lock = None

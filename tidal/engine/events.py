@@ -146,6 +146,7 @@ class WaveFinished(EngineEvent):
     result: str  # succeeded | failed | rolledBack
     reason: str = ""
     failure: str = ""  # floor_breach | timeout | unschedulable | binding_not_found | api_error
+    #                    | cluster_not_ready | policy_drift
     duration_seconds: float = 0.0
     rollback: bool = False
 

@@ -92,6 +92,20 @@ class BadResponse(KarmadaError):
     """The answer was not what the API promises: truncated or malformed JSON, wrong kind."""
 
 
+class LeaseLost(Exception):
+    """An acting write refused because this process no longer holds its Lease, or would send
+    (or retry) it after the Lease may have passed to another replica.
+
+    Deliberately not a KarmadaError: no handler of API failures may take it for one (fail the
+    wave, roll back, retry); whoever acts stops at once and a standby carries on."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, verb: str = "", resource: str = "") -> None:
+        super().__init__(f"{verb} {resource}: {message}" if verb else message)
+        self.verb, self.resource = verb, resource
+
+
 _BY_REASON: dict[str, type[KarmadaError]] = {
     "NotFound": NotFound,
     "AlreadyExists": AlreadyExists,
