@@ -99,14 +99,16 @@ class Daemon:
                 gate_writes(self.elector)
         else:
             self.elector = _AlwaysLeader(self.identity)
-        self.state = StateStore(client, settings.state_namespace, guard=self.may_act)
+        self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
+                                writer=f"daemon:{settings.identity}")
         self.directory = ScheduleDirectory(Path(settings.schedules), load)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock,
             max_clock_skew=settings.scheduler.max_clock_skew_seconds)
-        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
+        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
+                                     on_error=self._worker_failed)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
@@ -173,6 +175,10 @@ class Daemon:
             except Exception as exc:  # an observer never breaks a switch
                 log.warning("event_observer_failed", error=str(exc))
 
+    def _worker_failed(self, schedule: str, exc: Exception) -> None:
+        if self.metrics is not None:
+            self.metrics.switch_worker_error(schedule)
+
     def _window_fired(self, schedule: str, window: str) -> None:
         self.dispatcher.submit(schedule, f"window:{window}")
 
@@ -238,7 +244,7 @@ class Daemon:
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
         self.dispatcher.start()
         self.scheduler.start()
-        self.reload()
+        self._first_load()
         if self.watcher is not None:
             self.watcher.start()
         if isinstance(self.elector, LeaderElector):
@@ -260,6 +266,20 @@ class Daemon:
             log.error("lease_thread_died", identity=self.identity, error=str(exc)[:500],
                       error_class=type(exc).__name__)
             elector.give_up(f"lease thread died: {type(exc).__name__}")
+
+    def _first_load(self) -> None:
+        """Load the schedules on a thread of its own: a slow file never keeps the HTTP server,
+        or a SIGTERM (which only sets flags), waiting for it."""
+        loader = threading.Thread(target=self._reload_reported, name="tidal-load", daemon=True)
+        loader.start()
+        while loader.is_alive() and not self._stop.is_set():
+            loader.join(0.05)
+
+    def _reload_reported(self) -> None:
+        try:
+            self.reload()
+        except Exception as exc:  # the watcher retries on the next change
+            log.error("reload_failed", error=str(exc), error_class=type(exc).__name__)
 
     def request_stop(self) -> None:
         """Begin shutting down (signal-safe: only sets flags)."""

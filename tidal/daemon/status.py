@@ -9,8 +9,10 @@ from typing import Any
 from tidal.daemon.state import StateStore
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
-from tidal.engine.journal import RunState, content_hash
-from tidal.engine.policy_change import COMPLETED_RUN, annotations_of, comparable, temporary_lazy
+from tidal.engine.journal import RunState
+from tidal.engine.policy_change import COMPLETED_RUN, annotations_of, temporary_lazy
+from tidal.engine.snapshot import schedule_hash
+from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
@@ -23,19 +25,20 @@ def _iso(value: datetime | None) -> str | None:
 
 def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
-    drifted: list[dict[str, Any]] = []
     if not run.finished or run.result != "succeeded":
-        return drifted
-    for policy in run.policies:
-        if not policy.post_hash:
-            continue
-        obj = policies_api.find_policy(client, policy.kind, policy.name, policy.namespace)
-        if obj is None:
-            drifted.append({"policy": policy.key, "reason": "deleted"})
-            continue
-        if content_hash(comparable(obj.get("spec"))) != policy.post_hash:
-            drifted.append({"policy": policy.key, "reason": "spec edited since the run"})
-    return drifted
+        return []
+    return [{"policy": key, "reason": "deleted" if how == "deleted" else
+             "spec edited since the run"} for key, how in edited_policies(client, run.policies)]
+
+
+def edit_pending(run: RunState, loaded: Any) -> dict[str, Any] | None:
+    """The last run started with another version of the schedule than the file now says: the
+    edit applies from the next start (a run in flight finishes against its own version)."""
+    if not run.schedule_hash or run.schedule_hash == schedule_hash(loaded):
+        return None
+    return {"runId": run.run_id, "window": run.window, "runFinished": run.finished,
+            "startedWith": run.schedule_hash, "current": schedule_hash(loaded),
+            "appliesFrom": "the next window start"}
 
 
 def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None = None
@@ -69,7 +72,7 @@ def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None 
 def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
-    states, runs = store.list_all()
+    states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
     leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
     out: list[dict[str, Any]] = []
@@ -83,6 +86,7 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         controls = state.controls if state else None
         handled = state.handled if state else None
         run = runs.get(name)
+        broken = corrupt.get(name)
         drift: list[dict[str, Any]] = []
         held: list[dict[str, Any]] = []
         if check_drift:
@@ -92,6 +96,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
+        if hold is not None and hold.until <= now:
+            hold = None  # expired: the normal schedule is back
         out.append({
             "name": name,
             "file": str(item.path),
@@ -99,11 +105,13 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "windowInForce": {"window": in_force.window, "start": _iso(in_force.at)}
             if in_force else None,
             "lastHandled": {"window": handled.window, "start": _iso(handled.at),
-                            "outcome": handled.outcome, "runId": handled.run_id}
+                            "outcome": handled.outcome, "runId": handled.run_id,
+                            "reason": handled.reason}
             if handled else None,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
-                        "finishedAt": run.finished_at} if run else None,
+                        "finishedAt": run.finished_at, "reason": run.reason,
+                        "startedBy": run.started_by} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
@@ -111,5 +119,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
             "drift": drift,
             "lazyHeld": held,
+            "editPending": edit_pending(run, item) if run is not None else None,
+            "blocked": {"reason": broken.reason, "message": str(broken),
+                        "repair": broken.repair} if broken else None,
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out}

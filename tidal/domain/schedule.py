@@ -258,6 +258,13 @@ class PolicyChange(_Model):
 
 # --- windows and the schedule ----------------------------------------------------------------
 
+# Bounds a hand-written schedule never reaches; the loader checks them before parsing the file
+# in full, so a hostile file costs milliseconds, not minutes.
+MAX_WINDOWS = 100
+MAX_POLICIES_PER_WINDOW = 50
+# A start older than a day is never caught up: the next daily start comes first.
+MAX_CATCH_UP_WINDOW = timedelta(hours=24)
+
 Trigger = Literal["auto", "touch", "rebalance", "both"]
 
 
@@ -283,7 +290,7 @@ StartText = Annotated[
 class Window(_Model):
     name: DnsLabel
     start: StartText
-    policies: list[PolicyChange] = Field(min_length=1)
+    policies: list[PolicyChange] = Field(min_length=1, max_length=MAX_POLICIES_PER_WINDOW)
     trigger: Trigger = "auto"
     rollout: RolloutOverride | None = None
 
@@ -331,7 +338,7 @@ class ScheduleSpec(_Model):
     catch_up_window: PositiveDuration = timedelta(minutes=30)
     skip_dates: list[date] = Field(default_factory=list)
     workloads: list[WorkloadSelector] = Field(default_factory=list)
-    windows: list[Window] = Field(min_length=1)
+    windows: list[Window] = Field(min_length=1, max_length=MAX_WINDOWS)
     rollout: Rollout = Field(default_factory=Rollout)
     allow_fields: list[FieldPath] = Field(
         default_factory=list,
@@ -355,6 +362,16 @@ class ScheduleSpec(_Model):
         data = dict(data)
         data["windows"] = [_with_allowed(w, valid) for w in windows]
         return data
+
+    @field_validator("catch_up_window", mode="wrap")
+    @classmethod
+    def _catch_up_bounded(cls, value: Any, handler: Any) -> timedelta:
+        parsed: timedelta = handler(value)
+        if parsed > MAX_CATCH_UP_WINDOW:
+            raise ValueError(
+                f"{value} is longer than the limit of 24h; a start older than a day is never "
+                "caught up (the next start comes first): write at most 24h")
+        return parsed
 
     @model_validator(mode="after")
     def _windows_distinct(self) -> ScheduleSpec:

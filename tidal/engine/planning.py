@@ -16,6 +16,7 @@ from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
+from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 
@@ -99,6 +100,9 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window)
+    refused = dry_run_writes(client, selection.policies)
+    if refused:
+        raise PolicyWritesRefused(window.name, refused)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     lazy = chosen in ("touch", "both")
     clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]
@@ -118,10 +122,12 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         prediction = predictors[w.policy].predict(
             WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
         planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
-                                       prediction.exact, prediction.problem, w.uid))
+                                       prediction.exact, prediction.problem, w.uid,
+                                       prediction.short, prediction.pending))
     size = rollout.wave_size.for_total(len(planned)) if planned else 1
     plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
-    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements)
+    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
+        plan.capacity
     scope_warnings, refusals = scope_report(selection.policies)
     warnings += scope_warnings
     for s in selection.skipped:

@@ -254,6 +254,10 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
         if diff:
             body["spec"] = diff
+        notes = annotations_of(current)
+        if notes.get(POLICY_RUN) == run_id:  # the policy no longer is this run's window
+            body.setdefault("metadata", {}).setdefault("annotations", {}).update(
+                {POLICY_WINDOW: None, POLICY_RUN: None})
         if body:
             _patch_retrying(client, record, body)
     record.restored = True

@@ -3,7 +3,7 @@ wave first, with the same triggers and under the same floors."""
 
 from __future__ import annotations
 
-from tidal.engine import policy_change
+from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
 from tidal.engine.journal import PolicyRecord
 from tidal.engine.resolve import Workload
@@ -20,6 +20,9 @@ def previous_placement(record: PolicyRecord) -> object:
 def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not)."""
     state = ctx.state
+    edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
+    if edited:  # restoring would overwrite a hand edit: leave everything as it is
+        return False, f"not rolled back: {wave_checks.drift_reason(edited)}"
     state.phase = "rollback"
     ctx.save()
     lazy = ctx.trigger in ("touch", "both")

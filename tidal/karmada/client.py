@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -158,12 +159,19 @@ class KarmadaClient:
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
                         **kw: Any) -> KarmadaClient:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
         from kubernetes import client as k8s
         from kubernetes import config
 
         configuration = k8s.Configuration()
         configuration.retries = False  # one retry policy only: ours (tenacity)
+        if path is None:
+            found = cls._standard_kubeconfig()
+            if found is None:  # in a pod: its service account
+                config.load_incluster_config(  # type: ignore[no-untyped-call]
+                    client_configuration=configuration)
+                return cls(k8s.ApiClient(configuration), **kw)
+            path = found
         if path and not Path(path).is_file():
             raise KarmadaError(f"kubeconfig {path} does not exist or is not a file")
         try:
@@ -185,6 +193,26 @@ class KarmadaClient:
             raise KarmadaError(f"kubeconfig {path or '(default)'} is not a kubeconfig "
                                f"(apiVersion v1, kind Config): {exc!r}") from exc
         return cls(api, **kw)
+
+    @staticmethod
+    def _standard_kubeconfig() -> Path | None:
+        """kubectl's order: $KUBECONFIG (its first file), in-cluster config (None), then
+        ~/.kube/config; a KarmadaError naming everything tried when none is there."""
+        tried = []
+        listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+        for candidate in listed:
+            if Path(candidate).expanduser().is_file():
+                return Path(candidate).expanduser()
+        tried.append(f"KUBECONFIG={os.pathsep.join(listed)} (no such file)" if listed
+                     else "KUBECONFIG (not set)")
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return None
+        tried.append("in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)")
+        home = Path.home() / ".kube" / "config"
+        if home.is_file():
+            return home
+        tried.append(f"{home} (no such file)")
+        raise KarmadaError("no kubeconfig found; tried " + ", ".join(tried))
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
