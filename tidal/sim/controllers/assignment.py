@@ -9,7 +9,7 @@ assign replicas: Duplicated, static weights, dynamic weights / Aggregated (divis
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidal.sim.clock import parse_rfc3339
@@ -309,7 +309,7 @@ def _taints(cluster: Obj) -> list[dict[str, Any]]:
     return taints
 
 
-def render_taint(taint: Obj) -> str:
+def render_taint(taint: Mapping[str, Any]) -> str:
     """corev1.Taint.ToString: `key=value:effect`, or `key:effect` without a value."""
     key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
     return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
