@@ -15,6 +15,26 @@ from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
 MakeEmulator = Callable[..., Emulator]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tidal")
+    group.addoption("--karmada", choices=("emulator", "real", "both"), default="emulator",
+                    help="e2e target of the scenarios parametrised over targets: the emulator "
+                         "(default), a real Karmada built from Go modules (tools.realkarmada: "
+                         "built and brought up, or a running one reused), or both")
+    group.addoption("--karmada-version", default=None,
+                    help="Karmada release of the real target (default: tools.realkarmada's)")
+    group.addoption("--fidelity-out", default=None,
+                    help="directory where target-parametrised scenarios write their per-wave "
+                         "placements (JSON) for docs/fidelity.md")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "karmada_target_name" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("karmada")
+        names = ["emulator", "real"] if chosen == "both" else [chosen]
+        metafunc.parametrize("karmada_target_name", names)
+
+
 @pytest.fixture
 def make_emulator() -> Iterator[MakeEmulator]:
     """Factory: `make_emulator(topology=None, **Emulator kwargs)` -> a started Emulator.

@@ -175,3 +175,22 @@ def test_demo_clock_fast_forwards_and_daemon_sleeps_scale() -> None:
         assert fired
     finally:
         clock.stop()
+
+
+@pytest.mark.parametrize("action", ["patch", "swap", "restore", "lazy_restored", "unchanged",
+                                    "completed"])
+def test_the_demo_says_policy_actions_in_words(action: str) -> None:
+    """The demo's policy lines say what happened in words, never a raw event name such as
+    `lazy_restored`."""
+    from types import SimpleNamespace
+
+    from tidal.demo.render import describe
+    from tidal.engine.events import PolicyChanged
+
+    run = SimpleNamespace(planned=SimpleNamespace(schedule="team-1005", window="night"))
+    event = PolicyChanged(schedule="team-1005", window="night", run_id="r", wave=None,
+                          kind="ClusterPropagationPolicy", policy="team-1005-cpp",
+                          action=action)
+    line = describe(run, event, "", lambda schedule: {})  # type: ignore[arg-type]
+    assert line is not None and line.startswith("team-1005 night: ClusterPropagationPolicy ")
+    assert "_" not in line.split(": ", 2)[-1], line

@@ -91,6 +91,19 @@ def test_rollback_returns_to_the_day_distribution(make_switch_emulator: MakeEmul
                if s["t"] >= t0 and s["cluster"] == "cluster-b")
 
 
+def test_rollback_leaves_no_window_marks_of_the_rolled_back_run(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """After a rollback the policy no longer claims to be the rolled-back window's (no stale
+    tidal.io/window or tidal.io/run), so status and the next run see it as it was."""
+    emu = _emulator(make_switch_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    record = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night")
+    assert record.result == "rolledBack", record.to_json()
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    notes = policy["metadata"].get("annotations") or {}
+    assert "tidal.io/window" not in notes and "tidal.io/run" not in notes, notes
+
+
 def test_template_deleted_mid_switch_is_reported(make_switch_emulator: MakeEmulator,
                                                  tmp_path: Path) -> None:
     """A template deleted during wave 1 is left out with a warning; the others switch."""

@@ -235,7 +235,11 @@ class Predictor:
         if self.mode == "duplicated":
             return Prediction({name: total for name in names}, exact=True)
         if self.mode == "static":
-            weights = static_weights(self.placement, self.clusters)
+            try:
+                weights = static_weights(self.placement, self.clusters)
+            except (TypeError, ValueError, KeyError) as exc:  # a server without the CRD schema
+                return Prediction(dict(workload.current), exact=False,
+                                  problem=f"the static weights are not whole numbers: {exc}")
             result = static_weight_divide(total, names, weights, workload.uid)
             short, pending = self._static_shortfall(workload, result)
             self._deduct(workload, {n: r - pending.get(n, 0) for n, r in result.items()})

@@ -190,6 +190,18 @@ class GateTracker:
             else:
                 self.violations.pop(key, None)
 
+    def shortfalls(self) -> list[tuple[str, dict[str, tuple[int, int]]]]:
+        """Wave workloads not converged: cluster -> (ready, assigned) where ready < assigned."""
+        out = []
+        for key, target in sorted(self.targets.items(), key=lambda kv: kv[1].workload.name):
+            state = self.states.get(key)
+            if state is None or state[2]:
+                continue
+            ready, assigned = self.ready.get(key, {}), self.assigned.get(key, {})
+            short = {c: (ready.get(c, 0), n) for c, n in assigned.items() if ready.get(c, 0) < n}
+            out.append((target.workload.name, short))
+        return out
+
     def report(self) -> GateReport:
         report = GateReport()
         report.missing = sorted(self.targets[k].workload.name for k in self.missing)

@@ -54,6 +54,7 @@ class Emulator:
         controllers: bool = True,
         crds_dir: Path | None = None,
         bookmark_interval: float = 1.0,
+        rbac: bool = False,
         karmada_version: KarmadaVersion | None = None,
     ) -> None:
         self.clock: Clock = clock or ScaledClock(1.0)
@@ -93,6 +94,7 @@ class Emulator:
             host=host,
             port=port,
             bookmark_interval=bookmark_interval,
+            rbac=rbac,
         )
         self._started = False
 
@@ -210,6 +212,10 @@ class Emulator:
         rtype = self.kinds.by_kind("cluster.karmada.io/v1alpha1", "Cluster")
         assert rtype is not None
         return rtype
+
+    def enforce_rbac(self, enabled: bool = True) -> None:
+        """Authorize every caller but `admin` by the RBAC objects stored here (403 otherwise)."""
+        self.server.authorizer.enabled = enabled
 
     def set_cluster_ready(self, name: str, ready: bool = True, *, reason: str = "") -> Obj:
         """Make a member cluster Ready or NotReady (its status condition Ready)."""

@@ -71,7 +71,7 @@ def load_yaml_documents(text: str) -> list[Any]:
     Raises ValueError with `LINE:COL: problem` on a syntax error.
     """
     try:
-        import yaml as pyyaml  # type: ignore[import-untyped]
+        import yaml as pyyaml
     except ImportError:
         try:
             return list(YAML(typ="safe").load_all(text))

@@ -1,0 +1,204 @@
+"""End-to-end targets: the emulator or a real Karmada control plane (tools.realkarmada), behind
+one interface: load objects, read placements, sample a timeline of (assigned, ready) per
+(workload, member cluster)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tidal.karmada.client import KarmadaClient, RetryPolicy
+
+Placement = dict[tuple[str, str], tuple[int, int]]  # (ns/Kind/name, cluster) -> (assigned, ready)
+
+
+class Target(ABC):
+    """A Karmada API the e2e scenarios run against."""
+
+    name: str
+    kubeconfig: Path
+    # seconds a scenario may wait for placements to converge on this target
+    patience: float
+
+    def client(self) -> KarmadaClient:
+        return KarmadaClient.from_kubeconfig(self.kubeconfig, None, retry=RetryPolicy(
+            attempts=8, base_delay=0.05, max_delay=0.5, max_retry_after=1.0))
+
+    @abstractmethod
+    def apply(self, objs: list[dict[str, Any]]) -> None: ...
+
+    @abstractmethod
+    def timeline(self) -> list[dict[str, Any]]:
+        """Samples {t, workload, cluster, assigned, ready} in time order (t on one clock)."""
+
+    @abstractmethod
+    def now(self) -> float: ...
+
+    @abstractmethod
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        """Take `gpus` GPUs of `cluster` away from Karmada's view (training jobs at night) and
+        return once Karmada's Cluster status shows it."""
+
+    def placements(self) -> Placement:
+        out: Placement = {}
+        for s in self.timeline():
+            out[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
+        return out
+
+    def wait_for(self, pred: Any, what: str, timeout: float | None = None) -> Placement:
+        deadline = time.monotonic() + (timeout or self.patience)
+        now = self.placements()
+        while not pred(now):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: {what} not reached; placements: {now}")
+            time.sleep(0.2)
+            now = self.placements()
+        return now
+
+
+class EmulatorTarget(Target):
+    name = "emulator"
+    patience = 30.0
+
+    def __init__(self, emulator: Any, tmp: Path) -> None:
+        self.emu = emulator
+        self.kubeconfig = emulator.write_kubeconfig(tmp / "kubeconfig")
+
+    def apply(self, objs: list[dict[str, Any]]) -> None:
+        self.emu.apply(objs)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        return [{**s, "t": _seconds(s["t"])} for s in self.emu.timeline()]
+
+    def now(self) -> float:
+        return _seconds(self.emu.clock.now())
+
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        from tidal.karmada.client import CLUSTERS
+        from tidal.karmada.policies import MERGE_PATCH
+
+        client = self.client()
+        current = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name=cluster))
+        free = int(current["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"]) - gpus
+        body = {"status": {"resourceSummary": {"allocatable": {"nvidia.com/gpu": str(free)}}}}
+        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name=cluster,
+                                                                  subresource="status"),
+                       body=body, content_type=MERGE_PATCH)
+
+
+class RealTarget(Target):
+    """A running real plane: objects created with kubectl; a sampler thread reads every member's
+    Deployments (spec.replicas = assigned, status.readyReplicas = ready) a few times a second."""
+
+    name = "real"
+    patience = 180.0
+
+    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str) -> None:
+        from kubernetes import client, config
+
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self._kubeconfigs = members
+        self._apps = {n: client.AppsV1Api(config.new_client_from_config(str(kc)))
+                      for n, kc in members.items()}
+        self._samples: list[dict[str, Any]] = []
+        self._last: dict[tuple[str, str], tuple[int, int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True, name="real-sampler")
+        self._thread.start()
+
+    def now(self) -> float:
+        return time.time()
+
+    def occupy_gpus(self, cluster: str, gpus: int) -> None:
+        """A 'training' Deployment straight on the member, one pod per node holding its share."""
+        member = self._kubeconfigs[cluster]
+        nodes = json.loads(kubectl(member, "get", "nodes", "-o", "json"))["items"]
+        per_pod = gpus // len(nodes)
+        kubectl(member, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                               "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "training", "namespace": "training"},
+             "spec": {"replicas": len(nodes), "selector": {"matchLabels": {"app": "training"}},
+                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
+                          "containers": [{"name": "t", "image": "trainer", "resources": {
+                              "requests": {"nvidia.com/gpu": str(per_pod)},
+                              "limits": {"nvidia.com/gpu": str(per_pod)}}}]}}}}]}))
+
+        def shown(_: Placement) -> bool:
+            c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
+            used = c["status"].get("resourceSummary", {}).get("allocated", {})
+            return int(used.get("nvidia.com/gpu", "0")) >= per_pod * len(nodes)
+
+        self.wait_for(shown, f"{cluster} status showing {gpus} GPUs in use", 90)
+
+    def release_gpus(self, cluster: str) -> None:
+        kubectl(self._kubeconfigs[cluster], "delete", "namespace", "training",
+                "--ignore-not-found", "--wait=false")
+
+    def apply(self, objs: list[dict[str, Any]]) -> None:
+        kubectl(self.kubeconfig, "apply", "-f", "-", stdin=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": objs}))
+
+    def timeline(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._samples)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            t = time.time()
+            seen: dict[tuple[str, str], tuple[int, int]] = {}
+            for cluster, apps in self._apps.items():
+                try:
+                    items = apps.list_namespaced_deployment(self.namespace,
+                                                            _request_timeout=5).items
+                except Exception:  # a member briefly unreachable: sample again later
+                    continue
+                for d in items:
+                    key = (f"{self.namespace}/Deployment/{d.metadata.name}", cluster)
+                    seen[key] = (d.spec.replicas or 0, d.status.ready_replicas or 0)
+            with self._lock:
+                for key in set(self._last) | set(seen):
+                    value = seen.get(key, (0, 0))
+                    if self._last.get(key) != value:
+                        self._samples.append({"t": t, "workload": key[0], "cluster": key[1],
+                                              "assigned": value[0], "ready": value[1]})
+                        self._last[key] = value
+            self._stop.wait(0.25)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def reset(self, labels: dict[str, str]) -> None:
+        """Delete what earlier scenarios left (policies and Deployments carrying `labels`) and
+        wait until the members hold none of them."""
+        sel = ",".join(f"{k}={v}" for k, v in labels.items())
+        for cluster in self._kubeconfigs:
+            self.release_gpus(cluster)
+        for kind in ("cpp", "pp", "deployments", "workloadrebalancers"):
+            ns = ["-n", self.namespace] if kind in ("pp", "deployments") else []
+            kubectl(self.kubeconfig, "delete", kind, *ns, "-l", sel, "--ignore-not-found",
+                    "--wait=true", timeout=120)
+        self.wait_for(lambda now: all(a == 0 for a, _ in now.values()), "members emptied")
+
+
+def _seconds(t: Any) -> float:
+    return float(t.timestamp()) if isinstance(t, datetime) else float(t)
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
+    import subprocess
+
+    done = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin,
+                          text=True, capture_output=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout

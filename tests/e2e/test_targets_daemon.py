@@ -1,0 +1,122 @@
+"""Two `tidal run` replicas on each --karmada target: one leader acts, the standby waits; the
+leader is SIGKILLed after the first wave and the standby resumes the run to the end with no
+completed wave run again and the cluster-b floor held throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.daemon_helpers import STATE_NS, stop_all, wait_for
+from tests.e2e.scenario_checks import floor_breaches
+from tests.e2e.targets import RealTarget, Target
+from tests.e2e.test_targets_static import REPO, TEAM, _day_ready, _night_ready, team_objects
+from tidal.daemon.state import StateStore
+from tidal.engine.journal import RunState
+from tidal.karmada.client import KarmadaClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def due_schedule(directory: Path, wave_timeout: float) -> None:
+    """team-1005 in UTC whose night window started this minute (due when a replica starts)."""
+    doc = yaml.safe_load((REPO / "schedules" / "team-1005.yaml").read_text())
+    now = datetime.now(UTC)
+    doc["spec"].update(timeZone="UTC", catchUpWindow="30m", skipDates=[])
+    doc["spec"]["rollout"].update(pauseBetweenWaves="2s", waveTimeout=f"{int(wave_timeout)}s")
+    for window in doc["spec"]["windows"]:
+        window.pop("rollout", None)
+        window["start"] = f"{now:%H:%M}" if window["name"] == "night" else \
+            f"{(now.hour + 12) % 24:02d}:{now:%M}"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "team-1005.yaml").write_text(yaml.safe_dump(doc))
+
+
+def start_replica(target: Target, tmp: Path, who: str, schedules: Path
+                  ) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
+               TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
+               TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
+               TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
+         str(target.kubeconfig), "--port", "0", "--identity", who],
+        stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=env)
+
+
+def _run(client: KarmadaClient) -> RunState | None:
+    try:
+        return StateStore(client, STATE_NS).load("team-1005")
+    except Exception:
+        return None
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    """a leads, b stands by; SIGKILL a after wave 1: b finishes, each wave succeeds once."""
+    from tidal.karmada.leases import get_lease
+
+    if isinstance(target, RealTarget):
+        target.reset(TEAM)
+        for kind in ("leases", "configmaps"):
+            try:
+                from tests.e2e.targets import kubectl
+                kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
+                        "--ignore-not-found")
+            except AssertionError:
+                pass
+    objs = team_objects()
+    target.apply(objs)
+    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+                for d in objs if d["kind"] == "Deployment"}
+    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    schedules = tmp_path / "schedules"
+    due_schedule(schedules, target.patience)
+    client = target.client()
+    t0 = target.now()
+    procs = {"a": start_replica(target, tmp_path, "a", schedules)}
+    try:
+        wait_for(lambda: _run(client) is not None, 60, "a to start the run")
+        procs["b"] = start_replica(target, tmp_path, "b", schedules)
+        lease = get_lease(client, STATE_NS, "tidal-leader")
+        assert lease is not None and lease["spec"].get("holderIdentity") == "a"
+        wait_for(lambda: (r := _run(client)) is not None and len(r.completed_waves) >= 1,
+                 target.patience, "wave 1 done")
+        procs["a"].send_signal(signal.SIGKILL)
+        procs["a"].wait(10)
+        wait_for(lambda: (r := _run(client)) is not None and r.finished, target.patience * 2,
+                 "b to finish the run")
+        run = _run(client)
+        assert run is not None and run.result == "succeeded", \
+            (tmp_path / "b.log").read_text()[-3000:]
+    finally:
+        stop_all(procs.values())
+    target.wait_for(_night_ready(replicas), "night placement, all ready", 30)
+    assert floor_breaches(target.timeline(), t0, "cluster-b", set(replicas), 1) == []
+    done: dict[int, list[str]] = {}
+    for who in ("a", "b"):
+        for e in _events(tmp_path / f"{who}.log"):
+            if e.get("event") == "wave_succeeded":
+                done.setdefault(int(e["wave"]), []).append(who)
+    assert done and all(len(v) == 1 for v in done.values()), done
+    assert done[1] == ["a"] and "b" in {w for v in done.values() for w in v}, done
+    fidelity["waves_by_replica"] = {str(k): v for k, v in sorted(done.items())}

@@ -1,0 +1,94 @@
+"""The example DynamicWeight team (schedules/team-2001.yaml) on each --karmada target: training
+takes most of cluster-a's GPUs, then the night window swaps the team's policy and rebalances its
+Deployments in waves; replicas leave cluster-a, and `tidal plan` is compared with the result."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.scenario_checks import split
+from tests.e2e.switch_helpers import load_one, switch
+from tests.e2e.targets import Placement, RealTarget, Target
+from tidal.engine import events as ev
+from tidal.engine.planning import build_plan
+from tidal.sim.emulator import DEFAULT_TOPOLOGY
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTERS = ("cluster-a", "cluster-b")
+TRAINING_GPUS = 144  # of cluster-a's 160
+
+
+def team_objects() -> list[dict[str, Any]]:
+    """The demo topology's namespace ai-app, team-2001-cpp-day (Lazy, DynamicWeight) and team
+    2001's Deployments."""
+    docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
+    return [d for d in docs if (d["kind"] == "Namespace" and d["metadata"]["name"] == "ai-app")
+            or d.get("metadata", {}).get("labels", {}).get("atms-app/teamid") == "2001"]
+
+
+def fast_schedule(tmp: Path, wave_timeout: float) -> Path:
+    doc = yaml.safe_load((REPO / "schedules" / "team-2001.yaml").read_text())
+    doc["spec"]["rollout"].update(pauseBetweenWaves="0s", waveTimeout=f"{int(wave_timeout)}s")
+    shutil.copytree(REPO / "schedules" / "policies", tmp / "policies")
+    path = tmp / "team-2001.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _all_ready(replicas: dict[str, int]) -> Any:
+    def ok(now: Placement) -> bool:
+        return all(sum(now.get((w, c), (0, 0))[0] for c in CLUSTERS) == n
+                   and sum(now.get((w, c), (0, 0))[1] for c in CLUSTERS) == n
+                   for w, n in replicas.items())
+    return ok
+
+
+def _in_a(now: Placement) -> int:
+    return sum(a for (_, c), (a, _) in now.items() if c == "cluster-a")
+
+
+def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[str, Any],
+                                               tmp_path: Path) -> None:
+    """After training fills cluster-a, the swap + rebalance waves move the team's replicas off
+    it; every wave ends with all replicas ready; the plan's splits are recorded against real."""
+    if isinstance(target, RealTarget):
+        target.reset({"atms-app/teamid": "2001"})
+    objs = team_objects()
+    target.apply(objs)
+    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+                for d in objs if d["kind"] == "Deployment"}
+    names = sorted(replicas)
+    before = target.wait_for(_all_ready(replicas), "team 2001 all ready")
+    fidelity["before"] = split(before, names, CLUSTERS)
+    target.occupy_gpus("cluster-a", TRAINING_GPUS)
+
+    path = fast_schedule(tmp_path, target.patience)
+    plan = build_plan(target.client(), load_one(path).schedule, "night")
+    predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
+    waves: list[dict[str, Any]] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished):
+            waves.append({"result": event.result,
+                          "placements": split(target.placements(), names, CLUSTERS)})
+
+    t0 = target.now()
+    record = switch(target.client(), path, "night", on_event=on_event)
+    assert record.result == "succeeded", record.to_json()
+    assert len(record.waves) >= 2
+    after = target.wait_for(_all_ready(replicas), "team 2001 all ready after the switch", 60)
+    for seen, wave in zip(waves, record.waves, strict=True):
+        seen["workloads"] = wave.workloads
+    actual = {w: {c: n for c, (n, _) in split(after, [w], CLUSTERS)[w].items() if n}
+              for w in names}
+    fidelity["night"] = {"waves": waves, "final": split(after, names, CLUSTERS),
+                         "predicted": predicted, "seconds": round(target.now() - t0, 1)}
+    assert _in_a(after) < _in_a(before), (before, after)
+    assert {w: predicted.get(w) for w in names} == actual

@@ -1,0 +1,140 @@
+"""Processes of the plane: started detached, each logging to its own file, recorded by PID in the
+work dir's state file so that `down` (another process, later) stops exactly those."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+STATE = "plane.json"
+
+
+class PlaneError(RuntimeError):
+    """The plane did not come up (or down); the message names the process and its last log lines."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join("    " + line[:300] for line in text[-lines:])
+
+
+class Supervisor:
+    """Starts and records the plane's processes; `state` is persisted after every change."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.state: dict[str, object] = {"pids": {}}
+        self.popen: dict[str, subprocess.Popen[bytes]] = {}
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return self.state["pids"]  # type: ignore[return-value]
+
+    def save(self) -> None:
+        (self.work / STATE).write_text(json.dumps(self.state, indent=2))
+
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Path:
+        log = self.logs / f"{name}.log"
+        with log.open("ab") as f:
+            f.write(f"$ {' '.join(args)}\n".encode())
+            f.flush()
+            proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=self.work,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
+        self.popen[name] = proc
+        self.pids[name] = proc.pid
+        self.save()
+        return log
+
+    def wait(self, name: str, ready: Callable[[], bool], timeout: float = 90.0) -> None:
+        """Poll `ready` until it is true; if the process exits or time runs out, raise with its
+        last log lines."""
+        deadline = time.monotonic() + timeout
+        proc = self.popen.get(name)
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                log = self.logs / f"{name}.log"
+                raise PlaneError(f"{name} exited with code {proc.returncode}; last lines of "
+                                 f"{log}:\n{tail(log)}")
+            with contextlib.suppress(Exception):
+                if ready():
+                    return
+            time.sleep(0.5)
+        raise PlaneError(f"{name} not ready after {timeout:.0f}s; last lines of "
+                         f"{self.logs / (name + '.log')}:\n{tail(self.logs / (name + '.log'))}")
+
+
+def https_ok(url: str, ca: Path, cert: Path | None = None, key: Path | None = None) -> bool:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        ctx.load_cert_chain(str(cert), str(key) if key else None)
+    with urllib.request.urlopen(url, context=ctx, timeout=3) as r:
+        return int(r.status) == 200
+
+
+def tls_ok(port: int, ca: Path) -> bool:
+    """A TLS handshake with 127.0.0.1:port verifies against `ca` (servers with no health URL)."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as raw, \
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+        return True
+
+
+def http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=3) as r:
+        return int(r.status) == 200
+
+
+def stop_pids(pids: dict[str, int], grace: float = 10.0) -> list[str]:
+    """SIGTERM each recorded process group, then SIGKILL what is left; returns names stopped."""
+    alive: dict[str, int] = {}
+    for name, pid in pids.items():
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            alive[name] = pid
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            continue
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        for name, pid in list(alive.items()):
+            if not _running(pid):
+                del alive[name]
+        time.sleep(0.2)
+    for pid in alive.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    return list(pids)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
