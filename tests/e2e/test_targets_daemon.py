@@ -76,7 +76,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     from tidal.karmada.leases import get_lease
 
     if isinstance(target, RealTarget):
-        target.reset(TEAM)
+        target.reset()
         for kind in ("leases", "configmaps"):
             try:
                 from tests.e2e.targets import kubectl

@@ -59,7 +59,8 @@ def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[st
     """After training fills cluster-a, the swap + rebalance waves move the team's replicas off
     it; every wave ends with all replicas ready; the plan's splits are recorded against real."""
     if isinstance(target, RealTarget):
-        target.reset({"atms-app/teamid": "2001"})
+        target.reset()
+        target.model_gpus()
     objs = team_objects()
     target.apply(objs)
     replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]

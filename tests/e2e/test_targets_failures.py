@@ -39,7 +39,7 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
     wave 1; halt leaves it there, rollback runs one rollback wave that returns wave 1's
     workloads to the day placement."""
     if isinstance(target, RealTarget):
-        target.reset(TEAM)
+        target.reset()
     objs = team_objects()
     target.apply(objs)
     replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
