@@ -140,6 +140,32 @@ class RealTarget(Target):
 
         self.wait_for(shown, f"{cluster} status showing {gpus} GPUs in use", 90)
 
+    def default_models(self) -> None:
+        """Put back the resource models Karmada gives a new Cluster (read from a throwaway
+        Cluster object, so that they are the running release's)."""
+        probe = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                 "metadata": {"name": "tidal-model-probe"},
+                 "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}}
+        created = json.loads(kubectl(self.kubeconfig, "create", "-o", "json", "-f", "-",
+                                     stdin=json.dumps(probe)))
+        kubectl(self.kubeconfig, "delete", "cluster", "tidal-model-probe", "--wait=false")
+        self._set_models(created["spec"]["resourceModels"])
+
+    def _set_models(self, models: list[dict[str, Any]]) -> None:
+        for cluster in self._kubeconfigs:
+            kubectl(self.kubeconfig, "patch", "cluster", cluster, "--type", "merge", "-p",
+                    json.dumps({"spec": {"resourceModels": models}}))
+
+        def graded(_: Placement) -> bool:
+            for cluster in self._kubeconfigs:
+                c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
+                modelings = c["status"].get("resourceSummary", {}).get("allocatableModelings", [])
+                if len(modelings) != len(models) or not any(m["count"] for m in modelings):
+                    return False
+            return True
+
+        self.wait_for(graded, "the resource models in the Clusters' status", 60)
+
     def model_gpus(self) -> None:
         """Give both Clusters resource models that grade nodes by nvidia.com/gpu too (grades at
         the demo nodes' sizes). Karmada's default models know only cpu and memory, so its
@@ -151,19 +177,7 @@ class RealTarget(Target):
             {"name": "cpu", "min": c0, "max": c1}, {"name": "memory", "min": m0, "max": m1},
             {"name": "nvidia.com/gpu", "min": g0, "max": g1}]}
             for g, (c0, c1, m0, m1, g0, g1) in enumerate(bounds)]
-        for cluster in self._kubeconfigs:
-            kubectl(self.kubeconfig, "patch", "cluster", cluster, "--type", "merge", "-p",
-                    json.dumps({"spec": {"resourceModels": models}}))
-
-        def graded(_: Placement) -> bool:
-            for cluster in self._kubeconfigs:
-                c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
-                modelings = c["status"].get("resourceSummary", {}).get("allocatableModelings", [])
-                if len(modelings) != len(models) or not any(m["count"] for m in modelings[1:]):
-                    return False
-            return True
-
-        self.wait_for(graded, "GPU-aware resource models in the Clusters' status", 60)
+        self._set_models(models)
 
     def release_gpus(self, cluster: str) -> None:
         kubectl(self._kubeconfigs[cluster], "delete", "namespace", "training",

@@ -13,7 +13,7 @@ import yaml
 from tests.e2e.scenario_checks import split
 from tests.e2e.switch_helpers import switch
 from tests.e2e.targets import Placement, RealTarget, Target
-from tests.e2e.test_targets_static import CLUSTERS, REPO, TEAM, _day_ready, team_objects
+from tests.e2e.test_targets_static import CLUSTERS, REPO, _day_ready, team_objects
 from tidal.engine import events as ev
 from tidal.karmada.policies import MERGE_PATCH
 
