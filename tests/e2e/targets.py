@@ -118,27 +118,29 @@ class RealTarget(Target):
         return time.time()
 
     def occupy_gpus(self, cluster: str, gpus: int) -> None:
-        """A 'training' Deployment straight on the member, one pod per node holding its share."""
-        member = self._kubeconfigs[cluster]
-        nodes = json.loads(kubectl(member, "get", "nodes", "-o", "json"))["items"]
-        per_pod = gpus // len(nodes)
-        kubectl(member, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                               "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
-            {"apiVersion": "apps/v1", "kind": "Deployment",
-             "metadata": {"name": "training", "namespace": "training"},
-             "spec": {"replicas": len(nodes), "selector": {"matchLabels": {"app": "training"}},
-                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
-                          "containers": [{"name": "t", "image": "trainer", "resources": {
-                              "requests": {"nvidia.com/gpu": str(per_pod)},
-                              "limits": {"nvidia.com/gpu": str(per_pod)}}}]}}}}]}))
-
-        def shown(_: Placement) -> bool:
+        """'training' pods straight on the member, one GPU each, until `gpus` of the cluster's
+        GPUs are in use (the pods already there count)."""
+        def summary() -> dict[str, Any]:
             c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
-            used = c["status"].get("resourceSummary", {}).get("allocated", {})
-            return int(used.get("nvidia.com/gpu", "0")) >= per_pod * len(nodes)
+            rs: dict[str, Any] = c["status"].get("resourceSummary", {})
+            return rs
 
-        self.wait_for(shown, f"{cluster} status showing {gpus} GPUs in use", 90)
+        def gpu(rs: dict[str, Any], key: str) -> int:
+            return int(rs.get(key, {}).get("nvidia.com/gpu", "0"))
+
+        count = max(0, gpus - gpu(summary(), "allocated"))
+        kubectl(self._kubeconfigs[cluster], "apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+                {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "training", "namespace": "training"},
+                 "spec": {"replicas": count, "selector": {"matchLabels": {"app": "training"}},
+                          "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
+                              "containers": [{"name": "t", "image": "trainer", "resources": {
+                                  "requests": {"nvidia.com/gpu": "1"},
+                                  "limits": {"nvidia.com/gpu": "1"}}}]}}}}]}))
+        self.wait_for(lambda _: gpu(summary(), "allocated") >= gpus,
+                      f"{cluster} status showing {gpus} GPUs in use", 120)
 
     def default_models(self) -> None:
         """Put back the resource models Karmada gives a new Cluster (read from a throwaway
