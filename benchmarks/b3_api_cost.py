@@ -20,7 +20,7 @@ from benchmarks.harness import (
 )
 from benchmarks.naive import run_naive
 from benchmarks.schedules import load_one, write_schedule
-from benchmarks.timeline import converged_now
+from benchmarks.timeline import settled
 
 SPEED = 10.0
 WAVES = 10
@@ -43,7 +43,7 @@ def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
 
     emu = Emulator(sc.topology(f, [policy]), clock=ScaledClock(SPEED)).start()
     replicas = _replicas(f)
-    if not wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 300, interval=0.2):
+    if not wait_until(lambda: settled(emu, replicas), 300, interval=0.2):
         emu.stop()
         raise RuntimeError("the day distribution did not converge")
     return emu

@@ -64,6 +64,11 @@ def converged_now(samples: Iterable[Sample], replicas: Mapping[str, int]) -> boo
     return all(assigned.get(w, 0) == n and ready.get(w, 0) == n for w, n in replicas.items())
 
 
+def settled(emu: Any, replicas: Mapping[str, int]) -> bool:
+    """The members converged and the bindings' aggregatedStatus says so (it lags)."""
+    return converged_now(emu.timeline(), replicas) and bool(emu.bindings_report_ready())
+
+
 Steps = dict[str, list[tuple[float, int]]]
 CLUSTERS = ("cluster-a", "cluster-b")
 
