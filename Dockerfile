@@ -3,17 +3,18 @@
 #   docker build -t tidal:0.1.0 .
 #   docker run --rm tidal:0.1.0 --help
 
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# Pinned by digest: the tag alone moves under a rebuild. Bump both together.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY tidal ./tidal
-# The project wheel plus a wheel of every runtime dependency: the runtime stage needs no
-# compiler, no index and no source tree.
-RUN pip wheel --wheel-dir /wheels .
+# The project wheel plus a wheel of every runtime dependency, at the versions constraints.txt
+# pins: the runtime stage needs no compiler, no index and no source tree.
+RUN pip wheel --constraint constraints.txt --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -29,7 +29,7 @@ def test_every_command_in_the_cli_reference_exists() -> None:
     assert named <= set(cli.commands), named - set(cli.commands)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/reliability.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/reliability.md", "docs/fidelity.md"])
 def test_every_test_cited_as_proof_exists(doc: str) -> None:
     """Each `tests/...[::name]` the README or the reliability page cites is a real file (and
     test)."""

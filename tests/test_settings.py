@@ -39,3 +39,24 @@ def test_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SettingsError, match="TIDAL_PORT") as info:
         load_settings()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("env", "value", "words"), [
+    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "inf", "finite"),
+    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "nan", "finite"),
+    ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "-inf", "finite"),
+    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "1e12", "less than or equal to 3600"),
+    ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "15", "RENEW_DEADLINE_SECONDS < LEASE"),
+    ("TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS", "10", "RETRY_PERIOD_SECONDS < RENEW"),
+    ("TIDAL_SCHEDULER__MISFIRE_GRACE_SECONDS", "inf", "finite"),
+    ("TIDAL_SCHEDULER__MAX_CLOCK_SKEW_SECONDS", "nan", "finite"),
+])
+def test_non_finite_and_inconsistent_timings_are_refused(
+        monkeypatch: pytest.MonkeyPatch, env: str, value: str, words: str) -> None:
+    """inf, nan, absurd sizes and renewDeadline >= leaseDuration are one named error each."""
+    monkeypatch.setenv(env, value)
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert words in message and "\n" not in message
+    assert env.rsplit("__", 1)[0] in message

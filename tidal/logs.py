@@ -37,6 +37,8 @@ _SECRET_FIELD = re.compile(
     r"(['\"]?)[^'\"\s,}]+",
     re.IGNORECASE,
 )
+# A failed kubeconfig exec plugin: the client quotes its stderr, which may hold a credential.
+_EXEC_OUTPUT = re.compile(r"(exec: process returned -?\d+)\.\s.*?(\n?)\Z", re.DOTALL)
 # A whole kubeconfig pasted into a value: drop it all rather than guess which parts matter.
 _KUBECONFIG = re.compile(r"kind:\s*['\"]?Config\b|['\"]kind['\"]:\s*['\"]Config['\"]")
 _MAX_DEPTH: Final = 8
@@ -47,6 +49,8 @@ def redact_text(text: str) -> str:
     """Replace every secret-looking part of a string."""
     if _KUBECONFIG.search(text) and "users" in text:
         return REDACTED
+    text = _EXEC_OUTPUT.sub(lambda m: f"{m.group(1)}. (plugin output {REDACTED}){m.group(2)}",
+                            text)
     text = _PEM.sub(REDACTED, text)
     text = _JWT.sub(REDACTED, text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)

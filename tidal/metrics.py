@@ -35,7 +35,8 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 RunResult = Literal["succeeded", "failed", "rolled_back"]
 WaveResult = Literal["succeeded", "failed", "rolled_back"]
 WaveFailureReason = Literal[
-    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error"
+    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
+    "cluster_not_ready", "policy_drift",
 ]
 SchedulerEvent = Literal["error", "missed", "max_instances"]
 
@@ -43,8 +44,13 @@ RUN_RESULTS: Final[tuple[RunResult, ...]] = ("succeeded", "failed", "rolled_back
 WAVE_RESULTS: Final[tuple[WaveResult, ...]] = ("succeeded", "failed", "rolled_back")
 WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
     "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
+    "cluster_not_ready", "policy_drift",
 )
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
+BLOCKED_REASONS: Final = ("state_corrupt",)
+# Why a start was refused: an unsafe plan, a bad schedule or API answer, anything else.
+REFUSED_REASONS: Final = ("unsafe_plan", "policy_invalid", "not_resolved", "api_error",
+                          "internal")
 
 # A window that starts at a fixed local time every day comes round once a day.
 DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
@@ -65,10 +71,16 @@ class ScheduleLabels:
     windows: Sequence[str]
     clusters: Sequence[str] = ()
     periods: Mapping[str, float] = field(default_factory=dict)
+    team: str = ""  # the schedule's tidal.io/team label; its name when unset
+    file: str = ""
+
+
+TEAM_LABEL: Final = "tidal.io/team"
 
 
 def labels_of(schedule: Any) -> ScheduleLabels:
     """Read the label values out of a TidalSchedule (or a LoadedSchedule wrapping one)."""
+    path = getattr(schedule, "path", None)
     schedule = getattr(schedule, "schedule", schedule)
     spec = schedule.spec
     windows = [w.name for w in spec.windows]
@@ -79,7 +91,10 @@ def labels_of(schedule: Any) -> ScheduleLabels:
         floors.extend(getattr(override, "floors", None) or [])
     for floor in floors:
         clusters.update(getattr(floor, "clusters", None) or [])
-    return ScheduleLabels(schedule.metadata.name, windows, sorted(clusters))
+    name = schedule.metadata.name
+    team = (getattr(schedule.metadata, "labels", None) or {}).get(TEAM_LABEL) or name
+    return ScheduleLabels(name, windows, sorted(clusters), team=team,
+                          file=str(path) if path is not None else "")
 
 
 def window_period_seconds(times: WindowTimes, window: str, now: datetime) -> float | None:
@@ -153,6 +168,14 @@ class Metrics:
             sw)
         self.window_period = gauge(
             "tidal_window_period_seconds", "How often the window comes round.", sw)
+        self.switches_refused = counter(
+            "tidal_switches_refused_total",
+            "Window starts whose switch was refused before any write, by reason.",
+            (*sw, "reason"))
+        self.last_refusal = gauge(
+            "tidal_last_switch_refused_timestamp_seconds",
+            "When a switch to the window was last refused before any write, by reason.",
+            (*sw, "reason"))
         self.windows_missed = counter(
             "tidal_windows_missed_total",
             "Windows not carried out because their start was outside the catch-up window.", sw)
@@ -168,8 +191,36 @@ class Metrics:
             "tidal_scheduler_job_errors_total",
             "APScheduler job problems: errors, missed runs, runs refused at max instances.",
             ["event"])
+        self.clock_skew = gauge(
+            "tidal_clock_skew_seconds",
+            "How far this replica's clock is ahead of the API server's (its Date header).")
+        self.clock_skew_max = gauge(
+            "tidal_clock_skew_max_seconds",
+            "The skew beyond which this replica refuses to act (scheduler.maxClockSkewSeconds).")
         for event in SCHEDULER_EVENTS:
             self.scheduler_job_errors.labels(event=event)
+        self.state_corrupt_total = counter(
+            "tidal_state_corrupt_total",
+            "Passes that found a state object of the schedule unreadable.", ["schedule"])
+        self.switch_worker_errors = counter(
+            "tidal_switch_worker_errors_total",
+            "Passes of the schedule that ended in an error (retried at the next pass).",
+            ["schedule"])
+        self.journal_lost_total = counter(
+            "tidal_journal_lost_total",
+            "Runs whose run-state object vanished while they were unfinished.", ["schedule"])
+        self.policy_drift = gauge(
+            "tidal_policy_drift",
+            "Policies of the window in force edited by hand since its run wrote them.",
+            ["schedule"])
+        self.schedule_info = gauge(
+            "tidal_schedule_info",
+            "1 per loaded schedule, with the team that owns it (metadata.labels tidal.io/team).",
+            ("schedule", "team", "file"))
+        self.schedule_blocked = gauge(
+            "tidal_schedule_blocked",
+            "1 while the schedule cannot act, by reason (state_corrupt).",
+            ("schedule", "reason"))
         self.leader.set(0)
         self.schedules_loaded.set(0)
         self._published_periods: set[tuple[str, str]] = set()
@@ -199,9 +250,20 @@ class Metrics:
                 self.last_success.labels(s, w)
                 self.next_run.labels(s, w)
                 self.windows_missed.labels(s, w)
+                for refused in REFUSED_REASONS:
+                    self.switches_refused.labels(s, w, refused)
                 if w in labels.periods or (s, w) not in self._published_periods:
                     self.window_period.labels(s, w).set(
                         labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+            for key in [k for k in self.schedule_info._metrics if k[0] == s]:
+                self.schedule_info.remove(*key)
+            self.schedule_info.labels(s, labels.team or s, labels.file).set(1)
+            self.state_corrupt_total.labels(s)
+            self.switch_worker_errors.labels(s)
+            self.journal_lost_total.labels(s)
+            self.policy_drift.labels(s)
+            for blocked in BLOCKED_REASONS:
+                self.schedule_blocked.labels(s, blocked)
             for c in labels.clusters:
                 self.floor_breaches.labels(s, c)
                 self.floor_min_ready.labels(s, c)
@@ -213,7 +275,9 @@ class Metrics:
         for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
                        self.wave_failures, self.last_wave_failure, self.floor_breaches,
                        self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
-                       self.window_period, self.windows_missed):
+                       self.window_period, self.windows_missed, self.state_corrupt_total,
+                       self.schedule_blocked, self.switches_refused, self.switch_worker_errors,
+                       self.journal_lost_total, self.policy_drift, self.schedule_info):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -253,6 +317,28 @@ class Metrics:
 
     # --- daemon -------------------------------------------------------------------------------
 
+    def state_corrupt(self, schedule: str) -> None:
+        """A pass found a state object of the schedule unreadable: counted, schedule blocked."""
+        self.state_corrupt_total.labels(schedule).inc()
+        self.schedule_blocked.labels(schedule, "state_corrupt").set(1)
+
+    def switch_worker_error(self, schedule: str) -> None:
+        """Count a pass of the schedule that ended in an error."""
+        self.switch_worker_errors.labels(schedule).inc()
+
+    def journal_lost(self, schedule: str) -> None:
+        """Count an unfinished run whose run-state object was deleted under it."""
+        self.journal_lost_total.labels(schedule).inc()
+
+    def set_policy_drift(self, schedule: str, policies: int) -> None:
+        """How many policies of the window in force were edited since its run wrote them."""
+        self.policy_drift.labels(schedule).set(policies)
+
+    def schedule_unblocked(self, schedule: str) -> None:
+        """A pass of the schedule went through: nothing blocks it."""
+        for reason in BLOCKED_REASONS:
+            self.schedule_blocked.labels(schedule, reason).set(0)
+
     def set_last_success(self, schedule: str, window: str, timestamp: float) -> None:
         """Set when a switch to the window last succeeded."""
         self.last_success.labels(schedule, window).set(timestamp)
@@ -288,9 +374,20 @@ class Metrics:
                 self.window_period.labels(schedule, window).set(period)
                 self._published_periods.add((schedule, window))
 
+    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None:
+        """Count a window start refused before any write (the alert compares the time with
+        the window's last success)."""
+        self.switches_refused.labels(schedule, window, reason).inc()
+        self.last_refusal.labels(schedule, window, reason).set(at)
+
     def window_missed(self, schedule: str, window: str) -> None:
         """Count a window whose start fell outside the catch-up window."""
         self.windows_missed.labels(schedule, window).inc()
+
+    def set_clock_skew(self, skew: float, limit: float) -> None:
+        """Publish the last measured clock skew and the limit it is held to."""
+        self.clock_skew.set(skew)
+        self.clock_skew_max.set(limit)
 
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
         """Publish the outcome of a (re)load: one series per schedule file, plus the count."""

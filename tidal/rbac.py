@@ -253,8 +253,10 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
                     grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
                     grants.add(namespace, POLICY_GROUP, resource, ("create",))
     for template in templates:
-        # list by label selector (paged) to resolve a window; patch to touch a wave
-        grants.add(template.namespace, template.api_group, template.resource, ("list", "patch"))
+        # list by label selector (paged) to resolve a window; patch to touch a wave; get when
+        # a wave's binding vanishes, to tell a deleted template from a lost binding
+        grants.add(template.namespace, template.api_group, template.resource,
+                   ("get", "list", "patch"))
     # Bindings are read cluster-wide: the engine lists them in one call when a selection spans
     # many namespaces, and they hold no secrets (placement and status only).
     grants.add(None, WORK_GROUP, "resourcebindings", ("list", "watch"))

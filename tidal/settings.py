@@ -8,7 +8,14 @@ import socket
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
@@ -23,14 +30,20 @@ def _object_name(value: str, pattern: re.Pattern[str], form: str) -> str:
     return value
 
 
+FINITE = ConfigDict(allow_inf_nan=False)  # inf or nan in a duration is never meant
+MAX_LEASE_SECONDS = 3600.0  # a Lease's leaseDurationSeconds is an int32; an hour is plenty
+
+
 class LeaderElectionSettings(BaseModel):
     """The Lease that makes exactly one replica act (TIDAL_LEADER_ELECTION__*)."""
 
+    model_config = FINITE
+
     enabled: bool = True
     lease_name: str = "tidal-leader"
-    lease_duration_seconds: float = Field(15.0, gt=0)
-    renew_deadline_seconds: float = Field(10.0, gt=0)
-    retry_period_seconds: float = Field(2.0, gt=0)
+    lease_duration_seconds: float = Field(15.0, gt=0, le=MAX_LEASE_SECONDS)
+    renew_deadline_seconds: float = Field(10.0, gt=0, le=MAX_LEASE_SECONDS)
+    retry_period_seconds: float = Field(2.0, gt=0, le=MAX_LEASE_SECONDS)
 
     @field_validator("lease_name")
     @classmethod
@@ -51,17 +64,22 @@ class LeaderElectionSettings(BaseModel):
 class SchedulerSettings(BaseModel):
     """How the daemon fires windows (TIDAL_SCHEDULER__*)."""
 
+    model_config = FINITE
+
     max_concurrent_switches: int = Field(1, ge=1)
     misfire_grace_seconds: float = Field(300.0, gt=0)
     resync_seconds: float = Field(15.0, gt=0)  # re-read state/controls and re-decide this often
     shutdown_grace_seconds: float = Field(20.0, ge=0)  # SIGTERM: wait this long for a step
+    # refuse to act while the local clock and the API server's differ by more than this
+    max_clock_skew_seconds: float = Field(30.0, gt=0)
 
 
 class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TIDAL_", env_nested_delimiter="__", extra="forbid", validate_default=True
+        env_prefix="TIDAL_", env_nested_delimiter="__", extra="forbid", validate_default=True,
+        allow_inf_nan=False,
     )
 
     kubeconfig: Path | None = None

@@ -25,6 +25,7 @@ from benchmarks.soak.scenario import (
 API_RESOURCES = ("clusterpropagationpolicies", "deployments", "resourcebindings",
                  "workloadrebalancers", "configmaps", "leases", "clusters", "*")
 STOP_SECONDS = 6.0  # past the 4 s lease: the standby takes over while the leader is frozen
+LONG_RETRY_AFTER = 10  # seconds: longer than the lease
 
 
 class Chaos:
@@ -90,9 +91,13 @@ class Chaos:
             resource=self.random.choice(API_RESOURCES), probability=0.3, count=6)
 
     def _api_429(self) -> str:
-        return self._api_fault(type="throttle", verb=self.random.choice(["patch", "list", "*"]),
-                               resource=self.random.choice(API_RESOURCES), retry_after=1,
-                               probability=0.5, count=4)
+        # Mostly short waits; now and then one longer than the 4 s lease, so a leader whose
+        # write is throttled must give up that write rather than land it after a failover.
+        retry_after = self.random.choice([1, 1, 2, LONG_RETRY_AFTER])
+        detail = self._api_fault(type="throttle", verb=self.random.choice(["patch", "list", "*"]),
+                                 resource=self.random.choice(API_RESOURCES),
+                                 retry_after=retry_after, probability=0.5, count=4)
+        return f"{detail} Retry-After {retry_after}s"
 
     def _api_409(self) -> str:
         return self._api_fault(type="conflict", verb=self.random.choice(["patch", "update"]),

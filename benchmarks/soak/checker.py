@@ -4,6 +4,7 @@ plus end-of-soak checks over the request log and the final objects."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 import time
@@ -25,13 +26,15 @@ from tidal.sim.store import Gone, Store, WatchEvent
 
 Obj = dict[str, Any]
 WATCHED = {"configmaps", "leases", "resourcebindings", "deployments", "workloadrebalancers",
-           "clusterpropagationpolicies"}
+           "clusterpropagationpolicies", "clusters"}
 # Writes that act on the control plane on a schedule's behalf (Events are best-effort,
 # Leases are how replicas compete for the right to act: both excluded).
 ACTING = {"clusterpropagationpolicies", "propagationpolicies", "deployments",
           "workloadrebalancers", "configmaps"}
 LEADER_LEASE = "tidal-leader"
 FINAL_RESULTS = {"succeeded", "failed", "rolledBack"}
+# Outcomes that record a start that did not run; each must carry its reason.
+NOT_RUN = {"missed", "skipped", "refused", "abandoned"}
 LEADER_SLACK_SECONDS = 1.0
 
 
@@ -75,6 +78,7 @@ class RunTrack:
     last: Obj = field(default_factory=dict)
     moves: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     floor_breaches: int = 0
+    moves_by_wave: dict[int, int] = field(default_factory=lambda: defaultdict(int))
 
 
 class Checker:
@@ -86,6 +90,12 @@ class Checker:
         self.runs: dict[str, RunTrack] = {}
         self.current_run: dict[str, str] = {}  # schedule -> run id of its latest run
         self.leader_history: list[tuple[float, str | None]] = []
+        # (resourceVersion, holder) of every change of the leader Lease's holder: an acting
+        # write is judged against the holder at its own resourceVersion
+        self.lease_versions: list[tuple[int, str | None]] = []
+        self.handled: list[dict[str, Any]] = []  # every handled record written, in order
+        self.not_ready: set[str] = set()
+        self.moves_checked = 0
         self.bindings: dict[str, Obj] = {}
         self.touches: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.breaches_seen = 0
@@ -151,6 +161,21 @@ class Checker:
                 (obj.get("spec") or {}).get("holderIdentity")
             if not self.leader_history or self.leader_history[-1][1] != holder:
                 self.leader_history.append((now, holder))
+            if not self.lease_versions or self.lease_versions[-1][1] != holder:
+                self.lease_versions.append((event.resource_version, holder))
+        elif plural == "clusters":
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (obj.get("status") or {}).get("conditions") or [])
+            (self.not_ready.discard if ready else self.not_ready.add)(str(meta.get("name")))
+        elif plural == "configmaps" and meta.get("namespace") == STATE_NS \
+                and str(meta.get("name", "")).startswith("tidal-sched-") \
+                and event.type != "DELETED":
+            text = (obj.get("data") or {}).get("handled")
+            if text:
+                record = json.loads(text)
+                record["schedule"] = str(meta["name"]).removeprefix("tidal-sched-")
+                if not self.handled or self.handled[-1] != record:
+                    self.handled.append(record)
         elif plural == "configmaps" and meta.get("namespace") == STATE_NS \
                 and str(meta.get("name", "")).startswith("tidal-run-") and event.type != "DELETED":
             text = (obj.get("data") or {}).get("run")
@@ -223,6 +248,7 @@ class Checker:
         if old and new and _where(old) != _where(new):
             if active and run is not None:
                 run.moves[name] += 1
+                self._move_in_wave(run, name, _where(new) - _where(old))
             else:
                 self.moves_outside_runs += 1
         broken = _breaches(event.obj)
@@ -234,6 +260,30 @@ class Checker:
             self.breaches_seen += 1
             if run is not None and _in_wave(run.last):
                 run.floor_breaches += 1  # the wave in flight must fail for it
+
+    def _move_in_wave(self, run: RunTrack, name: str, into: frozenset[str]) -> None:
+        """A move during a run belongs to the wave in flight that lists the workload (or to
+        the rollback of a wave that did), and never goes into a NotReady cluster."""
+        self.moves_checked += 1
+        state = run.last
+        key = f"{NS}/Deployment/{name}"
+        label = f"{run.schedule} run {run.run_id}"
+        if into & self.not_ready:
+            self.violation(f"{label}: {name} moved into NotReady {sorted(into & self.not_ready)}")
+        if self.not_ready or self._scaled(key):
+            return  # Karmada reschedules on its own then (filtered clusters, new replicas)
+        waves = state.get("waves") or []
+        if state.get("phase") == "rollback":
+            owners = [w for w in waves if key in (w.get("workloads") or [])
+                      and (w.get("rollbackTriggered") or w.get("rebalancers"))]
+        else:
+            owners = [w for w in waves if w.get("startedAt") and not w.get("result")
+                      and key in (w.get("workloads") or [])]
+        if owners:
+            run.moves_by_wave[int(owners[0]["index"])] += 1
+        elif state.get("phase") in ("waves", "rollback"):
+            self.violation(f"{label}: {name} moved while no wave listing it was in flight "
+                           f"(phase {state.get('phase')})")
 
     # -- checks at the end -------------------------------------------------------------------
     def leader_at(self, t: float) -> set[str | None]:
@@ -248,15 +298,29 @@ class Checker:
         holders.add(current)
         return holders
 
+    def holder_at_version(self, version: int) -> str | None:
+        """Who held the leader Lease when the store was at `version`."""
+        index = bisect.bisect_left([v for v, _ in self.lease_versions], version) - 1
+        return self.lease_versions[index][1] if index >= 0 else None
+
     def check_writers(self, records: list[Any]) -> int:
-        """Every acting write came from the replica holding the lease; returns writes seen."""
+        """Every acting write came from the replica holding the Lease at that moment: at the
+        write's own resourceVersion when the store gave it one (creates, updates, patches),
+        else at its time; returns writes seen."""
         writes = 0
         for r in records:
-            if r.verb in ("get", "list", "watch") or r.code >= 400 \
+            if r.verb in ("get", "list", "watch") or r.code >= 400 or r.dry_run \
                     or r.resource.split("/")[0] not in ACTING or r.identity in ("", "soak"):
                 continue
             writes += 1
-            if r.identity not in self.leader_at(r.time):
+            version = getattr(r, "resource_version", None)
+            if version is not None and self.lease_versions:
+                holder = self.holder_at_version(version)
+                if r.identity != holder:
+                    self.violation(f"{r.verb} {r.resource} {r.name} by {r.identity} at "
+                                   f"resourceVersion {version}: the Lease was held by "
+                                   f"{holder}")
+            elif r.identity not in self.leader_at(r.time):
                 self.violation(f"{r.verb} {r.resource} {r.name} by {r.identity} at "
                                f"{time.strftime('%H:%M:%S', time.gmtime(r.time))}: "
                                "not the leader")
@@ -325,6 +389,38 @@ class Checker:
         if by_other and not metrics_wave_failures:
             self.violation(f"{by_other} floor breach(es) in waves that failed otherwise, "
                            "tidal_wave_failures_total stayed 0")
+
+    def check_starts(self, first: float, last: float) -> int:
+        """Each window start in (first, last) ran exactly once (one run id made for it) or
+        was recorded as not run with a reason; returns the starts checked."""
+        checked = 0
+        minute = int(first // 60 + 1) * 60
+        while minute < last:
+            at = time.strftime("%Y%m%d-%H%M%S", time.gmtime(minute))
+            window = "night" if (minute // 60) % 2 == 0 else "day"
+            for team in TEAMS:
+                checked += 1
+                label = f"{team.schedule} {window} start {at}"
+                runs = [r.run_id for r in self.runs.values() if r.schedule == team.schedule
+                        and r.run_id.endswith(at)]
+                if len(runs) > 1:
+                    self.violation(f"{label} ran {len(runs)} times")
+                    continue
+                if runs:
+                    continue
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(minute))
+                records = [h for h in self.handled if h["schedule"] == team.schedule
+                           and str(h.get("at", "")).startswith(stamp)
+                           and h.get("outcome") in NOT_RUN]
+                if not records:
+                    self.violation(f"{label} neither ran nor was recorded as not run")
+                elif not any(h.get("reason") for h in records):
+                    self.violation(f"{label} recorded {records[-1].get('outcome')} without "
+                                   "a reason")
+            minute += 60
+        if not self.runs:
+            self.violation("the soak made no run at all")
+        return checked
 
     def breaches_in_waves(self) -> int:
         return sum(t.floor_breaches for t in self.runs.values())

@@ -148,6 +148,8 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         checker.stop()
         requests = emu.request_log()
         writes = checker.check_writers(requests)
+        led = [when for when, holder in checker.leader_history if holder]
+        starts = checker.check_starts(led[0] + 1.0 if led else end_chaos, end_chaos - 3.0)
         checker.check_scope(requests)
         checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
                        fleet.metric_total("tidal_wave_failures_total"))
@@ -173,6 +175,9 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         "daemon_restarts": fleet.restarts,
         "leader_changes": max(len([h for h in checker.leader_history if h[1]]) - 1, 0),
         "acting_writes_checked": writes,
+        "window_starts_checked": starts,
+        "moves_checked_against_waves": checker.moves_checked,
+        "moves_by_wave": sum(sum(t.moves_by_wave.values()) for t in checker.runs.values()),
         "floor_breaches_seen": checker.breaches_seen,
         "floor_breaches_in_waves": checker.breaches_in_waves(),
         "moves_outside_runs": checker.moves_outside_runs,
@@ -197,6 +202,9 @@ def report_markdown(result: dict[str, Any], log: list[tuple[float, str]], starte
         ("daemon restarts / leader changes",
          f"{result['daemon_restarts']} / {result['leader_changes']}"),
         ("acting writes checked against the lease", str(result["acting_writes_checked"])),
+        ("window starts checked (ran once, or recorded not run with a reason)",
+         str(result["window_starts_checked"])),
+        ("moves checked against the wave in flight", str(result["moves_checked_against_waves"])),
         ("floor breaches seen (during waves)",
          f"{result['floor_breaches_seen']} ({result['floor_breaches_in_waves']})"),
         ("RSS MB start -> end", f"{result['rss_mb_start']} -> {result['rss_mb_end']}"),

@@ -59,6 +59,12 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
             assert floor["minReady"] is not None and floor["minReady"] >= floor["required"]
     assert {s["trigger"] for k, s in switches.items() if k[0] == "team-1005"} == {"touch"}
     assert {s["trigger"] for k, s in switches.items() if k[0] == "team-2001"} == {"rebalance"}
+    # the team estimator leaves team 2001 no room in cluster-a at night: all of it in
+    # cluster-b; by day it spreads back (readyAfter: ready replicas when the switch finished)
+    night, day = switches[("team-2001", "night")], switches[("team-2001", "day")]
+    assert night["readyAfter"]["cluster-a"] == 0 and night["readyAfter"]["cluster-b"] > 0
+    assert day["readyAfter"]["cluster-a"] > 0
+    assert switches[("team-1005", "night")]["readyAfter"]["cluster-a"] == 0
     assert summary["wallSeconds"] < 120
     assert summary["kubeconfig"] is None  # nothing left behind without --keep
 
@@ -169,3 +175,22 @@ def test_demo_clock_fast_forwards_and_daemon_sleeps_scale() -> None:
         assert fired
     finally:
         clock.stop()
+
+
+@pytest.mark.parametrize("action", ["patch", "swap", "restore", "lazy_restored", "unchanged",
+                                    "completed"])
+def test_the_demo_says_policy_actions_in_words(action: str) -> None:
+    """The demo's policy lines say what happened in words, never a raw event name such as
+    `lazy_restored`."""
+    from types import SimpleNamespace
+
+    from tidal.demo.render import describe
+    from tidal.engine.events import PolicyChanged
+
+    run = SimpleNamespace(planned=SimpleNamespace(schedule="team-1005", window="night"))
+    event = PolicyChanged(schedule="team-1005", window="night", run_id="r", wave=None,
+                          kind="ClusterPropagationPolicy", policy="team-1005-cpp",
+                          action=action)
+    line = describe(run, event, "", lambda schedule: {})  # type: ignore[arg-type]
+    assert line is not None and line.startswith("team-1005 night: ClusterPropagationPolicy ")
+    assert "_" not in line.split(": ", 2)[-1], line

@@ -12,8 +12,10 @@ from click.testing import CliRunner
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule, writes
 from tidal.cli.main import cli
 from tidal.sim.emulator import Emulator
+from tidal.sim.validation import find_crds_dir
 
 pytestmark = pytest.mark.e2e
+CRDS = find_crds_dir()
 
 SCHEDULE = schedule_text("team-p", """
     waveSize: 50%
@@ -66,3 +68,124 @@ def test_unknown_window_is_invalid_input(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["plan", str(path), "--window", "noon"])
     assert result.exit_code == 1
     assert "no window 'noon'" in result.stderr
+
+
+def _night_with(tmp_path: Path, old: str, new: str) -> tuple[Path, str]:
+    text = SCHEDULE.replace("FLOOR_CLUSTER", "cluster-b").replace(old, new)
+    return write_schedule(tmp_path, text), text
+
+
+def _position(text: str, key: str) -> str:
+    """LINE:COL (1-based) of the first `key:` in the text."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(key + ":") or line.lstrip().startswith("- " + key + ":"):
+            return f"{number}:{line.index(key) + 1}"
+    raise AssertionError(key)
+
+
+@pytest.mark.skipif(CRDS is None, reason="../shared/karmada/crds not present")
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_typo_in_a_patch_is_the_servers_answer_located_in_the_file(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`weightPreferences:` (a typo the apiserver would prune), the CRDs not at hand for the
+    CLI: plan and switch dry-run the patch with fieldValidation=Strict and report the
+    server's refusal at the field, exit 1, no write."""
+    emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "no-crds"))
+    path, text = _night_with(tmp_path, "weightPreference:", "weightPreferences:")
+    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
+        invoke_cli(command, path, kubeconfig)
+    assert result.exit_code == 1, result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{_position(text, 'weightPreferences')}: spec.windows[0]"
+                            ".policies[0].patch.spec.placement.replicaScheduling"
+                            ".weightPreferences: ")
+    assert 'unknown field "spec.placement.replicaScheduling.weightPreferences"' in first
+    assert "Traceback" not in result.output
+    assert not writes(emu)
+    dry = [r for r in emu.request_log() if r.verb == "patch"]
+    assert dry and all(r.dry_run for r in dry)
+
+
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_wrong_value_type_is_located_not_a_traceback(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`weight: "high"`, the CRDs not at hand for the CLI: one located line at the weight
+    (the server's dry-run answer), exit 1, nothing written."""
+    emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "no-crds"))
+    path, text = _night_with(tmp_path, "weight: 1", 'weight: "high"')
+    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
+        invoke_cli(command, path, kubeconfig)
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{_position(text, 'weight')}: spec.windows[0].policies[0]"
+                            ".patch.spec.placement.replicaScheduling.weightPreference"
+                            ".staticWeightList[0].weight: ")
+    assert not writes(emu)
+
+
+@pytest.mark.parametrize("command", ["plan", "switch"])
+def test_a_floor_on_a_cluster_that_does_not_exist_is_the_first_problem(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str) -> None:
+    """A floor naming cluster-c (no such Cluster): plan and switch name that root cause first,
+    with the Clusters that exist, and fold the breaches it explains instead of listing them."""
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
+    options = ("--yes", "-o", "json") if command == "switch" else ("-o", "json")
+    result = invoke_cli(command, path, kubeconfig, *options)
+    assert result.exit_code == 3, result.output
+    lines = [line.strip() for line in (result.stderr if command == "switch" else "").splitlines()
+             if line.startswith("  ")]
+    problems = json.loads(result.stdout)["problems"] if command == "plan" else lines
+    assert problems[0].startswith("floor cluster cluster-c does not exist (Clusters: "
+                                  "cluster-a, cluster-b); fix the floor's clusters")
+    assert "explains" in problems[0]
+    assert not any("in cluster-c" in p for p in problems[1:]), problems
+    assert not writes(emu)
+
+
+def test_validate_with_a_kubeconfig_checks_floor_clusters(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """`tidal validate --kubeconfig` names a floor cluster that is not a Cluster, located at
+    the floor's entry, exit 1; without --kubeconfig the file alone is valid."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
+    offline = CliRunner().invoke(cli, ["validate", str(path)])
+    assert offline.exit_code == 0, offline.output
+    result = CliRunner().invoke(cli, ["validate", str(path), "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 1, result.output
+    text = path.read_text().splitlines()
+    line = next(i for i, t in enumerate(text, start=1) if "cluster-c" in t)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{line}:")
+    assert first.endswith("spec.rollout.floors[0].clusters[0]: cluster 'cluster-c' does not "
+                          "exist (Clusters: cluster-a, cluster-b); fix the floor's clusters")
+
+
+def test_capacity_starved_static_switch_is_warned_or_refused_naming_workloads(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Static weights ignore free capacity (pkg/scheduler/core/assignment.go: assignByStatic
+    WeightStrategy uses no estimator), so moving 4x5 one-cpu replicas into a 6-cpu cluster-b
+    would leave pods Pending until waveTimeout: `tidal plan` names the workloads and the
+    missing resources, as a warning while the floors hold and a refusal (exit 3) when the
+    Pending replicas break one (here: 60% of each workload ready), before any write."""
+    emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="6")
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    emu.reset_requests()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "guarded").mkdir()
+    plain = write_schedule(tmp_path / "plain", schedule_text("team-p", "waveSize: 50%\n"))
+    warned = invoke_cli("plan", plain, kubeconfig, "-o", "json")
+    assert warned.exit_code == 0, warned.output
+    notes = [w for w in json.loads(warned.stdout)["warnings"] if "do not fit" in w]
+    assert notes and "cluster-b" in notes[0] and "cpu" in notes[0]
+    assert "ai-app/Deployment/web-" in notes[0]
+    guarded = write_schedule(tmp_path / "guarded", schedule_text(
+        "team-p", "waveSize: 50%\nfloors:\n  - minAvailablePercent: 60\n"))
+    refused = invoke_cli("plan", guarded, kubeconfig, "-o", "json")
+    assert refused.exit_code == 3, refused.output
+    problems = json.loads(refused.stdout)["problems"]
+    assert any("do not fit" in p and "ai-app/Deployment/web-" in p for p in problems)
+    assert not writes(emu)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule
+from tests.sim.http_helpers import call as emu_call
 from tidal.sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -50,3 +51,132 @@ def test_failed_wave_exits_2(make_switch_emulator: MakeEmulator, tmp_path: Path)
     record = json.loads(result.stdout)
     assert record["result"] == "failed"
     assert record["waves"][0]["result"] == "failed"
+
+
+def test_switch_without_yes_refuses_when_stdin_is_not_a_terminal(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """No terminal and no --yes: exit 4 with the one-line fix, and nothing is written."""
+    from tests.e2e.switch_helpers import writes
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    emu.reset_requests()
+    result = invoke_cli("switch", path, kubeconfig)
+    assert result.exit_code == 4, result.output
+    assert result.stderr.strip() == \
+        "error: not a terminal: pass --yes to run without confirmation"
+    assert not writes(emu)
+
+
+def test_switch_answered_no_at_the_prompt_is_not_a_success(
+        make_switch_emulator: MakeEmulator, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """'n' at the confirmation prompt exits 5 (declined), not 0, and writes nothing."""
+    from click.testing import CliRunner
+
+    from tests.e2e.switch_helpers import writes
+    from tidal.cli import switch as switch_cli
+    from tidal.cli.main import cli
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    monkeypatch.setattr(switch_cli, "stdin_is_terminal", lambda: True)
+    emu.reset_requests()
+    result = CliRunner().invoke(cli, ["switch", str(path), "--window", "night",
+                                      "--kubeconfig", str(kubeconfig)], input="n\n")
+    assert result.exit_code == 5, result.output
+    assert "declined: nothing written" in result.stderr
+    assert not writes(emu)
+
+
+def test_usage_error_exits_2() -> None:
+    """A missing required option is a usage error: exit 2 (click's convention)."""
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["switch", "x.yaml"])
+    assert result.exit_code == 2
+    assert "--window" in result.stderr
+
+
+def test_a_halted_run_says_what_it_left_and_how_to_finish_or_undo(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """A wave that times out halts with the policy Lazy: the text output names the policy
+    left Lazy (and what it goes back to), the waves done, and the commands that finish the
+    switch or lift the Lazy; -o json carries the same as leftLazy."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "2s", b_cpu="6")
+    result = invoke_cli("switch", path, kubeconfig, "--yes")
+    assert result.exit_code == 2, result.output
+    err = result.stderr
+    assert "left: ClusterPropagationPolicy team-cpp stays activationPreference: Lazy " \
+           "(tidal added it; it goes back to unset)" in err
+    assert f"to finish: fix the cause, then `tidal switch {path} --window night " \
+           f"--kubeconfig {kubeconfig}` runs the waves not done and lifts the Lazy" in err
+    assert "to undo: `kubectl patch clusterpropagationpolicy team-cpp --type merge -p " \
+           "'{\"spec\":{\"activationPreference\":null}}'`" in err
+    again = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
+    record = json.loads(again.stdout)
+    assert record["leftLazy"] == [{"policy": "ClusterPropagationPolicy/team-cpp",
+                                   "restoresTo": None}]
+
+
+def test_a_wave_timeout_names_the_stuck_workloads_and_the_likely_cause(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b has 6 CPUs for 20 one-CPU replicas: the wave times out with a reason naming
+    each workload not converged, its replicas not ready per cluster, and the likely cause read
+    from the Cluster's resource summary (pending pods, insufficient cpu)."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "3s", b_cpu="6")
+    result = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
+    assert result.exit_code == 2, result.output
+    reason = json.loads(result.stdout)["waves"][0]["reason"]
+    assert reason.startswith("not converged within waveTimeout 3s: ")
+    assert "not converged: ai-app/Deployment/web-0 (cluster-b: " in reason
+    assert "not ready" in reason
+    assert "likely cause: pods Pending in cluster-b: insufficient cpu (allocatable 6" in reason
+
+
+def test_status_shows_manual_runs_and_manual_runs_write_events(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """After `tidal switch` succeeded and then failed, `tidal status` (table and JSON) shows
+    that last run and its result, and the manual runs wrote their Kubernetes Events."""
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 0
+
+    def status(*options: str) -> str:
+        result = CliRunner().invoke(cli, ["status", "--schedules", str(tmp_path),
+                                          "--kubeconfig", str(kubeconfig), *options])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    row = next(line for line in status().splitlines() if "team-s" in line)
+    assert "night" in row and "succeeded" in row, row
+    emu.set_pods_fail("cluster-a")
+    path.write_text(path.read_text().replace("cluster-b", "cluster-a").replace("20s", "2s"))
+    assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 2
+    row = next(line for line in status().splitlines() if "team-s" in line)
+    assert "failed" in row, row
+    (entry,) = json.loads(status("-o", "json"))["schedules"]
+    assert entry["lastRun"]["result"] == "failed"
+    assert entry["lastRun"]["startedBy"].startswith("cli:")
+    _, events = emu_call(emu, "GET", "/api/v1/events")
+    reasons = {e["reason"] for e in events["items"]}
+    assert {"SwitchStarted", "SwitchSucceeded", "SwitchFailed"} <= reasons, reasons
+
+
+def test_on_a_terminal_each_gate_is_printed_once(
+        make_switch_emulator: MakeEmulator, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the live progress on a terminal, engine events are not logged again at info level
+    (each gate shows once, as a progress line)."""
+    from tidal.cli import switch as switch_cli
+
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    monkeypatch.setattr(switch_cli, "stderr_is_terminal", lambda: True)
+    result = invoke_cli("switch", path, kubeconfig, "--yes")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert sum("gate converged passed" in line for line in lines) == 2  # one per wave
+    assert not any("gate_passed" in line for line in lines)

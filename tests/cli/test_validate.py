@@ -7,10 +7,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
 from tidal.cli.main import cli
+from tidal.cli.validate import NOT_CHECKED
 from tidal.loading.policies import default_crd_dir
 
 REPO = Path(__file__).parents[2]
@@ -23,7 +25,22 @@ def test_examples_validate() -> None:
     result = CliRunner().invoke(cli, ["validate", str(REPO / "schedules")])
     assert result.exit_code == 0, result.output
     assert "3 schedule(s) valid" in result.stdout
-    assert result.stderr == ""
+    assert result.stderr == ("" if default_crd_dir() is not None else NOT_CHECKED + "\n")
+
+
+def test_without_crds_validate_says_what_it_did_not_check(tmp_path: Path,
+                                                          monkeypatch: Any) -> None:
+    """No CRD schemas at hand: `ok` on stdout, and one stderr line saying the policy fields
+    were not checked and how to check them (--crds, TIDAL_KARMADA_CRDS, tidal plan)."""
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "absent"))
+    result = CliRunner().invoke(cli, ["validate", str(REPO / "schedules" / "team-1005.yaml")])
+    assert result.exit_code == 0 and result.stdout.startswith("ok: 1 schedule(s) valid")
+    (line,) = result.stderr.splitlines()
+    assert "not checked against the Karmada CRD schemas" in line
+    assert "--crds DIR" in line and "tidal plan" in line
+    empty = CliRunner().invoke(cli, ["validate", "--crds", str(tmp_path),
+                                     str(REPO / "schedules" / "team-1005.yaml")])
+    assert empty.exit_code == 0 and empty.stderr == line + "\n"
 
 
 def test_broken_directory_reports_every_error() -> None:

@@ -107,3 +107,120 @@ def test_symlink_swap_in_configmap_style_directory_is_picked_up(tmp_path: Path) 
             lambda: directory.get("team-a").schedule.window("night").start == "22:00", 5)
     finally:
         watcher.stop()
+
+
+class _BrokenLeaseStore:
+    """A Lease store that fails in a way the elector does not expect."""
+
+    def get(self) -> Any:
+        raise RuntimeError("lease store exploded")
+
+    def create(self, spec: Any) -> Any:
+        raise RuntimeError("lease store exploded")
+
+    def update(self, lease: Any) -> Any:
+        raise RuntimeError("lease store exploded")
+
+
+def test_dead_lease_thread_makes_the_replica_unready_and_is_logged(
+        client: KarmadaClient, tmp_path: Path) -> None:
+    """The lease thread dies: /readyz answers 503 naming it; lease_thread_died is logged."""
+    from structlog.testing import capture_logs
+
+    sched = tmp_path / "schedules"
+    sched.mkdir()
+    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
+    daemon = Daemon(settings, client=client, run_switch=FakeEngine(), watch=False,
+                    lease_store=_BrokenLeaseStore())
+    with capture_logs() as logs:
+        daemon.start()
+        try:
+            assert daemon.http is not None
+            port = daemon.http.port
+            assert wait_for(lambda: get(port, "/readyz")[0] == 503, 5)
+            assert "leader election is not running" in get(port, "/readyz")[1]
+        finally:
+            daemon.shutdown(grace_seconds=1)
+    died = [e for e in logs if e["event"] == "lease_thread_died"]
+    assert died and died[0]["error_class"] == "RuntimeError"
+
+
+def _hostile_schedule(windows: int) -> str:
+    """The issue's file: `windows` block-style windows (5,000 make about 566 KB)."""
+    block = "".join(
+        f'    - name: w{i}\n      start: "{i % 24:02d}:{i % 60:02d}"\n      policies:\n'
+        "        - kind: ClusterPropagationPolicy\n          name: p\n"
+        "          patch: {spec: {placement: {clusterAffinity: {clusterNames: [a]}}}}\n"
+        for i in range(windows))
+    return ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: hostile}\n"
+            f"spec:\n  timeZone: UTC\n  windows:\n{block}")
+
+
+def test_hostile_schedule_files_do_not_stall_the_daemon(
+    client: KarmadaClient, tmp_path: Path
+) -> None:
+    """A 566 KB and a 2,000-window schedule beside a good one: the good window still fires,
+    probes answer, the hostile files are invalid, and shutdown is prompt."""
+    sched = tmp_path / "schedules"
+    sched.mkdir()
+    (sched / "hostile-big.yaml").write_text(_hostile_schedule(5000))
+    compact = "\n".join(
+        f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: [{{}}]}}'
+        for i in range(2000))
+    (sched / "hostile-many.yaml").write_text(
+        "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: many}\n"
+        f"spec:\n  timeZone: UTC\n  windows:\n{compact}\n")
+    (sched / "team-a.yaml").write_text(schedule_yaml("team-a"))
+    clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
+    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    started = time.monotonic()
+    daemon.start()
+    try:
+        assert time.monotonic() - started < 5
+        assert wait_for(lambda: engine.calls, 5)
+        assert daemon.http is not None
+        assert get(daemon.http.port, "/healthz")[0] == 200
+        body = get(daemon.http.port, "/metrics")[1]
+        for name in ("hostile-big.yaml", "hostile-many.yaml"):
+            assert f'tidal_schedule_config_valid{{file="{sched / name}"}} 0.0' in body
+        assert 'tidal_schedules_loaded 1.0' in body
+    finally:
+        stopping = time.monotonic()
+        assert daemon.shutdown(grace_seconds=5) == 0
+        assert time.monotonic() - stopping < 5
+
+
+def test_a_stuck_load_blocks_neither_probes_nor_a_stop(client: KarmadaClient,
+                                                       tmp_path: Path) -> None:
+    """While the first load hangs, /healthz answers and a stop request ends start() at once."""
+    import threading
+
+    release = threading.Event()
+
+    def stuck_loader(paths: list[Path]) -> Any:
+        release.wait(30)
+        from tidal.loading import load_schedules
+        return load_schedules(paths)
+
+    sched = tmp_path / "schedules"
+    sched.mkdir()
+    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
+    daemon = Daemon(settings, client=client, clock=FakeClock(NIGHT), metrics=Metrics(),
+                    load=stuck_loader, watch=False)
+    starter = threading.Thread(target=daemon.start)
+    starter.start()
+    try:
+        assert wait_for(lambda: daemon.http is not None, 5)
+        assert daemon.http is not None
+        assert get(daemon.http.port, "/healthz")[0] == 200
+        assert get(daemon.http.port, "/readyz")[0] == 503
+        daemon.request_stop()
+        starter.join(2)
+        assert not starter.is_alive()
+    finally:
+        release.set()
+        starter.join(5)
+        daemon.shutdown(grace_seconds=2)

@@ -125,7 +125,13 @@ def test_catch_up_inside_window_runs_exactly_once_across_restarts(
 def test_start_outside_catch_up_window_is_recorded_missed(
     client: KarmadaClient, sched_dir: Path
 ) -> None:
-    """Started 31 min after the start: nothing runs, a missed window is logged and recorded."""
+    """Started 31 min after the start: nothing runs, a missed window is logged and recorded
+    (the schedule ran before: its day start was handled)."""
+    from tidal.daemon.state import HandledRecord
+
+    store = StateStore(client, NS)
+    day = NIGHT - timedelta(hours=16)
+    store.record_handled(store.read("team-a"), HandledRecord("day", day, "succeeded", "d", day))
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -388,3 +394,239 @@ def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_d
         daemon.dispatcher.stop(1)
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "succeeded"
+
+
+@pytest.mark.parametrize(("object_name", "data"), [
+    ("tidal-run-team-a", {"run": "{not json"}),
+    ("tidal-run-team-a", {"run": '{"phase": "waves"}'}),
+    ("tidal-sched-team-a", {"handled": "[1, 2"}),
+    ("tidal-sched-team-a", {"controls": '{"hold": {"window": "day"}}'}),
+])
+def test_corrupt_state_object_is_one_located_error_per_pass(
+    client: KarmadaClient, sched_dir: Path, object_name: str, data: dict[str, str]
+) -> None:
+    """A corrupt state ConfigMap: each pass logs one error naming the object (no traceback),
+    counts it, marks the schedule blocked, and runs nothing; `tidal status` shows the block."""
+    from tidal.daemon.status import build_status
+    from tidal.karmada.state_objects import create_configmap
+    from tidal.loading import load_schedules
+    from tidal.metrics import Metrics
+
+    create_configmap(client, NS, object_name, data,
+                     {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"})
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    for _ in range(2):
+        with capture_logs() as logs:
+            daemon.reconciler("team-a", "resync")
+        errors = [e for e in logs if e["log_level"] == "error"]
+        assert [e["event"] for e in errors] == ["state_corrupt"]
+        assert errors[0]["object"] == f"{NS}/{object_name}"
+        assert "exc_info" not in errors[0]
+    assert engine.calls == []
+    value = metrics.registry.get_sample_value
+    assert value("tidal_state_corrupt_total", {"schedule": "team-a"}) == 2
+    assert value("tidal_schedule_blocked", {"schedule": "team-a", "reason": "state_corrupt"}) == 1
+    report = build_status(client, NS, settings.leader_election.lease_name,
+                          load_schedules([sched_dir]).schedules, NIGHT)
+    blocked = report["schedules"][0]["blocked"]
+    assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
+    assert blocked["repair"] == f"kubectl --namespace {NS} delete configmap {object_name}"
+
+
+def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
+                                                           sched_dir: Path) -> None:
+    """A start that predates a new schedule is recorded, not counted as missed; the next one
+    that tidal did miss is counted."""
+    from tidal.metrics import Metrics
+
+    clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
+                    watch=False)
+    daemon.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "startup")
+    missed = metrics.registry.get_sample_value
+    labels = {"schedule": "team-a", "window": "night"}
+    assert missed("tidal_windows_missed_total", labels) == 0
+    clock.advance(timedelta(hours=8))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert missed("tidal_windows_missed_total", {**labels, "window": "day"}) == 1
+    assert engine.calls == []
+
+
+def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
+                                                    sched_dir: Path) -> None:
+    """A start whose switch refuses to begin is counted by reason; a pass that raises an API
+    error is counted and logged as one line with its class, no traceback."""
+    from tidal.karmada.errors import Unavailable
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("patch: spec is null")
+
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    metrics = Metrics()
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, metrics=metrics,
+                    watch=False)
+    daemon.directory.reload()
+    metrics.preset(daemon.directory.catalog.schedules.values())
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon.reconciler("team-a", "window:night")
+    value = metrics.registry.get_sample_value
+    assert value("tidal_switches_refused_total",
+                 {"schedule": "team-a", "window": "night", "reason": "internal"}) == 1
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "refused"
+    assert handled.reason == "internal: ValueError: patch: spec is null"
+
+    def broken(name: str, reason: str) -> None:
+        raise Unavailable("GET configmaps: 503 Service Unavailable", code=503)
+
+    daemon.dispatcher.work = broken
+    with capture_logs() as logs:
+        daemon.dispatcher.start()
+        daemon.dispatcher.submit("team-a", "resync")
+        assert daemon.dispatcher.wait_idle(5)
+    daemon.dispatcher.stop(1)
+    errors = [e for e in logs if e["event"] == "switch_worker_error"]
+    assert errors and all(e["error_class"] == "Unavailable" for e in errors)
+    assert not any("exc_info" in e for e in errors)
+    assert value("tidal_switch_worker_errors_total", {"schedule": "team-a"}) == len(errors)
+
+
+def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> None:
+    """The drift the reconciler finds is published as tidal_policy_drift (the docs' promise)."""
+    from tidal.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.preset([])
+    metrics.set_policy_drift("team-a", 2)
+    assert metrics.registry.get_sample_value("tidal_policy_drift", {"schedule": "team-a"}) == 2
+
+
+def test_a_refused_switch_is_located_counted_and_gauged(
+        client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window whose policy write the apiserver refuses: the daemon logs one located line
+    per refusal (FILE:LINE:COL at the patch field) with a reason class, not 'ValueError', and
+    moves tidal_switches_refused_total and the last-refusal gauge the alert reads."""
+    from tidal.engine.write_check import PolicyWritesRefused, WriteProblem
+    from tidal.metrics import Metrics
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise PolicyWritesRefused("night", [WriteProblem(
+            0, False, "ClusterPropagationPolicy/team-a-cpp", ("spec.placement.clusterAfinity",),
+            'strict decoding error: unknown field "spec.placement.clusterAfinity"')])
+
+    (sched_dir / "team-a.yaml").write_text(
+        schedule_yaml("team-a").replace("clusterAffinity: {clusterNames: [cluster-b]}",
+                                        "clusterAfinity: {clusterNames: [cluster-b]}"))
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(sched_dir / "no-crds"))  # the server checks
+    metrics = Metrics()
+    clock = FakeClock(NIGHT)
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "window:night")
+    (event,) = [e for e in logs if e["event"] == "switch_not_started"]
+    assert event["reason"] == "policy_invalid"
+    (line,) = event["errors"]
+    assert line.startswith(f"{sched_dir / 'team-a.yaml'}:14:38: spec.windows[0].policies[0]"
+                           ".patch.spec.placement.clusterAfinity: ")
+    labels = {"schedule": "team-a", "window": "night", "reason": "policy_invalid"}
+    assert metrics.registry.get_sample_value("tidal_switches_refused_total", labels) == 1
+    assert metrics.registry.get_sample_value(
+        "tidal_last_switch_refused_timestamp_seconds", labels) == NIGHT.timestamp()
+
+
+@pytest.mark.parametrize("late", [timedelta(minutes=10), timedelta(minutes=45)])
+def test_a_window_run_by_hand_is_not_missed_nor_run_again(
+        client: KarmadaClient, sched_dir: Path, late: timedelta) -> None:
+    """`tidal switch --window night` ran (and finished) after the night start, before the
+    daemon came up: the daemon records that run's outcome for the start, neither 'missed'
+    (no TidalWindowMissed) nor a second run, and publishes its success to the metrics."""
+    from tidal.metrics import Metrics
+
+    manual = RunState(schedule="team-a", window="night", run_id="20260601-150500-abcd")
+    manual.phase, manual.result = "done", "succeeded"
+    manual.started_at = (NIGHT + timedelta(minutes=5)).isoformat()
+    manual.finished_at = (NIGHT + timedelta(minutes=8)).isoformat()
+    StateStore(client, NS).save(manual)
+    clock, engine, metrics = FakeClock(NIGHT + late), FakeEngine(), Metrics()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert not any(e["event"] == "window_missed" for e in logs)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None
+    assert (handled.outcome, handled.run_id) == ("succeeded", manual.run_id)
+    labels = {"schedule": "team-a", "window": "night"}
+    assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
+    assert metrics.registry.get_sample_value("tidal_last_success_timestamp_seconds", labels) \
+        == (NIGHT + timedelta(minutes=8)).timestamp()
+
+
+def test_a_rerun_after_a_hold_expired_gets_its_own_run_id(client: KarmadaClient,
+                                                          sched_dir: Path) -> None:
+    """Night ran at its start; a hold put day in force for two hours; when the hold ends the
+    night start runs again, under a new run id (the first run's record is not overwritten)."""
+    store = StateStore(client, NS)
+    clock, engine = FakeClock(NIGHT), FakeEngine()
+    daemon = make_daemon(client, sched_dir, clock, engine)
+    daemon.reconciler("team-a", "window:night")
+    hold = Hold("day", NIGHT + timedelta(hours=3), NIGHT + timedelta(hours=1))
+    store.update_controls("team-a", lambda c: Controls(hold=hold))
+    clock.set(NIGHT + timedelta(hours=1))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    clock.set(hold.until + timedelta(seconds=10))
+    renew(daemon)
+    daemon.reconciler("team-a", "resync")
+    assert [c[1] for c in engine.calls] == ["night", "day", "night"]
+    ids = [c[2] for c in engine.calls]
+    assert len(set(ids)) == 3, ids
+
+
+def test_a_new_schedules_first_start_is_not_missed(client: KarmadaClient,
+                                                   sched_dir: Path) -> None:
+    """A schedule tidal never managed, loaded two hours after its last start: that start is
+    recorded as before tidal managed it, not missed (no TidalWindowMissed on day one); the
+    next start runs."""
+    from tidal.metrics import Metrics
+
+    clock, engine, metrics = FakeClock(NIGHT + timedelta(hours=2)), FakeEngine(), Metrics()
+    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
+    daemon.directory.reload()
+    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    with capture_logs() as logs:
+        daemon.reconciler("team-a", "startup")
+    assert engine.calls == []
+    assert not any(e["event"] == "window_missed" for e in logs)
+    assert any(e["event"] == "window_before_first_run" for e in logs)
+    labels = {"schedule": "team-a", "window": "night"}
+    assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
+    handled = StateStore(client, NS).read("team-a").handled
+    assert handled is not None and handled.outcome == "beforeFirstRun"
+    clock.set(NIGHT + timedelta(hours=8))  # the day start (07:00 local)
+    renew(daemon)
+    daemon.reconciler("team-a", "window:day")
+    assert [c[1] for c in engine.calls] == ["day"]

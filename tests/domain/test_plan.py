@@ -81,3 +81,27 @@ def test_totals_move_monotonically_from_before_to_end(rows: list[tuple[int, int,
     for w in ws:
         for cluster, n in w.in_flight().items():
             assert n <= w.before.get(cluster, 0) and n <= w.after.get(cluster, 0)
+
+
+def _moving(pending: int) -> list[PlannedWorkload]:
+    """d0 and d1 go from a:3 b:1 to b:4; d1 lacks room for `pending` of its replicas."""
+    short = {"b": {"nvidia.com/gpu": 3.0, "pods": 1.0}}
+    return [PlannedWorkload(WorkloadKey("ns", n, "Deployment"), 4, {"a": 3, "b": 1}, {"b": 4},
+                            short=short if n == "d1" else {},
+                            pending={"b": pending} if n == "d1" else {})
+            for n in ("d0", "d1")]
+
+
+def test_static_moves_beyond_free_capacity_are_named_per_wave() -> None:
+    """A wave whose moved replicas lack room in the destination is reported with the
+    workloads and the missing resources: a warning while every floor holds, a refusal when
+    the replicas left Pending break one."""
+    note = ("wave 2: replicas moved to b do not fit its free capacity (short of nvidia.com/gpu 3, "
+            "pods 1) and would stay Pending: ns/Deployment/d1")
+    floor = [FloorRule(("b",), 1)]
+    warned = make_plan(_moving(3), wave_size=1, floors=floor)
+    assert warned.safe and warned.capacity == [note]
+    assert warned.steps[-1].assigned == {"b": 8}
+    refused = make_plan(_moving(4), wave_size=1, floors=floor)
+    assert not refused.safe and refused.capacity == [] and note in refused.problems
+    assert any(v.workload == "ns/Deployment/d1" and v.ready == 0 for _, v in refused.violations)

@@ -95,3 +95,73 @@ def test_cluster_facts_from_a_cluster_object() -> None:
     facts = ClusterFacts.from_cluster(obj)
     assert facts.ready and facts.labels == {"zone": "z"}
     assert facts.free["cpu"] == 5.0
+
+
+def _models(*rows: dict[str, str], counts: list[int]) -> dict[str, object]:
+    """A Cluster object with resource models (one grade per row) and node counts per grade."""
+    return {"metadata": {"name": "m"},
+            "spec": {"resourceModels": [
+                {"grade": g, "ranges": [{"name": n, "min": lo, "max": "1000Ti"}
+                                        for n, lo in row.items()]}
+                for g, row in enumerate(rows)]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "resourceSummary": {
+                           "allocatable": {"cpu": "100", "memory": "400Gi", "pods": "1000",
+                                           "nvidia.com/gpu": "64"},
+                           "allocatableModelings": [{"grade": g, "count": c}
+                                                    for g, c in enumerate(counts)]}}}
+
+
+def test_resource_models_answer_upstream_worked_cases() -> None:
+    """pkg/estimator/client/general_test.go TestGetMaximumReplicasBasedOnResourceModels:
+    "Partially compliant grades" (1.5 cpu -> 1), "No compliant grades" (3 cpu -> 0),
+    "Multi resource request" (1 cpu + 1.5Gi -> 1), "request exceeds highest grade" (-> 0)."""
+    cpu = ClusterFacts.from_cluster(_models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"},
+                                            counts=[1, 1, 1]))
+    assert available_replicas(cpu.free, {"cpu": 1.5}, cpu.model_nodes) == 1
+    assert available_replicas(cpu.free, {"cpu": 3.0}, cpu.model_nodes) == 0
+    both = ClusterFacts.from_cluster(_models(
+        {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"},
+        {"cpu": "2", "memory": "2Gi"}, counts=[1, 1, 1]))
+    assert available_replicas(both.free, {"cpu": 1.0, "memory": 1.5 * 2**30},
+                              both.model_nodes) == 1
+    assert available_replicas(both.free, {"cpu": 1.0, "memory": 2.5 * 2**30},
+                              both.model_nodes) == 0
+
+
+def test_a_resource_the_models_lack_gives_zero() -> None:
+    """v1.18+ general.go buildModelNodes: a GPU request against cpu/memory models fits no
+    node, with no fallback to the summary's 64 GPUs."""
+    facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes) == 0
+
+
+def test_no_pods_in_allocatable_gives_zero() -> None:
+    """general.go getAllowedPodNumber: no pods allocatable means no replica fits
+    (general_test.go TestGetAllowedPodNumber "no allocatable pods")."""
+    assert available_replicas({"cpu": 100.0}, {"cpu": 1.0}) == 0
+    assert available_replicas({"cpu": 100.0}, {}) == 0
+
+
+def test_not_ready_cluster_in_use_keeps_its_static_share() -> None:
+    """The taint filter skips clusters in spec.clusters
+    (pkg/scheduler/framework/plugins/tainttoleration): a NotReady cluster the binding uses
+    keeps its Webster share; one it does not use gets nothing."""
+    down = ClusterFacts("cluster-a", ready=False, free={"cpu": 4.0, "pods": 100})
+    p = Predictor(_static(("cluster-a", 4), ("cluster-b", 1)), [down, B])
+    kept = p.predict(WorkloadFacts("w", "uid-1", 5, current={"cluster-a": 4, "cluster-b": 1}))
+    assert kept.assignment == {"cluster-a": 4, "cluster-b": 1}
+    assert p.predict(WorkloadFacts("v", "uid-2", 5)).assignment == {"cluster-b": 5}
+
+
+def test_static_moves_that_do_not_fit_are_reported_per_cluster() -> None:
+    """Static weights ignore capacity: replicas moved beyond the destination's free cpu
+    (8 cpu, 2 already taken by the first workload) are reported with what is missing."""
+    p = Predictor(_static(("cluster-b", 1)), [A, B])
+    first = p.predict(WorkloadFacts("w1", "u1", 4, current={"cluster-a": 4},
+                                    request={"cpu": 1.5}))
+    assert first.short == {}
+    second = p.predict(WorkloadFacts("w2", "u2", 4, current={"cluster-a": 4},
+                                     request={"cpu": 1.0}))
+    assert second.short == {"cluster-b": {"cpu": 2.0}}
+    assert second.pending == {"cluster-b": 2}  # 2 of the 4 fit in the 2 cpu left

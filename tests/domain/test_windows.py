@@ -223,3 +223,16 @@ def test_manual_run_after_start_is_not_reverted() -> None:
     assert decide(TIMES, manual + timedelta(minutes=1), Handled("day", manual)).action is (
         Action.NOTHING
     )
+
+
+@pytest.mark.parametrize("late", [timedelta(0), timedelta(seconds=3), timedelta(seconds=59)])
+def test_a_start_fired_within_its_minute_is_due_not_a_catch_up(late: timedelta) -> None:
+    """A trigger that fires a few seconds after the start is on time: reason 'due'."""
+    d = decide(TIMES, NIGHT_JUN1 + late, Handled("day", DAY_JUN1))
+    assert (d.action, d.reason) == (Action.RUN, "due")
+
+
+def test_a_start_a_minute_late_is_a_catch_up() -> None:
+    """From a minute late on (window starts have one-minute resolution) it is a catch-up."""
+    d = decide(TIMES, NIGHT_JUN1 + timedelta(minutes=1, seconds=1), Handled("day", DAY_JUN1))
+    assert (d.action, d.reason) == (Action.RUN, "catch-up")

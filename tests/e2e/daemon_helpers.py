@@ -125,7 +125,7 @@ def writes_by(emu: Any) -> dict[str, list[tuple[str, str, str | None]]]:
     """Mutating requests per caller identity: (verb, resource, name)."""
     out: dict[str, list[tuple[str, str, str | None]]] = {}
     for r in emu.request_log():
-        if r.verb in ("get", "list", "watch") or r.code >= 400:
+        if r.verb in ("get", "list", "watch") or r.code >= 400 or r.dry_run:
             continue
         out.setdefault(r.identity, []).append((r.verb, r.resource, r.name))
     return out

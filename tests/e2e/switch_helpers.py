@@ -217,8 +217,9 @@ def invoke_cli(command: str, path: Path, kubeconfig: Path, *options: str) -> Res
 
 
 def writes(emulator: Any) -> list[Any]:
-    """The emulator's logged requests that write (since its last reset_requests)."""
-    return [r for r in emulator.request_log() if r.verb in WRITE_VERBS]
+    """The emulator's logged requests that write (since its last reset_requests); dry runs
+    store nothing and do not count."""
+    return [r for r in emulator.request_log() if r.verb in WRITE_VERBS and not r.dry_run]
 
 
 def latest(emulator: Any) -> dict[tuple[str, str], tuple[int, int]]:

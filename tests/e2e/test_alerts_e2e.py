@@ -77,7 +77,7 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
                 "TidalWaveFailed", schedule="team-a", window="night"), 30)
             assert alert["labels"] == {"alertname": "TidalWaveFailed", "severity": "critical",
                                        "schedule": "team-a", "window": "night",
-                                       "reason": "floor_breach"}
+                                       "reason": "floor_breach", "team": "team-a"}
             assert "team-a" in alert["annotations"]["summary"]
             wait_for("TidalFloorBreached to fire", lambda: prometheus.firing(
                 "TidalFloorBreached", schedule="team-a", cluster="cluster-b"), 30)
@@ -182,7 +182,7 @@ def test_tidal_run_wave_failure_fires_tidal_wave_failed(
                 "TidalWaveFailed", schedule="team-42", window="night"), 60, interval=0.5)
             assert alert["labels"] == {"alertname": "TidalWaveFailed", "severity": "critical",
                                        "schedule": "team-42", "window": "night",
-                                       "reason": "timeout"}
+                                       "reason": "timeout", "team": "team-42"}
             assert len([a for a in prometheus.alerts()
                         if a["labels"]["alertname"] == "TidalWaveFailed"]) == 1
             # An edit brings the day window forward to this minute: the reload catches it up,

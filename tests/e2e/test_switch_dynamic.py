@@ -105,3 +105,39 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: M
         assert sum(1 for wave in waves if names <= wave) == 1, rb["metadata"]["name"]
     after = _assigned(emu)
     assert after.get("cluster-a", 0) < before["cluster-a"]
+
+
+def test_rebalance_left_unschedulable_fails_the_wave_at_once(make_switch_emulator: MakeEmulator,
+                                                            tmp_path: Path) -> None:
+    """A Fresh rebalance the estimators cannot fit (the team estimator gives the team no room
+    anywhere) fails wave 1 in seconds as `unschedulable`, naming the workload and the
+    scheduler's message, not at waveTimeout (60 s). Upstream: patchBindingStatusCondition
+    leaves schedulerObservedGeneration behind on failure (pkg/scheduler/scheduler.go)."""
+    settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
+                "spec": {"teamEstimator": {"teams": [
+                    {"name": f"t2@{c}", "cluster": c, "replicas": 100,
+                     "teamSelector": {"matchLabels": {"team": "t2"}}}
+                    for c in ("cluster-a", "cluster-b")]}}}
+    topo = [settings, cluster("cluster-a", cpu="40", startup=0.2),
+            cluster("cluster-b", cpu="40", startup=0.2), namespace(),
+            cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
+    topo += [deployment(f"job-{i}", "t2", 2, cpu="1") for i in range(2)]
+    emu = make_switch_emulator(topo)
+    for c in ("cluster-a", "cluster-b"):
+        emu.set_team_capacity(f"t2@{c}", 0)
+    client = client_for(emu, tmp_path)
+    night = policy_file(cpp("dyn-night", "t2", dynamic_placement()))
+    schedule = schedule_text(
+        "team-dyn",
+        windows=swap_window("night", "22:00", swap_from="dyn-day",
+                            swap_to="policies/dyn-night.yaml", trigger="rebalance"),
+        rollout="waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    path = write_schedule(tmp_path, schedule, {"policies/dyn-night.yaml": night})
+    events: list[Any] = []
+    began = time.monotonic()
+    record = switch(client, path, "night", events=events)
+    assert time.monotonic() - began < 20
+    assert record.result == "failed"
+    finished = [e for e in events if isinstance(e, ev.WaveFinished)]
+    assert [(e.wave, e.failure) for e in finished] == [(1, "unschedulable")]
+    assert "job-" in finished[0].reason and "not enough to schedule" in finished[0].reason

@@ -82,6 +82,37 @@ def test_unschedulable_fails_with_the_schedulers_message() -> None:
     assert report.failure == "unschedulable" and "NoClusterFit" in report.reason
 
 
+def test_failed_rebalance_with_generation_behind_fails_at_once_naming_every_workload() -> None:
+    """Upstream pkg/scheduler/scheduler.go patchBindingStatusCondition sets
+    schedulerObservedGeneration only when Scheduled=True: a failed Fresh reschedule leaves it
+    behind, and the wave still fails as unschedulable with each workload and message named."""
+    created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    one, two = _workload("w1"), _workload("w2")
+    failed = _binding(generation=3, observed=2, triggered_at="2026-01-01T00:00:05Z",
+                      last="2026-01-01T00:00:01Z", scheduled=("False", "Unschedulable"))
+    report = gates.evaluate(
+        [gates.WaveTarget(one, trigger_time=created), gates.WaveTarget(two, trigger_time=created)],
+        [one, two], {one.binding_key: failed, two.binding_key: failed}, [], {})
+    assert report.failure == "unschedulable"
+    assert report.reason == f"{one.name}: Unschedulable: msg; {two.name}: Unschedulable: msg"
+
+
+def test_failed_touch_with_generation_behind_fails_at_once() -> None:
+    """A touched binding whose new placement cannot be scheduled (observed generation behind)
+    fails the wave as unschedulable instead of waiting for waveTimeout."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    report = _eval(_binding(generation=5, observed=4, scheduled=("False", "NoClusterFit")),
+                   target)
+    assert report.failure == "unschedulable" and "NoClusterFit: msg" in report.reason
+
+
+def test_untriggered_binding_with_an_old_failure_does_not_fail_the_wave() -> None:
+    """A rebalance not yet written to the binding does not fail on an older condition."""
+    created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    old = _binding(generation=3, observed=2, scheduled=("False", "Unschedulable"))
+    assert _eval(old, gates.WaveTarget(_workload(), trigger_time=created)).failure == ""
+
+
 def test_floor_breach_fails_at_once() -> None:
     """Ready below a floor in a named cluster fails the wave as floor_breach."""
     target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))

@@ -60,7 +60,7 @@ def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEm
     with structlog.testing.capture_logs() as logs:
         record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded" and record.run_id == state.run_id
-    patched = [r.name for r in emu.request_log() if r.verb == "patch"]
+    patched = [r.name for r in emu.request_log() if r.verb == "patch" and not r.dry_run]
     assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
     assert patched.count("team-cpp") == 1  # only the Lazy restore at the end
     started = [e for e in logs if e["event"] == "run_started"]
@@ -79,8 +79,9 @@ DYN_SCHEDULE = schedule_text("team-rb", windows="""
         - kind: ClusterPropagationPolicy
           name: dyn
           patch:
-            metadata:
-              labels: {shift: night}
+            spec:
+              placement:
+                clusterAffinity: {clusterNames: [cluster-a, cluster-b]}
 """, rollout="""
     waveSize: 2
     pauseBetweenWaves: 0s
@@ -133,7 +134,7 @@ def test_pre_image_is_journalled_before_the_policy_write(make_switch_emulator: M
 
         def save(self, state: Any) -> None:
             log = emu.request_log()
-            policy_writes = sum(1 for r in log if r.verb == "patch"
+            policy_writes = sum(1 for r in log if r.verb == "patch" and not r.dry_run
                                 and r.resource == "clusterpropagationpolicies")
             touches = sum(1 for r in log if r.verb == "patch" and r.resource == "deployments")
             pre = bool(state.policies and state.policies[0].pre_image is not None)
@@ -149,3 +150,48 @@ def test_pre_image_is_journalled_before_the_policy_write(make_switch_emulator: M
     assert journal.seen[-1][2] == 2
     # the wave's intent was saved after the policy write and before the first touch
     assert any(writes == 1 and touches == 0 for _, writes, touches in journal.seen)
+
+
+def test_an_edit_during_a_run_waits_for_the_next_start(make_switch_emulator: MakeEmulator,
+                                                        tmp_path: Path) -> None:
+    """The schedule is edited (night now 1:1) while wave 2 runs and the replica dies: the
+    resume finishes against the version the run started with (night all on cluster-b),
+    succeeds without waiting out a timeout, and says the edit waits for the next start."""
+    from tests.e2e.switch_helpers import NS, latest, weights_window
+    from tidal.daemon.status import edit_pending
+    from tidal.engine.snapshot import schedule_hash
+
+    emu = make_switch_emulator()
+    client = client_for(emu, tmp_path)
+    path = write_schedule(tmp_path, SCHEDULE)
+    loaded = load_one(path)
+    journal = InMemoryJournal()
+
+    def crash(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.wave == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
+                   on_event=crash)
+    started_with = journal.load("team-r")
+    assert started_with is not None and started_with.schedule_hash == schedule_hash(loaded)
+    edited_text = schedule_text("team-r", """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 20s
+    """, windows=weights_window("night", "23:00", {"cluster-b": 1, "cluster-a": 1}))
+    assert edited_text != SCHEDULE
+    edited = load_one(write_schedule(tmp_path, edited_text))
+    assert schedule_hash(edited) != started_with.schedule_hash
+    pending = edit_pending(started_with, edited)
+    assert pending is not None and pending["runId"] == started_with.run_id
+    events: list[Any] = []
+    record = run_switch(client, edited, "night", clock=SystemClock(), journal=journal,
+                        on_event=events.append, resume=started_with)
+    assert record.result == "succeeded", record.to_json()
+    warnings = [e.message for e in events if isinstance(e, ev.RunWarning)]
+    assert any("edited" in m and "next start" in m for m in warnings), warnings
+    now = latest(emu)
+    for i in range(4):
+        assert now.get((f"{NS}/Deployment/web-{i}", "cluster-a"), (0, 0))[0] == 0

@@ -213,3 +213,53 @@ def test_impossible_dates_are_located(tmp_path: Path) -> None:
                                         "  suspend: true\n  skipDates: [2026-13-45]\n"))
     assert only_error(path) == (f"{path}:10:15: spec.skipDates[0]: expected a date "
                                 "(YYYY-MM-DD), got '2026-13-45'")
+
+
+def _many_windows(count: int, policies_each: int = 1) -> str:
+    """A schedule with `count` small flow-style windows (about 60 bytes each)."""
+    policy = "{kind: ClusterPropagationPolicy, name: p, patch: {spec: {priority: 1}}}"
+    items = "\n".join(
+        f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: '
+        f'[{", ".join([policy] * policies_each)}]}}' for i in range(count))
+    return ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: big}\n"
+            f"spec:\n  timeZone: UTC\n  windows:\n{items}\n")
+
+
+def test_five_thousand_windows_are_refused_before_parsing(tmp_path: Path) -> None:
+    """5,000 windows under the size limit: one located error at `windows`, in under a second."""
+    from tidal.domain.schedule import MAX_WINDOWS
+
+    text = _many_windows(5000, 0).replace("policies: []", "policies: [{}]")
+    path = write(tmp_path, text)
+    assert path.stat().st_size < MAX_FILE_BYTES
+    started = time.monotonic()
+    error = only_error(path)
+    assert time.monotonic() - started < 1.0
+    assert error.startswith(f"{path}:6:3: spec.windows: ")
+    assert f"more than {MAX_WINDOWS} windows" in error
+
+
+def test_too_many_policy_changes_are_refused_before_parsing(tmp_path: Path) -> None:
+    """A window listing more policy changes than the limit is one located error, fast."""
+    from tidal.domain.schedule import MAX_POLICIES_PER_WINDOW
+
+    path = write(tmp_path, _many_windows(2, MAX_POLICIES_PER_WINDOW + 1))
+    started = time.monotonic()
+    error = only_error(path)
+    assert time.monotonic() - started < 1.0
+    assert f"{path}:7:" in error and "spec.windows[0].policies" in error
+    assert f"more than {MAX_POLICIES_PER_WINDOW} policy changes" in error
+
+
+def test_half_megabyte_schedule_is_refused_by_size(tmp_path: Path) -> None:
+    """The 566 KB file of the issue (5,000 block-style windows) is refused by its size."""
+    block = "".join(
+        f'    - name: w{i}\n      start: "{i % 24:02d}:{i % 60:02d}"\n      policies:\n'
+        "        - kind: ClusterPropagationPolicy\n          name: p\n"
+        "          patch: {spec: {priority: 1}}\n" for i in range(5000))
+    path = write(tmp_path, "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\n"
+                           f"metadata: {{name: big}}\nspec:\n  timeZone: UTC\n  windows:\n{block}")
+    started = time.monotonic()
+    error = only_error(path)
+    assert time.monotonic() - started < 1.0
+    assert "more than the limit" in error

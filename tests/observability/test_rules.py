@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
 RULE_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yaml"))
 ALERTS = {"TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
-          "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed"}
+          "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed",
+          "TidalScheduleBlocked", "TidalSwitchRefused", "TidalSwitchWorkerErrors",
+          "TidalJournalLost", "TidalPolicyDrift", "TidalClockSkew"}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -22,7 +24,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _rules() -> list[dict[str, Any]]:
     doc = YAML(typ="safe").load(RULES.read_text())
-    return [rule for group in doc["groups"] for rule in group["rules"]]
+    return [rule for group in doc["groups"] for rule in group["rules"] if "alert" in rule]
 
 
 def test_promtool_check_rules(promtool: str) -> None:
@@ -39,7 +41,7 @@ def test_promtool_unit_tests(test_file: Path, promtool: str) -> None:
 
 
 def test_every_alert_is_shipped_with_severity_summary_and_description() -> None:
-    """Each of the six alerts exists with a severity, a summary and a description."""
+    """Each alert exists with a severity, a summary and a description."""
     rules = _rules()
     assert {r["alert"] for r in rules} == ALERTS
     for rule in rules:
@@ -58,3 +60,20 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
                 (fired if check.get("exp_alerts") else quiet).add(check["alertname"])
     assert fired >= ALERTS
     assert quiet >= ALERTS
+
+
+def test_every_alert_links_its_runbook_section_and_names_the_team() -> None:
+    """runbook_url points at a heading of docs/runbooks.md; every alert carries `team` (joined
+    from tidal_schedule_info, or fixed to "(all)" for fleet-wide alerts)."""
+    import re
+
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", runbooks, re.M)}
+    for rule in _rules():
+        url = rule["annotations"]["runbook_url"]
+        path, _, anchor = url.partition("#")
+        assert path == "docs/runbooks.md" and anchor in anchors, (rule["alert"], url)
+        assert anchor == rule["alert"].lower()
+        assert "tidal:schedule_team:info" in rule["expr"] or "tidal_schedule_info" in \
+            rule["expr"] or rule["labels"].get("team") == "(all)", rule["alert"]

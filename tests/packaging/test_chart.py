@@ -57,6 +57,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "serviceAccount": {"create": False, "name": "existing-sa"},
         "service": {"enabled": False},
         "podDisruptionBudget": {"enabled": False},
+        "networkPolicy": {"enabled": False},
         "podAnnotations": {"example.com/a": "b"},
         "podLabels": {"example.com/l": "v"},
         "priorityClassName": "system-cluster-critical",
@@ -132,7 +133,8 @@ def test_helm_lint_is_clean(variant: str) -> None:
 def test_default_objects(render: Render) -> None:
     """Default values render exactly the always-on objects, monitoring and dashboard off."""
     kinds = sorted(o["kind"] for o in render())
-    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]
+    assert kinds == ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service",
+                     "ServiceAccount"]
 
 
 def test_pod_meets_restricted_pod_security_standard(render: Render) -> None:
@@ -245,6 +247,18 @@ def test_several_replicas_without_leader_election_are_refused(render: Render) ->
     """Two replicas without leader election would both act: the chart refuses with a clear error."""
     with pytest.raises(helm_python.HelmError, match=r"needs leaderElection\.enabled=true"):
         render({"replicaCount": 2, "leaderElection": {"enabled": False}})
+
+
+@pytest.mark.parametrize("timings", [
+    {"renewDeadlineSeconds": 15, "leaseDurationSeconds": 15},
+    {"renewDeadlineSeconds": 20},
+    {"retryPeriodSeconds": 10},
+])
+def test_inconsistent_lease_timings_are_refused(render: Render, timings: dict[str, Any]) -> None:
+    """renewDeadline >= leaseDuration (or retryPeriod >= renewDeadline) fails the render."""
+    with pytest.raises(helm_python.HelmError,
+                       match=r"retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds"):
+        render({"leaderElection": timings})
 
 
 def test_missing_kubeconfig_secret_is_a_clear_error() -> None:
@@ -405,6 +419,7 @@ def test_values_are_documented_key_by_key() -> None:
         ({"replicaCuont": 3}, "additional properties 'replicaCuont' not allowed"),
         ({"logFormat": "xml"}, "/logFormat"),
         ({"httpPort": 0}, "/httpPort"),
+        ({"leaderElection": {"leaseDurationSeconds": 1e9}}, "/leaderElection/leaseDuration"),
     ],
 )
 def test_values_schema_refuses_typos_and_bad_values(
@@ -487,3 +502,38 @@ def test_packaged_chart_carries_the_rules_file_content(tmp_path: Path) -> None:
         assert packed is not None
         assert packed.read() == (ROOT / "tidal" / "rules" / "tidal-alerts.yaml").read_bytes()
         assert "tidal/values.schema.json" in tar.getnames()
+
+
+def test_network_policy_admits_only_probes_and_reaches_only_dns_and_the_apiserver(
+    render: Render,
+) -> None:
+    """The default NetworkPolicy selects tidal's pods: ingress to the http port only, egress to
+    DNS and the apiserver ports only; peers narrow it when given."""
+    objects = render()
+    policy = one(objects, "NetworkPolicy")
+    pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["http"]
+    egress_ports = sorted({p["port"] for r in policy["spec"]["egress"] for p in r["ports"]})
+    assert egress_ports == [53, 443, 5443, 6443]
+    peer = {"ipBlock": {"cidr": "10.0.0.10/32"}}
+    narrowed = one(render({"networkPolicy": {"apiserverPorts": [5443], "apiserverPeers": [peer],
+                                             "metricsFrom": [{"podSelector": {}}]}}),
+                   "NetworkPolicy")
+    assert narrowed["spec"]["egress"][1] == {"ports": [{"port": 5443, "protocol": "TCP"}],
+                                             "to": [peer]}
+    assert narrowed["spec"]["ingress"][0]["from"] == [{"podSelector": {}}]
+    assert not [o for o in render({"networkPolicy": {"enabled": False}})
+                if o["kind"] == "NetworkPolicy"]
+
+
+def test_runbook_urls_take_the_base_url(render: Render) -> None:
+    """metrics.prometheusRule.runbookBaseUrl prefixes every alert's runbook_url."""
+    base = "https://git.example.com/tidal/blob/main/"
+    rule = one(render({"metrics": {"prometheusRule": {"enabled": True,
+                                                      "runbookBaseUrl": base}}}),
+               "PrometheusRule")
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"]
+            for r in g["rules"] if "alert" in r]
+    assert urls and all(u.startswith(base + "docs/runbooks.md#") for u in urls)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -95,3 +96,48 @@ def test_dockerignore_keeps_the_context_small() -> None:
              if ln and not ln.startswith("#")]
     assert lines[0] == "*"
     assert {"!pyproject.toml", "!README.md", "!tidal/"} <= set(lines)
+
+
+def test_base_image_is_pinned_by_digest() -> None:
+    """Every FROM resolves to an image pinned by its sha256 digest, not a tag alone."""
+    import re
+
+    steps = instructions()
+    args = {a.split("=", 1)[0]: a.split("=", 1)[1] for k, a in steps if k == "ARG" and "=" in a}
+    for _, base in [(k, a) for k, a in steps if k == "FROM"]:
+        image = base.split()[0]
+        image = args.get(image.strip("${}"), image)
+        assert re.fullmatch(r"[\w./:-]+@sha256:[0-9a-f]{64}", image), image
+
+
+def test_dependencies_are_installed_from_the_constraints_file() -> None:
+    """The wheels are built under constraints.txt, which pins (==) every runtime dependency,
+    transitively, inside pyproject.toml's ranges."""
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    wheel_steps = [a for k, a in instructions() if k == "RUN" and "pip wheel" in a]
+    assert wheel_steps and all("--constraint constraints.txt" in a for a in wheel_steps)
+    assert any(k == "COPY" and "constraints.txt" in a for k, a in instructions())
+    pins: dict[str, str] = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not pinned with =="
+            pins[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    todo = [Requirement(r) for r in project["dependencies"]]
+    seen: set[str] = set()
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if name in seen or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(name)
+        assert name in pins, f"constraints.txt does not pin {name}"
+        assert req.specifier.contains(pins[name], prereleases=True), (name, pins[name])
+        with contextlib.suppress(PackageNotFoundError):
+            todo += [Requirement(r) for r in distribution(req.name).requires or []]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -163,3 +164,118 @@ def test_a_breach_in_a_failed_wave_needs_its_metric(
         assert checker.violations == []
     else:
         assert len(checker.violations) == 1 and expected in checker.violations[0]
+
+
+def _save_handled(emu: Any, record: dict[str, Any]) -> None:
+    rtype = emu.kinds.by_kind("v1", "ConfigMap")
+    name = f"tidal-sched-{TEAM.schedule}"
+    data = {"handled": json.dumps(record)}
+    try:
+        emu.store.get(rtype, STATE_NS, name)
+    except Exception:
+        emu.store.create(rtype, {"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": name, "namespace": STATE_NS},
+                                 "data": data})
+        return
+    emu.store.mutate(rtype, STATE_NS, name, lambda o: o.update(data=data))
+
+
+def test_every_window_start_ran_once_or_was_recorded_with_a_reason(world: Any) -> None:
+    """Over three starts: one ran twice, one was refused without a reason, the other team
+    did nothing at all: each is reported; a refusal with its reason is not."""
+    emu, checker = world
+    first = (time.time() // 60 - 10) * 60  # three minute boundaries after `first`
+    stamps = [time.strftime("%Y%m%d-%H%M%S", time.gmtime(first + 60 * i)) for i in (1, 2, 3)]
+    iso = [time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(first + 60 * i))
+           for i in (1, 2, 3)]
+    for run_id in (f"a-{stamps[0]}", f"b-{stamps[0]}"):
+        _save_run(emu, _run("done", [_wave(0, True, "succeeded")], "succeeded")
+                  | {"runId": run_id})
+        _settle(checker)
+    _save_handled(emu, {"window": "x", "at": iso[1], "outcome": "refused"})
+    _settle(checker)
+    _save_handled(emu, {"window": "x", "at": iso[2], "outcome": "refused",
+                        "reason": "unsafe_plan: PlanRefused: a floor would break"})
+    _settle(checker)
+    assert checker.check_starts(first, first + 60 * 3 + 30) == 3 * len(TEAMS)
+    mine = [v for v in checker.violations if v.startswith(f"{TEAM.schedule} ")]
+    assert len(mine) == 2, mine
+    assert mine[0].endswith(f"start {stamps[0]} ran 2 times")
+    assert mine[1].endswith(f"start {stamps[1]} recorded refused without a reason")
+    other = [v for v in checker.violations if v.startswith(f"{TEAMS[1].schedule} ")]
+    assert len(other) == 3 and all("neither ran nor was recorded" in v for v in other)
+
+
+def test_a_soak_without_runs_fails(world: Any) -> None:
+    """No run at all is a violation, whatever else held."""
+    _emu, checker = world
+    checker.check_starts(time.time(), time.time())
+    assert checker.violations == ["the soak made no run at all"]
+
+
+def test_a_move_outside_the_wave_in_flight_is_reported(world: Any) -> None:
+    """Wave 0 (workload 0) in flight: workload 0 moving counts for wave 0; workload 1, which
+    no wave in flight lists, moving is a violation."""
+    emu, checker = world
+    _save_run(emu, _run("waves", [_wave(0, True, None), _wave(1, False, None)]))
+    _settle(checker)
+    rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
+    for index in (0, 1):
+        name = f"{TEAM.workload_names()[index]}-deployment"
+        emu.store.mutate(rtype, NS, name, lambda o: o["spec"].update(
+            clusters=[{"name": "cluster-b", "replicas": 5}]))
+        _settle(checker)
+    assert dict(checker.runs["r1"].moves_by_wave) == {0: 1}
+    assert len(checker.violations) == 1, checker.violations
+    assert TEAM.workload_names()[1] in checker.violations[0]
+    assert "no wave listing it was in flight" in checker.violations[0]
+
+
+def test_a_move_into_a_not_ready_cluster_is_reported(world: Any) -> None:
+    """cluster-b NotReady: a wave's workload moving into it is a violation."""
+    emu, checker = world
+    _save_run(emu, _run("waves", [_wave(0, True, None)]))
+    _settle(checker)
+    rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
+    name = f"{TEAM.workload_names()[0]}-deployment"
+    emu.store.mutate(rtype, NS, name,
+                     lambda o: o["spec"].update(clusters=[{"name": "cluster-a", "replicas": 5}]))
+    _settle(checker)
+    assert checker.violations == []
+    emu.set_cluster_ready("cluster-b", False)
+    emu.store.mutate(rtype, NS, name,
+                     lambda o: o["spec"].update(clusters=[{"name": "cluster-b", "replicas": 5}]))
+    _settle(checker)
+    assert any("moved into NotReady ['cluster-b']" in v for v in checker.violations), \
+        checker.violations
+
+
+def test_writes_are_judged_by_the_holder_at_their_resource_version(world: Any) -> None:
+    """The Lease passed from soak-a to soak-b at resourceVersion 20: soak-a's write at 25 (a
+    retried write landing after the failover) is a violation, whatever the wall clock says."""
+    _emu, checker = world
+    checker.lease_versions[:] = [(10, "soak-a"), (20, "soak-b")]
+    now = time.time()
+
+    def write(seq: int, who: str, version: int) -> RequestRecord:
+        return RequestRecord(seq, now, "patch", "deployments", "apps", NS, "x", 200, "", who,
+                             version)
+
+    assert checker.check_writers([write(1, "soak-a", 15), write(2, "soak-b", 25),
+                                  write(3, "soak-a", 25)]) == 3
+    assert len(checker.violations) == 1, checker.violations
+    assert "by soak-a at resourceVersion 25: the Lease was held by soak-b" in \
+        checker.violations[0]
+
+
+def test_the_chaos_throttles_longer_than_the_lease(world: Any) -> None:
+    """Some 429s carry a Retry-After longer than the replicas' Lease."""
+    from benchmarks.soak.chaos import LONG_RETRY_AFTER, Chaos
+    from benchmarks.soak.scenario import daemon_env
+
+    emu, _checker = world
+    lease = float(daemon_env("soak-a")["TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS"])
+    assert lease < LONG_RETRY_AFTER
+    chaos = Chaos(emu, None, Path("."), seed=3, leader=lambda: None)  # type: ignore[arg-type]
+    details = [chaos._api_429() for _ in range(30)]
+    assert any(d.endswith(f"Retry-After {LONG_RETRY_AFTER}s") for d in details)

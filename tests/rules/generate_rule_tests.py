@@ -18,22 +18,25 @@ rules: list[Obj] = yaml.safe_load(
 def ann(alert: str, labels: dict[str, str], variant: int = 0,
         value: str | None = None) -> dict[str, str]:
     """The rule's annotations with its label (and value) templates filled in."""
-    rule = [r for r in rules if r["alert"] == alert][variant]
+    rule = [r for r in rules if r.get("alert") == alert][variant]
     out = {}
     for key, text in rule["annotations"].items():
         text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
         if value is not None:
             text = re.sub(r"\{\{ \$value \| humanizeDuration \}\}", value, text)
+            text = text.replace("{{ $value }}", value)
         out[key] = text.strip()
     return out
 
 
-def alert(name: str, variant: int = 0, value: str | None = None, **labels: str) -> Obj:
-    """One expected alert."""
-    return {"exp_labels": labels, "exp_annotations": ann(name, labels, variant, value)}
-
-
 S = "team-a"
+TEAM = "ml-serving"  # tidal_schedule_info's team for S
+
+
+def alert(name: str, variant: int = 0, value: str | None = None, **labels: str) -> Obj:
+    """One expected alert; its team is the schedule's (or "(all)" for fleet-wide alerts)."""
+    labels.setdefault("team", "(all)" if labels.get("schedule") == "(all)" else TEAM)
+    return {"exp_labels": labels, "exp_annotations": ann(name, labels, variant, value)}
 
 
 def s(metric: str, inst: str, values: str, **labels: str) -> Obj:
@@ -45,8 +48,12 @@ def s(metric: str, inst: str, values: str, **labels: str) -> Obj:
 tests: list[Obj] = []
 
 
-def case(comment: str, series: list[Obj], checks: list[Obj], interval: str = "1m") -> None:
-    """One promtool test case."""
+def case(comment: str, series: list[Obj], checks: list[Obj], interval: str = "1m",
+         info: bool = True) -> None:
+    """One promtool test case; with `info`, replica a exports S's team and file throughout."""
+    if info:
+        series = [*series, s("tidal_schedule_info", "a", "1x3000", schedule=S, team=TEAM,
+                             file="schedules/team-a.yaml")]
     tests.append({"name": comment, "interval": interval, "input_series": series,
                   "alert_rule_test": checks})
 
@@ -79,6 +86,25 @@ case("TidalWaveFailed: still fires after the failing leader's series disappear (
      [s(lf, "a", "0x9 600 600 stale", **WR), s(ls, "a", "100x11 stale", **W),
       s(lf, "b", "0x60", **WR), s(ls, "b", "0x40 2500x20", **W)],
      [chk("30m", "TidalWaveFailed", [wf()]), chk("45m", "TidalWaveFailed", [])])
+
+# --- TidalSwitchRefused
+RR: Obj = dict(W, reason="policy_invalid")
+lr = "tidal_last_switch_refused_timestamp_seconds"
+
+
+def sr() -> Obj:
+    return alert("TidalSwitchRefused", severity="critical", **RR)
+
+
+case("TidalSwitchRefused: a first night refused pages (never succeeded: last success 0); "
+     "the standby exports nothing", [
+    s(lr, "a", "_x9 600x30", **RR), s(ls, "a", "0x40", **W), s(ls, "b", "0x40", **W)],
+    [chk("5m", "TidalSwitchRefused", []), chk("15m", "TidalSwitchRefused", [sr()])])
+case("TidalSwitchRefused: quiet once a switch to the window succeeds, even after the refusing "
+     "replica's series disappear", [
+    s(lr, "a", "_x9 600x10 stale", **RR), s(ls, "a", "0x19 1200 stale", **W),
+    s(ls, "b", "0x19 1200x20", **W)],
+    [chk("15m", "TidalSwitchRefused", [sr()]), chk("30m", "TidalSwitchRefused", [])])
 
 # --- TidalSwitchOverdue (10m steps; period one day)
 OV: Obj = dict(schedule=S, window="night")
@@ -128,7 +154,7 @@ case("TidalFloorBreached: quiet with no breach; fires after the breaching series
 # --- TidalScheduleConfigInvalid
 V: Obj = dict(file="schedules/team-a.yaml")
 def ci() -> Obj:
-    return alert("TidalScheduleConfigInvalid", severity="warning", **V)
+    return alert("TidalScheduleConfigInvalid", severity="warning", schedule=S, **V)
 
 case("TidalScheduleConfigInvalid: fires after 5m when any replica fails to load the file", [
     s("tidal_schedule_config_valid", "a", "1 1 0x20", **V),
@@ -171,6 +197,67 @@ case("TidalWindowMissed: a missed window counted at start-up fires; the standby'
 case("TidalWindowMissed: quiet at 0; fires on an increase even after the series disappears", [
     s("tidal_windows_missed_total", "a", "0x10 1 stale", **M)],
     [chk("9m", "TidalWindowMissed", []), chk("15m", "TidalWindowMissed", [wm()])])
+
+case("TidalWindowMissed: a schedule that exports no team still pages, with team (unknown)", [
+    s("tidal_windows_missed_total", "a", "1x100", **M)],
+    [chk("5m", "TidalWindowMissed", [alert("TidalWindowMissed", severity="warning",
+                                           team="(unknown)", **M)])], info=False)
+case("TidalScheduleConfigInvalid: a file that never loaded has schedule and team (unknown)", [
+    s("tidal_schedule_config_valid", "a", "0x20", file="schedules/new.yaml")],
+    [chk("8m", "TidalScheduleConfigInvalid", [alert(
+        "TidalScheduleConfigInvalid", severity="warning", file="schedules/new.yaml",
+        schedule="(unknown)", team="(unknown)")])])
+
+# --- TidalScheduleBlocked
+B: Obj = dict(schedule=S, reason="state_corrupt")
+case("TidalScheduleBlocked: fires after 5m of a blocked schedule on the leader", [
+    s("tidal_schedule_blocked", "a", "0 0 1x30", **B),
+    s("tidal_schedule_blocked", "b", "0x32", **B)],
+    [chk("5m", "TidalScheduleBlocked", []),
+     chk("9m", "TidalScheduleBlocked", [alert("TidalScheduleBlocked", severity="critical", **B)])])
+case("TidalScheduleBlocked: quiet while every replica exports 0, and once repaired", [
+    s("tidal_schedule_blocked", "a", "1x3 0x30", **B),
+    s("tidal_schedule_blocked", "b", "0x32", **B)],
+    [chk("2m", "TidalScheduleBlocked", []), chk("20m", "TidalScheduleBlocked", [])])
+
+# --- TidalSwitchWorkerErrors
+E: Obj = dict(schedule=S)
+case("TidalSwitchWorkerErrors: fires when passes keep failing, quiet for a single error", [
+    s("tidal_switch_worker_errors_total", "a", "0 1 2 3 4 5 6 7 8 9 10 10x60", **E),
+    s("tidal_switch_worker_errors_total", "b", "0 0 0 0 0 0 0 0 0 0 0 1x60", **E)],
+    [chk("10m", "TidalSwitchWorkerErrors", [alert("TidalSwitchWorkerErrors", severity="warning",
+                                                  **E)]),
+     chk("40m", "TidalSwitchWorkerErrors", [])])
+
+# --- TidalJournalLost
+case("TidalJournalLost: a lost run-state object fires; quiet at 0", [
+    s("tidal_journal_lost_total", "a", "0x10 1x100", **E),
+    s("tidal_journal_lost_total", "b", "0x110", **E)],
+    [chk("9m", "TidalJournalLost", []),
+     chk("15m", "TidalJournalLost", [alert("TidalJournalLost", severity="critical", **E)])])
+
+# --- TidalPolicyDrift
+case("TidalPolicyDrift: two drifted policies for 15 minutes fire; quiet once put back", [
+    s("tidal_policy_drift", "a", "2x20 0x20", **E), s("tidal_policy_drift", "b", "0x40", **E)],
+    [chk("10m", "TidalPolicyDrift", []),
+     chk("18m", "TidalPolicyDrift", [alert("TidalPolicyDrift", value="2", severity="warning",
+                                           **E)]),
+     chk("35m", "TidalPolicyDrift", [])])
+
+# --- TidalClockSkew
+def cs() -> Obj:
+    return alert("TidalClockSkew", severity="critical", schedule="(all)", window="(all)")
+
+case("TidalClockSkew: a replica 150 s ahead with a 30 s limit fires; 5 s does not", [
+    s("tidal_clock_skew_seconds", "a", "5x5 150x20"),
+    s("tidal_clock_skew_max_seconds", "a", "30x25"),
+    s("tidal_clock_skew_seconds", "b", "-2x25"),
+    s("tidal_clock_skew_max_seconds", "b", "30x25")],
+    [chk("4m", "TidalClockSkew", []), chk("10m", "TidalClockSkew", [cs()])])
+case("TidalClockSkew: a clock behind counts as much as one ahead; quiet once synchronised", [
+    s("tidal_clock_skew_seconds", "a", "-90x10 0x20"),
+    s("tidal_clock_skew_max_seconds", "a", "30x30")],
+    [chk("8m", "TidalClockSkew", [cs()]), chk("25m", "TidalClockSkew", [])])
 
 doc = {"rule_files": ["../../tidal/rules/tidal-alerts.yaml"], "evaluation_interval": "1m",
        "tests": tests}

@@ -9,6 +9,7 @@ from tidal.sim.clock import Clock, ManualClock
 from tidal.sim.controllers import ControllerManager
 from tidal.sim.kinds import KindRegistry, ResourceType
 from tidal.sim.store import Store
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 Obj = dict[str, Any]
 EVEN_UID = "00000000-0000-0000-0000-000000000001"  # FNV-32a hash is even: ties go to a, b, ...
@@ -68,13 +69,24 @@ class Harness:
         feature_gates: frozenset[str] = frozenset(),
         scheduler_latency: float = 0.0,
         clock: Clock | None = None,
+        seed: int = 0,
+        status_delay: float = 0.0,
+        cluster_status_interval: float = 0.0,
+        karmada_version: KarmadaVersion = LATEST_RELEASE,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
         self.store = Store(self.kinds, self.clock)
         self.store.preserve_uid = True
         self.mgr = ControllerManager(
-            self.store, self.clock, scheduler_latency=scheduler_latency, feature_gates=feature_gates
+            self.store,
+            self.clock,
+            scheduler_latency=scheduler_latency,
+            feature_gates=feature_gates,
+            seed=seed,
+            status_delay=status_delay,
+            cluster_status_interval=cluster_status_interval,
+            karmada_version=karmada_version,
         )
         self.namespace("team")
 

@@ -132,14 +132,47 @@ def test_unschedulable_when_total_capacity_is_short() -> None:
     assert "lastScheduledTime" not in binding["status"]
 
 
-def test_unschedulable_binding_is_placed_once_capacity_grows() -> None:
-    """An Unschedulable binding is retried and placed when a cluster gains room."""
+def test_unschedulable_binding_waits_up_to_five_minutes_after_capacity_grows() -> None:
+    """pkg/scheduler/internal/queue/scheduling_queue.go: an Unschedulable binding waits in the
+    unschedulable queue (5 minutes, flushed every 30 s); a status-only Cluster change
+    (resourceSummary) does not requeue it (event_handler.go updateCluster)."""
+    h = dynamic_pair(a_cpu="2", b_cpu="2")
+    h.deployment("web", 6, cpu="1")
+    h.settle()
+    parked = h.clock.now()
+    h.set_allocatable("b", cpu="4")
+    h.advance(60.0)
+    assert h.clusters_of("web") == {}
+    h.advance(parked + 330.0 - h.clock.now())
+    assert sum(h.clusters_of("web").values()) == 6
+
+
+def test_unschedulable_binding_is_retried_at_once_on_a_cluster_label_change() -> None:
+    """A Cluster label change is a relevant event: waiting bindings are requeued at once."""
     h = dynamic_pair(a_cpu="2", b_cpu="2")
     h.deployment("web", 6, cpu="1")
     h.settle()
     h.set_allocatable("b", cpu="4")
+    h.patch("Cluster", "b", lambda c: c["metadata"].setdefault("labels", {}).update(x="y"))
     h.advance(1.0)
     assert sum(h.clusters_of("web").values()) == 6
+
+
+def test_observed_generation_catches_up_one_pass_after_the_scheduling_patch() -> None:
+    """scheduler.go patchBindingStatusCondition writes the generation seen before its own
+    spec patch; the patch's event brings the binding back and it catches up then."""
+    h = Harness(scheduler_latency=0.5)
+    two_clusters(h)
+    h.cpp("split", {**TWO, "replicaScheduling": static_weights(a=1, b=1)})
+    h.deployment("web", 2)
+    h.settle()
+    h.advance(0.6)
+    binding = h.binding("web")
+    assert binding["spec"]["clusters"]
+    assert binding["status"]["schedulerObservedGeneration"] == binding["metadata"]["generation"] - 1
+    h.advance(0.6)
+    binding = h.binding("web")
+    assert binding["status"]["schedulerObservedGeneration"] == binding["metadata"]["generation"]
 
 
 def test_aggregated_uses_as_few_clusters_as_possible() -> None:

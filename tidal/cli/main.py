@@ -13,6 +13,9 @@ from tidal import __version__
 @click.version_option(__version__, prog_name="tidal")
 def cli() -> None:
     """Scheduled, wave-by-wave tidal switches on a Karmada control plane."""
+    from tidal.cli.redacting import redact_stderr
+
+    redact_stderr()
 
 
 def _register() -> None:

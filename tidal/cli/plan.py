@@ -38,6 +38,16 @@ def load_target(schedule_file: Path, window: str) -> Any:
     return loaded
 
 
+def refused_writes(loaded: Any, exc: Any) -> NoReturn:
+    """The apiserver refused a dry run of the window's policy writes: each refusal located in
+    the schedule file, exit 1; nothing was written."""
+    from tidal.loading.refusals import locate_refusals
+
+    for error in locate_refusals(loaded.path, exc.window, exc.problems):
+        click.echo(str(error), err=True)
+    raise SystemExit(INVALID_INPUT)
+
+
 def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
     from tidal.karmada.client import KarmadaClient
     from tidal.karmada.errors import KarmadaError
@@ -56,12 +66,13 @@ def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[A
     return settings, client
 
 
-def render_plan(sp: Any, problems: list[str]) -> None:
+def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=True, markup=False, highlight=False,
-                      width=None if sys.stdout.isatty() else 160)
+    out = out or sys.stdout
+    console = Console(file=out, soft_wrap=True, markup=False, highlight=False,
+                      width=None if out.isatty() else 160)
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
@@ -116,6 +127,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
     from tidal.engine.switch import plan_problems
+    from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
@@ -123,13 +135,15 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     try:
         sp = build_plan(client, loaded.schedule, window)
         check = preflight(sp, ready_field_of(sp))
+    except PolicyWritesRefused as exc:
+        refused_writes(loaded, exc)
     except ResolveError as exc:
         fail(str(exc))
     except KarmadaError as exc:
         fail(f"Karmada API: {exc}")
     finally:
         client.close()
-    problems = plan_problems(sp) + check.problems
+    problems = check.problems + plan_problems(sp)  # root causes first
     if output == "json":
         data = sp.plan.to_dict()
         data.update({"schedule": sp.schedule.name, "window": sp.window.name,

@@ -13,6 +13,7 @@ from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.sim.clock import ScaledClock
 from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
 from tidal.sim.topology import TopologyError
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 
 @click.command("sim")
@@ -46,8 +47,21 @@ from tidal.sim.topology import TopologyError
     help="simulated seconds per real second (pod start-up, termination, latency)",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="seed for random faults")
+@click.option(
+    "--karmada-version",
+    type=click.Choice([v.value for v in KarmadaVersion]),
+    default=None,
+    help="the Karmada release to behave as (default: the topology's karmadaVersion, else "
+    f"the latest release, {LATEST_RELEASE.value}); see docs/fidelity.md",
+)
 def sim_command(
-    port: int, topology: Path | None, empty: bool, kubeconfig_out: Path, speed: float, seed: int
+    port: int,
+    topology: Path | None,
+    empty: bool,
+    kubeconfig_out: Path,
+    speed: float,
+    seed: int,
+    karmada_version: str | None,
 ) -> None:
     """Serve a Karmada emulator (Kubernetes API over HTTP) until Ctrl-C or SIGTERM.
 
@@ -59,7 +73,10 @@ def sim_command(
         raise click.BadParameter("must be positive", param_hint="--speed")
     source = None if empty else (topology or DEFAULT_TOPOLOGY)
     try:
-        emulator = Emulator(source, clock=ScaledClock(speed), port=port, seed=seed)
+        version = KarmadaVersion(karmada_version) if karmada_version else None
+        emulator = Emulator(
+            source, clock=ScaledClock(speed), port=port, seed=seed, karmada_version=version
+        )
         emulator.start()
     except TopologyError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -78,7 +95,10 @@ def sim_command(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         path = emulator.write_kubeconfig(kubeconfig_out)
-        click.echo(f"tidal sim serving {emulator.url}", nl=True)
+        click.echo(
+            f"tidal sim serving {emulator.url} (as Karmada v{emulator.karmada_version.value})",
+            nl=True,
+        )
         click.echo(f"kubeconfig: {path}")
         click.echo(f"try: kubectl --kubeconfig {path} get clusters,cpp")
         while not stop.wait(0.5):

@@ -4,6 +4,8 @@ drift, and the current leader."""
 from __future__ import annotations
 
 import json
+import sys
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,11 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context)
         client = KarmadaClient.from_settings(settings)
-    except (SettingsError, KarmadaError) as exc:
+    except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    except KarmadaError as exc:
+        click.echo(f"error: {exc}; pass --kubeconfig or set TIDAL_KUBECONFIG", err=True)
         raise SystemExit(INVALID_INPUT) from None
     result = load_schedules([settings.schedules])
     for error in result.errors:
@@ -32,8 +37,29 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
     return settings, client, result.schedules
 
 
-def _short(value: str | None) -> str:
-    return value[:16].replace("T", " ") if value else "-"
+def _when(value: str | None, zone: tzinfo) -> str:
+    """An ISO time in `zone`, with the zone's abbreviation (CST, CEST, UTC)."""
+    if not value:
+        return "-"
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def last_run(entry: dict[str, Any]) -> dict[str, Any]:
+    """{window, start, outcome} of the table's last-run columns: the run record (whoever
+    started it: the daemon or `tidal switch`), unless a later start was handled without one
+    (missed, skipped, refused)."""
+    handled, run = entry["lastHandled"] or {}, entry["lastRun"] or {}
+    if not run or (handled and handled.get("runId") != run.get("runId")
+                   and str(handled.get("start") or "") > str(run.get("startedAt") or "")):
+        return handled
+    outcome = run.get("result") or f"running ({run.get('phase')})"
+    return {"window": run.get("window"), "start": run.get("startedAt"), "outcome": outcome}
 
 
 @click.command("status")
@@ -43,8 +69,9 @@ def _short(value: str | None) -> str:
               help="schedules directory (TIDAL_SCHEDULES)")
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
 @click.option("--context", default=None)
+@click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
 def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
-                   context: str | None) -> None:
+                   context: str | None, utc: bool) -> None:
     """Show every schedule: window in force, last run and result, next start, suspended,
     holds and skips, policy drift, and the current leader."""
     from tidal.daemon.status import build_status
@@ -65,28 +92,36 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
     from rich.table import Table
 
     table = Table(title=f"leader: {report['leader'] or '(none)'}")
+    from zoneinfo import ZoneInfo
+
     for col in ("schedule", "in force", "last run", "result", "next start", "state", "drift"):
         table.add_column(col)
     for s in report["schedules"]:
+        zone: tzinfo = UTC if utc else ZoneInfo(s["timeZone"])
         in_force = s["windowInForce"] or {}
-        last = s["lastHandled"] or {}
+        last = last_run(s)
         nxt = s["nextStart"] or {}
         flags = []
         if s["suspended"]:
             flags.append("suspended")
         if s["hold"]:
-            flags.append(f"hold {s['hold']['window']} until {_short(s['hold']['until'])}")
+            flags.append(f"hold {s['hold']['window']} until {_when(s['hold']['until'], zone)}")
         if s["skipStart"]:
-            flags.append(f"skip {_short(s['skipStart'])}")
+            flags.append(f"skip {_when(s['skipStart'], zone)}")
+        if s["editPending"]:
+            flags.append("edit pending (applies from the next start)")
+        if s["blocked"]:
+            flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:
             flags.append(f"{held['policy']} held Lazy")
         table.add_row(
-            s["name"], f"{in_force.get('window', '-')} ({_short(in_force.get('start'))})",
-            f"{last.get('window', '-')} {_short(last.get('start'))}", last.get("outcome", "-"),
-            f"{nxt.get('window', '-')} {_short(nxt.get('start'))}",
+            s["name"], f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})",
+            f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
+            f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
             ", ".join(flags) or "active",
             ", ".join(d["policy"] for d in s["drift"]) or "-")
-    Console().print(table)
+    # Piped or redirected: never cut a value at 80 columns.
+    Console(width=None if sys.stdout.isatty() else 400).print(table)
     raise SystemExit(OK)
 
 

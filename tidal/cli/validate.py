@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
-from tidal.loading import load_schedules
+from tidal.loading import LocatedError, load_schedules
+from tidal.loading.policies import default_crd_dir, schemas_available
+
+NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
+               "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
+               "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or run `tidal plan`, which "
+               "dry-runs every policy write on the Karmada apiserver")
 
 
 @click.command("validate")
@@ -19,12 +26,18 @@ from tidal.loading import load_schedules
 @click.option("--crds", type=click.Path(path_type=Path, file_okay=False), default=None,
               envvar="TIDAL_KARMADA_CRDS",
               help="directory of the Karmada CRDs used to check policy manifests and patches")
-def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None) -> None:
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="also check floor clusters against the Clusters of this control plane")
+@click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
+def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
+                     kubeconfig: Path | None, context: str | None) -> None:
     """Check schedule files (files or directories, recursively *.yaml/*.yml).
 
     Exit 0 when everything is valid, 1 otherwise.
     """
     result = load_schedules(paths, crd_dir=crds) if crds else load_schedules(paths)
+    if kubeconfig is not None or context is not None:
+        result.errors += _against_clusters(result.schedules, kubeconfig, context)
     if output == "json":
         click.echo(json.dumps([error.to_json() for error in result.errors], indent=2))
     else:
@@ -33,10 +46,29 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None) ->
         if result.ok:
             names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
             click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
+            if not schemas_available(crds if crds is not None else default_crd_dir()):
+                click.echo(NOT_CHECKED, err=True)
         else:
             files = len({error.file for error in result.errors})
             click.echo(f"{len(result.errors)} error(s) in {files} file(s)", err=True)
     raise SystemExit(OK if result.ok else INVALID_INPUT)
+
+
+def _against_clusters(schedules: list[Any], kubeconfig: Path | None, context: str | None
+                      ) -> list[LocatedError]:
+    from tidal.cli.plan import fail, settings_and_client
+    from tidal.karmada.clusters import list_clusters
+    from tidal.karmada.errors import KarmadaError
+    from tidal.loading.clusters import unknown_floor_clusters
+
+    _, client = settings_and_client(kubeconfig, context)
+    try:
+        existing = {str((c.get("metadata") or {}).get("name")) for c in list_clusters(client)}
+    except KarmadaError as exc:
+        fail(f"Karmada API: {exc}")
+    finally:
+        client.close()
+    return [e for loaded in schedules for e in unknown_floor_clusters(loaded, existing)]
 
 
 COMMANDS = [validate_command]

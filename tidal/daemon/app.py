@@ -94,15 +94,21 @@ class Daemon:
                 self.identity, self.clock, self.timings,
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading)
+            gate_writes = getattr(client, "gate_writes", None)
+            if gate_writes is not None:  # every acting write needs the Lease, retries too
+                gate_writes(self.elector)
         else:
             self.elector = _AlwaysLeader(self.identity)
-        self.state = StateStore(client, settings.state_namespace, guard=self.may_act)
+        self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
+                                writer=f"daemon:{settings.identity}")
         self.directory = ScheduleDirectory(Path(settings.schedules), load)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
-            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock)
-        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches)
+            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock,
+            max_clock_skew=settings.scheduler.max_clock_skew_seconds)
+        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
+                                     on_error=self._worker_failed)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
@@ -128,6 +134,9 @@ class Daemon:
     def ready(self) -> tuple[bool, str]:
         if not self.directory.loaded_once:
             return False, "schedules not loaded"
+        thread = self._elector_thread
+        if thread is not None and not thread.is_alive() and not self._stop.is_set():
+            return False, "leader election is not running (see the lease_thread_died log)"
         reachable = getattr(self.elector, "api_reachable", True)
         if not reachable:
             return False, "Karmada API not reachable"
@@ -165,6 +174,10 @@ class Daemon:
                 observer(event)
             except Exception as exc:  # an observer never breaks a switch
                 log.warning("event_observer_failed", error=str(exc))
+
+    def _worker_failed(self, schedule: str, exc: Exception) -> None:
+        if self.metrics is not None:
+            self.metrics.switch_worker_error(schedule)
 
     def _window_fired(self, schedule: str, window: str) -> None:
         self.dispatcher.submit(schedule, f"window:{window}")
@@ -231,13 +244,12 @@ class Daemon:
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
         self.dispatcher.start()
         self.scheduler.start()
-        self.reload()
+        self._first_load()
         if self.watcher is not None:
             self.watcher.start()
         if isinstance(self.elector, LeaderElector):
-            elector = self.elector
             self._elector_thread = threading.Thread(
-                target=elector.run, args=(self._stop,), name="tidal-lease", daemon=True)
+                target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
             self._elector_thread.start()
         else:
             if self.metrics is not None:
@@ -245,6 +257,29 @@ class Daemon:
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
                  port=self.http.port if self.http else None)
         return self
+
+    def _elect(self, elector: LeaderElector) -> None:
+        """The lease thread: a crash is logged and makes the replica unready (never silent)."""
+        try:
+            elector.run(self._stop)
+        except Exception as exc:
+            log.error("lease_thread_died", identity=self.identity, error=str(exc)[:500],
+                      error_class=type(exc).__name__)
+            elector.give_up(f"lease thread died: {type(exc).__name__}")
+
+    def _first_load(self) -> None:
+        """Load the schedules on a thread of its own: a slow file never keeps the HTTP server,
+        or a SIGTERM (which only sets flags), waiting for it."""
+        loader = threading.Thread(target=self._reload_reported, name="tidal-load", daemon=True)
+        loader.start()
+        while loader.is_alive() and not self._stop.is_set():
+            loader.join(0.05)
+
+    def _reload_reported(self) -> None:
+        try:
+            self.reload()
+        except Exception as exc:  # the watcher retries on the next change
+            log.error("reload_failed", error=str(exc), error_class=type(exc).__name__)
 
     def request_stop(self) -> None:
         """Begin shutting down (signal-safe: only sets flags)."""

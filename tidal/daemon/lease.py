@@ -120,6 +120,18 @@ class LeaderElector:
                 return False
             return self.clock.monotonic() - self._last_renew < self.timings.renew_deadline
 
+    # --- the gate of acting writes (tidal.karmada.client.WriteGate) ---------------------------
+    def seconds_left(self) -> float:
+        """How long we may still act: until the renew deadline of the last renew (a standby
+        waits the longer leaseDuration from its own later observation of that renew)."""
+        with self._lock:
+            if not self._leading:
+                return 0.0
+            return self.timings.renew_deadline - (self.clock.monotonic() - self._last_renew)
+
+    def give_up(self, reason: str) -> None:
+        self._step_down(reason)
+
     # --- one step --------------------------------------------------------------------------
     def try_acquire_or_renew(self, *, renew_only: bool = False) -> bool:
         """One attempt to take or keep the Lease; True when we hold it afterwards.

@@ -23,10 +23,14 @@ class ManualRunJournal:
         self.client, self.namespace, self.identity = client, namespace, identity
         self.clock, self.timings = clock, timings or ElectionTimings()
         self.lock: RunLock | None = None
-        self.store = StateStore(client, namespace, guard=self._held)
+        self.store = StateStore(client, namespace, guard=self._held, writer=f"cli:{identity}")
 
     def _held(self) -> bool:
         return self.lock is not None and self.lock.held()
+
+    def holds_lock(self) -> bool:
+        """Whether this run may still act (the lock taken at the first save and held)."""
+        return self._held()
 
     def load(self, schedule_name: str) -> RunState | None:
         return self.store.load(schedule_name)
@@ -38,9 +42,15 @@ class ManualRunJournal:
             ensure_namespace(self.client, self.namespace)
             self.lock = manual_run_lock(self.client, self.namespace, state.schedule,
                                         self.identity, self.clock, self.timings)  # LockBusy
+            gate_writes = getattr(self.client, "gate_writes", None)
+            if gate_writes is not None:  # from now on every acting write needs the lock
+                gate_writes(self.lock.elector)
         self.store.save(state)
 
     def close(self) -> None:
         if self.lock is not None:
+            gate_writes = getattr(self.client, "gate_writes", None)
+            if gate_writes is not None:
+                gate_writes(None)
             self.lock.release()
             self.lock = None

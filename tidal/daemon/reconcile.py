@@ -15,7 +15,8 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.daemon.lease import RunLock
-from tidal.daemon.state import HandledRecord, ScheduleState, StateStore
+from tidal.daemon.refusal import explain
+from tidal.daemon.state import CorruptState, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
     Action,
@@ -26,8 +27,8 @@ from tidal.domain.windows import (
     start_in_force,
     times_of,
 )
-from tidal.engine.journal import FencedOut, RunState
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.engine.journal import FencedOut, JournalLost, RunState
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 
 log = structlog.get_logger("tidal.daemon.reconcile")
 
@@ -41,9 +42,28 @@ class RunSwitch(Protocol):
                  resume: Any = None) -> Any: ...
 
 
-def run_id_for(schedule: str, start: WindowStart) -> str:
-    """Deterministic, DNS-safe: the same start always gets the same run id."""
-    return f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
+    """Deterministic, DNS-safe: the same start always gets the same run id; a start due
+    again later (a hold over it ended) gets its own, suffixed with the minutes it was due
+    after the start."""
+    base = f"{schedule}-{start.window}-{start.at.astimezone(UTC):%Y%m%d-%H%M%S}".lower()
+    if due is not None and due - start.at > SNAP:
+        base += f"-{int((due - start.at).total_seconds()) // 60}m"
+    return base
+
+
+def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
+    """A finished run of the start's window that began after the start (`tidal switch`)
+    carried that start out: it is neither missed nor to be run again."""
+    if run is None or not run.finished or run.window != start.window or not run.started_at:
+        return False
+    try:
+        started = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return started >= start.at
 
 
 def result_of(record: Any) -> str:
@@ -68,6 +88,7 @@ class Reconciler:
         on_fenced: Callable[[str], None],
         metrics: Any = None,
         lock_for: Callable[[str], RunLock] | None = None,
+        max_clock_skew: float | None = None,
     ) -> None:
         self.client = client
         self.state = state
@@ -79,6 +100,7 @@ class Reconciler:
         self.on_fenced = on_fenced
         self.metrics = metrics
         self.lock_for = lock_for
+        self.max_clock_skew = max_clock_skew
         self.last_decisions: dict[str, str] = {}
         self.drift: dict[str, list[dict[str, Any]]] = {}
 
@@ -90,9 +112,28 @@ class Reconciler:
             return
         try:
             self._pass(name, loaded, reason)
-        except (Conflict, FencedOut) as exc:
-            log.error("fenced_out", schedule=name, error=str(exc))
+        except CorruptState as exc:
+            log.error("state_corrupt", schedule=name, object=exc.object, error=exc.detail,
+                      repair=exc.repair)
+            self._metric("state_corrupt", name)
+            return
+        except (Conflict, FencedOut, LeaseLost) as exc:
+            own_lease = any(isinstance(e, LeaseLost) or
+                            (isinstance(e, Conflict) and e.reason == "NotLeader")
+                            for e in (exc, exc.__cause__))
+            log.error("fenced_out", schedule=name, error=str(exc),
+                      reason="lease_lost" if own_lease else "another_writer")
             self.on_fenced(f"{name}: {exc}")
+        except JournalLost as exc:
+            # The claim ("started") stays: the next pass finds the run from its policies' marks.
+            log.error("journal_lost", schedule=name, reason="journal_lost", error=str(exc))
+            self._metric("journal_lost", name)
+        self._metric("schedule_unblocked", name)
+
+    def _metric(self, method: str, *args: Any) -> None:
+        call = getattr(self.metrics, method, None)
+        if call is not None:
+            call(*args)
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[bool]:
@@ -124,6 +165,10 @@ class Reconciler:
         times = times_of(schedule)
         seen = self.state.read(name)
         unfinished = self.state.load(name)
+        if self._clock_skewed(name):
+            return
+        if unfinished is not None and self.metrics is not None:
+            self.metrics.restore_last_run(unfinished)  # also a run `tidal switch` made
         if unfinished is not None and not unfinished.finished:
             with self._locked(name) as ok:
                 if not ok:
@@ -148,7 +193,7 @@ class Reconciler:
             still_due = (in_force is not None and (in_force.window, in_force.at) ==
                          (claimed.window, claimed.at)) or \
                 now - claimed.at <= times.catch_up_window
-            if still_due:
+            if still_due or self._under_way(loaded, claimed.window, claimed.run_id):
                 log.info("run_restarting", schedule=name, window=claimed.window,
                          run_id=claimed.run_id, reason="claimed but never started")
                 restart = WindowStart(at=claimed.at, window=claimed.window,
@@ -156,14 +201,26 @@ class Reconciler:
                 self._start(name, loaded, seen, seen, restart, claimed.run_id)
                 return
             self.state.record_handled(seen, HandledRecord(
-                claimed.window, claimed.at, "abandoned", claimed.run_id, now))
+                claimed.window, claimed.at, "abandoned", claimed.run_id, now,
+                reason="claimed, but the claimant died before its first step and the start "
+                       "is no longer due"))
             return
         decision = decide(times, now, seen.handled.handled if seen.handled else None,
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         start = decision.start
+        if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
+                ran_by_hand(unfinished, start):
+            assert unfinished is not None
+            log.info("window_run_by_hand", schedule=name, window=start.window,
+                     run_id=unfinished.run_id, result=unfinished.result,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, str(unfinished.result or "unknown"), unfinished.run_id,
+                now))
+            return
         if decision.action is Action.RUN and start is not None:
-            run_id = run_id_for(name, start)
+            run_id = run_id_for(name, start, due=now - decision.late_by)
             log.info("window_due", schedule=name, window=start.window, run_id=run_id,
                      start=start.at.isoformat(), reason=decision.reason,
                      late_seconds=decision.late_by.total_seconds(), trigger=reason)
@@ -173,13 +230,19 @@ class Reconciler:
                 claim = self.state.record_handled(
                     seen, HandledRecord(start.window, start.at, "started", run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
+        elif decision.action is Action.MISSED and start is not None and \
+                seen.handled is None and unfinished is None:
+            # A schedule tidal never ran: its last start was before tidal managed it.
+            log.info("window_before_first_run", schedule=name, window=start.window,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(start.window, start.at,
+                                                          "beforeFirstRun", None, now))
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
                         start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
-            self.state.record_handled(seen, HandledRecord(start.window, start.at, "missed",
-                                                          None, now))
-            if self.metrics is not None:
-                self.metrics.window_missed(name, start.window)
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, "missed", None, now, reason=decision.reason))
+            self._metric("window_missed", name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
                 start is not None and unfinished.window == start.window:
             self._check_drift(name, unfinished)
@@ -187,7 +250,7 @@ class Reconciler:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
-                                                          None, now))
+                                                          None, now, reason=decision.reason))
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
     def _start(self, name: str, loaded: Any, before: ScheduleState, seen: ScheduleState,
@@ -197,7 +260,7 @@ class Reconciler:
             record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
                                      journal=self.state, on_event=self.on_event,
                                      run_id=run_id)
-        except (Conflict, FencedOut):
+        except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:
             if exc.retryable and self._untouched(name, run_id):
@@ -207,10 +270,10 @@ class Reconciler:
                 self.state.record_handled(seen, before.handled or HandledRecord(
                     "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
                 return
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         except Exception as exc:  # a refused plan, a bug: recorded, never retried blindly
-            self._refused(seen, name, start, run_id, exc)
+            self._refused(seen, name, loaded, start, run_id, exc)
             return
         self._finish(seen, name, start.window, record, run_id)
 
@@ -234,17 +297,49 @@ class Reconciler:
         if setter is not None:
             setter(name, len(drift))
 
+    def _clock_skewed(self, name: str) -> bool:
+        """Refuse to act while our clock and the API server's disagree by more than the limit:
+        windows would start early or late, and deadlines would lie."""
+        measure = getattr(self.client, "clock_offset", None)
+        skew = measure() if measure is not None and self.max_clock_skew is not None else None
+        if skew is None or self.max_clock_skew is None:
+            return False
+        setter = getattr(self.metrics, "set_clock_skew", None)
+        if setter is not None:
+            setter(skew, self.max_clock_skew)
+        if abs(skew) <= self.max_clock_skew:
+            return False
+        log.error("clock_skew", schedule=name, reason="clock_skew", skew_seconds=round(skew, 1),
+                  max_skew_seconds=self.max_clock_skew,
+                  fix="synchronise this node's clock (NTP) with the API server's")
+        return True
+
+    def _under_way(self, loaded: Any, window: str, run_id: str) -> bool:
+        """A policy of the window carries the run's marks and not its completion: the run
+        changed it and never finished (its journal was lost), so it must be carried on."""
+        from tidal.engine.policy_change import run_under_way
+
+        try:
+            return run_under_way(self.client, loaded.schedule, window, run_id)
+        except KarmadaError as exc:
+            log.warning("run_marks_unreadable", schedule=loaded.schedule.name, error=str(exc))
+            return False
+
     def _untouched(self, name: str, run_id: str) -> bool:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: ScheduleState, name: str, start: WindowStart, run_id: str,
-                 exc: Exception) -> None:
-        reason = type(exc).__name__
+    def _refused(self, seen: ScheduleState, name: str, loaded: Any, start: WindowStart,
+                 run_id: str, exc: Exception) -> None:
+        reason, lines = explain(exc, loaded, start.window)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason, error=str(exc)[:2000])
-        self.state.record_handled(seen, HandledRecord(start.window, start.at, "refused", run_id,
-                                                      self.clock.now()))
+                  reason=reason.value, error_class=type(exc).__name__, errors=lines)
+        now = self.clock.now()
+        summary = lines[0] if lines else type(exc).__name__
+        self.state.record_handled(seen, HandledRecord(
+            start.window, start.at, "refused", run_id, now,
+            reason=f"{reason.value}: {summary}"[:500]))
+        self._metric("switch_refused", name, start.window, reason.value, now.timestamp())
 
     def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
                 run_id: str) -> None:

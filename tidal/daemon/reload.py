@@ -118,7 +118,8 @@ class DirectoryWatcher:
                 try:
                     self.on_change()
                 except Exception as exc:
-                    log.exception("reload_failed", error=str(exc))
+                    log.exception("reload_failed", error=str(exc),
+                                  error_class=type(exc).__name__)
         except Exception as exc:  # e.g. the directory vanished: reported, daemon keeps going
             log.error("watch_failed", directory=str(self.directory), error=str(exc))
 

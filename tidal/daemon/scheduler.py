@@ -24,6 +24,7 @@ from apscheduler.triggers.base import BaseTrigger
 
 from tidal.domain.clock import Clock
 from tidal.domain.windows import WindowTimes, next_start_of
+from tidal.karmada.errors import KarmadaError
 
 log = structlog.get_logger("tidal.daemon.scheduler")
 
@@ -52,9 +53,11 @@ class Dispatcher:
     schedules at once; a request for a busy or already queued schedule coalesces into one
     more pass after the current one (the work decides from state, so one pass suffices)."""
 
-    def __init__(self, work: Callable[[str, str], None], limit: int = 1) -> None:
+    def __init__(self, work: Callable[[str, str], None], limit: int = 1,
+                 on_error: Callable[[str, Exception], None] | None = None) -> None:
         self.work = work
         self.limit = limit
+        self.on_error = on_error
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
         self._queued: dict[str, str] = {}  # schedule -> reason, queued but not started
@@ -90,7 +93,7 @@ class Dispatcher:
             try:
                 self.work(schedule, reason)
             except Exception as exc:  # a failed pass must not kill the worker
-                log.exception("switch_worker_error", schedule=schedule, error=str(exc))
+                self._report(schedule, exc)
             finally:
                 with self._lock:
                     self._busy.discard(schedule)
@@ -99,6 +102,21 @@ class Dispatcher:
                         self._queued[schedule] = again
                         self._queue.put(schedule)
                     self._idle.notify_all()
+
+    def _report(self, schedule: str, exc: Exception) -> None:
+        """An API error is one line with its class (the next pass retries); anything else is a
+        bug and keeps its traceback. Either is counted."""
+        if isinstance(exc, KarmadaError):
+            log.error("switch_worker_error", schedule=schedule, error=str(exc)[:2000],
+                      error_class=type(exc).__name__)
+        else:
+            log.exception("switch_worker_error", schedule=schedule, error=str(exc)[:2000],
+                          error_class=type(exc).__name__)
+        if self.on_error is not None:
+            try:
+                self.on_error(schedule, exc)
+            except Exception as hook_error:  # a metric never kills the worker
+                log.warning("observer_failed", error=str(hook_error))
 
     def busy(self) -> set[str]:
         with self._lock:

@@ -17,15 +17,39 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
-from tidal.engine.journal import RunState
+from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
-from tidal.karmada.errors import AlreadyExists, Conflict
+from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
 
 Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 
 
 RUN_PREFIX, SCHEDULE_PREFIX = "tidal-run-", "tidal-sched-"
+
+
+class CorruptState(Exception):
+    """A state object tidal cannot read (edited by hand, truncated): the schedule is blocked
+    until an operator repairs it; nothing is written over it."""
+
+    reason = "state_corrupt"
+
+    def __init__(self, schedule: str, namespace: str, name: str, detail: str) -> None:
+        self.schedule, self.object = schedule, f"{namespace}/{name}"
+        self.detail = " ".join(detail.split())[:300]
+        self.repair = f"kubectl --namespace {namespace} delete configmap {name}"
+        super().__init__(f"state object {self.object} cannot be read ({self.detail}); "
+                         f"repair it or delete it: {self.repair}")
+
+
+_UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
+
+
+def _corrupt(schedule: str, obj: Obj, exc: Exception) -> CorruptState:
+    meta = obj.get("metadata") or {}
+    detail = f"{type(exc).__name__}: {exc}"
+    return CorruptState(schedule, str(meta.get("namespace", "")), str(meta.get("name", "")),
+                        detail)
 
 
 def run_object_name(schedule: str) -> str:
@@ -66,6 +90,7 @@ class HandledData(TypedDict, total=False):
     outcome: str
     runId: str | None
     updatedAt: str | None
+    reason: str
 
 
 def controls_to_dict(c: Controls) -> ControlsData:
@@ -95,20 +120,24 @@ class HandledRecord:
     outcome: str
     run_id: str | None = None
     updated_at: datetime | None = None
+    reason: str = ""  # why a start did not run (missed, skipped, refused, abandoned)
 
     @property
     def handled(self) -> Handled:
         return Handled(window=self.window, at=self.at)
 
     def to_dict(self) -> HandledData:
-        return HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
+        data = HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
                            runId=self.run_id, updatedAt=_iso(self.updated_at))
+        if self.reason:
+            data["reason"] = self.reason
+        return data
 
     @classmethod
     def from_dict(cls, d: HandledData) -> HandledRecord:
         return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
                    outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
-                   updated_at=_dt(d.get("updatedAt")))
+                   updated_at=_dt(d.get("updatedAt")), reason=str(d.get("reason", "")))
 
 
 @dataclass
@@ -125,10 +154,11 @@ class StateStore:
     """Reads and writes the per-schedule state objects; also the engine's Journal."""
 
     def __init__(self, client: Any, namespace: str,
-                 guard: Callable[[], bool] = lambda: True) -> None:
+                 guard: Callable[[], bool] = lambda: True, writer: str | None = None) -> None:
         self.client = client
         self.namespace = namespace
         self.guard = guard  # False when this replica must not write (lost the lease)
+        self.writer = writer  # recorded as a new run's startedBy
 
     def _check_guard(self, what: str) -> None:
         if not self.guard():
@@ -138,17 +168,24 @@ class StateStore:
     # --- Journal protocol (tidal.engine.journal) -----------------------------------------
     def load(self, schedule_name: str) -> RunState | None:
         return self._run_of(cm.get_configmap(self.client, self.namespace,
-                                             run_object_name(schedule_name)))
+                                             run_object_name(schedule_name)), schedule_name)
 
     @staticmethod
-    def _run_of(obj: Obj | None) -> RunState | None:
+    def _run_of(obj: Obj | None, schedule: str = "") -> RunState | None:
+        """The run the object holds; CorruptState when its data cannot be read."""
         if obj is None or not (obj.get("data") or {}).get("run"):
             return None
-        return RunState.from_json(obj["data"]["run"],
-                                  journal_token=obj["metadata"]["resourceVersion"])
+        try:
+            return RunState.from_json(obj["data"]["run"],
+                                      journal_token=obj["metadata"]["resourceVersion"])
+        except _UNREADABLE as exc:
+            raise _corrupt(schedule or str(obj["metadata"].get("name", "")).removeprefix(
+                RUN_PREFIX), obj, exc) from exc
 
     def save(self, state: RunState) -> None:
         self._check_guard(f"save run state of {state.schedule}")
+        if state.started_by is None:
+            state.started_by = self.writer
         name = run_object_name(state.schedule)
         data = {"run": state.to_json()}
         if state.journal_token is None:
@@ -157,13 +194,17 @@ class StateStore:
                 state.journal_token = self._create(name, state.schedule, data,
                                                    f"run state of {state.schedule}")
                 return
-            stored = (current.get("data") or {}).get("run")
-            if stored and not RunState.from_json(stored).finished:
+            stored = self._run_of(current, state.schedule)
+            if stored is not None and not stored.finished:
                 raise Conflict(f"run state of {state.schedule} holds an unfinished run",
                                code=409, reason="Conflict")
             state.journal_token = current["metadata"]["resourceVersion"]
         # Conflict propagates: fenced out
-        state.journal_token = self._update(name, state.schedule, state.journal_token, data)
+        try:
+            state.journal_token = self._update(name, state.schedule, state.journal_token, data)
+        except NotFound as exc:
+            raise JournalLost(f"run state ConfigMap {self.namespace}/{name} of run "
+                              f"{state.run_id} was deleted while the run was under way") from exc
 
     # --- handled record and controls -------------------------------------------------------
     def read(self, schedule: str) -> ScheduleState:
@@ -175,10 +216,13 @@ class StateStore:
         if obj is None:
             return ScheduleState(schedule, None, Controls(), None)
         data = obj.get("data") or {}
-        handled = HandledRecord.from_dict(json.loads(data["handled"])) \
-            if data.get("handled") else None
-        controls = controls_from_dict(json.loads(data["controls"])) \
-            if data.get("controls") else Controls()
+        try:
+            handled = HandledRecord.from_dict(json.loads(data["handled"])) \
+                if data.get("handled") else None
+            controls = controls_from_dict(json.loads(data["controls"])) \
+                if data.get("controls") else Controls()
+        except _UNREADABLE as exc:
+            raise _corrupt(schedule, obj, exc) from exc
         return ScheduleState(schedule, handled, controls, obj["metadata"]["resourceVersion"])
 
     def _write(self, schedule: str, token: str | None, data: dict[str, str]) -> str:
@@ -241,19 +285,24 @@ class StateStore:
         """Every schedule's handled record and controls, by schedule name."""
         return self.list_all()[0]
 
-    def list_all(self) -> tuple[dict[str, ScheduleState], dict[str, RunState]]:
+    def list_all(self) -> tuple[dict[str, ScheduleState], dict[str, RunState],
+                                dict[str, CorruptState]]:
         """Every schedule's state and last run (as `load` reads it), by schedule name, from
-        one list of the state objects."""
+        one list of the state objects; and the objects that cannot be read, by schedule."""
         states: dict[str, ScheduleState] = {}
         runs: dict[str, RunState] = {}
+        corrupt: dict[str, CorruptState] = {}
         selector = ",".join(f"{k}={v}" for k, v in LABELS.items())
         for obj in cm.list_configmaps(self.client, self.namespace, selector):
             name = obj["metadata"]["name"]
-            if name.startswith(SCHEDULE_PREFIX):
-                schedule = name.removeprefix(SCHEDULE_PREFIX)
-                states[schedule] = self._state_of(schedule, obj)
-            elif name.startswith(RUN_PREFIX):
-                run = self._run_of(obj)
-                if run is not None:
-                    runs[name.removeprefix(RUN_PREFIX)] = run
-        return states, runs
+            try:
+                if name.startswith(SCHEDULE_PREFIX):
+                    schedule = name.removeprefix(SCHEDULE_PREFIX)
+                    states[schedule] = self._state_of(schedule, obj)
+                elif name.startswith(RUN_PREFIX):
+                    run = self._run_of(obj, name.removeprefix(RUN_PREFIX))
+                    if run is not None:
+                        runs[name.removeprefix(RUN_PREFIX)] = run
+            except CorruptState as exc:
+                corrupt.setdefault(exc.schedule, exc)
+        return states, runs, corrupt

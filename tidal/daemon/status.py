@@ -7,12 +7,16 @@ from datetime import datetime
 from typing import Any
 
 from tidal.daemon.state import StateStore
+from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
-from tidal.engine.journal import RunState, content_hash
-from tidal.engine.policy_change import comparable, temporary_lazy
+from tidal.engine.journal import RunState
+from tidal.engine.policy_change import COMPLETED_RUN, annotations_of, temporary_lazy
+from tidal.engine.snapshot import schedule_hash
+from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
+from tidal.karmada.names import LAZY_ADDED_BY
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -21,42 +25,54 @@ def _iso(value: datetime | None) -> str | None:
 
 def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
     """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
-    drifted: list[dict[str, Any]] = []
     if not run.finished or run.result != "succeeded":
-        return drifted
-    for policy in run.policies:
-        if not policy.post_hash:
-            continue
-        obj = policies_api.find_policy(client, policy.kind, policy.name, policy.namespace)
-        if obj is None:
-            drifted.append({"policy": policy.key, "reason": "deleted"})
-            continue
-        if content_hash(comparable(obj.get("spec"))) != policy.post_hash:
-            drifted.append({"policy": policy.key, "reason": "spec edited since the run"})
-    return drifted
+        return []
+    return [{"policy": key, "reason": "deleted" if how == "deleted" else
+             "spec edited since the run"} for key, how in edited_policies(client, run.policies)]
 
 
-def lazy_held(client: Any, run: RunState) -> list[dict[str, Any]]:
-    """Policies a halted run left Lazy (with tidal's marks): its unmoved templates wait for
-    the next run of a window that names the policy, which takes the Lazy off."""
+def edit_pending(run: RunState, loaded: Any) -> dict[str, Any] | None:
+    """The last run started with another version of the schedule than the file now says: the
+    edit applies from the next start (a run in flight finishes against its own version)."""
+    if not run.schedule_hash or run.schedule_hash == schedule_hash(loaded):
+        return None
+    return {"runId": run.run_id, "window": run.window, "runFinished": run.finished,
+            "startedWith": run.schedule_hash, "current": schedule_hash(loaded),
+            "appliesFrom": "the next window start"}
+
+
+def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None = None
+              ) -> list[dict[str, Any]]:
+    """Policies left Lazy by a tidal run that did not finish them (the marks on the policy say
+    so, whether or not any journal remembers that run): their unmoved templates wait for the
+    next run of a window that names the policy, which takes the Lazy off. Every policy the
+    schedule names, and those of its last run; none while a run is under way."""
     held: list[dict[str, Any]] = []
-    if not run.finished or run.result != "failed":
+    if run is not None and not run.finished:
         return held
-    for policy in run.policies:
-        # a rolled-back swap re-created `from`, which then holds the Lazy
-        name = policy.swap_from if policy.action == "swap" and policy.restored else None
-        obj = policies_api.find_policy(client, policy.kind, name or policy.name,
-                                       policy.namespace)
+    refs: dict[tuple[str, str | None, str], None] = {}
+    for window in schedule.spec.windows if schedule is not None else []:
+        for change in window.policies:
+            for ref in change.policy_refs():
+                refs[(ref.kind, ref.namespace, ref.name)] = None
+    for policy in run.policies if run is not None else []:
+        refs[(policy.kind, policy.namespace, policy.name)] = None
+        if policy.swap_from:  # a rolled-back swap re-created `from`, which holds the Lazy
+            refs[(policy.kind, policy.namespace, policy.swap_from)] = None
+    for kind, namespace, name in refs:
+        obj = policies_api.find_policy(client, kind, name, namespace)
         added, original = temporary_lazy(obj)
-        if added:
-            held.append({"policy": policy.key, "restoreTo": original})
+        notes = annotations_of(obj)
+        if added and notes.get(LAZY_ADDED_BY) != notes.get(COMPLETED_RUN):
+            key = f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+            held.append({"policy": key, "restoreTo": original})
     return held
 
 
 def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
-    states, runs = store.list_all()
+    states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
     leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
     out: list[dict[str, Any]] = []
@@ -70,14 +86,18 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
         controls = state.controls if state else None
         handled = state.handled if state else None
         run = runs.get(name)
+        broken = corrupt.get(name)
         drift: list[dict[str, Any]] = []
         held: list[dict[str, Any]] = []
-        if check_drift and run is not None:
+        if check_drift:
             try:
-                drift, held = policy_drift(client, run), lazy_held(client, run)
+                drift = policy_drift(client, run) if run is not None else []
+                held = lazy_held(client, run, schedule)
             except KarmadaError as exc:
                 drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
+        if hold is not None and hold.until <= now:
+            hold = None  # expired: the normal schedule is back
         out.append({
             "name": name,
             "file": str(item.path),
@@ -85,11 +105,13 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "windowInForce": {"window": in_force.window, "start": _iso(in_force.at)}
             if in_force else None,
             "lastHandled": {"window": handled.window, "start": _iso(handled.at),
-                            "outcome": handled.outcome, "runId": handled.run_id}
+                            "outcome": handled.outcome, "runId": handled.run_id,
+                            "reason": handled.reason}
             if handled else None,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
-                        "finishedAt": run.finished_at} if run else None,
+                        "finishedAt": run.finished_at, "reason": run.reason,
+                        "startedBy": run.started_by} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
@@ -97,5 +119,8 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
             "drift": drift,
             "lazyHeld": held,
+            "editPending": edit_pending(run, item) if run is not None else None,
+            "blocked": {"reason": broken.reason, "message": str(broken),
+                        "repair": broken.repair} if broken else None,
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out}

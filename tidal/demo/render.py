@@ -29,6 +29,7 @@ from tidal.engine.events import (
     WaveFinished,
     WaveStarted,
     WorkloadSkipped,
+    policy_action_text,
 )
 
 Totals = Callable[[str], dict[str, tuple[int, int]]]  # schedule -> cluster -> (ready, assigned)
@@ -58,7 +59,7 @@ def describe(run: WindowRun, event: EngineEvent | None, note: str, totals: Total
                 f"trigger {event.trigger}")
     if isinstance(event, PolicyChanged):
         lazy = " (activationPreference Lazy while the waves run)" if event.lazy_added else ""
-        return f"{who}: {event.kind} {event.policy}: {event.action}{lazy}"
+        return f"{who}: {event.kind} {event.policy}: {policy_action_text(event.action)}{lazy}"
     if isinstance(event, WaveStarted):
         kind = "rollback wave" if event.rollback else "wave"
         return (f"{who}: {kind} {event.wave}/{run.waves_total}: {len(event.workloads)} "

@@ -23,7 +23,14 @@ from typing import Any, Protocol, TextIO
 import structlog
 
 from tidal.demo.clock import DaemonClock, DemoClock
-from tidal.demo.scenario import DemoWindow, ScenarioError, bring_forward, examples_dir, first_start
+from tidal.demo.scenario import (
+    DemoWindow,
+    ScenarioError,
+    bring_forward,
+    examples_dir,
+    first_start,
+    original_moment,
+)
 from tidal.demo.tracking import Tracker, WindowRun, cluster_totals
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import EngineEvent
@@ -158,7 +165,11 @@ class Demo:
 
         self.clock = DemoClock(self.options.speed, start=start)
         try:
-            self.emulator = Emulator(DEFAULT_TOPOLOGY, clock=self.clock).start()
+            emulator = Emulator(DEFAULT_TOPOLOGY, clock=self.clock)
+            # The workloads start spread by the general estimator alone; each team's capacity
+            # is pinned once its schedules are read (_pin_before_first_windows).
+            emulator.topology.settings.team_estimator.suspended = True
+            self.emulator = emulator.start()
         except OSError as exc:
             raise DemoError(f"cannot start the emulator on loopback: {exc}") from None
         if not _wait(lambda: _deployments_ready(self.emulator), 30.0):
@@ -200,8 +211,10 @@ class Demo:
         metrics = Metrics()
         client = KarmadaClient.from_kubeconfig(kubeconfig, on_request=metrics.on_request)
         floors = self._read_teams(client, loaded, windows)
+        self._pin_before_first_windows(windows)
         progress = self.make_progress(self.totals, self.sim_now)
-        tracker = Tracker(windows, floors, self.members, self.sim_now, listener=progress.on_run)
+        tracker = Tracker(windows, floors, self.members, self.sim_now, listener=progress.on_run,
+                          totals=self.totals)
         try:
             settings = self._settings()
         except SettingsError as exc:
@@ -284,6 +297,8 @@ class Demo:
                    and r.planned.at.timestamp() <= now and r.key not in poked]
             if due:
                 poked.update(r.key for r in due)
+                for run in due:
+                    self._capacity_for(run.planned, progress)
                 daemon.resync("window start")  # the periodic resync would too, a bit later
             elif not tracker.busy(now) and not daemon.dispatcher.busy():
                 upcoming = tracker.next_waiting()
@@ -295,6 +310,36 @@ class Demo:
                                       f"{skip:.0f}s of simulated time")
                         self.clock.fast_forward(skip)
             time.sleep(0.05)
+
+    def _pin_before_first_windows(self, windows: list[DemoWindow]) -> None:
+        """Each team's capacity as it is a minute before its schedule's first window."""
+        if self.emulator is None:
+            return
+        estimator = self.emulator.topology.settings.team_estimator
+        seen: set[str] = set()
+        for window in windows:
+            moment = original_moment(window)
+            if window.schedule in seen or moment is None:
+                continue
+            seen.add(window.schedule)
+            self.emulator.follow_time_of_day(moment - timedelta(minutes=1),
+                                             self.members.get(window.schedule, set()))
+        estimator.suspended = False
+
+    def _capacity_for(self, window: DemoWindow, progress: Progress) -> None:
+        """The team estimator's capacities follow the time of day the window was written for
+        (at night cluster-a's GPUs belong to training), not the brought-forward clock."""
+        moment = original_moment(window)
+        if moment is None or self.emulator is None or not self.emulator.team_capacity():
+            return
+        members = self.members.get(window.schedule, set())
+        state = self.emulator.follow_time_of_day(moment, members)
+        mine = self.emulator.topology.settings.team_estimator.teams_of(
+            self.emulator._template_labels(members))
+        shown = ", ".join(f"{t['name']}={t['replicas']}" for t in state if t["name"] in mine)
+        if shown:
+            progress.note(f"team estimator at {moment:%H:%M} {window.time_zone} "
+                          f"({window.schedule} {window.window}): {shown}")
 
     def close(self, *, remove: bool = True) -> None:
         if self.emulator is not None:

@@ -50,6 +50,26 @@ def examples_dir(cwd: Path) -> tuple[Path, str]:
     return PACKAGED_EXAMPLES, f"{PACKAGED_EXAMPLES} (shipped with tidal)"
 
 
+def original_moment(window: DemoWindow) -> datetime | None:
+    """When the window would start on the demo's day had it not been brought forward: its
+    written time of day ("23:00" or a daily cron "0 22 * * *") in its time zone; None for
+    other starts."""
+    text = window.original.strip()
+    parts = text.split()
+    try:
+        if len(parts) == 1 and ":" in text:
+            hour, minute = (int(p) for p in text.split(":"))
+        elif len(parts) == 5 and parts[2:] == ["*", "*", "*"]:
+            minute, hour = int(parts[0]), int(parts[1])
+        else:
+            return None
+        day = window.at.astimezone(ZoneInfo(window.time_zone)).date()
+        return datetime(day.year, day.month, day.day, hour, minute,
+                        tzinfo=ZoneInfo(window.time_zone))
+    except ValueError:
+        return None
+
+
 def demo_order(names: list[str]) -> list[str]:
     """Windows in the order the demo runs them: night, day, then any others as written."""
     known = [n for n in WINDOW_ORDER if n in names]

@@ -58,6 +58,7 @@ class WindowRun:
     engine_breaches: list[str] = field(default_factory=list)
     engine_min: dict[str, int] = field(default_factory=dict)
     verdicts: list[FloorVerdict] = field(default_factory=list)
+    ready_after: dict[str, int] | None = None  # ready replicas per cluster when it finished
 
     @property
     def key(self) -> tuple[str, str]:
@@ -86,6 +87,7 @@ class WindowRun:
             "durationSimulatedSeconds": None if duration is None else round(duration, 1),
             "floors": [v.to_json() for v in self.verdicts],
             "floorBreached": self.floor_breached, "reason": self.reason,
+            "readyAfter": self.ready_after,
         }
 
 
@@ -94,9 +96,11 @@ class Tracker:
 
     def __init__(self, windows: Sequence[DemoWindow], floors: dict[tuple[str, str],
                  list[FloorRule]], members: dict[str, set[str]], now: Callable[[], float],
-                 listener: Callable[[WindowRun, EngineEvent | None, str], None] | None = None
-                 ) -> None:
+                 listener: Callable[[WindowRun, EngineEvent | None, str], None] | None = None,
+                 totals: Callable[[str], dict[str, tuple[int, int]]] | None = None) -> None:
         self.runs = [WindowRun(w, floors.get((w.schedule, w.window), [])) for w in windows]
+        self._totals = totals
+        self._clusters_seen: dict[tuple[str, str], set[str]] = {}
         self._by_key = {r.key: r for r in self.runs}
         self.members = members
         self._now = now
@@ -122,6 +126,8 @@ class Tracker:
         if isinstance(event, RunStarted):
             run.state, run.run_id, run.trigger = "running", event.run_id, event.trigger
             run.waves_total, run.started = event.waves, self._now()
+            if self._totals is not None:
+                self._clusters_seen[run.key] = set(self._totals(run.planned.schedule))
         elif isinstance(event, WaveStarted):
             if not event.rollback:
                 run.wave, run.gates = event.wave, []
@@ -141,6 +147,11 @@ class Tracker:
                 run.reason = event.reason
         elif isinstance(event, RunFinished):
             run.state, run.finished = event.result, self._now()
+            if self._totals is not None:
+                ready = {c: v[0] for c, v in self._totals(run.planned.schedule).items()}
+                for cluster in self._clusters_seen.get(run.key, set()):
+                    ready.setdefault(cluster, 0)  # a cluster the team left: none ready there
+                run.ready_after = dict(sorted(ready.items()))
             run.reason = event.reason or run.reason
             if event.noop:
                 run.reason = run.reason or "already in force"

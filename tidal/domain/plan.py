@@ -26,15 +26,23 @@ class PlannedWorkload:
     exact: bool = True
     problem: str = ""
     uid: str = ""
+    short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # static: cluster ->
+    # resources the replicas moved there lack, and how many of them would stay Pending
+    pending: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return str(self.key)
 
+    def ready_after(self) -> dict[str, int]:
+        """Ready replicas per cluster once moved: the assignment less what stays Pending."""
+        return {c: n - self.pending.get(c, 0) for c, n in self.after.items()}
+
     def in_flight(self) -> dict[str, int]:
         """Ready replicas per cluster while moving: only those that stay are counted."""
         clusters = set(self.before) | set(self.after)
-        return {c: min(self.before.get(c, 0), self.after.get(c, 0)) for c in sorted(clusters)}
+        after = self.ready_after()
+        return {c: min(self.before.get(c, 0), after.get(c, 0)) for c in sorted(clusters)}
 
     def kept_clusters(self) -> set[str]:
         return {c for c, n in self.before.items() if n > 0 and self.after.get(c, 0) > 0}
@@ -60,6 +68,7 @@ class Plan:
     steps: list[PlanStep]
     floors: tuple[FloorRule, ...]
     problems: list[str] = field(default_factory=list)  # unschedulable and the like
+    capacity: list[str] = field(default_factory=list)  # warnings: moves that do not fit
 
     @property
     def violations(self) -> list[tuple[str, FloorViolation]]:
@@ -89,6 +98,7 @@ class Plan:
                 for s in self.steps],
             "floors": [f.describe() for f in self.floors],
             "problems": list(self.problems),
+            "capacity": list(self.capacity),
         }
 
 
@@ -164,14 +174,50 @@ def make_plan(
         kept = [w.kept_clusters() for w in wave]
         olds = [w.before for w in wave]
         news = [w.after for w in wave]
+        ready = [w.ready_after() for w in wave]
         before.append(_wave_state(wave, kept, olds, olds, floors, clusters))
         flight.append(_wave_state(wave, kept, [w.in_flight() for w in wave], news, floors,
                                   clusters))
-        after.append(_wave_state(wave, kept, news, news, floors, clusters))
+        after.append(_wave_state(wave, kept, ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
         steps.append(_step(f"wave {index + 1}", index,
                            [*after[:index], flight[index], *before[index + 1:]], clusters))
     steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
-    return Plan(waves, steps, tuple(floors), problems)
+    capacity: list[str] = []
+    breaking = {v.workload for step in steps for v in step.violations}
+    for index, wave in enumerate(waves):
+        for note, names in _capacity_notes(index + 1, wave):
+            # a floor these Pending replicas break refuses the switch; otherwise a warning
+            (problems if breaking & set(names) else capacity).append(note)
+    return Plan(waves, steps, tuple(floors), problems, capacity)
+
+
+def _amount(resource: str, value: float) -> str:
+    if resource == "cpu" and value != int(value):
+        return f"{round(value * 1000)}m"
+    if resource == "memory" and value >= 2**30:
+        return f"{value / 2**30:.4g}Gi"
+    return f"{value:.6g}"
+
+
+def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]
+                    ) -> list[tuple[str, list[str]]]:
+    """One line per destination cluster the wave's moved replicas do not fit into, naming the
+    workloads and the missing resources (and those workloads)."""
+    by_cluster: dict[str, tuple[list[str], dict[str, float]]] = {}
+    for w in wave:
+        for cluster, missing in w.short.items():
+            names, total = by_cluster.setdefault(cluster, ([], {}))
+            names.append(w.name)
+            for resource, amount in missing.items():
+                total[resource] = max(total.get(resource, 0.0), amount)
+    notes = []
+    for cluster in sorted(by_cluster):
+        names, total = by_cluster[cluster]
+        lacking = ", ".join(f"{r} {_amount(r, a)}" for r, a in sorted(total.items()))
+        notes.append((f"wave {number}: replicas moved to {cluster} do not fit its free "
+                      f"capacity (short of {lacking}) and would stay Pending: "
+                      f"{', '.join(names)}", names))
+    return notes

@@ -1,9 +1,18 @@
 """Predicted distribution of one workload under a placement, as Karmada's scheduler would do it.
 
-Static weights are exact (the Webster division with the template UID's tie-break, shared with
-the emulator and tested against hand-worked answers). Dynamic weights and Aggregated are
-estimates from the Cluster objects' free allocatable capacity at plan time; `Predictor`
-deducts what it places so that many workloads moving into one cluster compete for it.
+Static weights are exact (the Webster division with the template UID's tie-break, tested
+against upstream's worked answers; the emulator has its own implementation). Dynamic weights
+and Aggregated are estimates from the Cluster objects at plan time, by the general estimator's
+rules of Karmada v1.18 and later (pkg/estimator/client/general.go):
+- no `pods` in allocatable, or none left, means 0;
+- with cluster resource models and status.resourceSummary.allocatableModelings, each grade is
+  that many nodes holding the grade's minimums (and 110 pods); a requested resource the
+  models lack fits nowhere (0, no fallback to the summary);
+- otherwise the free summary (allocatable - allocated - allocating) per requested resource.
+Candidates follow the scheduler's filters: affinity, and readiness except for clusters the
+binding already uses (the taint filter skips those, so a NotReady cluster keeps its static
+share). `Predictor` deducts what it places so that workloads moving into one cluster compete
+for it, and for static weights (which ignore capacity) reports replicas that will not fit.
 """
 
 from __future__ import annotations
@@ -34,12 +43,24 @@ def parse_quantity(value: object) -> float:
     return float(match.group(1)) * _SUFFIX[match.group(2) or ""]
 
 
+MODEL_NODE_PODS = 110  # pods a model node holds (general.go buildModelNodes)
+
+
+@dataclass(frozen=True)
+class ModelNodes:
+    """One resource-model grade as the estimator sees it: `count` nodes with these minimums."""
+
+    count: int
+    minimums: Mapping[str, float]
+
+
 @dataclass(frozen=True)
 class ClusterFacts:
     name: str
     ready: bool = True
     labels: Mapping[str, str] = field(default_factory=dict)
     free: Mapping[str, float] = field(default_factory=dict)  # allocatable - allocated - allocating
+    model_nodes: tuple[ModelNodes, ...] = ()  # empty: no models or no allocatableModelings
 
     @classmethod
     def from_cluster(cls, obj: Mapping[str, Any]) -> ClusterFacts:
@@ -53,7 +74,44 @@ class ClusterFacts:
             used = sum(parse_quantity((summary.get(part) or {}).get(name, 0))
                        for part in ("allocated", "allocating"))
             free[name] = parse_quantity(qty) - used
-        return cls(str(meta.get("name")), ready, dict(meta.get("labels") or {}), free)
+        return cls(str(meta.get("name")), ready, dict(meta.get("labels") or {}), free,
+                   _model_nodes((obj.get("spec") or {}).get("resourceModels") or [],
+                                summary.get("allocatableModelings") or []))
+
+
+def _model_nodes(models: Sequence[Mapping[str, Any]], modelings: Sequence[Mapping[str, Any]]
+                 ) -> tuple[ModelNodes, ...]:
+    if not models or not modelings:
+        return ()
+    count_of: dict[int, int] = {}
+    for item in modelings:
+        grade = int(item.get("grade") or 0)
+        count_of[grade] = count_of.get(grade, 0) + int(item.get("count") or 0)
+    grades = []
+    for model in models:
+        grade = int(model.get("grade") or 0)
+        minimums = {str(r.get("name")): parse_quantity(r.get("min", 0))
+                    for r in model.get("ranges") or []}
+        if count_of.get(grade, 0) > 0:
+            grades.append((grade, ModelNodes(count_of[grade], minimums)))
+    return tuple(nodes for _, nodes in sorted(grades, key=lambda g: g[0]))
+
+
+def _limits_a_node(resource: str) -> bool:
+    """Resources a model node is measured in (cpu, memory, ephemeral storage, extended ones)."""
+    return resource in ("cpu", "memory", "ephemeral-storage") or "/" in resource \
+        or resource.startswith(("hugepages-", "attachable-volumes-"))
+
+
+def model_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> int:
+    """Replicas of `request` the model nodes hold: per node the fewest of any resource."""
+    total = 0
+    for grade in nodes:
+        fits = [MODEL_NODE_PODS]
+        fits += [int(grade.minimums.get(name, 0.0) // need)
+                 for name, need in request.items() if need > 0 and _limits_a_node(name)]
+        total += grade.count * max(0, min(fits))
+    return total
 
 
 @dataclass(frozen=True)
@@ -70,6 +128,10 @@ class Prediction:
     assignment: dict[str, int]
     exact: bool
     problem: str = ""  # e.g. "unschedulable: ..."
+    # static weights only: per destination cluster, resources the moved replicas lack there,
+    # and how many of them would stay Pending for it
+    short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    pending: Mapping[str, int] = field(default_factory=dict)
 
 
 def _matches_affinity(affinity: Mapping[str, Any] | None, cluster: ClusterFacts) -> bool:
@@ -84,12 +146,17 @@ def _matches_affinity(affinity: Mapping[str, Any] | None, cluster: ClusterFacts)
     return selector is None or label_selector_matches(selector, cluster.labels)
 
 
-def candidates(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts]) -> list[str]:
-    """Ready clusters that the placement's (first) cluster affinity admits, by name."""
+def candidates(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts],
+               current: Mapping[str, int] | None = None) -> list[str]:
+    """Clusters that the placement's (first) cluster affinity admits, by name: ready ones, and
+    NotReady ones the binding already uses (pkg/scheduler/framework/plugins/tainttoleration
+    skips the taint check for clusters in spec.clusters)."""
     affinity = placement.get("clusterAffinity")
     if affinity is None and placement.get("clusterAffinities"):
         affinity = placement["clusterAffinities"][0]
-    return sorted(c.name for c in clusters if c.ready and _matches_affinity(affinity, c))
+    used = current or {}
+    return sorted(c.name for c in clusters
+                  if (c.ready or c.name in used) and _matches_affinity(affinity, c))
 
 
 def static_weights(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts]
@@ -116,15 +183,36 @@ def placement_mode(placement: Mapping[str, Any]) -> str:
     return "static"
 
 
-def available_replicas(free: Mapping[str, float], request: Mapping[str, float]) -> int:
-    """How many more replicas of `request` fit into `free` (pods counted when reported)."""
-    fits = [UNLIMITED]
-    for name, need in request.items():
-        if need > 0:
-            fits.append(int(max(0.0, free.get(name, 0.0)) // need))
-    if "pods" in free:
-        fits.append(int(max(0.0, free["pods"])))
+def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
+                       model_nodes: Sequence[ModelNodes] = ()) -> int:
+    """How many more replicas of `request` fit: bounded by the pods left (none reported: 0),
+    then by the model nodes when the cluster has them, else by the free summary."""
+    pods = int(free.get("pods", 0.0))
+    if pods <= 0:
+        return 0
+    wanted = {name: need for name, need in request.items() if need > 0 and name != "pods"}
+    if not wanted:
+        return min(pods, UNLIMITED)
+    if model_nodes:
+        return min(pods, model_replicas(model_nodes, wanted))
+    fits = [pods, UNLIMITED]
+    for name, need in wanted.items():
+        fits.append(int(max(0.0, free.get(name, 0.0)) // need))
     return max(0, min(fits))
+
+
+def shortfall(free: Mapping[str, float], request: Mapping[str, float], replicas: int
+              ) -> dict[str, float]:
+    """What `replicas` more of `request` would lack in `free`: resource -> amount missing."""
+    if replicas <= 0:
+        return {}
+    wanted = {**{n: q for n, q in request.items() if q > 0}, "pods": 1.0}
+    missing = {}
+    for name, need in wanted.items():
+        short = need * replicas - max(0.0, free.get(name, 0.0))
+        if short > 1e-9:
+            missing[name] = short
+    return missing
 
 
 class Predictor:
@@ -136,20 +224,32 @@ class Predictor:
         self.clusters = list(clusters)
         self.candidates = candidates(placement, clusters)
         self._free = {c.name: dict(c.free) for c in clusters}
+        self._models = {c.name: c.model_nodes for c in clusters}
+        self._placed: dict[str, int] = {}  # replicas this predictor added per cluster
 
     def predict(self, workload: WorkloadFacts, *, fresh: bool = True) -> Prediction:
+        names = candidates(self.placement, self.clusters, workload.current)
         if workload.replicas is None:
-            return Prediction({name: 0 for name in self.candidates}, exact=True)
+            return Prediction({name: 0 for name in names}, exact=True)
         total = workload.replicas
         if self.mode == "duplicated":
-            return Prediction({name: total for name in self.candidates}, exact=True)
+            return Prediction({name: total for name in names}, exact=True)
         if self.mode == "static":
-            weights = static_weights(self.placement, self.clusters)
-            return Prediction(
-                static_weight_divide(total, self.candidates, weights, workload.uid), exact=True)
+            try:
+                weights = static_weights(self.placement, self.clusters)
+            except (TypeError, ValueError, KeyError) as exc:  # a server without the CRD schema
+                return Prediction(dict(workload.current), exact=False,
+                                  problem=f"the static weights are not whole numbers: {exc}")
+            result = static_weight_divide(total, names, weights, workload.uid)
+            short, pending = self._static_shortfall(workload, result)
+            self._deduct(workload, {n: r - pending.get(n, 0) for n, r in result.items()})
+            return Prediction(result, exact=True, short=short, pending=pending)
         available = []
-        for name in self.candidates:
-            avail = available_replicas(self._free.get(name, {}), workload.request)
+        for name in names:
+            models = self._models.get(name, ())
+            avail = available_replicas(self._free.get(name, {}), workload.request, models)
+            if models:
+                avail = max(0, avail - self._placed.get(name, 0))
             available.append((name, avail))
         try:
             result = dynamic_divide(total, available, dict(workload.current),
@@ -161,9 +261,27 @@ class Predictor:
         self._deduct(workload, result)
         return Prediction(result, exact=False)
 
-    def _deduct(self, workload: WorkloadFacts, result: Mapping[str, int]) -> None:
+    def _static_shortfall(self, workload: WorkloadFacts, result: Mapping[str, int]
+                          ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+        """Static weights ignore free capacity: replicas moved into a full cluster stay Pending.
+        Returns the missing resources and the Pending replicas per destination."""
+        short, pending = {}, {}
         for name, replicas in result.items():
+            free = self._free.get(name)
+            moved = replicas - workload.current.get(name, 0)
+            if free is None or moved <= 0:
+                continue
+            missing = shortfall(free, workload.request, moved)
+            if missing:
+                short[name] = missing
+                pending[name] = moved - min(moved, available_replicas(free, workload.request))
+        return short, pending
+
+    def _deduct(self, workload: WorkloadFacts, result: Mapping[str, int]) -> None:
+        for name in set(result) | set(workload.current):
+            replicas = result.get(name, 0)
             delta = replicas - workload.current.get(name, 0)
+            self._placed[name] = self._placed.get(name, 0) + delta
             free = self._free.setdefault(name, {})
             for resource, need in workload.request.items():
                 free[resource] = free.get(resource, 0.0) - need * delta

@@ -24,6 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from tidal.domain.cron import can_coincide, dst_collision, parse_start
 from tidal.domain.durations import PositiveDuration
+from tidal.domain.patch_scope import FIELD_PATH, allow_field_problem, scope_problems
 from tidal.domain.rollout import (
     WAVE_SIZE_HINT,
     Floor,
@@ -157,6 +158,20 @@ class Swap(_Model):
         return value
 
 
+def _check_field_path(path: str) -> str:
+    why = allow_field_problem(path)
+    if why is not None:
+        raise ValueError(why)
+    return path
+
+
+_FIELD_PATH_SCHEMA = WithJsonSchema({"type": "string", "pattern": FIELD_PATH.pattern,
+                                     "examples": ["spec.failover"]})
+# A policy change checks its own entries with its patch (every problem reported at once)
+FieldPathText = Annotated[str, _FIELD_PATH_SCHEMA]
+FieldPath = Annotated[str, AfterValidator(_check_field_path), _FIELD_PATH_SCHEMA]
+
+
 class PolicyChange(_Model):
     """One policy a window changes: a JSON merge patch on `name`, or a swap of two policies."""
 
@@ -164,12 +179,26 @@ class PolicyChange(_Model):
     name: ObjectName | None = None
     namespace: NamespaceName | None = None
     patch: dict[str, Any] | None = Field(
-        default=None, description="JSON merge patch (RFC 7386) applied to the policy")
+        default=None, description="JSON merge patch (RFC 7386) applied to the policy; it may "
+                                  "change spec.placement only, plus the fields in allowFields, "
+                                  "never metadata")
     swap: Swap | None = None
+    allow_fields: list[FieldPathText] = Field(
+        default_factory=list,
+        description="fields under spec this change may set besides spec.placement, as dotted "
+                    "paths (e.g. spec.failover); shown in the plan. metadata never")
 
     @model_validator(mode="after")
     def _patch_or_swap(self) -> PolicyChange:
         problems: list[Problem] = []
+        for index, path in enumerate(self.allow_fields):
+            why = allow_field_problem(path)
+            if why is not None:
+                problems.append((("allowFields", index), why))
+        if self.patch is not None:
+            allowed = [f for f in self.allow_fields if allow_field_problem(f) is None]
+            problems += [(("patch", *loc), message) for loc, message
+                         in scope_problems(self.patch, allowed)]
         if self.patch is not None and self.swap is not None:
             problems.append((("swap",), "patch and swap are exclusive; keep one of them"))
         elif self.patch is None and self.swap is None:
@@ -229,6 +258,13 @@ class PolicyChange(_Model):
 
 # --- windows and the schedule ----------------------------------------------------------------
 
+# Bounds a hand-written schedule never reaches; the loader checks them before parsing the file
+# in full, so a hostile file costs milliseconds, not minutes.
+MAX_WINDOWS = 100
+MAX_POLICIES_PER_WINDOW = 50
+# A start older than a day is never caught up: the next daily start comes first.
+MAX_CATCH_UP_WINDOW = timedelta(hours=24)
+
 Trigger = Literal["auto", "touch", "rebalance", "both"]
 
 
@@ -254,7 +290,7 @@ StartText = Annotated[
 class Window(_Model):
     name: DnsLabel
     start: StartText
-    policies: list[PolicyChange] = Field(min_length=1)
+    policies: list[PolicyChange] = Field(min_length=1, max_length=MAX_POLICIES_PER_WINDOW)
     trigger: Trigger = "auto"
     rollout: RolloutOverride | None = None
 
@@ -280,14 +316,62 @@ class Window(_Model):
 
 
 
+def _with_allowed(window: Any, inherited: list[str]) -> Any:
+    """A raw window whose policy changes also allow `inherited`."""
+    if not isinstance(window, dict) or not isinstance(window.get("policies"), list):
+        return window
+    changes = []
+    for change in window["policies"]:
+        if isinstance(change, dict):
+            own = change.get("allowFields", change.get("allow_fields"))
+            if own is None or isinstance(own, list):
+                key = "allow_fields" if "allow_fields" in change else "allowFields"
+                merged = list(own or []) + [f for f in inherited if f not in (own or [])]
+                change = {**change, key: merged}
+        changes.append(change)
+    return {**window, "policies": changes}
+
+
 class ScheduleSpec(_Model):
     time_zone: TimeZoneName
     suspend: bool = False
     catch_up_window: PositiveDuration = timedelta(minutes=30)
     skip_dates: list[date] = Field(default_factory=list)
     workloads: list[WorkloadSelector] = Field(default_factory=list)
-    windows: list[Window] = Field(min_length=1)
+    windows: list[Window] = Field(min_length=1, max_length=MAX_WINDOWS)
     rollout: Rollout = Field(default_factory=Rollout)
+    allow_fields: list[FieldPath] = Field(
+        default_factory=list,
+        description="fields under spec every policy change of this schedule may set besides "
+                    "spec.placement (added to each change's own allowFields); metadata never")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit_allow_fields(cls, data: Any) -> Any:
+        """Every policy change may also set the schedule's allowFields (the valid ones: a bad
+        entry is reported once, where it is written)."""
+        if not isinstance(data, dict):
+            return data
+        inherited = data.get("allowFields", data.get("allow_fields"))
+        if not isinstance(inherited, list):
+            return data
+        valid = [f for f in inherited if isinstance(f, str) and allow_field_problem(f) is None]
+        windows = data.get("windows")
+        if not valid or not isinstance(windows, list):
+            return data
+        data = dict(data)
+        data["windows"] = [_with_allowed(w, valid) for w in windows]
+        return data
+
+    @field_validator("catch_up_window", mode="wrap")
+    @classmethod
+    def _catch_up_bounded(cls, value: Any, handler: Any) -> timedelta:
+        parsed: timedelta = handler(value)
+        if parsed > MAX_CATCH_UP_WINDOW:
+            raise ValueError(
+                f"{value} is longer than the limit of 24h; a start older than a day is never "
+                "caught up (the next start comes first): write at most 24h")
+        return parsed
 
     @model_validator(mode="after")
     def _windows_distinct(self) -> ScheduleSpec:

@@ -7,7 +7,6 @@ loader can point at each key.
 
 from __future__ import annotations
 
-import difflib
 import re
 import zoneinfo
 from functools import lru_cache
@@ -16,6 +15,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
+
+from tidal.domain.zones import suggest
 
 API_VERSION = "tidal.io/v1alpha1"
 KIND = "TidalSchedule"
@@ -112,9 +113,7 @@ def check_time_zone(value: str) -> str:
             return value
         except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
             pass
-        close = difflib.get_close_matches(value, sorted(_known_zones()), n=1)
-        hint = f"did you mean {close[0]}?" if close else "use an IANA name such as Europe/Berlin"
-        raise ValueError(f"unknown time zone {value!r}; {hint}")
+        raise ValueError(f"unknown time zone {value!r}; {suggest(value, _known_zones())}")
     return value
 
 

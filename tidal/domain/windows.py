@@ -259,6 +259,10 @@ class Action(Enum):
     SUSPENDED = "suspended"
 
 
+# Starts have one-minute resolution: a trigger firing within the start's minute is on time.
+ON_TIME = timedelta(minutes=1)
+
+
 @dataclass(frozen=True)
 class Decision:
     action: Action
@@ -313,5 +317,5 @@ def decide(
         return Decision(Action.SKIP, start, "skip requested")
     late = now - due
     if late <= times.catch_up_window:
-        return Decision(Action.RUN, start, "due" if late <= timedelta(0) else "catch-up", late)
+        return Decision(Action.RUN, start, "due" if late < ON_TIME else "catch-up", late)
     return Decision(Action.MISSED, start, "start older than catchUpWindow", late)

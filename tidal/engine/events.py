@@ -62,6 +62,21 @@ class PolicyChanged(EngineEvent):
     event_name: ClassVar[str] = "policy_changed"
 
 
+POLICY_ACTION_TEXT: dict[str, str] = {
+    "patch": "patched",
+    "swap": "swapped in",
+    "restore": "restored to its spec before the switch",
+    "lazy_restored": "Lazy lifted (activationPreference back as it was)",
+    "unchanged": "already as the window wants it",
+    "completed": "marked completed",
+}
+
+
+def policy_action_text(action: str) -> str:
+    """What a PolicyChanged action means, in words (for people, not logs)."""
+    return POLICY_ACTION_TEXT.get(action, action.replace("_", " "))
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkloadSkipped(EngineEvent):
     workload: str
@@ -131,6 +146,7 @@ class WaveFinished(EngineEvent):
     result: str  # succeeded | failed | rolledBack
     reason: str = ""
     failure: str = ""  # floor_breach | timeout | unschedulable | binding_not_found | api_error
+    #                    | cluster_not_ready | policy_drift
     duration_seconds: float = 0.0
     rollback: bool = False
 

@@ -6,7 +6,10 @@
   rebalance — spec.rescheduleTriggeredAt is at or after the rebalancer's creationTimestamp;
 - scheduled: schedulerObservedGeneration == generation (and, for a rebalance,
   lastScheduledTime at or after the trigger); Scheduled=False (NoClusterFit, Unschedulable)
-  fails the wave with the scheduler's message;
+  on a triggered binding fails the wave at once with the scheduler's message, also while
+  schedulerObservedGeneration stays behind: Karmada's scheduler advances it only on success
+  (pkg/scheduler/scheduler.go patchBindingStatusCondition), so waiting for it would only end
+  at waveTimeout;
 - converged: ready replicas per cluster reach the binding's assignment (health for kinds
   without replicas);
 - floors: every floor, for every workload of the switch, at every change.
@@ -121,8 +124,7 @@ def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
         scheduled = last is not None and triggered_at is not None and last >= triggered_at
     cond = scheduled_condition(binding)
     problem = ""
-    if triggered and cond is not None and cond.get("status") == "False" \
-            and observed == generation:
+    if triggered and cond is not None and cond.get("status") == "False":
         problem = f"{cond.get('reason')}: {cond.get('message', '')}".strip()
         scheduled = False
     if scheduled and cond is not None and cond.get("status") != "True":
@@ -188,19 +190,34 @@ class GateTracker:
             else:
                 self.violations.pop(key, None)
 
+    def shortfalls(self) -> list[tuple[str, dict[str, tuple[int, int]]]]:
+        """Wave workloads not converged: cluster -> (ready, assigned) where ready < assigned."""
+        out = []
+        for key, target in sorted(self.targets.items(), key=lambda kv: kv[1].workload.name):
+            state = self.states.get(key)
+            if state is None or state[2]:
+                continue
+            ready, assigned = self.ready.get(key, {}), self.assigned.get(key, {})
+            short = {c: (ready.get(c, 0), n) for c, n in assigned.items() if ready.get(c, 0) < n}
+            out.append((target.workload.name, short))
+        return out
+
     def report(self) -> GateReport:
         report = GateReport()
         report.missing = sorted(self.targets[k].workload.name for k in self.missing)
         states = [self.states[k] for k in self.targets if k in self.states]
+        failing: list[str] = []
         for key in self.targets:
             state = self.states.get(key)
-            if state is not None and state[3] and not report.failure:
-                report.failure = "unschedulable"
-                report.reason = f"{self.targets[key].workload.name}: {state[3]}"
+            if state is not None and state[3]:
+                failing.append(f"{self.targets[key].workload.name}: {state[3]}")
             for c, n in self.ready.get(key, {}).items():
                 report.ready[c] = report.ready.get(c, 0) + n
             for c, n in self.assigned.get(key, {}).items():
                 report.assigned[c] = report.assigned.get(c, 0) + n
+        if failing:
+            report.failure = "unschedulable"
+            report.reason = "; ".join(sorted(failing))
         report.converged = sum(1 for st in states if st[2])
         report.violations = [v for key in sorted(self.violations) for v in self.violations[key]]
         if report.violations:

@@ -3,7 +3,8 @@ replaced process can resume, and a second writer is fenced out.
 
 Protocol: `load(schedule_name) -> RunState | None`; `save(state)` stores it, or raises
 tidal.karmada.errors.Conflict when the stored state is not the one this writer last loaded
-or saved (someone else wrote since): the engine then stops acting (FencedOut).
+or saved (someone else wrote since): the engine then stops acting (FencedOut); JournalLost
+when the stored state of a run under way has disappeared.
 `RunState.journal_token` is the journal's own concurrency token (e.g. a ConfigMap's
 resourceVersion); the engine carries it along and never interprets it.
 """
@@ -24,6 +25,11 @@ PHASES = ("planned", "policies", "waves", "finishing", "rollback", "done")
 
 class FencedOut(Exception):
     """Another writer saved this schedule's run state: this process must stop acting."""
+
+
+class JournalLost(Exception):
+    """The journal of a run under way is gone (its state object was deleted): the engine stops
+    acting at once; the run's marks on its policies let the next pass find and finish it."""
 
 
 def content_hash(obj: Any) -> str:
@@ -128,7 +134,12 @@ class RunState:
     policies: list[PolicyRecord] = field(default_factory=list)
     waves: list[WaveState] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The schedule the run started with: a resume finishes against it, whatever the file
+    # says by then (an edit applies to the next start).
+    schedule_hash: str | None = None
+    schedule_snapshot: dict[str, Any] | None = field(default=None, repr=False)
     journal_token: str | None = field(default=None, compare=False)
+    started_by: str | None = None  # daemon:<identity> | cli:<identity>
 
     @property
     def completed_waves(self) -> list[int]:
@@ -145,6 +156,8 @@ class RunState:
             "finishedAt": self.finished_at, "result": self.result, "reason": self.reason,
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
+            "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
+            "startedBy": self.started_by,
         }
 
     @classmethod
@@ -158,7 +171,9 @@ class RunState:
             finished_at=d.get("finishedAt"), result=d.get("result"), reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
-            warnings=list(d.get("warnings", [])), journal_token=journal_token,
+            started_by=d.get("startedBy"),
+            warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
+            schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
         )
 
     def to_json(self) -> str:

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidal.domain.floors import FloorRule
+from tidal.domain.patch_scope import added_selectors, beyond_placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
+from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 
@@ -33,6 +35,7 @@ class SwitchPlan:
     pending: list[Workload]
     noop: bool = False
     warnings: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # why the plan must not be carried out
 
     @property
     def by_name(self) -> dict[str, Workload]:
@@ -97,6 +100,9 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window)
+    refused = dry_run_writes(client, selection.policies)
+    if refused:
+        raise PolicyWritesRefused(window.name, refused)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     lazy = chosen in ("touch", "both")
     clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]
@@ -116,17 +122,50 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         prediction = predictors[w.policy].predict(
             WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
         planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
-                                       prediction.exact, prediction.problem, w.uid))
+                                       prediction.exact, prediction.problem, w.uid,
+                                       prediction.short, prediction.pending))
     size = rollout.wave_size.for_total(len(planned)) if planned else 1
     plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
-    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements)
+    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
+        plan.capacity
+    scope_warnings, refusals = scope_report(selection.policies)
+    warnings += scope_warnings
     for s in selection.skipped:
         warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
                                                                 else ""))
     by_name = {w.name: w for w in pending}
     ordered = [by_name[p.name] for p in plan.workloads]
     return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
-                      ordered, noop=not pending and done, warnings=warnings)
+                      ordered, noop=not pending and done, warnings=warnings, refusals=refusals)
+
+
+def scope_report(targets: list[PolicyTarget]) -> tuple[list[str], list[str]]:
+    """(warnings, refusals) about what the window changes beyond the placement: fields a patch
+    sets under allowFields, and templates a swap's `to` policy would select that `from` did
+    not (refused unless allowFields lists spec.resourceSelectors)."""
+    warnings: list[str] = []
+    refusals: list[str] = []
+    for t in targets:
+        change = t.change
+        if change.patch is not None:
+            beyond = beyond_placement(change.patch)
+            if beyond:
+                warnings.append(f"{t.key}: the patch also changes {', '.join(beyond)} "
+                                "(allowFields)")
+            continue
+        if t.from_obj is None:
+            continue  # swapped already (or `from` is gone): nothing to compare with
+        added = added_selectors(t.from_obj.get("spec"), t.target_spec)
+        if not added:
+            continue
+        what = (f"swap {t.swap_from} -> {t.name} selects what {t.swap_from} did not: "
+                + "; ".join(added))
+        if "spec.resourceSelectors" in change.allow_fields:
+            warnings.append(what + " (allowFields: spec.resourceSelectors)")
+        else:
+            refusals.append(what + "; select only what the old policy selected, or list "
+                                   "spec.resourceSelectors in the swap's allowFields")
+    return warnings, refusals
 
 
 def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, object]) -> list[str]:

@@ -254,6 +254,10 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
         if diff:
             body["spec"] = diff
+        notes = annotations_of(current)
+        if notes.get(POLICY_RUN) == run_id:  # the policy no longer is this run's window
+            body.setdefault("metadata", {}).setdefault("annotations", {}).update(
+                {POLICY_WINDOW: None, POLICY_RUN: None})
         if body:
             _patch_retrying(client, record, body)
     record.restored = True
@@ -290,3 +294,15 @@ def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecor
     if marked:
         body["metadata"] = {"annotations": _unmark_lazy()}
     api.patch_policy(client, record.kind, name, record.namespace, body)
+
+
+def run_under_way(client: KarmadaClient, schedule: Any, window: str, run_id: str) -> bool:
+    """Does a policy of the schedule's `window` carry `run_id`'s marks without its completion
+    (the run changed it and did not finish)?"""
+    for change in schedule.window(window).policies:
+        ref = change.policy_refs()[-1]  # the policy in force after the change
+        notes = annotations_of(api.find_policy(client, ref.kind, ref.name, ref.namespace))
+        if notes.get(POLICY_RUN) == run_id and notes.get(POLICY_WINDOW) == window \
+                and notes.get(COMPLETED_RUN) != run_id:
+            return True
+    return False

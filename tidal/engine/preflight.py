@@ -7,6 +7,7 @@ workload (a switch must not begin below a floor: the wave gates would fail at on
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from tidal.domain.floors import check_floors, floor_clusters
@@ -23,24 +24,41 @@ class PreflightReport:
         return not self.problems
 
 
-def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport:
-    report = PreflightReport()
+def unusable_floor_clusters(sp: SwitchPlan) -> dict[str, str]:
+    """Floor clusters that do not exist or are not Ready, with the root-cause line of each:
+    every breach in them is a symptom of that cause."""
     known = {c.name: c for c in sp.clusters}
+    out = {}
     for name in floor_clusters(sp.floors):
         cluster = known.get(name)
         if cluster is None:
-            report.problems.append(f"floor cluster {name} does not exist; fix the floor's "
-                                   "clusters")
+            out[name] = (f"floor cluster {name} does not exist (Clusters: "
+                         f"{', '.join(sorted(known)) or 'none'}); fix the floor's clusters")
         elif not cluster.ready:
-            report.problems.append(f"floor cluster {name} is not Ready; wait for it or "
-                                   "postpone the switch")
-    if not sp.plan.waves:
-        return report  # nothing moves: no gate will watch the floors
-    for w in sp.selection.workloads:
-        current = w.current
-        ready = ready_by_cluster(w.binding, ready_field)
-        for v in check_floors(w.name, w.replicas, ready, sp.floors, set(current)):
-            report.problems.append(f"floor does not hold now: {v}")
+            out[name] = f"floor cluster {name} is not Ready; wait for it or postpone the switch"
+    return out
+
+
+def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport:
+    """Root causes first (unusable floor clusters, each with the count of breaches it
+    explains, which are not listed), then the floors that do not hold now."""
+    report = PreflightReport()
+    roots = unusable_floor_clusters(sp)
+    explained = Counter(v.cluster for _, v in sp.plan.violations if v.cluster in roots)
+    now: list[str] = []
+    if sp.plan.waves:  # else nothing moves: no gate will watch the floors
+        for w in sp.selection.workloads:
+            ready = ready_by_cluster(w.binding, ready_field)
+            for v in check_floors(w.name, w.replicas, ready, sp.floors, set(w.current)):
+                if v.cluster in roots:
+                    explained[v.cluster] += 1
+                else:
+                    now.append(f"floor does not hold now: {v}")
+    for name, line in roots.items():
+        count = explained.get(name, 0)
+        report.problems.append(line + (f"; this explains {count} floor breach(es) in {name}, "
+                                       "not listed" if count else ""))
+    report.problems.extend(now)
     return report
 
 

@@ -41,6 +41,8 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
     reason: str = ""
     noop: bool = False
+    # policies the run left with the Lazy it added: (kind/[ns/]name, the value it goes back to)
+    left_lazy: list[tuple[str, str | None]] = field(default_factory=list)
 
     @property
     def succeeded(self) -> bool:
@@ -50,7 +52,8 @@ class RunRecord:
         return {"schedule": self.schedule, "window": self.window, "runId": self.run_id,
                 "result": self.result, "startedAt": self.started_at,
                 "finishedAt": self.finished_at, "waves": [w.to_dict() for w in self.waves],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings),
+                "leftLazy": [{"policy": p, "restoresTo": r} for p, r in self.left_lazy]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -60,6 +63,8 @@ class RunRecord:
         waves = [WaveRecord(w.index, list(w.workloads), w.result or "notStarted", w.reason,
                             w.started_at, w.finished_at)
                  for w in state.waves if w.result is not None or w.started_at is not None]
+        left = [(p.key, p.original_activation) for p in state.policies
+                if p.lazy_added and not p.lazy_restored and not p.keep_lazy]
         return cls(state.schedule, state.window, state.run_id, state.result or "failed",
                    state.started_at, state.finished_at, waves, list(state.warnings),
-                   state.reason, noop)
+                   state.reason, noop, left)

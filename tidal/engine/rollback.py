@@ -3,7 +3,7 @@ wave first, with the same triggers and under the same floors."""
 
 from __future__ import annotations
 
-from tidal.engine import policy_change
+from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
 from tidal.engine.journal import PolicyRecord
 from tidal.engine.resolve import Workload
@@ -20,6 +20,9 @@ def previous_placement(record: PolicyRecord) -> object:
 def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not)."""
     state = ctx.state
+    edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
+    if edited:  # restoring would overwrite a hand edit: leave everything as it is
+        return False, f"not rolled back: {wave_checks.drift_reason(edited)}"
     state.phase = "rollback"
     ctx.save()
     lazy = ctx.trigger in ("touch", "both")
@@ -37,14 +40,18 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                            action="restore"))
     undo = [w for w in state.waves if w.result in ("succeeded", "failed")
             and not w.rolled_back and (w.triggered or w.rebalancers)]
+    # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
+    # placement to go back to: its workloads already follow it, nothing of theirs is undone.
+    changed = {r.key for r in state.policies if r.applied}
     for wave in reversed(undo):
-        workloads = [by_name[n] for n in wave.workloads if n in by_name]
+        workloads = [by_name[n] for n in wave.workloads
+                     if n in by_name and by_name[n].policy in changed]
         started = ctx.clock.monotonic()
         outcome = run_wave(ctx, wave, workloads,
                            placements={w.policy: placements.get(w.policy) for w in workloads},
-                           rollback=True)
+                           rollback=True) if workloads else None
         base = ctx.event_base(wave.index)
-        if not outcome.ok:
+        if outcome is not None and not outcome.ok:
             wave.reason = f"rollback failed: {outcome.reason}"
             ctx.save()
             ctx.emitter.emit(WaveFinished(**base, result="failed",
@@ -62,6 +69,7 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                       duration_seconds=ctx.clock.monotonic() - started,
                                       rollback=True))
     for record in state.policies:
-        if record.applied:
+        # also a Lazy this run adopted from an earlier run it did not change the policy for
+        if record.applied or record.lazy_added:
             policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
     return True, ""

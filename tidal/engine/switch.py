@@ -9,7 +9,7 @@ from typing import Any
 
 from tidal.domain.clock import Clock
 from tidal.domain.schedule import TidalSchedule
-from tidal.engine import policy_change
+from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -23,13 +23,15 @@ from tidal.engine.events import (
 )
 from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
 from tidal.engine.planning import SwitchPlan, build_plan
-from tidal.engine.preflight import preflight, ready_field_of
+from tidal.engine.preflight import preflight, ready_field_of, unusable_floor_clusters
 from tidal.engine.record import RunRecord
 from tidal.engine.rollback import roll_back
+from tidal.engine.snapshot import restore as restore_schedule
+from tidal.engine.snapshot import schedule_hash, snapshot_of
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.rebalancers import delete_rebalancer
 
 
@@ -53,14 +55,20 @@ def _schedule_of(loaded: Any) -> TidalSchedule:
 
 
 def plan_problems(sp: SwitchPlan) -> list[str]:
-    """Every floor violation (once, at the first step it shows) and every plan problem."""
+    """Every floor violation (once, at the first step it shows) and every plan problem;
+    breaches in a floor cluster that is missing or not Ready are the preflight's root cause,
+    not listed here."""
     seen: set[str] = set()
     problems = []
+    unusable = unusable_floor_clusters(sp)
     for label, v in sp.plan.violations:
+        if v.cluster in unusable:
+            continue
         if str(v) not in seen:
             seen.add(str(v))
             problems.append(f"{label}: {v}")
     problems.extend(sp.plan.problems)
+    problems.extend(sp.refusals)
     return problems
 
 
@@ -73,6 +81,13 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     previous = resume if resume is not None else journal.load(schedule.name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window_name and (run_id is None or previous.run_id == run_id)
+    edited_note = ""
+    if resuming and previous is not None and previous.schedule_snapshot is not None and \
+            previous.schedule_hash != schedule_hash(schedule):
+        schedule = restore_schedule(previous.schedule_snapshot)
+        edited_note = (f"schedule {schedule.name} was edited during the run: this run "
+                       f"finishes against the version it started with "
+                       f"({previous.schedule_hash}); the edit applies from the next start")
     sp = build_plan(client, schedule, window_name,
                     trigger=previous.trigger if resuming and previous else None)
     if resuming and previous is not None:
@@ -82,15 +97,14 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                          trigger=sp.trigger,
                          journal_token=previous.journal_token if previous else None)
         state.policies = carried_over(previous, window_name)
+        state.schedule_hash, state.schedule_snapshot = \
+            schedule_hash(schedule), snapshot_of(schedule)
     base = EventBase(schedule=schedule.name, window=window_name, run_id=state.run_id, wave=None)
     ready_field = ready_field_of(sp)
     if not resuming:
-        problems = plan_problems(sp)
+        problems = preflight(sp, ready_field).problems + plan_problems(sp)  # root causes first
         if problems:
             raise PlanRefused(sp, problems)
-        check = preflight(sp, ready_field)
-        if not check.ok:
-            raise PlanRefused(sp, check.problems)
         if sp.noop:
             started = clock.now().isoformat()
             emitter.emit(RunStarted(**base, workloads=0, waves=0,
@@ -107,7 +121,12 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
     def save() -> None:
         try:
             journal.save(state)
+        except LeaseLost as exc:
+            raise FencedOut(f"run state of {schedule.name} not saved: {exc}") from exc
         except Conflict as exc:
+            if exc.reason == "NotLeader":  # our own lease lapsed: no other writer is implied
+                raise FencedOut(f"run state of {schedule.name} not saved: this replica no "
+                                "longer holds the lease; stopping") from exc
             raise FencedOut(f"run state of {schedule.name} was written by another writer; "
                             "stopping") from exc
 
@@ -124,8 +143,12 @@ def run_switch(client: KarmadaClient, loaded: Any, window_name: str, *, clock: C
                             waves=len(state.waves), trigger=state.trigger, resumed=resuming))
     for warning in state.warnings:
         emitter.emit(RunWarning(**base, code="selection", message=warning))
+    if edited_note:
+        emitter.emit(RunWarning(**base, code="schedule_edited", message=edited_note))
     try:
         return _run(ctx, sp, t0)
+    except LeaseLost as exc:  # nothing more may be written, not even the failure
+        raise FencedOut(f"{schedule.name}: {exc}") from exc
     except KarmadaError as exc:
         state.result, state.reason = "failed", f"API error: {exc}"
         in_flight = [w for w in state.waves if w.started_at and not w.result]
@@ -186,6 +209,7 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
         ctx.save()
     placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
     by_name = sp.by_name
+    planned_by_name = {w.name: w for w in sp.plan.workloads}
     if state.phase == "waves":
         for i, wave in enumerate(state.waves):
             if wave.result == "succeeded":
@@ -195,7 +219,9 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
             ctx.save()
             started = clock.monotonic()
             workloads = [by_name[n] for n in wave.workloads if n in by_name]
-            outcome = run_wave(ctx, wave, workloads, placements=placements)
+            planned = [planned_by_name[n] for n in wave.workloads if n in planned_by_name]
+            outcome = wave_checks.before_wave(ctx.client, state.policies, planned) or \
+                run_wave(ctx, wave, workloads, placements=placements)
             wave.finished_at = iso_now(clock)
             wbase = ctx.event_base(wave.index)
             if not outcome.ok:
@@ -204,7 +230,8 @@ def _run(ctx: SwitchContext, sp: SwitchPlan, t0: float) -> RunRecord:
                 emitter.emit(WaveFinished(**wbase, result="failed",
                                           reason=outcome.reason, failure=outcome.failure,
                                           duration_seconds=clock.monotonic() - started))
-                return _fail(ctx, sp, outcome.reason, t0)
+                return _fail(ctx, sp, outcome.reason, t0,
+                             halt=outcome.failure == wave_checks.POLICY_DRIFT)
             wave.result = "succeeded"
             ctx.save()
             emitter.emit(WaveFinished(**wbase, result="succeeded",
@@ -242,10 +269,12 @@ def _remove_rebalancers(ctx: SwitchContext) -> None:
                                             message=f"WorkloadRebalancer {name}: {exc}"))
 
 
-def _fail(ctx: SwitchContext, sp: SwitchPlan, reason: str, t0: float) -> RunRecord:
+def _fail(ctx: SwitchContext, sp: SwitchPlan, reason: str, t0: float, *,
+          halt: bool = False) -> RunRecord:
+    """Halt or roll back; `halt` forces a halt (a rollback would overwrite a hand edit)."""
     state = ctx.state
     state.reason = reason
-    if sp.rollout.on_failure == "rollback":
+    if sp.rollout.on_failure == "rollback" and not halt:
         ok, why = roll_back(ctx, sp.by_name)
         state.result = "rolledBack" if ok else "failed"
         if not ok:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
-from tidal.engine import gates, triggers
+from tidal.engine import gates, stall, triggers
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -24,6 +24,7 @@ from tidal.engine.resolve import Workload
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError, NotFound
 
 RETRIGGER_ATTEMPTS = 5
@@ -271,7 +272,8 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 continue
         remaining = deadline - now
         if remaining <= 0:
-            return WaveOutcome(False, "timeout", _timeout_reason(ctx, report, len(targets)))
+            return WaveOutcome(False, "timeout",
+                               _timeout_reason(ctx, report, len(targets), tracker))
         ctx.emitter.emit(WaveProgress(**base, ready=report.ready,
                                       assigned=report.assigned, converged=report.converged,
                                       total=len(targets)))
@@ -291,11 +293,24 @@ def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
                              ctx.ready_field).load(watch.cache)
 
 
-def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int) -> str:
+def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
+                    tracker: gates.GateTracker) -> str:
     stuck = "triggered" if "triggered" not in report.passed else \
         "scheduled" if "scheduled" not in report.passed else "converged"
-    return (f"not {stuck} within waveTimeout {ctx.wave_timeout:g}s: {report.converged}/{total} "
-            f"workloads converged; ready {report.ready}, assigned {report.assigned}")
+    parts = [f"not {stuck} within waveTimeout {ctx.wave_timeout:g}s: {report.converged}/{total} "
+             f"workloads converged; ready {report.ready}, assigned {report.assigned}"]
+    short = [s for s in tracker.shortfalls() if s[1]]
+    if stuck == "converged" and short:
+        parts.append(stall.describe_shortfalls(short))
+        waiting = sorted({c for _, clusters in short for c in clusters})
+        requests = [w.workload.request for w in tracker.targets.values()]
+        try:
+            cause = stall.likely_cause(waiting, list_clusters(ctx.client), requests)
+        except KarmadaError:
+            cause = ""  # the reason stands without it
+        if cause:
+            parts.append(cause)
+    return "; ".join(parts)
 
 
 def _observe_floors(ctx: SwitchContext, index: int, cache: dict[str, Obj],

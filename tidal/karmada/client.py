@@ -4,18 +4,25 @@ Built on the official client's ApiClient (kubeconfig, auth, TLS), it sends JSON 
 resource paths, translates every failure into tidal.karmada.errors (chained with `from`),
 retries the retryable ones with tenacity (honouring Retry-After), and reports each HTTP
 attempt to an optional hook `on_request(verb, resource, code)` (code 0: no answer).
+
+Acting writes (every write but Leases, Events and Namespaces) pass an optional WriteGate: each
+attempt, the first and every retry, is sent only while the gate's Lease is held, with a timeout
+that ends before the Lease could pass to another replica; a retry delay (Retry-After) longer
+than what is left gives the write up and steps the holder down (LeaseLost).
 """
 
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 import tenacity
@@ -24,6 +31,7 @@ from tidal.karmada.errors import (
     BadResponse,
     Conflict,
     KarmadaError,
+    LeaseLost,
     NotFound,
     Throttled,
     error_for_status,
@@ -96,6 +104,22 @@ KNOWN: tuple[Resource, ...] = (
 )
 
 
+class WriteGate(Protocol):
+    """The Lease an acting write depends on."""
+
+    def seconds_left(self) -> float:
+        """How long this process may still act (<= 0: not at all)."""
+        ...
+
+    def give_up(self, reason: str) -> None:
+        """Stop acting now (step down), for `reason`."""
+        ...
+
+
+# Writes that are not acting on the control plane: the Lease itself, Events, the namespace
+UNGATED_RESOURCES = frozenset({"leases", "events", "namespaces"})
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How hard one request is retried when the error is retryable."""
@@ -117,8 +141,11 @@ class KarmadaClient:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         request_timeout: float = 30.0,
+        write_gate: WriteGate | None = None,
     ) -> None:
         self.api = api_client
+        self.write_gate = write_gate
+        self._server_offset: float | None = None  # the server's Date minus our wall clock
         self.on_request = on_request
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -132,12 +159,19 @@ class KarmadaClient:
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
                         **kw: Any) -> KarmadaClient:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
         from kubernetes import client as k8s
         from kubernetes import config
 
         configuration = k8s.Configuration()
         configuration.retries = False  # one retry policy only: ours (tenacity)
+        if path is None:
+            found = cls._standard_kubeconfig()
+            if found is None:  # in a pod: its service account
+                config.load_incluster_config(  # type: ignore[no-untyped-call]
+                    client_configuration=configuration)
+                return cls(k8s.ApiClient(configuration), **kw)
+            path = found
         if path and not Path(path).is_file():
             raise KarmadaError(f"kubeconfig {path} does not exist or is not a file")
         try:
@@ -160,6 +194,26 @@ class KarmadaClient:
                                f"(apiVersion v1, kind Config): {exc!r}") from exc
         return cls(api, **kw)
 
+    @staticmethod
+    def _standard_kubeconfig() -> Path | None:
+        """kubectl's order: $KUBECONFIG (its first file), in-cluster config (None), then
+        ~/.kube/config; a KarmadaError naming everything tried when none is there."""
+        tried = []
+        listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+        for candidate in listed:
+            if Path(candidate).expanduser().is_file():
+                return Path(candidate).expanduser()
+        tried.append(f"KUBECONFIG={os.pathsep.join(listed)} (no such file)" if listed
+                     else "KUBECONFIG (not set)")
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return None
+        tried.append("in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)")
+        home = Path.home() / ".kube" / "config"
+        if home.is_file():
+            return home
+        tried.append(f"{home} (no such file)")
+        raise KarmadaError("no kubeconfig found; tried " + ", ".join(tried))
+
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
         return cls.from_kubeconfig(settings.kubeconfig, settings.context, **kw)
@@ -175,12 +229,61 @@ class KarmadaClient:
             with contextlib.suppress(Exception):  # a metrics hook must never break a request
                 self.on_request(verb, resource, code)
 
-    def _wait(self, state: tenacity.RetryCallState) -> float:
+    def clock_offset(self) -> float | None:
+        """How far our wall clock is ahead of the API server's (its `Date` header, last
+        answer; second resolution), in seconds; None before any answer carried a Date."""
+        offset = self._server_offset
+        return None if offset is None else -offset
+
+    def _observe_date(self, headers: Any) -> None:
+        value = headers.get("Date") if hasattr(headers, "get") else None
+        if not value:
+            return
+        try:
+            server = email.utils.parsedate_to_datetime(str(value)).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return  # an unreadable Date tells nothing
+        # the server stamps the second it answered in (truncated): on average half a second
+        # before now; counted so that an exact clock reads as an offset near zero
+        self._server_offset = server + 0.5 - time.time()
+
+    def gate_writes(self, gate: WriteGate | None) -> None:
+        """From now on, acting writes depend on `gate` (None: on nothing)."""
+        self.write_gate = gate
+
+    def _delay(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, Throttled) and exc.retry_after is not None:
             return min(exc.retry_after, self.retry.max_retry_after)
         backoff = self.retry.base_delay * (2 ** (state.attempt_number - 1))
         return float(min(backoff, self.retry.max_delay))
+
+    def _seconds_left(self, gate: WriteGate, verb: str, resource: str) -> float:
+        """Time left to send an acting write; LeaseLost when there is none."""
+        left = gate.seconds_left()
+        if left <= 0:
+            raise LeaseLost("this process does not hold its Lease", verb=verb,
+                            resource=resource)
+        return left
+
+    def _gated_wait(self, gate: WriteGate, verb: str, resource: str
+                    ) -> Callable[[tenacity.RetryCallState], float]:
+        """The retry delay, unless the retry would land after the Lease may have passed on:
+        then the write is given up and the holder steps down."""
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            delay = self._delay(state)
+            left = gate.seconds_left()
+            if delay >= left:
+                why = (f"a retry in {delay:g}s would outlive the Lease "
+                       f"({max(left, 0.0):.1f}s left)")
+                gate.give_up(f"{verb} {resource}: {why}")
+                cause = state.outcome.exception() if state.outcome else None
+                raise LeaseLost(why + "; gave the write up and stepped down", verb=verb,
+                                resource=resource) from cause
+            return delay
+
+        return wait
 
     def call(self, verb: str, resource: str, fn: Callable[[], T], *,
              retry_conflict: bool = False) -> T:
@@ -190,13 +293,15 @@ class KarmadaClient:
         return self._call(verb, resource, fn, retry_conflict, report_success=True)
 
     def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
-              report_success: bool) -> T:
+              report_success: bool, gate: WriteGate | None = None) -> T:
         def once() -> T:
             try:
                 result = fn()
             except KarmadaError as exc:
                 self._report(verb, resource, exc.code)
                 exc.verb, exc.resource = exc.verb or verb, exc.resource or resource
+                raise
+            except LeaseLost:
                 raise
             except Exception as exc:
                 err = translate(exc, verb=verb, resource=resource)
@@ -214,7 +319,7 @@ class KarmadaClient:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(retryable),
             stop=tenacity.stop_after_attempt(self.retry.attempts),
-            wait=self._wait,
+            wait=self._gated_wait(gate, verb, resource) if gate is not None else self._delay,
             sleep=self._sleep,
             reraise=True,
         )
@@ -232,19 +337,27 @@ class KarmadaClient:
         content_type: str = "application/json",
         retry_conflict: bool = False,
     ) -> Obj:
-        """One JSON request; the decoded object, or a KarmadaError."""
+        """One JSON request; the decoded object, or a KarmadaError (or LeaseLost: an acting
+        write this process may no longer send)."""
+        gate = self.write_gate if method != "GET" and \
+            resource.plural not in UNGATED_RESOURCES else None
 
         def send() -> Obj:
-            response = self._send(method, path, query, body, content_type, self.request_timeout)
+            timeout = self.request_timeout
+            if gate is not None:  # an answer later than this is no answer: the Lease may pass
+                timeout = min(timeout, self._seconds_left(gate, verb, resource.plural))
+            response = self._send(method, path, query, body, content_type, timeout)
             data = response.read()
             code = int(response.status)
+            self._observe_date(getattr(response, "headers", None))
             if code >= 400:
                 raise error_for_status(code, data, response.headers, verb=verb,
                                        resource=resource.plural)
             self._report(verb, resource.plural, code)
             return _expect_kind(_decode(data, verb, resource.plural, code), resource, verb, code)
 
-        return self._call(verb, resource.plural, send, retry_conflict, report_success=False)
+        return self._call(verb, resource.plural, send, retry_conflict, report_success=False,
+                          gate=gate)
 
     def find(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
         """GET one object; None when it does not exist."""

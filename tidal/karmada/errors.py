@@ -4,7 +4,10 @@ trying again can help (`.retryable`). Callers never see kubernetes or urllib3 ex
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+_UNKNOWN_FIELD = re.compile(r'unknown field \\?"([^"\\]+)\\?"')
 
 
 class KarmadaError(Exception):
@@ -21,9 +24,11 @@ class KarmadaError(Exception):
         verb: str = "",
         resource: str = "",
         retryable: bool | None = None,
+        fields: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
+        self.fields = fields  # JSON paths the server named (causes, unknown fields), if any
         self.code = code
         self.reason = reason
         self.verb = verb
@@ -87,6 +92,20 @@ class BadResponse(KarmadaError):
     """The answer was not what the API promises: truncated or malformed JSON, wrong kind."""
 
 
+class LeaseLost(Exception):
+    """An acting write refused because this process no longer holds its Lease, or would send
+    (or retry) it after the Lease may have passed to another replica.
+
+    Deliberately not a KarmadaError: no handler of API failures may take it for one (fail the
+    wave, roll back, retry); whoever acts stops at once and a standby carries on."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, verb: str = "", resource: str = "") -> None:
+        super().__init__(f"{verb} {resource}: {message}" if verb else message)
+        self.verb, self.resource = verb, resource
+
+
 _BY_REASON: dict[str, type[KarmadaError]] = {
     "NotFound": NotFound,
     "AlreadyExists": AlreadyExists,
@@ -141,6 +160,7 @@ def error_for_status(
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
     reason, message = "", text.strip()[:300] or f"HTTP {code}"
     retry_after: float | None = None
+    fields: tuple[str, ...] = ()
     try:
         status = json.loads(text) if text else None
     except ValueError:
@@ -151,6 +171,7 @@ def error_for_status(
         details = status.get("details")
         if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:
             retry_after = parse_retry_after(details.get("retryAfterSeconds"))
+        fields = _fields_of(details, message)
     if headers is not None:
         header = headers.get("Retry-After") if hasattr(headers, "get") else None
         retry_after = parse_retry_after(header) if header is not None else retry_after
@@ -160,10 +181,25 @@ def error_for_status(
     if cls is Conflict and reason == "AlreadyExists":
         cls = AlreadyExists
     kw: dict[str, Any] = {"code": code, "reason": reason or str(code), "verb": verb,
-                          "resource": resource}
+                          "resource": resource, "fields": fields}
     if cls is Throttled:
         return Throttled(message, retry_after=retry_after, **kw)
     return cls(message, **kw)
+
+
+def _fields_of(details: Any, message: str) -> tuple[str, ...]:
+    """The object paths an error answer names: its causes' fields, then the unknown fields of
+    a strict decoding error (which only the message carries)."""
+    found: list[str] = []
+    causes = details.get("causes") if isinstance(details, dict) else None
+    for cause in causes if isinstance(causes, list) else []:
+        field = cause.get("field") if isinstance(cause, dict) else None
+        if isinstance(field, str) and field and field not in found:
+            found.append(field)
+    for field in _UNKNOWN_FIELD.findall(message):
+        if field not in found:
+            found.append(field)
+    return tuple(found)
 
 
 def translate(exc: BaseException, *, verb: str = "", resource: str = "") -> KarmadaError:

@@ -15,6 +15,10 @@ from tidal.karmada.errors import NotFound
 from tidal.karmada.names import CPP_KIND, claim_label
 
 MERGE_PATCH = "application/merge-patch+json"
+# Every policy write names unknown fields as an error: the apiserver would otherwise drop a
+# typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
+STRICT = {"fieldValidation": "Strict"}
+DRY_RUN = {"fieldValidation": "Strict", "dryRun": "All"}
 
 
 def resource(kind: str) -> Resource:
@@ -33,8 +37,10 @@ def find_policy(client: KarmadaClient, kind: str, name: str, namespace: str | No
 
 
 def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None,
-                 patch: dict[str, Any], resource_version: str | None = None) -> Obj:
-    """JSON merge patch; with a resourceVersion the server refuses it (Conflict) if stale."""
+                 patch: dict[str, Any], resource_version: str | None = None, *,
+                 dry_run: bool = False) -> Obj:
+    """JSON merge patch with strict field validation; with a resourceVersion the server
+    refuses it (Conflict) if stale; a dry run is validated and defaulted, never stored."""
     body = dict(patch)
     if resource_version is not None:
         meta = dict(body.get("metadata") or {})
@@ -42,14 +48,17 @@ def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | N
         body["metadata"] = meta
     res = resource(kind)
     return client.request("patch", res, "PATCH", res.path(namespace, name), body=body,
-                          content_type=MERGE_PATCH)
+                          content_type=MERGE_PATCH, query=DRY_RUN if dry_run else STRICT,
+                          retry_conflict=dry_run)  # a dry run has no resourceVersion to honour
 
 
-def create_policy(client: KarmadaClient, manifest: Obj) -> Obj:
+def create_policy(client: KarmadaClient, manifest: Obj, *, dry_run: bool = False) -> Obj:
+    """Create with strict field validation (a dry run stores nothing)."""
     kind = str(manifest.get("kind"))
     res = resource(kind)
     namespace = (manifest.get("metadata") or {}).get("namespace")
-    return client.request("create", res, "POST", res.path(namespace), body=manifest)
+    return client.request("create", res, "POST", res.path(namespace), body=manifest,
+                          query=DRY_RUN if dry_run else STRICT)
 
 
 def delete_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None) -> bool:

@@ -38,6 +38,12 @@ def default_crd_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
+def schemas_available(crd_dir: Path | None) -> bool:
+    """Whether both policy CRD schemas can be read from `crd_dir`."""
+    return crd_dir is not None and all(_crd_schema(str(crd_dir), kind) is not None
+                                       for kind in POLICY_KINDS)
+
+
 @lru_cache(maxsize=8)
 def _crd_schema(crd_dir: str, kind: str) -> dict[str, Any] | None:
     path = Path(crd_dir) / _CRD_FILES[kind]

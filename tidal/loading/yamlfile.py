@@ -24,9 +24,11 @@ from ruamel.yaml.events import (
     DocumentStartEvent,
 )
 
+from tidal.loading.bounds import check_bounds
 from tidal.loading.errors import YamlProblem
 
-MAX_FILE_BYTES = 1024 * 1024
+# A hand-written schedule is a few kilobytes; the full parse costs about 2 s per 100 KB.
+MAX_FILE_BYTES = 256 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 200_000  # after alias expansion
 
@@ -70,6 +72,7 @@ def read_yaml_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> YamlDocume
 
 def parse_yaml_bytes(raw: bytes) -> YamlDocument:
     text = _decode(raw)
+    check_bounds(text)
     _scan_events(text)
     try:
         tree = _yaml().load(text)

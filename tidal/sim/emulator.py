@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,6 +24,7 @@ from tidal.sim.kinds import KindRegistry, ResourceType
 from tidal.sim.store import Obj, Store, StoreError
 from tidal.sim.topology import CRD_TYPE, Topology, TopologyError, crd_types, load_topology
 from tidal.sim.validation import SchemaValidator
+from tidal.sim.version import KarmadaVersion
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ class Emulator:
         controllers: bool = True,
         crds_dir: Path | None = None,
         bookmark_interval: float = 1.0,
+        rbac: bool = False,
+        karmada_version: KarmadaVersion | None = None,
     ) -> None:
         self.clock: Clock = clock or ScaledClock(1.0)
         self.kinds = KindRegistry()
@@ -62,6 +66,8 @@ class Emulator:
         self.accounting = RequestAccounting()
         self.validator = SchemaValidator(crds_dir) if crds_dir else SchemaValidator.discover()
         self.topology: Topology = load_topology(topology)
+        if karmada_version is not None:
+            self.topology.settings.karmada_version = karmada_version
         manager = _load_controllers() if controllers else None
         self.controllers: Any = None
         if manager is not None:
@@ -71,6 +77,11 @@ class Emulator:
                 self.clock,
                 scheduler_latency=settings.scheduler_latency,
                 feature_gates=settings.feature_gates,
+                karmada_version=settings.karmada_version,
+                team_estimator=settings.team_estimator,
+                seed=seed,
+                status_delay=settings.status_delay,
+                cluster_status_interval=settings.cluster_status_interval,
             )
         self.server = ApiServer(
             self.store,
@@ -78,10 +89,12 @@ class Emulator:
             accounting=self.accounting,
             admitter=self.validator,
             timeline=self.timeline,
+            team_capacity=(self.team_capacity, self.set_team_capacity),
             on_created=self._on_created,
             host=host,
             port=port,
             bookmark_interval=bookmark_interval,
+            rbac=rbac,
         )
         self._started = False
 
@@ -200,6 +213,10 @@ class Emulator:
         assert rtype is not None
         return rtype
 
+    def enforce_rbac(self, enabled: bool = True) -> None:
+        """Authorize every caller but `admin` by the RBAC objects stored here (403 otherwise)."""
+        self.server.authorizer.enabled = enabled
+
     def set_cluster_ready(self, name: str, ready: bool = True, *, reason: str = "") -> Obj:
         """Make a member cluster Ready or NotReady (its status condition Ready)."""
 
@@ -238,6 +255,49 @@ class Emulator:
             summary.setdefault("allocatable", {}).update(allocatable)
 
         return self.store.mutate(self._cluster_type(), None, name, change, subresource="status")
+
+    @property
+    def karmada_version(self) -> KarmadaVersion:
+        return self.topology.settings.karmada_version
+
+    def set_team_capacity(self, name: str, replicas: int | None) -> list[dict[str, Any]]:
+        """Pin a team estimator capacity (None: follow its schedule again); the new state.
+
+        Like any estimator's answer, it is used from the next scheduling pass on: bindings
+        waiting as Unschedulable are not requeued by it (they retry within 5 minutes)."""
+        estimator = self.topology.settings.team_estimator
+        estimator.set_override(name, replicas)
+        return estimator.state(self.clock.now())
+
+    def follow_time_of_day(
+        self, moment: datetime, workloads: set[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Pin the team estimator to its capacities at `moment` (see TeamEstimator.follow):
+        every team, or those matching the templates named "namespace/Kind/name"."""
+        estimator = self.topology.settings.team_estimator
+        teams = None
+        if workloads is not None:
+            teams = estimator.teams_of(self._template_labels(workloads))
+        estimator.follow(moment, teams)
+        return estimator.state(self.clock.now())
+
+    def _template_labels(self, workloads: set[str]) -> list[dict[str, str]]:
+        out = []
+        for key in workloads:
+            namespace, kind, name = [*key.split("/", 2), "", "", ""][:3]
+            for rtype in self.kinds.all():
+                if rtype.kind != kind or rtype.namespaced != bool(namespace):
+                    continue
+                try:
+                    obj = self.store.get(rtype, namespace or None, name, copy_=False)
+                except StoreError:
+                    continue
+                out.append(dict((obj.get("metadata") or {}).get("labels") or {}))
+                break
+        return out
+
+    def team_capacity(self) -> list[dict[str, Any]]:
+        return self.topology.settings.team_estimator.state(self.clock.now())
 
     def timeline(self) -> list[dict[str, Any]]:
         timeline = getattr(self.controllers, "timeline", None)

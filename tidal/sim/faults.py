@@ -1,7 +1,8 @@
 """Injected API faults: latency, 500s, 429s with Retry-After, 409s, dropped watches.
 
 A fault matches requests by verb and resource (comma lists or `*`; resource is the plural,
-or `plural/status`), optionally by namespace and name. It fires with `probability` (a seeded
+or `plural/status`), optionally by namespace, name and caller identity (as the request log
+records it: `replica-a` for the token `sim:replica-a`). It fires with `probability` (a seeded
 random, so a run is repeatable) and at most `count` times (None: no limit).
 
 - latency: the request waits `seconds` (real time) and then runs normally.
@@ -46,6 +47,7 @@ class Fault:
     resource: str = "*"
     namespace: str | None = None
     name: str | None = None
+    identity: str | None = None
     probability: float = 1.0
     count: int | None = None
     seconds: float = 0.0
@@ -66,12 +68,14 @@ class Fault:
         if self.type == "drop-watch" and self.count is None:
             self.count = 0
 
-    def matches(self, verb: str, resource: str, namespace: str | None, name: str | None) -> bool:
+    def matches(self, verb: str, resource: str, namespace: str | None, name: str | None,
+                identity: str | None = None) -> bool:
         return (
             _in(self.verb, verb)
             and _in(self.resource, resource)
             and (self.namespace is None or self.namespace == (namespace or ""))
             and (self.name is None or self.name == name)
+            and (self.identity is None or self.identity == identity)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -82,6 +86,7 @@ class Fault:
             "resource": self.resource,
             "namespace": self.namespace,
             "name": self.name,
+            "identity": self.identity,
             "probability": self.probability,
             "count": self.count,
             "seconds": self.seconds,
@@ -98,6 +103,7 @@ class Fault:
             "resource",
             "namespace",
             "name",
+            "identity",
             "probability",
             "count",
             "seconds",
@@ -117,6 +123,7 @@ class Fault:
                 resource=str(data.get("resource", "*")),
                 namespace=data.get("namespace"),
                 name=data.get("name"),
+                identity=data.get("identity"),
                 probability=float(data.get("probability", 1.0)),
                 count=None if data.get("count") is None else int(data["count"]),
                 seconds=float(data.get("seconds", 0.0)),
@@ -175,12 +182,14 @@ class Faults:
         namespace: str | None,
         name: str | None,
         types: tuple[str, ...] = FAULT_TYPES,
+        identity: str | None = None,
     ) -> builtins.list[Fault]:
         """The faults that fire for this request (their counts consumed), in injection order."""
         fired: builtins.list[Fault] = []
         with self._lock:
             for fault in self._faults:
-                if fault.type not in types or not fault.matches(verb, resource, namespace, name):
+                if fault.type not in types or \
+                        not fault.matches(verb, resource, namespace, name, identity):
                     continue
                 if fault.count is not None and fault.fired >= fault.count:
                     continue

@@ -6,7 +6,10 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
   group, served versions, plural, shortNames, scope, status subresource) before later documents
   use it; the CRD object itself is stored too.
 - `sim.tidal.io/v1alpha1 EmulatorSettings`: knobs for the emulator itself, e.g.
-  `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption]}`.
+  `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
+  karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
+  clusterStatusUpdateSeconds: 10}` (team_estimator.py describes teamEstimator; the last two
+  are Karmada's status latencies, see controllers/status.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tidal.sim.controllers.team_estimator import (
+    TeamEstimator,
+    TeamEstimatorError,
+    parse_team_estimator,
+)
 from tidal.sim.kinds import ResourceType
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 Obj = dict[str, Any]
 
@@ -43,6 +52,11 @@ class TopologyError(ValueError):
 class EmulatorSettings:
     scheduler_latency: float = 0.0
     feature_gates: frozenset[str] = frozenset()
+    karmada_version: KarmadaVersion = LATEST_RELEASE
+    team_estimator: TeamEstimator = field(default_factory=TeamEstimator)
+    # member status -> binding aggregatedStatus; Cluster resourceSummary refresh period
+    status_delay: float = 1.0
+    cluster_status_interval: float = 10.0
 
 
 @dataclass
@@ -57,7 +71,7 @@ def load_yaml_documents(text: str) -> list[Any]:
     Raises ValueError with `LINE:COL: problem` on a syntax error.
     """
     try:
-        import yaml as pyyaml  # type: ignore[import-untyped]
+        import yaml as pyyaml
     except ImportError:
         try:
             return list(YAML(typ="safe").load_all(text))
@@ -112,18 +126,39 @@ def load_topology(source: Path | str | list[Obj] | None) -> Topology:
 
 
 def _settings(where: str, spec: Obj) -> EmulatorSettings:
-    unknown = set(spec) - {"schedulerLatencySeconds", "featureGates"}
+    unknown = set(spec) - {
+        "schedulerLatencySeconds",
+        "featureGates",
+        "karmadaVersion",
+        "teamEstimator",
+        "statusDelaySeconds",
+        "clusterStatusUpdateSeconds",
+    }
     if unknown:
         raise TopologyError(
             f"{where}: unknown EmulatorSettings field(s): {', '.join(sorted(unknown))}"
         )
     try:
+        version = spec.get("karmadaVersion")
         return EmulatorSettings(
             float(spec.get("schedulerLatencySeconds", 0.0)),
             frozenset(str(g) for g in spec.get("featureGates") or []),
+            KarmadaVersion.parse(str(version)) if version is not None else LATEST_RELEASE,
+            parse_team_estimator(spec.get("teamEstimator")),
+            _seconds(spec, "statusDelaySeconds", 1.0),
+            _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
         )
+    except TeamEstimatorError as exc:
+        raise TopologyError(f"{where}: spec.{exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
+
+
+def _seconds(spec: Obj, name: str, default: float) -> float:
+    value = float(spec.get(name, default))
+    if not value >= 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0, not {spec.get(name)!r}")
+    return value
 
 
 def crd_types(crd: Obj) -> list[ResourceType]:

@@ -164,27 +164,29 @@ class SchemaValidator:
     def upstream(self) -> bool:
         return bool(self._schemas)
 
-    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn") -> list[str]:
+    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
+              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
         """Prune unknown fields, fill defaults and validate, in place; returns warnings.
 
-        `field_validation` is the request's: Strict refuses unknown fields (BadRequest),
-        Warn and Ignore drop them (Warn returns them as warnings), as the apiserver does.
+        `field_validation` is the request's: Strict refuses the body's decoding problems
+        (`decoding`: duplicate keys, unknown keys of JSON patch operations) and unknown fields
+        (BadRequest, all of them named), Warn and Ignore drop unknown fields (Warn returns
+        each problem as a warning), as the apiserver does.
         """
         key = (rtype.group, rtype.version, rtype.kind)
         causes = _metadata_causes(obj)
         validator = self._validators.get(key)
-        warnings: list[str] = []
+        unknown: list[str] = []
         if validator is not None:
-            unknown: list[str] = []
             prune(self._schemas[key], obj, "", unknown, root=True)
-            if unknown and field_validation == "Strict":
-                fields = ", ".join(f'unknown field "{u}"' for u in unknown)
-                raise BadRequest(
-                    f'{rtype.kind} in version "{rtype.version}" cannot be handled as a '
-                    f"{rtype.kind}: strict decoding error: {fields}"
-                )
-            if field_validation != "Ignore":
-                warnings = [f'unknown field "{u}"' for u in unknown]
+        problems = [*decoding, *(f'unknown field "{u}"' for u in sorted(unknown))]
+        if problems and field_validation == "Strict":
+            text = "strict decoding error: " + ", ".join(problems)
+            raise BadRequest(text if patch else
+                             f'{rtype.kind} in version "{rtype.version}" cannot be handled as '
+                             f"a {rtype.kind}: {text}")
+        warnings = problems if field_validation == "Warn" else []
+        if validator is not None:
             apply_defaults(self._schemas[key], obj)
             for error in sorted(
                 validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))

@@ -28,6 +28,10 @@ class RequestRecord:
     code: int
     user_agent: str
     identity: str  # who the caller said it is: impersonation/X-Remote-User header or bearer token
+    # the object's resourceVersion after a create, update or patch: where the write falls in
+    # the store's order (None for other requests)
+    resource_version: int | None = None
+    dry_run: bool = False  # dryRun=All: validated, nothing stored
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +57,8 @@ class RequestAccounting:
         code: int,
         user_agent: str = "",
         identity: str = "",
+        resource_version: int | None = None,
+        dry_run: bool = False,
     ) -> None:
         with self._lock:
             self._seq += 1
@@ -70,6 +76,8 @@ class RequestAccounting:
                     code,
                     user_agent,
                     identity,
+                    resource_version,
+                    dry_run,
                 )
             )
 

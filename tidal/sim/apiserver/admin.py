@@ -15,6 +15,10 @@ POST   /sim/v1/faults           a fault (or a list): {"type": "latency|error|thr
                                 "namespace", "name", "probability": 1.0, "count": null,
                                 "seconds": 0.0, "retryAfter": 1, "compact": false} -> 201 + id
 DELETE /sim/v1/faults[/ID]      remove all faults, or one
+GET    /sim/v1/teamcapacity     the team estimator: {"items": [{name, cluster, replicas,
+                                overridden}, ...]}
+POST   /sim/v1/teamcapacity     {"name": "team-2001-gpu@cluster-a", "replicas": 0} pins one;
+                                "replicas": null follows its time-of-day schedule again
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from tidal.sim.apiserver.request import Request, Response
 from tidal.sim.faults import Fault, FaultError, Faults
 
 PREFIX = "/sim/v1/"
+# (name, replicas or None) -> state: the emulator's team estimator (None when there is none)
+TeamCapacitySetter = Callable[[str, "int | None"], list[dict[str, Any]]]
 
 
 class AdminApi:
@@ -37,10 +43,12 @@ class AdminApi:
         accounting: RequestAccounting,
         faults: Faults,
         timeline: Callable[[], list[dict[str, Any]]],
+        team_capacity: tuple[Callable[[], list[dict[str, Any]]], TeamCapacitySetter] | None = None,
     ) -> None:
         self.accounting = accounting
         self.faults = faults
         self.timeline = timeline
+        self.team_capacity = team_capacity
 
     def handle(self, req: Request) -> Response:
         parts = [p for p in req.path[len(PREFIX) :].split("/") if p]
@@ -57,7 +65,32 @@ class AdminApi:
             return Response(200, {"items": [r.to_json() for r in self.accounting.log(since)]})
         if parts[:1] == ["faults"]:
             return self._faults(method, parts[1:], req)
+        if parts == ["teamcapacity"] and self.team_capacity is not None:
+            return self._team_capacity(method, req)
         raise ApiError(404, f"no such emulator endpoint: {method} {req.path}")
+
+    def _team_capacity(self, method: str, req: Request) -> Response:
+        assert self.team_capacity is not None
+        show, pin = self.team_capacity
+        if method == "GET":
+            return Response(200, {"items": show()})
+        if method != "POST":
+            raise ApiError(405, f"{method} /sim/v1/teamcapacity: use GET or POST")
+        try:
+            data = json.loads(req.body or b"{}")
+        except ValueError as exc:
+            raise ApiError(400, f"body is not JSON: {exc}") from exc
+        replicas = data.get("replicas") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not (
+            replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool))
+        ):
+            raise ApiError(400, 'write {"name": "<team capacity name>", "replicas": N or null}')
+        try:
+            return Response(200, {"items": pin(data["name"], replicas)})
+        except KeyError as exc:
+            raise ApiError(404, str(exc.args[0])) from exc
+        except ValueError as exc:
+            raise ApiError(400, f"replicas: {exc}") from exc
 
     def _timeline(self, req: Request) -> list[dict[str, Any]]:
         samples = self.timeline()

@@ -62,7 +62,7 @@ class Request:
 class Response:
     code: int
     body: Any
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str | list[str]] = field(default_factory=dict)  # a list: one line each
 
 
 @dataclass

@@ -77,11 +77,11 @@ class RestHandlers(WriteVerbs):
         self.tables = TableConvertor(store.clock)
 
     def handle(self, verb: str, route: Route, req: Request) -> Response | StreamResponse:
-        cut_after = self._apply_faults(verb, route)
+        cut_after = self._apply_faults(verb, route, req.identity)
         response = self._answer(verb, route, req, cut_after)
         if isinstance(response, Response) and response.code < 400:
             for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
-                                          types=BODY_FAULT_TYPES):
+                                          types=BODY_FAULT_TYPES, identity=req.identity):
                 response = corrupt_body(response, fault.type)
         return response
 
@@ -113,11 +113,11 @@ class RestHandlers(WriteVerbs):
             raise ApiError.from_store(exc, route.rtype, route.name) from exc
 
     # -- faults ----------------------------------------------------------------------------
-    def _apply_faults(self, verb: str, route: Route) -> float | None:
+    def _apply_faults(self, verb: str, route: Route, identity: str) -> float | None:
         cut_after: float | None = None
         request_faults = tuple(t for t in FAULT_TYPES if t not in BODY_FAULT_TYPES)
         for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
-                                      request_faults):
+                                      request_faults, identity):
             if fault.type == "latency":
                 time.sleep(fault.seconds)
             elif fault.type == "error":

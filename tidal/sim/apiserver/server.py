@@ -7,6 +7,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -16,6 +17,7 @@ from tidal.sim.apiserver import discovery, openapi
 from tidal.sim.apiserver.accounting import RequestAccounting
 from tidal.sim.apiserver.admin import PREFIX as ADMIN_PREFIX
 from tidal.sim.apiserver.admin import AdminApi
+from tidal.sim.apiserver.authz import Authorizer
 from tidal.sim.apiserver.errors import ApiError, not_found_path
 from tidal.sim.apiserver.jsonenc import dumps
 from tidal.sim.apiserver.request import Request, Response, StreamResponse
@@ -41,22 +43,26 @@ class ApiServer:
         accounting: RequestAccounting | None = None,
         admitter: Admitter | None = None,
         timeline: Callable[[], list[dict[str, Any]]] = list,
+        team_capacity: Any = None,
         on_created: Callable[[ResourceType, Obj], None] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         bookmark_interval: float = 1.0,
+        rbac: bool = False,
     ) -> None:
         self.store = store
+        self.authorizer = Authorizer(store, store.kinds, enabled=rbac)
         self.faults = faults or Faults()
         self.accounting = accounting or RequestAccounting()
         self.watches = WatchRegistry(store)
         self.rest = RestHandlers(
             store, self.faults, self.watches, admitter, on_created, bookmark_interval
         )
-        self.admin = AdminApi(self.accounting, self.faults, timeline)
+        self.admin = AdminApi(self.accounting, self.faults, timeline, team_capacity)
         self.faults.on_drop_watch = self._drop_watches
         self._host, self._port = host, port
         self._httpd: _HttpServer | None = None
+        self.date_skew_seconds = 0.0  # added to the Date header of every answer
         self._thread: threading.Thread | None = None
 
     @property
@@ -115,6 +121,7 @@ class ApiServer:
         except ApiError as exc:
             return error_response(exc)
         try:
+            self.authorizer.check(req.identity, verb, route)
             result = self.rest.handle(verb, route, req)
         except ApiError as exc:
             result = error_response(exc)
@@ -130,6 +137,8 @@ class ApiServer:
             result.code,
             req.user_agent,
             req.identity,
+            _written_version(verb, result),
+            req.query.get("dryRun") == "All",
         )
         return result
 
@@ -162,6 +171,15 @@ class ApiServer:
         if doc is None:
             raise not_found_path(req.path)
         return Response(200, doc)
+
+
+def _written_version(verb: str, result: Response | StreamResponse) -> int | None:
+    """The resourceVersion a successful create/update/patch gave the object."""
+    if verb not in ("create", "update", "patch") or not isinstance(result, Response) \
+            or result.code >= 400 or not isinstance(result.body, dict):
+        return None
+    version = (result.body.get("metadata") or {}).get("resourceVersion")
+    return int(version) if isinstance(version, str) and version.isdigit() else None
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -201,6 +219,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log is kept by RequestAccounting
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, off by the server's configured clock skew (a lying clock)."""
+        if timestamp is None:
+            timestamp = time.time() + self.server.api.date_skew_seconds
+        return super().date_time_string(timestamp)
 
     def do_GET(self) -> None:
         self._serve()
@@ -263,7 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "no-cache, private")
         for key, value in result.headers.items():
-            self.send_header(key, value)
+            for line in value if isinstance(value, list) else [value]:
+                self.send_header(key, line)
         self.end_headers()
         self.wfile.write(payload)
 

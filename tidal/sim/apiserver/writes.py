@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -15,6 +16,7 @@ from tidal.sim.apiserver.errors import ApiError
 from tidal.sim.apiserver.listing import object_filter
 from tidal.sim.apiserver.request import Request, Response
 from tidal.sim.apiserver.routing import Route
+from tidal.sim.apiserver.write_options import WriteOptions, write_options
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Conflict, Invalid, NotFound, Store, StoreError
 
@@ -25,7 +27,8 @@ _STATUS_ON_CREATE = {("cluster.karmada.io", "clusters")}
 
 
 class Admitter(Protocol):
-    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn") -> list[str]:
+    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
+              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
         """Prune, default and validate an object written through the API, in place; returns
         warnings; raises a StoreError (Invalid, or BadRequest for Strict unknown fields)."""
 
@@ -108,14 +111,16 @@ class WriteVerbs:
         if route.name:
             meta["name"] = route.name
 
-    def _admit(self, rtype: ResourceType, obj: Obj, req: Request) -> dict[str, str]:
-        """Admission; returns the response headers it asks for (Warning)."""
+    def _admit(self, rtype: ResourceType, obj: Obj, options: WriteOptions, *,
+               patch: bool = False) -> dict[str, str | list[str]]:
+        """Admission; returns the response headers it asks for (one Warning per problem)."""
         if self.admitter is None:
             return {}
-        warnings = self.admitter.admit(rtype, obj, req.query.get("fieldValidation") or "Warn")
+        warnings = self.admitter.admit(rtype, obj, options.field_validation,
+                                       decoding=options.decoding, patch=patch)
         if not warnings:
             return {}
-        return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
+        return {"Warning": ['299 - "' + w.replace('"', '\\"') + '"' for w in warnings]}
 
     def _create(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
@@ -123,14 +128,20 @@ class WriteVerbs:
             raise ApiError(405, "create is done on the collection, not on a named object")
         if rtype.namespaced and not route.namespace:
             raise ApiError(404, "the server could not find the requested resource")
+        options = write_options("CreateOptions", req)
         body = self._body(req)
         self._check_identity(route, body)
         if rtype.has_status and (rtype.group, rtype.plural) not in _STATUS_ON_CREATE:
             body.pop("status", None)
         for drop in ("resourceVersion", "uid", "creationTimestamp", "generation"):
             body["metadata"].pop(drop, None)
-        headers = self._admit(rtype, body, req)
-        if req.query.get("dryRun"):
+        headers = self._admit(rtype, body, options)
+        if options.dry_run:  # as created (uid, timestamp), but no resourceVersion: not stored
+            meta = body["metadata"]
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            meta.update(uid=str(uuid.uuid4()), creationTimestamp=self.store.clock.rfc3339(),
+                        generation=1)
             return Response(201, body, headers)
         created = self.store.create(rtype, body)
         if self.on_created is not None:
@@ -139,6 +150,7 @@ class WriteVerbs:
 
     def _update(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
+        options = write_options("UpdateOptions", req)
         body = self._body(req)
         self._check_identity(route, body)
         if rtype.custom and not body["metadata"].get("resourceVersion"):
@@ -159,17 +171,20 @@ class WriteVerbs:
                 route.name,
             )
         if route.subresource == "status":
+            if options.dry_run:
+                return Response(200, body)
             return Response(200, self.store.update(rtype, body, subresource="status"))
-        headers = self._admit(rtype, body, req)
-        if req.query.get("dryRun"):
+        headers = self._admit(rtype, body, options)
+        if options.dry_run:
             return Response(200, body, headers)
         return Response(200, self.store.update(rtype, body), headers)
 
     def _patch(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
         content_type = req.headers.get("Content-Type") or ""
+        options = write_options("PatchOptions", req)
         if content_type.split(";")[0].strip().lower() == patching.APPLY:
-            return self._server_side_apply(route, req)
+            return self._server_side_apply(route, req, options)
         last: StoreError | None = None
         for _ in range(5):  # the real server retries a patch that lost a race
             current = self.store.get(rtype, route.namespace, route.name or "")
@@ -182,6 +197,8 @@ class WriteVerbs:
             ):
                 raise ApiError(400, "the patch may not change the object's name or namespace")
             if route.subresource == "status":
+                if options.dry_run:
+                    return Response(200, patched)
                 try:
                     return Response(200, self.store.update(rtype, patched, subresource="status"))
                 except Conflict as exc:
@@ -189,8 +206,8 @@ class WriteVerbs:
                     if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
                         raise
                     continue
-            headers = self._admit(rtype, patched, req)
-            if req.query.get("dryRun"):
+            headers = self._admit(rtype, patched, options, patch=True)
+            if options.dry_run:
                 return Response(200, patched, headers)
             try:
                 return Response(200, self.store.update(rtype, patched), headers)
@@ -201,7 +218,8 @@ class WriteVerbs:
         assert last is not None
         raise last
 
-    def _server_side_apply(self, route: Route, req: Request) -> Response:
+    def _server_side_apply(self, route: Route, req: Request, options: WriteOptions
+                           ) -> Response:
         """Server-side apply, approximated: create if absent, else a merge of the configuration
         (field ownership is not tracked, so there are no apply conflicts)."""
         if req.query.get("fieldManager") in (None, ""):
@@ -216,16 +234,23 @@ class WriteVerbs:
             if route.subresource:
                 raise
             config["metadata"].pop("resourceVersion", None)
-            self._admit(route.rtype, config, req)
-            return Response(201, self.store.create(route.rtype, config))
+            headers = self._admit(route.rtype, config, options, patch=True)
+            if options.dry_run:
+                return Response(201, config, headers)
+            return Response(201, self.store.create(route.rtype, config), headers)
         merged = json_merge_patch.merge(current, config)
         if route.subresource == "status":
+            if options.dry_run:
+                return Response(200, merged)
             return Response(200, self.store.update(route.rtype, merged, subresource="status"))
-        self._admit(route.rtype, merged, req)
-        return Response(200, self.store.update(route.rtype, merged))
+        headers = self._admit(route.rtype, merged, options, patch=True)
+        if options.dry_run:
+            return Response(200, merged, headers)
+        return Response(200, self.store.update(route.rtype, merged), headers)
 
     def _delete(self, route: Route, req: Request) -> Response:
         rtype = route.rtype
+        dry_run = write_options("DeleteOptions", req, body_checked=False).dry_run
         options = json.loads(req.body) if req.body.strip() else {}
         preconditions = options.get("preconditions") or {} if isinstance(options, dict) else {}
         if preconditions:
@@ -240,7 +265,7 @@ class WriteVerbs:
                     f'"{route.name}": '
                     "Precondition failed"
                 )
-        if req.query.get("dryRun"):
+        if dry_run:
             return Response(200, self.store.get(rtype, route.namespace, route.name or ""))
         if rtype.group == "" and rtype.plural == "namespaces":
             self._empty_namespace(route.name or "")

@@ -3,26 +3,24 @@
 Filter (cluster affinity, taints: a Ready=False cluster carries the not-ready NoSchedule taint;
 both skipped for clusters the binding already uses), order the candidates by locality score,
 then available replicas, then name, keep at most maxGroups of them (cluster spread), and
-assign replicas: Duplicated, static weights, dynamic weights / Aggregated (tidal.domain.division).
+assign replicas: Duplicated, static weights, dynamic weights / Aggregated (division.py).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tidal.domain.division import (
-    AssignmentMode,
-    Unschedulable,
-    dynamic_divide,
-    estimate_available_replicas,
-    order_candidates,
-    static_weight_divide,
-)
 from tidal.sim.clock import parse_rfc3339
 from tidal.sim.controllers.common import Obj
+from tidal.sim.controllers.division import NotEnoughReplicas, divide_dynamic, divide_static
 from tidal.sim.controllers.matching import cluster_matches, untolerated_taint
-from tidal.sim.controllers.quantity import resource_list
+from tidal.sim.controllers.quantity import Resources, resource_list
+
+# (cluster, per-replica request, binding) -> replicas the cluster can still take: the minimum
+# over the scheduler's estimators (general estimator, plus any the topology adds).
+Estimate = Callable[[Obj, Resources, Obj], int]
 
 MAX_INT32 = 2**31 - 1
 NOT_READY_TAINT = {"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}
@@ -98,44 +96,48 @@ def replicas_changed(spec: Obj, placement: Obj) -> bool:
     return sum(int(c.get("replicas") or 0) for c in clusters) != replicas
 
 
-def max_available_replicas(cluster: Obj, request: dict[str, int]) -> int:
-    """The general estimator over a Cluster object's status.resourceSummary."""
-    summary = (cluster.get("status") or {}).get("resourceSummary")
-    if not summary:
-        return 0
-    return estimate_available_replicas(
-        resource_list(summary.get("allocatable")),
-        resource_list(summary.get("allocated")),
-        resource_list(summary.get("allocating")),
-        request,
-    )
+def order_candidates(
+    names: list[str], available: dict[str, int], current: dict[str, int]
+) -> list[str]:
+    """Score order: locality (clusters the binding uses score 100 when it uses any), then
+    available replicas counting the binding's own, then name."""
+
+    def rank(name: str) -> tuple[int, int, str]:
+        score = 100 if name in current else 0
+        return (-score, -(available.get(name, 0) + current.get(name, 0)), name)
+
+    return sorted(names, key=rank)
 
 
-def assign_with_affinities(clusters: dict[str, Obj], binding: Obj) -> tuple[list[Obj], str | None]:
+def assign_with_affinities(
+    clusters: dict[str, Obj], binding: Obj, estimate: Estimate
+) -> tuple[list[Obj], str | None]:
     """clusterAffinities: try each term from the observed one (the first after a
     reschedule request); the first that schedules wins, else the first error stands."""
     spec = binding.get("spec") or {}
     placement = spec.get("placement") or {}
     terms = placement.get("clusterAffinities") or []
     if placement.get("clusterAffinity") is not None or not terms:
-        return assign(clusters, binding, placement.get("clusterAffinity")), None
+        return assign(clusters, binding, placement.get("clusterAffinity"), estimate), None
     status = binding.get("status") or {}
     observed = status.get("schedulerObservedAffinityName", "")
     names = [t.get("affinityName", "") for t in terms]
     index = names.index(observed) if observed in names else 0
     if reschedule_required(spec.get("rescheduleTriggeredAt"), status.get("lastScheduledTime")):
         index = 0
-    first: FitError | Unschedulable | SchedulerError | None = None
+    first: FitError | NotEnoughReplicas | SchedulerError | None = None
     for term in terms[index:]:
         try:
-            return assign(clusters, binding, term), term.get("affinityName", "")
-        except (FitError, Unschedulable, SchedulerError) as exc:
+            return assign(clusters, binding, term, estimate), term.get("affinityName", "")
+        except (FitError, NotEnoughReplicas, SchedulerError) as exc:
             first = first or exc
     assert first is not None
     raise first
 
 
-def assign(clusters: dict[str, Obj], binding: Obj, affinity: Obj | None) -> list[Obj]:
+def assign(
+    clusters: dict[str, Obj], binding: Obj, affinity: Obj | None, estimate: Estimate
+) -> list[Obj]:
     spec = binding.get("spec") or {}
     placement = spec.get("placement") or {}
     current = {c.get("name"): int(c.get("replicas") or 0) for c in spec.get("clusters") or []}
@@ -148,7 +150,7 @@ def assign(clusters: dict[str, Obj], binding: Obj, affinity: Obj | None) -> list
         if replicas == 0:
             available[name] = replicas  # estimators are skipped for non-workloads
         else:
-            available[name] = max_available_replicas(clusters[name], request)
+            available[name] = estimate(clusters[name], request, binding)
     candidates = order_candidates(candidates, available, current)
     candidates = _spread_by_cluster(
         placement,
@@ -167,35 +169,33 @@ def assign(clusters: dict[str, Obj], binding: Obj, affinity: Obj | None) -> list
     weights = strategy.get("weightPreference") or {}
     if preference == "Weighted" and not weights.get("dynamicWeight"):
         static = static_weights(clusters, candidates, weights.get("staticWeightList"))
-        result = static_weight_divide(replicas, candidates, static, uid)
+        result = divide_static(replicas, candidates, static, uid)
         return [_target(n, r) for n, r in result.items()]
     if preference not in ("Weighted", "Aggregated"):
         raise SchedulerError(f"unsupported replica division preference {preference!r}")
-    mode: AssignmentMode = "Steady"
-    if reschedule_required(
+    fresh = reschedule_required(
         spec.get("rescheduleTriggeredAt"),
         (binding.get("status") or {}).get("lastScheduledTime"),
-    ):
-        mode = "Fresh"
+    )
     previous = {n: r for n, r in current.items() if n in available}
     assigned = sum(previous.values())
     step = (
         "failed to do fresh scale"
-        if mode == "Fresh"
+        if fresh
         else "failed to scale down"
         if assigned > replicas
         else "failed to scale up"
     )
     try:
-        result = dynamic_divide(
+        result = divide_dynamic(
             replicas,
             [(n, available[n]) for n in candidates],
             current,
-            mode=mode,
+            fresh=fresh,
             aggregated=preference == "Aggregated",
-            tie_uid=uid,
+            uid=uid,
         )
-    except Unschedulable as exc:
+    except NotEnoughReplicas as exc:
         raise _wrapped(exc, step) from exc
     return [_target(n, r) for n, r in result.items()]
 
@@ -233,7 +233,7 @@ def filter_clusters(
         if name not in current:
             taint = untolerated_taint(_taints(cluster), tolerations)
             if taint is not None:
-                text = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
+                text = render_taint(taint)
                 reason = f"cluster(s) had untolerated taint {{{text}}}"
                 reasons[reason] = reasons.get(reason, 0) + 1
                 continue
@@ -289,8 +289,8 @@ def _spread_by_cluster(
     return chosen
 
 
-def _wrapped(exc: Unschedulable, step: str) -> Unschedulable:
-    wrapped = Unschedulable(exc.available)
+def _wrapped(exc: NotEnoughReplicas, step: str) -> NotEnoughReplicas:
+    wrapped = NotEnoughReplicas(exc.available)
     wrapped.args = (f"failed to assign replicas: {step}: {exc.args[0]}",)
     return wrapped
 
@@ -301,11 +301,18 @@ def _taints(cluster: Obj) -> list[dict[str, Any]]:
     for cond in (cluster.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             ready = cond.get("status")
-    if ready == "False":
-        taints.append(NOT_READY_TAINT)
-    elif ready == "Unknown":
+    # cluster_controller.go taintClusterByCondition: no Ready condition yet counts as NotReady
+    if ready == "Unknown":
         taints.append(UNREACHABLE_TAINT)
+    elif ready != "True":
+        taints.append(NOT_READY_TAINT)
     return taints
+
+
+def render_taint(taint: Mapping[str, Any]) -> str:
+    """corev1.Taint.ToString: `key=value:effect`, or `key:effect` without a value."""
+    key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
 
 
 def _target(name: str, replicas: int) -> Obj:

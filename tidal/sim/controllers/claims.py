@@ -8,11 +8,8 @@ and labels/annotations whose key contains `.karmada.io` changed.
 
 from __future__ import annotations
 
-import uuid
-
 from tidal.sim.controllers.common import (
     CPP_ID_LABEL,
-    CPP_KIND,
     CPP_NAME_ANNOTATION,
     NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL,
     PP_ID_LABEL,
@@ -24,7 +21,6 @@ from tidal.sim.controllers.common import (
     labels_of,
 )
 from tidal.sim.controllers.quantity import format_list, pod_template_requests
-from tidal.sim.kinds import ResourceType
 
 _KARMADA_KEY = ".karmada.io"
 _BINDING_SPEC_FIELDS = (
@@ -44,19 +40,6 @@ _BINDING_SPEC_FIELDS = (
 def policy_id(policy: Obj) -> str:
     label = PP_ID_LABEL if policy.get("kind") == PP_KIND else CPP_ID_LABEL
     return labels_of(policy).get(label) or policy["metadata"].get("uid", "")
-
-
-def ensure_permanent_id(rtype: ResourceType, old: Obj | None, new: Obj) -> None:
-    """Admission (Karmada's policy webhook): every policy gets a permanent-id label, kept."""
-    if rtype.kind not in (PP_KIND, CPP_KIND):
-        return
-    label = PP_ID_LABEL if rtype.kind == PP_KIND else CPP_ID_LABEL
-    labels = new.setdefault("metadata", {}).setdefault("labels", {}) or {}
-    new["metadata"]["labels"] = labels
-    if labels.get(label):
-        return
-    previous = labels_of(old).get(label) if old is not None else None
-    labels[label] = previous or str(uuid.uuid4())
 
 
 def specification_changed(old: Obj, new: Obj) -> bool:

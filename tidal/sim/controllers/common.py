@@ -138,6 +138,13 @@ def find_condition(obj: Obj, ctype: str) -> Obj | None:
 
 
 def cluster_ready(cluster: Obj) -> bool:
-    """A cluster without a Ready condition counts as ready (not yet reported)."""
+    """util.IsClusterReady: only a Ready=True condition; none reported yet means not ready."""
+    cond = find_condition(cluster, "Ready")
+    return cond is not None and cond.get("status") == "True"
+
+
+def member_reachable(cluster: Obj) -> bool:
+    """Whether the emulated member runs pods: not while Ready is False or Unknown (a cluster
+    whose status was never reported is not ready for the scheduler, but its pods still run)."""
     cond = find_condition(cluster, "Ready")
     return cond is None or cond.get("status") == "True"

@@ -11,6 +11,7 @@ binding of a template claimed by a Lazy policy.
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -57,8 +58,9 @@ PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
 
 
 class Detector:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: ControllerManager, seed: int = 0) -> None:
         self.mgr = mgr
+        self.rng = random.Random(seed)  # per-template re-match delays after a policy deletion
         self.templates: dict[ObjKey, Obj] = {}
         self.template_types: dict[ObjKey, ResourceType] = {}
         self.policies: dict[PolicyRef, Obj] = {}

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from tidal.sim.clock import Clock, ManualClock
-from tidal.sim.controllers.claims import ensure_permanent_id
 from tidal.sim.controllers.common import (
     CLUSTER_KIND,
     CPP_KIND,
@@ -33,9 +32,12 @@ from tidal.sim.controllers.members import Members
 from tidal.sim.controllers.rebalancer import RebalancerController
 from tidal.sim.controllers.scheduler import Scheduler
 from tidal.sim.controllers.status import StatusWriter
+from tidal.sim.controllers.team_estimator import TeamEstimator
 from tidal.sim.controllers.timeline import Timeline
+from tidal.sim.controllers.webhook import karmada_admission
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Store, WatchEvent
+from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 log = logging.getLogger(__name__)
 _IGNORED_KINDS = frozenset({"Event", "Lease", "Namespace"})
@@ -52,22 +54,31 @@ class ControllerManager:
         *,
         scheduler_latency: float = 0.0,
         feature_gates: frozenset[str] = frozenset(),
+        karmada_version: KarmadaVersion = LATEST_RELEASE,
+        team_estimator: TeamEstimator | None = None,
+        seed: int = 0,
+        status_delay: float = 0.0,
+        cluster_status_interval: float = 0.0,
     ) -> None:
         self.store = store
         self.clock = clock
         self.feature_gates = frozenset(feature_gates)
+        self.karmada_version = karmada_version
+        self.team_estimator = team_estimator or TeamEstimator()
         self.timeline = Timeline(clock)
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._batches: dict[float, list[Pending]] = {}
-        self.detector = Detector(self)
+        self.detector = Detector(self, seed)
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
         self.members = Members(self)
-        self.status = StatusWriter(self)
-        if ensure_permanent_id not in store.admission:
-            store.admission.append(ensure_permanent_id)
+        self.status = StatusWriter(
+            self, status_delay=status_delay, cluster_interval=cluster_status_interval
+        )
+        if karmada_admission not in store.admission:
+            store.admission.append(karmada_admission)
         self._sub = store.subscribe(self._accepts)
         self._initial: list[WatchEvent] = []
         self._cutoff: dict[tuple[str, str, str], int] = {}

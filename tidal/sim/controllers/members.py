@@ -21,8 +21,8 @@ from tidal.sim.controllers.common import (
     TERMINATION_ANNOTATION,
     Obj,
     annotations_of,
-    cluster_ready,
     due_time,
+    member_reachable,
 )
 from tidal.sim.controllers.quantity import Resources, resource_list
 
@@ -136,7 +136,7 @@ class Members:
             annotations, TERMINATION_ANNOTATION, DEFAULT_TERMINATION_SECONDS
         )
         pods_fail = str(annotations.get(PODS_FAIL_ANNOTATION, "")).lower() == "true"
-        ready = cluster_ready(cluster)
+        ready = member_reachable(cluster)
         changed_health = state.ready != ready or not state.exists
         grew = any(allocatable.get(k, 0) > state.allocatable.get(k, 0) for k in allocatable)
         recovered = state.pods_fail and not pods_fail

@@ -10,6 +10,7 @@ templates and bindings lose their claim metadata; bindings and member workloads 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tidal.sim.controllers.claims import add_claim, policy_id, remove_claim
@@ -32,7 +33,7 @@ from tidal.sim.store import NotFound
 if TYPE_CHECKING:
     from tidal.sim.controllers.detector import Detector
 
-REMATCH_DELAY_SECONDS = 1.0  # detector latency between a policy's cleanup and re-matching
+REMATCH_DELAY_SECONDS = 1.0  # mean detector latency between a policy's cleanup and a re-match
 
 
 def handle_policy_change(det: Detector, policy: Obj) -> None:
@@ -68,10 +69,28 @@ def handle_policy_change(det: Detector, policy: Obj) -> None:
         preempt(det, policy)
 
 
+def named_templates(policy: Obj) -> list[ObjKey]:
+    """pkg/detector/preemption.go handle*PropagationPolicyPreemption: preemption fetches one
+    template per resourceSelector by apiVersion/kind/namespace/name, so selectors without a
+    name (label selectors) reach nothing."""
+    is_pp = policy["kind"] == PP_KIND
+    own_ns = policy["metadata"].get("namespace", "") if is_pp else ""
+    keys = []
+    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
+        if selector.get("name"):
+            namespace = own_ns if is_pp else selector.get("namespace") or ""
+            keys.append((selector.get("apiVersion", ""), selector.get("kind", ""), namespace,
+                         selector["name"]))
+    return keys
+
+
 def preempt(det: Detector, policy: Obj) -> None:
     priority = int((policy.get("spec") or {}).get("priority") or 0)
     is_pp = policy["kind"] == PP_KIND
-    for key, template in sorted(det.templates.items()):
+    for key in named_templates(policy):
+        template = det.templates.get(key)
+        if template is None or template["metadata"].get("deletionTimestamp"):
+            continue
         if det._matches(template, policy) == MISMATCH:
             continue
         claim = det._claim(template)
@@ -102,28 +121,32 @@ def reclaim(det: Detector, key: ObjKey, policy: Obj) -> None:
 
 
 def handle_policy_deletion(det: Detector, policy: Obj) -> None:
-    """Unclaim the policy's templates now; match them again after REMATCH_DELAY.
+    """Unclaim the policy's templates now; match each again after its own delay.
 
-    Upstream the cleanup runs asynchronously (finalizer) and the unclaimed templates are
-    matched again when their update events are processed, which in practice is after a
-    replacement policy created right after the delete call exists: that policy then claims
-    them as a user change, refreshing their bindings at once even when it is Lazy. The
-    delay makes this ordering deterministic here.
+    Upstream the cleanup runs asynchronously (finalizer) and each unclaimed template is matched
+    again when the detector's queue reaches its update event, one template at a time. A
+    replacement policy created right after the delete therefore meets some templates already
+    re-matched (still unmatched then, claimed later by the new policy as a Karmada change: a
+    Lazy policy leaves their bindings until the next user edit) and others not yet (claimed as
+    a user change, their bindings refreshed at once). The delays are drawn per template from
+    the emulator's seeded random source, so a run is reproducible.
     """
     pid = policy_id(policy)
     keys = sorted(det.claimed.get(pid, set()))
     for key in keys:
         det._deferred.add(key)
         cleanup_claim(det, key, policy["kind"], pid)
+    for key in keys:
+        det.mgr.after(det.rng.uniform(0.0, 2 * REMATCH_DELAY_SECONDS), _rematch(det, key))
 
+
+def _rematch(det: Detector, key: ObjKey) -> Callable[[], None]:
     def rematch() -> None:
-        for key in keys:
-            det._deferred.discard(key)
-            if key in det.templates:
-                det.enqueue(key, False)
+        det._deferred.discard(key)
+        if key in det.templates:
+            det.enqueue(key, False)
 
-    if keys:
-        det.mgr.after(REMATCH_DELAY_SECONDS, rematch)
+    return rematch
 
 
 def cleanup_claim(det: Detector, key: ObjKey, kind: str, pid: str) -> None:

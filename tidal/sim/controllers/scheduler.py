@@ -4,8 +4,17 @@ A binding is scheduled when its placement differs from the applied-placement ann
 (clusterAffinity, clusterTolerations, spreadConstraints, replicaScheduling), when its replicas no
 longer add up, when a reschedule was requested (spec.rescheduleTriggeredAt after
 status.lastScheduledTime, second precision), and always when Duplicated or not a workload.
-The algorithm itself lives in assignment.py. Unschedulable and SchedulerError results are
-retried with a backoff (and on cluster capacity changes).
+The algorithm itself lives in assignment.py.
+
+Queues (pkg/scheduler/internal/queue/scheduling_queue.go): an Unschedulable binding waits in
+the unschedulable queue until a relevant event (its own spec, a Cluster's labels, generation,
+readiness, creation or deletion: event_handler.go updateCluster) or for up to 5 minutes,
+flushed every 30 s; a status-only Cluster change (resourceSummary) does not requeue it. Other
+errors back off 1 s doubling to 10 s. A successful schedule writes schedulerObservedGeneration
+with the generation seen before its own spec patch, so it catches up on the next pass
+(scheduler.go patchBindingStatusCondition, then doScheduleBinding's "no scheduling required"
+branch). With SchedulingOvercommitProtection (alpha, off) the estimator deducts the replicas
+this scheduler placed since each cluster's summary was last refreshed.
 """
 
 from __future__ import annotations
@@ -15,7 +24,6 @@ import json
 from collections import deque
 from typing import TYPE_CHECKING
 
-from tidal.domain.division import Unschedulable
 from tidal.sim.controllers.assignment import (
     FitError,
     SchedulerError,
@@ -35,7 +43,12 @@ from tidal.sim.controllers.common import (
     labels_of,
     set_condition,
 )
+from tidal.sim.controllers.division import NotEnoughReplicas
+from tidal.sim.controllers.estimator import FEATURE_RESOURCE_MODELING, general_estimate
+from tidal.sim.controllers.quantity import Resources, format_list, resource_list
+from tidal.sim.controllers.team_estimator import UNAUTHENTIC_REPLICA
 from tidal.sim.store import NotFound
+from tidal.sim.version import KarmadaVersion
 
 if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
@@ -43,6 +56,9 @@ if TYPE_CHECKING:
 BKey = tuple[str, str, str]
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
 _RETRY_SECONDS = (1.0, 2.0, 4.0, 8.0, 10.0)
+UNSCHEDULABLE_MAX_WAIT = 300.0  # DefaultBindingMaxInUnschedulableBindingsDuration
+UNSCHEDULABLE_FLUSH = 30.0  # flushUnschedulableBindingsLeftover period
+FEATURE_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
 
 
 class Scheduler:
@@ -55,12 +71,16 @@ class Scheduler:
         self._queued: set[BKey] = set()
         self._waiting: set[BKey] = set()  # behind the latency timer
         self._retries: dict[BKey, int] = {}
+        self._unschedulable: dict[BKey, float] = {}  # waiting since (sim seconds)
+        self._assumed: dict[str, list[tuple[Resources, int]]] = {}  # cluster -> placed since
+        # its summary was last refreshed (request, replicas): SchedulingOvercommitProtection
 
     # -- events ------------------------------------------------------------------------
     def on_binding(self, etype: str, bkey: BKey, obj: Obj, old: Obj | None) -> None:
         if etype == "DELETED":
             self.bindings.discard(bkey)
             self._retries.pop(bkey, None)
+            self._unschedulable.pop(bkey, None)
             return
         self.bindings.add(bkey)
         if not self._accepts(obj):
@@ -79,6 +99,8 @@ class Scheduler:
             self.clusters.pop(name, None)
         else:
             self.clusters[name] = cluster
+        if _summary_usage(old) != _summary_usage(cluster):
+            self._assumed.pop(name, None)  # the summary now reflects what was placed
         relevant = (
             etype != "MODIFIED"
             or old is None
@@ -89,13 +111,8 @@ class Scheduler:
             )
         )
         if relevant:
+            self._unschedulable.clear()
             for bkey in sorted(self.bindings):
-                self.enqueue(bkey)
-            return
-        old_cap = ((old or {}).get("status") or {}).get("resourceSummary", {}).get("allocatable")
-        new_cap = (cluster.get("status") or {}).get("resourceSummary", {}).get("allocatable")
-        if old_cap != new_cap:
-            for bkey in sorted(self._retries):
                 self.enqueue(bkey)
 
     def _accepts(self, binding: Obj) -> bool:
@@ -175,19 +192,20 @@ class Scheduler:
         generation = binding["metadata"].get("generation", 1)
         affinity_name: str | None = None
         try:
-            result, affinity_name = assign_with_affinities(self.clusters, binding)
+            result, affinity_name = assign_with_affinities(self.clusters, binding, self.estimate)
             condition = ("True", "Success", SUCCESS_MESSAGE)
         except FitError as exc:
             result, condition = None, ("False", "NoClusterFit", str(exc))
-        except Unschedulable as exc:
+        except NotEnoughReplicas as exc:
             self._set_condition(bkey, ("False", "Unschedulable", exc.args[0]), None)
-            self._retry(bkey)
+            self._park(bkey)
             return
         except SchedulerError as exc:
             self._set_condition(bkey, ("False", "SchedulerError", str(exc)), None)
             self._retry(bkey)
             return
         self._retries.pop(bkey, None)
+        self._unschedulable.pop(bkey, None)
         placement_json = json.dumps(placement, separators=(",", ":"))
 
         def write(obj: Obj) -> None:
@@ -201,13 +219,14 @@ class Scheduler:
                 obj.setdefault("spec", {}).pop("clusters", None)
 
         annotations = binding["metadata"].get("annotations") or {}
+        if result and self._overcommit_protection():
+            self._assume(binding, result)
         if annotations.get(APPLIED_PLACEMENT_ANNOTATION) != placement_json or spec.get(
             "clusters"
         ) != (result or None):
-            binding = self.mgr.write(rtype, namespace, name, write)
-        # Upstream patches status with the pre-patch generation and fixes it up on the next
-        # round; writing the post-patch generation at once reaches the same state in one write.
-        generation = binding["metadata"].get("generation", generation)
+            self.mgr.write(rtype, namespace, name, write)
+        # The status carries the generation seen before the patch above; the patch's own event
+        # brings the binding back and do_schedule then catches the generation up.
         self._set_condition(
             bkey, condition, generation if condition[0] == "True" else None, affinity_name
         )
@@ -240,6 +259,30 @@ class Scheduler:
             if probe["status"] != (current.get("status") or {}):
                 self.mgr.write(rtype, bkey[1] or None, bkey[2], write, subresource="status")
 
+    def _park(self, bkey: BKey) -> None:
+        """Into the unschedulable queue: back at the first 30 s flush after 5 minutes, unless
+        a relevant event comes first."""
+        now = self.mgr.clock.now()
+        self._unschedulable[bkey] = now
+        due = now + UNSCHEDULABLE_MAX_WAIT
+        flush = (int(due // UNSCHEDULABLE_FLUSH) + 1) * UNSCHEDULABLE_FLUSH
+
+        def leftover() -> None:
+            if self._unschedulable.get(bkey) == now:
+                del self._unschedulable[bkey]
+                self._push(bkey)
+
+        self.mgr.after(flush - now, leftover)
+
+    def _assume(self, binding: Obj, result: list[Obj]) -> None:
+        spec = binding.get("spec") or {}
+        request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
+        before = {c.get("name"): int(c.get("replicas") or 0) for c in spec.get("clusters") or []}
+        for target in result:
+            added = int(target.get("replicas") or 0) - before.get(target["name"], 0)
+            if added > 0:
+                self._assumed.setdefault(target["name"], []).append((request, added))
+
     def _retry(self, bkey: BKey) -> None:
         attempt = self._retries.get(bkey, 0)
         self._retries[bkey] = attempt + 1
@@ -251,4 +294,83 @@ class Scheduler:
 
         self.mgr.after(delay, again)
 
+    # -- estimators ----------------------------------------------------------------------
+    def estimate(self, cluster: Obj, request: Resources, binding: Obj) -> int:
+        """The minimum over the estimators that can tell (calAvailableReplicas)."""
+        assumed = self._assumed.get(cluster["metadata"]["name"])
+        if assumed and self._overcommit_protection():
+            cluster = _with_assumed(cluster, assumed)
+        general = general_estimate(
+            cluster,
+            request,
+            self.mgr.karmada_version,
+            resource_modeling=f"{FEATURE_RESOURCE_MODELING}=false" not in self.mgr.feature_gates,
+        )
+        teams = self.mgr.team_estimator
+        if not teams.teams:
+            return general
+        name = cluster["metadata"]["name"]
+        own = sum(
+            int(t.get("replicas") or 0)
+            for t in (binding.get("spec") or {}).get("clusters") or []
+            if t.get("name") == name
+        )
+        team = teams.estimate(
+            name, self._template_labels(binding), self.mgr.clock.now(), self._placed, own
+        )
+        # mergeReplicaResults: UnauthenticReplica (-1) is "cannot tell", not a number
+        return general if team is None or team == UNAUTHENTIC_REPLICA else min(general, team)
+
+    def _overcommit_protection(self) -> bool:
+        """The alpha gate, which exists from v1.18 on."""
+        return FEATURE_OVERCOMMIT_PROTECTION in self.mgr.feature_gates and (
+            self.mgr.karmada_version >= KarmadaVersion.V1_18
+        )
+
+    def _template_labels(self, binding: Obj) -> dict[str, str]:
+        ref = (binding.get("spec") or {}).get("resource") or {}
+        rtype = self.mgr.store.kinds.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+        if rtype is None:
+            return {}
+        try:
+            template = self.mgr.store.get(
+                rtype, ref.get("namespace") or None, ref.get("name", ""), copy_=False
+            )
+        except NotFound:
+            return {}
+        return labels_of(template)
+
+    def _placed(self, cluster: str) -> list[tuple[dict[str, str], int]]:
+        out: list[tuple[dict[str, str], int]] = []
+        for bkey in sorted(self.bindings):
+            try:
+                obj = self.mgr.store.get(
+                    self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+                )
+            except NotFound:
+                continue
+            for target in (obj.get("spec") or {}).get("clusters") or []:
+                if target.get("name") == cluster and target.get("replicas"):
+                    out.append((self._template_labels(obj), int(target["replicas"])))
+        return out
+
     # -- the algorithm -----------------------------------------------------------------
+
+
+def _summary_usage(cluster: Obj | None) -> tuple[object, object]:
+    summary = ((cluster or {}).get("status") or {}).get("resourceSummary") or {}
+    return summary.get("allocated"), summary.get("allocating")
+
+
+def _with_assumed(cluster: Obj, assumed: list[tuple[Resources, int]]) -> Obj:
+    """general.go deductAssumedWorkloadsFromSummary: in-flight replicas added to allocating."""
+    status = dict(cluster.get("status") or {})
+    summary = dict(status.get("resourceSummary") or {})
+    allocating = resource_list(summary.get("allocating"))
+    for request, replicas in assumed:
+        allocating["pods"] = allocating.get("pods", 0) + replicas
+        for name, amount in request.items():
+            allocating[name] = allocating.get(name, 0) + amount * replicas
+    summary["allocating"] = format_list(allocating)
+    status["resourceSummary"] = summary
+    return {**cluster, "status": status}

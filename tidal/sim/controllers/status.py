@@ -1,6 +1,11 @@
 """Status reflection: bindings' aggregatedStatus, the template's own status, Cluster summaries.
 
 Writes are batched: members mark what changed, and `flush()` writes each dirty object once.
+Timing as upstream: a member's status reaches the binding's aggregatedStatus through member
+informer -> Work status -> binding after `status_delay` seconds, and Cluster resourceSummary
+is refreshed only every `cluster_interval` seconds (karmada-controller-manager
+--cluster-status-update-frequency, 10 s), so usage placed in between is not seen yet. A Cluster
+without a Ready condition gets one at once (the status controller's first pass).
 Template status follows Karmada's Deployment aggregation (pkg/resourceinterpreter/default/
 native/aggregatestatus.go): sums of the members' counters; observedGeneration moves to the
 template's generation only when every member has observed it.
@@ -18,7 +23,8 @@ from tidal.sim.controllers.common import (
     set_condition,
 )
 from tidal.sim.controllers.members import BKey
-from tidal.sim.controllers.quantity import format_list
+from tidal.sim.controllers.modelings import allocatable_modelings
+from tidal.sim.controllers.quantity import format_list, resource_list
 from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
@@ -34,16 +40,54 @@ _COUNTERS = (
 
 
 class StatusWriter:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(
+        self, mgr: ControllerManager, *, status_delay: float = 0.0, cluster_interval: float = 0.0
+    ) -> None:
         self.mgr = mgr
+        self.status_delay = status_delay
+        self.cluster_interval = cluster_interval
         self._bindings: set[BKey] = set()
         self._clusters: set[str] = set()
+        self._late_bindings: set[BKey] = set()  # waiting for the status delay
+        self._late_clusters: set[str] = set()  # waiting for the next refresh tick
 
     def mark_binding(self, bkey: BKey) -> None:
-        self._bindings.add(bkey)
+        if self.status_delay <= 0:
+            self._bindings.add(bkey)
+            return
+        if not self._late_bindings:
+
+            def release() -> None:
+                self._bindings |= self._late_bindings
+                self._late_bindings = set()
+
+            self.mgr.after(self.status_delay, release)
+        self._late_bindings.add(bkey)
 
     def mark_cluster(self, name: str) -> None:
-        self._clusters.add(name)
+        if self.cluster_interval <= 0 or not self._has_ready(name):
+            self._clusters.add(name)
+            return
+        if not self._late_clusters:
+            now = self.mgr.clock.now()
+            tick = (int(now // self.cluster_interval) + 1) * self.cluster_interval
+
+            def refresh() -> None:
+                self._clusters |= self._late_clusters
+                self._late_clusters = set()
+
+            self.mgr.after(tick - now, refresh)
+        self._late_clusters.add(name)
+
+    def _has_ready(self, name: str) -> bool:
+        rtype = self.mgr.store.kinds.by_kind("cluster.karmada.io/v1alpha1", CLUSTER_KIND)
+        if rtype is None:
+            return False
+        try:
+            cluster = self.mgr.store.get(rtype, None, name, copy_=False)
+        except NotFound:
+            return False
+        return find_condition(cluster, "Ready") is not None
 
     def pending(self) -> bool:
         return bool(self._bindings or self._clusters)
@@ -174,9 +218,13 @@ class StatusWriter:
         want_allocated = format_list({k: v for k, v in allocated.items() if v})
         want_allocating = format_list({k: v for k, v in allocating.items() if v})
         needs_ready = find_condition(cluster, "Ready") is None
+        want_modelings = allocatable_modelings(
+            cluster, resource_list(summary.get("allocatable")), allocated
+        )
         if (
             (summary.get("allocated") or {}) == want_allocated
             and (summary.get("allocating") or {}) == want_allocating
+            and (want_modelings is None or summary.get("allocatableModelings") == want_modelings)
             and not needs_ready
         ):
             return
@@ -190,6 +238,8 @@ class StatusWriter:
                     rs[key] = value
                 else:
                     rs.pop(key, None)
+            if want_modelings is not None:
+                rs["allocatableModelings"] = want_modelings
             if find_condition(obj, "Ready") is None:
                 st["conditions"] = set_condition(
                     list(st.get("conditions") or []),

@@ -1,0 +1,84 @@
+"""What is checked before each forward wave, after the previous one converged:
+
+- the run's policies are still what this run wrote (a hand edit since is drift: the run halts,
+  whatever onFailure says, and nothing overwrites the edit);
+- every cluster the wave moves replicas into is Ready (Karmada would place replicas there
+  that never start; the wave fails with its own reason before anything is triggered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from tidal.domain.plan import PlannedWorkload
+from tidal.domain.prediction import ClusterFacts
+from tidal.engine.journal import PolicyRecord, content_hash
+from tidal.engine.policy_change import comparable
+from tidal.engine.wave import WaveOutcome
+from tidal.karmada import policies as policies_api
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.clusters import list_clusters
+
+POLICY_DRIFT = "policy_drift"
+CLUSTER_NOT_READY = "cluster_not_ready"
+
+
+def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
+                    also_ours: bool = False) -> list[tuple[str, str]]:
+    """(policy, how) for each written policy whose spec no longer hashes to what the run
+    wrote. With `also_ours`, the spec from before the run (a rollback already restored it)
+    counts as the run's own too."""
+    out: list[tuple[str, str]] = []
+    for record in records:
+        if record.restored or not record.post_hash:  # a post-hash: the run wrote it
+            continue
+        obj = policies_api.find_policy(client, record.kind, record.name, record.namespace)
+        if obj is None:
+            out.append((record.key, "deleted"))
+            continue
+        now = content_hash(comparable(obj.get("spec")))
+        allowed = {record.post_hash}
+        if also_ours and record.action == "patch" and record.pre_image is not None:
+            allowed.add(content_hash(comparable(record.pre_image)))
+        if now not in allowed:
+            out.append((record.key, "spec edited"))
+    return out
+
+
+def drift_reason(edited: Sequence[tuple[str, str]]) -> str:
+    what = ", ".join(f"{key} ({how})" for key, how in edited)
+    return (f"{what} since this run wrote it: halted without overwriting the edit; put the "
+            "change into the schedule file or run the window again")
+
+
+def destinations(planned: Iterable[PlannedWorkload]) -> set[str]:
+    """Clusters the planned moves add replicas to."""
+    return {cluster for w in planned for cluster, n in w.after.items()
+            if n > w.before.get(cluster, 0)}
+
+
+def not_ready(client: KarmadaClient, clusters: set[str]) -> list[str]:
+    """`cluster (reason)` for each of `clusters` whose Ready condition is not True."""
+    out = []
+    for obj in list_clusters(client):
+        facts = ClusterFacts.from_cluster(obj)
+        if facts.name in clusters and not facts.ready:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            why = next((c.get("reason") or c.get("status") for c in conditions
+                        if c.get("type") == "Ready"), "no Ready condition")
+            out.append(f"{facts.name} ({why})")
+    return sorted(out)
+
+
+def before_wave(client: KarmadaClient, records: Sequence[PolicyRecord],
+                planned: Sequence[PlannedWorkload]) -> WaveOutcome | None:
+    """None when the wave may start; else the failed outcome with its own reason."""
+    edited = edited_policies(client, records)
+    if edited:
+        return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))
+    down = not_ready(client, destinations(planned))
+    if down:
+        return WaveOutcome(False, CLUSTER_NOT_READY,
+                           f"destination cluster NotReady: {', '.join(down)}; nothing of this "
+                           "wave was moved")
+    return None
