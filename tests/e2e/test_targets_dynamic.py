@@ -98,7 +98,10 @@ def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[st
               for w in names}
     fidelity["night"] = {"waves": waves, "final": split(after, names, CLUSTERS),
                          "predicted": predicted, "seconds": round(target.now() - t0, 1)}
-    assert _in_a(after) < _in_a(before), (before, after)
+    # Real Karmada's initial DynamicWeight spread varies from run to run (docs/fidelity.md);
+    # whatever it was, the night leaves cluster-a's last GPUs to training.
+    fidelity["night"]["in_a_before_after"] = [_in_a(before), _in_a(after)]
+    assert _in_a(after) == 0 or _in_a(after) < _in_a(before), (before, after)
     mismatched = {w: [predicted.get(w), actual[w]] for w in names if predicted.get(w) != actual[w]}
     fidelity["night"]["plan_mismatches"] = mismatched
     if mismatched and isinstance(target, RealTarget):
