@@ -25,10 +25,9 @@ CLUSTERS = ("cluster-a", "cluster-b")
 TRAINING_GPUS = 144  # of cluster-a's 160
 
 
-PLAN_VS_MODELS = ("tidal plan predicts DynamicWeight splits from the Clusters' resourceSummary; "
-                  "Karmada >= v1.18 estimates from resource models at each grade's minimum, so a "
-                  "cluster with a few GPUs free on every node counts as full "
-                  "(docs/fidelity.md#resource-models)")
+PLAN_VS_MODELS = ("tidal plan's DynamicWeight split differs from real Karmada's under GPU resource "
+                  "models when cluster-a keeps a few free GPUs on every node "
+                  "(docs/fidelity.md#tidal-plan-against-real-dynamicweight-placements)")
 
 
 def team_objects() -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ def render(directory: Path) -> str:
     out: list[str] = []
     for scenario, by_target in sorted(runs.items()):
         emu, real = by_target.get("emulator", {}), by_target.get("real", {})
-        out.append(f"### {scenario}\n")
+        out.append(f"#### {scenario}\n")
         phases = [k for k in ("night", "day") if k in emu or k in real]
         for phase in phases:
             e, r = emu.get(phase, {}), real.get(phase, {})
