@@ -79,6 +79,7 @@ def fidelity(request: pytest.FixtureRequest, karmada_target_name: str
     yield record
     out = request.config.getoption("fidelity_out")
     if out:
-        path = Path(out) / f"{request.node.originalname}-{karmada_target_name}.json"
+        safe = request.node.name.replace("[", "-").replace("]", "")
+        path = Path(out) / f"{safe}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2, sort_keys=True))

@@ -79,16 +79,33 @@ class EmulatorTarget(Target):
         return _seconds(self.emu.clock.now())
 
     def occupy_gpus(self, cluster: str, gpus: int) -> None:
-        from tidal.karmada.client import CLUSTERS
-        from tidal.karmada.policies import MERGE_PATCH
-
+        """Training Deployment pinned to `cluster` through Karmada, one GPU a pod, up to `gpus`
+        in use; returns once the Cluster's status counts them (the emulator's status controller
+        recomputes the summary from its pods, so a patched summary would not last)."""
         client = self.client()
-        current = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name=cluster))
-        free = int(current["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"]) - gpus
-        body = {"status": {"resourceSummary": {"allocatable": {"nvidia.com/gpu": str(free)}}}}
-        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name=cluster,
-                                                                  subresource="status"),
-                       body=body, content_type=MERGE_PATCH)
+        from tidal.karmada.client import CLUSTERS
+
+        def used() -> int:
+            c = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name=cluster))
+            rs = c["status"]["resourceSummary"]
+            return int(rs.get("allocated", {}).get("nvidia.com/gpu", "0"))
+
+        count = max(0, gpus - used())
+        self.apply([
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+            {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+             "metadata": {"name": "training", "namespace": "training"},
+             "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                      "placement": {"clusterAffinity": {"clusterNames": [cluster]},
+                                    "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}},
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "training", "namespace": "training"},
+             "spec": {"replicas": count, "selector": {"matchLabels": {"app": "training"}},
+                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
+                          "containers": [{"name": "t", "image": "trainer", "resources": {
+                              "requests": {"nvidia.com/gpu": "1"},
+                              "limits": {"nvidia.com/gpu": "1"}}}]}}}}])
+        self.wait_for(lambda _: used() >= gpus, f"{cluster} status showing {gpus} GPUs in use")
 
 
 class RealTarget(Target):

@@ -43,7 +43,8 @@ def due_schedule(directory: Path, wave_timeout: float) -> None:
 
 def start_replica(target: Target, tmp: Path, who: str, schedules: Path
                   ) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
+    env = dict(os.environ, PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
+               TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
                TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
                TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
                TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5")

@@ -35,11 +35,11 @@ def render(directory: Path) -> str:
     runs: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.json")):
         doc = json.loads(path.read_text())
-        runs.setdefault(doc["scenario"], {})[doc["target"]] = doc
+        runs.setdefault(doc["scenario"], {}).setdefault(doc["target"], {}).update(doc)
     out: list[str] = []
     for scenario, by_target in sorted(runs.items()):
         emu, real = by_target.get("emulator", {}), by_target.get("real", {})
-        out.append(f"### {scenario}\n")
+        out.append(f"#### {scenario}\n")
         phases = [k for k in ("night", "day") if k in emu or k in real]
         for phase in phases:
             e, r = emu.get(phase, {}), real.get(phase, {})
@@ -59,6 +59,10 @@ def render(directory: Path) -> str:
                     rc = _cell(rw.get("placements", {}).get(name))
                     ep = _pred(e.get("predicted", {}).get(name))
                     rp = _pred(r.get("predicted", {}).get(name))
+                    final = r.get("final", {}).get(name)
+                    if final and rp != "—" and rp != " · ".join(
+                            str(final.get(c, [0, 0])[0]) for c in CLUSTERS):
+                        rp = f"**{rp}** (real ended {_pred({c: v[0] for c, v in final.items()})})"
                     out.append(f"| {i + 1} | {_short(name)} | {ec} | {rc} | {ep} | {rp} | "
                                f"{'yes' if ec == rc else '**no**'} |")
             out.append("")
