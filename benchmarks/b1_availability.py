@@ -27,7 +27,7 @@ from benchmarks.harness import (
     wait_until,
 )
 from benchmarks.schedules import load_one, write_schedule
-from benchmarks.timeline import Availability, Floor, analyse, converged_now
+from benchmarks.timeline import Availability, Floor, analyse, converged_now, status_caught_up
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.switch import PlanRefused, run_switch
 from tidal.sim.clock import ScaledClock
@@ -100,6 +100,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
     try:
         if not wait_until(lambda: converged_now(emu.timeline(), replicas), 120):
             raise RuntimeError("the day distribution did not converge in 120 s")
+        wait_until(lambda: status_caught_up(emu, replicas), 30)
         if dynamic:
             _shrink_cluster_a(emu, 40)
         emu.reset_requests()
