@@ -27,7 +27,7 @@ from benchmarks.harness import (
     wait_until,
 )
 from benchmarks.schedules import load_one, write_schedule
-from benchmarks.timeline import Availability, Floor, analyse, converged_now, status_caught_up
+from benchmarks.timeline import Availability, Floor, analyse, converged_now
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.switch import PlanRefused, run_switch
 from tidal.sim.clock import ScaledClock
@@ -98,9 +98,8 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
     day, night = _policies(dynamic)
     emu = Emulator(sc.topology(fleet, [day]), clock=ScaledClock(SPEED)).start()
     try:
-        if not wait_until(lambda: converged_now(emu.timeline(), replicas), 120):
+        if not wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120):
             raise RuntimeError("the day distribution did not converge in 120 s")
-        wait_until(lambda: status_caught_up(emu, replicas), 30)
         if dynamic:
             _shrink_cluster_a(emu, 40)
         emu.reset_requests()
@@ -114,7 +113,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
         else:
             _tidal(emu, night, dynamic, workdir, out, floors, swap)
         time.sleep(1.0 / SPEED * 3)
-        wait_until(lambda: converged_now(emu.timeline(), replicas), 120)
+        wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120)
         time.sleep(1.0 / SPEED)
         out.end = emu.clock.now()
         out.samples = emu.timeline()

@@ -20,7 +20,7 @@ from benchmarks.harness import (
 )
 from benchmarks.naive import run_naive
 from benchmarks.schedules import load_one, write_schedule
-from benchmarks.timeline import converged_now, status_caught_up
+from benchmarks.timeline import converged_now
 
 SPEED = 10.0
 WAVES = 10
@@ -43,10 +43,9 @@ def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
 
     emu = Emulator(sc.topology(f, [policy]), clock=ScaledClock(SPEED)).start()
     replicas = _replicas(f)
-    if not wait_until(lambda: converged_now(emu.timeline(), replicas), 300, interval=0.2):
+    if not wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 300, interval=0.2):
         emu.stop()
         raise RuntimeError("the day distribution did not converge")
-    wait_until(lambda: status_caught_up(emu, replicas), 30, interval=0.2)
     return emu
 
 

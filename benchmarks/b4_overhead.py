@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks import scenario as sc
 from benchmarks.harness import RunConfig, Section, SimEngineClock, karmada_client, wait_until
 from benchmarks.schedules import load_one, patch_window, write_schedule
-from benchmarks.timeline import converged_now, status_caught_up
+from benchmarks.timeline import converged_now
 
 WORKLOADS, WAVES = 100, 10
 TARGET_MS = 100.0
@@ -35,8 +35,7 @@ def _setup(workloads: int = WORKLOADS) -> tuple[Any, Any]:
         {"cluster-a": 4, "cluster-b": 1}))]), clock=ScaledClock(1.0)).start()
     replicas = {f"{sc.NAMESPACE}/Deployment/{n}": r for (n, _), r in
                 zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)}
-    wait_until(lambda: converged_now(emu.timeline(), replicas), 120, interval=0.1)
-    wait_until(lambda: status_caught_up(emu, replicas), 30, interval=0.1)
+    wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120, interval=0.1)
     workdir = Path(tempfile.mkdtemp(prefix="tidal-b4-"))
     window = patch_window("night", "team-cpp", sc.static_placement({"cluster-b": 1}), "touch")
     rollout = {"waveSize": workloads // WAVES, "pauseBetweenWaves": "0s", "waveTimeout": "2m",

@@ -64,20 +64,6 @@ def converged_now(samples: Iterable[Sample], replicas: Mapping[str, int]) -> boo
     return all(assigned.get(w, 0) == n and ready.get(w, 0) == n for w, n in replicas.items())
 
 
-def status_caught_up(emu: Any, replicas: Mapping[str, int]) -> bool:
-    """Every binding's aggregatedStatus shows all its replicas ready (the emulator reflects
-    member status into bindings after a delay, as Karmada does)."""
-    rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
-    items, _ = emu.store.list(rtype, copy_=False)
-    ready: dict[str, int] = {}
-    for binding in items:
-        ref = binding.get("spec", {}).get("resource", {})
-        key = f"{ref.get('namespace')}/{ref.get('kind')}/{ref.get('name')}"
-        ready[key] = sum(int((i.get("status") or {}).get("readyReplicas") or 0)
-                         for i in (binding.get("status") or {}).get("aggregatedStatus") or [])
-    return all(ready.get(w, 0) >= n for w, n in replicas.items())
-
-
 Steps = dict[str, list[tuple[float, int]]]
 CLUSTERS = ("cluster-a", "cluster-b")
 
