@@ -67,6 +67,10 @@ def _default_clusters() -> list[dict[str, Any]]:
     from tidal.sim.emulator import DEFAULT_TOPOLOGY
 
     docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "EmulatorSettings":
+            # the team estimator follows the time of day and real Karmada here has none
+            doc["spec"].pop("teamEstimator", None)
     return [d for d in docs if d["kind"] in ("EmulatorSettings", "Cluster")]
 
 

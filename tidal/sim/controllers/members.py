@@ -139,6 +139,7 @@ class Members:
         ready = member_reachable(cluster)
         changed_health = state.ready != ready or not state.exists
         grew = any(allocatable.get(k, 0) > state.allocatable.get(k, 0) for k in allocatable)
+        resized = allocatable != state.allocatable
         recovered = state.pods_fail and not pods_fail
         state.allocatable, state.startup, state.termination = allocatable, startup, termination
         state.pods_fail, state.ready, state.exists = pods_fail, ready, True
@@ -153,7 +154,8 @@ class Members:
         if etype == "ADDED" or changed_health:
             for bkey in state.bindings:
                 self.mgr.status.mark_binding(bkey)
-        self.mgr.status.mark_cluster(name)
+        # allocatable and allocatableModelings come from the same status collection upstream
+        self.mgr.status.mark_cluster(name, urgent=resized)
 
     def on_binding(self, etype: str, bkey: BKey, binding: Obj) -> None:
         state = self.bindings.get(bkey)

@@ -64,8 +64,9 @@ class StatusWriter:
             self.mgr.after(self.status_delay, release)
         self._late_bindings.add(bkey)
 
-    def mark_cluster(self, name: str) -> None:
-        if self.cluster_interval <= 0 or not self._has_ready(name):
+    def mark_cluster(self, name: str, *, urgent: bool = False) -> None:
+        """`urgent`: the Cluster's allocatable changed, so its modelings are recomputed now."""
+        if urgent or self.cluster_interval <= 0 or not self._has_ready(name):
             self._clusters.add(name)
             return
         if not self._late_clusters:
