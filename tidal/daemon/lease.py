@@ -25,9 +25,9 @@ import structlog
 
 from tidal.domain.clock import Clock
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
+from tidal.karmada.objects import Obj
 from tidal.settings import LeaderElectionSettings
 
-Obj = dict[str, Any]
 log = structlog.get_logger("tidal.daemon.lease")
 
 

@@ -20,8 +20,8 @@ from tidal.domain.windows import Controls, Handled, Hold
 from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
+from tidal.karmada.objects import Obj
 
-Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 
 
