@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tidal.engine.journal import InMemoryJournal, PolicyRecord, RunState, WaveState
+from tidal.engine.states import LazyMark
 from tidal.karmada.errors import Conflict
 
 
@@ -12,7 +13,7 @@ def _state() -> RunState:
     return RunState(
         schedule="team", window="night", run_id="r1", phase="waves",
         policies=[PolicyRecord(kind="ClusterPropagationPolicy", name="p", pre_image={"a": 1},
-                               lazy_added=True)],
+                               lazy=LazyMark.ADDED)],
         waves=[WaveState(index=0, workloads=["ns/Deployment/a"], result="succeeded",
                          triggered=["ns/Deployment/a"])],
     )

@@ -30,9 +30,20 @@ from tidal.engine.triggers import normalize_placement
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import BindingView, parse_time
 
-__all__ = ["GATES", "GateReport", "GateTracker", "TriggerRule", "WaveTarget", "evaluate",
-           "lowest_ready", "parse_time", "ready_by_cluster", "touch_triggered",
-           "rebalance_triggered", "workload_state"]
+__all__ = [
+    "GATES",
+    "GateReport",
+    "GateTracker",
+    "TriggerRule",
+    "WaveTarget",
+    "evaluate",
+    "lowest_ready",
+    "parse_time",
+    "ready_by_cluster",
+    "rebalance_triggered",
+    "touch_triggered",
+    "workload_state",
+]
 
 GATES = tuple(Gate)
 

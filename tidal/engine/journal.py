@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tidal.domain.waves import WorkloadKey
 from tidal.engine.states import (
     ChangeKind,
     LazyMark,
@@ -122,7 +123,7 @@ class PolicyRecord:
 @dataclass
 class WaveState:
     index: int  # from 1
-    workloads: list[str]
+    workloads: list[WorkloadKey]
     result: WaveResult | None = None
     reason: str = ""
     started_at: str | None = None
@@ -132,6 +133,8 @@ class WaveState:
     rollback_triggered: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.workloads = [k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k)
+                          for k in self.workloads]
         if self.result is not None:
             self.result = WaveResult(self.result)
 
@@ -142,7 +145,7 @@ class WaveState:
     def to_dict(self) -> dict[str, Any]:
         # 0.1.0 keys: a failed wave that was moved back is result "failed" + rolledBack
         return {
-            "index": self.index, "workloads": list(self.workloads),
+            "index": self.index, "workloads": [str(k) for k in self.workloads],
             "result": self.result.reported if self.result is not None else None,
             "reason": self.reason, "startedAt": self.started_at, "finishedAt": self.finished_at,
             "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
@@ -157,7 +160,8 @@ class WaveState:
         if result is WaveResult.FAILED and d.get("rolledBack"):
             result = WaveResult.FAILED_ROLLED_BACK
         return cls(
-            index=int(d["index"]), workloads=list(d.get("workloads", [])),
+            index=int(d["index"]),
+            workloads=[WorkloadKey.parse(str(k)) for k in d.get("workloads", [])],
             result=result, reason=d.get("reason", ""), started_at=d.get("startedAt"),
             finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
@@ -199,18 +203,18 @@ class RunState:
 
     @property
     def completed_waves(self) -> list[int]:
-        return [w.index for w in self.waves if w.result is WaveResult.SUCCEEDED]
+        return [w.index for w in self.waves if w.result == WaveResult.SUCCEEDED]
 
     @property
     def finished(self) -> bool:
-        return self.phase is Phase.DONE
+        return self.phase == Phase.DONE  # (a test may have set the plain string)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schedule": self.schedule, "window": self.window, "runId": self.run_id,
-            "phase": self.phase.value, "trigger": self.trigger.value,
+            "phase": str(self.phase), "trigger": str(self.trigger),
             "startedAt": self.started_at, "finishedAt": self.finished_at,
-            "result": self.result.value if self.result is not None else None,
+            "result": str(self.result) if self.result is not None else None,
             "reason": self.reason,
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
