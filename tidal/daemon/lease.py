@@ -15,8 +15,9 @@ Rules (as client-go, but on monotonic time):
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -316,6 +317,19 @@ class RunLock:
         self._thread = threading.Thread(target=renew, name=f"tidal-lock-{self.schedule}",
                                         daemon=True)
         self._thread.start()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[bool]:
+        """Try the lock once; while the block runs it is renewed, and released after. Yields
+        whether it was taken (False: another holder has it; nothing to release)."""
+        if not self.try_acquire():
+            yield False
+            return
+        self._start_renewing()
+        try:
+            yield True
+        finally:
+            self.release()
 
     def release(self) -> None:
         self._stop.set()

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
@@ -111,23 +112,47 @@ def controls_from_dict(d: ControlsData) -> Controls:
     )
 
 
+class DaemonOutcome(StrEnum):
+    """How the daemon handled a window start (stored as data.handled.outcome)."""
+
+    STARTED = "started"  # claimed; the run is under way (or its claimant died)
+    SUCCEEDED = "succeeded"  # the run's result (tidal.engine.states.RunResult) ...
+    FAILED = "failed"
+    ROLLED_BACK = "rolledBack"
+    MISSED = "missed"  # too late for catchUpWindow
+    SKIPPED = "skipped"  # `tidal skip`
+    REFUSED = "refused"  # not started: an unsafe plan, a bad schedule, ...
+    ABANDONED = "abandoned"  # claimed, the claimant died, no longer due
+    BEFORE_FIRST_RUN = "beforeFirstRun"  # the start was before tidal managed the schedule
+    RETRY = "retry"  # given back after a retryable error before anything was written
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def _missing_(cls, value: object) -> DaemonOutcome:
+        return cls.UNKNOWN  # written by a newer version: read, never fatal
+
+
 @dataclass(frozen=True)
 class HandledRecord:
-    """The last start handled, with how (started|succeeded|failed|rolledBack|missed|skipped)."""
+    """The last start handled, with how."""
 
     window: str
     at: datetime
-    outcome: str
+    outcome: DaemonOutcome
     run_id: str | None = None
     updated_at: datetime | None = None
     reason: str = ""  # why a start did not run (missed, skipped, refused, abandoned)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", DaemonOutcome(self.outcome))
 
     @property
     def handled(self) -> Handled:
         return Handled(window=self.window, at=self.at)
 
     def to_dict(self) -> HandledData:
-        data = HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
+        data = HandledData(window=self.window, at=self.at.isoformat(),
+                           outcome=str(self.outcome),
                            runId=self.run_id, updatedAt=_iso(self.updated_at))
         if self.reason:
             data["reason"] = self.reason
@@ -136,7 +161,8 @@ class HandledRecord:
     @classmethod
     def from_dict(cls, d: HandledData) -> HandledRecord:
         return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
-                   outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
+                   outcome=DaemonOutcome(d.get("outcome", DaemonOutcome.UNKNOWN)),
+                   run_id=d.get("runId"),
                    updated_at=_dt(d.get("updatedAt")), reason=str(d.get("reason", "")))
 
 
