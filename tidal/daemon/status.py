@@ -113,7 +113,10 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
                         "finishedAt": run.finished_at, "reason": run.reason,
-                        "startedBy": run.started_by} if run else None,
+                        "startedBy": run.started_by,
+                        "waves": [{"index": w.index, "result": w.result.reported
+                                   if w.result is not None else None}
+                                  for w in run.waves]} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
