@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -24,12 +23,16 @@ from tidal.daemon.lease import (
     RunLock,
     run_lock_name,
 )
-from tidal.daemon.reconcile import Reconciler, RunSwitch
+from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
 from tidal.domain.windows import times_of
+from tidal.engine.events import EngineEvent, OnEvent
+from tidal.engine.journal import Journal, RunState
+from tidal.karmada.client import KarmadaClient
+from tidal.loading.loader import LoadedSchedule
 from tidal.metrics import DaemonMetrics, Metrics, NullMetrics
 from tidal.settings import Settings
 
@@ -39,10 +42,13 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 
 
-def default_run_switch(*args: Any, **kwargs: Any) -> Any:
+def default_run_switch(client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
+                       clock: Clock, journal: Journal, on_event: OnEvent,
+                       run_id: str | None = None, resume: RunState | None = None) -> RunOutcome:
     from tidal.engine.switch import run_switch
 
-    return run_switch(*args, **kwargs)
+    return run_switch(client, loaded, window_name, clock=clock, journal=journal,
+                      on_event=on_event, run_id=run_id, resume=resume)
 
 
 class _AlwaysLeader:
@@ -65,14 +71,14 @@ class Daemon:
         self,
         settings: Settings,
         *,
-        client: Any,
+        client: KarmadaClient,
         clock: Clock | None = None,
         run_switch: RunSwitch = default_run_switch,
         metrics: Metrics | None = None,
         load: Loader = default_loader,
         lease_store: LeaseStore | None = None,
         lock_store: Callable[[str], LeaseStore] | None = None,
-        on_event: Callable[[Any], None] | None = None,
+        on_event: OnEvent | None = None,
         watch: bool = True,
     ) -> None:
         self.settings = settings
@@ -146,7 +152,7 @@ class Daemon:
         return True, f"ready ({role})"
 
     # --- wiring ------------------------------------------------------------------------------
-    def _observer(self) -> Callable[[Any], None] | None:
+    def _observer(self) -> OnEvent | None:
         if self.exporter is None:  # no exporter: no observer (nor Events) either
             return None
         from tidal.daemon.state import run_object_name
@@ -154,7 +160,7 @@ class Daemon:
         from tidal.observe import EngineObserver
 
         namespace = self.settings.state_namespace
-        observer: Callable[[Any], None] = EngineObserver(
+        observer: OnEvent = EngineObserver(
             self.exporter, recorder=EventRecorder(self.client, instance=self.identity,
                                                  may_write=lambda: self.may_act()),
             state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
@@ -170,7 +176,7 @@ class Daemon:
             self._run_locks[schedule] = lock
         return lock
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: EngineEvent) -> None:
         for observer in self._observers:
             try:
                 observer(event)

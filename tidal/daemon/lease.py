@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.domain.clock import Clock
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
 from tidal.karmada.objects import Obj
 from tidal.settings import LeaderElectionSettings
@@ -41,7 +42,7 @@ class LeaseStore(Protocol):
 class KarmadaLeaseStore:
     """The Lease object in the Karmada control plane."""
 
-    def __init__(self, client: Any, namespace: str, name: str) -> None:
+    def __init__(self, client: KarmadaClient, namespace: str, name: str) -> None:
         self.client, self.namespace, self.name = client, namespace, name
 
     def get(self) -> Obj | None:
@@ -345,7 +346,7 @@ class RunLock:
         self.release()
 
 
-def manual_run_lock(client: Any, namespace: str, schedule: str, identity: str,
+def manual_run_lock(client: KarmadaClient, namespace: str, schedule: str, identity: str,
                     clock: Clock, timings: ElectionTimings = ElectionTimings()) -> RunLock:
     """For `tidal switch`: take the schedule's run lock (waiting out a stale holder) or raise
     LockBusy. Use as `with manual_run_lock(...) as lock:` and pass `lock.held` as a guard."""

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
 from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
 from tidal.karmada.objects import Obj
 
@@ -179,7 +180,7 @@ class ScheduleState:
 class StateStore:
     """Reads and writes the per-schedule state objects; also the engine's Journal."""
 
-    def __init__(self, client: Any, namespace: str,
+    def __init__(self, client: KarmadaClient, namespace: str,
                  guard: Callable[[], bool] = lambda: True, writer: str | None = None) -> None:
         self.client = client
         self.namespace = namespace
