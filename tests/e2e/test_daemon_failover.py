@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,45 @@ def test_sigkill_after_the_policy_change_resumes_without_repatching(
     counts = _touch_counts(emu)
     assert len(counts) == 8, counts  # every workload, wave 1 included
     assert max(counts.values()) <= 2, counts  # only the in-flight touch may land twice
+
+
+def test_schedule_edited_mid_run_then_sigkill_the_standby_finishes_the_started_version(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """After wave 1 the night window is edited (now all to cluster-a) and the leader is
+    killed: the standby finishes the run against the version it started with (all to
+    cluster-b), succeeds, and status says the edit waits for the next start."""
+    from tidal.daemon.status import build_status
+    from tidal.karmada.policies import get_policy
+    from tidal.loading import load_schedules
+
+    emu = settled_team(make_emulator, 20.0, timeout=30)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="3s")
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
+    try:
+        wait_for(lambda: _after_first_wave(client), 60, "the first wave")
+        path = schedules / "team-t1.yaml"
+        text = path.read_text()
+        edited = text.replace("clusterNames: [cluster-b]}", "clusterNames: [cluster-a]}", 1)
+        assert edited != text
+        path.write_text(edited)
+        first = _leader(emu).removeprefix("replica-")
+        procs[first].send_signal(signal.SIGKILL)
+        procs[first].wait(10)
+        _assert_standby_succeeds(client)
+    finally:
+        stop_all(procs.values())
+    policy = get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    weights = policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]
+    assert weights["staticWeightList"] == [
+        {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]
+    run = _run(client)
+    assert run is not None and run.result == "succeeded" and run.schedule_hash
+    report = build_status(client, STATE_NS, "tidal-leader",
+                          load_schedules([schedules]).schedules, datetime.now(UTC))
+    pending = report["schedules"][0]["editPending"]
+    assert pending is not None and pending["runId"] == run.run_id
+    counts = _touch_counts(emu)
+    assert len(counts) == 8 and set(counts.values()) == {1}, counts

@@ -161,6 +161,83 @@ def test_second_writer_fences_the_engine_out(make_switch_emulator: MakeEmulator,
     assert writes(emu) == []
 
 
+def test_a_replica_that_lost_its_own_lease_is_not_told_of_another_writer(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """The guard refuses a save because this replica's lease lapsed: the engine stops, and
+    the reason says so (no other writer is implied); the reconciler logs lease_lost."""
+    from structlog.testing import capture_logs
+
+    from tidal.daemon.reconcile import Reconciler
+    from tidal.karmada.errors import Conflict
+
+    emu = _emulator(make_switch_emulator)
+    client = client_for(emu, tmp_path)
+    journal = InMemoryJournal()
+    lapsed = {"now": False}
+    real_save = journal.save
+
+    def guarded_save(state: Any) -> None:
+        if lapsed["now"]:
+            raise Conflict("save run state: this replica is not the leader", code=409,
+                           reason="NotLeader")
+        real_save(state)
+
+    journal.save = guarded_save  # type: ignore[method-assign]
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished) and event.wave == 1:
+            lapsed["now"] = True
+
+    with pytest.raises(FencedOut) as caught:
+        switch(client, _schedule(tmp_path), "night", journal=journal, on_event=on_event)
+    assert "another writer" not in str(caught.value)
+    assert "no longer holds the lease" in str(caught.value)
+
+    def raising(*args: Any, **kwargs: Any) -> None:
+        raise caught.value
+
+    fenced: list[str] = []
+    reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
+                            clock=None, get_schedule=lambda name: object(),  # type: ignore[arg-type]
+                            is_leader=lambda: True, on_event=lambda e: None,
+                            on_fenced=fenced.append)
+    reconciler._pass = raising  # type: ignore[method-assign]
+    with capture_logs() as logs:
+        reconciler("team-f", "resync")
+    assert [e.get("reason") for e in logs if e["event"] == "fenced_out"] == ["lease_lost"]
+    assert fenced
+
+
+def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost() -> None:
+    """A FencedOut raised for a LeaseLost (an acting write refused after the lease lapsed)
+    is reported as lease_lost, not another writer."""
+    from structlog.testing import capture_logs
+
+    from tidal.daemon.reconcile import Reconciler
+    from tidal.karmada.errors import LeaseLost
+
+    try:
+        try:
+            raise LeaseLost("the Lease expires in 0.2s", verb="patch", resource="deployments")
+        except LeaseLost as lost:
+            raise FencedOut("run state of team-f not saved") from lost
+    except FencedOut as exc:
+        fence = exc
+
+    def raising(*args: Any, **kwargs: Any) -> None:
+        raise fence
+
+    fenced: list[str] = []
+    reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
+                            clock=None, get_schedule=lambda name: object(),  # type: ignore[arg-type]
+                            is_leader=lambda: True, on_event=lambda e: None,
+                            on_fenced=fenced.append)
+    reconciler._pass = raising  # type: ignore[method-assign]
+    with capture_logs() as logs:
+        reconciler("team-f", "resync")
+    assert [e.get("reason") for e in logs if e["event"] == "fenced_out"] == ["lease_lost"]
+
+
 def test_dropped_watches_and_gone_are_survived(make_switch_emulator: MakeEmulator,
                                                tmp_path: Path) -> None:
     """Watches cut mid-wave (history compacted too) are resumed; the switch still succeeds."""

@@ -130,9 +130,9 @@ class Reconciler:
             self.metrics.state_corrupt(name)
             return
         except (Conflict, FencedOut, LeaseLost) as exc:
-            own_lease = isinstance(exc, LeaseLost) or \
-                (isinstance(exc, Conflict) and exc.reason == "NotLeader") or \
-                (isinstance(exc.__cause__, Conflict) and exc.__cause__.reason == "NotLeader")
+            own_lease = any(isinstance(e, LeaseLost) or
+                            (isinstance(e, Conflict) and e.reason == "NotLeader")
+                            for e in (exc, exc.__cause__))
             log.error("fenced_out", schedule=name, error=str(exc),
                       reason="lease_lost" if own_lease else "another_writer")
             self.on_fenced(f"{name}: {exc}")
