@@ -28,6 +28,7 @@ from tidal.domain.clock import Clock
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
 from tidal.karmada.objects import Obj
+from tidal.karmada.views import LeaseView
 from tidal.settings import LeaderElectionSettings
 
 log = structlog.get_logger("tidal.daemon.lease")
@@ -146,32 +147,28 @@ class LeaderElector:
         try:
             lease = self.store.get()
             self.api_reachable = True
-            if renew_only and (lease is None or (lease.get("spec") or {}).get(
-                    "holderIdentity") != self.identity):
+            if renew_only and LeaseView.of(lease).holder != self.identity:
                 self._step_down("lease no longer names us")
                 return False
             if lease is None:
                 self.store.create(self._spec(None))
                 self._won(now_m)
                 return True
-            spec = lease.get("spec") or {}
-            holder = spec.get("holderIdentity") or None
+            view = LeaseView(lease)
+            holder = view.holder
             self.holder = holder
-            record = (holder, spec.get("renewTime"), spec.get("acquireTime"),
-                      spec.get("leaseTransitions"))
+            record = view.record()
             if record != self._observed_record:
                 self._observed_record, self._observed_at = record, now_m
-            duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
+            duration = view.duration_seconds or self.timings.lease_duration
             if holder and holder != self.identity and now_m < self._observed_at + duration \
                     and not self.preempt(holder):
                 if self._leading:
                     self._step_down(f"lease taken by {holder}")
                 return False
-            lease["spec"] = self._spec(spec)
+            lease["spec"] = self._spec(dict(view.spec))
             updated = self.store.update(lease)
-            new = updated.get("spec") or {}
-            self._observed_record = (new.get("holderIdentity"), new.get("renewTime"),
-                                     new.get("acquireTime"), new.get("leaseTransitions"))
+            self._observed_record = LeaseView(updated).record()
             self._observed_at = now_m
             self._won(now_m)
             return True
@@ -230,9 +227,9 @@ class LeaderElector:
             return
         try:
             lease = self.store.get()
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            if lease is None or LeaseView(lease).holder != self.identity:
                 return
-            spec = dict(lease.get("spec") or {})
+            spec = dict(LeaseView(lease).spec)
             spec.update({"holderIdentity": None, "leaseDurationSeconds": 1,
                          "renewTime": micro_time(self.clock.now())})
             lease["spec"] = spec

@@ -23,6 +23,7 @@ from tidal.karmada import state_objects as cm
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
 from tidal.karmada.objects import Obj
+from tidal.karmada.views import ConfigMapView
 
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 
@@ -48,10 +49,8 @@ _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
 
 
 def _corrupt(schedule: str, obj: Obj, exc: Exception) -> CorruptState:
-    meta = obj.get("metadata") or {}
-    detail = f"{type(exc).__name__}: {exc}"
-    return CorruptState(schedule, str(meta.get("namespace", "")), str(meta.get("name", "")),
-                        detail)
+    view = ConfigMapView(obj)
+    return CorruptState(schedule, view.namespace, view.name, f"{type(exc).__name__}: {exc}")
 
 
 def run_object_name(schedule: str) -> str:
@@ -200,7 +199,7 @@ class StateStore:
     @staticmethod
     def _run_of(obj: Obj | None, schedule: str = "") -> RunState | None:
         """The run the object holds; CorruptState when its data cannot be read."""
-        if obj is None or not (obj.get("data") or {}).get("run"):
+        if obj is None or not ConfigMapView(obj).data.get("run"):
             return None
         try:
             return RunState.from_json(obj["data"]["run"],

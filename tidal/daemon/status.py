@@ -17,7 +17,7 @@ from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
-from tidal.karmada.views import PolicyView
+from tidal.karmada.views import LeaseView, PolicyView
 from tidal.loading.loader import LoadedSchedule
 
 
@@ -76,7 +76,7 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
     store = StateStore(client, namespace)
     states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
-    leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
+    leader = LeaseView.of(lease).holder
     out: list[dict[str, Any]] = []
     for item in sorted(loaded, key=lambda s: s.schedule.name):
         schedule = item.schedule

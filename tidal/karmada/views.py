@@ -233,3 +233,36 @@ def cluster_ready_reason(cluster: Obj) -> str:
         if cond.get("type") == "Ready":
             return str(cond.get("reason") or cond.get("status"))
     return "no Ready condition"
+
+
+class LeaseView(ObjectView):
+    """A coordination.k8s.io Lease (leader election and the per-schedule run lock)."""
+
+    @classmethod
+    def of(cls, lease: Mapping[str, Any] | None) -> LeaseView:
+        return cls(lease if lease is not None else EMPTY)
+
+    @property
+    def holder(self) -> str | None:
+        return str(self.spec.get("holderIdentity") or "") or None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        value = self.spec.get("leaseDurationSeconds")
+        return float(value) if isinstance(value, int | float) and value else None
+
+    def record(self) -> tuple[object, ...]:
+        """What changes at every renewal (holder, renew and acquire times, transitions)."""
+        spec = self.spec
+        return (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("acquireTime"),
+                spec.get("leaseTransitions"))
+
+
+class ConfigMapView(ObjectView):
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def data(self) -> Mapping[str, str]:
+        return _map(self.raw.get("data"))
