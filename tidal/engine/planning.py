@@ -44,9 +44,6 @@ class SwitchPlan:
     def by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.selection.workloads}
 
-    def wave_names(self) -> list[list[str]]:
-        return [[w.name for w in wave] for wave in self.plan.waves]
-
 
 def needs_move(trigger: Trigger, workload: Workload, target_placement: object,
                policies_done: bool, *,

@@ -135,13 +135,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         state.waves = [WaveState(number, [w.key for w in wave])
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
-    return PreparedRun(sp, state, journal, resuming, notes, SwitchContext(
-        client=client, schedule=schedule.name, window=window, run_id=state.run_id,
-        clock=clock, emitter=emitter, state=state, save=lambda: None,
-        strategy=strategy_for(state.trigger), floors=sp.floors,
-        everyone=list(sp.selection.workloads),
-        before={w.name: w.current for w in sp.selection.workloads}, ready_field=ready_field,
-        wave_timeout=sp.rollout.wave_timeout.total_seconds()))
+    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field)
 
 
 @dataclass
@@ -152,13 +146,22 @@ class PreparedRun:
     state: RunState
     journal: Journal
     resuming: bool
-    notes: list[str]
-    ctx: SwitchContext
+    notes: list[str]  # warnings to report when the run (re)starts
+    client: KarmadaClient
+    clock: Clock
+    emitter: Emitter
+    ready_field: str | None
     started: float = 0.0
-    halt: bool = field(default=False)  # a failure that must not be rolled back (drift)
+    ctx: SwitchContext = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ctx.save = self.save
+        sp, state = self.plan, self.state
+        self.ctx = SwitchContext(
+            client=self.client, clock=self.clock, emitter=self.emitter, state=state,
+            save=self.save, strategy=strategy_for(state.trigger), floors=sp.floors,
+            everyone=list(sp.selection.workloads),
+            before={w.name: w.current for w in sp.selection.workloads},
+            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds())
 
     def save(self) -> None:
         state = self.state

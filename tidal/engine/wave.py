@@ -45,9 +45,6 @@ class SwitchContext:
     workloads seen so far); owned by the Run."""
 
     client: KarmadaClient
-    schedule: str
-    window: str
-    run_id: str
     clock: Clock
     emitter: Emitter
     state: RunState
@@ -64,6 +61,18 @@ class SwitchContext:
     @property
     def trigger(self) -> Trigger:
         return self.strategy.trigger
+
+    @property
+    def schedule(self) -> str:
+        return self.state.schedule
+
+    @property
+    def window(self) -> str:
+        return self.state.window
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
 
     def event_base(self, wave: int | None) -> EventBase:
         return EventBase(schedule=self.schedule, window=self.window, run_id=self.run_id,
