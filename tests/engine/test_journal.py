@@ -47,3 +47,15 @@ def test_second_writer_gets_conflict() -> None:
     journal.steal("team")
     with pytest.raises(Conflict):
         journal.save(state)
+
+
+def test_a_stored_0_1_0_journal_writes_back_the_values_it_read() -> None:
+    """Typed states in memory, the stored keys and values unchanged (only keys added since)."""
+    import json
+    from pathlib import Path
+
+    stored = json.loads((Path(__file__).parent / "fixtures" /
+                         "journal-0.1.0-mid-run.json").read_text())
+    again = RunState.from_dict(stored).to_dict()
+    assert set(again) - set(stored) == {"scheduleHash", "scheduleSnapshot", "startedBy"}
+    assert {k: again[k] for k in stored} == stored
