@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tidal.domain.waves import WorkloadKey
 from tidal.engine.journal import PolicyRecord, RunState, WaveState
 from tidal.engine.run import PHASE_HANDLERS
 from tidal.engine.states import (
@@ -56,7 +57,7 @@ def test_both_spellings_of_rolled_back_read_as_one_value() -> None:
 
 def test_a_failed_wave_moved_back_keeps_the_stored_keys_of_0_1_0() -> None:
     """One value in memory; result "failed" + rolledBack true in the journal, and back."""
-    wave = WaveState(1, ["ns/Deployment/a"], result=WaveResult.FAILED)
+    wave = WaveState(1, [WorkloadKey.parse("ns/Deployment/a")], result=WaveResult.FAILED)
     wave.result = WaveResult.FAILED.after_rollback()
     stored = wave.to_dict()
     assert stored["result"] == "failed" and stored["rolledBack"] is True

@@ -4,7 +4,7 @@ One class per resolved trigger behind `TriggerStrategy`, chosen once per run
 (`strategy_for`). A strategy answers three questions:
 
 - `needs_move`: does a workload still need this window's change (planning)?
-- `arm`: set one wave in motion, using the primitives of `WaveRun` (touch the templates,
+- `arm`: set one wave in motion, using the steps of `WaveSteps` (touch the templates,
   create a WorkloadRebalancer, wait for a gate); the wave then waits for convergence;
 - `triggered`: when does a binding count as triggered (the first gate)?
 
@@ -15,14 +15,28 @@ strategy releases its surge there). A new strategy is one more class and one mor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Final, Protocol
+from typing import ClassVar, Final, Protocol
 
 from tidal.engine.gates import WaveTarget, rebalance_triggered, touch_triggered
+from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import Gate, Trigger
 from tidal.karmada.views import BindingView
 
-if TYPE_CHECKING:
-    from tidal.engine.wave import WaveOutcome, WaveRun
+
+class WaveSteps(Protocol):
+    """What a strategy may do to a wave in flight (tidal.engine.wave.WaveRun)."""
+
+    def touch(self) -> None:
+        """Annotate every template of the wave (resumable); restarts the deadline."""
+        ...
+
+    def rebalance(self) -> WaveOutcome | None:
+        """One WorkloadRebalancer for the wave (resumable); a failed outcome on an API error."""
+        ...
+
+    def gate(self, until: Gate) -> WaveOutcome:
+        """Wait until every workload of the wave passed `until` (or a gate fails)."""
+        ...
 
 
 class TriggerStrategy(Protocol):
@@ -33,13 +47,13 @@ class TriggerStrategy(Protocol):
     def needs_move(self, placement_now: object, target_placement: object,
                    policies_done: bool) -> bool: ...
 
-    def arm(self, wave: WaveRun) -> WaveOutcome | None:
+    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
         """Set the wave in motion; a failed outcome ends the wave."""
         ...
 
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool: ...
 
-    def settle(self, wave: WaveRun) -> WaveOutcome | None:
+    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
         """After convergence; a failed outcome fails the wave."""
         ...
 
@@ -55,14 +69,14 @@ class Touch:
                    policies_done: bool) -> bool:
         return placement_now != target_placement
 
-    def arm(self, wave: WaveRun) -> WaveOutcome | None:
+    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
         wave.touch()
         return None
 
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding)
 
-    def settle(self, wave: WaveRun) -> WaveOutcome | None:
+    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
         return None
 
 
@@ -77,13 +91,13 @@ class Rebalance:
                    policies_done: bool) -> bool:
         return not policies_done
 
-    def arm(self, wave: WaveRun) -> WaveOutcome | None:
+    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
         return wave.rebalance()
 
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return rebalance_triggered(target, binding)
 
-    def settle(self, wave: WaveRun) -> WaveOutcome | None:
+    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
         return None
 
 
@@ -99,7 +113,7 @@ class Both:
                    policies_done: bool) -> bool:
         return placement_now != target_placement or not policies_done
 
-    def arm(self, wave: WaveRun) -> WaveOutcome | None:
+    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
         wave.touch()
         outcome = wave.gate(until=Gate.SCHEDULED)
         if not outcome.ok:
@@ -109,7 +123,7 @@ class Both:
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding) and rebalance_triggered(target, binding)
 
-    def settle(self, wave: WaveRun) -> WaveOutcome | None:
+    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
         return None
 
 

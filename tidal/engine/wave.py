@@ -20,6 +20,7 @@ from tidal.engine.events import (
     WorkloadSkipped,
 )
 from tidal.engine.journal import RunState, WaveState
+from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
@@ -80,13 +81,6 @@ class SwitchContext:
 
     def now_iso(self) -> str:
         return iso_now(self.clock)
-
-
-@dataclass
-class WaveOutcome:
-    ok: bool
-    failure: FailureReason | None = None
-    reason: str = ""
 
 
 def _namespace_of(workloads: Sequence[Workload]) -> tuple[str | None, bool]:

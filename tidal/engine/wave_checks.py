@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.prediction import ClusterFacts
 from tidal.engine.journal import PolicyRecord, content_hash
+from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import ChangeKind, FailureReason
-from tidal.engine.wave import WaveOutcome
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
