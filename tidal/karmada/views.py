@@ -266,3 +266,16 @@ class ConfigMapView(ObjectView):
     @property
     def data(self) -> Mapping[str, str]:
         return _map(self.raw.get("data"))
+
+
+class ClusterView(ObjectView):
+    """A Karmada Cluster: its Ready condition and resource summary."""
+
+    @property
+    def ready(self) -> bool:
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in _list(self.status.get("conditions")))
+
+    def summary(self, part: str) -> Mapping[str, Any]:
+        """resourceSummary.<part>: allocatable, allocated or allocating."""
+        return _map(_map(self.status.get("resourceSummary")).get(part))
