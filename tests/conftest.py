@@ -15,6 +15,22 @@ from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
 MakeEmulator = Callable[..., Emulator]
 
 
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """A command run in-process configures structlog and the root logger (a level, a stream):
+    put both back so that no test's logs depend on what ran before it."""
+    import logging
+
+    import structlog
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tidal")
     group.addoption("--karmada", choices=("emulator", "real", "both"), default="emulator",

@@ -129,3 +129,22 @@ def test_a_write_times_out_before_the_lease_could_pass(clock: FakeClock,
     client = _client(Recording([_ok({"kind": "ClusterPropagationPolicy"})]), clock, elector)
     _patch(client)
     assert timeouts == [pytest.approx(2.0)]
+
+
+def test_manual_switch_writes_depend_on_its_run_lock(emulator: Any, tmp_path: Any,
+                                                      clock: FakeClock) -> None:
+    """`tidal switch`'s journal gates the client's acting writes on the schedule's run lock
+    from its first save, and lifts the gate when it lets the lock go."""
+    from tidal.daemon.manual import ManualRunJournal
+    from tidal.engine.journal import RunState
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    journal = ManualRunJournal(client, "tidal-system", "me", clock, TIMINGS)
+    assert client.write_gate is None
+    journal.save(RunState("team-a", "night", "r1"))
+    assert journal.lock is not None and client.write_gate is journal.lock.elector
+    clock.advance(timedelta(seconds=11))  # the lock's renew deadline passed (fake clock)
+    with pytest.raises(LeaseLost):
+        _patch(client)
+    journal.close()
+    assert client.write_gate is None

@@ -109,6 +109,7 @@ class RealTarget(Target):
         self._samples: list[dict[str, Any]] = []
         self._last: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
+        self._reading = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True, name="real-sampler")
         self._thread.start()
@@ -117,27 +118,68 @@ class RealTarget(Target):
         return time.time()
 
     def occupy_gpus(self, cluster: str, gpus: int) -> None:
-        """A 'training' Deployment straight on the member, one pod per node holding its share."""
-        member = self._kubeconfigs[cluster]
-        nodes = json.loads(kubectl(member, "get", "nodes", "-o", "json"))["items"]
-        per_pod = gpus // len(nodes)
-        kubectl(member, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                               "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
-            {"apiVersion": "apps/v1", "kind": "Deployment",
-             "metadata": {"name": "training", "namespace": "training"},
-             "spec": {"replicas": len(nodes), "selector": {"matchLabels": {"app": "training"}},
-                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
-                          "containers": [{"name": "t", "image": "trainer", "resources": {
-                              "requests": {"nvidia.com/gpu": str(per_pod)},
-                              "limits": {"nvidia.com/gpu": str(per_pod)}}}]}}}}]}))
-
-        def shown(_: Placement) -> bool:
+        """'training' pods straight on the member, one GPU each, until `gpus` of the cluster's
+        GPUs are in use (the pods already there count)."""
+        def summary() -> dict[str, Any]:
             c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
-            used = c["status"].get("resourceSummary", {}).get("allocated", {})
-            return int(used.get("nvidia.com/gpu", "0")) >= per_pod * len(nodes)
+            rs: dict[str, Any] = c["status"].get("resourceSummary", {})
+            return rs
 
-        self.wait_for(shown, f"{cluster} status showing {gpus} GPUs in use", 90)
+        def gpu(rs: dict[str, Any], key: str) -> int:
+            return int(rs.get(key, {}).get("nvidia.com/gpu", "0"))
+
+        count = max(0, gpus - gpu(summary(), "allocated"))
+        kubectl(self._kubeconfigs[cluster], "apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+                {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "training", "namespace": "training"},
+                 "spec": {"replicas": count, "selector": {"matchLabels": {"app": "training"}},
+                          "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
+                              "containers": [{"name": "t", "image": "trainer", "resources": {
+                                  "requests": {"nvidia.com/gpu": "1"},
+                                  "limits": {"nvidia.com/gpu": "1"}}}]}}}}]}))
+        self.wait_for(lambda _: gpu(summary(), "allocated") >= gpus,
+                      f"{cluster} status showing {gpus} GPUs in use", 120)
+
+    def default_models(self) -> None:
+        """Put back the resource models Karmada gives a new Cluster (read from a throwaway
+        Cluster object, so that they are the running release's)."""
+        probe = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                 "metadata": {"name": "tidal-model-probe"},
+                 "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}}
+        created = json.loads(kubectl(self.kubeconfig, "create", "-o", "json", "-f", "-",
+                                     stdin=json.dumps(probe)))
+        kubectl(self.kubeconfig, "delete", "cluster", "tidal-model-probe", "--wait=false")
+        self._set_models(created["spec"]["resourceModels"])
+
+    def _set_models(self, models: list[dict[str, Any]]) -> None:
+        for cluster in self._kubeconfigs:
+            kubectl(self.kubeconfig, "patch", "cluster", cluster, "--type", "merge", "-p",
+                    json.dumps({"spec": {"resourceModels": models}}))
+
+        def graded(_: Placement) -> bool:
+            for cluster in self._kubeconfigs:
+                c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
+                modelings = c["status"].get("resourceSummary", {}).get("allocatableModelings", [])
+                if len(modelings) != len(models) or not any(m["count"] for m in modelings):
+                    return False
+            return True
+
+        self.wait_for(graded, "the resource models in the Clusters' status", 60)
+
+    def model_gpus(self) -> None:
+        """Give both Clusters resource models that grade nodes by nvidia.com/gpu too (grades at
+        the demo nodes' sizes). Karmada's default models know only cpu and memory, so its
+        general estimator finds room for no GPU pod (see docs/fidelity.md#resource-models)."""
+        inf = "9223372036854775807"
+        bounds = [("0", "128", "0", "1Ti", "0", "20"), ("128", "192", "1Ti", "1536Gi", "20", "32"),
+                  ("192", inf, "1536Gi", inf, "32", inf)]
+        models = [{"grade": g, "ranges": [
+            {"name": "cpu", "min": c0, "max": c1}, {"name": "memory", "min": m0, "max": m1},
+            {"name": "nvidia.com/gpu", "min": g0, "max": g1}]}
+            for g, (c0, c1, m0, m1, g0, g1) in enumerate(bounds)]
+        self._set_models(models)
 
     def release_gpus(self, cluster: str) -> None:
         kubectl(self._kubeconfigs[cluster], "delete", "namespace", "training",
@@ -151,42 +193,55 @@ class RealTarget(Target):
         with self._lock:
             return list(self._samples)
 
+    def placements(self) -> Placement:
+        """Read the members now (the sampler's last round may be a quarter second old)."""
+        self._sample_once()
+        return super().placements()
+
     def _sample(self) -> None:
         while not self._stop.is_set():
+            self._sample_once()
+            self._stop.wait(0.25)
+
+    def _sample_once(self) -> None:
+        with self._reading:
             t = time.time()
             seen: dict[tuple[str, str], tuple[int, int]] = {}
+            read: set[str] = set()
             for cluster, apps in self._apps.items():
                 try:
                     items = apps.list_namespaced_deployment(self.namespace,
                                                             _request_timeout=5).items
                 except Exception:  # a member briefly unreachable: sample again later
                     continue
+                read.add(cluster)
                 for d in items:
                     key = (f"{self.namespace}/Deployment/{d.metadata.name}", cluster)
                     seen[key] = (d.spec.replicas or 0, d.status.ready_replicas or 0)
             with self._lock:
                 for key in set(self._last) | set(seen):
+                    if key[1] not in read:
+                        continue
                     value = seen.get(key, (0, 0))
                     if self._last.get(key) != value:
                         self._samples.append({"t": t, "workload": key[0], "cluster": key[1],
                                               "assigned": value[0], "ready": value[1]})
                         self._last[key] = value
-            self._stop.wait(0.25)
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(5)
 
-    def reset(self, labels: dict[str, str]) -> None:
-        """Delete what earlier scenarios left (policies and Deployments carrying `labels`) and
-        wait until the members hold none of them."""
-        sel = ",".join(f"{k}={v}" for k, v in labels.items())
+    def reset(self) -> None:
+        """Delete what earlier scenarios left (team policies, the namespace's Deployments,
+        rebalancers, training on members) and wait until the members hold none of it."""
         for cluster in self._kubeconfigs:
             self.release_gpus(cluster)
-        for kind in ("cpp", "pp", "deployments", "workloadrebalancers"):
-            ns = ["-n", self.namespace] if kind in ("pp", "deployments") else []
-            kubectl(self.kubeconfig, "delete", kind, *ns, "-l", sel, "--ignore-not-found",
-                    "--wait=true", timeout=120)
+        for kind, scope in (("cpp", ["-l", "atms-app/teamid"]), ("workloadrebalancers", ["--all"]),
+                            ("pp", ["-n", self.namespace, "--all"]),
+                            ("deployments", ["-n", self.namespace, "--all"])):
+            kubectl(self.kubeconfig, "delete", kind, *scope, "--ignore-not-found", "--wait=true",
+                    timeout=120)
         self.wait_for(lambda now: all(a == 0 for a, _ in now.values()), "members emptied")
 
 

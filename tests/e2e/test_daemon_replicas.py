@@ -3,6 +3,7 @@ lease and exits 0; the standby takes over."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +87,18 @@ def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
 
 def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
                                                       tmp_path: Path) -> None:
-    """A start older than catchUpWindow is recorded missed; no policy or template is written."""
+    """A start older than catchUpWindow is recorded missed (the schedule ran before: its day
+    start was handled); no policy or template is written."""
+    from tidal.daemon.state import HandledRecord
+    from tidal.karmada.state_objects import ensure_namespace
+
     emu = settled_team(make_emulator)
     schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, minutes_ago=3, catch_up="1m")
+    night = write_due_schedule(schedules, minutes_ago=3, catch_up="1m")
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    ensure_namespace(client, STATE_NS)
+    store, day = StateStore(client, STATE_NS), night - timedelta(hours=12)
+    store.record_handled(store.read("team-t1"), HandledRecord("day", day, "succeeded", "d", day))
     a = start_daemon(emu, tmp_path, "a", schedules)
     try:
         wait_for(lambda: _outcome(client) == "missed", 30, "the missed record")

@@ -61,7 +61,7 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
             run = _run(client)
             return run is not None and run.phase == "waves" and len(run.completed_waves) == 1
 
-        wait_for(first_wave_done, 60, "the first wave")
+        wait_for(first_wave_done, 120, "the first wave")
         first = _run(client)
         assert first is not None
         client.request("delete", CONFIGMAPS, "DELETE",
@@ -71,7 +71,7 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
             run = _run(client)
             return run is not None and run.finished
 
-        wait_for(finished, 90, "the run to be carried on to the end")
+        wait_for(finished, 150, "the run to be carried on to the end")
         run = _run(client)
         assert run is not None and run.run_id == first.run_id and run.result == "succeeded"
         handled = StateStore(client, STATE_NS).read("team-t1").handled

@@ -19,7 +19,7 @@ import yaml
 from tests.e2e.daemon_helpers import STATE_NS, stop_all, wait_for
 from tests.e2e.scenario_checks import floor_breaches
 from tests.e2e.targets import RealTarget, Target
-from tests.e2e.test_targets_static import REPO, TEAM, _day_ready, _night_ready, team_objects
+from tests.e2e.test_targets_static import REPO, _day_ready, _night_ready, team_objects
 from tidal.daemon.state import StateStore
 from tidal.engine.journal import RunState
 from tidal.karmada.client import KarmadaClient
@@ -76,7 +76,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     from tidal.karmada.leases import get_lease
 
     if isinstance(target, RealTarget):
-        target.reset(TEAM)
+        target.reset()
         for kind in ("leases", "configmaps"):
             try:
                 from tests.e2e.targets import kubectl

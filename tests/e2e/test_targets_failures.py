@@ -13,7 +13,7 @@ import yaml
 from tests.e2e.scenario_checks import split
 from tests.e2e.switch_helpers import switch
 from tests.e2e.targets import Placement, RealTarget, Target
-from tests.e2e.test_targets_static import CLUSTERS, REPO, TEAM, _day_ready, team_objects
+from tests.e2e.test_targets_static import CLUSTERS, REPO, _day_ready, team_objects
 from tidal.engine import events as ev
 from tidal.karmada.policies import MERGE_PATCH
 
@@ -39,7 +39,7 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
     wave 1; halt leaves it there, rollback runs one rollback wave that returns wave 1's
     workloads to the day placement."""
     if isinstance(target, RealTarget):
-        target.reset(TEAM)
+        target.reset()
     objs = team_objects()
     target.apply(objs)
     replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]

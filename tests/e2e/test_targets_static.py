@@ -84,7 +84,7 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
     """Night: every team-1005 Deployment ends 0/all in waves, cluster-b never below 1 ready and
     no wave starts before the previous one converged; day: back to 4:1 with the floor held."""
     if isinstance(target, RealTarget):
-        target.reset(TEAM)
+        target.reset()
     objs = team_objects()
     target.apply(objs)
     replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]

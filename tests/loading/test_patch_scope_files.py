@@ -68,3 +68,19 @@ def test_switch_refuses_a_null_spec_patch_before_touching_anything(tmp_path: Pat
     assert result.exit_code == 1
     assert f"{path}:12:19: " in result.stderr and "Traceback" not in result.output
     assert not isinstance(result.exception, TypeError)
+
+
+def test_schedule_level_allow_fields_apply_to_every_change(tmp_path: Path) -> None:
+    """spec.allowFields lets every policy change of the schedule set the fields listed; a bad
+    entry there is reported where it is written."""
+    head = HEAD.replace("  timeZone: UTC\n", "  timeZone: UTC\n  allowFields: [spec.priority]\n")
+    path = tmp_path / "team-x.yaml"
+    path.write_text(head + "          patch: {spec: {priority: 3}}\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    path.write_text(head.replace("[spec.priority]", "[spec.priority, metadata.labels]")
+                    + "          patch: {spec: {priority: 3}}\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()[:-1]
+    assert line.startswith(f"{path}:6:") and "spec.allowFields[1]" in line

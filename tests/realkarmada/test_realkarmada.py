@@ -121,3 +121,14 @@ def test_stop_pids_ends_recorded_process_groups(tmp_path: Path) -> None:
     polite = subprocess.Popen(["sleep", "60"], start_new_session=True)
     stop_pids({"stubborn": stubborn.pid, "polite": polite.pid}, grace=1.0)
     assert stubborn.wait(5) != 0 and polite.wait(5) != 0
+
+
+def test_stop_pids_leaves_a_reused_pid_alone() -> None:
+    """A recorded PID whose start time no longer matches belongs to someone else: not signalled."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        stop_pids({"gone": other.pid}, grace=0.5, starts={"gone": 1})
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait(5)

@@ -95,3 +95,21 @@ def test_bad_settings_name_the_field(spec: dict[str, object], message: str) -> N
            "spec": {"teamEstimator": spec}}
     with pytest.raises(TopologyError, match=r"teamEstimator"):
         load_topology([doc])
+
+
+def test_an_answer_of_minus_one_is_not_mistaken_for_cannot_tell() -> None:
+    """pkg/scheduler/core/util.go mergeReplicaResults ignores -1 (UnauthenticReplica): a team
+    over capacity by one replica that it holds itself is answered -2, not -1."""
+    estimator = parse_team_estimator({"teams": [{"name": "x", "cluster": "a", "teamSelector": TEAM,
+                                                 "replicas": 0}]})
+    labels = {"team": "t1"}
+
+    def one(cluster: str) -> list[tuple[dict[str, str], int]]:
+        return [(labels, 1)]
+
+    def three(cluster: str) -> list[tuple[dict[str, str], int]]:
+        return [(labels, 3)]
+
+    assert estimator.estimate("a", labels, DAY, one, own=1) == -2
+    assert estimator.estimate("a", labels, DAY, three, own=3) == -3  # Fresh adds 3 back: 0
+    assert estimator.estimate("b", labels, DAY, one, own=1) is None

@@ -316,3 +316,22 @@ def test_bad_write_options_are_refused(emulator: Emulator, query: str, message: 
     code, status, _ = _send(emulator, "PATCH",
                             f"/api/v1/namespaces/default/configmaps/x?{query}", "{}", MERGE)
     assert code == 422 and status["message"] == message
+
+
+@needs_crds
+def test_strict_json_patch_names_bad_operation_keys_and_unknown_fields(emulator: Emulator
+                                                                       ) -> None:
+    """A JSON patch with an unknown operation key, a key given twice and a path the schema
+    does not know: Strict names all three; Warn accepts with one warning each."""
+    _created(emulator)
+    ops = ('[{"op": "add", "path": "/spec/placement/zzz", "value": 1, "foo": "bar"},'
+           ' {"op": "add", "path": "/spec/x", "path": "/spec/placement/yyy", "value": 2}]')
+    code, status, _ = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Strict",
+                            ops, "application/json-patch+json")
+    assert code == 400, status
+    assert status["message"] == (
+        'strict decoding error: json patch unknown field "foo", json patch duplicate field '
+        '"path", unknown field "spec.placement.yyy", unknown field "spec.placement.zzz"')
+    code, _, warnings = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp",
+                              ops, "application/json-patch+json")
+    assert code == 200 and len(warnings) == 4

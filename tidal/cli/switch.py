@@ -26,6 +26,20 @@ def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
+class WarningsOnly:
+    """The engine's logger with its info and debug lines dropped (the progress shows them)."""
+
+    def __init__(self) -> None:
+        import structlog
+
+        self._log = structlog.get_logger("tidal.engine")
+
+    def __getattr__(self, level: str) -> Any:
+        if level in ("warning", "error", "critical", "exception"):
+            return getattr(self._log, level)
+        return lambda *args, **kwargs: None
+
+
 class Progress:
     """Renders engine events as a compact live display (rich) on a terminal."""
 
@@ -108,19 +122,18 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                 raise SystemExit(DECLINED)
         journal = _journal(client, settings)
         observers = [_events(client, settings, journal)]
+        logger = None
         if stderr_is_terminal() and output != "json":
             observers.append(Progress())
             if settings.log_level == "INFO":  # the progress lines say it: no log twin
-                from tidal.logs import configure_logging
-
-                configure_logging(settings.log_format, "WARNING")
+                logger = WarningsOnly()
 
         def on_event(event: Any) -> None:
             for observer in observers:
                 observer(event)
 
         record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                            on_event=on_event)
+                            on_event=on_event, logger=logger)
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:

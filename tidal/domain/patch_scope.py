@@ -76,8 +76,8 @@ def _walk(path: str, value: Any, loc: Loc, roots: tuple[str, ...]) -> list[Probl
     close = difflib.get_close_matches(path, roots, n=1)
     hint = f"did you mean {close[0]}? or " if close else ""
     return [(loc, f"{path} may not be patched: a schedule changes {', '.join(roots)} only; "
-                  f"{hint}list {path!r} in this policy's allowFields if the window must "
-                  "change it")]
+                  f"{hint}list {path!r} in allowFields (of this policy change, or of the "
+                  "schedule's spec) if the window must change it")]
 
 
 def beyond_placement(patch: Any) -> list[str]:

@@ -158,8 +158,18 @@ class Swap(_Model):
         return value
 
 
-FieldPath = Annotated[str, WithJsonSchema({"type": "string", "pattern": FIELD_PATH.pattern,
-                                           "examples": ["spec.failover"]})]
+def _check_field_path(path: str) -> str:
+    why = allow_field_problem(path)
+    if why is not None:
+        raise ValueError(why)
+    return path
+
+
+_FIELD_PATH_SCHEMA = WithJsonSchema({"type": "string", "pattern": FIELD_PATH.pattern,
+                                     "examples": ["spec.failover"]})
+# A policy change checks its own entries with its patch (every problem reported at once)
+FieldPathText = Annotated[str, _FIELD_PATH_SCHEMA]
+FieldPath = Annotated[str, AfterValidator(_check_field_path), _FIELD_PATH_SCHEMA]
 
 
 class PolicyChange(_Model):
@@ -173,7 +183,7 @@ class PolicyChange(_Model):
                                   "change spec.placement only, plus the fields in allowFields, "
                                   "never metadata")
     swap: Swap | None = None
-    allow_fields: list[FieldPath] = Field(
+    allow_fields: list[FieldPathText] = Field(
         default_factory=list,
         description="fields under spec this change may set besides spec.placement, as dotted "
                     "paths (e.g. spec.failover); shown in the plan. metadata never")
@@ -306,6 +316,22 @@ class Window(_Model):
 
 
 
+def _with_allowed(window: Any, inherited: list[str]) -> Any:
+    """A raw window whose policy changes also allow `inherited`."""
+    if not isinstance(window, dict) or not isinstance(window.get("policies"), list):
+        return window
+    changes = []
+    for change in window["policies"]:
+        if isinstance(change, dict):
+            own = change.get("allowFields", change.get("allow_fields"))
+            if own is None or isinstance(own, list):
+                key = "allow_fields" if "allow_fields" in change else "allowFields"
+                merged = list(own or []) + [f for f in inherited if f not in (own or [])]
+                change = {**change, key: merged}
+        changes.append(change)
+    return {**window, "policies": changes}
+
+
 class ScheduleSpec(_Model):
     time_zone: TimeZoneName
     suspend: bool = False
@@ -314,6 +340,28 @@ class ScheduleSpec(_Model):
     workloads: list[WorkloadSelector] = Field(default_factory=list)
     windows: list[Window] = Field(min_length=1, max_length=MAX_WINDOWS)
     rollout: Rollout = Field(default_factory=Rollout)
+    allow_fields: list[FieldPath] = Field(
+        default_factory=list,
+        description="fields under spec every policy change of this schedule may set besides "
+                    "spec.placement (added to each change's own allowFields); metadata never")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit_allow_fields(cls, data: Any) -> Any:
+        """Every policy change may also set the schedule's allowFields (the valid ones: a bad
+        entry is reported once, where it is written)."""
+        if not isinstance(data, dict):
+            return data
+        inherited = data.get("allowFields", data.get("allow_fields"))
+        if not isinstance(inherited, list):
+            return data
+        valid = [f for f in inherited if isinstance(f, str) and allow_field_problem(f) is None]
+        windows = data.get("windows")
+        if not valid or not isinstance(windows, list):
+            return data
+        data = dict(data)
+        data["windows"] = [_with_allowed(w, valid) for w in windows]
+        return data
 
     @field_validator("catch_up_window", mode="wrap")
     @classmethod

@@ -165,12 +165,13 @@ class SchemaValidator:
         return bool(self._schemas)
 
     def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
-              duplicates: tuple[str, ...] = (), patch: bool = False) -> list[str]:
+              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
         """Prune unknown fields, fill defaults and validate, in place; returns warnings.
 
-        `field_validation` is the request's: Strict refuses duplicate keys of the body and
-        unknown fields (BadRequest, all of them named), Warn and Ignore drop unknown fields
-        (Warn returns each problem as a warning), as the apiserver does.
+        `field_validation` is the request's: Strict refuses the body's decoding problems
+        (`decoding`: duplicate keys, unknown keys of JSON patch operations) and unknown fields
+        (BadRequest, all of them named), Warn and Ignore drop unknown fields (Warn returns
+        each problem as a warning), as the apiserver does.
         """
         key = (rtype.group, rtype.version, rtype.kind)
         causes = _metadata_causes(obj)
@@ -178,13 +179,12 @@ class SchemaValidator:
         unknown: list[str] = []
         if validator is not None:
             prune(self._schemas[key], obj, "", unknown, root=True)
-        problems = [f'duplicate field "{d}"' for d in duplicates] + \
-            [f'unknown field "{u}"' for u in sorted(unknown)]
+        problems = [*decoding, *(f'unknown field "{u}"' for u in sorted(unknown))]
         if problems and field_validation == "Strict":
-            decoding = "strict decoding error: " + ", ".join(problems)
-            raise BadRequest(decoding if patch else
+            text = "strict decoding error: " + ", ".join(problems)
+            raise BadRequest(text if patch else
                              f'{rtype.kind} in version "{rtype.version}" cannot be handled as '
-                             f"a {rtype.kind}: {decoding}")
+                             f"a {rtype.kind}: {text}")
         warnings = problems if field_validation == "Warn" else []
         if validator is not None:
             apply_defaults(self._schemas[key], obj)

@@ -378,7 +378,7 @@ def down(work: Path | None = None, remove: bool = True) -> list[str]:
                            env={**os.environ, "KWOK_WORKDIR": state["kwok_workdir"]},
                            capture_output=True, check=False, timeout=120)
         stopped.append(name)
-    stopped += stop_pids(state.get("pids", {}))
+    stopped += stop_pids(state.get("pids", {}), starts=state.get("starts"))
     if remove:
         shutil.rmtree(work, ignore_errors=True)
     return stopped

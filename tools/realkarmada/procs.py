@@ -63,6 +63,8 @@ class Supervisor:
                                     env={**os.environ, **(env or {})}, start_new_session=True)
         self.popen[name] = proc
         self.pids[name] = proc.pid
+        starts: dict[str, int] = self.state.setdefault("starts", {})  # type: ignore[assignment]
+        starts[name] = start_time(proc.pid) or 0
         self.save()
         return log
 
@@ -105,10 +107,23 @@ def http_ok(url: str) -> bool:
         return int(r.status) == 200
 
 
-def stop_pids(pids: dict[str, int], grace: float = 10.0) -> list[str]:
-    """SIGTERM each recorded process group, then SIGKILL what is left; returns names stopped."""
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def stop_pids(pids: dict[str, int], grace: float = 10.0,
+              starts: dict[str, int] | None = None) -> list[str]:
+    """SIGTERM each recorded process group, then SIGKILL what is left; returns names stopped.
+    With `starts`, a PID whose start time differs (reused by another process since) is left."""
     alive: dict[str, int] = {}
     for name, pid in pids.items():
+        if starts and starts.get(name) and start_time(pid) != starts[name]:
+            continue
         try:
             os.killpg(pid, signal.SIGTERM)
             alive[name] = pid

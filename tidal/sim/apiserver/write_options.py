@@ -13,13 +13,15 @@ from tidal.sim.apiserver.request import Request
 
 DIRECTIVES = ("", "Ignore", "Strict", "Warn")
 _JSON_TYPES = ("", "application/json", "application/merge-patch+json", "*/*")
+JSON_PATCH = "application/json-patch+json"
+_OPERATION_KEYS = {"op", "path", "from", "value"}
 
 
 @dataclass(frozen=True)
 class WriteOptions:
     field_validation: str  # Strict | Warn | Ignore
     dry_run: bool
-    duplicates: tuple[str, ...] = ()
+    decoding: tuple[str, ...] = ()  # problems of the body itself, reported like unknown fields
 
     @property
     def strict(self) -> bool:
@@ -46,9 +48,33 @@ def write_options(kind: str, req: Request, *, body_checked: bool = True) -> Writ
                            {"reason": "FieldValueNotSupported", "field": f, "message": m}
                            for f, m in causes]})
     content_type = (req.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-    duplicates = duplicate_fields(req.body) if body_checked and content_type in _JSON_TYPES \
-        else ()
-    return WriteOptions(directive or "Warn", dry_run == "All", duplicates)
+    decoding: tuple[str, ...] = ()
+    if body_checked and content_type in _JSON_TYPES:
+        decoding = tuple(f'duplicate field "{d}"' for d in duplicate_fields(req.body))
+    elif body_checked and content_type == JSON_PATCH:
+        decoding = json_patch_problems(req.body)
+    return WriteOptions(directive or "Warn", dry_run == "All", decoding)
+
+
+def json_patch_problems(body: bytes) -> tuple[str, ...]:
+    """Keys of JSON patch operations that are not op/path/from/value, or given twice."""
+    problems: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        if "op" in keys:  # an operation, not an object inside a `value`
+            for key in keys:
+                if key not in _OPERATION_KEYS:
+                    problems.append(f'json patch unknown field "{key}"')
+            for key in sorted({k for k in keys if keys.count(k) > 1}, key=keys.index):
+                problems.append(f'json patch duplicate field "{key}"')
+        return dict(items)
+
+    try:
+        json.loads(body or b"null", object_pairs_hook=pairs)
+    except ValueError:
+        return ()
+    return tuple(problems)
 
 
 def duplicate_fields(body: bytes) -> tuple[str, ...]:

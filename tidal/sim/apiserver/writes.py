@@ -28,7 +28,7 @@ _STATUS_ON_CREATE = {("cluster.karmada.io", "clusters")}
 
 class Admitter(Protocol):
     def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
-              duplicates: tuple[str, ...] = (), patch: bool = False) -> list[str]:
+              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
         """Prune, default and validate an object written through the API, in place; returns
         warnings; raises a StoreError (Invalid, or BadRequest for Strict unknown fields)."""
 
@@ -117,7 +117,7 @@ class WriteVerbs:
         if self.admitter is None:
             return {}
         warnings = self.admitter.admit(rtype, obj, options.field_validation,
-                                       duplicates=options.duplicates, patch=patch)
+                                       decoding=options.decoding, patch=patch)
         if not warnings:
             return {}
         return {"Warning": ['299 - "' + w.replace('"', '\\"') + '"' for w in warnings]}
