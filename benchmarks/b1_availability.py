@@ -98,7 +98,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
     day, night = _policies(dynamic)
     emu = Emulator(sc.topology(fleet, [day]), clock=ScaledClock(SPEED)).start()
     try:
-        if not wait_until(lambda: converged_now(emu.timeline(), replicas), 120):
+        if not wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120):
             raise RuntimeError("the day distribution did not converge in 120 s")
         if dynamic:
             _shrink_cluster_a(emu, 40)
@@ -113,7 +113,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
         else:
             _tidal(emu, night, dynamic, workdir, out, floors, swap)
         time.sleep(1.0 / SPEED * 3)
-        wait_until(lambda: converged_now(emu.timeline(), replicas), 120)
+        wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120)
         time.sleep(1.0 / SPEED)
         out.end = emu.clock.now()
         out.samples = emu.timeline()

@@ -43,7 +43,7 @@ def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
 
     emu = Emulator(sc.topology(f, [policy]), clock=ScaledClock(SPEED)).start()
     replicas = _replicas(f)
-    if not wait_until(lambda: converged_now(emu.timeline(), replicas), 300, interval=0.2):
+    if not wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 300, interval=0.2):
         emu.stop()
         raise RuntimeError("the day distribution did not converge")
     return emu

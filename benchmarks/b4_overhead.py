@@ -35,7 +35,7 @@ def _setup(workloads: int = WORKLOADS) -> tuple[Any, Any]:
         {"cluster-a": 4, "cluster-b": 1}))]), clock=ScaledClock(1.0)).start()
     replicas = {f"{sc.NAMESPACE}/Deployment/{n}": r for (n, _), r in
                 zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)}
-    wait_until(lambda: converged_now(emu.timeline(), replicas), 120, interval=0.1)
+    wait_until(lambda: converged_now(emu.timeline(), replicas) and emu.bindings_report_ready(), 120, interval=0.1)
     workdir = Path(tempfile.mkdtemp(prefix="tidal-b4-"))
     window = patch_window("night", "team-cpp", sc.static_placement({"cluster-b": 1}), "touch")
     rollout = {"waveSize": workloads // WAVES, "pauseBetweenWaves": "0s", "waveTimeout": "2m",

@@ -36,13 +36,14 @@ def topology() -> list[dict[str, Any]]:
 
 
 def settle(emu: Any, timeout: float = 20.0) -> None:
-    """Wait until every workload runs 4/1 and is ready."""
+    """Wait until every workload runs 4/1 and is ready, and the bindings say so."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         current: dict[tuple[str, str], int] = {}
         for s in emu.timeline():
             current[(s["workload"], s["cluster"])] = s["ready"]
-        if sum(1 for (_w, c), r in current.items() if c == "cluster-b" and r >= 1) == WORKLOADS:
+        if sum(1 for (_w, c), r in current.items() if c == "cluster-b" and r >= 1) \
+                == WORKLOADS and emu.bindings_report_ready():
             return
         time.sleep(0.05)
     raise AssertionError("topology did not settle")

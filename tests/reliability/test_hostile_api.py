@@ -130,10 +130,19 @@ def _run_finished(emu: Any) -> bool:
                for i in items)
 
 
+def _start_refused(emu: Any) -> bool:
+    """The window's start was recorded refused (a binding without status reads as 0 ready, so
+    a floor does not hold now): the start ended without a run."""
+    rtype = emu.kinds.by_kind("v1", "ConfigMap")
+    items, _rv = emu.store.list(rtype, STATE_NS, None)
+    return any('"refused"' in ((i.get("data") or {}).get("handled") or "") for i in items)
+
+
 def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
                                                       tmp_path: Path) -> None:
-    """`tidal run` through truncated and wrong-kind answers: the window's run ends, the process
-    stays up and healthy, and no worker error or traceback is logged."""
+    """`tidal run` through truncated and wrong-kind answers: the window's start ends (a run, or
+    a refusal when the status-less binding breaks a floor), the process stays up and healthy,
+    and no worker error or traceback is logged."""
     emu = make_emulator(topology(), clock=ScaledClock(20.0))
     settle(emu)
     schedules = tmp_path / "schedules"
@@ -154,7 +163,8 @@ def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
              "--kubeconfig", str(emu.write_kubeconfig(tmp_path / "kubeconfig"))],
             stdout=out, stderr=subprocess.STDOUT, env=environ)
     try:
-        wait_for(lambda: _run_finished(emu) or proc.poll() is not None, 120, "the run to end")
+        wait_for(lambda: _run_finished(emu) or _start_refused(emu) or proc.poll() is not None,
+                 120, "the window's start to end")
         assert proc.poll() is None, log.read_text()[-3000:]
         port = _port(log)
         assert port is not None

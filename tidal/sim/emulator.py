@@ -303,6 +303,24 @@ class Emulator:
         timeline = getattr(self.controllers, "timeline", None)
         return list(timeline.samples()) if timeline is not None else []
 
+    def bindings_report_ready(self) -> bool:
+        """Every ResourceBinding's aggregatedStatus shows each of its clusters with all its
+        assigned replicas ready. It lags the members by the status delay, so a switch started
+        right after the members converge would still read the old status."""
+        rtype = self.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
+        if rtype is None:
+            return True
+        items, _rv = self.store.list(rtype, None, None)
+        for binding in items:
+            wanted = {str(c.get("name")): int(c.get("replicas") or 0)
+                      for c in (binding.get("spec") or {}).get("clusters") or []}
+            seen = {str(i.get("clusterName")): int((i.get("status") or {}).get("readyReplicas")
+                                                   or 0)
+                    for i in (binding.get("status") or {}).get("aggregatedStatus") or []}
+            if any(seen.get(name, 0) < replicas for name, replicas in wanted.items()):
+                return False
+        return True
+
     def requests(self) -> dict[str, Any]:
         """Request counts: {"total", "by": {"verb resource": n}, "byVerb", "byResource",
         "byCode"} (see tidal.sim.apiserver.accounting)."""
