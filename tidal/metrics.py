@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -24,7 +24,9 @@ __all__ = [
     "SCHEDULER_EVENTS",
     "WAVE_FAILURE_REASONS",
     "WAVE_RESULTS",
+    "DaemonMetrics",
     "Metrics",
+    "NullMetrics",
     "ScheduleLabels",
     "labels_of",
     "window_period_seconds",
@@ -445,3 +447,79 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition of every metric, as served on /metrics."""
         return generate_latest(self.registry)
+
+
+class DaemonMetrics(Protocol):
+    """What the daemon reports through (Metrics, or NullMetrics when it exports nothing)."""
+
+    def preset(self, schedules: Iterable[Any]) -> None: ...
+    def forget_schedule(self, name: str) -> None: ...
+    def state_corrupt(self, schedule: str) -> None: ...
+    def switch_worker_error(self, schedule: str) -> None: ...
+    def journal_lost(self, schedule: str) -> None: ...
+    def set_policy_drift(self, schedule: str, policies: int) -> None: ...
+    def schedule_unblocked(self, schedule: str) -> None: ...
+    def restore_last_run(self, state: Any) -> None: ...
+    def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None: ...
+    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None: ...
+    def window_missed(self, schedule: str, window: str) -> None: ...
+    def set_clock_skew(self, skew: float, limit: float) -> None: ...
+    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
+                      ) -> None: ...
+    def set_leader(self, leading: bool) -> None: ...
+    def on_scheduler_event(self, event: Any) -> None: ...
+    def render(self) -> bytes: ...
+
+
+class NullMetrics:
+    """Metrics that record nothing (a daemon built without an exporter, tests)."""
+
+    def preset(self, schedules: Iterable[Any]) -> None:
+        pass
+
+    def forget_schedule(self, name: str) -> None:
+        pass
+
+    def state_corrupt(self, schedule: str) -> None:
+        pass
+
+    def switch_worker_error(self, schedule: str) -> None:
+        pass
+
+    def journal_lost(self, schedule: str) -> None:
+        pass
+
+    def set_policy_drift(self, schedule: str, policies: int) -> None:
+        pass
+
+    def schedule_unblocked(self, schedule: str) -> None:
+        pass
+
+    def restore_last_run(self, state: Any) -> None:
+        pass
+
+    def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None:
+        pass
+
+    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None:
+        pass
+
+    def window_missed(self, schedule: str, window: str) -> None:
+        pass
+
+    def set_clock_skew(self, skew: float, limit: float) -> None:
+        pass
+
+    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
+                      ) -> None:
+        pass
+
+    def set_leader(self, leading: bool) -> None:
+        pass
+
+    def on_scheduler_event(self, event: Any) -> None:
+        pass
+
+    def render(self) -> bytes:
+        """An empty exposition."""
+        return bytes(generate_latest(CollectorRegistry()))

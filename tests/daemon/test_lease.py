@@ -103,3 +103,20 @@ def test_woken_leader_never_retakes_a_released_lease(clock: FakeClock, lease_sto
     writes = len(lease_store.writes)
     assert not a.try_acquire_or_renew(renew_only=True)
     assert not a.is_leader() and len(lease_store.writes) == writes
+
+
+def test_run_lock_holding_yields_whether_it_was_taken_and_releases_after(
+        clock: FakeClock, lease_store: Any) -> None:
+    """`with lock.holding() as held`: taken and renewed inside, released after; a lock held by
+    another process yields False and is left alone."""
+    from tidal.daemon.lease import RunLock
+
+    mine = RunLock(lease_store, "team", "daemon:a", clock)
+    other = RunLock(lease_store, "team", "cli:b", clock)
+    with mine.holding() as held:
+        assert held and mine.held()
+        with other.holding() as also:
+            assert not also and other.holder == "daemon:a"
+    assert not mine.held()
+    with other.holding() as held:
+        assert held and other.holder == "cli:b"

@@ -110,7 +110,7 @@ def test_untriggered_binding_with_an_old_failure_does_not_fail_the_wave() -> Non
     """A rebalance not yet written to the binding does not fail on an older condition."""
     created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     old = _binding(generation=3, observed=2, scheduled=("False", "Unschedulable"))
-    assert _eval(old, gates.WaveTarget(_workload(), trigger_time=created)).failure == ""
+    assert _eval(old, gates.WaveTarget(_workload(), trigger_time=created)).failure is None
 
 
 def test_floor_breach_fails_at_once() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tidal.engine.journal import InMemoryJournal, PolicyRecord, RunState, WaveState
+from tidal.engine.states import LazyMark
 from tidal.karmada.errors import Conflict
 
 
@@ -12,7 +13,7 @@ def _state() -> RunState:
     return RunState(
         schedule="team", window="night", run_id="r1", phase="waves",
         policies=[PolicyRecord(kind="ClusterPropagationPolicy", name="p", pre_image={"a": 1},
-                               lazy_added=True)],
+                               lazy=LazyMark.ADDED)],
         waves=[WaveState(index=0, workloads=["ns/Deployment/a"], result="succeeded",
                          triggered=["ns/Deployment/a"])],
     )
@@ -46,3 +47,15 @@ def test_second_writer_gets_conflict() -> None:
     journal.steal("team")
     with pytest.raises(Conflict):
         journal.save(state)
+
+
+def test_a_stored_0_1_0_journal_writes_back_the_values_it_read() -> None:
+    """Typed states in memory, the stored keys and values unchanged (only keys added since)."""
+    import json
+    from pathlib import Path
+
+    stored = json.loads((Path(__file__).parent / "fixtures" /
+                         "journal-0.1.0-mid-run.json").read_text())
+    again = RunState.from_dict(stored).to_dict()
+    assert set(again) - set(stored) == {"scheduleHash", "scheduleSnapshot", "startedBy"}
+    assert {k: again[k] for k in stored} == stored

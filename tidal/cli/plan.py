@@ -77,7 +77,7 @@ def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
                   f"trigger {sp.trigger}" + (", Lazy during the switch" if sp.lazy else ""))
-    for index, wave in enumerate(plan.waves, start=1):
+    for index, wave in plan.numbered():
         table = Table(title=f"wave {index}", title_justify="left")
         table.add_column("workload")
         table.add_column("replicas", justify="right")

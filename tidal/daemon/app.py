@@ -11,11 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 
-from tidal.daemon.http import HealthServer, empty_metrics
+from tidal.daemon.http import HealthServer
 from tidal.daemon.lease import (
     ElectionTimings,
     KarmadaLeaseStore,
@@ -24,12 +23,17 @@ from tidal.daemon.lease import (
     RunLock,
     run_lock_name,
 )
-from tidal.daemon.reconcile import Reconciler, RunSwitch
+from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
 from tidal.domain.windows import times_of
+from tidal.engine.events import EngineEvent, OnEvent
+from tidal.engine.journal import Journal, RunState
+from tidal.karmada.client import KarmadaClient
+from tidal.loading.loader import LoadedSchedule
+from tidal.metrics import DaemonMetrics, Metrics, NullMetrics
 from tidal.settings import Settings
 
 log = structlog.get_logger("tidal.daemon")
@@ -38,10 +42,13 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 
 
-def default_run_switch(*args: Any, **kwargs: Any) -> Any:
+def default_run_switch(client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
+                       clock: Clock, journal: Journal, on_event: OnEvent,
+                       run_id: str | None = None, resume: RunState | None = None) -> RunOutcome:
     from tidal.engine.switch import run_switch
 
-    return run_switch(*args, **kwargs)
+    return run_switch(client, loaded, window_name, clock=clock, journal=journal,
+                      on_event=on_event, run_id=run_id, resume=resume)
 
 
 class _AlwaysLeader:
@@ -64,20 +71,21 @@ class Daemon:
         self,
         settings: Settings,
         *,
-        client: Any,
+        client: KarmadaClient,
         clock: Clock | None = None,
         run_switch: RunSwitch = default_run_switch,
-        metrics: Any = None,
+        metrics: Metrics | None = None,
         load: Loader = default_loader,
         lease_store: LeaseStore | None = None,
         lock_store: Callable[[str], LeaseStore] | None = None,
-        on_event: Callable[[Any], None] | None = None,
+        on_event: OnEvent | None = None,
         watch: bool = True,
     ) -> None:
         self.settings = settings
         self.client = client
         self.clock = clock or SystemClock()
-        self.metrics = metrics
+        self.exporter = metrics  # the engine observer reports through it (and makes Events)
+        self.metrics: DaemonMetrics = metrics if metrics is not None else NullMetrics()
         self.identity = settings.identity
         self._stop = threading.Event()
         self._stopping = False
@@ -105,7 +113,7 @@ class Daemon:
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
-            on_fenced=self._fenced, metrics=metrics, lock_for=self._run_lock,
+            on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
             max_clock_skew=settings.scheduler.max_clock_skew_seconds)
         self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
                                      on_error=self._worker_failed)
@@ -113,7 +121,7 @@ class Daemon:
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
             resync_seconds=settings.scheduler.resync_seconds, resync=self.resync,
-            on_event=getattr(metrics, "on_scheduler_event", None))
+            on_event=self.metrics.on_scheduler_event)
         self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) if watch else None
         self.http: HealthServer | None = None
         self._run_locks: dict[str, RunLock] = {}
@@ -144,16 +152,16 @@ class Daemon:
         return True, f"ready ({role})"
 
     # --- wiring ------------------------------------------------------------------------------
-    def _observer(self) -> Callable[[Any], None] | None:
-        if self.metrics is None:
+    def _observer(self) -> OnEvent | None:
+        if self.exporter is None:  # no exporter: no observer (nor Events) either
             return None
         from tidal.daemon.state import run_object_name
         from tidal.karmada.events import EventRecorder, configmap_ref
         from tidal.observe import EngineObserver
 
         namespace = self.settings.state_namespace
-        observer: Callable[[Any], None] = EngineObserver(
-            self.metrics, recorder=EventRecorder(self.client, instance=self.identity,
+        observer: OnEvent = EngineObserver(
+            self.exporter, recorder=EventRecorder(self.client, instance=self.identity,
                                                  may_write=lambda: self.may_act()),
             state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
         return observer
@@ -168,7 +176,7 @@ class Daemon:
             self._run_locks[schedule] = lock
         return lock
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: EngineEvent) -> None:
         for observer in self._observers:
             try:
                 observer(event)
@@ -176,20 +184,17 @@ class Daemon:
                 log.warning("event_observer_failed", error=str(exc))
 
     def _worker_failed(self, schedule: str, exc: Exception) -> None:
-        if self.metrics is not None:
-            self.metrics.switch_worker_error(schedule)
+        self.metrics.switch_worker_error(schedule)
 
     def _window_fired(self, schedule: str, window: str) -> None:
         self.dispatcher.submit(schedule, f"window:{window}")
 
     def _started_leading(self) -> None:
-        if self.metrics is not None:
-            self.metrics.set_leader(True)
+        self.metrics.set_leader(True)
         self.resync("leadership")
 
     def _stopped_leading(self) -> None:
-        if self.metrics is not None:
-            self.metrics.set_leader(False)
+        self.metrics.set_leader(False)
         self._fail("lost the lease")
 
     def _fenced(self, why: str) -> None:
@@ -212,19 +217,15 @@ class Daemon:
         outcome = self.directory.reload()
         for name in outcome.removed:
             self.scheduler.remove_schedule(name)
-            if self.metrics is not None:
-                self.metrics.forget_schedule(name)
+            self.metrics.forget_schedule(name)
         for name, loaded in self.directory.catalog.schedules.items():
             self.scheduler.set_schedule(name, times_of(loaded.schedule))
-        if self.metrics is not None:
-            loaded_all = list(self.directory.catalog.schedules.values())
-            self.metrics.preset(loaded_all)
-            self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
+        loaded_all = list(self.directory.catalog.schedules.values())
+        self.metrics.preset(loaded_all)
+        self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
         self.resync("reload")
 
     def _publish_next_runs(self) -> None:
-        if self.metrics is None:
-            return
         now = self.clock.now()
         for name, loaded in list(self.directory.catalog.schedules.items()):
             self.metrics.publish_window_times(name, times_of(loaded.schedule), now)
@@ -240,7 +241,7 @@ class Daemon:
             log.warning("state_namespace_unavailable", namespace=self.settings.state_namespace,
                         error=str(exc))
         if serve_http:
-            render = self.metrics.render if self.metrics is not None else empty_metrics
+            render = self.metrics.render
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
         self.dispatcher.start()
         self.scheduler.start()
@@ -252,8 +253,7 @@ class Daemon:
                 target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
             self._elector_thread.start()
         else:
-            if self.metrics is not None:
-                self.metrics.set_leader(True)
+            self.metrics.set_leader(True)
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
                  port=self.http.port if self.http else None)
         return self
@@ -300,8 +300,7 @@ class Daemon:
         if self._elector_thread is not None:
             self._elector_thread.join(timeout=5)
         self.elector.release()
-        if self.metrics is not None:
-            self.metrics.set_leader(False)
+        self.metrics.set_leader(False)
         if self.http is not None:
             self.http.stop()
         log.info("daemon_stopped", identity=self.identity, exit_code=self._exit_code)

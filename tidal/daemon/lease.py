@@ -15,8 +15,9 @@ Rules (as client-go, but on monotonic time):
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -24,10 +25,12 @@ from typing import Any, Protocol
 import structlog
 
 from tidal.domain.clock import Clock
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError
+from tidal.karmada.objects import Obj
+from tidal.karmada.views import LeaseView
 from tidal.settings import LeaderElectionSettings
 
-Obj = dict[str, Any]
 log = structlog.get_logger("tidal.daemon.lease")
 
 
@@ -40,7 +43,7 @@ class LeaseStore(Protocol):
 class KarmadaLeaseStore:
     """The Lease object in the Karmada control plane."""
 
-    def __init__(self, client: Any, namespace: str, name: str) -> None:
+    def __init__(self, client: KarmadaClient, namespace: str, name: str) -> None:
         self.client, self.namespace, self.name = client, namespace, name
 
     def get(self) -> Obj | None:
@@ -144,32 +147,28 @@ class LeaderElector:
         try:
             lease = self.store.get()
             self.api_reachable = True
-            if renew_only and (lease is None or (lease.get("spec") or {}).get(
-                    "holderIdentity") != self.identity):
+            if renew_only and LeaseView.of(lease).holder != self.identity:
                 self._step_down("lease no longer names us")
                 return False
             if lease is None:
                 self.store.create(self._spec(None))
                 self._won(now_m)
                 return True
-            spec = lease.get("spec") or {}
-            holder = spec.get("holderIdentity") or None
+            view = LeaseView(lease)
+            holder = view.holder
             self.holder = holder
-            record = (holder, spec.get("renewTime"), spec.get("acquireTime"),
-                      spec.get("leaseTransitions"))
+            record = view.record()
             if record != self._observed_record:
                 self._observed_record, self._observed_at = record, now_m
-            duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
+            duration = view.duration_seconds or self.timings.lease_duration
             if holder and holder != self.identity and now_m < self._observed_at + duration \
                     and not self.preempt(holder):
                 if self._leading:
                     self._step_down(f"lease taken by {holder}")
                 return False
-            lease["spec"] = self._spec(spec)
+            lease["spec"] = self._spec(dict(view.spec))
             updated = self.store.update(lease)
-            new = updated.get("spec") or {}
-            self._observed_record = (new.get("holderIdentity"), new.get("renewTime"),
-                                     new.get("acquireTime"), new.get("leaseTransitions"))
+            self._observed_record = LeaseView(updated).record()
             self._observed_at = now_m
             self._won(now_m)
             return True
@@ -228,9 +227,9 @@ class LeaderElector:
             return
         try:
             lease = self.store.get()
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            if lease is None or LeaseView(lease).holder != self.identity:
                 return
-            spec = dict(lease.get("spec") or {})
+            spec = dict(LeaseView(lease).spec)
             spec.update({"holderIdentity": None, "leaseDurationSeconds": 1,
                          "renewTime": micro_time(self.clock.now())})
             lease["spec"] = spec
@@ -317,6 +316,19 @@ class RunLock:
                                         daemon=True)
         self._thread.start()
 
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[bool]:
+        """Try the lock once; while the block runs it is renewed, and released after. Yields
+        whether it was taken (False: another holder has it; nothing to release)."""
+        if not self.try_acquire():
+            yield False
+            return
+        self._start_renewing()
+        try:
+            yield True
+        finally:
+            self.release()
+
     def release(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -331,7 +343,7 @@ class RunLock:
         self.release()
 
 
-def manual_run_lock(client: Any, namespace: str, schedule: str, identity: str,
+def manual_run_lock(client: KarmadaClient, namespace: str, schedule: str, identity: str,
                     clock: Clock, timings: ElectionTimings = ElectionTimings()) -> RunLock:
     """For `tidal switch`: take the schedule's run lock (waiting out a stale holder) or raise
     LockBusy. Use as `with manual_run_lock(...) as lock:` and pass `lock.held` as a guard."""

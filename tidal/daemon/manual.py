@@ -7,18 +7,17 @@ refused once the lock could not be renewed (the engine then stops: FencedOut).""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tidal.daemon.lease import ElectionTimings, LockBusy, RunLock, manual_run_lock
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock
 from tidal.engine.journal import RunState
+from tidal.karmada.client import KarmadaClient
 
 __all__ = ["LockBusy", "ManualRunJournal"]
 
 
 class ManualRunJournal:
-    def __init__(self, client: Any, namespace: str, identity: str, clock: Clock,
+    def __init__(self, client: KarmadaClient, namespace: str, identity: str, clock: Clock,
                  timings: ElectionTimings | None = None) -> None:
         self.client, self.namespace, self.identity = client, namespace, identity
         self.clock, self.timings = clock, timings or ElectionTimings()

@@ -16,7 +16,7 @@ import structlog
 
 from tidal.daemon.lease import RunLock
 from tidal.daemon.refusal import explain
-from tidal.daemon.state import CorruptState, HandledRecord, ScheduleState, StateStore
+from tidal.daemon.state import CorruptState, DaemonOutcome, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.windows import (
     Action,
@@ -27,8 +27,13 @@ from tidal.domain.windows import (
     start_in_force,
     times_of,
 )
-from tidal.engine.journal import FencedOut, JournalLost, RunState
+from tidal.engine.events import OnEvent
+from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
+from tidal.engine.states import RunResult
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.loading.loader import LoadedSchedule
+from tidal.metrics import DaemonMetrics, NullMetrics
 
 log = structlog.get_logger("tidal.daemon.reconcile")
 
@@ -36,10 +41,20 @@ log = structlog.get_logger("tidal.daemon.reconcile")
 SNAP = timedelta(seconds=2)
 
 
+class RunOutcome(Protocol):
+    """What the daemon needs of a finished run (a RunRecord, or the run's journalled state)."""
+
+    @property
+    def result(self) -> RunResult | None: ...
+
+
 class RunSwitch(Protocol):
-    def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Clock,
-                 journal: Any, on_event: Callable[[Any], None], run_id: str | None = None,
-                 resume: Any = None) -> Any: ...
+    """tidal.engine.switch.run_switch, or a stand-in."""
+
+    def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
+                 clock: Clock, journal: Journal, on_event: OnEvent,
+                 run_id: str | None = None, resume: RunState | None = None
+                 ) -> RunOutcome: ...
 
 
 def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
@@ -66,27 +81,24 @@ def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
     return started >= start.at
 
 
-def result_of(record: Any) -> str:
-    result = getattr(record, "result", None)
-    if result is None and hasattr(record, "to_json"):
-        data = record.to_json()
-        result = data.get("result") if isinstance(data, dict) else None
-    return str(result or "unknown")
+def result_of(record: RunOutcome) -> DaemonOutcome:
+    return DaemonOutcome(record.result) if record.result is not None else \
+        DaemonOutcome.UNKNOWN
 
 
 class Reconciler:
     def __init__(
         self,
         *,
-        client: Any,
+        client: KarmadaClient,
         state: StateStore,
         run_switch: RunSwitch,
         clock: Clock,
-        get_schedule: Callable[[str], Any],
+        get_schedule: Callable[[str], LoadedSchedule | None],
         is_leader: Callable[[], bool],
-        on_event: Callable[[Any], None],
+        on_event: OnEvent,
         on_fenced: Callable[[str], None],
-        metrics: Any = None,
+        metrics: DaemonMetrics | None = None,
         lock_for: Callable[[str], RunLock] | None = None,
         max_clock_skew: float | None = None,
     ) -> None:
@@ -98,7 +110,7 @@ class Reconciler:
         self.is_leader = is_leader
         self.on_event = on_event
         self.on_fenced = on_fenced
-        self.metrics = metrics
+        self.metrics: DaemonMetrics = metrics if metrics is not None else NullMetrics()
         self.lock_for = lock_for
         self.max_clock_skew = max_clock_skew
         self.last_decisions: dict[str, str] = {}
@@ -115,7 +127,7 @@ class Reconciler:
         except CorruptState as exc:
             log.error("state_corrupt", schedule=name, object=exc.object, error=exc.detail,
                       repair=exc.repair)
-            self._metric("state_corrupt", name)
+            self.metrics.state_corrupt(name)
             return
         except (Conflict, FencedOut, LeaseLost) as exc:
             own_lease = any(isinstance(e, LeaseLost) or
@@ -127,13 +139,8 @@ class Reconciler:
         except JournalLost as exc:
             # The claim ("started") stays: the next pass finds the run from its policies' marks.
             log.error("journal_lost", schedule=name, reason="journal_lost", error=str(exc))
-            self._metric("journal_lost", name)
-        self._metric("schedule_unblocked", name)
-
-    def _metric(self, method: str, *args: Any) -> None:
-        call = getattr(self.metrics, method, None)
-        if call is not None:
-            call(*args)
+            self.metrics.journal_lost(name)
+        self.metrics.schedule_unblocked(name)
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[bool]:
@@ -142,15 +149,10 @@ class Reconciler:
             yield True
             return
         lock = self.lock_for(name)
-        if not lock.try_acquire():
-            log.info("schedule_busy", schedule=name, holder=lock.holder)
-            yield False
-            return
-        lock._start_renewing()
-        try:
-            yield True
-        finally:
-            lock.release()
+        with lock.holding() as held:
+            if not held:
+                log.info("schedule_busy", schedule=name, holder=lock.holder)
+            yield held
 
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
@@ -160,14 +162,14 @@ class Reconciler:
                 now = upcoming.at
         return now
 
-    def _pass(self, name: str, loaded: Any, reason: str) -> None:
+    def _pass(self, name: str, loaded: LoadedSchedule, reason: str) -> None:
         schedule = loaded.schedule
         times = times_of(schedule)
         seen = self.state.read(name)
         unfinished = self.state.load(name)
         if self._clock_skewed(name):
             return
-        if unfinished is not None and self.metrics is not None:
+        if unfinished is not None:
             self.metrics.restore_last_run(unfinished)  # also a run `tidal switch` made
         if unfinished is not None and not unfinished.finished:
             with self._locked(name) as ok:
@@ -183,7 +185,7 @@ class Reconciler:
             return
         now = self._now(times, reason)
         claimed = seen.handled
-        if claimed is not None and claimed.outcome == "started" and claimed.run_id:
+        if claimed is not None and claimed.outcome is DaemonOutcome.STARTED and claimed.run_id:
             if unfinished is not None and unfinished.run_id == claimed.run_id:
                 # The run finished but its outcome was never recorded (crash in between).
                 self._finish(seen, name, unfinished.window, unfinished, claimed.run_id)
@@ -201,7 +203,7 @@ class Reconciler:
                 self._start(name, loaded, seen, seen, restart, claimed.run_id)
                 return
             self.state.record_handled(seen, HandledRecord(
-                claimed.window, claimed.at, "abandoned", claimed.run_id, now,
+                claimed.window, claimed.at, DaemonOutcome.ABANDONED, claimed.run_id, now,
                 reason="claimed, but the claimant died before its first step and the start "
                        "is no longer due"))
             return
@@ -216,7 +218,7 @@ class Reconciler:
                      run_id=unfinished.run_id, result=unfinished.result,
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, str(unfinished.result or "unknown"), unfinished.run_id,
+                start.window, start.at, result_of(unfinished), unfinished.run_id,
                 now))
             return
         if decision.action is Action.RUN and start is not None:
@@ -228,32 +230,33 @@ class Reconciler:
                 if not ok:
                     return
                 claim = self.state.record_handled(
-                    seen, HandledRecord(start.window, start.at, "started", run_id, now))
+                    seen, HandledRecord(start.window, start.at, DaemonOutcome.STARTED, run_id, now))
                 self._start(name, loaded, seen, claim, start, run_id)
         elif decision.action is Action.MISSED and start is not None and \
                 seen.handled is None and unfinished is None:
             # A schedule tidal never ran: its last start was before tidal managed it.
             log.info("window_before_first_run", schedule=name, window=start.window,
                      start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(start.window, start.at,
-                                                          "beforeFirstRun", None, now))
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, DaemonOutcome.BEFORE_FIRST_RUN, None, now))
         elif decision.action is Action.MISSED and start is not None:
             log.warning("window_missed", schedule=name, window=start.window,
                         start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
             self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, "missed", None, now, reason=decision.reason))
-            self._metric("window_missed", name, start.window)
+                start.window, start.at, DaemonOutcome.MISSED, None, now, reason=decision.reason))
+            self.metrics.window_missed(name, start.window)
         elif decision.action is Action.NOTHING and unfinished is not None and \
                 start is not None and unfinished.window == start.window:
             self._check_drift(name, unfinished)
         elif decision.action is Action.SKIP and start is not None:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(start.window, start.at, "skipped",
-                                                          None, now, reason=decision.reason))
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, DaemonOutcome.SKIPPED, None, now,
+                reason=decision.reason))
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
-    def _start(self, name: str, loaded: Any, before: ScheduleState, seen: ScheduleState,
+    def _start(self, name: str, loaded: LoadedSchedule, before: ScheduleState, seen: ScheduleState,
                start: WindowStart, run_id: str) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
@@ -268,7 +271,7 @@ class Reconciler:
                 log.warning("switch_retry_later", schedule=name, window=start.window,
                             run_id=run_id, error=str(exc))
                 self.state.record_handled(seen, before.handled or HandledRecord(
-                    "", datetime(1970, 1, 1, tzinfo=UTC), "retry"))
+                    "", datetime(1970, 1, 1, tzinfo=UTC), DaemonOutcome.RETRY))
                 return
             self._refused(seen, name, loaded, start, run_id, exc)
             return
@@ -293,9 +296,7 @@ class Reconciler:
             if not drift:
                 log.info("policy_drift_cleared", schedule=name)
         self.drift[name] = drift
-        setter = getattr(self.metrics, "set_policy_drift", None)
-        if setter is not None:
-            setter(name, len(drift))
+        self.metrics.set_policy_drift(name, len(drift))
 
     def _clock_skewed(self, name: str) -> bool:
         """Refuse to act while our clock and the API server's disagree by more than the limit:
@@ -304,9 +305,7 @@ class Reconciler:
         skew = measure() if measure is not None and self.max_clock_skew is not None else None
         if skew is None or self.max_clock_skew is None:
             return False
-        setter = getattr(self.metrics, "set_clock_skew", None)
-        if setter is not None:
-            setter(skew, self.max_clock_skew)
+        self.metrics.set_clock_skew(skew, self.max_clock_skew)
         if abs(skew) <= self.max_clock_skew:
             return False
         log.error("clock_skew", schedule=name, reason="clock_skew", skew_seconds=round(skew, 1),
@@ -314,7 +313,7 @@ class Reconciler:
                   fix="synchronise this node's clock (NTP) with the API server's")
         return True
 
-    def _under_way(self, loaded: Any, window: str, run_id: str) -> bool:
+    def _under_way(self, loaded: LoadedSchedule, window: str, run_id: str) -> bool:
         """A policy of the window carries the run's marks and not its completion: the run
         changed it and never finished (its journal was lost), so it must be carried on."""
         from tidal.engine.policy_change import run_under_way
@@ -329,7 +328,7 @@ class Reconciler:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: ScheduleState, name: str, loaded: Any, start: WindowStart,
+    def _refused(self, seen: ScheduleState, name: str, loaded: LoadedSchedule, start: WindowStart,
                  run_id: str, exc: Exception) -> None:
         reason, lines = explain(exc, loaded, start.window)
         log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
@@ -337,11 +336,11 @@ class Reconciler:
         now = self.clock.now()
         summary = lines[0] if lines else type(exc).__name__
         self.state.record_handled(seen, HandledRecord(
-            start.window, start.at, "refused", run_id, now,
+            start.window, start.at, DaemonOutcome.REFUSED, run_id, now,
             reason=f"{reason.value}: {summary}"[:500]))
-        self._metric("switch_refused", name, start.window, reason.value, now.timestamp())
+        self.metrics.switch_refused(name, start.window, reason.value, now.timestamp())
 
-    def _finish(self, seen: ScheduleState, name: str, window: str, record: Any,
+    def _finish(self, seen: ScheduleState, name: str, window: str, record: RunOutcome,
                 run_id: str) -> None:
         result = result_of(record)
         handled = seen.handled

@@ -4,12 +4,12 @@ lines a person can act on (a policy write the apiserver refused is located in th
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from tidal.engine.resolve import ResolveError
 from tidal.engine.switch import PlanRefused
 from tidal.engine.write_check import PolicyWritesRefused
 from tidal.karmada.errors import KarmadaError
+from tidal.loading.loader import LoadedSchedule
 from tidal.loading.refusals import locate_refusals
 
 MAX_LINES = 20
@@ -23,9 +23,10 @@ class RefusalReason(StrEnum):
     INTERNAL = "internal"  # a bug: reported, never retried blindly
 
 
-def explain(exc: BaseException, loaded: Any, window: str) -> tuple[RefusalReason, list[str]]:
+def explain(exc: BaseException, loaded: LoadedSchedule, window: str
+            ) -> tuple[RefusalReason, list[str]]:
     """The reason class and the one-line explanations of a switch that did not start."""
-    path = getattr(loaded, "path", None)
+    path = getattr(loaded, "path", None)  # (a stand-in may have none)
     if isinstance(exc, PolicyWritesRefused):
         lines = [str(e) for e in locate_refusals(path, window, exc.problems)] if path \
             else [str(p) for p in exc.problems]

@@ -14,14 +14,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypedDict
+from enum import StrEnum
+from typing import TypedDict
 
 from tidal.domain.windows import Controls, Handled, Hold
 from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
+from tidal.karmada.objects import Obj
+from tidal.karmada.views import ConfigMapView
 
-Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/managed-by": "tidal"}
 
 
@@ -46,10 +49,8 @@ _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
 
 
 def _corrupt(schedule: str, obj: Obj, exc: Exception) -> CorruptState:
-    meta = obj.get("metadata") or {}
-    detail = f"{type(exc).__name__}: {exc}"
-    return CorruptState(schedule, str(meta.get("namespace", "")), str(meta.get("name", "")),
-                        detail)
+    view = ConfigMapView(obj)
+    return CorruptState(schedule, view.namespace, view.name, f"{type(exc).__name__}: {exc}")
 
 
 def run_object_name(schedule: str) -> str:
@@ -111,23 +112,47 @@ def controls_from_dict(d: ControlsData) -> Controls:
     )
 
 
+class DaemonOutcome(StrEnum):
+    """How the daemon handled a window start (stored as data.handled.outcome)."""
+
+    STARTED = "started"  # claimed; the run is under way (or its claimant died)
+    SUCCEEDED = "succeeded"  # the run's result (tidal.engine.states.RunResult) ...
+    FAILED = "failed"
+    ROLLED_BACK = "rolledBack"
+    MISSED = "missed"  # too late for catchUpWindow
+    SKIPPED = "skipped"  # `tidal skip`
+    REFUSED = "refused"  # not started: an unsafe plan, a bad schedule, ...
+    ABANDONED = "abandoned"  # claimed, the claimant died, no longer due
+    BEFORE_FIRST_RUN = "beforeFirstRun"  # the start was before tidal managed the schedule
+    RETRY = "retry"  # given back after a retryable error before anything was written
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def _missing_(cls, value: object) -> DaemonOutcome:
+        return cls.UNKNOWN  # written by a newer version: read, never fatal
+
+
 @dataclass(frozen=True)
 class HandledRecord:
-    """The last start handled, with how (started|succeeded|failed|rolledBack|missed|skipped)."""
+    """The last start handled, with how."""
 
     window: str
     at: datetime
-    outcome: str
+    outcome: DaemonOutcome
     run_id: str | None = None
     updated_at: datetime | None = None
     reason: str = ""  # why a start did not run (missed, skipped, refused, abandoned)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", DaemonOutcome(self.outcome))
 
     @property
     def handled(self) -> Handled:
         return Handled(window=self.window, at=self.at)
 
     def to_dict(self) -> HandledData:
-        data = HandledData(window=self.window, at=self.at.isoformat(), outcome=self.outcome,
+        data = HandledData(window=self.window, at=self.at.isoformat(),
+                           outcome=str(self.outcome),
                            runId=self.run_id, updatedAt=_iso(self.updated_at))
         if self.reason:
             data["reason"] = self.reason
@@ -136,7 +161,8 @@ class HandledRecord:
     @classmethod
     def from_dict(cls, d: HandledData) -> HandledRecord:
         return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
-                   outcome=str(d.get("outcome", "")), run_id=d.get("runId"),
+                   outcome=DaemonOutcome(d.get("outcome", DaemonOutcome.UNKNOWN)),
+                   run_id=d.get("runId"),
                    updated_at=_dt(d.get("updatedAt")), reason=str(d.get("reason", "")))
 
 
@@ -153,7 +179,7 @@ class ScheduleState:
 class StateStore:
     """Reads and writes the per-schedule state objects; also the engine's Journal."""
 
-    def __init__(self, client: Any, namespace: str,
+    def __init__(self, client: KarmadaClient, namespace: str,
                  guard: Callable[[], bool] = lambda: True, writer: str | None = None) -> None:
         self.client = client
         self.namespace = namespace
@@ -173,7 +199,7 @@ class StateStore:
     @staticmethod
     def _run_of(obj: Obj | None, schedule: str = "") -> RunState | None:
         """The run the object holds; CorruptState when its data cannot be read."""
-        if obj is None or not (obj.get("data") or {}).get("run"):
+        if obj is None or not ConfigMapView(obj).data.get("run"):
             return None
         try:
             return RunState.from_json(obj["data"]["run"],

@@ -10,28 +10,30 @@ from tidal.daemon.state import StateStore
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
-from tidal.engine.policy_change import COMPLETED_RUN, annotations_of, temporary_lazy
 from tidal.engine.snapshot import schedule_hash
+from tidal.engine.states import RunResult
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.leases import get_lease
-from tidal.karmada.names import LAZY_ADDED_BY
+from tidal.karmada.views import LeaseView, PolicyView
+from tidal.loading.loader import LoadedSchedule
 
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def policy_drift(client: Any, run: RunState) -> list[dict[str, Any]]:
+def policy_drift(client: KarmadaClient, run: RunState) -> list[dict[str, Any]]:
     """Policies of the last finished run whose spec no longer hashes to what the run wrote."""
-    if not run.finished or run.result != "succeeded":
+    if not run.finished or run.result is not RunResult.SUCCEEDED:
         return []
     return [{"policy": key, "reason": "deleted" if how == "deleted" else
              "spec edited since the run"} for key, how in edited_policies(client, run.policies)]
 
 
-def edit_pending(run: RunState, loaded: Any) -> dict[str, Any] | None:
+def edit_pending(run: RunState, loaded: LoadedSchedule) -> dict[str, Any] | None:
     """The last run started with another version of the schedule than the file now says: the
     edit applies from the next start (a run in flight finishes against its own version)."""
     if not run.schedule_hash or run.schedule_hash == schedule_hash(loaded):
@@ -41,7 +43,7 @@ def edit_pending(run: RunState, loaded: Any) -> dict[str, Any] | None:
             "appliesFrom": "the next window start"}
 
 
-def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None = None
+def lazy_held(client: KarmadaClient, run: RunState | None, schedule: TidalSchedule | None = None
               ) -> list[dict[str, Any]]:
     """Policies left Lazy by a tidal run that did not finish them (the marks on the policy say
     so, whether or not any journal remembers that run): their unmoved templates wait for the
@@ -60,21 +62,21 @@ def lazy_held(client: Any, run: RunState | None, schedule: TidalSchedule | None 
         if policy.swap_from:  # a rolled-back swap re-created `from`, which holds the Lazy
             refs[(policy.kind, policy.namespace, policy.swap_from)] = None
     for kind, namespace, name in refs:
-        obj = policies_api.find_policy(client, kind, name, namespace)
-        added, original = temporary_lazy(obj)
-        notes = annotations_of(obj)
-        if added and notes.get(LAZY_ADDED_BY) != notes.get(COMPLETED_RUN):
+        view = PolicyView.of(policies_api.find_policy(client, kind, name, namespace))
+        added, original = view.temporary_lazy()
+        if added and view.lazy_added_by != view.completed_run:
             key = f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
             held.append({"policy": key, "restoreTo": original})
     return held
 
 
-def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any],
+def build_status(client: KarmadaClient, namespace: str, lease_name: str,
+                 loaded: list[LoadedSchedule],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
     store = StateStore(client, namespace)
     states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
-    leader = ((lease or {}).get("spec") or {}).get("holderIdentity")
+    leader = LeaseView.of(lease).holder
     out: list[dict[str, Any]] = []
     for item in sorted(loaded, key=lambda s: s.schedule.name):
         schedule = item.schedule
@@ -111,7 +113,10 @@ def build_status(client: Any, namespace: str, lease_name: str, loaded: list[Any]
             "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
                         "result": run.result, "startedAt": run.started_at,
                         "finishedAt": run.finished_at, "reason": run.reason,
-                        "startedBy": run.started_by} if run else None,
+                        "startedBy": run.started_by,
+                        "waves": [{"index": w.index, "result": w.result.reported
+                                   if w.result is not None else None}
+                                  for w in run.waves]} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),

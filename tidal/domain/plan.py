@@ -56,7 +56,7 @@ class PlannedWorkload:
 @dataclass(frozen=True)
 class PlanStep:
     label: str  # "before", "wave 1", ..., "end"
-    wave: int | None
+    wave: int | None  # the wave's number (from 1)
     assigned: dict[str, int]  # predicted replicas per cluster after the step
     lowest_ready: dict[str, int]  # during the step: the lowest ready count of any workload
     violations: tuple[FloorViolation, ...] = ()
@@ -82,15 +82,20 @@ class Plan:
     def workloads(self) -> list[PlannedWorkload]:
         return [w for wave in self.waves for w in wave]
 
+    def numbered(self) -> list[tuple[int, list[PlannedWorkload]]]:
+        """(wave number, workloads): waves are numbered from 1 everywhere (plan, run record,
+        status, metrics, Events)."""
+        return [(number, wave) for number, wave in enumerate(self.waves, start=1)]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "safe": self.safe,
             "waves": [
-                {"index": i, "workloads": [
+                {"index": number, "workloads": [
                     {"workload": w.name, "replicas": w.replicas, "before": dict(w.before),
                      "after": dict(w.after), "exact": w.exact}
                     for w in wave]}
-                for i, wave in enumerate(self.waves)],
+                for number, wave in self.numbered()],
             "steps": [
                 {"step": s.label, "wave": s.wave, "assigned": s.assigned,
                  "lowestReady": s.lowest_ready,
@@ -181,7 +186,7 @@ def make_plan(
         after.append(_wave_state(wave, kept, ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
-        steps.append(_step(f"wave {index + 1}", index,
+        steps.append(_step(f"wave {index + 1}", index + 1,
                            [*after[:index], flight[index], *before[index + 1:]], clusters))
     steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]

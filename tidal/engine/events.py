@@ -15,6 +15,8 @@ from typing import Any, ClassVar, TypedDict
 
 import structlog
 
+from tidal.engine.states import FailureReason, Gate, PolicyAction, RunResult, Trigger, WaveResult
+
 
 class EventBase(TypedDict):
     """The fields every event of one run (and wave) shares, to spread into an event."""
@@ -48,7 +50,7 @@ class EngineEvent:
 class RunStarted(EngineEvent):
     workloads: int
     waves: int
-    trigger: str
+    trigger: Trigger
     resumed: bool = False
     event_name: ClassVar[str] = "run_started"
 
@@ -57,18 +59,18 @@ class RunStarted(EngineEvent):
 class PolicyChanged(EngineEvent):
     kind: str
     policy: str  # namespace/name or name
-    action: str  # patch | swap | restore | lazy_restored | unchanged
+    action: PolicyAction
     lazy_added: bool = False
     event_name: ClassVar[str] = "policy_changed"
 
 
 POLICY_ACTION_TEXT: dict[str, str] = {
-    "patch": "patched",
-    "swap": "swapped in",
-    "restore": "restored to its spec before the switch",
-    "lazy_restored": "Lazy lifted (activationPreference back as it was)",
-    "unchanged": "already as the window wants it",
-    "completed": "marked completed",
+    PolicyAction.PATCH: "patched",
+    PolicyAction.SWAP: "swapped in",
+    PolicyAction.RESTORE: "restored to its spec before the switch",
+    PolicyAction.LAZY_RESTORED: "Lazy lifted (activationPreference back as it was)",
+    PolicyAction.UNCHANGED: "already as the window wants it",
+    PolicyAction.COMPLETED: "marked completed",
 }
 
 
@@ -96,14 +98,14 @@ class RunWarning(EngineEvent):
 @dataclass(frozen=True, kw_only=True)
 class WaveStarted(EngineEvent):
     workloads: tuple[str, ...]
-    trigger: str
+    trigger: Trigger
     rollback: bool = False
     event_name: ClassVar[str] = "wave_started"
 
 
 @dataclass(frozen=True, kw_only=True)
 class GatePassed(EngineEvent):
-    gate: str  # triggered | scheduled | converged | floors
+    gate: Gate
     event_name: ClassVar[str] = "gate_passed"
 
 
@@ -143,17 +145,16 @@ class WaveProgress(EngineEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class WaveFinished(EngineEvent):
-    result: str  # succeeded | failed | rolledBack
+    result: WaveResult  # succeeded | failed | rolledBack
     reason: str = ""
-    failure: str = ""  # floor_breach | timeout | unschedulable | binding_not_found | api_error
-    #                    | cluster_not_ready | policy_drift
+    failure: FailureReason | None = None
     duration_seconds: float = 0.0
     rollback: bool = False
 
     @property
     def name(self) -> str:
-        return {"succeeded": "wave_succeeded", "failed": "wave_failed",
-                "rolledBack": "wave_rolled_back"}.get(self.result, "wave_finished")
+        return {WaveResult.SUCCEEDED: "wave_succeeded", WaveResult.FAILED: "wave_failed",
+                WaveResult.ROLLED_BACK: "wave_rolled_back"}.get(self.result, "wave_finished")
 
     @property
     def log_level(self) -> str:
@@ -162,7 +163,7 @@ class WaveFinished(EngineEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class RunFinished(EngineEvent):
-    result: str  # succeeded | failed | rolledBack
+    result: RunResult
     reason: str = ""
     duration_seconds: float = 0.0
     noop: bool = False

@@ -21,65 +21,51 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
-from tidal.engine.resolve import Workload, assignment
+from tidal.engine.resolve import Workload
+from tidal.engine.states import FailureReason, Gate
 from tidal.engine.triggers import normalize_placement
-from tidal.karmada.names import claim_labels
+from tidal.karmada.objects import Obj
+from tidal.karmada.views import BindingView, parse_time
 
-Obj = dict[str, Any]
-GATES = ("triggered", "scheduled", "converged", "floors")
+__all__ = [
+    "GATES",
+    "GateReport",
+    "GateTracker",
+    "TriggerRule",
+    "WaveTarget",
+    "evaluate",
+    "lowest_ready",
+    "parse_time",
+    "ready_by_cluster",
+    "rebalance_triggered",
+    "touch_triggered",
+    "workload_state",
+]
 
-
-def parse_time(value: object) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _walk(obj: Any, path: Sequence[str]) -> Any:
-    for part in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
+GATES = tuple(Gate)
 
 
 def ready_by_cluster(binding: Mapping[str, Any] | None, ready_field: str | None = None
                      ) -> dict[str, int]:
     """Ready replicas per member cluster from the binding's aggregatedStatus."""
-    path = (ready_field or "status.readyReplicas").split(".")
-    if path and path[0] == "status":
-        path = path[1:]
-    out: dict[str, int] = {}
-    for item in ((binding or {}).get("status") or {}).get("aggregatedStatus") or []:
-        value = _walk(item.get("status") or {}, path)
-        out[str(item.get("clusterName"))] = int(value) if isinstance(value, int | float) else 0
-    return out
+    return BindingView.of(binding).ready(ready_field)
 
 
-def healthy_clusters(binding: Mapping[str, Any] | None) -> set[str]:
-    items = ((binding or {}).get("status") or {}).get("aggregatedStatus") or []
-    return {str(i.get("clusterName")) for i in items if i.get("health") == "Healthy"}
-
-
-def live_replicas(workload: Workload, binding: Mapping[str, Any]) -> int | None:
+def live_replicas(workload: Workload, binding: BindingView) -> int | None:
     """Desired replicas now (someone may scale a workload during the switch)."""
     if workload.replicas is None:
         return None
-    value = (binding.get("spec") or {}).get("replicas")
-    return int(value) if isinstance(value, int) else workload.replicas
+    value = binding.replicas
+    return value if value is not None else workload.replicas
 
 
-def scheduled_condition(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for cond in (binding.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Scheduled":
-            return dict(cond)
-    return None
+class TriggerRule(Protocol):
+    """When a binding counts as triggered (one per trigger strategy)."""
+
+    def triggered(self, target: WaveTarget, binding: BindingView) -> bool: ...
 
 
 @dataclass
@@ -89,12 +75,33 @@ class WaveTarget:
     workload: Workload
     placement: Any | None = None  # normalized target placement (touch)
     trigger_time: datetime | None = None  # rebalancer creationTimestamp (rebalance)
+    rule: TriggerRule | None = None  # None: as the fields above say
+
+    def triggered(self, binding: BindingView) -> bool:
+        if self.rule is not None:
+            return self.rule.triggered(self, binding)
+        return touch_triggered(self, binding) and rebalance_triggered(self, binding)
+
+
+def touch_triggered(target: WaveTarget, binding: BindingView) -> bool:
+    """The binding carries the policy's new placement and a policy claims it again."""
+    if target.placement is None:
+        return True
+    return normalize_placement(binding.placement) == target.placement and binding.claimed
+
+
+def rebalance_triggered(target: WaveTarget, binding: BindingView) -> bool:
+    """The binding's reschedule was triggered at or after the rebalancer was created."""
+    if target.trigger_time is None:
+        return True
+    at = binding.reschedule_triggered_at
+    return at is not None and at >= target.trigger_time
 
 
 @dataclass
 class GateReport:
-    passed: set[str] = field(default_factory=set)
-    failure: str = ""  # unschedulable | floor_breach
+    passed: set[Gate] = field(default_factory=set)
+    failure: FailureReason | None = None  # unschedulable | floor_breach
     reason: str = ""
     violations: list[FloorViolation] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # workloads whose binding vanished
@@ -106,37 +113,29 @@ class GateReport:
 def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
                    ) -> tuple[bool, bool, bool, str]:
     """(triggered, scheduled, converged, unschedulable message) for one binding."""
-    spec = binding.get("spec") or {}
-    status = binding.get("status") or {}
-    triggered = True
-    if target.placement is not None:
-        labels = (binding.get("metadata") or {}).get("labels") or {}
-        triggered = normalize_placement(spec.get("placement")) == target.placement and \
-            any(labels.get(key) for key in claim_labels())
-    triggered_at = parse_time(spec.get("rescheduleTriggeredAt"))
-    if target.trigger_time is not None:
-        triggered = triggered and triggered_at is not None and triggered_at >= target.trigger_time
-    generation = (binding.get("metadata") or {}).get("generation")
-    observed = status.get("schedulerObservedGeneration")
-    scheduled = triggered and generation is not None and observed == generation
+    view = BindingView(binding)
+    triggered = target.triggered(view)
+    generation = view.generation
+    scheduled = triggered and generation is not None and \
+        view.scheduler_observed_generation == generation
     if scheduled and target.trigger_time is not None:
-        last = parse_time(status.get("lastScheduledTime"))
-        scheduled = last is not None and triggered_at is not None and last >= triggered_at
-    cond = scheduled_condition(binding)
+        last, at = view.last_scheduled, view.reschedule_triggered_at
+        scheduled = last is not None and at is not None and last >= at
+    cond = view.scheduled
     problem = ""
-    if triggered and cond is not None and cond.get("status") == "False":
-        problem = f"{cond.get('reason')}: {cond.get('message', '')}".strip()
+    if triggered and cond is not None and cond.status == "False":
+        problem = f"{cond.reason}: {cond.message}".strip()
         scheduled = False
-    if scheduled and cond is not None and cond.get("status") != "True":
+    if scheduled and cond is not None and cond.status != "True":
         scheduled = False
     converged = False
     if scheduled:
-        wanted = assignment(binding)
+        wanted = view.assignment()
         if target.workload.replicas is None:
-            healthy = healthy_clusters(binding)
+            healthy = view.healthy_clusters()
             converged = all(c in healthy for c in wanted)
         else:
-            ready = ready_by_cluster(binding, ready_field)
+            ready = view.ready(ready_field)
             converged = all(ready.get(c, 0) >= n for c, n in wanted.items())
     return triggered, scheduled, converged, problem
 
@@ -175,16 +174,18 @@ class GateTracker:
             else:
                 self.missing.discard(key)
                 self.states[key] = workload_state(target, binding, self.ready_field)
-                self.ready[key] = ready_by_cluster(binding, self.ready_field)
-                self.assigned[key] = assignment(binding)
+                view = BindingView(binding)
+                self.ready[key] = view.ready(self.ready_field)
+                self.assigned[key] = view.assignment()
         w = self.people.get(key)
         if w is not None:
             if binding is None:
                 self.violations.pop(key, None)
                 return
-            kept = set(self.before.get(w.name, {})) & set(assignment(binding))
-            found = check_floors(w.name, live_replicas(w, binding),
-                                 ready_by_cluster(binding, self.ready_field), self.floors, kept)
+            view = BindingView(binding)
+            kept = set(self.before.get(w.name, {})) & set(view.assignment())
+            found = check_floors(w.name, live_replicas(w, view), view.ready(self.ready_field),
+                                 self.floors, kept)
             if found:
                 self.violations[key] = found
             else:
@@ -216,21 +217,21 @@ class GateTracker:
             for c, n in self.assigned.get(key, {}).items():
                 report.assigned[c] = report.assigned.get(c, 0) + n
         if failing:
-            report.failure = "unschedulable"
+            report.failure = FailureReason.UNSCHEDULABLE
             report.reason = "; ".join(sorted(failing))
         report.converged = sum(1 for st in states if st[2])
         report.violations = [v for key in sorted(self.violations) for v in self.violations[key]]
         if report.violations:
-            report.failure = "floor_breach"
+            report.failure = FailureReason.FLOOR_BREACH
             report.reason = f"floor breached: {report.violations[0]}"
         else:
-            report.passed.add("floors")
+            report.passed.add(Gate.FLOORS)
         if all(st[0] for st in states):
-            report.passed.add("triggered")
+            report.passed.add(Gate.TRIGGERED)
             if all(st[1] for st in states):
-                report.passed.add("scheduled")
+                report.passed.add(Gate.SCHEDULED)
                 if all(st[2] for st in states):
-                    report.passed.add("converged")
+                    report.passed.add(Gate.CONVERGED)
         return report
 
 

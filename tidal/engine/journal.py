@@ -18,9 +18,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tidal.domain.waves import WorkloadKey
+from tidal.engine.states import (
+    ChangeKind,
+    LazyMark,
+    Phase,
+    PolicyStage,
+    RunResult,
+    Trigger,
+    WaveResult,
+    check_transition,
+)
 from tidal.karmada.errors import Conflict
-
-PHASES = ("planned", "policies", "waves", "finishing", "rollback", "done")
 
 
 class FencedOut(Exception):
@@ -40,66 +49,104 @@ def content_hash(obj: Any) -> str:
 
 @dataclass
 class PolicyRecord:
-    """What the engine did (or will do) to one policy, with what it needs to undo it."""
+    """What the engine did (or will do) to one policy, with what it needs to undo it.
+
+    Stored with the JSON keys of 0.1.0 (applied/restored and lazyAdded/keepLazy/lazyRestored
+    booleans), so that a replica of either version reads what the other wrote."""
 
     kind: str
     name: str  # the policy in force after the change
     namespace: str | None = None
-    action: str = "patch"  # patch | swap
+    action: ChangeKind = ChangeKind.PATCH
     swap_from: str | None = None
     pre_image: dict[str, Any] | None = None  # the spec before (of `swap_from` for a swap)
     pre_hash: str | None = None
     post_hash: str | None = None
-    applied: bool = False
-    lazy_added: bool = False
+    stage: PolicyStage = PolicyStage.PENDING
+    lazy: LazyMark = LazyMark.NONE
     original_activation: str | None = None
-    keep_lazy: bool = False  # excluded templates are claimed: leave it Lazy after the switch
-    lazy_restored: bool = False
-    restored: bool = False  # rolled back
+
+    def __post_init__(self) -> None:
+        self.action = ChangeKind(self.action)
+        self.stage = PolicyStage(self.stage)
+        self.lazy = LazyMark(self.lazy)
 
     @property
     def key(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else \
             f"{self.kind}/{self.name}"
 
+    @property
+    def applied(self) -> bool:
+        """The run wrote this policy (it may have been put back since)."""
+        return self.stage is not PolicyStage.PENDING
+
+    @property
+    def restored(self) -> bool:
+        return self.stage is PolicyStage.RESTORED
+
+    def keep_lazy(self, keep: bool) -> None:
+        """Leave (or stop leaving) the Lazy this run added after the switch."""
+        if keep and self.lazy is LazyMark.ADDED:
+            self.lazy = LazyMark.KEPT
+        elif not keep and self.lazy is LazyMark.KEPT:
+            self.lazy = LazyMark.ADDED
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "name": self.name, "namespace": self.namespace,
-            "action": self.action, "swapFrom": self.swap_from, "preImage": self.pre_image,
-            "preHash": self.pre_hash, "postHash": self.post_hash, "applied": self.applied,
-            "lazyAdded": self.lazy_added, "originalActivation": self.original_activation,
-            "keepLazy": self.keep_lazy, "lazyRestored": self.lazy_restored,
+            "action": self.action.value, "swapFrom": self.swap_from,
+            "preImage": self.pre_image, "preHash": self.pre_hash, "postHash": self.post_hash,
+            "applied": self.applied, "lazyAdded": self.lazy.added,
+            "originalActivation": self.original_activation,
+            "keepLazy": self.lazy is LazyMark.KEPT,
+            "lazyRestored": self.lazy is LazyMark.LIFTED,
             "restored": self.restored,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PolicyRecord:
+        stage = PolicyStage.RESTORED if d.get("restored") else \
+            PolicyStage.APPLIED if d.get("applied") else PolicyStage.PENDING
+        lazy = LazyMark.NONE
+        if d.get("lazyAdded"):
+            lazy = LazyMark.LIFTED if d.get("lazyRestored") else \
+                LazyMark.KEPT if d.get("keepLazy") else LazyMark.ADDED
         return cls(
             kind=d["kind"], name=d["name"], namespace=d.get("namespace"),
-            action=d.get("action", "patch"), swap_from=d.get("swapFrom"),
+            action=ChangeKind(d.get("action", "patch")), swap_from=d.get("swapFrom"),
             pre_image=d.get("preImage"), pre_hash=d.get("preHash"), post_hash=d.get("postHash"),
-            applied=bool(d.get("applied")), lazy_added=bool(d.get("lazyAdded")),
-            original_activation=d.get("originalActivation"), keep_lazy=bool(d.get("keepLazy")),
-            lazy_restored=bool(d.get("lazyRestored")), restored=bool(d.get("restored")),
+            stage=stage, lazy=lazy, original_activation=d.get("originalActivation"),
         )
 
 
 @dataclass
 class WaveState:
-    index: int
-    workloads: list[str]
-    result: str | None = None  # succeeded | failed | rolledBack
+    index: int  # from 1
+    workloads: list[WorkloadKey]
+    result: WaveResult | None = None
     reason: str = ""
     started_at: str | None = None
     finished_at: str | None = None
     triggered: list[str] = field(default_factory=list)  # workloads whose trigger was written
     rebalancers: list[str] = field(default_factory=list)
     rollback_triggered: list[str] = field(default_factory=list)
-    rolled_back: bool = False
+
+    def __post_init__(self) -> None:
+        self.workloads = [k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k)
+                          for k in self.workloads]
+        if self.result is not None:
+            self.result = WaveResult(self.result)
+
+    @property
+    def rolled_back(self) -> bool:
+        return self.result is not None and self.result.rolled_back
 
     def to_dict(self) -> dict[str, Any]:
+        # 0.1.0 keys: a failed wave that was moved back is result "failed" + rolledBack
         return {
-            "index": self.index, "workloads": list(self.workloads), "result": self.result,
+            "index": self.index, "workloads": [str(k) for k in self.workloads],
+            "result": self.result.reported if self.result is not None else None,
             "reason": self.reason, "startedAt": self.started_at, "finishedAt": self.finished_at,
             "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
             "rollbackTriggered": list(self.rollback_triggered),
@@ -108,13 +155,17 @@ class WaveState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> WaveState:
+        raw = d.get("result")
+        result = WaveResult(raw) if raw is not None else None
+        if result is WaveResult.FAILED and d.get("rolledBack"):
+            result = WaveResult.FAILED_ROLLED_BACK
         return cls(
-            index=int(d["index"]), workloads=list(d.get("workloads", [])),
-            result=d.get("result"), reason=d.get("reason", ""), started_at=d.get("startedAt"),
+            index=int(d["index"]),
+            workloads=[WorkloadKey.parse(str(k)) for k in d.get("workloads", [])],
+            result=result, reason=d.get("reason", ""), started_at=d.get("startedAt"),
             finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
             rollback_triggered=list(d.get("rollbackTriggered", [])),
-            rolled_back=bool(d.get("rolledBack", False)),
         )
 
 
@@ -125,11 +176,11 @@ class RunState:
     schedule: str
     window: str
     run_id: str
-    phase: str = "planned"
-    trigger: str = "touch"
+    phase: Phase = Phase.PLANNED
+    trigger: Trigger = Trigger.TOUCH
     started_at: str | None = None
     finished_at: str | None = None
-    result: str | None = None  # succeeded | failed | rolledBack
+    result: RunResult | None = None
     reason: str = ""
     policies: list[PolicyRecord] = field(default_factory=list)
     waves: list[WaveState] = field(default_factory=list)
@@ -141,19 +192,30 @@ class RunState:
     journal_token: str | None = field(default=None, compare=False)
     started_by: str | None = None  # daemon:<identity> | cli:<identity>
 
+    def __post_init__(self) -> None:
+        self.phase, self.trigger = Phase(self.phase), Trigger(self.trigger)
+        if self.result is not None:
+            self.result = RunResult(self.result)
+
+    def advance(self, phase: Phase) -> None:
+        """Move to `phase` (IllegalTransition if the state machine does not allow it)."""
+        self.phase = check_transition(Phase(self.phase), phase)
+
     @property
     def completed_waves(self) -> list[int]:
-        return [w.index for w in self.waves if w.result == "succeeded"]
+        return [w.index for w in self.waves if w.result == WaveResult.SUCCEEDED]
 
     @property
     def finished(self) -> bool:
-        return self.phase == "done"
+        return self.phase == Phase.DONE  # (a test may have set the plain string)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schedule": self.schedule, "window": self.window, "runId": self.run_id,
-            "phase": self.phase, "trigger": self.trigger, "startedAt": self.started_at,
-            "finishedAt": self.finished_at, "result": self.result, "reason": self.reason,
+            "phase": str(self.phase), "trigger": str(self.trigger),
+            "startedAt": self.started_at, "finishedAt": self.finished_at,
+            "result": str(self.result) if self.result is not None else None,
+            "reason": self.reason,
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
             "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
@@ -162,13 +224,17 @@ class RunState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], journal_token: str | None = None) -> RunState:
-        phase = d.get("phase", "planned")
-        if phase not in PHASES:
-            raise ValueError(f"unknown run phase {phase!r}")
+        try:
+            phase = Phase(d.get("phase", Phase.PLANNED))
+        except ValueError:
+            raise ValueError(f"unknown run phase {d.get('phase')!r}") from None
+        result = d.get("result")
         return cls(
             schedule=d["schedule"], window=d["window"], run_id=d["runId"], phase=phase,
-            trigger=d.get("trigger", "touch"), started_at=d.get("startedAt"),
-            finished_at=d.get("finishedAt"), result=d.get("result"), reason=d.get("reason", ""),
+            trigger=Trigger(d.get("trigger", Trigger.TOUCH)), started_at=d.get("startedAt"),
+            finished_at=d.get("finishedAt"),
+            result=RunResult(result) if result is not None else None,
+            reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
             started_by=d.get("startedBy"),

@@ -16,9 +16,12 @@ from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
+from tidal.engine.states import Trigger
+from tidal.engine.strategies import strategy_for
 from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
+from tidal.karmada.views import BindingView, PolicyView
 
 
 @dataclass
@@ -27,7 +30,7 @@ class SwitchPlan:
     window: Window
     rollout: Rollout
     selection: Selection
-    trigger: str
+    trigger: Trigger
     lazy: bool
     floors: list[FloorRule]
     clusters: list[ClusterFacts]
@@ -41,17 +44,13 @@ class SwitchPlan:
     def by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.selection.workloads}
 
-    def wave_names(self) -> list[list[str]]:
-        return [[w.name for w in wave] for wave in self.plan.waves]
 
-
-def needs_move(trigger: str, workload: Workload, target_placement: object,
+def needs_move(trigger: Trigger, workload: Workload, target_placement: object,
                policies_done: bool, *,
                placement_of: Callable[[Workload], object] = triggers.binding_placement) -> bool:
-    if trigger in ("touch", "both"):
-        return placement_of(workload) != target_placement or \
-            (trigger == "both" and not policies_done)
-    return not policies_done
+    """Does the workload still need the window's change (as the trigger strategy sees it)?"""
+    return strategy_for(trigger).needs_move(placement_of(workload), target_placement,
+                                            policies_done)
 
 
 class _BindingPlacements:
@@ -65,7 +64,7 @@ class _BindingPlacements:
         self._seen: list[tuple[Any, Any]] = []  # (raw, normalised)
 
     def __call__(self, workload: Workload) -> object:
-        raw = ((workload.binding or {}).get("spec") or {}).get("placement")
+        raw = BindingView.of(workload.binding).placement
         for seen, normalised in self._seen:
             if seen == raw:
                 return normalised
@@ -89,14 +88,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-               trigger: str | None = None) -> SwitchPlan:
+               trigger: Trigger | None = None) -> SwitchPlan:
     """Read the control plane and plan the window's switch (writes nothing)."""
     with _gc_paused():
         return _build_plan(client, schedule, window_name, trigger=trigger)
 
 
 def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-                trigger: str | None) -> SwitchPlan:
+                trigger: Trigger | None) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window)
@@ -104,7 +103,8 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     if refused:
         raise PolicyWritesRefused(window.name, refused)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
-    lazy = chosen in ("touch", "both")
+    strategy = strategy_for(chosen)
+    lazy = strategy.marks_lazy
     clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]
     floors = [FloorRule.from_model(f) for f in rollout.floors]
     targets = {t.key: t for t in selection.policies}
@@ -116,7 +116,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     placement_of = _BindingPlacements()
     pending = [w for w in selection.workloads
                if needs_move(chosen, w, placements[w.policy], done, placement_of=placement_of)]
-    fresh = chosen in ("rebalance", "both")
+    fresh = strategy.fresh
     planned = []
     for w in sorted(pending, key=lambda w: w.key):
         prediction = predictors[w.policy].predict(
@@ -173,7 +173,7 @@ def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, object]) -
     every template at once and the new policy claims them all, Lazy or not."""
     out = []
     for t in targets:
-        before = ((t.from_obj or {}).get("spec") or {}).get("placement")
+        before = PolicyView.of(t.from_obj).spec.get("placement")
         if t.swap_from and before is not None and \
                 triggers.normalize_placement(before) != placements[t.key]:
             out.append(f"swap {t.swap_from} -> {t.name} changes the placement: Karmada may move "

@@ -15,8 +15,10 @@ from typing import Any
 
 import json_merge_patch
 
+from tidal.domain.schedule import TidalSchedule
 from tidal.engine.journal import PolicyRecord, content_hash
 from tidal.engine.resolve import PolicyTarget, strip_server_fields
+from tidal.engine.states import ChangeKind, LazyMark, PolicyAction, PolicyStage
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import AlreadyExists, Conflict
@@ -27,23 +29,13 @@ from tidal.karmada.names import (
     POLICY_WINDOW,
     claim_labels,
 )
+from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
-LAZY = "Lazy"
-COMPLETED_RUN = "tidal.io/completed-run"
+__all__ = ["COMPLETED_RUN", "LAZY", "apply", "comparable", "finish", "is_done", "record_for",
+           "restore_activation_after_rollback", "rollback", "run_under_way", "temporary_lazy"]
 CONFLICT_ATTEMPTS = 6
 
 Save = Callable[[], None]
-
-
-def comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
-    """A spec without activationPreference (which tidal manages around the change)."""
-    out = copy.deepcopy(spec or {})
-    out.pop("activationPreference", None)
-    return out
-
-
-def annotations_of(obj: Obj | None) -> dict[str, str]:
-    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
 
 
 def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
@@ -51,21 +43,16 @@ def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
     (and any Lazy tidal added is gone, or was kept on purpose by that run)."""
     if obj is None:
         return False
-    notes = annotations_of(obj)
-    return (notes.get(POLICY_WINDOW) == window and notes.get(COMPLETED_RUN) is not None
-            and notes.get(COMPLETED_RUN) == notes.get(POLICY_RUN)
-            and (not temporary_lazy(obj)[0]
-                 or notes.get(LAZY_ADDED_BY) == notes.get(COMPLETED_RUN))
-            and comparable(obj.get("spec")) == comparable(target.target_spec))
+    view = PolicyView(obj)
+    return (view.window == window and view.completed_run is not None
+            and view.completed_run == view.run
+            and (not view.temporary_lazy()[0] or view.lazy_added_by == view.completed_run)
+            and view.spec_without_activation() == comparable(target.target_spec))
 
 
 def temporary_lazy(obj: Obj | None) -> tuple[bool, str | None]:
     """(is this policy's Lazy one tidal added?, the activationPreference to put back)."""
-    notes = annotations_of(obj)
-    spec = (obj or {}).get("spec") or {}
-    if LAZY_ADDED_BY not in notes or spec.get("activationPreference") != LAZY:
-        return False, None
-    return True, notes.get(ACTIVATION_BEFORE_LAZY) or None
+    return PolicyView.of(obj).temporary_lazy()
 
 
 def _lazy_marks(run_id: str, original: str | None) -> dict[str, str]:
@@ -79,18 +66,18 @@ def _unmark_lazy() -> dict[str, None]:
 def _adopt(record: PolicyRecord, obj: Obj | None) -> None:
     """A Lazy an earlier tidal run added (and never restored) is this run's to restore."""
     added, original = temporary_lazy(obj)
-    if added and not record.lazy_added:
-        record.lazy_added, record.original_activation = True, original
+    if added and not record.lazy.added:
+        record.lazy, record.original_activation = LazyMark.ADDED, original
 
 
 def record_for(target: PolicyTarget) -> PolicyRecord:
     return PolicyRecord(kind=target.kind, name=target.name, namespace=target.namespace,
-                        action="swap" if target.swap_from else "patch",
+                        action=ChangeKind.SWAP if target.swap_from else ChangeKind.PATCH,
                         swap_from=target.swap_from)
 
 
 def apply(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
     """Apply one change; returns (the policy in force after, action taken)."""
     if target.swap_from:
         return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
@@ -102,41 +89,41 @@ def _marks(window: str, run_id: str) -> dict[str, Any]:
 
 
 def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-           run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+           run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
         current = api.get_policy(client, target.kind, target.name, target.namespace)
         _adopt(record, current)
-        notes = annotations_of(current)
-        if notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id:
-            record.applied = True
-            return current, "unchanged"  # this run already wrote it (resume)
-        spec = current.get("spec") or {}
+        view = PolicyView(current)
+        if view.written_by(window, run_id):
+            record.stage = PolicyStage.APPLIED
+            return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
+        spec = dict(view.spec)
         merged = json_merge_patch.merge(copy.deepcopy(current), patch)
         new_spec = merged.get("spec") or {}
         if comparable(new_spec) == comparable(spec) and not record.applied:
-            return current, "unchanged"
+            return current, PolicyAction.UNCHANGED
         if record.pre_image is None:
             record.pre_image = copy.deepcopy(spec)
             record.pre_hash = content_hash(spec)
-            if not record.lazy_added:  # else known from a halted run that added the Lazy
-                record.original_activation = spec.get("activationPreference")
+            if not record.lazy.added:  # else known from a halted run that added the Lazy
+                record.original_activation = view.activation
         body = copy.deepcopy(patch)
         body["metadata"] = {**(body.get("metadata") or {}), **_marks(window, run_id)}
         if lazy and new_spec.get("activationPreference") != LAZY:
             body.setdefault("spec", {})["activationPreference"] = LAZY
-            record.lazy_added = True
+            record.lazy = LazyMark.ADDED
             body["metadata"]["annotations"].update(
                 _lazy_marks(run_id, record.original_activation))
         save()
         try:
             after = api.patch_policy(client, target.kind, target.name, target.namespace, body,
-                                     resource_version=str(current["metadata"]["resourceVersion"]))
+                                     resource_version=view.resource_version)
         except Conflict:
             continue
-        record.applied = True
-        record.post_hash = content_hash(comparable(after.get("spec")))
-        return after, "patch"
+        record.stage = PolicyStage.APPLIED
+        record.post_hash = content_hash(PolicyView(after).spec_without_activation())
+        return after, PolicyAction.PATCH
     raise Conflict(f"{target.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
@@ -153,22 +140,22 @@ def _manifest(target: PolicyTarget, window: str, run_id: str, lazy: bool,
     record.original_activation = spec.get("activationPreference")
     if lazy and spec.get("activationPreference") != LAZY:
         spec["activationPreference"] = LAZY
-        record.lazy_added = True
+        record.lazy = LazyMark.ADDED
         meta["annotations"].update(_lazy_marks(run_id, record.original_activation))
     return manifest
 
 
 def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, str]:
+          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
     to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
         _adopt(record, to_obj)
-        notes = annotations_of(to_obj)
-        ours = notes.get(POLICY_WINDOW) == window and notes.get(POLICY_RUN) == run_id
-        record.applied = ours  # done before by someone else: nothing of ours to undo
-        return to_obj, "swap" if ours else "unchanged"
+        ours = PolicyView(to_obj).written_by(window, run_id)
+        # done before by someone else: nothing of ours to undo
+        record.stage = PolicyStage.APPLIED if ours else PolicyStage.PENDING
+        return to_obj, PolicyAction.SWAP if ours else PolicyAction.UNCHANGED
     if from_obj is not None and record.pre_image is None:
         record.pre_image = strip_server_fields(from_obj)
         record.pre_hash = content_hash(from_obj.get("spec"))
@@ -181,19 +168,20 @@ def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, 
             to_obj = api.create_policy(client, manifest)
         except AlreadyExists:
             to_obj = api.get_policy(client, target.kind, target.name, target.namespace)
-    record.applied = True
-    record.post_hash = content_hash(comparable(to_obj.get("spec")))
-    return to_obj, "swap"
+    record.stage = PolicyStage.APPLIED
+    record.post_hash = content_hash(PolicyView(to_obj).spec_without_activation())
+    return to_obj, PolicyAction.SWAP
 
 
-def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> str:
+def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str,
+           save: Save) -> PolicyAction:
     """After the last wave: restore activationPreference (unless kept) and mark completion."""
-    restore = record.lazy_added and not record.keep_lazy and not record.lazy_restored
+    restore = record.lazy is LazyMark.ADDED
     if not record.applied and not restore:
-        return "unchanged"
+        return PolicyAction.UNCHANGED
     notes: dict[str, Any] = {COMPLETED_RUN: run_id} if record.applied else {}
-    action = "lazy_restored" if restore else "completed"
-    if record.lazy_added and record.keep_lazy:
+    action = PolicyAction.LAZY_RESTORED if restore else PolicyAction.COMPLETED
+    if record.lazy is LazyMark.KEPT:
         notes[LAZY_ADDED_BY] = run_id  # kept on purpose by this (completed) run
     else:
         notes.update(_unmark_lazy())  # also stale marks of a Lazy an owner lifted by hand
@@ -202,8 +190,8 @@ def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Sa
         body["spec"] = {"activationPreference": record.original_activation}
     save()
     _patch_retrying(client, record, body)
-    if action == "lazy_restored":
-        record.lazy_restored = True
+    if restore:
+        record.lazy = LazyMark.LIFTED
     return action
 
 
@@ -212,21 +200,21 @@ def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str,
         current = api.get_policy(client, record.kind, record.name, record.namespace)
         try:
             return api.patch_policy(client, record.kind, record.name, record.namespace, body,
-                                    resource_version=str(current["metadata"]["resourceVersion"]))
+                                    resource_version=PolicyView(current).resource_version)
         except Conflict:
             continue
     raise Conflict(f"{record.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
 def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool,
-             save: Save) -> str:
+             save: Save) -> PolicyAction:
     """Put the previous spec back (keeping Lazy while waves move workloads back)."""
     if not record.applied or record.restored:
-        return "unchanged"
-    if record.action == "swap" and record.pre_image is None:
-        return "unchanged"  # no pre-image of `from`: deleting `to` would leave no policy
+        return PolicyAction.UNCHANGED
+    if record.action is ChangeKind.SWAP and record.pre_image is None:
+        return PolicyAction.UNCHANGED  # no pre-image of `from`: deleting `to` would leave none
     save()
-    if record.action == "swap":
+    if record.action is ChangeKind.SWAP:
         assert record.swap_from is not None
         api.delete_policy(client, record.kind, record.name, record.namespace)
         if record.pre_image is not None:
@@ -249,29 +237,29 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         if lazy:
             wanted["activationPreference"] = LAZY
             original = _original_of(record)
-            if original != LAZY and LAZY_ADDED_BY not in annotations_of(current):
+            if original != LAZY and PolicyView(current).lazy_added_by is None:
                 body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
         diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
         if diff:
             body["spec"] = diff
-        notes = annotations_of(current)
-        if notes.get(POLICY_RUN) == run_id:  # the policy no longer is this run's window
+        if PolicyView(current).run == run_id:  # the policy no longer is this run's window
             body.setdefault("metadata", {}).setdefault("annotations", {}).update(
                 {POLICY_WINDOW: None, POLICY_RUN: None})
         if body:
             _patch_retrying(client, record, body)
-    record.restored = True
-    return "restore"
+    record.stage = PolicyStage.RESTORED
+    return PolicyAction.RESTORE
 
 
 def _original_of(record: PolicyRecord) -> str | None:
     """The activationPreference the policy had before tidal: the pre-image's own, unless that
     was itself a Lazy an earlier run added."""
     pre_image = record.pre_image or {}
-    if record.action == "swap":  # the pre-image is the `from` policy, whole
-        added, original = temporary_lazy(pre_image)
-        return original if added else (pre_image.get("spec") or {}).get("activationPreference")
-    if record.lazy_added:  # the pre-image is the patched policy's spec
+    if record.action is ChangeKind.SWAP:  # the pre-image is the `from` policy, whole
+        view = PolicyView(pre_image)
+        added, original = view.temporary_lazy()
+        return original if added else view.activation
+    if record.lazy.added:  # the pre-image is the patched policy's spec
         return record.original_activation
     value = pre_image.get("activationPreference")
     return str(value) if value is not None else None
@@ -280,14 +268,15 @@ def _original_of(record: PolicyRecord) -> str | None:
 def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
                                       *, save: Save) -> None:
     """After rolled-back waves: the activationPreference from before tidal, marks removed."""
-    name = record.swap_from if record.action == "swap" else record.name
+    name = record.swap_from if record.action is ChangeKind.SWAP else record.name
     assert name is not None
     original = _original_of(record)
     current = api.find_policy(client, record.kind, name, record.namespace)
     if current is None:
         return
-    marked = LAZY_ADDED_BY in annotations_of(current)
-    if (current.get("spec") or {}).get("activationPreference") == original and not marked:
+    view = PolicyView(current)
+    marked = view.lazy_added_by is not None
+    if view.activation == original and not marked:
         return
     save()
     body: dict[str, Any] = {"spec": {"activationPreference": original}}
@@ -296,13 +285,13 @@ def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecor
     api.patch_policy(client, record.kind, name, record.namespace, body)
 
 
-def run_under_way(client: KarmadaClient, schedule: Any, window: str, run_id: str) -> bool:
+def run_under_way(client: KarmadaClient, schedule: TidalSchedule, window: str,
+                  run_id: str) -> bool:
     """Does a policy of the schedule's `window` carry `run_id`'s marks without its completion
     (the run changed it and did not finish)?"""
     for change in schedule.window(window).policies:
         ref = change.policy_refs()[-1]  # the policy in force after the change
-        notes = annotations_of(api.find_policy(client, ref.kind, ref.name, ref.namespace))
-        if notes.get(POLICY_RUN) == run_id and notes.get(POLICY_WINDOW) == window \
-                and notes.get(COMPLETED_RUN) != run_id:
+        view = PolicyView.of(api.find_policy(client, ref.kind, ref.name, ref.namespace))
+        if view.written_by(window, run_id) and view.completed_run != run_id:
             return True
     return False

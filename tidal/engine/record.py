@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidal.engine.journal import RunState
+from tidal.engine.states import NOT_STARTED, LazyMark, RunResult
 
 
 @dataclass
@@ -34,7 +35,7 @@ class RunRecord:
     schedule: str
     window: str
     run_id: str
-    result: str
+    result: RunResult
     started_at: str | None
     finished_at: str | None
     waves: list[WaveRecord] = field(default_factory=list)
@@ -46,11 +47,11 @@ class RunRecord:
 
     @property
     def succeeded(self) -> bool:
-        return self.result == "succeeded"
+        return self.result is RunResult.SUCCEEDED
 
     def to_dict(self) -> dict[str, Any]:
         return {"schedule": self.schedule, "window": self.window, "runId": self.run_id,
-                "result": self.result, "startedAt": self.started_at,
+                "result": self.result.value, "startedAt": self.started_at,
                 "finishedAt": self.finished_at, "waves": [w.to_dict() for w in self.waves],
                 "warnings": list(self.warnings),
                 "leftLazy": [{"policy": p, "restoresTo": r} for p, r in self.left_lazy]}
@@ -60,11 +61,13 @@ class RunRecord:
 
     @classmethod
     def from_state(cls, state: RunState, *, noop: bool = False) -> RunRecord:
-        waves = [WaveRecord(w.index, list(w.workloads), w.result or "notStarted", w.reason,
-                            w.started_at, w.finished_at)
+        waves = [WaveRecord(w.index, [str(k) for k in w.workloads],
+                            w.result.reported if w.result is not None else NOT_STARTED,
+                            w.reason, w.started_at, w.finished_at)
                  for w in state.waves if w.result is not None or w.started_at is not None]
         left = [(p.key, p.original_activation) for p in state.policies
-                if p.lazy_added and not p.lazy_restored and not p.keep_lazy]
-        return cls(state.schedule, state.window, state.run_id, state.result or "failed",
+                if p.lazy is LazyMark.ADDED]
+        return cls(state.schedule, state.window, state.run_id,
+                   state.result or RunResult.FAILED,
                    state.started_at, state.finished_at, waves, list(state.warnings),
                    state.reason, noop, left)

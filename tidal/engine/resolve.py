@@ -24,6 +24,7 @@ from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
 from tidal.karmada.objects import RebalancerWorkload
 from tidal.karmada.templates import list_templates
+from tidal.karmada.views import BindingView, ObjectView
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                  "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
@@ -70,7 +71,7 @@ class Workload:
 
     @property
     def uid(self) -> str:
-        return str((self.template.get("metadata") or {}).get("uid") or "")
+        return str(ObjectView(self.template).metadata.get("uid") or "")
 
     @property
     def binding_key(self) -> str:
@@ -78,10 +79,11 @@ class Workload:
 
     @property
     def replicas(self) -> int | None:
-        if self.binding is not None and "replicas" in (self.binding.get("spec") or {}):
-            value = self.binding["spec"].get("replicas")
-            if value is not None and int(value) > 0:
-                return int(value)
+        binding = BindingView.of(self.binding)
+        if binding.has_replicas_field:
+            value = binding.replicas
+            if value is not None and value > 0:
+                return value
         spec = self.template.get("spec")
         if isinstance(spec, dict) and isinstance(spec.get("replicas"), int):
             return int(spec["replicas"])
@@ -95,8 +97,7 @@ class Workload:
     def request(self) -> dict[str, float]:
         from tidal.domain.prediction import parse_quantity
 
-        spec = (self.binding or {}).get("spec") or {}
-        requests = (spec.get("replicaRequirements") or {}).get("resourceRequest") or {}
+        requests = BindingView.of(self.binding).replica_requests()
         return {k: parse_quantity(v) for k, v in requests.items()}
 
     def ref(self) -> RebalancerWorkload:
@@ -124,8 +125,7 @@ class Selection:
 
 
 def assignment(binding: Mapping[str, Any] | None) -> dict[str, int]:
-    clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
-    return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters if c.get("name")}
+    return BindingView.of(binding).assignment()
 
 
 def strip_server_fields(obj: Obj) -> Obj:
@@ -173,7 +173,7 @@ def _kinds_of(policy: Obj) -> list[tuple[str, str, str | None]]:
 
 
 def _claimed_by(template: Obj, policy: Obj) -> bool:
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    labels = ObjectView(template).labels
     selector = policies_api.claim_selector(policy)
     if selector is None:
         return False
@@ -182,7 +182,7 @@ def _claimed_by(template: Obj, policy: Obj) -> bool:
 
 
 def _claimed_by_other(template: Obj) -> bool:
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    labels = ObjectView(template).labels
     return any(k in labels for k in claim_labels())
 
 

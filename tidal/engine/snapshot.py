@@ -3,20 +3,29 @@ content (swap manifests included) to finish the run against after a crash."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from tidal.domain.schedule import TidalSchedule
 from tidal.engine.journal import content_hash
 
 
-def _schedule_of(loaded: Any) -> TidalSchedule:
-    schedule: TidalSchedule = loaded.schedule if hasattr(loaded, "schedule") else loaded
-    return schedule
+class HasSchedule(Protocol):
+    """A loaded schedule file (tidal.loading's LoadedSchedule)."""
+
+    @property
+    def schedule(self) -> TidalSchedule: ...
 
 
-def snapshot_of(loaded: Any) -> dict[str, Any]:
+ScheduleSource = TidalSchedule | HasSchedule
+
+
+def schedule_of(source: ScheduleSource) -> TidalSchedule:
+    return source if isinstance(source, TidalSchedule) else source.schedule
+
+
+def snapshot_of(loaded: ScheduleSource) -> dict[str, Any]:
     """The schedule as JSON, with the swap manifests the model does not dump."""
-    schedule = _schedule_of(loaded)
+    schedule = schedule_of(loaded)
     data: dict[str, Any] = schedule.model_dump(mode="json", by_alias=True, exclude_none=True)
     for window, dumped in zip(schedule.spec.windows, data["spec"]["windows"], strict=True):
         for change, item in zip(window.policies, dumped["policies"], strict=True):
@@ -25,7 +34,7 @@ def snapshot_of(loaded: Any) -> dict[str, Any]:
     return data
 
 
-def schedule_hash(loaded: Any) -> str:
+def schedule_hash(loaded: ScheduleSource) -> str:
     """A hash of what the schedule says (not of its file's comments or layout)."""
     return content_hash(snapshot_of(loaded))
 

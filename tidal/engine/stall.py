@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tidal.domain.prediction import parse_quantity
+from tidal.karmada.views import ClusterView
 
 Shortfall = tuple[str, dict[str, tuple[int, int]]]  # workload, cluster -> (ready, assigned)
 MAX_LISTED = 5
@@ -28,28 +29,24 @@ def describe_shortfalls(stuck: Sequence[Shortfall]) -> str:
 def likely_cause(clusters: Sequence[str], cluster_objs: Sequence[Mapping[str, Any]],
                  requests: Sequence[Mapping[str, float]]) -> str:
     """The resources the clusters lack for the replicas waiting there, or a NotReady cluster."""
-    by_name = {str((c.get("metadata") or {}).get("name")): c for c in cluster_objs}
+    by_name = {view.name: view for view in map(ClusterView, cluster_objs)}
     causes = []
     for name in clusters:
-        obj = by_name.get(name)
-        if obj is None:
+        cluster = by_name.get(name)
+        if cluster is None:
             causes.append(f"cluster {name} is gone")
             continue
-        status = obj.get("status") or {}
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in status.get("conditions") or [])
-        if not ready:
+        if not cluster.ready:
             causes.append(f"cluster {name} is not Ready")
             continue
-        summary = status.get("resourceSummary") or {}
         short = []
-        for resource, raw in sorted((summary.get("allocatable") or {}).items()):
+        for resource, raw in sorted(cluster.summary("allocatable").items()):
             need = max((r.get(resource, 0.0) for r in requests), default=0.0)
             if need <= 0:
                 continue
             allocatable = parse_quantity(raw)
-            allocated = parse_quantity((summary.get("allocated") or {}).get(resource, 0))
-            pending = parse_quantity((summary.get("allocating") or {}).get(resource, 0))
+            allocated = parse_quantity(cluster.summary("allocated").get(resource, 0))
+            pending = parse_quantity(cluster.summary("allocating").get(resource, 0))
             if allocatable - allocated < need:
                 short.append(f"insufficient {resource} (allocatable {raw}, allocated "
                              f"{_num(allocated)}, asked by Pending pods {_num(pending)}, a "

@@ -12,11 +12,13 @@ from typing import Any
 
 from tidal.domain.prediction import placement_mode
 from tidal.engine.resolve import PolicyTarget, Workload
+from tidal.engine.states import AUTO, Trigger
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada import templates as templates_api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import NotFound
 from tidal.karmada.objects import WorkloadRebalancer
+from tidal.karmada.views import BindingView, ObjectView
 
 REBALANCER_TTL_SECONDS = 600
 
@@ -39,7 +41,7 @@ def normalize_placement(placement: Any) -> Any:
 
 
 def binding_placement(workload: Workload) -> Any:
-    return normalize_placement(((workload.binding or {}).get("spec") or {}).get("placement"))
+    return normalize_placement(BindingView.of(workload.binding).placement)
 
 
 def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> bool:
@@ -54,19 +56,20 @@ def lazy_swap(targets: Sequence[PolicyTarget]) -> bool:
                for t in targets)
 
 
-def choose(trigger: str, targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> str:
+def choose(trigger: str, targets: Sequence[PolicyTarget],
+           workloads: Sequence[Workload]) -> Trigger:
     """auto: touch for a placement change, both when that placement is dynamic or
     aggregated, rebalance when the placement stays the same (both for a swap to a Lazy
     policy, which needs the touch to claim the templates)."""
-    if trigger == "rebalance" and lazy_swap(targets):
-        return "both"
-    if trigger != "auto":
-        return trigger
+    if trigger == Trigger.REBALANCE and lazy_swap(targets):
+        return Trigger.BOTH
+    if trigger != AUTO:
+        return Trigger(trigger)
     if not placement_changes(targets, workloads):
-        return "both" if lazy_swap(targets) else "rebalance"
+        return Trigger.BOTH if lazy_swap(targets) else Trigger.REBALANCE
     if any(placement_mode(t.target_placement) in ("dynamic", "aggregated") for t in targets):
-        return "both"
-    return "touch"
+        return Trigger.BOTH
+    return Trigger.TOUCH
 
 
 @dataclass
@@ -92,7 +95,7 @@ def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: s
             result.deleted.append(w.name)
             continue
         result.touched.append(w.name)
-        result.versions[w.name] = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        result.versions[w.name] = ObjectView(obj).resource_version
     return result
 
 

@@ -3,7 +3,7 @@ a floor breaks, or waveTimeout runs out. Used for forward waves and for rollback
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
@@ -20,12 +20,16 @@ from tidal.engine.events import (
     WorkloadSkipped,
 )
 from tidal.engine.journal import RunState, WaveState
+from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
+from tidal.engine.states import Direction, FailureReason, Gate, Trigger
+from tidal.engine.strategies import TriggerStrategy
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError, NotFound
+from tidal.karmada.views import BindingView, ObjectView
 
 RETRIGGER_ATTEMPTS = 5
 REBALANCER_CHECK_SECONDS = 1.0
@@ -38,15 +42,15 @@ def iso_now(clock: Clock) -> str:
 
 @dataclass
 class SwitchContext:
+    """What every wave of one run shares (the run's identity, strategy, floors and the
+    workloads seen so far); owned by the Run."""
+
     client: KarmadaClient
-    schedule: str
-    window: str
-    run_id: str
     clock: Clock
     emitter: Emitter
     state: RunState
     save: Callable[[], None]
-    trigger: str
+    strategy: TriggerStrategy
     floors: list[FloorRule]
     everyone: list[Workload]
     before: dict[str, dict[str, int]]
@@ -55,19 +59,28 @@ class SwitchContext:
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def trigger(self) -> Trigger:
+        return self.strategy.trigger
+
+    @property
+    def schedule(self) -> str:
+        return self.state.schedule
+
+    @property
+    def window(self) -> str:
+        return self.state.window
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
     def event_base(self, wave: int | None) -> EventBase:
         return EventBase(schedule=self.schedule, window=self.window, run_id=self.run_id,
                          wave=wave)
 
     def now_iso(self) -> str:
         return iso_now(self.clock)
-
-
-@dataclass
-class WaveOutcome:
-    ok: bool
-    failure: str = ""  # floor_breach | timeout | unschedulable | binding_not_found | api_error
-    reason: str = ""
 
 
 def _namespace_of(workloads: Sequence[Workload]) -> tuple[str | None, bool]:
@@ -89,42 +102,69 @@ def _template_gone(ctx: SwitchContext, w: Workload) -> bool:
 
 
 def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload], *,
-             placements: dict[str, object], rollback: bool = False) -> WaveOutcome:
-    """Trigger the wave's workloads and gate them. `placements`: policy key -> normalized
-    target placement (used for touch)."""
-    index = wave.index
-    base = ctx.event_base(index)
+             placements: Mapping[str, object],
+             direction: Direction = Direction.FORWARD) -> WaveOutcome:
+    """Trigger the wave's workloads with the run's strategy and gate them. `placements`:
+    policy key -> normalized target placement (what a touched binding must carry)."""
     live = [w for w in workloads if w.name not in ctx.skipped]
-    ctx.emitter.emit(WaveStarted(**base, workloads=tuple(w.name for w in live),
-                                 trigger=ctx.trigger, rollback=rollback))
+    ctx.emitter.emit(WaveStarted(**ctx.event_base(wave.index),
+                                 workloads=tuple(w.name for w in live),
+                                 trigger=ctx.trigger, rollback=direction is Direction.BACK))
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)
     watch = BindingWatch(ctx.client, namespace, cluster_scoped=cluster_scoped)
     watch.start()
-    done_before = wave.rollback_triggered if rollback else wave.triggered
-    targets = {w.name: gates.WaveTarget(w) for w in live}
-    if ctx.trigger in ("touch", "both"):
-        for w in live:
-            targets[w.name].placement = placements.get(w.policy)
+    run = WaveRun(ctx, wave, live, placements, watch, direction)
+    outcome = ctx.strategy.arm(run)
+    if outcome is not None and not outcome.ok:
+        return outcome
+    outcome = run.gate(until=Gate.CONVERGED)
+    if not outcome.ok:
+        return outcome
+    return ctx.strategy.settle(run) or outcome
+
+
+class WaveRun:
+    """One wave in flight: the primitives a trigger strategy arms it with (touch, rebalance,
+    wait for a gate), sharing one watch, one deadline and the wave's targets."""
+
+    def __init__(self, ctx: SwitchContext, wave: WaveState, live: Sequence[Workload],
+                 placements: Mapping[str, object], watch: BindingWatch,
+                 direction: Direction) -> None:
+        self.ctx, self.wave, self.watch, self.direction = ctx, wave, watch, direction
+        self.live = list(live)
+        self.placements = placements
+        self.targets = {w.name: gates.WaveTarget(w, rule=ctx.strategy) for w in live}
+        self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
+
+    @property
+    def triggered_before(self) -> list[str]:
+        """Workloads whose trigger this wave already wrote in its direction (a resume)."""
+        w = self.wave
+        return w.rollback_triggered if self.direction is Direction.BACK else w.triggered
+
+    def touch(self) -> None:
+        """Annotate every template of the wave (those touched before a crash are skipped);
+        the deadline starts when the touches are written."""
+        ctx = self.ctx
+        for w in self.live:
+            self.targets[w.name].placement = self.placements.get(w.policy)
         ctx.save()
-        touched = triggers.touch_wave(ctx.client, live, stamp=ctx.now_iso(), run_id=ctx.run_id,
-                                      skip=done_before)
+        done = self.triggered_before
+        touched = triggers.touch_wave(ctx.client, self.live, stamp=ctx.now_iso(),
+                                      run_id=ctx.run_id, skip=done)
         for name in touched.deleted:
-            _skip(ctx, index, name, "deleted", targets)
-        done_before[:] = sorted(set(done_before) | set(touched.touched))
+            _skip(ctx, self.wave.index, name, "deleted", self.targets)
+        done[:] = sorted(set(done) | set(touched.touched))
         ctx.save()
-    deadline = ctx.clock.monotonic() + ctx.wave_timeout
-    if ctx.trigger == "both":
-        # The touch first, until its own (Steady) schedule is done: a Lazy policy must claim
-        # the binding before a rebalance can work, and the rebalance must come after it.
-        outcome = _gate(ctx, wave, targets, watch, deadline, until="scheduled")
-        if not outcome.ok:
-            return outcome
-    if ctx.trigger in ("rebalance", "both"):
-        failed = _rebalance(ctx, wave, [w for w in live if w.name in targets], targets, watch,
-                            rollback)
-        if failed is not None:
-            return failed
-    return _gate(ctx, wave, targets, watch, deadline)
+        self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
+
+    def rebalance(self) -> WaveOutcome | None:
+        return _rebalance(self.ctx, self.wave,
+                          [w for w in self.live if w.name in self.targets], self.targets,
+                          self.watch, self.direction)
+
+    def gate(self, until: Gate) -> WaveOutcome:
+        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until)
 
 
 def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
@@ -141,32 +181,33 @@ def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
 
 def _rebalance(ctx: SwitchContext, wave: WaveState, live: list[Workload],
                targets: dict[str, gates.WaveTarget], watch: BindingWatch,
-               rollback: bool) -> WaveOutcome | None:
+               direction: Direction) -> WaveOutcome | None:
     """One WorkloadRebalancer for the wave; a new one for workloads whose last schedule fell
     in the same second as the rebalancer (Karmada would not see the trigger as later). On a
     resume, workloads the previous rebalancer already got rescheduled are not triggered again."""
-    pending = _not_yet_rescheduled(ctx, wave, live, targets, watch, rollback)
+    back = direction is Direction.BACK
+    pending = _not_yet_rescheduled(ctx, wave, live, targets, watch, back)
     for _ in range(RETRIGGER_ATTEMPTS):
         if not pending:
             return None
         name = triggers.rebalancer_name(ctx.schedule, ctx.run_id, wave.index - 1,
-                                        len(wave.rebalancers), rollback)
+                                        len(wave.rebalancers), back)
         wave.rebalancers.append(name)
         ctx.save()
         try:
             obj = triggers.rebalance_wave(ctx.client, name, pending, schedule=ctx.schedule,
                                           run_id=ctx.run_id)
         except KarmadaError as exc:
-            return WaveOutcome(False, "api_error", f"creating WorkloadRebalancer {name}: {exc}")
-        created = gates.parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            return WaveOutcome(False, FailureReason.API_ERROR,
+                               f"creating WorkloadRebalancer {name}: {exc}")
+        created = ObjectView(obj).created
         again: list[Workload] = []
         for w in pending:
             target = targets.get(w.name)
             if target is None:
                 continue
             target.trigger_time = created
-            last = gates.parse_time(((watch.cache.get(w.binding_key) or {}).get("status") or {})
-                                    .get("lastScheduledTime"))
+            last = BindingView.of(watch.cache.get(w.binding_key)).last_scheduled
             if created is not None and last is not None and last >= created:
                 again.append(w)
         if not again:
@@ -178,24 +219,22 @@ def _rebalance(ctx: SwitchContext, wave: WaveState, live: list[Workload],
 
 def _not_yet_rescheduled(ctx: SwitchContext, wave: WaveState, live: list[Workload],
                          targets: dict[str, gates.WaveTarget], watch: BindingWatch,
-                         rollback: bool) -> list[Workload]:
+                         back: bool) -> list[Workload]:
     same_direction = [n for n in wave.rebalancers
-                      if triggers.is_rollback_rebalancer(n) == rollback]
+                      if triggers.is_rollback_rebalancer(n) == back]
     if not same_direction:
         return list(live)
     try:
         previous = rebalancers_api.get_rebalancer(ctx.client, same_direction[-1])
     except NotFound:
         return list(live)  # gone (TTL): trigger everything again
-    created = gates.parse_time((previous.get("metadata") or {}).get("creationTimestamp"))
+    created = ObjectView(previous).created
     if created is None:
         return list(live)
     out = []
     for w in live:
-        binding = watch.cache.get(w.binding_key) or {}
-        spec, status = binding.get("spec") or {}, binding.get("status") or {}
-        triggered = gates.parse_time(spec.get("rescheduleTriggeredAt"))
-        last = gates.parse_time(status.get("lastScheduledTime"))
+        binding = BindingView.of(watch.cache.get(w.binding_key))
+        triggered, last = binding.reschedule_triggered_at, binding.last_scheduled
         if triggered is not None and triggered >= created and last is not None \
                 and last >= triggered and w.name in targets:
             targets[w.name].trigger_time = created
@@ -212,7 +251,7 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
             obj = rebalancers_api.get_rebalancer(ctx.client, name)
         except NotFound:
             continue
-        for item in (obj.get("status") or {}).get("observedWorkloads") or []:
+        for item in ObjectView(obj).status.get("observedWorkloads") or []:
             if item.get("result") == "Failed":
                 ref = item.get("workload") or {}
                 key = f"{ref.get('namespace', '')}/{ref.get('kind')}/{ref.get('name')}"
@@ -221,7 +260,7 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
-          watch: BindingWatch, deadline: float, until: str = "converged") -> WaveOutcome:
+          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED) -> WaveOutcome:
     index = wave.index
     base = ctx.event_base(index)
     passed: set[str] = set()
@@ -232,39 +271,40 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         report = tracker.report()
         _observe_floors(ctx, index, watch.cache, clusters)
         for gate in gates.GATES:
-            if gate in report.passed and gate not in passed and gate != "floors":
+            if gate in report.passed and gate not in passed and gate is not Gate.FLOORS:
                 passed.add(gate)
                 ctx.emitter.emit(GatePassed(**base, gate=gate))
-        if report.failure == "floor_breach":
+        if report.failure is FailureReason.FLOOR_BREACH:
             for v in report.violations:
                 ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,
                                                workload=v.workload, ready=v.ready,
                                                required=v.required, floor=v.floor))
-            return WaveOutcome(False, "floor_breach", report.reason)
+            return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
         if report.failure:
             return WaveOutcome(False, report.failure, report.reason)
         if report.missing:
             for name in report.missing:
                 w = targets[name].workload
                 if not _template_gone(ctx, w):
-                    return WaveOutcome(False, "binding_not_found",
+                    return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
                                        f"{name}: ReferencedBindingNotFound")
                 _skip(ctx, index, name, "deleted", targets)
             tracker = _tracker(ctx, targets, watch)
             continue
         if until in report.passed:
-            if until == "converged":
-                ctx.emitter.emit(GatePassed(**base, gate="floors"))
+            if until is Gate.CONVERGED:
+                ctx.emitter.emit(GatePassed(**base, gate=Gate.FLOORS))
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
-        if wave.rebalancers and "triggered" not in report.passed and \
+        if wave.rebalancers and Gate.TRIGGERED not in report.passed and \
                 now - last_check >= REBALANCER_CHECK_SECONDS:
             last_check = now
             gone = False
             for name, reason in _rebalancer_failures(ctx, wave):
                 if name in targets:
                     if not _template_gone(ctx, targets[name].workload):
-                        return WaveOutcome(False, "binding_not_found", f"{name}: {reason}")
+                        return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
+                                           f"{name}: {reason}")
                     _skip(ctx, index, name, "deleted", targets)
                     gone = True
             if gone:
@@ -272,7 +312,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 continue
         remaining = deadline - now
         if remaining <= 0:
-            return WaveOutcome(False, "timeout",
+            return WaveOutcome(False, FailureReason.TIMEOUT,
                                _timeout_reason(ctx, report, len(targets), tracker))
         ctx.emitter.emit(WaveProgress(**base, ready=report.ready,
                                       assigned=report.assigned, converged=report.converged,
@@ -281,7 +321,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
             tracker.update(key_of(obj), None if deleted else obj)
             probe = tracker.report()
             if probe.failure or probe.missing or until in probe.passed or \
-                    probe.passed - passed - {"floors"}:
+                    probe.passed - passed - {Gate.FLOORS}:
                 break
             if ctx.clock.monotonic() >= deadline:
                 break
@@ -295,12 +335,12 @@ def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
 
 def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
                     tracker: gates.GateTracker) -> str:
-    stuck = "triggered" if "triggered" not in report.passed else \
-        "scheduled" if "scheduled" not in report.passed else "converged"
+    stuck = next((g for g in (Gate.TRIGGERED, Gate.SCHEDULED) if g not in report.passed),
+                 Gate.CONVERGED)
     parts = [f"not {stuck} within waveTimeout {ctx.wave_timeout:g}s: {report.converged}/{total} "
              f"workloads converged; ready {report.ready}, assigned {report.assigned}"]
     short = [s for s in tracker.shortfalls() if s[1]]
-    if stuck == "converged" and short:
+    if stuck is Gate.CONVERGED and short:
         parts.append(stall.describe_shortfalls(short))
         waiting = sorted({c for _, clusters in short for c in clusters})
         requests = [w.workload.request for w in tracker.targets.values()]

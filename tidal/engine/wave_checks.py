@@ -13,14 +13,15 @@ from collections.abc import Iterable, Sequence
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.prediction import ClusterFacts
 from tidal.engine.journal import PolicyRecord, content_hash
-from tidal.engine.policy_change import comparable
-from tidal.engine.wave import WaveOutcome
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.states import ChangeKind, FailureReason
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
+from tidal.karmada.views import PolicyView, cluster_ready_reason
 
-POLICY_DRIFT = "policy_drift"
-CLUSTER_NOT_READY = "cluster_not_ready"
+POLICY_DRIFT = FailureReason.POLICY_DRIFT
+CLUSTER_NOT_READY = FailureReason.CLUSTER_NOT_READY
 
 
 def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
@@ -36,10 +37,11 @@ def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
         if obj is None:
             out.append((record.key, "deleted"))
             continue
-        now = content_hash(comparable(obj.get("spec")))
+        now = content_hash(PolicyView(obj).spec_without_activation())
         allowed = {record.post_hash}
-        if also_ours and record.action == "patch" and record.pre_image is not None:
-            allowed.add(content_hash(comparable(record.pre_image)))
+        if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
+            allowed.add(content_hash(PolicyView({"spec": record.pre_image})
+                                     .spec_without_activation()))
         if now not in allowed:
             out.append((record.key, "spec edited"))
     return out
@@ -63,10 +65,7 @@ def not_ready(client: KarmadaClient, clusters: set[str]) -> list[str]:
     for obj in list_clusters(client):
         facts = ClusterFacts.from_cluster(obj)
         if facts.name in clusters and not facts.ready:
-            conditions = (obj.get("status") or {}).get("conditions") or []
-            why = next((c.get("reason") or c.get("status") for c in conditions
-                        if c.get("type") == "Ready"), "no Ready condition")
-            out.append(f"{facts.name} ({why})")
+            out.append(f"{facts.name} ({cluster_ready_reason(obj)})")
     return sorted(out)
 
 

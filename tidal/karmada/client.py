@@ -37,13 +37,13 @@ from tidal.karmada.errors import (
     error_for_status,
     translate,
 )
+from tidal.karmada.objects import Obj as Obj
 
 if TYPE_CHECKING:
     from tidal.settings import Settings
 
 T = TypeVar("T")
 RequestHook = Callable[[str, str, int], None]
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

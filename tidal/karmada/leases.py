@@ -6,11 +6,8 @@ another replica wrote first, which is exactly what the elector must learn.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tidal.karmada.client import KNOWN, KarmadaClient, Resource
-
-Obj = dict[str, Any]
+from tidal.karmada.objects import Obj
 
 LEASES: Resource = next(r for r in KNOWN if r.kind == "Lease")
 

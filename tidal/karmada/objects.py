@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+# A Kubernetes object as the API sends it (JSON): the one raw alias; typed views wrap it.
+Obj = dict[str, Any]
+
 
 class ObjectMeta(TypedDict, total=False):
     name: str

@@ -7,13 +7,11 @@ another writer got there first).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from tidal.karmada.client import KNOWN, KarmadaClient, Resource
 from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
+from tidal.karmada.objects import Obj
 from tidal.karmada.templates import list_paged
-
-Obj = dict[str, Any]
 
 CONFIGMAPS: Resource = next(r for r in KNOWN if r.kind == "ConfigMap")
 NAMESPACES: Resource = next(r for r in KNOWN if r.kind == "Namespace")

@@ -1,0 +1,91 @@
+"""The run's state machine and vocabulary: legal moves only, stored values read back."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidal.domain.waves import WorkloadKey
+from tidal.engine.journal import PolicyRecord, RunState, WaveState
+from tidal.engine.run import PHASE_HANDLERS
+from tidal.engine.states import (
+    TRANSITIONS,
+    IllegalTransition,
+    LazyMark,
+    Phase,
+    PolicyStage,
+    RunResult,
+    Trigger,
+    WaveResult,
+)
+from tidal.engine.strategies import STRATEGIES, strategy_for
+
+
+def test_every_phase_but_done_has_a_handler_and_done_is_final() -> None:
+    """The phase table covers every phase a run can be in; nothing leaves done."""
+    assert set(PHASE_HANDLERS) == set(Phase) - {Phase.DONE}
+    assert TRANSITIONS[Phase.DONE] == frozenset()
+    assert all(Phase.DONE in TRANSITIONS[p] for p in Phase if p is not Phase.DONE)
+
+
+@pytest.mark.parametrize(("current", "wanted"), [
+    (Phase.DONE, Phase.WAVES), (Phase.FINISHING, Phase.ROLLBACK), (Phase.ROLLBACK, Phase.WAVES),
+    (Phase.PLANNED, Phase.WAVES), (Phase.WAVES, Phase.POLICIES),
+])
+def test_an_illegal_transition_raises(current: Phase, wanted: Phase) -> None:
+    """A move the table does not list raises IllegalTransition and leaves the phase alone."""
+    state = RunState("s", "night", "r", phase=current)
+    with pytest.raises(IllegalTransition):
+        state.advance(wanted)
+    assert state.phase is current
+
+
+def test_a_legal_transition_and_a_re_entry_are_allowed() -> None:
+    """waves -> rollback -> done, and a resume re-entering its phase."""
+    state = RunState("s", "night", "r", phase=Phase.WAVES)
+    state.advance(Phase.WAVES)
+    state.advance(Phase.ROLLBACK)
+    state.advance(Phase.DONE)
+    assert state.finished
+
+
+def test_both_spellings_of_rolled_back_read_as_one_value() -> None:
+    """`rolledBack` (written) and `rolled_back` read back as the same result."""
+    assert WaveResult("rolled_back") is WaveResult("rolledBack") is WaveResult.ROLLED_BACK
+    assert RunResult("rolled_back") is RunResult.ROLLED_BACK
+    assert RunResult.ROLLED_BACK.metric_label == "rolled_back"
+
+
+def test_a_failed_wave_moved_back_keeps_the_stored_keys_of_0_1_0() -> None:
+    """One value in memory; result "failed" + rolledBack true in the journal, and back."""
+    wave = WaveState(1, [WorkloadKey.parse("ns/Deployment/a")], result=WaveResult.FAILED)
+    wave.result = WaveResult.FAILED.after_rollback()
+    stored = wave.to_dict()
+    assert stored["result"] == "failed" and stored["rolledBack"] is True
+    again = WaveState.from_dict(stored)
+    assert again.result is WaveResult.FAILED_ROLLED_BACK and again.rolled_back
+
+
+@pytest.mark.parametrize(("flags", "stage", "lazy"), [
+    ({}, PolicyStage.PENDING, LazyMark.NONE),
+    ({"applied": True}, PolicyStage.APPLIED, LazyMark.NONE),
+    ({"applied": True, "lazyAdded": True}, PolicyStage.APPLIED, LazyMark.ADDED),
+    ({"applied": True, "lazyAdded": True, "keepLazy": True}, PolicyStage.APPLIED, LazyMark.KEPT),
+    ({"applied": True, "lazyAdded": True, "lazyRestored": True}, PolicyStage.APPLIED,
+     LazyMark.LIFTED),
+    ({"applied": True, "restored": True, "lazyAdded": True}, PolicyStage.RESTORED,
+     LazyMark.ADDED),
+    ({"keepLazy": True}, PolicyStage.PENDING, LazyMark.NONE),  # keep without a Lazy: nothing
+])
+def test_policy_record_booleans_map_onto_stage_and_lazy_mark(
+        flags: dict[str, bool], stage: PolicyStage, lazy: LazyMark) -> None:
+    """The five stored booleans read as a stage and a Lazy mark, and are written back."""
+    record = PolicyRecord.from_dict({"kind": "ClusterPropagationPolicy", "name": "p", **flags})
+    assert (record.stage, record.lazy) == (stage, lazy)
+    assert PolicyRecord.from_dict(record.to_dict()) == record
+
+
+def test_each_resolved_trigger_has_one_strategy() -> None:
+    """touch, rebalance and both: one strategy each, chosen by the journalled value."""
+    assert set(STRATEGIES) == set(Trigger)
+    assert strategy_for("both").trigger is Trigger.BOTH
+    assert [s.marks_lazy for s in map(strategy_for, Trigger)] == [True, False, True]

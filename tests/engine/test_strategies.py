@@ -1,0 +1,100 @@
+"""Trigger strategies: what each arms a wave with, what it counts as triggered, what it plans."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tidal.domain.waves import WorkloadKey
+from tidal.engine.gates import WaveTarget
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.resolve import Workload
+from tidal.engine.states import Gate, Trigger
+from tidal.engine.strategies import Both, Rebalance, Touch, TriggerStrategy, strategy_for
+from tidal.engine.triggers import normalize_placement
+from tidal.karmada.views import BindingView
+
+CREATED = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)
+PLACEMENT = normalize_placement({"clusterAffinity": {"clusterNames": ["b"]}})
+
+
+class RecordingWave:
+    """Stands in for WaveRun: records the primitives a strategy calls, in order."""
+
+    def __init__(self, scheduled: bool = True) -> None:
+        self.calls: list[str] = []
+        self.scheduled = scheduled
+
+    def touch(self) -> None:
+        self.calls.append("touch")
+
+    def rebalance(self) -> WaveOutcome | None:
+        self.calls.append("rebalance")
+        return None
+
+    def gate(self, until: Gate) -> WaveOutcome:
+        self.calls.append(f"gate:{until}")
+        return WaveOutcome(self.scheduled)
+
+
+@pytest.mark.parametrize(("strategy", "calls"), [
+    (Touch(), ["touch"]),
+    (Rebalance(), ["rebalance"]),
+    (Both(), ["touch", "gate:scheduled", "rebalance"]),
+])
+def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStrategy,
+                                                           calls: list[str]) -> None:
+    """touch annotates, rebalance creates a rebalancer, both touches then waits, then rebalances."""
+    wave = RecordingWave()
+    assert strategy.arm(wave) is None
+    assert wave.calls == calls
+    assert strategy.settle(wave) is None
+
+
+def test_both_stops_when_the_touch_does_not_schedule() -> None:
+    """A failed `scheduled` gate after the touch ends the wave before any rebalance."""
+    wave = RecordingWave(scheduled=False)
+    outcome = Both().arm(wave)
+    assert outcome is not None and not outcome.ok
+    assert wave.calls == ["touch", "gate:scheduled"]
+
+
+def _binding(*, placement: Any, claimed: bool, triggered_at: datetime | None) -> BindingView:
+    labels = {"clusterpropagationpolicy.karmada.io/permanent-id": "x"} if claimed else {}
+    spec: dict[str, Any] = {"placement": placement}
+    if triggered_at is not None:
+        spec["rescheduleTriggeredAt"] = triggered_at.isoformat()
+    return BindingView({"metadata": {"labels": labels}, "spec": spec})
+
+
+@pytest.mark.parametrize(("claimed", "placement", "at", "touch", "rebalance", "both"), [
+    (True, PLACEMENT, CREATED, True, True, True),
+    (False, PLACEMENT, CREATED, False, True, False),  # unclaimed: the scheduler ignores it
+    (True, {}, CREATED, False, True, False),  # old placement
+    (True, PLACEMENT, CREATED - timedelta(seconds=1), True, False, False),  # older trigger
+    (True, PLACEMENT, None, True, False, False),
+])
+def test_what_counts_as_triggered(claimed: bool, placement: Any, at: datetime | None,
+                                  touch: bool, rebalance: bool, both: bool) -> None:
+    """touch: new placement and claimed; rebalance: triggered at or after the rebalancer."""
+    workload = Workload(WorkloadKey("ns", "w", "Deployment", "apps/v1"), {}, None, "p")
+    target = WaveTarget(workload, placement=PLACEMENT, trigger_time=CREATED)
+    binding = _binding(placement=placement, claimed=claimed, triggered_at=at)
+    assert [s.triggered(target, binding) for s in (Touch(), Rebalance(), Both())] == \
+        [touch, rebalance, both]
+
+
+@pytest.mark.parametrize(("trigger", "moved", "done", "needs"), [
+    (Trigger.TOUCH, True, True, True), (Trigger.TOUCH, False, False, False),
+    (Trigger.REBALANCE, True, True, False), (Trigger.REBALANCE, False, False, True),
+    (Trigger.BOTH, False, False, True), (Trigger.BOTH, True, True, True),
+    (Trigger.BOTH, False, True, False),
+])
+def test_what_still_needs_moving(trigger: Trigger, moved: bool, done: bool,
+                                 needs: bool) -> None:
+    """touch: the binding's placement differs; rebalance: the policies are not done; both:
+    either."""
+    now = {"other": 1} if moved else PLACEMENT
+    assert strategy_for(trigger).needs_move(now, PLACEMENT, done) is needs

@@ -1,0 +1,348 @@
+"""A switch as an object: `prepare` (resume, plan, preflight, no-op) returns a PreparedRun, a
+Refusal or a NoOp; a PreparedRun executes the phase table until the run is done.
+
+Each phase has one handler that does the phase's work and returns the next phase
+(`PHASE_HANDLERS`); the journal is saved at every move (tidal.engine.states lists the legal
+ones) and before every side effect. A Conflict on save means another writer took over:
+FencedOut, stop at once."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from tidal.domain.clock import Clock
+from tidal.engine import policy_change, wave_checks
+from tidal.engine.events import (
+    Emitter,
+    EventBase,
+    PolicyChanged,
+    RunFinished,
+    RunStarted,
+    RunWarning,
+    WaveFinished,
+    policy_ref,
+)
+from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
+from tidal.engine.planning import SwitchPlan, build_plan
+from tidal.engine.preflight import ready_field_of
+from tidal.engine.record import RunRecord
+from tidal.engine.refusal import PlanRefused, refusal_problems
+from tidal.engine.rollback import roll_back
+from tidal.engine.snapshot import ScheduleSource, schedule_hash, schedule_of, snapshot_of
+from tidal.engine.snapshot import restore as restore_schedule
+from tidal.engine.states import (
+    FailureReason,
+    LazyMark,
+    Phase,
+    PolicyAction,
+    RunResult,
+    WaveResult,
+)
+from tidal.engine.strategies import strategy_for
+from tidal.engine.triggers import normalize_placement
+from tidal.engine.wave import SwitchContext, iso_now, run_wave
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.rebalancers import delete_rebalancer
+
+ALREADY_IN_FORCE: Final = "already in force"
+
+
+def new_run_id(clock: Clock) -> str:
+    return clock.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The switch must not start (an unsafe plan): nothing was written."""
+
+    error: PlanRefused
+
+
+@dataclass(frozen=True)
+class NoOp:
+    """The window is in force already: nothing to write."""
+
+    plan: SwitchPlan
+    base: EventBase
+    started_at: str
+
+    def report(self, emitter: Emitter, clock: Clock) -> RunRecord:
+        emitter.emit(RunStarted(**self.base, workloads=0, waves=0, trigger=self.plan.trigger))
+        emitter.emit(RunFinished(**self.base, result=RunResult.SUCCEEDED,
+                                 reason=ALREADY_IN_FORCE, noop=True))
+        return RunRecord(self.base["schedule"], self.base["window"], self.base["run_id"],
+                         RunResult.SUCCEEDED, self.started_at, clock.now().isoformat(), [],
+                         list(self.plan.warnings), ALREADY_IN_FORCE, noop=True)
+
+
+def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
+    """After a halted run of the same window, its policy records (pre-images, Lazy added and
+    the original activationPreference) stay valid: the new run restores and rolls back from
+    them, not from the half-switched policy it finds. (A Lazy a run of another window left is
+    found from its marks on the policy, by whichever window names that policy next.)"""
+    if previous is None or previous.result is not RunResult.FAILED or previous.window != window:
+        return []
+    out = []
+    for record in previous.policies:
+        if not record.applied or record.restored:
+            continue
+        copy_ = PolicyRecord.from_dict(record.to_dict())
+        if copy_.lazy is LazyMark.LIFTED:
+            copy_.lazy = LazyMark.ADDED
+        out.append(copy_)
+    return out
+
+
+def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
+            journal: Journal, emitter: Emitter, run_id: str | None = None,
+            resume: RunState | None = None) -> PreparedRun | Refusal | NoOp:
+    """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
+    that run) or plan a new one."""
+    previous = resume if resume is not None else journal.load(schedule_of(source).name)
+    resuming = previous is not None and not previous.finished and \
+        previous.window == window and (run_id is None or previous.run_id == run_id)
+    schedule = schedule_of(source)
+    notes: list[str] = []
+    if resuming and previous is not None and previous.schedule_snapshot is not None and \
+            previous.schedule_hash != schedule_hash(schedule):
+        schedule = restore_schedule(previous.schedule_snapshot)
+        notes.append(f"schedule {schedule.name} was edited during the run: this run "
+                     f"finishes against the version it started with "
+                     f"({previous.schedule_hash}); the edit applies from the next start")
+    sp = build_plan(client, schedule, window,
+                    trigger=previous.trigger if resuming and previous else None)
+    if resuming and previous is not None:
+        state = previous
+    else:
+        state = RunState(schedule.name, window, run_id or new_run_id(clock), trigger=sp.trigger,
+                         journal_token=previous.journal_token if previous else None)
+        state.policies = carried_over(previous, window)
+        state.schedule_hash, state.schedule_snapshot = \
+            schedule_hash(schedule), snapshot_of(schedule)
+    base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
+    ready_field = ready_field_of(sp)
+    if not resuming:
+        problems = refusal_problems(sp, ready_field)
+        if problems:
+            return Refusal(PlanRefused(sp, problems))
+        if sp.noop:
+            return NoOp(sp, base, clock.now().isoformat())
+        state.started_at = iso_now(clock)
+        state.waves = [WaveState(number, [w.key for w in wave])
+                       for number, wave in sp.plan.numbered()]
+        state.warnings = list(sp.warnings)
+    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field)
+
+
+@dataclass
+class PreparedRun:
+    """A run ready to execute (new or resumed)."""
+
+    plan: SwitchPlan
+    state: RunState
+    journal: Journal
+    resuming: bool
+    notes: list[str]  # warnings to report when the run (re)starts
+    client: KarmadaClient
+    clock: Clock
+    emitter: Emitter
+    ready_field: str | None
+    started: float = 0.0
+    ctx: SwitchContext = field(init=False)
+
+    def __post_init__(self) -> None:
+        sp, state = self.plan, self.state
+        self.ctx = SwitchContext(
+            client=self.client, clock=self.clock, emitter=self.emitter, state=state,
+            save=self.save, strategy=strategy_for(state.trigger), floors=sp.floors,
+            everyone=list(sp.selection.workloads),
+            before={w.name: w.current for w in sp.selection.workloads},
+            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds())
+
+    def save(self) -> None:
+        state = self.state
+        try:
+            self.journal.save(state)
+        except LeaseLost as exc:
+            raise FencedOut(f"run state of {state.schedule} not saved: {exc}") from exc
+        except Conflict as exc:
+            if exc.reason == "NotLeader":  # our own lease lapsed: no other writer is implied
+                raise FencedOut(f"run state of {state.schedule} not saved: this replica no "
+                                "longer holds the lease; stopping") from exc
+            raise FencedOut(f"run state of {state.schedule} was written by another writer; "
+                            "stopping") from exc
+
+    def execute(self) -> RunRecord:
+        state, ctx = self.state, self.ctx
+        base = ctx.event_base(None)
+        self.save()
+        self.started = ctx.clock.monotonic()
+        ctx.emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),
+                                    waves=len(state.waves), trigger=state.trigger,
+                                    resumed=self.resuming))
+        for warning in state.warnings:
+            ctx.emitter.emit(RunWarning(**base, code="selection", message=warning))
+        for note in self.notes:
+            ctx.emitter.emit(RunWarning(**base, code="schedule_edited", message=note))
+        try:
+            while state.phase is not Phase.DONE:
+                self.move(PHASE_HANDLERS[state.phase](self))
+        except LeaseLost as exc:  # nothing more may be written, not even the failure
+            raise FencedOut(f"{state.schedule}: {exc}") from exc
+        except KarmadaError as exc:
+            self._api_failure(exc)
+        ctx.emitter.emit(RunFinished(**base, result=state.result or RunResult.FAILED,
+                                     reason="" if state.result is RunResult.SUCCEEDED
+                                     else state.reason,
+                                     duration_seconds=ctx.clock.monotonic() - self.started))
+        return RunRecord.from_state(state)
+
+    def move(self, phase: Phase) -> None:
+        """Advance the state machine and journal the move."""
+        self.state.advance(phase)
+        if phase is Phase.DONE:
+            self.state.finished_at = iso_now(self.ctx.clock)
+        self.save()
+
+    def fail(self, reason: str, *, halt: bool = False) -> Phase:
+        """A wave failed: roll back (onFailure: rollback, unless `halt`), or halt."""
+        self.state.reason = reason
+        if self.plan.rollout.on_failure == "rollback" and not halt:
+            return Phase.ROLLBACK
+        self.state.result = RunResult.FAILED
+        remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
+        return Phase.DONE
+
+    def _api_failure(self, exc: KarmadaError) -> None:
+        state, ctx = self.state, self.ctx
+        state.result, state.reason = RunResult.FAILED, f"API error: {exc}"
+        in_flight = [w for w in state.waves if w.started_at and not w.result]
+        for wave in in_flight:  # a failed wave, like any other (its metric and alert)
+            wave.result, wave.reason = WaveResult.FAILED, state.reason
+            wave.finished_at = iso_now(ctx.clock)
+        state.advance(Phase.DONE)  # from any phase: an API error ends the run
+        state.finished_at = iso_now(ctx.clock)
+        self.save()
+        for wave in in_flight:
+            ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
+                                          reason=state.reason, failure=FailureReason.API_ERROR))
+
+
+def remove_rebalancers(ctx: SwitchContext) -> None:
+    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback)."""
+    for wave in ctx.state.waves:
+        for name in wave.rebalancers:
+            try:
+                delete_rebalancer(ctx.client, name)
+            except KarmadaError as exc:  # best effort: the TTL removes it anyway
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
+                                            message=f"WorkloadRebalancer {name}: {exc}"))
+
+
+# ---- the phase handlers: each does its phase's work and names the next phase ----
+
+def _planned(run: PreparedRun) -> Phase:
+    return Phase.POLICIES
+
+
+def _policies(run: PreparedRun) -> Phase:
+    """Change the window's policies (with the temporary Lazy the strategy needs)."""
+    ctx, state, sp = run.ctx, run.state, run.plan
+    base = ctx.event_base(None)
+    records = {r.key: r for r in state.policies}
+    for target in sp.selection.policies:
+        record = records.get(target.key) or policy_change.record_for(target)
+        if target.key not in records:
+            state.policies.append(record)
+            records[target.key] = record
+        _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
+                                        run_id=ctx.run_id, lazy=sp.lazy, save=run.save)
+        keep = bool(sp.selection.excluded_claimed.get(target.key)) and \
+            ctx.strategy.marks_lazy
+        record.keep_lazy(keep)
+        run.save()
+        ctx.emitter.emit(PolicyChanged(**base, kind=target.kind,
+                                       policy=policy_ref(target.namespace, target.name),
+                                       action=action, lazy_added=record.lazy.added))
+        if record.lazy is LazyMark.KEPT:
+            note = (f"{target.key} stays Lazy after the switch: it claims excluded "
+                    "templates that would otherwise move at once")
+            if note not in state.warnings:
+                state.warnings.append(note)
+    return Phase.WAVES
+
+
+def _waves(run: PreparedRun) -> Phase:
+    """Each wave not yet succeeded, in order: checks, trigger, gates."""
+    ctx, state, sp = run.ctx, run.state, run.plan
+    clock, emitter = ctx.clock, ctx.emitter
+    placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
+    by_name = sp.by_name
+    planned_by_name = {w.name: w for w in sp.plan.workloads}
+    for i, wave in enumerate(state.waves):
+        if wave.result is WaveResult.SUCCEEDED:
+            continue
+        if wave.started_at is None:
+            wave.started_at = iso_now(clock)
+        run.save()
+        started = clock.monotonic()
+        names = [str(key) for key in wave.workloads]
+        workloads = [by_name[n] for n in names if n in by_name]
+        planned = [planned_by_name[n] for n in names if n in planned_by_name]
+        outcome = wave_checks.before_wave(ctx.client, state.policies, planned) or \
+            run_wave(ctx, wave, workloads, placements=placements)
+        wave.finished_at = iso_now(clock)
+        wbase = ctx.event_base(wave.index)
+        if not outcome.ok:
+            wave.result, wave.reason = WaveResult.FAILED, outcome.reason
+            run.save()
+            emitter.emit(WaveFinished(**wbase, result=WaveResult.FAILED, reason=outcome.reason,
+                                      failure=outcome.failure,
+                                      duration_seconds=clock.monotonic() - started))
+            return run.fail(outcome.reason,
+                            halt=outcome.failure is FailureReason.POLICY_DRIFT)
+        wave.result = WaveResult.SUCCEEDED
+        run.save()
+        emitter.emit(WaveFinished(**wbase, result=WaveResult.SUCCEEDED,
+                                  duration_seconds=clock.monotonic() - started))
+        if i < len(state.waves) - 1:
+            clock.sleep(sp.rollout.pause_between_waves.total_seconds())
+    return Phase.FINISHING
+
+
+def _finishing(run: PreparedRun) -> Phase:
+    """Lift the temporary Lazy, mark the policies completed, remove the rebalancers."""
+    ctx = run.ctx
+    for record in run.state.policies:
+        action = policy_change.finish(ctx.client, record, run_id=ctx.run_id, save=run.save)
+        if action is PolicyAction.LAZY_RESTORED:
+            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None), kind=record.kind,
+                                           policy=policy_ref(record.namespace, record.name),
+                                           action=action))
+    remove_rebalancers(ctx)
+    run.state.result = RunResult.SUCCEEDED
+    return Phase.DONE
+
+
+def _rollback(run: PreparedRun) -> Phase:
+    """Restore the policies and move the switched waves back."""
+    state = run.state
+    ok, why = roll_back(run.ctx, run.plan.by_name)
+    state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
+    if not ok:
+        state.reason = why
+    remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
+    return Phase.DONE
+
+
+PHASE_HANDLERS: Final[dict[Phase, Callable[[PreparedRun], Phase]]] = {
+    Phase.PLANNED: _planned,
+    Phase.POLICIES: _policies,
+    Phase.WAVES: _waves,
+    Phase.FINISHING: _finishing,
+    Phase.ROLLBACK: _rollback,
+}

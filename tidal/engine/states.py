@@ -1,0 +1,175 @@
+"""The run's vocabulary and its state machine, in one place.
+
+Every value a run journals, resumes on, reports or alerts on is a StrEnum here; its value is
+the string stored in the journal and printed by `tidal switch -o json` (so old journals read
+back unchanged). A run moves between phases only along `TRANSITIONS`; any other move raises
+IllegalTransition.
+
+    planned -> policies -> waves -> finishing -> done
+                  |          |
+                  |          +--> rollback -> done     (a failed wave, onFailure: rollback)
+                  +----------+--> done                 (halt, API error, drift)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class Phase(StrEnum):
+    """Where a run is; journalled before every side effect, resumed from."""
+
+    PLANNED = "planned"
+    POLICIES = "policies"
+    WAVES = "waves"
+    FINISHING = "finishing"
+    ROLLBACK = "rollback"
+    DONE = "done"
+
+
+# The legal moves; staying in a phase (a resume re-enters it) is always legal.
+TRANSITIONS: Final[dict[Phase, frozenset[Phase]]] = {
+    Phase.PLANNED: frozenset({Phase.POLICIES, Phase.DONE}),
+    Phase.POLICIES: frozenset({Phase.WAVES, Phase.DONE}),
+    Phase.WAVES: frozenset({Phase.FINISHING, Phase.ROLLBACK, Phase.DONE}),
+    Phase.FINISHING: frozenset({Phase.DONE}),
+    Phase.ROLLBACK: frozenset({Phase.DONE}),
+    Phase.DONE: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A move the state machine does not allow: a bug, never an input error."""
+
+    def __init__(self, current: Phase, wanted: Phase) -> None:
+        super().__init__(f"illegal run transition {current} -> {wanted}")
+        self.current = current
+        self.wanted = wanted
+
+
+def check_transition(current: Phase, wanted: Phase) -> Phase:
+    """`wanted` when the move is legal; IllegalTransition otherwise."""
+    if wanted != current and wanted not in TRANSITIONS[current]:
+        raise IllegalTransition(current, wanted)
+    return wanted
+
+
+class RunResult(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ROLLED_BACK = "rolledBack"
+
+    @classmethod
+    def _missing_(cls, value: object) -> RunResult | None:
+        return cls.ROLLED_BACK if value == "rolled_back" else None
+
+    @property
+    def metric_label(self) -> str:
+        """The Prometheus label value (snake_case)."""
+        return "rolled_back" if self is RunResult.ROLLED_BACK else self.value
+
+
+class WaveResult(StrEnum):
+    """A wave's end; a rolled back wave is one value (the old journal kept a flag beside)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ROLLED_BACK = "rolledBack"  # it had succeeded, and was moved back
+    FAILED_ROLLED_BACK = "failedRolledBack"  # it had failed, and what it moved was moved back
+
+    @classmethod
+    def _missing_(cls, value: object) -> WaveResult | None:
+        return cls.ROLLED_BACK if value == "rolled_back" else None
+
+    @property
+    def reported(self) -> str:
+        """What the run record and events say (a failed wave stays failed once undone)."""
+        return WaveResult.FAILED.value if self is WaveResult.FAILED_ROLLED_BACK else self.value
+
+    @property
+    def rolled_back(self) -> bool:
+        return self in (WaveResult.ROLLED_BACK, WaveResult.FAILED_ROLLED_BACK)
+
+    def after_rollback(self) -> WaveResult:
+        return WaveResult.FAILED_ROLLED_BACK if self is WaveResult.FAILED else \
+            WaveResult.ROLLED_BACK
+
+
+NOT_STARTED: Final = "notStarted"  # the run record's result of a wave not yet finished
+
+
+class Trigger(StrEnum):
+    """The trigger a run uses, resolved from the window's setting (which may say `auto`)."""
+
+    TOUCH = "touch"
+    REBALANCE = "rebalance"
+    BOTH = "both"
+
+
+AUTO: Final = "auto"  # the configured trigger that asks the planner to choose
+
+
+class Direction(StrEnum):
+    """Which way a wave moves its workloads."""
+
+    FORWARD = "forward"
+    BACK = "back"
+
+
+class PolicyAction(StrEnum):
+    PATCH = "patch"
+    SWAP = "swap"
+    RESTORE = "restore"
+    LAZY_RESTORED = "lazy_restored"
+    UNCHANGED = "unchanged"
+    COMPLETED = "completed"
+
+
+class ChangeKind(StrEnum):
+    """How a window changes a policy."""
+
+    PATCH = "patch"
+    SWAP = "swap"
+
+
+class PolicyStage(StrEnum):
+    """Where a policy record is: not (yet) written, written by the run, put back."""
+
+    PENDING = "pending"
+    APPLIED = "applied"
+    RESTORED = "restored"
+
+
+class LazyMark(StrEnum):
+    """The temporary `activationPreference: Lazy` tidal manages around a change."""
+
+    NONE = "none"  # tidal did not add one
+    ADDED = "added"  # added; to be lifted after the last wave
+    KEPT = "kept"  # added and left on purpose (it claims excluded templates)
+    LIFTED = "lifted"  # added, then lifted again
+
+    @property
+    def added(self) -> bool:
+        return self is not LazyMark.NONE
+
+
+class FailureReason(StrEnum):
+    """Why a wave failed (the `reason` label of tidal_wave_failures_total)."""
+
+    FLOOR_BREACH = "floor_breach"
+    TIMEOUT = "timeout"
+    UNSCHEDULABLE = "unschedulable"
+    BINDING_NOT_FOUND = "binding_not_found"
+    API_ERROR = "api_error"
+    CLUSTER_NOT_READY = "cluster_not_ready"
+    POLICY_DRIFT = "policy_drift"
+
+
+class Gate(StrEnum):
+    """What a wave waits for, in order."""
+
+    TRIGGERED = "triggered"
+    SCHEDULED = "scheduled"
+    CONVERGED = "converged"
+    FLOORS = "floors"
