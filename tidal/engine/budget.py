@@ -1,0 +1,47 @@
+"""The seam through which a surging wave asks for room in its destination clusters.
+
+A make-before-break wave holds extra replicas in its destination until it is released. Before it
+surges it reserves that room here; afterwards it releases it. A switch run alone uses `OwnBudget`
+(the room must fit what the clusters report free); the daemon passes one shared budget to all
+of its concurrent switches so that their surges together never exceed what is free.
+
+Amounts are `Need`: cluster name -> resource name -> quantity in the resource's base unit
+(GPUs and pods as counts, cpu in cores, memory in bytes), as tidal.domain.prediction reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, TypeAlias
+
+Need: TypeAlias = Mapping[str, Mapping[str, float]]
+
+
+class SurgeBudget(Protocol):
+    def reserve(self, holder: str, need: Need, free: Need) -> bool:
+        """Hold `need` for `holder` (a run id and wave) if it fits `free` minus what others hold.
+
+        False holds nothing; the wave asks again later. Reserving again under the same holder
+        replaces its earlier reservation (a resumed run re-reserves its wave).
+        """
+        ...
+
+    def release(self, holder: str) -> None:
+        """Give back what `holder` held (nothing held is fine)."""
+        ...
+
+
+def fits(need: Need, free: Need) -> bool:
+    """Every requested amount is at most what is free in that cluster."""
+    return all(amount <= free.get(cluster, {}).get(resource, 0.0)
+               for cluster, amounts in need.items() for resource, amount in amounts.items())
+
+
+class OwnBudget:
+    """A run on its own: the surge must fit what the clusters report free right now."""
+
+    def reserve(self, holder: str, need: Need, free: Need) -> bool:
+        return fits(need, free)
+
+    def release(self, holder: str) -> None:
+        return None
