@@ -30,8 +30,8 @@ from benchmarks.schedules import load_one, write_schedule
 from benchmarks.timeline import Availability, Floor, analyse, settled
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.switch import PlanRefused, run_switch
-from tidal.sim.clock import ScaledClock
-from tidal.sim.emulator import Emulator
+from tidal_sim.clock import ScaledClock
+from tidal_sim.emulator import Emulator
 
 SPEED = 10.0  # simulated seconds per wall second
 FLOOR = Floor(("cluster-b",), 1, 50.0)
@@ -325,7 +325,7 @@ def run(cfg: RunConfig) -> Section:
         f"{w_tidal.availability.lowest_ready_fraction:.0%}, "
         f"{w_tidal.availability.max_below_at_once} workloads below the floor at once. When "
         "the day policy is deleted, the emulator re-matches its templates as a user change "
-        "(following upstream's ordering, see tidal/sim/controllers/policies.py), so the night "
+        "(following upstream's ordering, see sim/tidal_sim/controllers/policies.py), so the night "
         "policy refreshes every binding at once although tidal created it Lazy, and the touch "
         "waves have nothing left to pace. For static weights, write the night placement as a "
         "patch of the day policy.",

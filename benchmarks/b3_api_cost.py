@@ -38,8 +38,8 @@ def _replicas(f: sc.Fleet) -> dict[str, int]:
 
 
 def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
-    from tidal.sim.clock import ScaledClock
-    from tidal.sim.emulator import Emulator
+    from tidal_sim.clock import ScaledClock
+    from tidal_sim.emulator import Emulator
 
     emu = Emulator(sc.topology(f, [policy]), clock=ScaledClock(SPEED)).start()
     replicas = _replicas(f)

@@ -25,8 +25,8 @@ TARGET_MS = 100.0
 
 
 def _setup(workloads: int = WORKLOADS) -> tuple[Any, Any]:
-    from tidal.sim.clock import ScaledClock
-    from tidal.sim.emulator import Emulator
+    from tidal_sim.clock import ScaledClock
+    from tidal_sim.emulator import Emulator
 
     fleet = sc.Fleet(workloads=workloads, min_replicas=3, max_replicas=8, startup_seconds=0.0,
                      termination_seconds=0.0, gpu_a=100_000, gpu_b=100_000,

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tidal.sim.clock import Clock as SimClock
-from tidal.sim.emulator import Emulator
+from tidal_sim.clock import Clock as SimClock
+from tidal_sim.emulator import Emulator
 
 NOT_MEASURED = -1.0
 

@@ -11,7 +11,7 @@ from benchmarks.scenario import Fleet, Obj, populate
 
 
 def _serve(conn: Connection, topology: list[Obj]) -> None:
-    from tidal.sim.emulator import Emulator
+    from tidal_sim.emulator import Emulator
 
     emu = Emulator(topology, controllers=False).start()
     conn.send(emu.url)

@@ -43,7 +43,7 @@ def write_report(out: Path, sections: list[Section], *, quick: bool, seconds: fl
         f" ({platform.python_implementation()} {platform.python_version()}, "
         f"{_cpus()} CPUs, load average {_load()} at the end: the machine is shared, so "
         f"timings are noisy), {'--quick' if quick else 'full'} mode, {seconds:.0f} s in all. "
-        "Figures are from tidal's emulator (tidal.sim) over real HTTP on loopback. "
+        "Figures are from tidal's emulator (tidal_sim) over real HTTP on loopback. "
         "A value of -1 in results.json means not measured (the section says why).",
         "",
     ]

@@ -111,8 +111,8 @@ def _fan_out(url: str, names: list[str], api: Any) -> float:
 def reschedule(workloads: int) -> dict[str, float]:
     """Load N Deployments through the controllers, patch the policy (not Lazy) to new weights,
     and time until every binding is scheduled to the new split."""
-    from tidal.sim.clock import ScaledClock
-    from tidal.sim.emulator import Emulator
+    from tidal_sim.clock import ScaledClock
+    from tidal_sim.emulator import Emulator
 
     fleet = sc.Fleet(workloads=workloads, startup_seconds=0.0, termination_seconds=0.0,
                      gpu_a=1_000_000, gpu_b=1_000_000, scheduler_latency=0.0)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tidal.sim.clock import ScaledClock
-from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
+from tidal_sim.clock import ScaledClock
+from tidal_sim.emulator import DEFAULT_TOPOLOGY, Emulator
 
 MakeEmulator = Callable[..., Emulator]
 
@@ -94,7 +94,7 @@ def emulator(make_emulator: MakeEmulator) -> Emulator:
 
 @pytest.fixture
 def demo_emulator(make_emulator: MakeEmulator) -> Emulator:
-    """An emulator loaded with the default demo topology (tidal/sim/topologies/default.yaml)."""
+    """An emulator loaded with the default demo topology (sim/tidal_sim/topologies/default.yaml)."""
     return make_emulator(DEFAULT_TOPOLOGY)
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tidal.sim.clock import ScaledClock
-from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
+from tidal_sim.clock import ScaledClock
+from tidal_sim.emulator import DEFAULT_TOPOLOGY, Emulator
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "onboarding.md"

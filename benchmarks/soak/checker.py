@@ -22,7 +22,7 @@ from benchmarks.soak.scenario import (
     TEAMS,
 )
 from tidal.engine.gates import ready_by_cluster
-from tidal.sim.store import Gone, Store, WatchEvent
+from tidal_sim.store import Gone, Store, WatchEvent
 
 Obj = dict[str, Any]
 WATCHED = {"configmaps", "leases", "resourcebindings", "deployments", "workloadrebalancers",

@@ -15,8 +15,8 @@ from benchmarks.soak.checker import Checker
 from benchmarks.soak.fleet import Fleet
 from benchmarks.soak.scenario import NS, STATE_NS, TEAMS, topology
 from tidal.karmada.names import LAZY_ADDED_BY
-from tidal.sim.clock import ScaledClock
-from tidal.sim.emulator import Emulator
+from tidal_sim.clock import ScaledClock
+from tidal_sim.emulator import Emulator
 
 IDENTITIES = ("soak-a", "soak-b")
 WARMUP_SECONDS = 8.0

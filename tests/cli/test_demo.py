@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tidal.demo.clock import DaemonClock, DemoClock
-from tidal.demo.scenario import (
+from tidal_sim.demo.clock import DaemonClock, DemoClock
+from tidal_sim.demo.scenario import (
     EXAMPLE_FILES,
     PACKAGED_EXAMPLES,
     DemoWindow,
@@ -23,7 +23,7 @@ from tidal.demo.scenario import (
     examples_dir,
     first_start,
 )
-from tidal.demo.tracking import Tracker, judge_floor
+from tidal_sim.demo.tracking import Tracker, judge_floor
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import GatePassed, RunFinished, RunStarted, WaveFinished, WaveStarted
 from tidal.loading import load_schedules
@@ -76,7 +76,7 @@ def test_packaged_examples_are_the_repository_examples() -> None:
                                          "policies/team-2001-cpp-night.yaml", *EXAMPLE_FILES]
     for rel in shipped:
         assert (PACKAGED_EXAMPLES / rel).read_bytes() == (REPO / "schedules" / rel).read_bytes(), \
-            f"copy schedules/{rel} to tidal/demo/examples/{rel}"
+            f"copy schedules/{rel} to sim/tidal_sim/demo/examples/{rel}"
 
 
 def test_examples_come_from_the_checkout_or_the_package(tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ def test_the_demo_says_policy_actions_in_words(action: str) -> None:
     `lazy_restored`."""
     from types import SimpleNamespace
 
-    from tidal.demo.render import describe
+    from tidal_sim.demo.render import describe
     from tidal.engine.events import PolicyChanged
 
     run = SimpleNamespace(planned=SimpleNamespace(schedule="team-1005", window="night"))

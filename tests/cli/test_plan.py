@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule, writes
 from tidal.cli.main import cli
-from tidal.sim.emulator import Emulator
-from tidal.sim.validation import find_crds_dir
+from tidal_sim.emulator import Emulator
+from tidal_sim.validation import find_crds_dir
 
 pytestmark = pytest.mark.e2e
 CRDS = find_crds_dir()

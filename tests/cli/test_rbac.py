@@ -206,7 +206,7 @@ def test_kubeconfig_reads_template_kinds_of_patched_policies(
     make_emulator: Any, tmp_path: Path
 ) -> None:
     """With --kubeconfig the kinds a patched policy selects come from the live policy."""
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+    from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     emu = make_emulator(DEFAULT_TOPOLOGY)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", user="reader")
@@ -332,8 +332,8 @@ def create_namespace(url: str, name: str) -> None:
 def test_rbac_covers_every_request_of_full_switches(make_emulator: Any, tmp_path: Path) -> None:
     """Every request of full switches is allowed by `tidal rbac`, and every grant is used."""
     pytest.importorskip("tidal.cli.switch", reason="`tidal switch` (engine) has not landed yet")
-    from tidal.sim.clock import ScaledClock
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+    from tidal_sim.clock import ScaledClock
+    from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     schedules = fast_examples(tmp_path / "schedules")
     emu = make_emulator(DEFAULT_TOPOLOGY, clock=ScaledClock(20.0))

@@ -18,7 +18,7 @@ from tidal.daemon.state import StateStore
 from tidal.domain.windows import Controls, Hold
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.state_objects import ensure_namespace
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).parents[2]

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule
 from tests.sim.http_helpers import call as emu_call
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 

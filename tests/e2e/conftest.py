@@ -42,8 +42,8 @@ def target(request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: P
     """The scenario's target, empty of earlier scenarios' objects. Emulator scenarios get their
     clusters from `request.param`-free defaults: call `target_topology` first when needed."""
     if karmada_target_name == "emulator":
-        from tidal.sim.clock import ScaledClock
-        from tidal.sim.emulator import Emulator
+        from tidal_sim.clock import ScaledClock
+        from tidal_sim.emulator import Emulator
 
         topology = getattr(request, "_emulator_topology", None) or _default_clusters()
         emu = Emulator(topology, clock=ScaledClock(20.0)).start()
@@ -64,7 +64,7 @@ def _default_clusters() -> list[dict[str, Any]]:
     """The demo topology's EmulatorSettings and two Clusters (pods start in 5s, end in 2s)."""
     import yaml
 
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+    from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
     for doc in docs:

@@ -22,7 +22,7 @@ from tests.e2e.switch_helpers import (
     weights_window,
 )
 from tests.e2e.switch_helpers import schedule_text as team_schedule
-from tidal.sim.clock import ScaledClock
+from tidal_sim.clock import ScaledClock
 
 WORKLOADS = 8
 STATE_NS = "tidal-system"

@@ -17,7 +17,7 @@ from tidal.engine.record import RunRecord
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient, RetryPolicy
 from tidal.loading import load_schedules
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 NS = "ai-app"
 MakeEmulator = Callable[..., Emulator]  # the type of the conftest emulator factories

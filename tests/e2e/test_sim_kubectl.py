@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = [
     pytest.mark.e2e,

@@ -29,7 +29,7 @@ from tidal.karmada import policies
 from tidal.karmada.client import CLUSTERS, WORKLOAD_REBALANCERS
 from tidal.karmada.errors import NotFound
 from tidal.karmada.policies import MERGE_PATCH
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 

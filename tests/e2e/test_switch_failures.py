@@ -31,7 +31,7 @@ from tidal.engine.journal import FencedOut, InMemoryJournal
 from tidal.karmada import policies
 from tidal.karmada.client import CLUSTERS
 from tidal.karmada.policies import MERGE_PATCH
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from tests.e2e.switch_helpers import load_one, switch
 from tests.e2e.targets import Placement, RealTarget, Target
 from tidal.engine import events as ev
 from tidal.engine.planning import build_plan
-from tidal.sim.emulator import DEFAULT_TOPOLOGY
+from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,7 @@ from tests.e2e.daemon_helpers import (
     wait_for,
     write_due_schedule,
 )
-from tidal.sim.clock import ScaledClock
+from tidal_sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]

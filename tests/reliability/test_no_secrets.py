@@ -19,7 +19,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.e2e.daemon_helpers import STATE_NS, settle, topology, wait_for, write_due_schedule
-from tidal.sim.clock import ScaledClock
+from tidal_sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 TOKEN = "tidal-test-Secret-7f3a9c1e5b2d"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 # (environment, extra flags, words the one-line error must contain)
 ENV_CASES: list[tuple[dict[str, str], list[str], tuple[str, ...]]] = [

@@ -13,8 +13,8 @@ import pytest
 
 from benchmarks.soak.checker import Checker
 from benchmarks.soak.scenario import NS, STATE_NS, TEAMS, topology
-from tidal.sim.apiserver import RequestRecord
-from tidal.sim.emulator import Emulator
+from tidal_sim.apiserver import RequestRecord
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 TEAM = TEAMS[0]

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 
 def raw(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tidal.sim.clock import Clock, ManualClock
-from tidal.sim.controllers import ControllerManager
-from tidal.sim.kinds import KindRegistry, ResourceType
-from tidal.sim.store import Store
-from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
+from tidal_sim.clock import Clock, ManualClock
+from tidal_sim.controllers import ControllerManager
+from tidal_sim.kinds import KindRegistry, ResourceType
+from tidal_sim.store import Store
+from tidal_sim.version import LATEST_RELEASE, KarmadaVersion
 
 Obj = dict[str, Any]
 EVEN_UID = "00000000-0000-0000-0000-000000000001"  # FNV-32a hash is even: ties go to a, b, ...

@@ -14,7 +14,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.sim.http_helpers import call
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
@@ -200,7 +200,7 @@ def test_timeline_endpoint_serves_json_list(emulator: Emulator) -> None:
 
 def test_fault_counts_and_matching_rules() -> None:
     """A fault fires at most `count` times and only for its verb, resource, namespace and name."""
-    from tidal.sim.faults import Fault, FaultError, Faults
+    from tidal_sim.faults import Fault, FaultError, Faults
 
     faults = Faults(seed=1)
     fault = faults.inject(
@@ -241,7 +241,7 @@ def test_delete_collection_by_label(api_client: client.ApiClient) -> None:
 
 def test_timeline_filters(make_emulator: Any) -> None:
     """/sim/v1/timeline?workload=...&since=... narrows the samples."""
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+    from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     emu = make_emulator(DEFAULT_TOPOLOGY)
     deadline = time.time() + 5

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tests.sim.http_helpers import call
-from tidal.sim.clock import ManualClock
-from tidal.sim.emulator import DEFAULT_TOPOLOGY, Emulator
-from tidal.sim.topology import TopologyError, load_topology, load_yaml_documents
+from tidal_sim.clock import ManualClock
+from tidal_sim.emulator import DEFAULT_TOPOLOGY, Emulator
+from tidal_sim.topology import TopologyError, load_topology, load_yaml_documents
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -202,7 +202,7 @@ def test_sim_command_rejects_a_bad_topology(tmp_path: Path) -> None:
     """`tidal sim --topology` with a missing file exits 1 with a one-line error."""
     from click.testing import CliRunner
 
-    from tidal.cli.sim import sim_command
+    from tidal_sim.cli.sim import sim_command
 
     result = CliRunner().invoke(
         sim_command,

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from tidal.sim.emulator import Emulator
+from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 

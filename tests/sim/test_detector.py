@@ -306,7 +306,7 @@ def test_swap_race_is_per_template_and_reproducible() -> None:
 
 def test_cluster_scoped_template_gets_a_cluster_resource_binding() -> None:
     """A cluster-scoped custom kind is bound by a ClusterResourceBinding named <name>-<kind>."""
-    from tidal.sim.kinds import ResourceType
+    from tidal_sim.kinds import ResourceType
 
     h = setup()
     widget = ResourceType("example.io", "v1", "Widget", "widgets", False, custom=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidal.sim.controllers.division import (
+from tidal_sim.controllers.division import (
     NotEnoughReplicas,
     divide_dynamic,
     divide_static,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from tidal.sim.controllers.estimator import general_estimate
-from tidal.sim.controllers.webhook import default_resource_models
-from tidal.sim.version import KarmadaVersion
+from tidal_sim.controllers.estimator import general_estimate
+from tidal_sim.controllers.webhook import default_resource_models
+from tidal_sim.version import KarmadaVersion
 
 ALL = list(KarmadaVersion)
 MODELLED = [v for v in KarmadaVersion if v >= KarmadaVersion.V1_18]

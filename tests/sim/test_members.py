@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.sim.karmada_harness import TWO, Harness, static_weights
-from tidal.sim.clock import ScaledClock
+from tidal_sim.clock import ScaledClock
 
 ONLY_A = {"clusterAffinity": {"clusterNames": ["a"]}}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidal.sim.controllers.modelings import allocatable_modelings
-from tidal.sim.controllers.quantity import resource_list
+from tidal_sim.controllers.modelings import allocatable_modelings
+from tidal_sim.controllers.quantity import resource_list
 
 # pkg/modeling/modeling_test.go TestGetIndex: grade 0 cpu [0,1) memory [0,1024),
 # grade 1 cpu [1m,2) memory [1024m,2048)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tidal.sim.controllers.assignment import FitError, filter_clusters
-from tidal.sim.controllers.common import cluster_ready
+from tidal_sim.controllers.assignment import FitError, filter_clusters
+from tidal_sim.controllers.common import cluster_ready
 
 
 def _cluster(name: str, ready: str | None) -> dict[str, object]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tidal.sim.clock import ManualClock
-from tidal.sim.kinds import KindRegistry
-from tidal.sim.store import Conflict, Store
+from tidal_sim.clock import ManualClock
+from tidal_sim.kinds import KindRegistry
+from tidal_sim.store import Conflict, Store
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.sim.karmada_harness import TWO, Harness, dynamic_weights
-from tidal.sim.controllers.team_estimator import TeamEstimatorError, parse_team_estimator
-from tidal.sim.topology import TopologyError, load_topology
+from tidal_sim.controllers.team_estimator import TeamEstimatorError, parse_team_estimator
+from tidal_sim.topology import TopologyError, load_topology
 
 TEAM = {"matchLabels": {"team": "t1"}}
 NIGHT = datetime(2026, 3, 2, 23, 0, tzinfo=UTC).timestamp()

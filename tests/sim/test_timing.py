@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.sim.karmada_harness import TWO, Harness, dynamic_weights, static_weights
-from tidal.sim.topology import load_topology
-from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
+from tidal_sim.topology import load_topology
+from tidal_sim.version import LATEST_RELEASE, KarmadaVersion
 
 
 def _static(h: Harness, replicas: int = 2) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from tests.sim.http_helpers import call
-from tidal.sim.emulator import Emulator
-from tidal.sim.kinds import KindRegistry
-from tidal.sim.store import Invalid
-from tidal.sim.validation import SchemaValidator, find_crds_dir
+from tidal_sim.emulator import Emulator
+from tidal_sim.kinds import KindRegistry
+from tidal_sim.store import Invalid
+from tidal_sim.validation import SchemaValidator, find_crds_dir
 
 CRDS = find_crds_dir()
 needs_crds = pytest.mark.skipif(CRDS is None, reason="../shared/karmada/crds not present")

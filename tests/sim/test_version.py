@@ -6,9 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from tidal.cli.main import cli
-from tidal.sim.emulator import Emulator
-from tidal.sim.topology import TopologyError, load_topology
-from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
+from tidal_sim.emulator import Emulator
+from tidal_sim.topology import TopologyError, load_topology
+from tidal_sim.version import LATEST_RELEASE, KarmadaVersion
 
 
 def test_versions_parse_and_order() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.sim.karmada_harness import TWO, Harness
-from tidal.sim.controllers.common import CPP_ID_LABEL, PP_ID_LABEL
+from tidal_sim.controllers.common import CPP_ID_LABEL, PP_ID_LABEL
 
 
 def test_divided_without_preference_defaults_to_weighted_and_divides_equally() -> None:

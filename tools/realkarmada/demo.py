@@ -14,7 +14,7 @@ EMULATOR_ONLY = ("EmulatorSettings", "Cluster")
 
 
 def demo_objects() -> list[dict[str, Any]]:
-    from tidal.sim.emulator import DEFAULT_TOPOLOGY
+    from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
     return [d for d in docs if d["kind"] not in EMULATOR_ONLY]

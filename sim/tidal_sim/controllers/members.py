@@ -1,0 +1,371 @@
+"""Member clusters: capacity, pods that start after a delay if they fit, termination, faults.
+
+Each binding's spec.clusters is the desired replica count per member. Pods of a member workload
+are pending (no room), starting (placed; ready after the cluster's start-up delay), ready, or
+terminating (removed; hold their resources for the termination delay). Karmada moves replicas
+without surge: a replica taken from a cluster goes at once, its replacement starts elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tidal_sim.controllers.common import (
+    DEFAULT_POD_STARTUP_SECONDS,
+    DEFAULT_TERMINATION_SECONDS,
+    POD_STARTUP_ANNOTATION,
+    PODS_FAIL_ANNOTATION,
+    TERMINATION_ANNOTATION,
+    Obj,
+    annotations_of,
+    due_time,
+    member_reachable,
+)
+from tidal_sim.controllers.quantity import Resources, resource_list
+
+if TYPE_CHECKING:
+    from tidal_sim.controllers.manager import ControllerManager
+
+BKey = tuple[str, str, str]  # binding kind, namespace, name
+
+_seq = itertools.count()
+
+
+@dataclass(eq=False)
+class Pod:
+    binding: BKey
+    request: Resources
+    state: str = "pending"  # pending | starting | ready | terminating | gone
+    armed: bool = False  # a start-up timer will make it ready
+    seq: int = field(default_factory=lambda: next(_seq))
+
+
+@dataclass
+class ClusterState:
+    name: str
+    allocatable: Resources = field(default_factory=dict)
+    used: Resources = field(default_factory=dict)
+    pending_demand: Resources = field(default_factory=dict)
+    pending: deque[Pod] = field(default_factory=deque)
+    startup: float = DEFAULT_POD_STARTUP_SECONDS
+    termination: float = DEFAULT_TERMINATION_SECONDS
+    pods_fail: bool = False
+    ready: bool = True
+    exists: bool = True
+    bindings: set[BKey] = field(default_factory=set)
+
+    def fits(self, request: Resources) -> bool:
+        """Room for one more pod? No capacity reported at all means no limit; a reported
+        list without `pods` does not limit the pod count."""
+        if not self.allocatable:
+            return True
+        for name, amount in request.items():
+            if name == "pods" and "pods" not in self.allocatable:
+                continue
+            if self.used.get(name, 0) + amount > self.allocatable.get(name, 0):
+                return False
+        return True
+
+
+@dataclass
+class MemberWorkload:
+    desired: int = 0
+    pods: list[Pod] = field(default_factory=list)  # not terminating
+    generation: int = 0
+    template_generation: int = 0
+
+    def count(self, state: str) -> int:
+        return sum(1 for p in self.pods if p.state == state)
+
+
+@dataclass
+class BindingState:
+    workload: str  # "ns/Kind/name" for the timeline
+    is_workload: bool
+    request: Resources
+    targets: dict[str, int]
+    resource_version: str
+    template_generation: int
+    members: dict[str, MemberWorkload] = field(default_factory=dict)
+
+
+def _add(into: Resources, request: Resources, sign: int = 1) -> None:
+    for name, amount in request.items():
+        into[name] = into.get(name, 0) + sign * amount
+
+
+def _float_annotation(annotations: dict[str, str], key: str, default: float) -> float:
+    try:
+        return max(0.0, float(annotations.get(key, default)))
+    except (TypeError, ValueError):
+        return default
+
+
+class Members:
+    """The pods of every member workload, and each member cluster's resource accounting."""
+
+    def __init__(self, mgr: ControllerManager) -> None:
+        self.mgr = mgr
+        self.clusters: dict[str, ClusterState] = {}
+        self.bindings: dict[BKey, BindingState] = {}
+        # pods due to become ready, grouped by (cluster, due time): one timer per group
+        self._starting: dict[tuple[str, float], list[Pod]] = {}
+
+    # -- events ------------------------------------------------------------------------
+    def on_cluster(self, etype: str, cluster: Obj) -> None:
+        name = cluster["metadata"]["name"]
+        state = self.clusters.get(name)
+        if etype == "DELETED":
+            if state is not None:
+                state.exists = False
+                for bkey in state.bindings:
+                    self.mgr.status.mark_binding(bkey)
+            return
+        if state is None:
+            state = self.clusters[name] = ClusterState(name)
+        annotations = annotations_of(cluster)
+        summary = (cluster.get("status") or {}).get("resourceSummary") or {}
+        allocatable = resource_list(summary.get("allocatable"))
+        startup = _float_annotation(
+            annotations, POD_STARTUP_ANNOTATION, DEFAULT_POD_STARTUP_SECONDS
+        )
+        termination = _float_annotation(
+            annotations, TERMINATION_ANNOTATION, DEFAULT_TERMINATION_SECONDS
+        )
+        pods_fail = str(annotations.get(PODS_FAIL_ANNOTATION, "")).lower() == "true"
+        ready = member_reachable(cluster)
+        changed_health = state.ready != ready or not state.exists
+        grew = any(allocatable.get(k, 0) > state.allocatable.get(k, 0) for k in allocatable)
+        resized = allocatable != state.allocatable
+        recovered = state.pods_fail and not pods_fail
+        state.allocatable, state.startup, state.termination = allocatable, startup, termination
+        state.pods_fail, state.ready, state.exists = pods_fail, ready, True
+        if recovered:
+            for bkey in list(state.bindings):
+                member = self.bindings[bkey].members.get(name) if bkey in self.bindings else None
+                for pod in member.pods if member else []:
+                    if pod.state == "starting" and not pod.armed:
+                        self._arm_start(state, pod)
+        if grew:
+            self._start_pending(state)
+        if etype == "ADDED" or changed_health:
+            for bkey in state.bindings:
+                self.mgr.status.mark_binding(bkey)
+        # allocatable and allocatableModelings come from the same status collection upstream
+        self.mgr.status.mark_cluster(name, urgent=resized)
+
+    def on_binding(self, etype: str, bkey: BKey, binding: Obj) -> None:
+        state = self.bindings.get(bkey)
+        if etype == "DELETED":
+            if state is not None:
+                for cluster in list(state.members):
+                    self._set_desired(bkey, state, cluster, 0)
+                    self.clusters.get(cluster, ClusterState(cluster)).bindings.discard(bkey)
+                del self.bindings[bkey]
+            return
+        spec = binding.get("spec") or {}
+        resource = spec.get("resource") or {}
+        is_workload = bool(spec.get("replicas")) or spec.get("replicaRequirements") is not None
+        targets = {
+            c["name"]: int(c.get("replicas") or 0)
+            for c in spec.get("clusters") or []
+            if c.get("name")
+        }
+        resource_version = str(resource.get("resourceVersion", ""))
+        if (
+            state is not None
+            and state.targets == targets
+            and state.resource_version == resource_version
+            and state.is_workload == is_workload
+        ):
+            return
+        request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
+        request["pods"] = 1
+        template_generation = self.mgr.detector.template_generation(resource)
+        if state is None:
+            workload = "/".join(str(resource.get(k, "")) for k in ("namespace", "kind", "name"))
+            state = self.bindings[bkey] = BindingState(
+                workload, is_workload, request, {}, resource_version, template_generation
+            )
+        resynced = state.resource_version != resource_version
+        state.is_workload, state.request = is_workload, request
+        state.resource_version, state.template_generation = resource_version, template_generation
+        old_targets, state.targets = state.targets, targets
+        for cluster in sorted(set(old_targets) | set(targets)):
+            member = state.members.get(cluster)
+            if member is None:
+                member = state.members[cluster] = MemberWorkload(generation=1)
+                member.template_generation = template_generation
+            elif resynced:
+                member.generation += 1
+                member.template_generation = template_generation
+            self.clusters.setdefault(cluster, ClusterState(cluster, exists=False)).bindings.add(
+                bkey
+            )
+            self._set_desired(bkey, state, cluster, targets.get(cluster, 0) if is_workload else 0)
+            if cluster not in targets and not member.pods:
+                del state.members[cluster]
+                self.clusters[cluster].bindings.discard(bkey)
+        self.mgr.status.mark_binding(bkey)
+
+    # -- pods ----------------------------------------------------------------------------
+    def _set_desired(
+        self, bkey: BKey, state: BindingState, cluster_name: str, desired: int
+    ) -> None:
+        member = state.members.get(cluster_name)
+        if member is None:
+            return
+        cluster = self.clusters.setdefault(cluster_name, ClusterState(cluster_name, exists=False))
+        if member.desired != desired:
+            member.generation += 1
+            member.desired = desired
+        while len(member.pods) < desired:
+            pod = Pod(bkey, dict(state.request))
+            member.pods.append(pod)
+            if cluster.exists and not cluster.pending and cluster.fits(pod.request):
+                self._place(cluster, pod)
+            else:
+                cluster.pending.append(pod)
+                _add(cluster.pending_demand, pod.request)
+        if len(member.pods) > desired:
+            order = {"pending": 0, "starting": 1, "ready": 2}
+            victims = sorted(member.pods, key=lambda p: (order.get(p.state, 0), -p.seq))
+            for pod in victims[: len(member.pods) - desired]:
+                member.pods.remove(pod)
+                self._remove(cluster, pod)
+        self._record(state, cluster_name, member)
+        self.mgr.status.mark_cluster(cluster_name)
+
+    def _place(self, cluster: ClusterState, pod: Pod) -> None:
+        _add(cluster.used, pod.request)
+        pod.state = "starting"
+        if not cluster.pods_fail:
+            self._arm_start(cluster, pod)
+
+    def _arm_start(self, cluster: ClusterState, pod: Pod) -> None:
+        if cluster.startup <= 0:
+            pod.state = "ready"
+            return
+        pod.armed = True
+        due = due_time(self.mgr.clock.now(), cluster.startup)
+        group = self._starting.get((cluster.name, due))
+        if group is not None:
+            group.append(pod)
+            return
+        self._starting[(cluster.name, due)] = [pod]
+
+        def become_ready() -> None:
+            pods = self._starting.pop((cluster.name, due), [])
+            touched: set[BKey] = set()
+            for each in pods:
+                each.armed = False
+                if each.state != "starting" or cluster.pods_fail:
+                    continue
+                each.state = "ready"
+                touched.add(each.binding)
+            for bkey in sorted(touched):
+                self._changed(bkey, cluster.name)
+
+        self.mgr.after(due - self.mgr.clock.now(), become_ready)
+
+    def _remove(self, cluster: ClusterState, pod: Pod) -> None:
+        if pod.state == "pending":
+            if pod in cluster.pending:
+                cluster.pending.remove(pod)
+                _add(cluster.pending_demand, pod.request, -1)
+            pod.state = "gone"
+            return
+        pod.state = "terminating"
+        if cluster.termination <= 0:
+            self._free(cluster, pod)
+            return
+
+        def terminated() -> None:
+            self._free(cluster, pod)
+            self.mgr.status.mark_cluster(cluster.name)
+
+        self.mgr.after(cluster.termination, terminated)
+
+    def _free(self, cluster: ClusterState, pod: Pod) -> None:
+        if pod.state != "terminating":
+            return
+        pod.state = "gone"
+        _add(cluster.used, pod.request, -1)
+        self._start_pending(cluster)
+
+    def _start_pending(self, cluster: ClusterState) -> None:
+        if not cluster.exists:
+            return
+        kept: deque[Pod] = deque()
+        while cluster.pending:
+            pod = cluster.pending.popleft()
+            if cluster.fits(pod.request):
+                _add(cluster.pending_demand, pod.request, -1)
+                self._place(cluster, pod)
+                self._changed(pod.binding, cluster.name)
+            else:
+                kept.append(pod)
+        cluster.pending = kept
+        self.mgr.status.mark_cluster(cluster.name)
+
+    def _changed(self, bkey: BKey, cluster_name: str) -> None:
+        state = self.bindings.get(bkey)
+        member = state.members.get(cluster_name) if state else None
+        if state is None or member is None:
+            return
+        self._record(state, cluster_name, member)
+        self.mgr.status.mark_binding(bkey)
+
+    def _record(self, state: BindingState, cluster: str, member: MemberWorkload) -> None:
+        if state.is_workload:
+            self.mgr.timeline.record(state.workload, cluster, member.desired, member.count("ready"))
+
+    # -- views for status --------------------------------------------------------------
+    def member_status(self, bkey: BKey, cluster_name: str) -> dict[str, Any] | None:
+        """The aggregatedStatus item of one member, or None if the binding has none there."""
+        state = self.bindings.get(bkey)
+        cluster = self.clusters.get(cluster_name)
+        if state is None or cluster_name not in state.targets:
+            return None
+        if cluster is None or not cluster.exists:
+            return {  # applied=false is omitted, as Go's omitempty does
+                "clusterName": cluster_name,
+                "appliedMessage": f'cluster "{cluster_name}" not found',
+                "health": "Unknown",
+            }
+        member = state.members.get(cluster_name)
+        if not state.is_workload or member is None:
+            return {
+                "clusterName": cluster_name,
+                "applied": True,
+                "health": "Healthy" if cluster.ready else "Unknown",
+            }
+        ready = member.count("ready")
+        replicas = len(member.pods)
+        raw = {
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "unavailableReplicas": max(0, member.desired - ready),
+            "observedGeneration": member.generation,
+            "generation": member.generation,
+            "resourceTemplateGeneration": member.template_generation,
+        }
+        healthy = replicas >= member.desired and ready >= replicas
+        return {
+            "clusterName": cluster_name,
+            "applied": True,
+            "health": ("Healthy" if healthy else "Unhealthy") if cluster.ready else "Unknown",
+            "status": {k: v for k, v in raw.items() if v},  # Go's omitempty
+        }
+
+    def cluster_usage(self, name: str) -> tuple[Resources, Resources]:
+        """(allocated, allocating) of a member cluster, as integer amounts."""
+        state = self.clusters.get(name)
+        if state is None:
+            return {}, {}
+        return dict(state.used), dict(state.pending_demand)

@@ -1,0 +1,254 @@
+"""Status reflection: bindings' aggregatedStatus, the template's own status, Cluster summaries.
+
+Writes are batched: members mark what changed, and `flush()` writes each dirty object once.
+Timing as upstream: a member's status reaches the binding's aggregatedStatus through member
+informer -> Work status -> binding after `status_delay` seconds, and Cluster resourceSummary
+is refreshed only every `cluster_interval` seconds (karmada-controller-manager
+--cluster-status-update-frequency, 10 s), so usage placed in between is not seen yet. A Cluster
+without a Ready condition gets one at once (the status controller's first pass).
+Template status follows Karmada's Deployment aggregation (pkg/resourceinterpreter/default/
+native/aggregatestatus.go): sums of the members' counters; observedGeneration moves to the
+template's generation only when every member has observed it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tidal_sim.controllers.common import (
+    CLUSTER_KIND,
+    WORKLOAD_KINDS,
+    Obj,
+    find_condition,
+    set_condition,
+)
+from tidal_sim.controllers.members import BKey
+from tidal_sim.controllers.modelings import allocatable_modelings
+from tidal_sim.controllers.quantity import format_list, resource_list
+from tidal_sim.store import NotFound
+
+if TYPE_CHECKING:
+    from tidal_sim.controllers.manager import ControllerManager
+
+_COUNTERS = (
+    "replicas",
+    "readyReplicas",
+    "updatedReplicas",
+    "availableReplicas",
+    "unavailableReplicas",
+)
+
+
+class StatusWriter:
+    def __init__(
+        self, mgr: ControllerManager, *, status_delay: float = 0.0, cluster_interval: float = 0.0
+    ) -> None:
+        self.mgr = mgr
+        self.status_delay = status_delay
+        self.cluster_interval = cluster_interval
+        self._bindings: set[BKey] = set()
+        self._clusters: set[str] = set()
+        self._late_bindings: set[BKey] = set()  # waiting for the status delay
+        self._late_clusters: set[str] = set()  # waiting for the next refresh tick
+
+    def mark_binding(self, bkey: BKey) -> None:
+        if self.status_delay <= 0:
+            self._bindings.add(bkey)
+            return
+        if not self._late_bindings:
+
+            def release() -> None:
+                self._bindings |= self._late_bindings
+                self._late_bindings = set()
+
+            self.mgr.after(self.status_delay, release)
+        self._late_bindings.add(bkey)
+
+    def mark_cluster(self, name: str, *, urgent: bool = False) -> None:
+        """`urgent`: the Cluster's allocatable changed, so its modelings are recomputed now."""
+        if urgent or self.cluster_interval <= 0 or not self._has_ready(name):
+            self._clusters.add(name)
+            return
+        if not self._late_clusters:
+            now = self.mgr.clock.now()
+            tick = (int(now // self.cluster_interval) + 1) * self.cluster_interval
+
+            def refresh() -> None:
+                self._clusters |= self._late_clusters
+                self._late_clusters = set()
+
+            self.mgr.after(tick - now, refresh)
+        self._late_clusters.add(name)
+
+    def _has_ready(self, name: str) -> bool:
+        rtype = self.mgr.store.kinds.by_kind("cluster.karmada.io/v1alpha1", CLUSTER_KIND)
+        if rtype is None:
+            return False
+        try:
+            cluster = self.mgr.store.get(rtype, None, name, copy_=False)
+        except NotFound:
+            return False
+        return find_condition(cluster, "Ready") is not None
+
+    def pending(self) -> bool:
+        return bool(self._bindings or self._clusters)
+
+    def flush(self) -> bool:
+        """Write each dirty binding, its template, and each dirty cluster; True if any was dirty."""
+        if not self.pending():
+            return False
+        bindings, self._bindings = sorted(self._bindings), set()
+        clusters, self._clusters = sorted(self._clusters), set()
+        for bkey in bindings:
+            self._flush_binding(bkey)
+        for name in clusters:
+            self._flush_cluster(name)
+        return True
+
+    # -- bindings and templates ----------------------------------------------------------
+    def _flush_binding(self, bkey: BKey) -> None:
+        kind, namespace, name = bkey
+        rtype = self.mgr.binding_type(kind)
+        try:
+            binding = self.mgr.store.get(rtype, namespace or None, name, copy_=False)
+        except NotFound:
+            return
+        spec = binding.get("spec") or {}
+        items = []
+        for cluster in sorted({c.get("name", "") for c in spec.get("clusters") or []}):
+            item = self.mgr.members.member_status(bkey, cluster)
+            if item is not None:
+                items.append(item)
+        status = binding.get("status") or {}
+        now = self.mgr.clock.rfc3339()
+        conditions = list(status.get("conditions") or [])
+        if items:
+            all_applied = all(i.get("applied") for i in items)
+            conditions = set_condition(
+                conditions,
+                "FullyApplied",
+                "True" if all_applied else "False",
+                "FullyAppliedSuccess" if all_applied else "FullyAppliedFailed",
+                "All works have been successfully applied"
+                if all_applied
+                else "Failed to apply all works, see status.aggregatedStatus for details",
+                now,
+            )
+        if (
+            status.get("aggregatedStatus", []) != items
+            or (status.get("conditions") or []) != conditions
+        ):
+
+            def change(obj: Obj) -> None:
+                st = obj.setdefault("status", {})
+                if items:
+                    st["aggregatedStatus"] = items
+                else:
+                    st.pop("aggregatedStatus", None)
+                if conditions:
+                    st["conditions"] = conditions
+
+            self.mgr.write(rtype, namespace or None, name, change, subresource="status")
+        self._flush_template(spec.get("resource") or {}, items)
+
+    def _flush_template(self, resource: dict[str, Any], items: list[Obj]) -> None:
+        if resource.get("kind") not in WORKLOAD_KINDS:
+            return
+        rtype = self.mgr.store.kinds.by_kind(
+            resource.get("apiVersion", ""), resource.get("kind", "")
+        )
+        if rtype is None:
+            return
+        namespace = resource.get("namespace") or None
+        try:
+            template = self.mgr.store.get(rtype, namespace, resource.get("name", ""), copy_=False)
+        except NotFound:
+            return
+        if template["metadata"].get("uid") != resource.get("uid"):
+            return
+        generation = template["metadata"].get("generation", 1)
+        old = template.get("status") or {}
+        sums = dict.fromkeys(_COUNTERS, 0)
+        observed_latest = 0
+        for item in items:
+            member = item.get("status")
+            if member is None:
+                continue
+            if (
+                member.get("observedGeneration", 0) >= member.get("generation", 0)
+                and member.get("resourceTemplateGeneration", 0) >= generation
+            ):
+                observed_latest += 1
+            for counter in _COUNTERS:
+                sums[counter] += int(member.get(counter, 0))
+        new = dict(old)
+        new_observed = (
+            generation if observed_latest == len(items) else old.get("observedGeneration", 0)
+        )
+        for key, value in [*sums.items(), ("observedGeneration", new_observed)]:
+            if value:
+                new[key] = value
+            else:
+                new.pop(key, None)
+        if new == old:
+            return
+
+        def change(obj: Obj) -> None:
+            obj["status"] = new
+
+        self.mgr.write(
+            rtype,
+            namespace,
+            resource.get("name", ""),
+            change,
+            subresource="status" if rtype.has_status else None,
+        )
+
+    # -- clusters ----------------------------------------------------------------------
+    def _flush_cluster(self, name: str) -> None:
+        rtype = self.mgr.store.kinds.by_kind("cluster.karmada.io/v1alpha1", CLUSTER_KIND)
+        if rtype is None:
+            return
+        try:
+            cluster = self.mgr.store.get(rtype, None, name, copy_=False)
+        except NotFound:
+            return
+        allocated, allocating = self.mgr.members.cluster_usage(name)
+        status = cluster.get("status") or {}
+        summary = dict(status.get("resourceSummary") or {})
+        want_allocated = format_list({k: v for k, v in allocated.items() if v})
+        want_allocating = format_list({k: v for k, v in allocating.items() if v})
+        needs_ready = find_condition(cluster, "Ready") is None
+        want_modelings = allocatable_modelings(
+            cluster, resource_list(summary.get("allocatable")), allocated
+        )
+        if (
+            (summary.get("allocated") or {}) == want_allocated
+            and (summary.get("allocating") or {}) == want_allocating
+            and (want_modelings is None or summary.get("allocatableModelings") == want_modelings)
+            and not needs_ready
+        ):
+            return
+        now = self.mgr.clock.rfc3339()
+
+        def change(obj: Obj) -> None:
+            st = obj.setdefault("status", {})
+            rs = st.setdefault("resourceSummary", {})
+            for key, value in (("allocated", want_allocated), ("allocating", want_allocating)):
+                if value:
+                    rs[key] = value
+                else:
+                    rs.pop(key, None)
+            if want_modelings is not None:
+                rs["allocatableModelings"] = want_modelings
+            if find_condition(obj, "Ready") is None:
+                st["conditions"] = set_condition(
+                    list(st.get("conditions") or []),
+                    "Ready",
+                    "True",
+                    "ClusterReady",
+                    "cluster is healthy and ready to accept workloads",
+                    now,
+                )
+
+        self.mgr.write(rtype, None, name, change, subresource="status")

@@ -1,6 +1,0 @@
-"""The emulator's Kubernetes REST API server (discovery, CRUD, patch, status, watch, admin)."""
-
-from tidal.sim.apiserver.accounting import RequestAccounting, RequestRecord
-from tidal.sim.apiserver.server import ApiServer
-
-__all__ = ["ApiServer", "RequestAccounting", "RequestRecord"]
