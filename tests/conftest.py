@@ -1,18 +1,22 @@
-"""Shared fixtures: emulators over real HTTP on loopback (port 0), kubeconfigs, API clients."""
+"""Shared fixtures. The emulator's (over real HTTP on loopback, or in-process) come from the
+tidal-sim testing plugin: make_emulator, emulator, demo_emulator, kubeconfig, api_client,
+make_karmada_fake, karmada_fake."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tidal_sim.clock import ScaledClock
-from tidal_sim.emulator import DEFAULT_TOPOLOGY, Emulator
+from tidal_sim.emulator import Emulator
 
-MakeEmulator = Callable[..., Emulator]
+if TYPE_CHECKING:
+    from tidal_sim.testing.plugin import MakeEmulator
+
+pytest_plugins = ["tidal_sim.testing.plugin"]
 
 
 @pytest.fixture(autouse=True)
@@ -52,24 +56,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def make_emulator() -> Iterator[MakeEmulator]:
-    """Factory: `make_emulator(topology=None, **Emulator kwargs)` -> a started Emulator.
-
-    Every emulator made is stopped at teardown. Pass `clock=ManualClock()` to drive time by hand.
-    """
-    made: list[Emulator] = []
-
-    def make(topology: Path | str | list[dict[str, Any]] | None = None, **kwargs: Any) -> Emulator:
-        emu = Emulator(topology, **kwargs)
-        made.append(emu)
-        return emu.start()
-
-    yield make
-    for emu in reversed(made):
-        emu.stop()
-
-
-@pytest.fixture
 def make_switch_emulator(make_emulator: MakeEmulator) -> MakeEmulator:
     """Factory for the switch tests: `make_switch_emulator(topology=None, **team)` -> a started
     emulator whose clock runs 20x, once its first scheduling has settled (0.5s). Without a
@@ -83,35 +69,3 @@ def make_switch_emulator(make_emulator: MakeEmulator) -> MakeEmulator:
         return emu
 
     return make
-
-
-@pytest.fixture
-def emulator(make_emulator: MakeEmulator) -> Emulator:
-    """An emulator with no topology: only the namespaces default, kube-system, kube-public,
-    karmada-system."""
-    return make_emulator()
-
-
-@pytest.fixture
-def demo_emulator(make_emulator: MakeEmulator) -> Emulator:
-    """An emulator loaded with the default demo topology (sim/tidal_sim/topologies/default.yaml)."""
-    return make_emulator(DEFAULT_TOPOLOGY)
-
-
-@pytest.fixture
-def kubeconfig(emulator: Emulator, tmp_path: Path) -> Path:
-    """A kubeconfig file for the `emulator` fixture (context tidal-sim, user admin)."""
-    return emulator.write_kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def api_client(emulator: Emulator) -> Iterator[Any]:
-    """An official `kubernetes.client.ApiClient` pointed at the `emulator` fixture."""
-    from kubernetes import client
-
-    config = client.Configuration()
-    config.host = emulator.url
-    config.api_key = {"authorization": "Bearer sim:test"}
-    api = client.ApiClient(config)
-    yield api
-    api.close()

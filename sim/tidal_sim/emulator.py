@@ -99,16 +99,19 @@ class Emulator:
         self._started = False
 
     # -- life cycle ------------------------------------------------------------------------
-    def start(self) -> Emulator:
+    def start(self, *, serve: bool = True) -> Emulator:
+        """Load the topology and run. `serve=False`: no socket and no worker thread; the
+        caller dispatches requests in-process and settles the controllers itself."""
         if self._started:
             return self
         for name in BASE_NAMESPACES:
             self._ensure_namespace(name)
         self.clock.start()
-        if self.controllers is not None:
+        if self.controllers is not None and serve:
             self.controllers.start()
         self.apply_topology(self.topology)
-        self.server.start()
+        if serve:
+            self.server.start()
         self._started = True
         self.settle()
         return self

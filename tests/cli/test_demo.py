@@ -14,6 +14,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tidal.domain.floors import FloorRule
+from tidal.engine.events import GatePassed, RunFinished, RunStarted, WaveFinished, WaveStarted
+from tidal.loading import load_schedules
 from tidal_sim.demo.clock import DaemonClock, DemoClock
 from tidal_sim.demo.scenario import (
     EXAMPLE_FILES,
@@ -24,9 +27,6 @@ from tidal_sim.demo.scenario import (
     first_start,
 )
 from tidal_sim.demo.tracking import Tracker, judge_floor
-from tidal.domain.floors import FloorRule
-from tidal.engine.events import GatePassed, RunFinished, RunStarted, WaveFinished, WaveStarted
-from tidal.loading import load_schedules
 
 REPO = Path(__file__).resolve().parents[2]
 FIRST = datetime(2026, 12, 2, 10, 11, tzinfo=UTC)
@@ -184,8 +184,8 @@ def test_the_demo_says_policy_actions_in_words(action: str) -> None:
     `lazy_restored`."""
     from types import SimpleNamespace
 
-    from tidal_sim.demo.render import describe
     from tidal.engine.events import PolicyChanged
+    from tidal_sim.demo.render import describe
 
     run = SimpleNamespace(planned=SimpleNamespace(schedule="team-1005", window="night"))
     event = PolicyChanged(schedule="team-1005", window="night", run_id="r", wave=None,

@@ -19,19 +19,22 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # Sub-commands register here, one module each, so the group stays thin.
+    # Sub-commands register here, one module each, so the group stays thin; commands of other
+    # distributions (tidal-sim: sim, demo) come through the `tidal.commands` entry points.
     import importlib
 
-    for name in ("validate", "schema", "sim", "plan", "switch", "run", "status", "controls",
-                 "demo", "rbac"):
-        try:
-            module = importlib.import_module(f"tidal.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"tidal.cli.{name}":
-                continue  # not built yet
-            raise
+    from tidal.cli.plugins import OPTIONAL, discovered, missing
+
+    for name in ("validate", "schema", "plan", "switch", "run", "status", "controls", "rbac"):
+        module = importlib.import_module(f"tidal.cli.{name}")
         for command in getattr(module, "COMMANDS", ()):
             cli.add_command(command)
+    for command in discovered():
+        if command.name not in cli.commands:
+            cli.add_command(command)
+    for name, summary in OPTIONAL.items():
+        if name not in cli.commands:
+            cli.add_command(missing(name, summary))
 
 
 _register()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,6 +23,11 @@ class Request:
     headers: Headers
     body: bytes = b""
     is_closed: Callable[[], bool] = lambda: False
+    # An in-process caller on a manual clock (tidal_sim.testing) passes both: a watch with
+    # nothing to send then calls idle(seconds) to move time instead of blocking, and measures
+    # its timeout with `now`.
+    idle: Callable[[float], None] | None = None
+    now: Callable[[], float] = time.monotonic
 
     def flag(self, name: str) -> bool:
         return self.query.get(name, "").lower() in ("1", "true")

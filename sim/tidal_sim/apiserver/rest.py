@@ -188,6 +188,8 @@ class RestHandlers(WriteVerbs):
             timeout=req.int_param("timeoutSeconds"),
             cut_after=cut_after,
             is_closed=req.is_closed,
+            idle=req.idle,
+            now=req.now,
             bookmark_interval=self.bookmark_interval,
             render=(lambda obj: self._table(route, req, [obj], None))
             if wants_table(req.headers.get("Accept"))

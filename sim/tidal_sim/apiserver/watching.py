@@ -95,6 +95,8 @@ def open_watch(
     is_closed: Callable[[], bool],
     bookmark_interval: float = 1.0,
     render: Callable[[Obj], Obj] | None = None,
+    idle: Callable[[float], None] | None = None,
+    now: Callable[[], float] = time.monotonic,
 ) -> tuple[Iterator[bytes], Callable[[], None]]:
     """Subscribe now (so errors surface before the stream starts); returns the stream and a
     cleanup that ends the subscription even if the stream is never started."""
@@ -143,6 +145,8 @@ def open_watch(
         cut_after,
         is_closed,
         bookmark_interval,
+        idle,
+        now,
     )
     return stream, cleanup
 
@@ -166,8 +170,10 @@ def _stream(
     cut_after: float | None,
     is_closed: Callable[[], bool],
     bookmark_interval: float,
+    idle: Callable[[float], None] | None,
+    clock: Callable[[], float],
 ) -> Iterator[bytes]:
-    start = time.monotonic()
+    start = clock()
     deadline = start + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
     if cut_after is not None:
         deadline = min(deadline, start + cut_after)
@@ -184,19 +190,22 @@ def _stream(
         if send_initial and bookmarks:
             yield _bookmark(rtype, rv, initial_end=True)
         while True:
-            now = time.monotonic()
+            now = clock()
             if now >= deadline:
                 return
             wait = min(deadline - now, _POLL)
             if bookmarks:
                 wait = min(wait, max(0.0, next_bookmark - now))
             try:
-                event = sub.events.get(timeout=wait)
+                event = sub.events.get(timeout=wait) if idle is None else \
+                    sub.events.get_nowait()
             except queue.Empty:
+                if idle is not None:
+                    idle(max(wait, 0.001))  # time moves; the controllers' work may send events
                 if is_closed():
                     return
-                if bookmarks and time.monotonic() >= next_bookmark:
-                    next_bookmark = time.monotonic() + bookmark_interval
+                if bookmarks and clock() >= next_bookmark:
+                    next_bookmark = clock() + bookmark_interval
                     current = store.drained_version(sub)
                     if current is not None:
                         yield _bookmark(rtype, current)

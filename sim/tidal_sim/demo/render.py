@@ -18,7 +18,6 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tidal_sim.demo.tracking import FloorVerdict, Tracker, WindowRun
 from tidal.engine.events import (
     EngineEvent,
     FloorBreached,
@@ -31,6 +30,7 @@ from tidal.engine.events import (
     WorkloadSkipped,
     policy_action_text,
 )
+from tidal_sim.demo.tracking import FloorVerdict, Tracker, WindowRun
 
 Totals = Callable[[str], dict[str, tuple[int, int]]]  # schedule -> cluster -> (ready, assigned)
 STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "bold green",

@@ -22,6 +22,8 @@ from typing import Any, Protocol, TextIO
 
 import structlog
 
+from tidal.domain.floors import FloorRule
+from tidal.engine.events import EngineEvent
 from tidal_sim.demo.clock import DaemonClock, DemoClock
 from tidal_sim.demo.scenario import (
     DemoWindow,
@@ -32,8 +34,6 @@ from tidal_sim.demo.scenario import (
     original_moment,
 )
 from tidal_sim.demo.tracking import Tracker, WindowRun, cluster_totals
-from tidal.domain.floors import FloorRule
-from tidal.engine.events import EngineEvent
 
 STATE_NAMESPACE = "tidal-system"
 # Simulated seconds between the clock's start and the first window (pods come up meanwhile).

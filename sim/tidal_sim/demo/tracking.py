@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidal_sim.demo.scenario import DemoWindow
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import (
     EngineEvent,
@@ -23,6 +22,7 @@ from tidal.engine.events import (
     WaveFinished,
     WaveStarted,
 )
+from tidal_sim.demo.scenario import DemoWindow
 
 TERMINAL = ("succeeded", "failed", "rolledBack", "refused", "timeout", "interrupted")
 Sample = dict[str, Any]  # the emulator timeline's {t, workload, cluster, assigned, ready}

@@ -1,0 +1,1 @@
+"""`tidal sim` and `tidal demo`: registered in the `tidal.commands` entry-point group."""
