@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,6 +34,33 @@ def _logging_as_found() -> Iterator[None]:
     structlog.reset_defaults()
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _upstream_crds_in_settings() -> Iterator[None]:
+    """Where the upstream CRDs are found (tests/upstream.py), the settings say so for the whole
+    session: tidal's loader and every emulator check policies against them, in-process and in
+    subprocesses. Without them (a fresh clone) nothing is set and nothing is guessed."""
+    import os
+
+    from tests.upstream import CRDS
+
+    if CRDS is None or os.environ.get("TIDAL_KARMADA_CRDS"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIDAL_KARMADA_CRDS", str(CRDS))
+        yield
+
+
+@pytest.fixture
+def upstream_crds() -> Path:
+    """The upstream Karmada CRD directory; the test is skipped, saying why, without one."""
+    from tests.upstream import CRDS, MISSING
+
+    if CRDS is None:
+        pytest.skip(MISSING)
+    return CRDS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

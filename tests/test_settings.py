@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,62 @@ def test_non_finite_and_inconsistent_timings_are_refused(
     message = str(caught.value)
     assert words in message and "\n" not in message
     assert env.rsplit("__", 1)[0] in message
+
+
+def test_karmada_crds_come_from_tidal_karmada_crds(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """The CRD directory is a setting (TIDAL_KARMADA_CRDS or a flag); unset, it is None and
+    nothing is guessed."""
+    monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
+    assert load_settings().karmada_crds is None
+    monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path))
+    assert load_settings().karmada_crds == tmp_path
+    assert load_settings(karmada_crds=tmp_path / "flag").karmada_crds == tmp_path / "flag"
+
+
+def test_kubectl_variables_are_read_by_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KUBECONFIG (every listed file, in order) and KUBERNETES_SERVICE_HOST reach the access
+    layer through the settings' kubeconfig sources."""
+    monkeypatch.setenv("KUBECONFIG", f"/a{os.pathsep}{os.pathsep}/b")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    sources = load_settings().kubeconfig_sources()
+    assert sources.listed == ("/a", "/b") and sources.in_cluster
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    sources = load_settings().kubeconfig_sources()
+    assert sources.listed == () and not sources.in_cluster
+    assert sources.home_config == Path.home() / ".kube" / "config"
+
+
+def test_the_access_layer_reads_no_variable(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """Without a path the client looks only where its sources say: a KUBECONFIG in the
+    environment is not read behind the settings' back, and the error names what was tried."""
+    from tidal.karmada.client import KarmadaClient
+    from tidal.karmada.errors import KarmadaError
+    from tidal.settings import KubeconfigSources
+
+    present = tmp_path / "kubeconfig"
+    present.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(present))
+    sources = KubeconfigSources((), False, tmp_path / "no-home-config")
+    with pytest.raises(KarmadaError) as raised:
+        KarmadaClient.from_kubeconfig(None, sources=sources)
+    assert str(raised.value) == (
+        "no kubeconfig found; tried KUBECONFIG (not set), in-cluster config (not in a pod: "
+        f"KUBERNETES_SERVICE_HOST not set), {tmp_path / 'no-home-config'} (no such file)")
+
+
+def test_no_module_but_settings_reads_the_environment() -> None:
+    """Every environment read of the product is in tidal/settings.py (no os.environ, getenv,
+    click envvar= elsewhere), and no product module guesses a ../shared path."""
+    root = Path(__file__).resolve().parents[1] / "tidal"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if path.name == "settings.py" and path.parent == root:
+            continue
+        for needle in ("os.environ", "getenv", "envvar=", '"shared"', "../shared"):
+            if needle in text:
+                offenders.append(f"{path.relative_to(root.parent)}: {needle}")
+    assert offenders == []

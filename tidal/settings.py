@@ -1,14 +1,20 @@
-"""The one settings model: built once in main from flags and TIDAL_* variables, then passed down."""
+"""The one settings model: built once in main from flags and TIDAL_* variables, then passed down.
+
+Every environment variable tidal reads is read here: its own TIDAL_* ones, and kubectl's
+KUBECONFIG and KUBERNETES_SERVICE_HOST (where to look for a kubeconfig when none is given).
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -74,6 +80,17 @@ class SchedulerSettings(BaseModel):
     max_clock_skew_seconds: float = Field(30.0, gt=0)
 
 
+@dataclass(frozen=True)
+class KubeconfigSources:
+    """Where to look for a kubeconfig when none is given, in kubectl's order: the files
+    listed in $KUBECONFIG (the first that exists), the pod's service account when running in
+    one ($KUBERNETES_SERVICE_HOST set), then ~/.kube/config."""
+
+    listed: tuple[str, ...] = ()
+    in_cluster: bool = False
+    home_config: Path = Path("~/.kube/config")
+
+
 class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
@@ -93,6 +110,20 @@ class Settings(BaseSettings):
                           min_length=1)
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    # Directory of the upstream Karmada CRDs (policy.karmada.io_*.yaml): policy patches and
+    # swap manifests are checked against their schemas when set (TIDAL_KARMADA_CRDS).
+    karmada_crds: Path | None = None
+    # kubectl's own variables, not TIDAL_*: see kubeconfig_sources()
+    kubeconfig_env: str = Field("", validation_alias=AliasChoices("KUBECONFIG",
+                                                                  "kubeconfig_env"))
+    kubernetes_service_host: str = Field("", validation_alias=AliasChoices(
+        "KUBERNETES_SERVICE_HOST", "kubernetes_service_host"))
+
+    def kubeconfig_sources(self) -> KubeconfigSources:
+        """Where the access layer looks for a kubeconfig when `kubeconfig` is not set."""
+        listed = tuple(p for p in self.kubeconfig_env.split(os.pathsep) if p)
+        return KubeconfigSources(listed, bool(self.kubernetes_service_host),
+                                 Path.home() / ".kube" / "config")
 
     @field_validator("state_namespace")
     @classmethod

@@ -1,7 +1,7 @@
 """Admission of objects written through the API: CRD defaults and openAPIV3Schema validation.
 
-Karmada kinds are checked against the upstream CRD schemas in `../shared/karmada/crds` (found
-via env TIDAL_KARMADA_CRDS, or beside the repository root) as the real apiserver does: an
+Karmada kinds are checked against the upstream CRD schemas (the directory given to the
+Emulator, else env TIDAL_KARMADA_CRDS, tidal's own setting) as the real apiserver does: an
 object that violates the schema is refused 422 Invalid with one cause per field path, e.g.
 `spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight`. Defaults the
 schema declares are filled in. When the directory is absent a minimal built-in check of the
@@ -31,16 +31,12 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 
 
 def find_crds_dir() -> Path | None:
-    """The upstream CRD directory: $TIDAL_KARMADA_CRDS, else ../shared/karmada/crds of the repo."""
+    """The upstream CRD directory named by $TIDAL_KARMADA_CRDS (the variable tidal's settings
+    read too), when it is one; nothing is guessed."""
     env = os.environ.get("TIDAL_KARMADA_CRDS")
     if env:
         path = Path(env)
         return path if path.is_dir() else None
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").exists():
-            candidate = parent.parent / "shared" / "karmada" / "crds"
-            return candidate if candidate.is_dir() else None
     return None
 
 

@@ -10,12 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.e2e.switch_helpers import MakeEmulator, invoke_cli, schedule_text, write_schedule, writes
+from tests.upstream import needs_upstream_crds
 from tidal.cli.main import cli
 from tidal_sim.emulator import Emulator
-from tidal_sim.validation import find_crds_dir
 
 pytestmark = pytest.mark.e2e
-CRDS = find_crds_dir()
 
 SCHEDULE = schedule_text("team-p", """
     waveSize: 50%
@@ -83,7 +82,7 @@ def _position(text: str, key: str) -> str:
     raise AssertionError(key)
 
 
-@pytest.mark.skipif(CRDS is None, reason="../shared/karmada/crds not present")
+@needs_upstream_crds
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_a_typo_in_a_patch_is_the_servers_answer_located_in_the_file(
         make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,

@@ -11,9 +11,9 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from tests.upstream import CRDS
 from tidal.cli.main import cli
 from tidal.cli.validate import NOT_CHECKED
-from tidal.loading.policies import default_crd_dir
 
 REPO = Path(__file__).parents[2]
 BROKEN = REPO / "tests" / "loading" / "broken"
@@ -25,7 +25,7 @@ def test_examples_validate() -> None:
     result = CliRunner().invoke(cli, ["validate", str(REPO / "schedules")])
     assert result.exit_code == 0, result.output
     assert "3 schedule(s) valid" in result.stdout
-    assert result.stderr == ("" if default_crd_dir() is not None else NOT_CHECKED + "\n")
+    assert result.stderr == ("" if CRDS is not None else NOT_CHECKED + "\n")
 
 
 def test_without_crds_validate_says_what_it_did_not_check(tmp_path: Path,
@@ -52,7 +52,7 @@ def test_broken_directory_reports_every_error() -> None:
     assert summary == f"{len(lines)} error(s) in {len(files)} file(s)"
     assert [line.replace(f"{BROKEN}/", "") for line in lines] == [
         line for line in EXPECTED
-        if default_crd_dir() is not None or "Karmada would drop" not in line]
+        if CRDS is not None or "Karmada would drop" not in line]
 
 
 def test_json_output() -> None:

@@ -1,4 +1,4 @@
-"""Karmada objects are validated against the upstream CRD schemas (../shared/karmada/crds)."""
+"""Karmada objects are validated against the upstream CRD schemas (tests/upstream.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from tests.sim.http_helpers import call
+from tests.upstream import CRDS, needs_upstream_crds
 from tidal_sim.emulator import Emulator
 from tidal_sim.kinds import KindRegistry
 from tidal_sim.store import Invalid
 from tidal_sim.validation import SchemaValidator, find_crds_dir
 
-CRDS = find_crds_dir()
-needs_crds = pytest.mark.skipif(CRDS is None, reason="../shared/karmada/crds not present")
+needs_crds = needs_upstream_crds
 WEIGHT_PATH = "spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight"
 CPP_PATH = "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies"
 

@@ -19,11 +19,12 @@ def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
     raise SystemExit(code)
 
 
-def load_target(schedule_file: Path, window: str) -> Any:
-    """The one LoadedSchedule in the file, with `window` checked; exits 1 otherwise."""
+def load_target(schedule_file: Path, window: str, crd_dir: Path | None = None) -> Any:
+    """The one LoadedSchedule in the file, with `window` checked (policies against the CRDs
+    in `crd_dir` when given); exits 1 otherwise."""
     from tidal.loading import load_schedules
 
-    result = load_schedules([schedule_file])
+    result = load_schedules([schedule_file], crd_dir=crd_dir)
     if result.errors:
         for error in result.errors:
             click.echo(str(error), err=True)
@@ -48,9 +49,8 @@ def refused_writes(loaded: Any, exc: Any) -> NoReturn:
     raise SystemExit(INVALID_INPUT)
 
 
-def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
-    from tidal.karmada.client import KarmadaClient
-    from tidal.karmada.errors import KarmadaError
+def cli_settings(kubeconfig: Path | None, context: str | None) -> Any:
+    """The settings (flags over TIDAL_* variables), logging configured; exits 1 on a bad one."""
     from tidal.logs import configure_logging
     from tidal.settings import SettingsError, load_settings
 
@@ -59,11 +59,23 @@ def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[A
     except SettingsError as exc:
         fail(str(exc))
     configure_logging(settings.log_format, settings.log_level)
+    return settings
+
+
+def client_of(settings: Any) -> Any:
+    """A KarmadaClient for the settings' kubeconfig; exits 1 when there is none."""
+    from tidal.karmada.client import KarmadaClient
+    from tidal.karmada.errors import KarmadaError
+
     try:
-        client = KarmadaClient.from_settings(settings)
+        return KarmadaClient.from_settings(settings)
     except KarmadaError as exc:
         fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
-    return settings, client
+
+
+def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
+    settings = cli_settings(kubeconfig, context)
+    return settings, client_of(settings)
 
 
 def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
@@ -130,8 +142,9 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
-    loaded = load_target(schedule_file, window)
-    _, client = settings_and_client(kubeconfig, context)
+    settings = cli_settings(kubeconfig, context)
+    loaded = load_target(schedule_file, window, settings.karmada_crds)
+    client = client_of(settings)
     try:
         sp = build_plan(client, loaded.schedule, window)
         check = preflight(sp, ready_field_of(sp))

@@ -134,7 +134,7 @@ def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None,
         raise SystemExit(INVALID_INPUT) from None
     subject = _subject(service_account, user, group, namespace)
     extra = [_template(t) for t in templates]
-    result = load_schedules(schedules_dir)
+    result = load_schedules(schedules_dir, crd_dir=settings.karmada_crds)
     if not result.ok:
         for error in result.errors:
             click.echo(str(error), err=True)

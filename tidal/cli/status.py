@@ -31,7 +31,7 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
     except KarmadaError as exc:
         click.echo(f"error: {exc}; pass --kubeconfig or set TIDAL_KUBECONFIG", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    result = load_schedules([settings.schedules])
+    result = load_schedules([settings.schedules], crd_dir=settings.karmada_crds)
     for error in result.errors:
         click.echo(f"warning: {error}", err=True)
     return settings, client, result.schedules

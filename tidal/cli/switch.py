@@ -15,7 +15,14 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
-from tidal.cli.plan import fail, load_target, refused_writes, render_plan, settings_and_client
+from tidal.cli.plan import (
+    cli_settings,
+    client_of,
+    fail,
+    load_target,
+    refused_writes,
+    render_plan,
+)
 
 
 def stdin_is_terminal() -> bool:
@@ -104,10 +111,11 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
-    loaded = load_target(schedule_file, window)
+    settings = cli_settings(kubeconfig, context)
+    loaded = load_target(schedule_file, window, settings.karmada_crds)
     if not yes and not stdin_is_terminal():
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
-    settings, client = settings_and_client(kubeconfig, context)
+    client = client_of(settings)
     journal: Any = None
     try:
         if not yes:

@@ -10,7 +10,7 @@ import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.loading import LocatedError, load_schedules
-from tidal.loading.policies import default_crd_dir, schemas_available
+from tidal.loading.policies import schemas_available
 
 NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
                "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
@@ -24,8 +24,8 @@ NOT_CHECKED = ("note: policy patches and swap manifests were not checked against
 @click.option("-o", "--output", "output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: errors on stderr; json: a list of errors on stdout")
 @click.option("--crds", type=click.Path(path_type=Path, file_okay=False), default=None,
-              envvar="TIDAL_KARMADA_CRDS",
-              help="directory of the Karmada CRDs used to check policy manifests and patches")
+              help="directory of the Karmada CRDs used to check policy manifests and patches "
+                   "[default: TIDAL_KARMADA_CRDS]")
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="also check floor clusters against the Clusters of this control plane")
 @click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
@@ -35,7 +35,14 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
 
     Exit 0 when everything is valid, 1 otherwise.
     """
-    result = load_schedules(paths, crd_dir=crds) if crds else load_schedules(paths)
+    from tidal.settings import SettingsError, load_settings
+
+    try:
+        crds = load_settings(karmada_crds=crds).karmada_crds
+    except SettingsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(INVALID_INPUT) from None
+    result = load_schedules(paths, crd_dir=crds)
     if kubeconfig is not None or context is not None:
         result.errors += _against_clusters(result.schedules, kubeconfig, context)
     if output == "json":
@@ -46,7 +53,7 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
         if result.ok:
             names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
             click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
-            if not schemas_available(crds if crds is not None else default_crd_dir()):
+            if not schemas_available(crds):
                 click.echo(NOT_CHECKED, err=True)
         else:
             files = len({error.file for error in result.errors})

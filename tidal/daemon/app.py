@@ -24,7 +24,7 @@ from tidal.daemon.lease import (
     run_lock_name,
 )
 from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
-from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
+from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, loader_for
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
@@ -75,7 +75,7 @@ class Daemon:
         clock: Clock | None = None,
         run_switch: RunSwitch = default_run_switch,
         metrics: Metrics | None = None,
-        load: Loader = default_loader,
+        load: Loader | None = None,
         lease_store: LeaseStore | None = None,
         lock_store: Callable[[str], LeaseStore] | None = None,
         on_event: OnEvent | None = None,
@@ -109,7 +109,8 @@ class Daemon:
             self.elector = _AlwaysLeader(self.identity)
         self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
                                 writer=f"daemon:{settings.identity}")
-        self.directory = ScheduleDirectory(Path(settings.schedules), load)
+        self.directory = ScheduleDirectory(Path(settings.schedules),
+                                           load or loader_for(settings.karmada_crds))
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,

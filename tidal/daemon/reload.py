@@ -19,10 +19,15 @@ log = structlog.get_logger("tidal.daemon.reload")
 Loader = Callable[[list[Path]], Any]  # -> tidal.loading.LoadResult
 
 
-def default_loader(paths: list[Path]) -> Any:
-    from tidal.loading.loader import load_schedules
+def loader_for(crd_dir: Path | None) -> Loader:
+    """The schedule loader, checking policies against the CRDs in `crd_dir` when given."""
 
-    return load_schedules(paths)
+    def load(paths: list[Path]) -> Any:
+        from tidal.loading.loader import load_schedules
+
+        return load_schedules(paths, crd_dir=crd_dir)
+
+    return load
 
 
 @dataclass
@@ -45,9 +50,9 @@ class ReloadOutcome:
 class ScheduleDirectory:
     """Loads the directory; `reload()` merges a new load with the last good versions."""
 
-    def __init__(self, directory: Path, load: Loader = default_loader) -> None:
+    def __init__(self, directory: Path, load: Loader | None = None) -> None:
         self.directory = directory
-        self.load = load
+        self.load = load or loader_for(None)
         self.catalog = Catalog()
         self.loaded_once = False
         self._lock = threading.Lock()

@@ -38,11 +38,13 @@ from tidal.karmada.errors import (
     translate,
 )
 from tidal.karmada.objects import Obj as Obj
+from tidal.settings import KubeconfigSources
 
 if TYPE_CHECKING:
     from tidal.settings import Settings
 
 T = TypeVar("T")
+_NO_SOURCES = KubeconfigSources()  # no variables read: ~/.kube/config only
 RequestHook = Callable[[str, str, int], None]
 
 
@@ -157,8 +159,10 @@ class KarmadaClient:
 
     # construction -------------------------------------------------------------------------
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None, context: str | None = None,
-                        **kw: Any) -> KarmadaClient:
+    def from_kubeconfig(cls, path: str | Path | None, context: str | None = None, *,
+                        sources: KubeconfigSources | None = None, **kw: Any) -> KarmadaClient:
+        """A client from the kubeconfig at `path`; with no path, from the first of `sources`
+        (the settings' KUBECONFIG, in-cluster, ~/.kube/config) that is there."""
         import yaml
         from kubernetes import client as k8s
         from kubernetes import config
@@ -166,7 +170,7 @@ class KarmadaClient:
         configuration = k8s.Configuration()
         configuration.retries = False  # one retry policy only: ours (tenacity)
         if path is None:
-            found = cls._standard_kubeconfig()
+            found = cls._standard_kubeconfig(sources or _NO_SOURCES)
             if found is None:  # in a pod: its service account
                 config.load_incluster_config(  # type: ignore[no-untyped-call]
                     client_configuration=configuration)
@@ -195,20 +199,19 @@ class KarmadaClient:
         return cls(api, **kw)
 
     @staticmethod
-    def _standard_kubeconfig() -> Path | None:
+    def _standard_kubeconfig(sources: KubeconfigSources) -> Path | None:
         """kubectl's order: $KUBECONFIG (its first file), in-cluster config (None), then
         ~/.kube/config; a KarmadaError naming everything tried when none is there."""
         tried = []
-        listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-        for candidate in listed:
+        for candidate in sources.listed:
             if Path(candidate).expanduser().is_file():
                 return Path(candidate).expanduser()
-        tried.append(f"KUBECONFIG={os.pathsep.join(listed)} (no such file)" if listed
-                     else "KUBECONFIG (not set)")
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        tried.append(f"KUBECONFIG={os.pathsep.join(sources.listed)} (no such file)"
+                     if sources.listed else "KUBECONFIG (not set)")
+        if sources.in_cluster:
             return None
         tried.append("in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)")
-        home = Path.home() / ".kube" / "config"
+        home = sources.home_config.expanduser()
         if home.is_file():
             return home
         tried.append(f"{home} (no such file)")
@@ -216,7 +219,8 @@ class KarmadaClient:
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
-        return cls.from_kubeconfig(settings.kubeconfig, settings.context, **kw)
+        return cls.from_kubeconfig(settings.kubeconfig, settings.context,
+                                   sources=settings.kubeconfig_sources(), **kw)
 
     def close(self) -> None:
         close = getattr(self.api, "close", None)

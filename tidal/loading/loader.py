@@ -19,14 +19,12 @@ from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate, validation_problems
 from tidal.loading.policies import (
     POLICY_KINDS,
-    default_crd_dir,
     manifest_problems,
     patch_problems,
 )
 from tidal.loading.yamlfile import YamlDocument, read_yaml_file
 
 SCHEDULE_SUFFIXES = (".yaml", ".yml")
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,14 @@ def collect_files(
     return list(unique.values()), errors
 
 
-def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = _UNSET) -> LoadResult:
-    """Load every schedule under `paths`; invalid files appear only in `errors`."""
-    crds = default_crd_dir() if crd_dir is _UNSET else crd_dir
+def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None) -> LoadResult:
+    """Load every schedule under `paths`; invalid files appear only in `errors`. Policy patches
+    and manifests are checked against the CRD schemas in `crd_dir` when given."""
     files, errors = collect_files(paths)
     result = LoadResult(errors=list(errors))
     for path, explicit in files:
-        loaded, file_errors = load_schedule_file(path, crd_dir=crds, only_schedules=not explicit)
+        loaded, file_errors = load_schedule_file(path, crd_dir=crd_dir,
+                                                 only_schedules=not explicit)
         result.errors += file_errors
         if loaded is not None and not file_errors:
             result.schedules.append(loaded)
@@ -97,14 +96,13 @@ def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = _UNSET
     return result
 
 
-def load_schedule_file(path: Path, *, crd_dir: Path | None = _UNSET,
+def load_schedule_file(path: Path, *, crd_dir: Path | None = None,
                        only_schedules: bool = False,
                        ) -> tuple[LoadedSchedule | None, list[LocatedError]]:
     """One file. With only_schedules, documents of other API groups are skipped silently."""
-    crds = default_crd_dir() if crd_dir is _UNSET else crd_dir
     name = str(path)
     try:
-        return _load(path, crds, only_schedules)
+        return _load(path, crd_dir, only_schedules)
     except YamlProblem as problem:
         return None, [LocatedError(name, problem.line, problem.col, problem.message)]
     except Exception as exc:  # last line of defence: never a traceback for a user's file

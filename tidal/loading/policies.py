@@ -1,14 +1,13 @@
 """Karmada policy documents: the swap manifests a schedule points to, and its merge patches.
 
-Validated against the upstream CRD schema (openAPIV3Schema) when the CRD files are found
-(argument, env TIDAL_KARMADA_CRDS, or ../shared/karmada/crds beside the repository); otherwise a
+Validated against the upstream CRD schema (openAPIV3Schema) when given the directory of the CRD
+files (the settings' karmada_crds, TIDAL_KARMADA_CRDS, or `tidal validate --crds`); otherwise a
 structural check only. Fields the CRD does not know are refused: Karmada would silently drop them.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -26,16 +25,6 @@ _CRD_FILES = {
 }
 
 Problem = tuple[tuple[str | int, ...], str]
-
-
-def default_crd_dir() -> Path | None:
-    """Where the upstream CRDs are: env TIDAL_KARMADA_CRDS, else ../shared beside the repo."""
-    configured = os.environ.get("TIDAL_KARMADA_CRDS")
-    if configured:
-        return Path(configured) if Path(configured).is_dir() else None
-    repo_root = Path(__file__).resolve().parents[2]
-    candidate = repo_root.parent / "shared" / "karmada" / "crds"
-    return candidate if candidate.is_dir() else None
 
 
 def schemas_available(crd_dir: Path | None) -> bool:
