@@ -18,7 +18,7 @@ from tidal.karmada.client import (
     Resource,
 )
 from tidal.karmada.errors import Gone
-from tidal.karmada.templates import list_paged
+from tidal.karmada.paging import list_paged
 
 
 def resource(cluster_scoped: bool) -> Resource:

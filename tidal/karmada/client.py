@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from tidal.settings import Settings
 
 T = TypeVar("T")
+MERGE_PATCH = "application/merge-patch+json"  # the content type of every merge patch
 _NO_SOURCES = KubeconfigSources()  # no variables read: ~/.kube/config only
 RequestHook = Callable[[str, str, int], None]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tidal.karmada.client import CLUSTERS, KarmadaClient, Obj
-from tidal.karmada.templates import list_paged
+from tidal.karmada.paging import list_paged
 
 
 def list_clusters(client: KarmadaClient) -> list[Obj]:

@@ -11,10 +11,10 @@ from tidal.karmada.client import (
     Obj,
     Resource,
 )
+from tidal.karmada.client import MERGE_PATCH as MERGE_PATCH  # the policy writes' content type
 from tidal.karmada.errors import NotFound
 from tidal.karmada.names import CPP_KIND, claim_label
 
-MERGE_PATCH = "application/merge-patch+json"
 # Every policy write names unknown fields as an error: the apiserver would otherwise drop a
 # typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
 STRICT = {"fieldValidation": "Strict"}

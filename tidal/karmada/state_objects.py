@@ -11,7 +11,7 @@ import contextlib
 from tidal.karmada.client import KNOWN, KarmadaClient, Resource
 from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
 from tidal.karmada.objects import Obj
-from tidal.karmada.templates import list_paged
+from tidal.karmada.paging import list_paged
 
 CONFIGMAPS: Resource = next(r for r in KNOWN if r.kind == "ConfigMap")
 NAMESPACES: Resource = next(r for r in KNOWN if r.kind == "Namespace")

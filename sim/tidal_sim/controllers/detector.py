@@ -52,13 +52,13 @@ from tidal_sim.kinds import ResourceType
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.manager import ControllerManager
+    from tidal_sim.controllers.host import ControllerHost
 
 PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
 
 
 class Detector:
-    def __init__(self, mgr: ControllerManager, seed: int = 0) -> None:
+    def __init__(self, mgr: ControllerHost, seed: int = 0) -> None:
         self.mgr = mgr
         self.rng = random.Random(seed)  # per-template re-match delays after a policy deletion
         self.templates: dict[ObjKey, Obj] = {}

@@ -28,6 +28,7 @@ from tidal_sim.controllers.common import (
     type_key,
 )
 from tidal_sim.controllers.detector import Detector
+from tidal_sim.controllers.host import Pending
 from tidal_sim.controllers.members import Members
 from tidal_sim.controllers.rebalancer import RebalancerController
 from tidal_sim.controllers.scheduler import Scheduler
@@ -45,7 +46,10 @@ _POLL_SECONDS = 0.005
 
 
 class ControllerManager:
-    """Detector, scheduler, rebalancer, members and status, driven by one store and one clock."""
+    """Detector, scheduler, rebalancer, members and status, driven by one store and one clock.
+
+    It is each controller's host (controllers.host.ControllerHost): they see it, and through
+    it each other, only through that interface."""
 
     def __init__(
         self,
@@ -234,19 +238,6 @@ class ControllerManager:
             self.rebalancer.on_event(event.type, obj, old)
         elif kind not in NON_TEMPLATE_KINDS:
             self.detector.on_template(event.type, event.rtype, type_key(event.rtype, obj), obj, old)
-
-
-class Pending:
-    """Work scheduled with `after()`; `cancel()` drops it."""
-
-    __slots__ = ("cancelled", "fn")
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self.fn = fn
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
 
 
 def _startup_order(rtype: ResourceType) -> int:

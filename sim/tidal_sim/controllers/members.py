@@ -27,7 +27,7 @@ from tidal_sim.controllers.common import (
 from tidal_sim.controllers.quantity import Resources, resource_list
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.manager import ControllerManager
+    from tidal_sim.controllers.host import ControllerHost
 
 BKey = tuple[str, str, str]  # binding kind, namespace, name
 
@@ -107,7 +107,7 @@ def _float_annotation(annotations: dict[str, str], key: str, default: float) -> 
 class Members:
     """The pods of every member workload, and each member cluster's resource accounting."""
 
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: ControllerHost) -> None:
         self.mgr = mgr
         self.clusters: dict[str, ClusterState] = {}
         self.bindings: dict[BKey, BindingState] = {}

@@ -16,7 +16,7 @@ from tidal_sim.controllers.common import CRB_KIND, RB_KIND, Obj, binding_name
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.manager import ControllerManager, Pending
+    from tidal_sim.controllers.host import ControllerHost, Pending
 
 REBALANCER_API = "apps.karmada.io/v1alpha1"
 
@@ -27,7 +27,7 @@ def _workload_sort_key(item: dict[str, Any]) -> str:
 
 
 class RebalancerController:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: ControllerHost) -> None:
         self.mgr = mgr
         self._ttl: dict[str, Pending] = {}
 

@@ -51,7 +51,7 @@ from tidal_sim.store import NotFound
 from tidal_sim.version import KarmadaVersion
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.manager import ControllerManager
+    from tidal_sim.controllers.host import ControllerHost
 
 BKey = tuple[str, str, str]
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
@@ -62,7 +62,7 @@ FEATURE_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
 
 
 class Scheduler:
-    def __init__(self, mgr: ControllerManager, latency: float) -> None:
+    def __init__(self, mgr: ControllerHost, latency: float) -> None:
         self.mgr = mgr
         self.latency = latency
         self.clusters: dict[str, Obj] = {}

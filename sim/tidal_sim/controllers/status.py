@@ -28,7 +28,7 @@ from tidal_sim.controllers.quantity import format_list, resource_list
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.manager import ControllerManager
+    from tidal_sim.controllers.host import ControllerHost
 
 _COUNTERS = (
     "replicas",
@@ -41,7 +41,7 @@ _COUNTERS = (
 
 class StatusWriter:
     def __init__(
-        self, mgr: ControllerManager, *, status_delay: float = 0.0, cluster_interval: float = 0.0
+        self, mgr: ControllerHost, *, status_delay: float = 0.0, cluster_interval: float = 0.0
     ) -> None:
         self.mgr = mgr
         self.status_delay = status_delay
