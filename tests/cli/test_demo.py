@@ -16,6 +16,7 @@ import pytest
 
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import GatePassed, RunFinished, RunStarted, WaveFinished, WaveStarted
+from tidal.engine.states import Gate, PolicyAction, RunResult, Trigger, WaveResult
 from tidal.loading import load_schedules
 from tidal_sim.demo.clock import DaemonClock, DemoClock
 from tidal_sim.demo.scenario import (
@@ -140,13 +141,13 @@ def test_tracker_follows_engine_events_and_refusals() -> None:
                       listener=lambda run, event, note: seen.append((run.planned.window,
                                                                      run.state)))
     base: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": "r1"}
-    tracker.on_event(RunStarted(**base, workloads=2, waves=2, trigger="touch"))
+    tracker.on_event(RunStarted(**base, workloads=2, waves=2, trigger=Trigger.TOUCH))
     assert tracker.busy(FIRST.timestamp()) and not tracker.all_done()
     for wave in (1, 2):
-        tracker.on_event(WaveStarted(**base, wave=wave, workloads=("w",), trigger="touch"))
-        tracker.on_event(GatePassed(**base, wave=wave, gate="triggered"))
-        tracker.on_event(WaveFinished(**base, wave=wave, result="succeeded"))
-    tracker.on_event(RunFinished(**base, result="succeeded"))
+        tracker.on_event(WaveStarted(**base, wave=wave, workloads=("w",), trigger=Trigger.TOUCH))
+        tracker.on_event(GatePassed(**base, wave=wave, gate=Gate.TRIGGERED))
+        tracker.on_event(WaveFinished(**base, wave=wave, result=WaveResult.SUCCEEDED))
+    tracker.on_event(RunFinished(**base, result=RunResult.SUCCEEDED))
     tracker.refused("team-a", "day", RuntimeError("a floor would break"))
     tracker.refused("team-a", "night", RuntimeError("late"))  # finished runs stay as they are
     night_run, day_run = tracker.runs
@@ -177,9 +178,8 @@ def test_demo_clock_fast_forwards_and_daemon_sleeps_scale() -> None:
         clock.stop()
 
 
-@pytest.mark.parametrize("action", ["patch", "swap", "restore", "lazy_restored", "unchanged",
-                                    "completed"])
-def test_the_demo_says_policy_actions_in_words(action: str) -> None:
+@pytest.mark.parametrize("action", list(PolicyAction))
+def test_the_demo_says_policy_actions_in_words(action: PolicyAction) -> None:
     """The demo's policy lines say what happened in words, never a raw event name such as
     `lazy_restored`."""
     from types import SimpleNamespace

@@ -17,10 +17,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from tidal.daemon.app import Daemon
-from tidal.daemon.state import StateStore
+from tidal.daemon.state import DaemonOutcome, StateStore
 from tidal.domain.clock import FakeClock
 from tidal.domain.windows import Controls, Hold
 from tidal.engine.journal import RunState
+from tidal.engine.states import Phase, RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.state_objects import ensure_namespace
 from tidal.settings import load_settings
@@ -67,7 +68,7 @@ class FakeEngine:
         name = loaded.schedule.name
         self.calls.append((name, window_name, run_id, resume is not None))
         state = resume or RunState(schedule=name, window=window_name, run_id=run_id or "x")
-        state.phase = "waves"
+        state.phase = Phase.WAVES
         journal.save(state)
         if self.gate is not None:
             self.gate.wait(5)
@@ -131,7 +132,8 @@ def test_start_outside_catch_up_window_is_recorded_missed(
 
     store = StateStore(client, NS)
     day = NIGHT - timedelta(hours=16)
-    store.record_handled(store.read("team-a"), HandledRecord("day", day, "succeeded", "d", day))
+    store.record_handled(store.read("team-a"),
+                         HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day))
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -149,7 +151,7 @@ def test_start_outside_catch_up_window_is_recorded_missed(
 def test_half_finished_run_is_resumed_not_restarted(client: KarmadaClient, sched_dir: Path) -> None:
     """An unfinished run in the state is handed back to the engine with resume=state."""
     store = StateStore(client, NS)
-    store.save(RunState(schedule="team-a", window="night", run_id="r-old", phase="waves"))
+    store.save(RunState(schedule="team-a", window="night", run_id="r-old", phase=Phase.WAVES))
     clock, engine = FakeClock(NIGHT + timedelta(hours=3)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "leadership")
@@ -254,7 +256,7 @@ def test_claimed_start_that_never_ran_is_restarted_once(
 
     store = StateStore(client, NS)
     store.record_handled(store.read("team-a"),
-                         HandledRecord("night", NIGHT, "started", "team-a-night-x"))
+                         HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "team-a-night-x"))
     clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "leadership")
@@ -271,9 +273,10 @@ def test_finished_run_with_unrecorded_outcome_is_recorded_not_rerun(
     from tidal.daemon.state import HandledRecord
 
     store = StateStore(client, NS)
-    store.record_handled(store.read("team-a"), HandledRecord("night", NIGHT, "started", "r9"))
-    store.save(RunState(schedule="team-a", window="night", run_id="r9", phase="done",
-                        result="rolledBack"))
+    store.record_handled(store.read("team-a"),
+                         HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "r9"))
+    store.save(RunState(schedule="team-a", window="night", run_id="r9", phase=Phase.DONE,
+                        result=RunResult.ROLLED_BACK))
     clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "leadership")
@@ -350,11 +353,12 @@ def test_hand_edited_policy_is_reported_as_drift_not_reverted(
         "apiVersion": CPP.api_version, "kind": CPP.kind, "metadata": {"name": "team-a-cpp"},
         "spec": spec})
     store = StateStore(client, NS)
-    store.save(RunState(schedule="team-a", window="night", run_id="r1", phase="done",
-                        result="succeeded", policies=[PolicyRecord(
+    store.save(RunState(schedule="team-a", window="night", run_id="r1", phase=Phase.DONE,
+                        result=RunResult.SUCCEEDED, policies=[PolicyRecord(
                             "ClusterPropagationPolicy", "team-a-cpp",
                             post_hash=content_hash(comparable(made["spec"])))]))
-    store.record_handled(store.read("team-a"), HandledRecord("night", NIGHT, "succeeded", "r1"))
+    store.record_handled(store.read("team-a"),
+                         HandledRecord("night", NIGHT, DaemonOutcome.SUCCEEDED, "r1"))
     clock, engine = FakeClock(NIGHT + timedelta(hours=1)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -560,7 +564,7 @@ def test_a_window_run_by_hand_is_not_missed_nor_run_again(
     from tidal.metrics import Metrics
 
     manual = RunState(schedule="team-a", window="night", run_id="20260601-150500-abcd")
-    manual.phase, manual.result = "done", "succeeded"
+    manual.phase, manual.result = Phase.DONE, RunResult.SUCCEEDED
     manual.started_at = (NIGHT + timedelta(minutes=5)).isoformat()
     manual.finished_at = (NIGHT + timedelta(minutes=8)).isoformat()
     StateStore(client, NS).save(manual)

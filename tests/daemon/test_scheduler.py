@@ -43,6 +43,7 @@ def test_window_trigger_matches_domain_windows_across_dst() -> None:
     for _ in range(366):
         clock.set(now)
         nxt = trigger.get_next_fire_time(prev, now)
+        assert nxt is not None
         got.append(nxt.astimezone(UTC))
         prev = now = nxt
     assert got == expected

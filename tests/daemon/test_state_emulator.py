@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from tidal.daemon.lease import KarmadaLeaseStore, LeaderElector
-from tidal.daemon.state import HandledRecord, StateStore
+from tidal.daemon.state import DaemonOutcome, HandledRecord, StateStore
 from tidal.domain.clock import FakeClock
 from tidal.domain.windows import Controls, Hold
 from tidal.engine.journal import RunState
+from tidal.engine.states import Phase
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict
 from tidal.karmada.state_objects import ensure_namespace
@@ -31,13 +32,13 @@ def client(emulator: Any, tmp_path: Path) -> KarmadaClient:
 def test_journal_round_trip_and_second_writer_is_fenced(client: KarmadaClient) -> None:
     """A run state saved and loaded is equal; a writer with a stale resourceVersion gets 409."""
     a, b = StateStore(client, NS), StateStore(client, NS)
-    state = RunState(schedule="team-1", window="night", run_id="r1", phase="policies")
+    state = RunState(schedule="team-1", window="night", run_id="r1", phase=Phase.POLICIES)
     a.save(state)
     loaded = b.load("team-1")
     assert loaded == state and loaded is not None and loaded.journal_token
-    loaded.phase = "waves"
+    loaded.phase = Phase.WAVES
     b.save(loaded)  # the standby took over and wrote
-    state.phase = "waves"
+    state.phase = Phase.WAVES
     with pytest.raises(Conflict):
         a.save(state)  # the old leader's next write is refused
     again = a.load("team-1")
@@ -47,12 +48,12 @@ def test_journal_round_trip_and_second_writer_is_fenced(client: KarmadaClient) -
 def test_new_run_over_unfinished_run_is_refused(client: KarmadaClient) -> None:
     """A fresh run (no token) may replace a finished run but never an unfinished one."""
     store = StateStore(client, NS)
-    store.save(RunState(schedule="t", window="night", run_id="r1", phase="waves"))
+    store.save(RunState(schedule="t", window="night", run_id="r1", phase=Phase.WAVES))
     with pytest.raises(Conflict):
         store.save(RunState(schedule="t", window="day", run_id="r2"))
     done = store.load("t")
     assert done is not None
-    done.phase = "done"
+    done.phase = Phase.DONE
     store.save(done)
     store.save(RunState(schedule="t", window="day", run_id="r2"))
     latest = store.load("t")
@@ -64,17 +65,17 @@ def test_handled_record_is_fenced_but_controls_merge(client: KarmadaClient) -> N
     store = StateStore(client, NS)
     at = datetime(2026, 6, 1, 15, tzinfo=UTC)
     seen = store.read("t")
-    seen = store.record_handled(seen, HandledRecord("night", at, "started", "r1"))
+    seen = store.record_handled(seen, HandledRecord("night", at, DaemonOutcome.STARTED, "r1"))
     until = at + timedelta(hours=8)
     store.update_controls("t", lambda c: Controls(True, None, Hold("day", until, at)))
-    seen = store.record_handled(seen, HandledRecord("night", at, "succeeded", "r1"))
+    seen = store.record_handled(seen, HandledRecord("night", at, DaemonOutcome.SUCCEEDED, "r1"))
     now = store.read("t")
     assert now.controls.suspended and now.controls.hold == Hold("day", until, at)
     assert now.handled is not None and now.handled.outcome == "succeeded"
     other = StateStore(client, NS)
-    other.record_handled(other.read("t"), HandledRecord("day", until, "started", "r2"))
+    other.record_handled(other.read("t"), HandledRecord("day", until, DaemonOutcome.STARTED, "r2"))
     with pytest.raises(Conflict):
-        store.record_handled(seen, HandledRecord("night", at, "failed", "r1"))
+        store.record_handled(seen, HandledRecord("night", at, DaemonOutcome.FAILED, "r1"))
     assert set(store.list_states()) == {"t"}
 
 
@@ -85,14 +86,14 @@ def test_two_electors_over_http_and_a_stopped_leader_is_fenced(client: KarmadaCl
     b = LeaderElector(KarmadaLeaseStore(client, NS, "tidal-leader"), "b", clock)
     assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
     a_state = StateStore(client, NS, guard=a.is_leader)
-    run = RunState(schedule="t", window="night", run_id="r1", phase="waves")
+    run = RunState(schedule="t", window="night", run_id="r1", phase=Phase.WAVES)
     a_state.save(run)
     clock.advance(timedelta(seconds=16))  # a is frozen (SIGSTOP): no renewals
     assert b.try_acquire_or_renew()
     b_state = StateStore(client, NS, guard=b.is_leader)
     resumed = b_state.load("t")
     assert resumed is not None
-    resumed.phase = "finishing"
+    resumed.phase = Phase.FINISHING
     b_state.save(resumed)
     assert not a.is_leader()
     with pytest.raises(Conflict):

@@ -3,6 +3,8 @@ never a null or a scalar where a whole object would go."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tidal.domain.patch_scope import added_selectors, allow_field_problem, scope_problems
@@ -40,7 +42,7 @@ def test_out_of_scope_patches_are_refused_where_they_reach_out(
 
 def test_allow_fields_widen_the_scope_to_the_fields_listed() -> None:
     """A field listed in allowFields may be patched, down to the path listed and no further."""
-    patch = {"spec": {"failover": {"application": {"decisionConditions": {}}}}}
+    patch: dict[str, Any] = {"spec": {"failover": {"application": {"decisionConditions": {}}}}}
     assert scope_problems(patch, ["spec.failover"]) == []
     assert scope_problems(patch, ["spec.failover.application"]) == []
     assert [p[0] for p in scope_problems({"spec": {"failover": {"x": 1}}},

@@ -22,8 +22,8 @@ from tidal.domain.windows import (
 )
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 def one(tz: str, start: str, **kw: object) -> WindowTimes:

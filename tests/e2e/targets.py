@@ -121,8 +121,10 @@ class RealTarget(Target):
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self._kubeconfigs = members
-        self._apps = {n: client.AppsV1Api(config.new_client_from_config(str(kc)))
-                      for n, kc in members.items()}
+        # the official client, held as Any: untyped loader, models read attribute by attribute
+        new_client: Any = config.new_client_from_config
+        self._apps: dict[str, Any] = {n: client.AppsV1Api(new_client(str(kc)))
+                                      for n, kc in members.items()}
         self._samples: list[dict[str, Any]] = []
         self._last: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()

@@ -28,6 +28,7 @@ from tidal.engine.events import (
     WaveFinished,
     WaveStarted,
 )
+from tidal.engine.states import FailureReason, PolicyAction, RunResult, Trigger, WaveResult
 from tidal.metrics import Metrics, ScheduleLabels
 from tidal.observe import EngineObserver
 
@@ -61,17 +62,17 @@ def test_failed_wave_fires_tidal_wave_failed_on_a_real_prometheus(tmp_path: Path
 
             observe = EngineObserver(metrics)
             common: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": "r-1"}
-            observe(RunStarted(**common, workloads=2, waves=1, trigger="touch"))
+            observe(RunStarted(**common, workloads=2, waves=1, trigger=Trigger.TOUCH))
             observe(PolicyChanged(**common, kind="ClusterPropagationPolicy", policy="team-a",
-                                  action="patch"))
+                                  action=PolicyAction.PATCH))
             observe(WaveStarted(**common, wave=1, workloads=("ns/Deployment/a",),
-                                trigger="touch"))
+                                trigger=Trigger.TOUCH))
             observe(FloorBreached(**common, wave=1, cluster="cluster-b",
                                   workload="ns/Deployment/a", ready=0, required=1,
                                   floor="cluster-b"))
-            observe(WaveFinished(**common, wave=1, result="failed", failure="floor_breach",
-                                 duration_seconds=2.0))
-            observe(RunFinished(**common, result="failed", duration_seconds=3.0))
+            observe(WaveFinished(**common, wave=1, result=WaveResult.FAILED,
+                                 failure=FailureReason.FLOOR_BREACH, duration_seconds=2.0))
+            observe(RunFinished(**common, result=RunResult.FAILED, duration_seconds=3.0))
 
             alert = wait_for("TidalWaveFailed to fire", lambda: prometheus.firing(
                 "TidalWaveFailed", schedule="team-a", window="night"), 30)

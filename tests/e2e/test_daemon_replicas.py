@@ -18,7 +18,7 @@ from tests.e2e.daemon_helpers import (
     write_due_schedule,
     writes_by,
 )
-from tidal.daemon.state import StateStore
+from tidal.daemon.state import DaemonOutcome, StateStore
 from tidal.karmada.client import KarmadaClient
 
 pytestmark = pytest.mark.e2e
@@ -98,7 +98,8 @@ def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     ensure_namespace(client, STATE_NS)
     store, day = StateStore(client, STATE_NS), night - timedelta(hours=12)
-    store.record_handled(store.read("team-t1"), HandledRecord("day", day, "succeeded", "d", day))
+    store.record_handled(store.read("team-t1"),
+                         HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day))
     a = start_daemon(emu, tmp_path, "a", schedules)
     try:
         wait_for(lambda: _outcome(client) == "missed", 30, "the missed record")

@@ -19,6 +19,7 @@ from tests.e2e.switch_helpers import (
     cpp,
     deployment,
     latest,
+    load_one,
     schedule_text,
     static_team,
     switch,
@@ -197,8 +198,9 @@ def test_a_replica_that_lost_its_own_lease_is_not_told_of_another_writer(
         raise caught.value
 
     fenced: list[str] = []
+    loaded = load_one(_schedule(tmp_path))
     reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
-                            clock=None, get_schedule=lambda name: object(),  # type: ignore[arg-type]
+                            clock=None, get_schedule=lambda name: loaded,  # type: ignore[arg-type]
                             is_leader=lambda: True, on_event=lambda e: None,
                             on_fenced=fenced.append)
     reconciler._pass = raising  # type: ignore[method-assign]
@@ -208,7 +210,7 @@ def test_a_replica_that_lost_its_own_lease_is_not_told_of_another_writer(
     assert fenced
 
 
-def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost() -> None:
+def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost(tmp_path: Path) -> None:
     """A FencedOut raised for a LeaseLost (an acting write refused after the lease lapsed)
     is reported as lease_lost, not another writer."""
     from structlog.testing import capture_logs
@@ -228,8 +230,9 @@ def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost() -> None:
         raise fence
 
     fenced: list[str] = []
+    loaded = load_one(_schedule(tmp_path))
     reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
-                            clock=None, get_schedule=lambda name: object(),  # type: ignore[arg-type]
+                            clock=None, get_schedule=lambda name: loaded,  # type: ignore[arg-type]
                             is_leader=lambda: True, on_event=lambda e: None,
                             on_fenced=fenced.append)
     reconciler._pass = raising  # type: ignore[method-assign]

@@ -94,8 +94,8 @@ def test_static_team_moves_in_sequential_waves_with_floors_held(make_switch_emul
         assert final.get((name, "cluster-a"), (0, 0)) == (0, 0)
 
     def first(name: str, pred: Any) -> float:
-        return min(s["t"] for s in samples if s["workload"] == name
-                   and s["cluster"] == "cluster-b" and pred(s))
+        return float(min(s["t"] for s in samples if s["workload"] == name
+                         and s["cluster"] == "cluster-b" and pred(s)))
 
     for earlier, later in zip(record.waves, record.waves[1:], strict=False):
         converged = max(first(n, lambda s: s["ready"] == 5) for n in earlier.workloads)

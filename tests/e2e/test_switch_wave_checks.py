@@ -23,7 +23,7 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-EDIT = {"replicaScheduling": {"replicaSchedulingType": "Divided",
+EDIT: dict[str, Any] = {"replicaScheduling": {"replicaSchedulingType": "Divided",
                               "replicaDivisionPreference": "Weighted",
                               "weightPreference": {"staticWeightList": [
                                   {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},

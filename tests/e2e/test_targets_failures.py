@@ -75,7 +75,7 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
     def settled(now: Placement) -> bool:
         if on_failure == "halt":
             return True
-        return _day_ready({w: replicas[w] for w in first})(now)
+        return bool(_day_ready({w: replicas[w] for w in first})(now))
 
     after = target.wait_for(settled, f"{on_failure}: placements after the breach", 60)
     fidelity[on_failure] = {"result": record.result, "wave1": sorted(first),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,8 +44,8 @@ def _binding(*, placement: Any = PLACEMENT, generation: int = 2, observed: int =
     }
 
 
-def _eval(binding: dict[str, Any], target: gates.WaveTarget, floors: list[FloorRule] = (),
-          ) -> gates.GateReport:
+def _eval(binding: dict[str, Any], target: gates.WaveTarget,
+          floors: Sequence[FloorRule] = ()) -> gates.GateReport:
     w = target.workload
     return gates.evaluate([target], [w], {w.binding_key: binding}, floors, {w.name: {"b": 1}})
 

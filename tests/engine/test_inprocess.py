@@ -91,7 +91,8 @@ def test_a_crash_at_wave_two_resumes_there(make_karmada_fake: MakeKarmadaFake,
     with structlog.testing.capture_logs() as logs:
         record = _switch(fake, tmp_path, journal=journal)
     assert record.result is RunResult.SUCCEEDED and record.run_id == state.run_id
-    patched = [r.name for r in fake.emulator.request_log() if r.verb == "patch" and not r.dry_run]
+    patched = [r.name for r in fake.emulator.request_log()
+               if r.verb == "patch" and not r.dry_run and r.name]
     assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
     assert patched.count("team-cpp") == 1
     assert [e["wave"] for e in logs if e["event"] == "wave_started"] == [2]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+from tidal.domain.waves import WorkloadKey
 from tidal.engine.journal import InMemoryJournal, PolicyRecord, RunState, WaveState
-from tidal.engine.states import LazyMark
+from tidal.engine.states import LazyMark, Phase, WaveResult
 from tidal.karmada.errors import Conflict
 
 
 def _state() -> RunState:
     return RunState(
-        schedule="team", window="night", run_id="r1", phase="waves",
+        schedule="team", window="night", run_id="r1", phase=Phase.WAVES,
         policies=[PolicyRecord(kind="ClusterPropagationPolicy", name="p", pre_image={"a": 1},
                                lazy=LazyMark.ADDED)],
-        waves=[WaveState(index=0, workloads=["ns/Deployment/a"], result="succeeded",
+        waves=[WaveState(index=0, workloads=[WorkloadKey.parse("ns/Deployment/a")],
+                         result=WaveResult.SUCCEEDED,
                          triggered=["ns/Deployment/a"])],
     )
 
@@ -34,7 +36,7 @@ def test_save_then_load_then_save_works() -> None:
     journal.save(state)
     loaded = journal.load("team")
     assert loaded is not None
-    loaded.phase = "done"
+    loaded.phase = Phase.DONE
     journal.save(loaded)
     assert journal.load("team").phase == "done"  # type: ignore[union-attr]
 

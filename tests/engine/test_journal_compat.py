@@ -45,7 +45,7 @@ def test_a_journal_from_0_1_0_resumes_at_its_next_wave(make_switch_emulator: Mak
     assert record.result == "succeeded", record.to_json()
     assert record.run_id == stored["runId"]
     touched = sorted(r.name for r in emu.request_log()
-                     if r.verb == "patch" and r.name.startswith("web-"))
+                     if r.verb == "patch" and r.name and r.name.startswith("web-"))
     assert touched == ["web-2", "web-3"]
     final = journal.load("team-r")
     assert final is not None and final.completed_waves == [1, 2]

@@ -60,7 +60,7 @@ def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEm
     with structlog.testing.capture_logs() as logs:
         record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded" and record.run_id == state.run_id
-    patched = [r.name for r in emu.request_log() if r.verb == "patch" and not r.dry_run]
+    patched = [r.name for r in emu.request_log() if r.verb == "patch" and not r.dry_run and r.name]
     assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
     assert patched.count("team-cpp") == 1  # only the Lazy restore at the end
     started = [e for e in logs if e["event"] == "run_started"]

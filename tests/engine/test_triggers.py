@@ -75,7 +75,8 @@ def test_rebalancer_names_are_dns_and_distinct() -> None:
 def test_is_done_needs_window_completion_and_spec() -> None:
     """A policy is done for a window when marked completed by the same run and specs match."""
     target = _target({"placement": STATIC})
-    obj = {"metadata": {"annotations": {"tidal.io/window": "night", "tidal.io/run": "r1",
+    obj: dict[str, Any] = {"metadata": {"annotations": {"tidal.io/window": "night",
+                                                        "tidal.io/run": "r1",
                                         policy_change.COMPLETED_RUN: "r1"}},
            "spec": {"placement": STATIC, "activationPreference": "Lazy"}}
     assert policy_change.is_done(obj, target, "night")

@@ -18,6 +18,7 @@ from tidal.engine.events import (
     WaveFinished,
     WaveStarted,
 )
+from tidal.engine.states import FailureReason, PolicyAction, RunResult, Trigger, WaveResult
 from tidal.karmada.events import ObjectRef, configmap_ref
 from tidal.metrics import Metrics, ScheduleLabels
 from tidal.observe import EngineObserver
@@ -58,28 +59,31 @@ class FakeRecorder:
 def good_run(observe: EngineObserver, run_id: str = "r1") -> None:
     """A two-wave night switch that succeeds."""
     common: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": run_id}
-    observe(RunStarted(**common, workloads=4, waves=2, trigger="touch"))
+    observe(RunStarted(**common, workloads=4, waves=2, trigger=Trigger.TOUCH))
     observe(PolicyChanged(**common, kind="ClusterPropagationPolicy", policy="team-a",
-                          action="patch", lazy_added=True))
+                          action=PolicyAction.PATCH, lazy_added=True))
     for wave in (1, 2):
-        observe(WaveStarted(**common, wave=wave, workloads=("ns/Deployment/a",), trigger="touch"))
+        observe(WaveStarted(**common, wave=wave, workloads=("ns/Deployment/a",),
+                            trigger=Trigger.TOUCH))
         observe(FloorObserved(**common, wave=wave, cluster="cluster-b", min_ready=2, required=1))
-        observe(WaveFinished(**common, wave=wave, result="succeeded", duration_seconds=12.0))
-    observe(RunFinished(**common, result="succeeded", duration_seconds=40.0))
+        observe(WaveFinished(**common, wave=wave, result=WaveResult.SUCCEEDED,
+                             duration_seconds=12.0))
+    observe(RunFinished(**common, result=RunResult.SUCCEEDED, duration_seconds=40.0))
 
 
 def failed_run(observe: EngineObserver, run_id: str = "r2") -> None:
     """A day switch whose first wave breaks the floor in cluster-b and halts."""
     common: dict[str, Any] = {"schedule": "team-a", "window": "day", "run_id": run_id}
-    observe(RunStarted(**common, workloads=4, waves=2, trigger="touch"))
+    observe(RunStarted(**common, workloads=4, waves=2, trigger=Trigger.TOUCH))
     observe(PolicyChanged(**common, kind="PropagationPolicy", policy="team-a/inference",
-                          action="patch"))
-    observe(WaveStarted(**common, wave=1, workloads=("ns/Deployment/a",), trigger="touch"))
+                          action=PolicyAction.PATCH))
+    observe(WaveStarted(**common, wave=1, workloads=("ns/Deployment/a",), trigger=Trigger.TOUCH))
     observe(FloorBreached(**common, wave=1, cluster="cluster-b", workload="ns/Deployment/a",
                           ready=0, required=1, floor="cluster-b>=1"))
-    observe(WaveFinished(**common, wave=1, result="failed", failure="floor_breach",
+    observe(WaveFinished(**common, wave=1, result=WaveResult.FAILED,
+                         failure=FailureReason.FLOOR_BREACH,
                          reason="ns/Deployment/a has 0 ready in cluster-b", duration_seconds=3.0))
-    observe(RunFinished(**common, result="failed", reason="wave 1 failed",
+    observe(RunFinished(**common, result=RunResult.FAILED, reason="wave 1 failed",
                         duration_seconds=5.0))
 
 

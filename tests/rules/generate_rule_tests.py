@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]

@@ -100,6 +100,9 @@ class Harness:
         self.mgr.run_until_idle()
 
     def advance(self, seconds: float) -> None:
+        """Move the ManualClock on (running due timers), then settle."""
+        if not isinstance(self.clock, ManualClock):
+            raise TypeError("advance() needs the harness to run on a ManualClock")
         self.clock.advance(seconds)
         self.settle()
 
@@ -236,6 +239,12 @@ class Harness:
             if cond["type"] == ctype:
                 return dict(cond)
         return None
+
+    def present_condition(self, obj: Obj, ctype: str) -> Obj:
+        """The condition of type `ctype`, which the object must have."""
+        cond = self.condition(obj, ctype)
+        assert cond is not None, f"no {ctype} condition in {obj.get('status')}"
+        return cond
 
     def ready_in(self, name: str, cluster: str, namespace: str = "team") -> int:
         current = self.mgr.timeline.current()

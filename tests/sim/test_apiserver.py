@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
+from tests.sim import kube
 from tests.sim.http_helpers import raw
+from tests.sim.kube import ApiException
 from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +73,7 @@ def deployment(
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
+    body: dict[str, Any] = json.loads(exc.body or "{}")
     return body
 
 
@@ -87,7 +88,7 @@ def test_discovery_lists_karmada_groups_and_resources(api_client: client.ApiClie
         "apps",
         "coordination.k8s.io",
     } <= groups
-    resources = client.CustomObjectsApi(api_client).get_api_resources(CPP_GROUP, CPP_VERSION)
+    resources = kube.custom(api_client).get_api_resources(CPP_GROUP, CPP_VERSION)
     by_name = {r.name: r for r in resources.resources}
     assert by_name["clusterpropagationpolicies"].short_names == ["cpp"]
     assert by_name["clusterpropagationpolicies"].namespaced is False
@@ -98,7 +99,7 @@ def test_discovery_lists_karmada_groups_and_resources(api_client: client.ApiClie
 
 def test_crud_roundtrip_custom_object(api_client: client.ApiClient) -> None:
     """Create, get, update and delete of a CPP keep uid, bump resourceVersion and generation."""
-    api = client.CustomObjectsApi(api_client)
+    api = kube.custom(api_client)
     created = api.create_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p1"))
     meta = created["metadata"]
     assert meta["generation"] == 1 and meta["uid"] and meta["creationTimestamp"]
@@ -124,7 +125,7 @@ def test_crud_roundtrip_custom_object(api_client: client.ApiClient) -> None:
 
 def test_create_twice_is_already_exists(api_client: client.ApiClient) -> None:
     """A second create of the same name answers 409 AlreadyExists."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     core.create_namespaced_config_map("default", configmap("dup"))
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("default", configmap("dup"))
@@ -133,7 +134,7 @@ def test_create_twice_is_already_exists(api_client: client.ApiClient) -> None:
 
 def test_stale_resource_version_is_conflict(api_client: client.ApiClient) -> None:
     """An update carrying an old resourceVersion gets 409 Conflict."""
-    api = client.CustomObjectsApi(api_client)
+    api = kube.custom(api_client)
     first = api.create_cluster_custom_object(CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p2"))
     api.patch_cluster_custom_object(
         CPP_GROUP, CPP_VERSION, CPP_PLURAL, "p2", {"spec": {"priority": 3}}
@@ -155,7 +156,7 @@ def test_strategic_merge_on_custom_kind_is_415(
     emulator: Emulator, api_client: client.ApiClient
 ) -> None:
     """Strategic-merge patch on a CPP is refused 415 UnsupportedMediaType, like a CRD."""
-    client.CustomObjectsApi(api_client).create_cluster_custom_object(
+    kube.custom(api_client).create_cluster_custom_object(
         CPP_GROUP, CPP_VERSION, CPP_PLURAL, cpp("p3")
     )
     path = f"/apis/{CPP_GROUP}/{CPP_VERSION}/{CPP_PLURAL}/p3"
@@ -169,7 +170,7 @@ def test_strategic_merge_on_custom_kind_is_415(
 
 def test_patch_kinds_on_deployment(emulator: Emulator, api_client: client.ApiClient) -> None:
     """Deployments take strategic merge (containers merged by name), merge and JSON patches."""
-    apps = client.AppsV1Api(api_client)
+    apps = kube.apps(api_client)
     containers = [{"name": "a", "image": "img:1"}, {"name": "b", "image": "img:1"}]
     apps.create_namespaced_deployment("default", deployment("web", 2, {"app": "web"}, containers))
     patched = apps.patch_namespaced_deployment(  # the client sends strategic merge for dicts
@@ -196,7 +197,7 @@ def test_patch_kinds_on_deployment(emulator: Emulator, api_client: client.ApiCli
 
 def test_status_subresource_is_separate(emulator: Emulator, api_client: client.ApiClient) -> None:
     """Writes to /status change only status; main-resource writes keep the stored status."""
-    apps = client.AppsV1Api(api_client)
+    apps = kube.apps(api_client)
     dep = deployment("s", 1, {"a": "b"}, [{"name": "c", "image": "i"}])
     dep["status"] = {"readyReplicas": 9}
     created = apps.create_namespaced_deployment("default", dep)
@@ -216,7 +217,7 @@ def test_status_subresource_is_separate(emulator: Emulator, api_client: client.A
 
 def test_label_and_field_selectors(api_client: client.ApiClient) -> None:
     """labelSelector takes set-based expressions; fieldSelector takes metadata.name/namespace."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     for name, labels in [
         ("a", {"team": "1", "tier": "x"}),
         ("b", {"team": "2"}),
@@ -244,7 +245,7 @@ def test_label_and_field_selectors(api_client: client.ApiClient) -> None:
 
 def test_paging_with_continue(api_client: client.ApiClient) -> None:
     """limit/continue walks every object exactly once and reports the list resourceVersion."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     for i in range(7):
         core.create_namespaced_config_map("default", configmap(f"cm-{i}"))
     seen: list[str] = []
@@ -266,7 +267,7 @@ def test_continue_token_from_before_compaction_is_410(
     emulator: Emulator, api_client: client.ApiClient
 ) -> None:
     """A continue token issued before the history was compacted answers 410 Expired."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     for i in range(3):
         core.create_namespaced_config_map("default", configmap(f"p-{i}"))
     first = core.list_namespaced_config_map("default", limit=1)
@@ -280,13 +281,13 @@ def test_continue_token_from_before_compaction_is_410(
 def test_namespaced_create_needs_namespace(api_client: client.ApiClient) -> None:
     """Creating in a namespace that does not exist is 404 NotFound."""
     with pytest.raises(ApiException) as err:
-        client.CoreV1Api(api_client).create_namespaced_config_map("nope", configmap("x"))
+        kube.core(api_client).create_namespaced_config_map("nope", configmap("x"))
     assert err.value.status == 404
 
 
 def test_leases_and_update_conflicts(api_client: client.ApiClient) -> None:
     """Leases work with CoordinationV1Api and replace with a stale version conflicts."""
-    coord = client.CoordinationV1Api(api_client)
+    coord = kube.coordination(api_client)
     lease = coord.create_namespaced_lease(
         "default",
         {
@@ -306,7 +307,7 @@ def test_leases_and_update_conflicts(api_client: client.ApiClient) -> None:
 
 def test_delete_precondition_and_namespace_cascade(api_client: client.ApiClient) -> None:
     """Delete honours a resourceVersion precondition; deleting a namespace deletes its objects."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tmp"}})
     cm = core.create_namespaced_config_map("tmp", configmap("x"))
     with pytest.raises(ApiException) as err:
@@ -372,7 +373,7 @@ def test_ten_thousand_objects_list_fast(make_emulator: Any) -> None:
             },
         )
     start = time.perf_counter()
-    data = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+    data = kube.custom(api_client).list_namespaced_custom_object(
         "work.karmada.io", "v1alpha2", "default", "resourcebindings"
     )
     elapsed = time.perf_counter() - start
@@ -384,7 +385,7 @@ def test_keep_alive_requests_are_not_stalled(api_client: client.ApiClient) -> No
     """200 GETs over one keep-alive connection take well under two seconds (no Nagle stalls)."""
     import time
 
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     core.create_namespaced_config_map("default", configmap("fast"))
     start = time.perf_counter()
     for _ in range(200):

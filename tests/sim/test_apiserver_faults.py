@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.error
@@ -10,10 +9,11 @@ import urllib.request
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes import client
 
+from tests.sim import kube
 from tests.sim.http_helpers import call
+from tests.sim.kube import ApiException
 from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -44,12 +44,12 @@ def test_throttle_fault_answers_429_with_retry_after(
         },
     )
     assert code == 201 and fault["id"]
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("default", cm("a"))
     assert err.value.status == 429
-    assert err.value.headers["Retry-After"] == "3"
-    assert json.loads(err.value.body)["reason"] == "TooManyRequests"
+    assert (err.value.headers or {})["Retry-After"] == "3"
+    assert kube.status_of(err.value)["reason"] == "TooManyRequests"
     core.create_namespaced_config_map("default", cm("a"))
 
 
@@ -57,13 +57,13 @@ def test_error_and_conflict_faults_by_verb_and_resource(
     emulator: Emulator, api_client: client.ApiClient
 ) -> None:
     """500 and 409 faults hit only the verb and resource they name."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     core.create_namespaced_config_map("default", cm("a"))
     emulator.faults.inject(type="error", verb="get", resource="configmaps")
     emulator.faults.inject(type="conflict", verb="patch", resource="configmaps", name="a")
     with pytest.raises(ApiException) as err:
         core.read_namespaced_config_map("a", "default")
-    assert err.value.status == 500 and json.loads(err.value.body)["reason"] == "InternalError"
+    assert err.value.status == 500 and kube.status_of(err.value)["reason"] == "InternalError"
     with pytest.raises(ApiException) as err:
         core.patch_namespaced_config_map("a", "default", {"data": {"x": "y"}})
     assert err.value.status == 409
@@ -94,7 +94,7 @@ def test_probability_faults_are_seeded(make_emulator: Any) -> None:
 def test_latency_fault_delays_requests(emulator: Emulator, api_client: client.ApiClient) -> None:
     """A latency fault holds matching requests for the given seconds."""
     emulator.faults.inject(type="latency", verb="list", resource="configmaps", seconds=0.3, count=1)
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     start = time.perf_counter()
     core.list_namespaced_config_map("default")
     assert time.perf_counter() - start >= 0.3
@@ -104,12 +104,12 @@ def test_drop_watch_with_compaction_forces_relist(
     emulator: Emulator, api_client: client.ApiClient
 ) -> None:
     """Dropping watches closes open streams; with compaction the resume answers 410."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     ended = threading.Event()
 
     def consume() -> None:
-        for _ in watch.Watch().stream(
+        for _ in kube.watcher().stream(
             core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=30
         ):
             pass
@@ -131,7 +131,7 @@ def test_drop_watch_with_compaction_forces_relist(
     assert ended.wait(5)
     with pytest.raises(ApiException) as err:
         list(
-            watch.Watch().stream(
+            kube.watcher().stream(
                 core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
             )
         )
@@ -143,8 +143,8 @@ def test_requests_are_counted_by_verb_and_resource(
 ) -> None:
     """/sim/v1/requests counts every API request by verb and resource; reset zeroes it."""
     admin(emulator, "POST", "requests/reset")
-    core = client.CoreV1Api(api_client)
-    apps = client.AppsV1Api(api_client)
+    core = kube.core(api_client)
+    apps = kube.apps(api_client)
     core.create_namespaced_config_map("default", cm("a"))
     core.list_namespaced_config_map("default")
     core.read_namespaced_config_map("a", "default")
@@ -172,8 +172,8 @@ def test_request_log_records_who_wrote_what(
 ) -> None:
     """The request log keeps verb, resource, namespace, name and the caller's identity in order."""
     emulator.reset_requests()
-    client.CoreV1Api(api_client).create_namespaced_config_map("default", cm("logged"))
-    client.CoreV1Api(api_client).delete_namespaced_config_map("logged", "default")
+    kube.core(api_client).create_namespaced_config_map("default", cm("logged"))
+    kube.core(api_client).delete_namespaced_config_map("logged", "default")
     code, log = admin(emulator, "GET", "requestlog")
     assert code == 200
     rows = [
@@ -230,7 +230,7 @@ def test_drop_watch_count_cuts_later_watches(emulator: Emulator) -> None:
 
 def test_delete_collection_by_label(api_client: client.ApiClient) -> None:
     """deletecollection removes exactly the objects its labelSelector matches."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     for name, team in [("a", "1"), ("b", "1"), ("c", "2")]:
         core.create_namespaced_config_map(
             "default", {"metadata": {"name": name, "labels": {"team": team}}}
@@ -244,12 +244,14 @@ def test_timeline_filters(make_emulator: Any) -> None:
     from tidal_sim.emulator import DEFAULT_TOPOLOGY
 
     emu = make_emulator(DEFAULT_TOPOLOGY)
-    deadline = time.time() + 5
-    while not emu.timeline() and time.time() < deadline:
+    workload = "ai-app/Deployment/llm-1005-03"
+    deadline = time.time() + 5  # its first sample, not just anyone's (they come in batches)
+    while not [s for s in emu.timeline() if s["workload"] == workload] \
+            and time.time() < deadline:
         time.sleep(0.05)
-    code, one = admin(emu, "GET", "timeline?workload=ai-app/Deployment/llm-1005-03")
+    code, one = admin(emu, "GET", f"timeline?workload={workload}")
     assert code == 200 and one
-    assert {s["workload"] for s in one} == {"ai-app/Deployment/llm-1005-03"}
+    assert {s["workload"] for s in one} == {workload}
     code, none = admin(emu, "GET", f"timeline?since={emu.clock.now() + 3600}")
     assert code == 200 and none == []
     assert admin(emu, "GET", "timeline?since=soon")[0] == 400

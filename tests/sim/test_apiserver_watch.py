@@ -9,9 +9,10 @@ import urllib.request
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes import client
 
+from tests.sim import kube
+from tests.sim.kube import ApiException
 from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,7 @@ def read_lines(
 
 def test_watch_replays_from_resource_version(api_client: client.ApiClient) -> None:
     """A watch from a list's resourceVersion sees exactly the later ADDED/MODIFIED/DELETED."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     core.create_namespaced_config_map("default", cm("before"))
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("new"))
@@ -42,7 +43,7 @@ def test_watch_replays_from_resource_version(api_client: client.ApiClient) -> No
     core.delete_namespaced_config_map("new", "default")
     events = [
         (e["type"], e["object"].metadata.name)
-        for e in watch.Watch().stream(
+        for e in kube.watcher().stream(
             core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
         )
     ]
@@ -58,10 +59,10 @@ def test_watch_without_version_starts_with_current_state(emulator: Emulator) -> 
 
 def test_live_events_reach_open_watch(api_client: client.ApiClient) -> None:
     """Events written after the watch opened stream to it while it is open."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     seen: list[tuple[str, str]] = []
-    w = watch.Watch()
+    w = kube.watcher()
 
     def consume() -> None:
         for event in w.stream(
@@ -82,7 +83,7 @@ def test_live_events_reach_open_watch(api_client: client.ApiClient) -> None:
 
 def test_too_old_resource_version_is_410(emulator: Emulator, api_client: client.ApiClient) -> None:
     """After history is compacted, resuming from an old version yields an ERROR 410 Expired."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("x"))
     emulator.store.compact()
@@ -92,7 +93,7 @@ def test_too_old_resource_version_is_410(emulator: Emulator, api_client: client.
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
     with pytest.raises(ApiException) as err:
         list(
-            watch.Watch().stream(
+            kube.watcher().stream(
                 core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
             )
         )
@@ -113,7 +114,7 @@ def test_selector_watch_sees_objects_leave_and_enter(
     api_client: client.ApiClient, emulator: Emulator
 ) -> None:
     """With a labelSelector, relabelling out is DELETED and relabelling in is ADDED."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("s", {"team": "a"}))
     core.patch_namespaced_config_map("s", "default", {"metadata": {"labels": {"team": "b"}}})
@@ -124,12 +125,12 @@ def test_selector_watch_sees_objects_leave_and_enter(
 
 def test_watch_for_one_object_by_field_selector(api_client: client.ApiClient) -> None:
     """fieldSelector=metadata.name narrows a watch to one object (the client's read-watch)."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core(api_client)
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("one"))
     core.create_namespaced_config_map("default", cm("two"))
     events = list(
-        watch.Watch().stream(
+        kube.watcher().stream(
             core.list_namespaced_config_map,
             "default",
             field_selector="metadata.name=two",
@@ -142,7 +143,7 @@ def test_watch_for_one_object_by_field_selector(api_client: client.ApiClient) ->
 
 def test_custom_objects_watch(api_client: client.ApiClient) -> None:
     """Cluster-scoped custom objects (CPPs) stream through CustomObjectsApi with watch.Watch."""
-    api = client.CustomObjectsApi(api_client)
+    api = kube.custom(api_client)
     listed = api.list_cluster_custom_object(
         "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies"
     )
@@ -159,7 +160,7 @@ def test_custom_objects_watch(api_client: client.ApiClient) -> None:
         },
     )
     events = list(
-        watch.Watch().stream(
+        kube.watcher().stream(
             api.list_cluster_custom_object,
             "policy.karmada.io",
             "v1alpha1",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from tests.sim.karmada_harness import TWO, Harness, static_weights
 from tidal_sim.clock import ScaledClock
@@ -60,7 +61,7 @@ def test_pods_fail_annotation_keeps_replicas_unready() -> None:
     item = h.binding("web")["status"]["aggregatedStatus"][0]
     assert item["health"] == "Unhealthy" and "readyReplicas" not in item["status"]
 
-    def heal(obj: dict) -> None:
+    def heal(obj: dict[str, Any]) -> None:
         obj["metadata"]["annotations"].pop("sim.tidal.io/pods-fail")
 
     h.patch("Cluster", "a", heal)
@@ -111,7 +112,7 @@ def test_deployment_status_fields_and_template_aggregate() -> None:
     template = h.get("Deployment", "web", "team")
     assert template["status"]["readyReplicas"] == 3
     assert template["status"]["observedGeneration"] == template["metadata"]["generation"]
-    assert h.condition(h.binding("web"), "FullyApplied")["status"] == "True"
+    assert h.present_condition(h.binding("web"), "FullyApplied")["status"] == "True"
 
 
 def test_configmap_templates_report_health_only() -> None:
@@ -139,8 +140,8 @@ def test_cluster_reports_a_ready_condition() -> None:
     h.cluster("a")
     h.cluster("b", ready=False)
     h.settle()
-    assert h.condition(h.get("Cluster", "a"), "Ready")["status"] == "True"
-    assert h.condition(h.get("Cluster", "b"), "Ready")["status"] == "False"
+    assert h.present_condition(h.get("Cluster", "a"), "Ready")["status"] == "True"
+    assert h.present_condition(h.get("Cluster", "b"), "Ready")["status"] == "False"
 
 
 def test_started_manager_reacts_on_its_own_thread() -> None:

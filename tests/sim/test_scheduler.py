@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.sim.karmada_harness import (
     EVEN_UID,
     ODD_UID,
@@ -13,9 +15,9 @@ from tests.sim.karmada_harness import (
 )
 
 
-def two_clusters(h: Harness, **capacity: str) -> None:
-    h.cluster("a", **capacity)
-    h.cluster("b", **capacity)
+def two_clusters(h: Harness) -> None:
+    h.cluster("a")
+    h.cluster("b")
 
 
 def split_web(replicas: int, *, latency: float = 0.0, **weights: int) -> Harness:
@@ -34,7 +36,7 @@ def test_static_one_to_three_over_nine_replicas() -> None:
     h = split_web(9, a=1, b=3)
     assert h.clusters_of("web") == {"a": 2, "b": 7}
     status = h.binding("web")["status"]
-    assert h.condition(h.binding("web"), "Scheduled")["reason"] == "Success"
+    assert h.present_condition(h.binding("web"), "Scheduled")["reason"] == "Success"
     assert status["schedulerObservedGeneration"] == h.binding("web")["metadata"]["generation"]
     assert status["lastScheduledTime"] == h.clock.rfc3339()
 
@@ -251,7 +253,7 @@ def test_tainted_cluster_needs_a_toleration() -> None:
     h = Harness()
     two_clusters(h)
 
-    def taint(obj: dict) -> None:
+    def taint(obj: dict[str, Any]) -> None:
         obj["spec"]["taints"] = [{"key": "night-only", "value": "true", "effect": "NoSchedule"}]
 
     h.patch("Cluster", "b", taint)

@@ -17,7 +17,7 @@ DAY = datetime(2026, 3, 2, 12, 0, tzinfo=UTC).timestamp()
 
 def _team_harness(start: float) -> Harness:
     h = Harness()
-    h.clock.advance(start - h.clock.now())
+    h.advance(start - h.clock.now())
     h.mgr.team_estimator = parse_team_estimator({
         "timeZone": "UTC",
         "teams": [{"name": "t1@a", "cluster": "a", "teamSelector": TEAM, "replicas": 4,
@@ -46,7 +46,7 @@ def test_night_capacity_consolidates_a_fresh_reschedule_elsewhere() -> None:
     h.deployment("free", 2, cpu="1", labels={"team": "other"})
     h.settle()
     assert h.clusters_of("web").get("a")
-    h.clock.advance(NIGHT - h.clock.now())
+    h.advance(NIGHT - h.clock.now())
     h.trigger_reschedule("web", h.clock.rfc3339())
     h.settle()
     assert h.clusters_of("web") == {"b": 5}

@@ -101,7 +101,7 @@ class ScheduleDirectory:
 class DirectoryWatcher:
     """Calls `on_change()` after files under the directory change (watchfiles, debounced)."""
 
-    def __init__(self, directory: Path, on_change: Callable[[], None],
+    def __init__(self, directory: Path, on_change: Callable[[], object],
                  debounce_ms: int = 300) -> None:
         self.directory = directory
         self.on_change = on_change

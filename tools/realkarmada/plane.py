@@ -9,6 +9,7 @@ with karmadactl. `up` returns once both Clusters are Ready with a resourceSummar
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import shutil
@@ -275,8 +276,8 @@ class Bringup:
             f"--health-probe-bind-address=127.0.0.1:{self.ports['sched-health']}"])
         for name, port in (("karmada-controller-manager", "cm-health"),
                            ("karmada-scheduler", "sched-health")):
-            self.sup.wait(name, lambda p=port: http_ok(f"http://127.0.0.1:{self.ports[p]}/healthz"),
-                          90)
+            self.sup.wait(name, functools.partial(
+                http_ok, f"http://127.0.0.1:{self.ports[port]}/healthz"), 90)
 
     def member(self, name: str, labels: dict[str, str]) -> None:
         kwok_dir = self.work / "kwok"
