@@ -63,20 +63,36 @@ def test_duplicated_gives_every_candidate_all_replicas() -> None:
     assert p.predict(WorkloadFacts("w", "u", 2)).assignment == {"cluster-a": 2, "cluster-b": 2}
 
 
-def test_dynamic_estimate_deducts_capacity_between_workloads() -> None:
-    """Dynamic weights follow free capacity, and each placed workload uses some of it up."""
-    placement = {"replicaScheduling": {
-        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-        "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
-    assert placement_mode(placement) == "dynamic"
-    p = Predictor(placement, [A, B])
+_DYNAMIC = {"replicaScheduling": {
+    "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+    "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+
+
+def test_dynamic_estimate_deducts_capacity_between_waves() -> None:
+    """Dynamic weights follow free capacity, and each wave's placements use some of it up
+    for the waves after it."""
+    assert placement_mode(_DYNAMIC) == "dynamic"
+    p = Predictor(_DYNAMIC, [A, B])
     first = p.predict(WorkloadFacts("w1", "u1", 6, request={"cpu": 1.0}))
     assert sum(first.assignment.values()) == 6
     assert not first.exact
+    p.next_wave()
     second = p.predict(WorkloadFacts("w2", "u2", 6, request={"cpu": 1.0}))
     assert sum(second.assignment.values()) == 6
+    p.next_wave()
     third = p.predict(WorkloadFacts("w3", "u3", 6, request={"cpu": 1.0}))
     assert third.problem.startswith("unschedulable")
+
+
+def test_one_wave_is_estimated_from_the_capacity_at_its_start() -> None:
+    """pkg/estimator/client/general.go maxAvailableReplicas reads the Cluster's
+    resourceSummary, refreshed every 10 s (cluster_status_controller.go), and deducts in-flight
+    placements only under the alpha gate SchedulingOvercommitProtection: the bindings of one
+    wave all see the same free capacity, so each splits 4 cpu : 8 cpu alike."""
+    p = Predictor(_DYNAMIC, [A, B])
+    splits = [p.predict(WorkloadFacts(f"w{i}", f"u{i}", 3, request={"cpu": 1.0})).assignment
+              for i in range(3)]
+    assert splits == [{"cluster-a": 1, "cluster-b": 2}] * 3
 
 
 def test_available_replicas_is_the_tightest_resource() -> None:
