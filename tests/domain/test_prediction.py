@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tidal.domain.karmada_release import KarmadaRelease
 from tidal.domain.prediction import (
     ClusterFacts,
     Predictor,
     WorkloadFacts,
     available_replicas,
     candidates,
+    graded_replicas,
     parse_quantity,
     placement_mode,
 )
@@ -150,6 +154,76 @@ def test_a_resource_the_models_lack_gives_zero() -> None:
     node, with no fallback to the summary's 64 GPUs."""
     facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
     assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes) == 0
+
+
+V17, V18, V19 = KarmadaRelease.V1_17, KarmadaRelease.V1_18, KarmadaRelease.V1_19
+
+
+def test_v1_17_model_estimate_answers_upstream_worked_cases() -> None:
+    """v1.17.0 pkg/estimator/client/general_test.go TestGetMaximumReplicasBasedOnResourceModels:
+    "No grade defined should result in an error" (None: the summary answers), "Partially
+    compliant grades" (1.5 cpu -> 1), "No compliant grades" (3 cpu -> 0), "Multi resource
+    request" (1 cpu + 1.5Gi -> 1), "request exceeds highest grade" (2.5Gi -> 0)."""
+    assert graded_replicas((), {"cpu": 1.0}) is None
+    cpu = ClusterFacts.from_cluster(_models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"},
+                                            counts=[1, 1, 1])).model_nodes
+    assert graded_replicas(cpu, {"cpu": 1.5}) == 1
+    assert graded_replicas(cpu, {"cpu": 3.0}) == 0
+    both = ClusterFacts.from_cluster(_models(
+        {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"},
+        {"cpu": "2", "memory": "2Gi"}, counts=[1, 1, 1])).model_nodes
+    assert graded_replicas(both, {"cpu": 1.0, "memory": 1.5 * 2**30}) == 1
+    assert graded_replicas(both, {"cpu": 1.0, "memory": 2.5 * 2**30}) == 0
+
+
+def test_v1_17_model_nodes_have_no_pod_cap() -> None:
+    """v1.17.0 general_test.go TestGetNodeAvailableReplicas "CPU resource calculation in
+    millicores" (2 cpu / 500m -> 4 a node); v1.17 has no per-node pod cap, while v1.18's model
+    nodes (buildModelNodes) hold at most 110 pods each."""
+    one = ClusterFacts.from_cluster(_models({"cpu": "2"}, counts=[3]))
+    assert available_replicas(one.free, {"cpu": 0.5}, one.model_nodes, V18) == 12
+    assert available_replicas(one.free, {"cpu": 0.5}, one.model_nodes, V17) == 12
+    assert available_replicas(one.free, {"cpu": 0.01}, one.model_nodes, V17) == 600
+    assert available_replicas(one.free, {"cpu": 0.01}, one.model_nodes, V18) == 330
+
+
+@pytest.mark.parametrize("release", [V18, V19])
+def test_gpu_against_cpu_memory_models_is_zero_from_v1_18(release: KarmadaRelease) -> None:
+    """v1.18.0 general.go buildModelNodes: model nodes carry only the models' resources, so a
+    GPU request fits none of them and the summary's 64 GPUs are not consulted."""
+    facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
+                              release) == 0
+
+
+def test_gpu_against_cpu_memory_models_falls_back_to_the_summary_in_v1_17() -> None:
+    """v1.17.0 general.go: getMaximumReplicasBasedOnResourceModels errors ("resource model is
+    inapplicable as missing resource") and maxAvailableReplicas uses the summary: 64 GPUs."""
+    facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
+                              V17) == 64
+
+
+@pytest.mark.parametrize(("release", "split"), [(V17, {"cluster-a": 1, "cluster-b": 3}),
+                                                 (V18, None)])
+def test_predictor_follows_the_release(release: KarmadaRelease,
+                                       split: dict[str, int] | None) -> None:
+    """A GPU DynamicWeight workload over two clusters with cpu/memory models only: v1.17 splits
+    by the summaries' 16 and 48 free GPUs, v1.18 finds no room (Unschedulable)."""
+    def gpu_cluster(name: str, gpus: str) -> ClusterFacts:
+        obj = _models({"cpu": "128", "memory": "1Ti"}, counts=[4])
+        obj["metadata"] = {"name": name}
+        obj["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] = gpus  # type: ignore[index]
+        return ClusterFacts.from_cluster(obj)
+
+    p = Predictor(_DYNAMIC, [gpu_cluster("cluster-a", "16"), gpu_cluster("cluster-b", "48")],
+                  release)
+    result = p.predict(WorkloadFacts("w", "u", 4, request={"nvidia.com/gpu": 1.0}))
+    if split is None:
+        assert result.problem == ("unschedulable: Clusters available replicas 0 are not "
+                                  "enough to schedule.")
+    else:
+        assert result.assignment == split
 
 
 def test_no_pods_in_allocatable_gives_zero() -> None:

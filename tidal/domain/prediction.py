@@ -48,6 +48,12 @@ def parse_quantity(value: object) -> float:
     return float(match.group(1)) * _SUFFIX[match.group(2) or ""]
 
 
+def whole(have: float, need: float) -> int:
+    """Whole replicas of `need` in `have`, as upstream's integer (milli)units divide: 2 cpu hold
+    200 of 10m, though 2.0 // 0.01 is 199.0 in floating point."""
+    return max(0, int(have / need + 1e-9)) if have > 0 else 0
+
+
 MODEL_NODE_PODS = 110  # pods a model node holds (general.go buildModelNodes)
 
 
@@ -113,7 +119,7 @@ def model_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) ->
     total = 0
     for grade in nodes:
         fits = [MODEL_NODE_PODS]
-        fits += [int(grade.minimums.get(name, 0.0) // need)
+        fits += [whole(grade.minimums.get(name, 0.0), need)
                  for name, need in request.items() if need > 0 and _limits_a_node(name)]
         total += grade.count * max(0, min(fits))
     return total
@@ -204,7 +210,7 @@ def graded_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -
     total = 0
     for grade in nodes[lowest:]:
         if grade.count > 0:
-            fit = min(int(grade.minimums.get(name, 0.0) // need) for name, need in request.items())
+            fit = min(whole(grade.minimums.get(name, 0.0), need) for name, need in request.items())
             total += grade.count * max(1, fit)
     return total
 
@@ -230,7 +236,7 @@ def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
             return max(0, min(pods, graded - placed))
     fits = [pods, UNLIMITED]
     for name, need in wanted.items():
-        fits.append(int(max(0.0, free.get(name, 0.0)) // need))
+        fits.append(whole(free.get(name, 0.0), need))
     return max(0, min(fits))
 
 
