@@ -7,10 +7,12 @@ import pytest
 from tidal.domain.karmada_release import KarmadaRelease
 from tidal.domain.prediction import (
     ClusterFacts,
+    ModelNodes,
     Predictor,
     WorkloadFacts,
     available_replicas,
     candidates,
+    frees_a_grade,
     graded_replicas,
     parse_quantity,
     placement_mode,
@@ -224,6 +226,31 @@ def test_predictor_follows_the_release(release: KarmadaRelease,
                                   "enough to schedule.")
     else:
         assert result.assignment == split
+
+
+def _gpu_grades(*gpus: str, counts: list[int]) -> tuple[ModelNodes, ...]:
+    rows = [{"cpu": str(4 * int(g)), "memory": f"{16 * int(g)}Gi", "nvidia.com/gpu": g}
+            for g in gpus]
+    return ClusterFacts.from_cluster(_models(*rows, counts=counts)).model_nodes
+
+
+INFERENCE = {"cpu": 4.0, "memory": 16.0 * 2**30, "nvidia.com/gpu": 1.0}
+
+
+def test_replicas_leaving_add_room_only_where_grades_are_one_replica_wide() -> None:
+    """pkg/modeling/modeling.go getIndex grades each node by its free resources
+    (cluster_status_controller.go getAllocatableModelings): a replica given back lifts its node
+    a grade when grades are one replica apart (one GPU, 4 cpu, 16Gi), but not under grades
+    0-19 / 20-31 / 32+ GPUs, where a node with 2 free GPUs stays at grade 0 (room for none)."""
+    fine = _gpu_grades("0", "1", "2", "3", counts=[3, 0, 0, 1])
+    assert frees_a_grade(fine, INFERENCE)
+    free = {"pods": 100.0}
+    assert available_replicas(free, INFERENCE, fine) == 3
+    assert available_replicas(free, INFERENCE, fine, placed=-2) == 5
+    coarse = _gpu_grades("0", "20", "32", counts=[8, 0, 0])
+    assert not frees_a_grade(coarse, INFERENCE)
+    assert available_replicas(free, INFERENCE, coarse, placed=-2) == 0
+    assert available_replicas(free, INFERENCE, fine, placed=2) == 1  # placed: always taken
 
 
 def test_no_pods_in_allocatable_gives_zero() -> None:

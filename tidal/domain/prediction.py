@@ -215,13 +215,26 @@ def graded_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -
     return total
 
 
+def frees_a_grade(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> bool:
+    """Does one replica leaving a node lift it into a higher grade? The status controller
+    grades each node by its free resources (pkg/modeling/modeling.go getIndex), so a replica's
+    request given back counts only once it crosses the next grade's minimum: certainly when
+    consecutive minimums are at most one request apart for every resource the models grade;
+    with wider grades (e.g. 0-19 GPUs) the node may well stay where it was."""
+    for name, need in request.items():
+        minimums = [grade.minimums[name] for grade in nodes if name in grade.minimums]
+        if any(upper - lower > need + 1e-9 for lower, upper in zip(minimums, minimums[1:])):
+            return False
+    return True
+
+
 def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
                        model_nodes: Sequence[ModelNodes] = (),
                        release: KarmadaRelease = LATEST_RELEASE, *, placed: int = 0) -> int:
     """How many more replicas of `request` fit: bounded by the pods left (none reported: 0),
     then by the model nodes when the cluster has them (by `release`'s rules) less `placed`,
-    the replicas placed there since they were reported (negative: taken away), else by the
-    free summary (which already counts them)."""
+    the replicas placed there since they were reported (negative: taken away, which adds room
+    only where `frees_a_grade`), else by the free summary (which already counts them)."""
     pods = int(free.get("pods", 0.0))
     if pods <= 0:
         return 0
@@ -229,6 +242,8 @@ def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
     if not wanted:
         return min(pods, UNLIMITED)
     if model_nodes:
+        if placed < 0 and not frees_a_grade(model_nodes, wanted):
+            placed = 0
         if release.at_least(KarmadaRelease.V1_18):
             return max(0, min(pods, model_replicas(model_nodes, wanted) - placed))
         graded = graded_replicas(model_nodes, wanted)
