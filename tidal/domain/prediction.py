@@ -22,6 +22,7 @@ workloads of one wave are all estimated from the capacity as it was when the wav
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,7 +224,7 @@ def frees_a_grade(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> 
     with wider grades (e.g. 0-19 GPUs) the node may well stay where it was."""
     for name, need in request.items():
         minimums = [grade.minimums[name] for grade in nodes if name in grade.minimums]
-        if any(upper - lower > need + 1e-9 for lower, upper in zip(minimums, minimums[1:])):
+        if any(upper - lower > need + 1e-9 for lower, upper in pairwise(minimums)):
             return False
     return True
 
