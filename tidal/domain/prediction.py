@@ -22,9 +22,9 @@ workloads of one wave are all estimated from the capacity as it was when the wav
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from tidal.domain.division import Unschedulable, dynamic_divide, static_weight_divide
