@@ -104,3 +104,29 @@ def test_a_plan_for_the_wrong_release_mispredicts(make_emulator: MakeEmulator,
     planned = invoke_cli("plan", path, kubeconfig, "-o", "json", "--karmada-version", "1.18")
     (workload,) = [w for wave in json.loads(planned.stdout)["waves"] for w in wave["workloads"]]
     assert workload["after"] == {"cluster-a": 3, "cluster-b": 1}
+
+
+def test_unsupported_release_is_refused_before_any_request(make_emulator: MakeEmulator,
+                                                           tmp_path: Path) -> None:
+    """A release the planner does not know: the flag is a usage error (exit 2) naming the
+    choices, the variable one line naming TIDAL_KARMADA__VERSION (exit 1); neither reaches the
+    API server."""
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    emu = make_emulator(gpu_team("1.18"), clock=ScaledClock(20.0))
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    night = cpp("team-cpp-night", "t1", dynamic_placement())
+    path = write_schedule(tmp_path, SCHEDULE, {"night.yaml": policy_file(night)})
+    emu.reset_requests()
+    flag = invoke_cli("plan", path, kubeconfig, "--karmada-version", "1.16")
+    assert flag.exit_code == 2
+    assert "'--karmada-version'" in flag.stderr and "1.17" in flag.stderr
+    env = CliRunner().invoke(cli, ["plan", str(path), "--window", "night", "--kubeconfig",
+                                   str(kubeconfig)], env={"TIDAL_KARMADA__VERSION": "2.0"})
+    assert env.exit_code == 1
+    assert env.stderr.strip().splitlines() == [
+        "error: setting TIDAL_KARMADA__VERSION: Value error, unsupported Karmada release '2.0';"
+        " choose one of 1.17, 1.18, 1.19 (got '2.0')"]
+    assert emu.request_log() == []
