@@ -4,7 +4,6 @@ release it is told, and on an emulator of that release it agrees with the switch
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from tests.e2e.switch_helpers import (
     swap_window,
     write_schedule,
 )
-from tidal.sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
 
@@ -63,13 +61,12 @@ SCHEDULE = schedule_text(
     ("1.18", {"cluster-a": 3, "cluster-b": 1}),
 ])
 def test_plan_follows_the_release_and_agrees_with_its_scheduler(
-        make_emulator: MakeEmulator, tmp_path: Path, release: str,
+        make_switch_emulator: MakeEmulator, tmp_path: Path, release: str,
         expected: dict[str, int]) -> None:
     """A Fresh rebalance of a GPU DynamicWeight workload on default models: `tidal plan
     --karmada-version R` predicts what an emulator of release R then does, and the two
     releases differ (general.go getMaximumReplicasBasedOnResourceModels, v1.17.0 vs v1.18.0)."""
-    emu = make_emulator(gpu_team(release), clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    emu = make_switch_emulator(gpu_team(release))
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     night = cpp("team-cpp-night", "t1", dynamic_placement())
     path = write_schedule(tmp_path, SCHEDULE, {"night.yaml": policy_file(night)})
@@ -92,12 +89,11 @@ def assigned(timeline: list[dict[str, Any]]) -> dict[str, int]:
     return {c: n for c, n in sorted(last.items()) if n}
 
 
-def test_a_plan_for_the_wrong_release_mispredicts(make_emulator: MakeEmulator,
+def test_a_plan_for_the_wrong_release_mispredicts(make_switch_emulator: MakeEmulator,
                                                   tmp_path: Path) -> None:
     """Why the setting exists: planned with v1.18 rules against a v1.17 control plane, the
     prediction keeps the workload where the scheduler will not."""
-    emu = make_emulator(gpu_team("1.17"), clock=ScaledClock(20.0))
-    time.sleep(0.5)
+    emu = make_switch_emulator(gpu_team("1.17"))
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     night = cpp("team-cpp-night", "t1", dynamic_placement())
     path = write_schedule(tmp_path, SCHEDULE, {"night.yaml": policy_file(night)})
@@ -106,7 +102,7 @@ def test_a_plan_for_the_wrong_release_mispredicts(make_emulator: MakeEmulator,
     assert workload["after"] == {"cluster-a": 3, "cluster-b": 1}
 
 
-def test_unsupported_release_is_refused_before_any_request(make_emulator: MakeEmulator,
+def test_unsupported_release_is_refused_before_any_request(make_switch_emulator: MakeEmulator,
                                                            tmp_path: Path) -> None:
     """A release the planner does not know: the flag is a usage error (exit 2) naming the
     choices, the variable one line naming TIDAL_KARMADA__VERSION (exit 1); neither reaches the
@@ -115,7 +111,7 @@ def test_unsupported_release_is_refused_before_any_request(make_emulator: MakeEm
 
     from tidal.cli.main import cli
 
-    emu = make_emulator(gpu_team("1.18"), clock=ScaledClock(20.0))
+    emu = make_switch_emulator(gpu_team("1.18"))
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     night = cpp("team-cpp-night", "t1", dynamic_placement())
     path = write_schedule(tmp_path, SCHEDULE, {"night.yaml": policy_file(night)})
