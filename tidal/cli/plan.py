@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
+from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 
 
 def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
@@ -49,13 +50,27 @@ def refused_writes(loaded: Any, exc: Any) -> NoReturn:
     raise SystemExit(INVALID_INPUT)
 
 
-def cli_settings(kubeconfig: Path | None, context: str | None) -> Any:
+# The Karmada API does not tell its release, so the planner is told (docs/fidelity.md).
+karmada_version_option = click.option(
+    "--karmada-version", type=click.Choice([r.value for r in KarmadaRelease]), default=None,
+    help="the Karmada release whose scheduler rules the prediction follows "
+         f"(TIDAL_KARMADA__VERSION; default: the latest release, {LATEST_RELEASE.value})")
+
+
+def karmada_overrides(karmada_version: str | None) -> dict[str, Any] | None:
+    """load_settings' override of the karmada group for the --karmada-version flag."""
+    return {"version": karmada_version} if karmada_version else None
+
+
+def cli_settings(kubeconfig: Path | None, context: str | None,
+                 karmada_version: str | None = None) -> Any:
     """The settings (flags over TIDAL_* variables), logging configured; exits 1 on a bad one."""
     from tidal.logs import configure_logging
     from tidal.settings import SettingsError, load_settings
 
     try:
-        settings = load_settings(kubeconfig=kubeconfig, context=context)
+        settings = load_settings(kubeconfig=kubeconfig, context=context,
+                                 karmada=karmada_overrides(karmada_version))
     except SettingsError as exc:
         fail(str(exc))
     configure_logging(settings.log_format, settings.log_level)
@@ -73,8 +88,9 @@ def client_of(settings: Any) -> Any:
         fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
 
 
-def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
-    settings = cli_settings(kubeconfig, context)
+def settings_and_client(kubeconfig: Path | None, context: str | None,
+                        karmada_version: str | None = None) -> tuple[Any, Any]:
+    settings = cli_settings(kubeconfig, context, karmada_version)
     return settings, client_of(settings)
 
 
@@ -132,8 +148,9 @@ def _dist(d: dict[str, int]) -> str:
 @click.option("--context", default=None, help="kubeconfig context")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@karmada_version_option
 def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
-                 output: str) -> None:
+                 output: str, karmada_version: str | None) -> None:
     """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -142,7 +159,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
-    settings = cli_settings(kubeconfig, context)
+    settings = cli_settings(kubeconfig, context, karmada_version)
     loaded = load_target(schedule_file, window, settings.karmada_crds)
     client = client_of(settings)
     try:

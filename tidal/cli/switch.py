@@ -19,6 +19,7 @@ from tidal.cli.plan import (
     cli_settings,
     client_of,
     fail,
+    karmada_version_option,
     load_target,
     refused_writes,
     render_plan,
@@ -98,8 +99,10 @@ class Progress:
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: print the run record")
+@karmada_version_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
-                   context: str | None, yes: bool, output: str) -> None:
+                   context: str | None, yes: bool, output: str,
+                   karmada_version: str | None) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
@@ -111,7 +114,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
-    settings = cli_settings(kubeconfig, context)
+    settings = cli_settings(kubeconfig, context, karmada_version)
     loaded = load_target(schedule_file, window, settings.karmada_crds)
     if not yes and not stdin_is_terminal():
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
