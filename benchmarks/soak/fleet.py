@@ -26,6 +26,7 @@ class Sample:
     at: float
     rss_mb: float
     sockets: int
+    ready: bool = False  # the daemon served /metrics before this sample (imports done)
 
 
 @dataclass
@@ -38,8 +39,10 @@ class Incarnation:
     port: int | None = None
     samples: list[Sample] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    metrics_at: float = 0.0  # when /metrics was last read
     stopped: bool = False  # SIGSTOPped by the chaos
     exit_code: int | None = None
+    ended: float | None = None  # when its exit was noticed
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -119,7 +122,7 @@ class Fleet:
             code = inc.proc.poll()
             if code is None:
                 continue
-            inc.exit_code = code
+            inc.exit_code, inc.ended = code, time.time()
             notes.append(f"{who} exited {code}")
             self.restarts += 1
             self.start(who)
@@ -156,15 +159,23 @@ class Fleet:
                 continue
             rss, socks = _rss_mb(inc.proc.pid), _sockets(inc.proc.pid)
             if rss is not None and socks is not None:
-                inc.samples.append(Sample(time.time(), rss, socks))
+                inc.samples.append(Sample(time.time(), rss, socks, ready=bool(inc.metrics_at)))
             port = self._port(inc)
             if port and time.time() - inc.started > 2:
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
                                                 timeout=2) as resp:
                         inc.metrics = parse_metrics(resp.read().decode())
+                        inc.metrics_at = time.time()
                 except OSError:
                     pass
+
+    def scraped_after(self, t: float) -> bool:
+        """Every process alive at `t` had its /metrics read after `t` (a counter raised by a
+        process killed before the next scrape is lost to any scraper, Prometheus too)."""
+        alive = [inc for inc in self.history
+                 if inc.started <= t and (inc.ended is None or inc.ended > t)]
+        return all(inc.metrics_at > t for inc in alive)
 
     def metrics_text(self) -> list[str]:
         texts = []
