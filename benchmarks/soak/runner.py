@@ -107,8 +107,10 @@ def _evidence(out: Path, checker: Checker, requests: list[Any]) -> None:
     """What the single-writer verdicts rest on, for reading a violation afterwards: every
     acting write (who, what, resourceVersion) and every change of the leader Lease."""
     with (out / "evidence.jsonl").open("w") as fh:
-        for version, holder in checker.lease_versions:
-            fh.write(json.dumps({"lease": holder, "resource_version": version}) + "\n")
+        for (version, holder), (at, _h) in zip(checker.lease_versions, checker.leader_history,
+                                               strict=False):
+            fh.write(json.dumps({"lease": holder, "resource_version": version, "time": at})
+                     + "\n")
         for r in requests:
             if is_acting(r):
                 fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")

@@ -25,6 +25,9 @@ from benchmarks.soak.scenario import NS, STATE_NS, TEAMS
 ACTING = {"clusterpropagationpolicies", "propagationpolicies", "deployments",
           "workloadrebalancers", "configmaps"}
 LEADER_SLACK_SECONDS = 1.0  # a delete (no resourceVersion) is judged by time, with this slack
+# A write that changes its object gets a resourceVersion above every one committed before it
+# was applied; the request log is in completion order, so allow this much reordering.
+ORDER_SLACK_SECONDS = 1.0
 
 
 def is_acting(r: Any) -> bool:
@@ -92,26 +95,54 @@ class LeaseHistory:
 class WriterReport:
     writes: int = 0  # acting writes checked
     late: int = 0  # in-flight writes that landed after a deposal, allowed
+    unchanged: int = 0  # writes that changed nothing (judged by time)
     by_holder: Counter[str] = field(default_factory=Counter)
+
+
+def unchanged_writes(records: list[Any]) -> set[int]:
+    """The seq of every write that changed nothing. The API server answers a write that
+    leaves its object as it was (a resumed run saving the state it loaded) with the object's
+    old resourceVersion: that number places the write where the object last changed, maybe
+    under an earlier holder, not where the write happened. Such a write repeats the
+    (object, resourceVersion) of an earlier one, or reports a resourceVersion below one
+    committed well before it."""
+    out: set[int] = set()
+    seen: set[tuple[str, str | None, str | None, int]] = set()
+    ordered = sorted((r for r in records if r.resource_version is not None),
+                     key=lambda r: r.seq)
+    by_time = sorted(ordered, key=lambda r: r.time)
+    highest, j = 0, 0
+    for r in ordered:
+        while j < len(by_time) and by_time[j].time <= r.time - ORDER_SLACK_SECONDS:
+            highest = max(highest, by_time[j].resource_version)
+            j += 1
+        key = (r.resource, r.namespace, r.name, r.resource_version)
+        if key in seen or r.resource_version < highest:
+            out.add(r.seq)
+        seen.add(key)
+    return out
 
 
 def check_writers(records: Iterable[Any], lease: LeaseHistory,
                   violation: Callable[[str], None]) -> WriterReport:
     """Judge every acting write in the request log against the Lease holder when it landed:
-    at its resourceVersion when the store gave it one (creates, updates, patches), else at
-    its time (deletes)."""
+    at its resourceVersion when the write changed the store (creates, updates, patches),
+    else at its time (deletes, and writes that changed nothing)."""
     report = WriterReport()
+    records = list(records)
+    unchanged = unchanged_writes([r for r in records if r.code < 400 and not r.dry_run])
     acting = [r for r in records if is_acting(r)]
     by_object: dict[tuple[str, str | None, str | None], list[tuple[int, str]]] = {}
     for r in acting:
-        if r.resource_version is not None:
+        if r.resource_version is not None and r.seq not in unchanged:
             by_object.setdefault((r.resource, r.namespace, r.name), []).append(
                 (r.resource_version, r.identity))
     late: Counter[tuple[Any, str, str]] = Counter()
     for r in acting:
         report.writes += 1
         report.by_holder[r.identity] += 1
-        version = r.resource_version
+        version = None if r.seq in unchanged else r.resource_version
+        report.unchanged += r.seq in unchanged
         if version is not None and lease.versions:
             if r.identity == lease.holder_at_version(version):
                 continue

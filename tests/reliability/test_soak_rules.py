@@ -423,7 +423,7 @@ def test_memory_growth_is_judged_from_a_daemon_that_was_up() -> None:
     from benchmarks.soak.runner import _flatness
 
     flat = [22.0, 40.0] + [70.0] * 30
-    for rss, flagged in ((flat, False), (flat[:-1] + [130.0], True)):
+    for rss, flagged in ((flat, False), ([*flat[:-1], 130.0], True)):
         log = Log()
         fleet = SimpleNamespace(history=[_incarnation(rss, ready_from=2)])
         start, end, _s, _e = _flatness(fleet, log.checker, 10.0)  # type: ignore[arg-type]
