@@ -409,6 +409,36 @@ def test_deletes_are_judged_by_time() -> None:
     assert len(log.violations) == 1 and "write 2 of worker soak-beta" in log.violations[0]
 
 
+def test_a_write_that_changed_nothing_is_judged_by_its_time() -> None:
+    """soak-b, leading from version 10, saves the state soak-a wrote at 8 unchanged: the
+    answer carries version 8, yet the write came after soak-b took over (accepted). soak-a
+    doing the same long after its deposal, twice, is flagged."""
+    log = _deposed()
+    records = [_write(1, "soak-a", 8, name="tidal-run-soak-beta", resource="configmaps",
+                      verb="update", at=T0 + 2),
+               _write(2, "soak-b", 11, name=W[0], at=T0 + 6),
+               _write(3, "soak-b", 8, name="tidal-run-soak-beta", resource="configmaps",
+                      verb="update", at=T0 + 8)]
+    log.checker.check_writers(records)
+    assert log.violations == [] and log.checker.writers.unchanged == 1
+    stale = [_write(4 + i, "soak-a", 8, name="tidal-run-soak-beta", resource="configmaps",
+                    verb="update", at=T0 + 9 + i) for i in range(2)]
+    log.checker.check_writers(records + stale)
+    assert len(log.violations) == 1 and "write 2 of worker soak-beta" in log.violations[0]
+
+
+def test_a_metric_is_demanded_only_of_processes_scraped_after_the_failure() -> None:
+    """A process killed before its next scrape cannot show its counter; one scraped after can."""
+    from benchmarks.soak.fleet import Fleet
+
+    fleet = Fleet.__new__(Fleet)
+    lived: list[Any] = [SimpleNamespace(started=T0, ended=T0 + 10, metrics_at=T0 + 8),
+                        SimpleNamespace(started=T0 + 11, ended=None, metrics_at=T0 + 30)]
+    fleet.history = lived
+    assert fleet.scraped_after(T0 + 5) and fleet.scraped_after(T0 + 20)
+    assert not fleet.scraped_after(T0 + 9)
+
+
 # -- the process and the summary ----------------------------------------------------------
 
 def _incarnation(rss: list[float], ready_from: int) -> Any:
