@@ -439,6 +439,51 @@ def test_a_metric_is_demanded_only_of_processes_scraped_after_the_failure() -> N
     assert not fleet.scraped_after(T0 + 9)
 
 
+# -- promises 2, 5 and 8 at the end: leftovers and secrets ---------------------------------
+
+def _world(log: Log, *, rebalancer: bool) -> Any:
+    """The end state: the team's policy (its run finished), maybe a WorkloadRebalancer."""
+    store = log.checker.store
+    store.create(_rtype("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"),
+                 {"apiVersion": "policy.karmada.io/v1alpha1",
+                  "kind": "ClusterPropagationPolicy", "metadata": {"name": TEAM.policy},
+                  "spec": {}})
+    if rebalancer:
+        store.create(_rtype("apps.karmada.io/v1alpha1", "WorkloadRebalancer"),
+                     {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+                      "metadata": {"name": "tidal-soak-beta-r1-w1"}, "spec": {}})
+    return SimpleNamespace(store=store, kinds=KINDS)
+
+
+def test_a_workload_rebalancer_left_behind_is_flagged() -> None:
+    """A WorkloadRebalancer still there at the end is a violation; none left is accepted."""
+    from benchmarks.soak.runner import _no_leftovers
+
+    for left in (True, False):
+        log = Log()
+        log.run("done", [wave(1, result="succeeded", triggered=True)], "succeeded")
+        assert _no_leftovers(_world(log, rebalancer=left), log.checker) == 1
+        assert bool(log.violations) == left, log.violations
+        assert log.checker.by_promise[Promise.RESUME] == int(left)
+
+
+def test_a_token_in_a_log_is_flagged(tmp_path: Any) -> None:
+    """A kubeconfig token in a daemon's log is a violation; logs without one are accepted."""
+    from benchmarks.soak.runner import _no_secrets
+
+    for leaked in (True, False):
+        log = Log()
+        for who in ("soak-a", "soak-b"):
+            (tmp_path / who).write_text('{"event": "x", "token": "sim:soak-a"}\n' if leaked
+                                        and who == "soak-b" else '{"event": "x"}\n')
+        fleet = SimpleNamespace(log_path=lambda who: tmp_path / who)
+        places = _no_secrets(_world(log, rebalancer=False), fleet, log.checker,  # type: ignore[arg-type]
+                             ["tidal_runs_total 1"])
+        assert places == 6
+        assert log.violations == (["a kubeconfig token appears in log of soak-b"] if leaked
+                                  else [])
+
+
 # -- the process and the summary ----------------------------------------------------------
 
 def _incarnation(rss: list[float], ready_from: int) -> Any:
