@@ -88,6 +88,7 @@ class RunTrack:
     breaches: list[Breach] = field(default_factory=list)
     moves_by_wave: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     failed_at: float | None = None  # when a wave's failure was first journalled
+    failed_version: int | None = None  # the run state's resourceVersion then (its writer)
 
     @property
     def floor_breaches(self) -> int:
@@ -209,7 +210,7 @@ class Checker:
                 and str(meta.get("name", "")).startswith("tidal-run-") and event.type != "DELETED":
             text = (obj.get("data") or {}).get("run")
             if text:
-                self._on_run_state(json.loads(text), now)
+                self._on_run_state(json.loads(text), now, event.resource_version)
         elif plural == "resourcebindings" and meta.get("namespace") == NS:
             self._on_binding(event, now)
         elif plural == "deployments" and meta.get("namespace") == NS:
@@ -218,7 +219,7 @@ class Checker:
             if stamp and run:
                 self._on_touch(run, str(meta.get("name")), stamp)
 
-    def _on_run_state(self, state: Obj, now: float) -> None:
+    def _on_run_state(self, state: Obj, now: float, version: int = 0) -> None:
         schedule, run_id = state["schedule"], state["runId"]
         track = self.runs.get(run_id)
         if track is None:
@@ -234,7 +235,7 @@ class Checker:
         track.last = state
         waves = state.get("waves") or []
         if track.failed_at is None and any(w.get("result") == "failed" for w in waves):
-            track.failed_at = now
+            track.failed_at, track.failed_version = now, version
         old_started = {w["index"] for w in before.get("waves") or [] if w.get("startedAt")}
         for i, wave in enumerate(waves):
             if not wave.get("startedAt") or wave["index"] in old_started or i == 0:
@@ -377,12 +378,13 @@ class Checker:
 
     def check_runs(self, metrics_breaches: float | None,
                    metrics_wave_failures: float | None = None,
-                   scraped_after: Callable[[float], bool] = lambda t: True) -> None:
+                   scraped_after: Callable[[float, int | None], bool] = lambda t, v: True
+                   ) -> None:
         """Each run ended, moved nothing twice, and failed loudly when a floor broke while a
         replica led (a breach that came and went while no replica held a live Lease is
         seen by none): a wave failed by the breach raises the floor metric; one that failed
         first for another reason (timeout, API error) raises the wave-failure metric, when
-        the replica that failed it lived to be scraped."""
+        the replica that failed it (the writer of that run state) lived to be scraped."""
         by_floor = by_other = 0
         for track in self.runs.values():
             state = track.last
@@ -403,7 +405,8 @@ class Checker:
             if breaches and state.get("result") == "succeeded":
                 self.violation(f"{label}: {len(breaches)} floor breach(es) and yet "
                                "the run succeeded (a silent breach)", Promise.FLOORS)
-            elif breaches and not scraped_after(track.failed_at or 0.0):
+            elif breaches and track.failed_at is not None and \
+                    not scraped_after(track.failed_at, track.failed_version):
                 self.metrics_unverified += len(breaches)
             elif breaches:
                 reasons = [str(w.get("reason") or "") for w in state.get("waves") or []]

@@ -170,11 +170,12 @@ class Fleet:
                 except OSError:
                     pass
 
-    def scraped_after(self, t: float) -> bool:
-        """Every process alive at `t` had its /metrics read after `t` (a counter raised by a
-        process killed before the next scrape is lost to any scraper, Prometheus too)."""
-        alive = [inc for inc in self.history
-                 if inc.started <= t and (inc.ended is None or inc.ended > t)]
+    def scraped_after(self, t: float, who: str | None = None) -> bool:
+        """The process of `who` alive at `t` (every one, without `who`) had its /metrics read
+        after `t`: a counter raised by a process killed before its next scrape is lost to any
+        scraper, Prometheus too."""
+        alive = [inc for inc in self.history if (who is None or inc.who == who)
+                 and inc.started <= t and (inc.ended is None or inc.ended > t)]
         return all(inc.metrics_at > t for inc in alive)
 
     def metrics_text(self) -> list[str]:

@@ -177,9 +177,17 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         led = [when for when, holder in checker.leader_history if holder]
         starts = checker.check_starts(led[0] + 1.0 if led else end_chaos, end_chaos - 3.0)
         checker.check_scope(requests)
+        state_writer: dict[int | None, str] = {}
+        for r in requests:  # the first to answer with a version made it (later: unchanged)
+            if r.resource == "configmaps" and r.code < 400 and r.identity:
+                state_writer.setdefault(r.resource_version, r.identity)
+
+        def scraped_after(t: float, version: int | None) -> bool:
+            return fleet.scraped_after(t, state_writer.get(version))
+
         checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
                            fleet.metric_total("tidal_wave_failures_total"),
-                           scraped_after=fleet.scraped_after)
+                           scraped_after=scraped_after)
         lazy_checked = _no_leftovers(emu, checker)
         secret_places = _no_secrets(emu, fleet, checker, metrics)
         rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)

@@ -341,7 +341,7 @@ def test_a_breach_that_failed_a_wave_needs_its_metric_if_it_could_be_scraped(
     any scrape (then the count is unverifiable, and counted as such)."""
     log = Log()
     _breach_run(log, led=True, result="failed", reason="floor breached: x")
-    log.checker.check_runs(floor_metric, 0, scraped_after=lambda t: scraped)
+    log.checker.check_runs(floor_metric, 0, scraped_after=lambda t, version: scraped)
     assert bool(log.violations) == flagged, log.violations
     assert log.checker.metrics_unverified == (0 if scraped else 1)
 
@@ -428,15 +428,19 @@ def test_a_write_that_changed_nothing_is_judged_by_its_time() -> None:
 
 
 def test_a_metric_is_demanded_only_of_processes_scraped_after_the_failure() -> None:
-    """A process killed before its next scrape cannot show its counter; one scraped after can."""
+    """A process killed before its next scrape cannot show its counter; one scraped after can;
+    only the process that failed the wave matters."""
     from benchmarks.soak.fleet import Fleet
 
     fleet = Fleet.__new__(Fleet)
-    lived: list[Any] = [SimpleNamespace(started=T0, ended=T0 + 10, metrics_at=T0 + 8),
-                        SimpleNamespace(started=T0 + 11, ended=None, metrics_at=T0 + 30)]
+    lived: list[Any] = [
+        SimpleNamespace(who="soak-a", started=T0, ended=T0 + 10, metrics_at=T0 + 8),
+        SimpleNamespace(who="soak-a", started=T0 + 11, ended=None, metrics_at=T0 + 30),
+        SimpleNamespace(who="soak-b", started=T0, ended=None, metrics_at=T0 + 30)]
     fleet.history = lived
     assert fleet.scraped_after(T0 + 5) and fleet.scraped_after(T0 + 20)
-    assert not fleet.scraped_after(T0 + 9)
+    assert not fleet.scraped_after(T0 + 9) and not fleet.scraped_after(T0 + 9, "soak-a")
+    assert fleet.scraped_after(T0 + 9, "soak-b")
 
 
 # -- promises 2, 5 and 8 at the end: leftovers and secrets ---------------------------------
