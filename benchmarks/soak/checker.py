@@ -116,6 +116,7 @@ class Checker:
         self.lease_renewals: list[float] = []  # every write of the leader Lease naming a holder
         self.breaches_unled = 0  # breaches in waves while no replica held a live Lease
         self.metrics_unverified = 0  # failed waves whose replica died before a scrape
+        self.metrics_checked = 0  # breaches whose failed wave's metric was checked
         self.retouches = 0  # triggers written again before the journal recorded them
         self._open: dict[str, Breach] = {}
         self.handled: list[dict[str, Any]] = []  # every handled record written, in order
@@ -414,6 +415,7 @@ class Checker:
                     by_floor += len(breaches)
                 else:
                     by_other += len(breaches)
+        self.metrics_checked = by_floor + by_other
         if by_floor and not metrics_breaches:
             self.violation(f"{by_floor} floor breach(es) failed waves, "
                            "tidal_floor_breaches_total stayed 0", Promise.FLOORS)
