@@ -43,6 +43,7 @@ class Incarnation:
     stopped: bool = False  # SIGSTOPped by the chaos
     exit_code: int | None = None
     ended: float | None = None  # when its exit was noticed
+    log_offset: int = 0  # where its lines begin in the replica's log (shared by incarnations)
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -97,12 +98,13 @@ class Fleet:
         kubeconfig = self.emu.write_kubeconfig(self.workdir / f"kubeconfig-{who}", user=who)
         env = dict(os.environ, **daemon_env(who))
         log = self.log_path(who).open("ab")
+        offset = log.tell()
         proc = subprocess.Popen(
             [sys.executable, "-m", "tidal", "run", "--schedules", str(self.schedules),
              "--kubeconfig", str(kubeconfig), "--port", "0", "--identity", who],
             stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
-        inc = Incarnation(who, proc, time.time())
+        inc = Incarnation(who, proc, time.time(), log_offset=offset)
         self.current[who] = inc
         self.history.append(inc)
         return inc
@@ -138,8 +140,10 @@ class Fleet:
 
     def _port(self, inc: Incarnation) -> int | None:
         if inc.port is None:
-            try:
-                lines = self.log_path(inc.who).read_text(errors="replace").splitlines()
+            try:  # only this process's lines: an earlier one's port is dead
+                with self.log_path(inc.who).open("rb") as fh:
+                    fh.seek(inc.log_offset)
+                    lines = fh.read().decode(errors="replace").splitlines()
             except OSError:
                 return None
             for line in reversed(lines):

@@ -488,6 +488,21 @@ def test_a_token_in_a_log_is_flagged(tmp_path: Any) -> None:
                                   else [])
 
 
+def test_a_restarted_replica_is_scraped_on_its_own_port(tmp_path: Any) -> None:
+    """The replica's log holds its earlier process's start line: the new process's port is
+    the one it logs itself, never the dead one (its counters would never be read)."""
+    from benchmarks.soak.fleet import Fleet, Incarnation
+
+    log = tmp_path / "daemon-soak-a.log"
+    log.write_text('{"event": "daemon_started", "port": 1111}\n')
+    fleet = Fleet(None, tmp_path, tmp_path, ("soak-a",))
+    inc = Incarnation("soak-a", None, T0, log_offset=log.stat().st_size)  # type: ignore[arg-type]
+    assert fleet._port(inc) is None
+    with log.open("a") as fh:
+        fh.write('{"event": "daemon_started", "port": 2222}\n')
+    assert fleet._port(inc) == 2222
+
+
 # -- the process and the summary ----------------------------------------------------------
 
 def _incarnation(rss: list[float], ready_from: int) -> Any:
