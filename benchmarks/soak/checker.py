@@ -361,7 +361,7 @@ class Checker:
 
     def check_writers(self, records: list[Any]) -> int:
         """Every acting write came from the Lease holder, or was the one write in flight of a
-        worker of a replica just deposed (tidal.soak.writers); returns writes seen."""
+        worker of a replica just deposed (benchmarks.soak.writers); returns writes seen."""
         self.writers = check_writers(
             records, self.lease, lambda text: self.violation(text, Promise.SINGLE_WRITER))
         return self.writers.writes
