@@ -21,6 +21,7 @@ def per_promise(checker: Checker, result: dict[str, Any]) -> dict[str, dict[str,
             "acting_writes_checked": result["acting_writes_checked"],
             "leader_changes": result["leader_changes"],
             "late_in_flight_writes_allowed": checker.writers.late,
+            "writes_that_changed_nothing_judged_by_time": checker.writers.unchanged,
             "long_retry_after_faults": result["long_retry_after_faults"]},
         Promise.FLOORS: {
             "moves_checked_against_waves": result["moves_checked_against_waves"],
