@@ -119,6 +119,7 @@ class Checker:
         self.metrics_checked = 0  # breaches whose failed wave's metric was checked
         self.retouches = 0  # triggers written again before the journal recorded them
         self._open: dict[str, Breach] = {}
+        self.seen_at: dict[int, float] = {}  # when each resourceVersion was seen
         self.handled: list[dict[str, Any]] = []  # every handled record written, in order
         self.not_ready: set[str] = set()
         self.moves_checked = 0
@@ -184,6 +185,7 @@ class Checker:
         plural, obj = event.rtype.plural, event.obj
         meta = obj.get("metadata") or {}
         now = time.time() if now is None else now
+        self.seen_at.setdefault(event.resource_version, now)
         if plural == "leases" and meta.get("namespace") == STATE_NS \
                 and meta.get("name") == LEADER_LEASE:
             holder = None if event.type == "DELETED" else \
@@ -363,7 +365,8 @@ class Checker:
         """Every acting write came from the Lease holder, or was the one write in flight of a
         worker of a replica just deposed (benchmarks.soak.writers); returns writes seen."""
         self.writers = check_writers(
-            records, self.lease, lambda text: self.violation(text, Promise.SINGLE_WRITER))
+            records, self.lease, lambda text: self.violation(text, Promise.SINGLE_WRITER),
+            self.seen_at)
         return self.writers.writes
 
     def check_scope(self, records: list[Any]) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,15 +99,17 @@ class WriterReport:
     by_holder: Counter[str] = field(default_factory=Counter)
 
 
-def unchanged_writes(records: list[Any]) -> set[int]:
+def unchanged_writes(records: list[Any], seen_at: Mapping[int, float] | None = None) -> set[int]:
     """The seq of every write that changed nothing. The API server answers a write that
     leaves its object as it was (a resumed run saving the state it loaded) with the object's
     old resourceVersion: that number places the write where the object last changed, maybe
-    under an earlier holder, not where the write happened. Such a write repeats the
-    (object, resourceVersion) of an earlier one, or reports a resourceVersion below one
-    committed well before it."""
+    under an earlier holder, not where the write happened. Such a write reports a
+    resourceVersion an earlier request already reported (a create's record has no name, so
+    versions alone are compared: each names one change of the store), one the store made
+    well before the write (`seen_at`: when the checker saw each version), or one below a
+    version committed well before it."""
     out: set[int] = set()
-    seen: set[tuple[str, str | None, str | None, int]] = set()
+    reported: set[int] = set()
     ordered = sorted((r for r in records if r.resource_version is not None),
                      key=lambda r: r.seq)
     by_time = sorted(ordered, key=lambda r: r.time)
@@ -116,21 +118,25 @@ def unchanged_writes(records: list[Any]) -> set[int]:
         while j < len(by_time) and by_time[j].time <= r.time - ORDER_SLACK_SECONDS:
             highest = max(highest, by_time[j].resource_version)
             j += 1
-        key = (r.resource, r.namespace, r.name, r.resource_version)
-        if key in seen or r.resource_version < highest:
+        version = r.resource_version
+        made = (seen_at or {}).get(version)
+        if version in reported or version < highest or \
+                (made is not None and made < r.time - ORDER_SLACK_SECONDS):
             out.add(r.seq)
-        seen.add(key)
+        reported.add(version)
     return out
 
 
 def check_writers(records: Iterable[Any], lease: LeaseHistory,
-                  violation: Callable[[str], None]) -> WriterReport:
+                  violation: Callable[[str], None],
+                  seen_at: Mapping[int, float] | None = None) -> WriterReport:
     """Judge every acting write in the request log against the Lease holder when it landed:
     at its resourceVersion when the write changed the store (creates, updates, patches),
     else at its time (deletes, and writes that changed nothing)."""
     report = WriterReport()
     records = list(records)
-    unchanged = unchanged_writes([r for r in records if r.code < 400 and not r.dry_run])
+    unchanged = unchanged_writes([r for r in records if r.code < 400 and not r.dry_run],
+                                 seen_at)
     acting = [r for r in records if is_acting(r)]
     by_object: dict[tuple[str, str | None, str | None], list[tuple[int, str]]] = {}
     for r in acting:
