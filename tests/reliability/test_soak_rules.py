@@ -427,6 +427,22 @@ def test_a_write_that_changed_nothing_is_judged_by_its_time() -> None:
     assert len(log.violations) == 1 and "write 2 of worker soak-beta" in log.violations[0]
 
 
+def test_an_unchanged_save_of_a_state_another_replica_created_is_judged_by_time() -> None:
+    """soak-a created the run state at version 8 (its record names no object); soak-b,
+    leading from 10, saves it unchanged and is answered with version 8: accepted. The same
+    found from when the store made version 8, with no earlier record of it, is accepted too."""
+    log = _deposed()
+    create = RequestRecord(1, T0 + 2, "create", "configmaps", "", STATE_NS, None, 201, "",
+                           "soak-a", 8)
+    save = _write(2, "soak-b", 8, name="tidal-run-soak-beta", resource="configmaps",
+                  verb="update", at=T0 + 7)
+    log.checker.check_writers([create, save])
+    assert log.violations == [] and log.checker.writers.unchanged == 1
+    log.checker.seen_at[8] = T0 + 2
+    log.checker.check_writers([save])
+    assert log.violations == [] and log.checker.writers.unchanged == 1
+
+
 def test_a_metric_is_demanded_only_of_processes_scraped_after_the_failure() -> None:
     """A process killed before its next scrape cannot show its counter; one scraped after can;
     only the process that failed the wave matters."""
