@@ -38,6 +38,7 @@ class Chaos:
         self.undo: list[tuple[float, str, Callable[[], None]]] = []
         self.wave_size = {t.schedule: "50%" for t in TEAMS}
         self.log: list[tuple[float, str]] = []
+        self.long_retry_after = 0  # 429s whose Retry-After outlives the Lease
 
     # -- the loop's two calls ----------------------------------------------------------------
     def act(self) -> str:
@@ -94,6 +95,7 @@ class Chaos:
         # Mostly short waits; now and then one longer than the 4 s lease, so a leader whose
         # write is throttled must give up that write rather than land it after a failover.
         retry_after = self.random.choice([1, 1, 2, LONG_RETRY_AFTER])
+        self.long_retry_after += retry_after == LONG_RETRY_AFTER
         detail = self._api_fault(type="throttle", verb=self.random.choice(["patch", "list", "*"]),
                                  resource=self.random.choice(API_RESOURCES),
                                  retry_after=retry_after, probability=0.5, count=4)

@@ -26,6 +26,7 @@ class Sample:
     at: float
     rss_mb: float
     sockets: int
+    ready: bool = False  # the daemon served /metrics before this sample (imports done)
 
 
 @dataclass
@@ -38,8 +39,11 @@ class Incarnation:
     port: int | None = None
     samples: list[Sample] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    metrics_at: float = 0.0  # when /metrics was last read
     stopped: bool = False  # SIGSTOPped by the chaos
     exit_code: int | None = None
+    ended: float | None = None  # when its exit was noticed
+    log_offset: int = 0  # where its lines begin in the replica's log (shared by incarnations)
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -94,12 +98,13 @@ class Fleet:
         kubeconfig = self.emu.write_kubeconfig(self.workdir / f"kubeconfig-{who}", user=who)
         env = dict(os.environ, **daemon_env(who))
         log = self.log_path(who).open("ab")
+        offset = log.tell()
         proc = subprocess.Popen(
             [sys.executable, "-m", "tidal", "run", "--schedules", str(self.schedules),
              "--kubeconfig", str(kubeconfig), "--port", "0", "--identity", who],
             stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
-        inc = Incarnation(who, proc, time.time())
+        inc = Incarnation(who, proc, time.time(), log_offset=offset)
         self.current[who] = inc
         self.history.append(inc)
         return inc
@@ -119,7 +124,7 @@ class Fleet:
             code = inc.proc.poll()
             if code is None:
                 continue
-            inc.exit_code = code
+            inc.exit_code, inc.ended = code, time.time()
             notes.append(f"{who} exited {code}")
             self.restarts += 1
             self.start(who)
@@ -135,8 +140,10 @@ class Fleet:
 
     def _port(self, inc: Incarnation) -> int | None:
         if inc.port is None:
-            try:
-                lines = self.log_path(inc.who).read_text(errors="replace").splitlines()
+            try:  # only this process's lines: an earlier one's port is dead
+                with self.log_path(inc.who).open("rb") as fh:
+                    fh.seek(inc.log_offset)
+                    lines = fh.read().decode(errors="replace").splitlines()
             except OSError:
                 return None
             for line in reversed(lines):
@@ -156,15 +163,24 @@ class Fleet:
                 continue
             rss, socks = _rss_mb(inc.proc.pid), _sockets(inc.proc.pid)
             if rss is not None and socks is not None:
-                inc.samples.append(Sample(time.time(), rss, socks))
+                inc.samples.append(Sample(time.time(), rss, socks, ready=bool(inc.metrics_at)))
             port = self._port(inc)
             if port and time.time() - inc.started > 2:
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
                                                 timeout=2) as resp:
                         inc.metrics = parse_metrics(resp.read().decode())
+                        inc.metrics_at = time.time()
                 except OSError:
                     pass
+
+    def scraped_after(self, t: float, who: str | None = None) -> bool:
+        """The process of `who` alive at `t` (every one, without `who`) had its /metrics read
+        after `t`: a counter raised by a process killed before its next scrape is lost to any
+        scraper, Prometheus too."""
+        alive = [inc for inc in self.history if (who is None or inc.who == who)
+                 and inc.started <= t and (inc.ended is None or inc.ended > t)]
+        return all(inc.metrics_at > t for inc in alive)
 
     def metrics_text(self) -> list[str]:
         texts = []

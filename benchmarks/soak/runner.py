@@ -13,7 +13,10 @@ from typing import Any
 from benchmarks.soak.chaos import Chaos
 from benchmarks.soak.checker import Checker
 from benchmarks.soak.fleet import Fleet
+from benchmarks.soak.promises import Promise
 from benchmarks.soak.scenario import NS, STATE_NS, TEAMS, topology
+from benchmarks.soak.summary import per_promise, report_markdown
+from benchmarks.soak.writers import is_acting
 from tidal.karmada.names import LAZY_ADDED_BY
 from tidal_sim.clock import ScaledClock
 from tidal_sim.emulator import Emulator
@@ -26,33 +29,40 @@ RSS_GROWTH_MB = 40.0  # a replica's RSS may grow this much (imports, caches) and
 SOCKET_GROWTH = 8
 
 
-def _no_leftovers(emu: Any, checker: Checker) -> None:
+def _no_leftovers(emu: Any, checker: Checker) -> int:
+    """No WorkloadRebalancer left, no temporary Lazy left unmarked; returns policies checked."""
     store, kinds = emu.store, emu.kinds
     wrb = kinds.by_kind("apps.karmada.io/v1alpha1", "WorkloadRebalancer")
     if wrb is not None:
         items, _rv = store.list(wrb, None, None)
         for item in items:
-            checker.violation(f"WorkloadRebalancer {item['metadata']['name']} left behind")
+            checker.violation(f"WorkloadRebalancer {item['metadata']['name']} left behind",
+                              Promise.RESUME)
     cpp = kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
     assert cpp is not None
+    checked = 0
     for team in TEAMS:
         run = checker.runs.get(checker.current_run.get(team.schedule, ""))
         if run is None:
             continue
+        checked += 1
         policy = store.get(cpp, None, team.policy)
         lazy = (policy.get("spec") or {}).get("activationPreference") == "Lazy"
         marked = LAZY_ADDED_BY in ((policy.get("metadata") or {}).get("annotations") or {})
         result = run.last.get("result")
         if result in ("succeeded", "rolledBack") and (lazy or marked):
             checker.violation(f"{team.policy}: temporary activationPreference Lazy left behind "
-                              f"after run {run.run_id} ({result})")
+                              f"after run {run.run_id} ({result})", Promise.LAZY)
         elif lazy and not marked:  # a halted run leaves its Lazy, but marked for the next run
             checker.violation(f"{team.policy}: Lazy without tidal's marks after run "
-                              f"{run.run_id} ({result}): no later run could restore it")
+                              f"{run.run_id} ({result}): no later run could restore it",
+                              Promise.LAZY)
+    return checked
 
 
-def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) -> None:
-    """The kubeconfig tokens (`sim:<identity>`) appear in no log, metric, Event or state object."""
+def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) -> int:
+    """The kubeconfig tokens (`sim:<identity>`) appear in no log, metric, Event or state
+    object; returns the places scanned."""
     tokens = [f"sim:{who}" for who in IDENTITIES]
     places: dict[str, str] = {f"log of {who}": fleet.log_path(who).read_text(errors="replace")
                               for who in IDENTITIES}
@@ -65,30 +75,45 @@ def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) ->
     for where, text in places.items():
         for token in tokens:
             if token in text:
-                checker.violation(f"a kubeconfig token appears in {where}")
+                checker.violation(f"a kubeconfig token appears in {where}", Promise.SECRETS)
+    return len(places)
 
 
 def _flatness(fleet: Fleet, checker: Checker, minutes: float) -> tuple[float, float, int, int]:
-    """Start/end RSS and sockets of the longest-lived process; checked for growth."""
-    lived = [inc for inc in fleet.history if len(inc.samples) >= 2]
+    """Start/end RSS and sockets of the longest-lived process; checked for growth from its
+    second sample after it served /metrics (imports and the first pass done: a process
+    restarted under load may still be importing seconds after its start)."""
+    lived = [(inc, [s for s in inc.samples if s.ready]) for inc in fleet.history]
+    lived = [(inc, ready) for inc, ready in lived if len(ready) >= 2]
     if not lived:
         return 0.0, 0.0, 0, 0
-    longest = max(lived, key=lambda i: i.samples[-1].at - i.samples[0].at)
-    for inc in lived:
-        span = inc.samples[-1].at - inc.samples[0].at
+    for inc, ready in lived:
+        first, last = ready[1 if len(ready) > 2 else 0], ready[-1]
+        span = last.at - first.at
         if span < min(60.0, minutes * 30):
             continue
-        first = inc.samples[min(2, len(inc.samples) - 1)]  # after imports and the first pass
-        last = inc.samples[-1]
         if last.rss_mb > first.rss_mb + RSS_GROWTH_MB:
             checker.violation(f"{inc.who} (pid {inc.proc.pid}) RSS grew {first.rss_mb:.0f} -> "
-                              f"{last.rss_mb:.0f} MB in {span:.0f}s")
+                              f"{last.rss_mb:.0f} MB in {span:.0f}s", Promise.PROCESS)
         if last.sockets > first.sockets + SOCKET_GROWTH:
             checker.violation(f"{inc.who} (pid {inc.proc.pid}) sockets grew {first.sockets} -> "
-                              f"{last.sockets} in {span:.0f}s")
-    first = longest.samples[min(2, len(longest.samples) - 1)]
-    last = longest.samples[-1]
+                              f"{last.sockets} in {span:.0f}s", Promise.PROCESS)
+    _inc, ready = max(lived, key=lambda pair: pair[1][-1].at - pair[1][0].at)
+    first, last = ready[1 if len(ready) > 2 else 0], ready[-1]
     return first.rss_mb, last.rss_mb, first.sockets, last.sockets
+
+
+def _evidence(out: Path, checker: Checker, requests: list[Any]) -> None:
+    """What the single-writer verdicts rest on, for reading a violation afterwards: every
+    acting write (who, what, resourceVersion) and every change of the leader Lease."""
+    with (out / "evidence.jsonl").open("w") as fh:
+        for (version, holder), (at, _h) in zip(checker.lease_versions, checker.leader_history,
+                                               strict=False):
+            fh.write(json.dumps({"lease": holder, "resource_version": version, "time": at})
+                     + "\n")
+        for r in requests:
+            if is_acting(r):
+                fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
 
 
 def run_soak(minutes: float, out: Path, seed: int = 1,
@@ -148,17 +173,28 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         checker.stop()
         requests = emu.request_log()
         writes = checker.check_writers(requests)
+        _evidence(out, checker, requests)
         led = [when for when, holder in checker.leader_history if holder]
         starts = checker.check_starts(led[0] + 1.0 if led else end_chaos, end_chaos - 3.0)
         checker.check_scope(requests)
+        state_writer: dict[int | None, str] = {}
+        for r in requests:  # the first to answer with a version made it (later: unchanged)
+            if r.resource == "configmaps" and r.code < 400 and r.identity:
+                state_writer.setdefault(r.resource_version, r.identity)
+
+        def scraped_after(t: float, version: int | None) -> bool:
+            return fleet.scraped_after(t, state_writer.get(version))
+
         checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
-                       fleet.metric_total("tidal_wave_failures_total"))
-        _no_leftovers(emu, checker)
-        _no_secrets(emu, fleet, checker, metrics)
+                           fleet.metric_total("tidal_wave_failures_total"),
+                           scraped_after=scraped_after)
+        lazy_checked = _no_leftovers(emu, checker)
+        secret_places = _no_secrets(emu, fleet, checker, metrics)
         rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)
         for who, code in codes.items():
             if code not in (0, 1):
-                checker.violation(f"{who} did not stop cleanly on SIGTERM (exit {code})")
+                checker.violation(f"{who} did not stop cleanly on SIGTERM (exit {code})",
+                                  Promise.PROCESS)
     finally:
         for inc in fleet.current.values():
             if inc.proc.poll() is None:
@@ -181,6 +217,9 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         "floor_breaches_seen": checker.breaches_seen,
         "floor_breaches_in_waves": checker.breaches_in_waves(),
         "moves_outside_runs": checker.moves_outside_runs,
+        "long_retry_after_faults": chaos.long_retry_after,
+        "secret_places_scanned": secret_places,
+        "lazy_policies_checked": lazy_checked,
         "violations": list(checker.violations),
         "rss_mb_start": round(rss_start, 1),
         "rss_mb_end": round(rss_end, 1),
@@ -189,31 +228,7 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         "state_namespace": STATE_NS,
         "workload_namespace": NS,
     }
+    result["promises"] = per_promise(checker, result)
     (out / "soak.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     (out / "soak.md").write_text(report_markdown(result, chaos.log, started))
     return result
-
-
-def report_markdown(result: dict[str, Any], log: list[tuple[float, str]], started: float) -> str:
-    rows = [
-        ("duration", f"{result['duration_seconds']} s (seed {result['seed']})"),
-        ("runs", f"{result['runs']} {result['run_results']}"),
-        ("faults injected", f"{result['faults_injected']} {result['faults_by_type']}"),
-        ("daemon restarts / leader changes",
-         f"{result['daemon_restarts']} / {result['leader_changes']}"),
-        ("acting writes checked against the lease", str(result["acting_writes_checked"])),
-        ("window starts checked (ran once, or recorded not run with a reason)",
-         str(result["window_starts_checked"])),
-        ("moves checked against the wave in flight", str(result["moves_checked_against_waves"])),
-        ("floor breaches seen (during waves)",
-         f"{result['floor_breaches_seen']} ({result['floor_breaches_in_waves']})"),
-        ("RSS MB start -> end", f"{result['rss_mb_start']} -> {result['rss_mb_end']}"),
-        ("sockets start -> end", f"{result['sockets_start']} -> {result['sockets_end']}"),
-        ("violations", str(len(result["violations"])) if result["violations"] else "none"),
-    ]
-    lines = ["# Chaos soak", "", "| measure | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in rows]
-    if result["violations"]:
-        lines += ["", "## Violations", ""] + [f"- {v}" for v in result["violations"]]
-    lines += ["", "## Faults", ""] + [f"- {t - started:6.1f}s {what}" for t, what in log]
-    return "\n".join(lines) + "\n"
