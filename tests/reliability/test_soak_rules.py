@@ -12,10 +12,10 @@ import pytest
 from benchmarks.soak.checker import LEASE_SECONDS, Checker
 from benchmarks.soak.promises import Promise
 from benchmarks.soak.scenario import NS, STATE_NS, TEAMS
-from tidal.sim.apiserver.accounting import RequestRecord
-from tidal.sim.clock import ManualClock
-from tidal.sim.kinds import KindRegistry
-from tidal.sim.store import Store, WatchEvent
+from tidal_sim.apiserver.accounting import RequestRecord
+from tidal_sim.clock import ManualClock
+from tidal_sim.kinds import KindRegistry
+from tidal_sim.store import Store, WatchEvent
 
 KINDS = KindRegistry()
 TEAM = TEAMS[1]  # beta: rolls back
