@@ -193,3 +193,32 @@ def test_refs_round_trip_as_text() -> None:
     """`str(ref)` is what journals keep; `parse` reads it back for both kinds."""
     for ref in (OverrideRef(OP_KIND, NS, "a"), OverrideRef(COP_KIND, "", "b")):
         assert OverrideRef.parse(str(ref)) == ref
+
+
+def test_printed_rbac_allows_every_override_request(
+        team: tuple[Emulator, KarmadaClient], tmp_path: Path) -> None:
+    """Under `tidal rbac`'s rules (enforced), every override verb works in the template
+    namespace; an OverridePolicy elsewhere is Forbidden."""
+    from tests.e2e.test_rbac_enforced import _post_as_admin
+    from tidal.rbac import Subject, TemplateKind, derive_rules, rbac_manifests
+
+    emu, _ = team
+    rules = derive_rules([], state_namespace="default",
+                         extra_templates=[TemplateKind("apps", "deployments", NS)])
+    for obj in rbac_manifests(rules, name="tidal", subject=Subject("User", "tidal")):
+        _post_as_admin(emu.url, obj)
+    emu.enforce_rbac(True)
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
+    name = override_name(OWNER, 0)
+    apply_override(client, surge(name, {"cluster-b": 5}))
+    apply_override(client, surge(name, {"cluster-b": 4}))  # create 409, get, update
+    (found,) = list_overrides(client, schedule="team-1")
+    assert found.replicas() == {"cluster-b": 4}
+    assert get_override(client, ref_of(found)) is not None
+    assert delete_override(client, ref_of(found))
+    elsewhere = ReplicaOverride("s", OWNER, (TemplateRef("apps/v1", "Deployment", "w",
+                                                         "default"),), {"cluster-b": 1})
+    with pytest.raises(E.Forbidden):
+        create_override(client, elsewhere)
+    refused = [r for r in emu.request_log() if r.identity == "tidal" and r.code == 403]
+    assert [(r.verb, r.namespace) for r in refused] == [("create", "default")]
