@@ -250,6 +250,24 @@ def test_a_patch_that_cannot_apply_keeps_the_members_last_work() -> None:
     assert member_replicas(h, "b") == 2
 
 
+def test_a_failing_override_on_a_new_member_leaves_it_without_work() -> None:
+    """A cluster entering the division while an override for it cannot apply gets no Work and
+    runs nothing (the binding controller retries; nothing reaches the member)."""
+    h = Harness()
+    h.cluster("a")
+    h.cluster("b")
+    op(h, "broken", [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {"plaintext": [
+        {"path": "/spec/nothing/here", "operator": "replace", "value": 1}]}}])
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(a=4, b=1)})
+    h.deployment("web", 10)
+    h.settle()
+    h.advance(2.0)
+    assert h.clusters_of("web") == {"a": 8, "b": 2}
+    with pytest.raises(AssertionError):
+        work(h, "b")
+    assert desired_in(h, "web", "b") == 0 and member_replicas(h, "a") == 8
+
+
 def test_a_cluster_dropped_from_the_division_loses_its_work_despite_an_override() -> None:
     """Overrides apply only to clusters in spec.clusters: 0/100 removes a's Work."""
     h = eighty_twenty()
