@@ -176,23 +176,21 @@ def replace_override(client: KarmadaClient, override: ReplicaOverride) -> Overri
     a concurrent change is re-read and replaced again."""
     ref = override.ref
     wanted = manifest(override)
-    for attempt in range(_REPLACE_ATTEMPTS):
-        current = client.request("get", ref.resource, "GET",
-                                 ref.resource.path(ref.namespace or None, ref.name))
-        body = dict(wanted)
+    path = ref.resource.path(ref.namespace or None, ref.name)
+    conflicts = 0
+    while True:
+        current = client.request("get", ref.resource, "GET", path)
         meta = dict(current.get("metadata") or {})
         meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-        body["metadata"] = meta
         try:
-            replaced = client.request("update", ref.resource, "PUT",
-                                      ref.resource.path(ref.namespace or None, ref.name),
-                                      body=body, query=STRICT)
+            replaced = client.request("update", ref.resource, "PUT", path,
+                                      body={**wanted, "metadata": meta}, query=STRICT)
         except Conflict:
-            if attempt == _REPLACE_ATTEMPTS - 1:
+            conflicts += 1
+            if conflicts >= _REPLACE_ATTEMPTS:
                 raise
             continue
         return OverrideView.of(replaced)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def apply_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
