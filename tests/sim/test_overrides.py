@@ -327,3 +327,32 @@ def test_override_schemas_are_the_upstream_crds() -> None:
     with pytest.raises(Invalid) as caught:
         validator.admit(h.t("ClusterOverridePolicy"), missing, "Strict")
     assert "spec.overrideRules[0].overriders" in str(caught.value)
+
+
+def test_holding_the_source_lets_the_destination_start_before_the_source_shrinks() -> None:
+    """0/100 -> 80/20 of 10 with b held at 10: a starts 8 while b keeps 10 ready; released, b
+    drops to its assigned 2 (the destination had no Work before, so only the source can be
+    held)."""
+    h = Harness()
+    h.cluster("a")
+    h.cluster("b")
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(b=1)})
+    h.deployment("web", 10)
+    h.settle()
+    h.advance(2.0)
+    assert h.clusters_of("web") == {"b": 10}
+    op(h, "hold-b", [replicas_rule(10, {"clusterNames": ["b"]})])
+
+    def day(obj: Obj) -> None:
+        obj["spec"]["placement"]["replicaScheduling"] = static_weights(a=4, b=1)
+
+    h.patch("ClusterPropagationPolicy", "p", day)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 8, "b": 2}
+    assert (desired_in(h, "web", "a"), desired_in(h, "web", "b")) == (8, 10)
+    assert h.ready_in("web", "b") == 10 and h.ready_in("web", "a") == 0
+    h.advance(2.0)
+    assert h.ready_in("web", "a") == 8 and h.ready_in("web", "b") == 10
+    h.store.delete(h.t("OverridePolicy"), "team", "hold-b")
+    h.settle()
+    assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 8
