@@ -356,3 +356,33 @@ def test_holding_the_source_lets_the_destination_start_before_the_source_shrinks
     h.store.delete(h.t("OverridePolicy"), "team", "hold-b")
     h.settle()
     assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 8
+
+
+def test_with_empty_workload_propagation_a_cluster_assigned_none_keeps_a_work_to_raise() -> None:
+    """karmada-scheduler --enable-empty-workload-propagation: 2 replicas at 4:1 list cluster-b
+    with no replicas, its Work runs 0, and an override raising it to 2 starts 2 there."""
+    h = Harness(empty_workload_propagation=True)
+    h.cluster("a")
+    h.cluster("b")
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(a=4, b=1)})
+    h.deployment("web", 2)
+    h.settle()
+    h.advance(2.0)
+    assert h.binding("web")["spec"]["clusters"] == [{"name": "a", "replicas": 2}, {"name": "b"}]
+    assert member_replicas(h, "b") == 0
+    op(h, "surge", [replicas_rule(2, {"clusterNames": ["b"]})])
+    h.settle()
+    h.advance(2.0)
+    assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 2
+
+
+def test_empty_workload_propagation_setting_must_be_a_boolean() -> None:
+    """EmulatorSettings emptyWorkloadPropagation: a non-boolean is one located error."""
+    from tidal.sim.topology import TopologyError, load_topology
+
+    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
+           "spec": {"emptyWorkloadPropagation": "yes"}}
+    with pytest.raises(TopologyError, match="emptyWorkloadPropagation must be true or false"):
+        load_topology([doc])
+    assert load_topology([{**doc, "spec": {"emptyWorkloadPropagation": True}}]
+                         ).settings.empty_workload_propagation
