@@ -244,10 +244,11 @@ def test_timeline_filters(make_emulator: Any) -> None:
     from tidal.sim.emulator import DEFAULT_TOPOLOGY
 
     emu = make_emulator(DEFAULT_TOPOLOGY)
-    deadline = time.time() + 5
-    while not emu.timeline() and time.time() < deadline:
+    wanted = "ai-app/Deployment/llm-1005-03"
+    deadline = time.time() + 10  # that workload's first sample (the machine may be loaded)
+    while not any(s["workload"] == wanted for s in emu.timeline()) and time.time() < deadline:
         time.sleep(0.05)
-    code, one = admin(emu, "GET", "timeline?workload=ai-app/Deployment/llm-1005-03")
+    code, one = admin(emu, "GET", f"timeline?workload={wanted}")
     assert code == 200 and one
     assert {s["workload"] for s in one} == {"ai-app/Deployment/llm-1005-03"}
     code, none = admin(emu, "GET", f"timeline?since={emu.clock.now() + 3600}")
