@@ -12,12 +12,12 @@ from tidal.karmada.client import (
     Resource,
 )
 from tidal.karmada.client import MERGE_PATCH as MERGE_PATCH  # the policy writes' content type
+from tidal.karmada.client import STRICT as STRICT
 from tidal.karmada.errors import NotFound
 from tidal.karmada.names import CPP_KIND, claim_label
 
 # Every policy write names unknown fields as an error: the apiserver would otherwise drop a
 # typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
-STRICT = {"fieldValidation": "Strict"}
 DRY_RUN = {"fieldValidation": "Strict", "dryRun": "All"}
 
 

@@ -4,7 +4,7 @@ narrow views below (status marks, member readings, template generations)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 from tidal_sim.clock import Clock
@@ -40,7 +40,10 @@ class StatusMarks(Protocol):
 
 
 class MemberReadings(Protocol):
-    """The member clusters, as the status writer reads them."""
+    """The member clusters, as the status writer and the Works read them."""
+
+    @property
+    def bindings(self) -> Mapping[BKey, Any]: ...
 
     def member_status(self, bkey: BKey, cluster_name: str) -> dict[str, Any] | None: ...
 
@@ -48,9 +51,20 @@ class MemberReadings(Protocol):
 
 
 class TemplateGenerations(Protocol):
-    """The detector, as the members read it: the template generation a member works on."""
+    """The detector, as the members and Works read it."""
+
+    templates: dict[tuple[str, str, str, str], dict[str, Any]]
 
     def template_generation(self, resource: dict[str, Any]) -> int: ...
+
+
+class WorkSync(Protocol):
+    """The binding controller's Works, as the members see them: replicas per cluster."""
+
+    def replicas(self, bkey: BKey, binding: dict[str, Any], targets: dict[str, int],
+                 is_workload: bool) -> dict[str, int]: ...
+
+    def forget(self, bkey: BKey) -> None: ...
 
 
 class ControllerHost(Protocol):
@@ -60,6 +74,7 @@ class ControllerHost(Protocol):
     clock: Clock
     feature_gates: frozenset[str]
     karmada_version: KarmadaVersion
+    empty_workload_propagation: bool  # karmada-scheduler --enable-empty-workload-propagation
     team_estimator: TeamEstimator
     timeline: Timeline
 
@@ -72,10 +87,14 @@ class ControllerHost(Protocol):
     @property
     def detector(self) -> TemplateGenerations: ...
 
+    @property
+    def works(self) -> WorkSync: ...
+
+    def binding_type(self, kind: str) -> ResourceType: ...
+
     def after(self, delay: float, fn: Callable[[], None]) -> Pending: ...
 
     def write(self, rtype: ResourceType, namespace: str | None, name: str,
               change: Callable[[dict[str, Any]], None], *,
               subresource: Literal["status"] | None = None) -> dict[str, Any]: ...
 
-    def binding_type(self, kind: str) -> ResourceType: ...
