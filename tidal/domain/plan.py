@@ -18,7 +18,6 @@ from typing import Any, TypeAlias
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
 from tidal.domain.waves import Order, WorkloadKey, ordered, split_waves
 
-
 Amounts: TypeAlias = dict[str, dict[str, float]]  # cluster -> resource -> amount
 
 

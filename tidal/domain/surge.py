@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+
 from tidal.domain.floors import FloorRule
 from tidal.domain.plan import Amounts, Plan, PlannedWorkload, WaveRoom, amount_text, make_plan
 from tidal.domain.prediction import ModelNodes, available_replicas

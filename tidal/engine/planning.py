@@ -13,8 +13,8 @@ from tidal.domain.floors import FloorRule
 from tidal.domain.patch_scope import added_selectors, beyond_placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
-from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
+from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
 from tidal.engine.states import Trigger
