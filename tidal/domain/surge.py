@@ -37,23 +37,35 @@ class SurgeSpec:
     when_no_room: str = "direct"  # direct | refuse
 
 
+# kinds whose member replicas an override sets at /spec/replicas
+SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+REPLICAS_PATH = "/spec/replicas"
+
+
 def growth(w: PlannedWorkload) -> dict[str, int]:
-    """Extra replicas per cluster while the workload is surged: `after - before` where it grows."""
-    if not w.replicas:
+    """Extra replicas per cluster while the workload is surged: `after - before` where it grows
+    (nothing for kinds without /spec/replicas: they move directly)."""
+    if not w.replicas or w.key.kind not in SURGE_KINDS:
         return {}
     return {c: n - w.before.get(c, 0) for c, n in sorted(w.after.items())
             if n > w.before.get(c, 0)}
 
 
-def surge_need(w: PlannedWorkload) -> Amounts:
-    """Resources the surge holds per cluster (the per-replica request times the extra replicas,
-    and one pod each)."""
+def amounts_for(extra: Mapping[str, int], request: Mapping[str, float]) -> Amounts:
+    """Resources `extra` replicas per cluster hold (the per-replica request times the replicas,
+    and one pod each); clusters with no extra replica are left out."""
     out: Amounts = {}
-    for cluster, extra in growth(w).items():
-        amounts = {r: q * extra for r, q in w.request.items() if q > 0 and r != PODS}
-        amounts[PODS] = float(extra)
-        out[cluster] = amounts
+    for cluster, n in sorted(extra.items()):
+        if n > 0:
+            amounts = {r: q * n for r, q in request.items() if q > 0 and r != PODS}
+            amounts[PODS] = float(n)
+            out[cluster] = amounts
     return out
+
+
+def surge_need(w: PlannedWorkload) -> Amounts:
+    """Resources the workload's surge holds per cluster."""
+    return amounts_for(growth(w), w.request)
 
 
 def add(total: Amounts, more: Mapping[str, Mapping[str, float]], sign: float = 1.0) -> Amounts:
