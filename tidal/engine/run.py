@@ -8,6 +8,7 @@ FencedOut, stop at once."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -237,10 +238,8 @@ class PreparedRun:
         state.advance(Phase.DONE)  # from any phase: an API error ends the run
         state.finished_at = iso_now(ctx.clock)
         self.save()
-        try:  # best effort: what stays is found by its labels by the next run
+        with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
             surging.clean_up(ctx, keep_if_breaking=True)
-        except KarmadaError:
-            pass
         for wave in in_flight:
             ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
                                           reason=state.reason, failure=FailureReason.API_ERROR))

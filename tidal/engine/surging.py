@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from tidal.domain.floors import check_floors
-from tidal.domain.prediction import ClusterFacts
 from tidal.domain.plan import Amounts
+from tidal.domain.prediction import ClusterFacts
 from tidal.domain.surge import add, amounts_for, describe, usable
 from tidal.engine import gates
 from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
