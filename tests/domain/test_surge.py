@@ -90,14 +90,36 @@ def test_full_availability_holds_with_surge_and_breaks_without() -> None:
     assert not make_plan(ws, wave_size=2, floors=floors).safe
 
 
-def test_one_replica_workloads_are_switched_not_refused() -> None:
-    """1 replica (a:1 by day, b:1 by night) under "50% available": refused direct, safe surged."""
-    ws = [_w(f"s{i}", {"a": 1}, {"b": 1}, replicas=1) for i in range(3)]
-    floors = [FloorRule(min_available_percent=50), FloorRule(("*",), 1)]
+def test_three_replica_workloads_keep_full_availability() -> None:
+    """3 replicas (a:2 b:1 by day, b:3 by night) under 100% available: refused direct, safe
+    surged (b is raised to 3 before a's 2 go)."""
+    ws = [_w(f"s{i}", {"a": 2, "b": 1}, {"b": 3}, replicas=3) for i in range(3)]
+    floors = [FloorRule(min_available_percent=100)]
     assert not make_plan(ws, wave_size=3, floors=floors).safe
     plan = make_surge_plan(ws, wave_size=3, floors=floors, order="name", rooms=_rooms(50.0),
                            spec=SurgeSpec())
     assert plan.safe, plan.violations
+
+
+def test_the_day_switch_holds_the_shrinking_cluster_until_the_move_is_ready() -> None:
+    """0/100 -> 80/20 of 5: cluster-a has no member to raise, so b is held at 5 through the
+    move (extra 4 held there, no free room taken) and 100% availability holds."""
+    w = _w("d", {"b": 5}, {"a": 4, "b": 1})
+    plan = make_surge_plan([w], wave_size=1, floors=[FloorRule(min_available_percent=100)],
+                           order="name", rooms=_rooms(0.0, a_gpu=50.0), spec=SurgeSpec())
+    assert plan.safe, plan.violations
+    assert plan.waves[0][0].surge() == {"b": 5}
+    assert plan.rooms[0].surge == {} and plan.rooms[0].extra["b"][GPU] == 4.0
+
+
+def test_a_workload_with_no_cluster_kept_cannot_be_surged() -> None:
+    """1 replica moving from a to b: Karmada builds no member in b before the move, so there
+    is nothing to raise; the plan says so and checks it as a direct move (refused here)."""
+    ws = [_w("s", {"a": 1}, {"b": 1}, replicas=1)]
+    plan = make_surge_plan(ws, wave_size=1, floors=[FloorRule(min_available_percent=50)],
+                           order="name", rooms=_rooms(50.0), spec=SurgeSpec())
+    assert not plan.waves[0][0].surged and not plan.safe
+    assert any("no cluster holds it both before and after" in c for c in plan.capacity)
 
 
 def test_steps_show_ready_replicas_and_the_surge_peak() -> None:

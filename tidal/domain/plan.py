@@ -4,9 +4,10 @@ Karmada moves replicas without surge: replicas leaving a cluster stop at once, r
 arriving become ready only later. So while a wave is in flight each of its workloads is
 counted with min(before, after) ready replicas per cluster; earlier waves are at their
 predicted end state, later ones still at their current state. A surged workload
-(tidal.domain.surge) is ready in its new share before its old one goes: in flight it is only
-ever in its before or its after state, and is checked in both. Every floor is checked for
-every workload at the start, during each wave, and at the end.
+(tidal.domain.surge) keeps every cluster it is in before and after at the larger of its two
+shares across the move: in flight it is checked in its before state, at the moment it moved
+(kept clusters at the larger share, new ones not ready yet) and in its after state. Every
+floor is checked for every workload at the start, during each wave, and at the end.
 """
 
 from __future__ import annotations
@@ -34,18 +35,27 @@ class PlannedWorkload:
     # resources the replicas moved there lack, and how many of them would stay Pending
     pending: Mapping[str, int] = field(default_factory=dict)
     request: Mapping[str, float] = field(default_factory=dict)  # per replica
-    surged: bool = False  # made before broken: the after share is ready before the move
+    surged: bool = False  # made before broken (tidal.domain.surge)
 
     @property
     def name(self) -> str:
         return str(self.key)
 
     def surge(self) -> dict[str, int]:
-        """The replicas per cluster an override sets while surged: the after share in every
-        cluster that grows (empty when not surged)."""
+        """The replicas per cluster an override sets while surged: in every cluster that
+        holds the workload before and after (only those have a member to override; Karmada
+        builds no Work for a cluster assigned 0), the larger of its two shares. It raises the
+        clusters that grow before the move and holds those that shrink until the move is
+        ready (empty when not surged)."""
         if not self.surged or not self.replicas:
             return {}
-        return {c: n for c, n in sorted(self.after.items()) if n > self.before.get(c, 0)}
+        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())
+                if self.before[c] != self.after[c]}
+
+    def bridge(self) -> dict[str, int]:
+        """Ready replicas per cluster at a surged move's worst moment: just moved, kept
+        clusters at the larger share, new clusters not ready yet, left ones gone."""
+        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())}
 
     def ready_after(self) -> dict[str, int]:
         """Ready replicas per cluster once moved: the assignment less what stays Pending."""
@@ -80,14 +90,16 @@ class PlanStep:
 
 @dataclass(frozen=True)
 class WaveRoom:
-    """A surge wave's capacity: what its surge holds, and what is free before and after it."""
+    """A surge wave's capacity: the free resources its surge takes, what it holds beyond the
+    steady state at most, and what is free before and after it."""
 
     surge: Amounts
     free_before: Amounts
     free_after: Amounts
+    extra: Amounts = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"surge": self.surge, "freeBefore": self.free_before,
+        return {"surge": self.surge, "extra": self.extra, "freeBefore": self.free_before,
                 "freeAfter": self.free_after}
 
 
@@ -226,12 +238,11 @@ def _step(label: str, wave: int | None, states: Sequence[_WaveState],
 
 
 def _peak(w: PlannedWorkload) -> dict[str, int]:
-    """Ready per cluster at a surge's peak: the before share, raised to the after share where
-    the workload grows (a workload without surge: its lowest in flight)."""
+    """Ready per cluster at a surge's peak, before the move: the before share, raised where
+    the override raises it (a workload without surge: its lowest in flight)."""
     if not w.surged:
         return w.in_flight()
-    return {c: max(w.before.get(c, 0), w.after.get(c, 0))
-            for c in sorted(set(w.before) | set(w.after))}
+    return {**dict(w.before), **w.surge()}
 
 
 def make_plan(
@@ -263,9 +274,9 @@ def make_plan(
         news = [dict(w.after) for w in wave]
         ready = [w.ready_after() for w in wave]
         lows = [w.in_flight() for w in wave]
-        # a surged workload is in its before or its after state, never in between
-        in_flight = [[w.before, w.ready_after()] if w.surged else [w.in_flight()]
-                     for w in wave]
+        # a surged workload: before, at the bridge (kept clusters at their larger share), after
+        in_flight = [[w.before, w.bridge(), w.ready_after()] if w.surged
+                     else [w.in_flight()] for w in wave]
         before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
         flight.append(_wave_state(wave, in_flight, lows, news, floors, clusters,
                                   [_peak(w) for w in wave]))

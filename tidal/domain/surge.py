@@ -1,12 +1,16 @@
-"""Make-before-break waves (pure): what each workload's surge holds in its destinations, and
-waves sized so that each wave's surge fits the destinations' free capacity less a headroom.
+"""Make-before-break waves (pure): what each workload's surge holds, and waves sized so that
+each wave's surge fits the destinations' free capacity less a headroom.
 
-A surged workload runs its *after* share in every cluster that grows before the *before*
-share elsewhere is cut, so for the wave's duration each growing cluster holds
-`after - before` extra replicas of it. Those extra replicas are the wave's surge; they must
-fit what the cluster has free when the wave starts (earlier waves have moved by then, which
-frees their sources and fills their destinations). A workload whose surge does not fit even in
-a wave of its own has no room: it is moved without surge or refused (`whenNoRoom`).
+Karmada builds a member Work only for clusters the binding assigns replicas to, so an override
+can act only in clusters that hold the workload both before and after the switch (kept). A
+surged workload's override sets each kept cluster to the larger of its two shares: clusters
+that grow are raised (and become ready) before the move, clusters that shrink keep their old
+share through the move until the new replicas everywhere are ready, then the override goes.
+The raise needs room: `after - before` replicas in each growing kept cluster, free when the
+wave starts (earlier waves have moved by then, freeing their sources and filling their
+destinations). A workload whose raise does not fit even in a wave of its own has no room; one
+with no kept cluster (e.g. 1 replica moving from cluster-a to cluster-b) has nothing to
+override. Either moves without surge, or is refused (`whenNoRoom`).
 """
 
 from __future__ import annotations
@@ -42,13 +46,28 @@ SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 REPLICAS_PATH = "/spec/replicas"
 
 
+def surgeable(w: PlannedWorkload) -> bool:
+    """It has replicas, an override can set them, and a kept cluster changes share."""
+    return bool(w.replicas) and w.key.kind in SURGE_KINDS and \
+        any(w.before[c] != w.after[c] for c in w.kept_clusters())
+
+
 def growth(w: PlannedWorkload) -> dict[str, int]:
-    """Extra replicas per cluster while the workload is surged: `after - before` where it grows
-    (nothing for kinds without /spec/replicas: they move directly)."""
-    if not w.replicas or w.key.kind not in SURGE_KINDS:
+    """Replicas the override raises per cluster before the move: `after - before` in each kept
+    cluster that grows (the room the surge needs)."""
+    if not surgeable(w):
         return {}
-    return {c: n - w.before.get(c, 0) for c, n in sorted(w.after.items())
-            if n > w.before.get(c, 0)}
+    return {c: w.after[c] - w.before[c] for c in sorted(w.kept_clusters())
+            if w.after[c] > w.before[c]}
+
+
+def held(w: PlannedWorkload) -> dict[str, int]:
+    """Replicas held beyond the steady state per cluster at some moment of the surge: raised
+    in growing kept clusters before the move, kept in shrinking ones until it is ready."""
+    if not surgeable(w):
+        return {}
+    return {c: abs(w.after[c] - w.before[c]) for c in sorted(w.kept_clusters())
+            if w.after[c] != w.before[c]}
 
 
 def amounts_for(extra: Mapping[str, int], request: Mapping[str, float]) -> Amounts:
@@ -64,7 +83,7 @@ def amounts_for(extra: Mapping[str, int], request: Mapping[str, float]) -> Amoun
 
 
 def surge_need(w: PlannedWorkload) -> Amounts:
-    """Resources the workload's surge holds per cluster."""
+    """Free resources the workload's surge takes per cluster (its raise)."""
     return amounts_for(growth(w), w.request)
 
 
@@ -128,7 +147,8 @@ class SurgeLayout:
     """Waves sized for their surges, and what each wave holds and leaves free."""
 
     waves: list[list[PlannedWorkload]]
-    surge: list[Amounts]  # per wave: the extra resources held while it is surged
+    surge: list[Amounts]  # per wave: the free resources its raise takes
+    extra: list[Amounts]  # per wave: resources held beyond the steady state (an upper bound)
     free_before: list[Amounts]  # per wave: free capacity when it starts
     free_after: list[Amounts]  # per wave: free capacity once it is moved and released
     no_room: dict[str, Amounts] = field(default_factory=dict)  # workload -> what it lacks
@@ -136,9 +156,9 @@ class SurgeLayout:
     @property
     def peak(self) -> dict[str, float]:
         """The most of each resource held beyond the steady state at any moment (over all
-        clusters): the largest wave surge."""
+        clusters): the largest wave's extra."""
         out: dict[str, float] = {}
-        for wave in self.surge:
+        for wave in self.extra:
             totals: dict[str, float] = {}
             for amounts in wave.values():
                 for resource, amount in amounts.items():
@@ -156,31 +176,36 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
     in it. A workload whose surge does not fit alone is marked not surged (no room); it rides
     in the current wave without a surge."""
     free: Amounts = {c: dict(r.free) for c, r in rooms.items()}
-    layout = SurgeLayout([], [], [], [])
+    layout = SurgeLayout([], [], [], [], [])
     wave: list[PlannedWorkload] = []
-    held: Amounts = {}
+    taken: Amounts = {}
 
     def close() -> None:
-        nonlocal free, wave, held
+        nonlocal free, wave, taken
         if not wave:
             return
         layout.waves.append(wave)
-        layout.surge.append(held)
+        layout.surge.append(taken)
+        extra: Amounts = {}
+        for w in wave:
+            if w.surged:
+                extra = add(extra, amounts_for(held(w), w.request))
+        layout.extra.append(extra)
         layout.free_before.append(free)
         for w in wave:
             free = add(free, net_change(w), -1.0)
         layout.free_after.append(free)
-        wave, held = [], {}
+        wave, taken = [], {}
 
     for w in workloads:
         if len(wave) >= max_size:
             close()
-        need = surge_need(w)
-        if not need:
+        if not surgeable(w):
             wave.append(replace(w, surged=False))
             continue
+        need = surge_need(w)
         room = usable(free, spec.headroom_percent)
-        if missing(add(held, need), room) and wave:
+        if missing(add(taken, need), room) and wave:
             close()
             room = usable(free, spec.headroom_percent)
         short = add(missing(need, room), _fits_models(w, rooms, free))
@@ -188,7 +213,7 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
             layout.no_room[w.name] = short
             wave.append(replace(w, surged=False))
             continue
-        held = add(held, need)
+        taken = add(taken, need)
         wave.append(replace(w, surged=True))
     close()
     return layout
@@ -221,7 +246,13 @@ def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
                                    "destination, or set rollout.surge.whenNoRoom: direct")
         else:
             capacity.append(note + "; it moves without surge (whenNoRoom: direct)")
-    rooms_ = [WaveRoom(s, b, a) for s, b, a in
-              zip(layout.surge, layout.free_before, layout.free_after, strict=True)]
+    for w in sorted_:
+        if w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.kept_clusters():
+            capacity.append(f"{w.name}: moves without surge: no cluster holds it both before "
+                            "and after (Karmada builds no member for a cluster assigned 0 "
+                            "replicas, so there is nothing to raise)")
+    rooms_ = [WaveRoom(s, b, a, e) for s, b, a, e in
+              zip(layout.surge, layout.free_before, layout.free_after, layout.extra,
+                  strict=True)]
     return replace(plan, problems=problems, capacity=capacity, rooms=rooms_,
                    no_room=dict(layout.no_room))

@@ -55,17 +55,20 @@ def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
 
 
 def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
-    """What each workload's override sets: forward, the plan's surge; back, the share it had
-    before the switch wherever that is more than the binding assigns now."""
+    """What each workload's override sets: forward, the plan's surge; back (a workload that
+    was surged forward), in each cluster it is in now and was in before, the larger share."""
     ctx = run.ctx
     out: dict[str, dict[str, int]] = {}
     for w in run.live:
         if run.direction is Direction.FORWARD:
             wanted = ctx.surges.get(w.name, {})
-        else:
+        elif ctx.surges.get(w.name):
             now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
-            wanted = {c: n for c, n in ctx.before.get(w.name, {}).items()
-                      if n > now.get(c, 0)} if ctx.surges.get(w.name) else {}
+            then = ctx.before.get(w.name, {})
+            wanted = {c: max(n, now[c]) for c, n in then.items()
+                      if n > 0 and now.get(c, 0) > 0 and n != now[c]}
+        else:
+            wanted = {}
         if wanted:
             out[w.name] = dict(sorted(wanted.items()))
     return out
