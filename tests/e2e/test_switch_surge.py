@@ -261,3 +261,39 @@ def test_surge_steps_are_reported_as_events(make_switch_emulator: MakeEmulator,
     deletes = order.index(("delete", "overridepolicies"))
     assert creates < touches < deletes
     assert any(isinstance(e, ev.GatePassed) for e in events)
+
+
+def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Day switch with cluster-a's pods failing: the wave times out after the move, cluster-b
+    is still held at 5 by the override, and removing it would leave 1 of 5 ready: the halt
+    keeps it and status says why; once cluster-a recovers the next run removes it."""
+    from tidal.daemon.status import overrides_left
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.states import SurgeStep
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 4s
+        floors:
+          - minAvailablePercent: 100
+    """)
+    assert run_window(client, path, "night").result == "succeeded"
+    emu.set_pods_fail("cluster-a")
+    journal = InMemoryJournal()
+    record = run_window(client, path, "day", journal=journal)
+    assert record.result == "failed", record.to_json()
+    state = journal.load("team-s")
+    assert state is not None and state.waves[0].surge is not None
+    assert state.waves[0].surge.step is SurgeStep.KEPT
+    left = overrides_left(state)
+    assert left and "would break a floor" in left[0]["reason"]
+    assert len(list_overrides(client, "team-s")) == 2
+    assert all(split.get("cluster-b") == 5 for split in _splits(emu).values())  # no dip
+    emu.set_pods_fail("cluster-a", False)
+    record = run_window(client, path, "day", journal=journal)
+    assert record.result == "succeeded", record.to_json()
+    _no_overrides(client)

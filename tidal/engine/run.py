@@ -340,6 +340,7 @@ def _finishing(run: PreparedRun) -> Phase:
                                            action=action))
     remove_rebalancers(ctx)
     surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
+    surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
 
