@@ -268,7 +268,9 @@ class RunState:
             "policies": [p.to_dict() for p in self.policies],
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
             "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
-            "startedBy": self.started_by, "strategy": self.strategy,
+            "startedBy": self.started_by,
+            # only surges are marked: a journal without the key is a direct run (0.1.0 too)
+            **({"strategy": self.strategy} if self.strategy != "direct" else {}),
         }
 
     @classmethod
