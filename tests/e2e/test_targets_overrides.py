@@ -1,7 +1,8 @@
 """A make-before-break surge by OverridePolicy on each --karmada target, driven with kubectl over
 HTTP: 80/20 of 10 in cluster-a/cluster-b, an override raises cluster-b's member to 10 while
-cluster-a keeps its 8, the Work records the policy, the binding counts b's 10 ready; deleting
-the override brings b back to 2. The same with a ClusterOverridePolicy excluding cluster-a."""
+cluster-a keeps its 8, the Work records the policy, the binding counts b's 10 ready (the
+template's status sums 8 + 10); deleting the override brings b back to 2. The same with a
+ClusterOverridePolicy excluding cluster-a."""
 
 from __future__ import annotations
 
@@ -130,6 +131,14 @@ def test_override_surges_one_member_and_its_deletion_brings_it_back(
         target.wait_for(
             lambda _: _ready_in_binding(target) == {"cluster-a": 8, "cluster-b": 10},
             "binding aggregatedStatus counting b's 10 ready")
+
+        def template_ready() -> int:
+            deployment = json.loads(kubectl(target.kubeconfig, "get", "deployment", "-n", NS,
+                                            "surge-web", "-o", "json"))
+            return int(deployment.get("status", {}).get("readyReplicas", 0))
+
+        # Karmada sums the members' status into the template's: 8 + 10 over spec.replicas 10
+        target.wait_for(lambda _: template_ready() == 18, "template status summing 8 + 10")
         # cluster-a never dipped while b surged
         dips = [s for s in target.timeline() if s["t"] >= t0 and s["workload"] == WEB
                 and s["cluster"] == "cluster-a" and s["ready"] < 8]

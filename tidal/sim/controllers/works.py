@@ -7,7 +7,8 @@ annotated with the overrides applied. The member runs the Work's replicas, so an
 `/spec/replicas` sets the member's count whatever the division assigned (spec.clusters is not
 touched). A create, change or delete of an (Cluster)OverridePolicy re-syncs every binding whose
 template the old or the new policy selects (binding_controller.go newOverridePolicyFunc).
-Clusters no longer in spec.clusters lose their Work. Works carry no status here.
+Clusters no longer in spec.clusters lose their Work. A Work's status only says Applied
+(members here always accept what they are sent); manifestStatuses are not written.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class Works:
         if synced is not None and synced.key == key:
             return dict(synced.replicas)
         previous = synced or self._last.get(bkey) or Synced(key)
-        template = self._template_of(bkey)
+        template = self._template(resource)
         replicas: dict[str, int] = {}
         works: dict[str, str] = {}
         for cluster, assigned in sorted(targets.items()):
@@ -187,7 +188,9 @@ class Works:
     # -- store ------------------------------------------------------------------------
     def _template_of(self, bkey: BKey) -> Obj | None:
         binding = self._binding(bkey)
-        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        return self._template(((binding or {}).get("spec") or {}).get("resource") or {})
+
+    def _template(self, resource: Obj) -> Obj | None:
         key = (resource.get("apiVersion", ""), resource.get("kind", ""),
                resource.get("namespace") or "", resource.get("name", ""))
         return self.mgr.detector.templates.get(key)
@@ -224,9 +227,14 @@ class Works:
         except NotFound:
             current = None
         if current is None:
+            now = self.mgr.clock.rfc3339()
             self.mgr.store.create(rtype, {
                 "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
                 "spec": spec,
+                "status": {"conditions": [{
+                    "type": "Applied", "status": "True", "reason": "AppliedSuccessful",
+                    "message": "Manifest has been successfully applied",
+                    "lastTransitionTime": now}]},
             })
             return
         if current.get("spec") == spec and (current["metadata"].get("annotations") or {}) == (
