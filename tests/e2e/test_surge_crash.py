@@ -26,8 +26,8 @@ from tests.e2e.daemon_helpers import (
 from tidal.daemon.state import StateStore
 from tidal.engine.journal import RunState
 from tidal.engine.states import SurgeStep
-from tidal.engine.surge_objects import list_overrides
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.overrides import list_overrides
 from tidal.sim.clock import ScaledClock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -92,7 +92,7 @@ def test_sigkill_during_a_surge_step_resumes_to_a_clean_end(
         assert all(w.surge is None or w.surge.step is SurgeStep.RELEASED for w in run.waves)
     finally:
         stop_all(procs.values())
-    assert list_overrides(client, "team-t1") == []
+    assert list_overrides(client, schedule="team-t1") == []
     night = {f"ai-app/Deployment/web-{i:02d}": {"cluster-b": 5} for i in range(WORKLOADS)}
     deadline = time.monotonic() + 10
     while _desired(emu) != night and time.monotonic() < deadline:

@@ -30,8 +30,8 @@ from tests.e2e.switch_helpers import (
 )
 from tests.e2e.switch_helpers import switch as run_window
 from tidal.engine import events as ev
-from tidal.engine.surge_objects import list_overrides
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -102,7 +102,7 @@ def _desired(emu: Any) -> dict[str, dict[str, int]]:
 
 
 def _no_overrides(client: KarmadaClient) -> None:
-    assert list_overrides(client, "team-s") == []
+    assert list_overrides(client, schedule="team-s") == []
 
 
 def _plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
@@ -291,7 +291,7 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     assert state.waves[0].surge.step is SurgeStep.KEPT
     left = overrides_left(state)
     assert left and "would break a floor" in left[0]["reason"]
-    assert len(list_overrides(client, "team-s")) == 2
+    assert len(list_overrides(client, schedule="team-s")) == 2
     assert all(split.get("cluster-b") == 5 for split in _splits(emu).values())  # no dip
     emu.set_pods_fail("cluster-a", False)
     record = run_window(client, path, "day", journal=journal)

@@ -43,7 +43,6 @@ class SurgeSpec:
 
 # kinds whose member replicas an override sets at /spec/replicas
 SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
-REPLICAS_PATH = "/spec/replicas"
 
 
 def surgeable(w: PlannedWorkload) -> bool:

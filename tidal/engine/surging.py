@@ -27,21 +27,21 @@ from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
-from tidal.engine.surge_objects import (
-    LABEL_RUN,
-    OverrideRef,
-    apply_override,
-    body,
-    delete_override,
-    labels,
-    list_overrides,
-    override_name,
-    ref_for,
-)
 from tidal.karmada.bindings import key_of, list_bindings
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
+from tidal.karmada.overrides import (
+    OverrideRef,
+    Owner,
+    ReplicaOverride,
+    TemplateRef,
+    apply_override,
+    delete_override,
+    list_overrides,
+    override_name,
+    ref_of,
+)
 from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
@@ -151,21 +151,24 @@ def _reserve(run: WaveRun, record: SurgeRecord, back: bool) -> WaveOutcome | Non
 
 
 def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
+    """One override per workload (names journalled first), created or replaced."""
     ctx, wave = run.ctx, run.wave
     by_name = {w.name: w for w in run.live}
-    names = sorted(record.targets)
-    refs = []
-    for index, name in enumerate(names):
+    owner = Owner(ctx.schedule, ctx.run_id, wave.index)
+    overrides = []
+    for index, name in enumerate(sorted(record.targets)):
         w = by_name.get(name)
         if w is None:
             continue
-        ref = ref_for(w.key, override_name(ctx.schedule, ctx.run_id, wave.index, index, back))
-        refs.append((ref, w))
-    record.overrides = [str(ref) for ref, _ in refs]
+        key = w.key
+        overrides.append(ReplicaOverride(
+            override_name(owner, index, back=back), owner,
+            (TemplateRef(key.api_version, key.kind, key.name, key.namespace),),
+            dict(record.targets[name])))
+    record.overrides = [str(o.ref) for o in overrides]
     ctx.save()
-    marks = labels(ctx.schedule, ctx.run_id, wave.index)
-    for ref, w in refs:
-        apply_override(ctx.client, ref, body(ref, w.key, record.targets[w.name], marks))
+    for override in overrides:
+        apply_override(ctx.client, override)
 
 
 def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
@@ -316,24 +319,22 @@ def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Ob
 def remove_leftovers(ctx: SwitchContext) -> None:
     """Overrides of this schedule left by another run (crashed, halted, forgotten): found by
     their labels and deleted, unless removing one would break a floor (then kept, and said)."""
-    leftovers = [(ref, obj) for ref, obj in list_overrides(ctx.client, ctx.schedule)
-                 if ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_RUN)
-                 != ctx.run_id]
+    leftovers = [view for view in list_overrides(ctx.client, schedule=ctx.schedule)
+                 if view.run_id != ctx.run_id]
     if not leftovers:
         return
     bindings = _bindings(ctx, ctx.everyone)
     by_name = {w.name: w for w in ctx.everyone}
     by_selector = {(w.key.namespace, w.key.kind, w.key.name): w for w in ctx.everyone}
-    for ref, obj in leftovers:
-        meta = obj.get("metadata") or {}
-        selected = [by_selector.get((str(s.get("namespace") or ""), str(s.get("kind")),
-                                     str(s.get("name"))))
-                    for s in (obj.get("spec") or {}).get("resourceSelectors") or []]
+    for view in leftovers:
+        ref = ref_of(view)
+        selected = [by_selector.get((namespace, kind, name))
+                    for _api, kind, namespace, name in view.templates()]
         targets: dict[str, dict[str, int]] = {w.name: {} for w in selected if w is not None}
         why = _breaks_floor(ctx, SurgeRecord(targets), bindings, by_name)
         if why:
-            note = f"{ref} (left by run {(meta.get('labels') or {}).get(LABEL_RUN)}) " \
-                   f"kept: removing it would break a floor: {why}"
+            note = f"{ref} (left by run {view.run_id}) kept: removing it would break a " \
+                   f"floor: {why}"
             if note not in ctx.state.warnings:
                 ctx.state.warnings.append(note)
             ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept",
@@ -341,4 +342,4 @@ def remove_leftovers(ctx: SwitchContext) -> None:
             continue
         delete_override(ctx.client, ref)
         ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_leftover",
-                                    message=f"{ref} left by an earlier run: removed"))
+                                    message=f"{ref} left by run {view.run_id}: removed"))
