@@ -297,3 +297,27 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     record = run_window(client, path, "day", journal=journal)
     assert record.result == "succeeded", record.to_json()
     _no_overrides(client)
+
+
+def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writes_nothing(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Besides what the schedule names, a surge run writes only overrides it owns, all deleted
+    by its end; the same window again is a no-op that writes nothing."""
+    from tidal.engine.journal import InMemoryJournal
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    journal = InMemoryJournal()
+    emu.reset_requests()
+    first = run_window(client, path, "night", journal=journal)
+    assert first.result == "succeeded" and not first.noop
+    others = {(r.resource, r.name) for r in writes(emu) if r.resource != "overridepolicies"}
+    assert others == {("clusterpropagationpolicies", "team-cpp"), ("deployments", "web-0"),
+                      ("deployments", "web-1")}
+    ours = [r for r in writes(emu) if r.resource == "overridepolicies"]
+    assert {r.verb for r in ours} == {"create", "delete"} and len(ours) == 4
+    _no_overrides(client)
+    emu.reset_requests()
+    second = run_window(client, path, "night", journal=journal)
+    assert second.noop and writes(emu) == []
