@@ -321,3 +321,48 @@ def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writ
     emu.reset_requests()
     second = run_window(client, path, "night", journal=journal)
     assert second.noop and writes(emu) == []
+
+
+def test_every_surge_reserves_from_the_budget_and_gives_it_back(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Each wave reserves its surge (holder run/wave, the plan's need) before any override and
+    releases it after; a budget that never has room fails the wave at waveTimeout with no
+    override written."""
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.budget import Need
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.switch import run_switch
+    from tidal.loading import load_schedules
+
+    class Ledger:
+        def __init__(self, room: bool) -> None:
+            self.room = room
+            self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
+
+        def reserve(self, holder: str, need: Need, free: Need) -> bool:
+            self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
+            return self.room
+
+        def release(self, holder: str) -> None:
+            self.calls.append(("release", holder, {}))
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 2s\n")
+    (loaded,) = load_schedules([path]).schedules
+    roomy = Ledger(True)
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
+                        budget=roomy)
+    assert record.result == "succeeded"
+    run = record.run_id
+    assert [(verb, holder) for verb, holder, _ in roomy.calls] == [
+        ("reserve", f"team-s/{run}/w1"), ("release", f"team-s/{run}/w1"),
+        ("reserve", f"team-s/{run}/w2"), ("release", f"team-s/{run}/w2")]
+    assert roomy.calls[0][2]["cluster-b"][GPU] == 4.0
+    assert run_window(client, path, "day").result == "succeeded"
+    emu.reset_requests()
+    full = Ledger(False)
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
+                        budget=full)
+    assert record.result == "failed" and "no room for the wave's surge" in record.reason
+    assert not [r for r in writes(emu) if r.resource == "overridepolicies"]
