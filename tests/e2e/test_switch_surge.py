@@ -366,3 +366,26 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
                         budget=full)
     assert record.result == "failed" and "no room for the wave's surge" in record.reason
     assert not [r for r in writes(emu) if r.resource == "overridepolicies"]
+
+
+def test_an_override_left_by_a_forgotten_run_is_found_by_its_labels_and_removed(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """An override of this schedule from a run nobody journals any more (raising web-0 in
+    cluster-b) is removed by the next run, which says so."""
+    import structlog
+
+    from tidal.karmada.overrides import Owner, ReplicaOverride, TemplateRef, apply_override
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    owner = Owner("team-s", "20260101-000000-dead", 1)
+    apply_override(client, ReplicaOverride(
+        "tidal-team-s-20260101-000000-dead-w1-0", owner,
+        (TemplateRef("apps/v1", "Deployment", "web-0", NS),), {"cluster-b": 5}))
+    assert len(list_overrides(client, schedule="team-s")) == 1
+    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    with structlog.testing.capture_logs() as logs:
+        assert run_window(client, path, "night").result == "succeeded"
+    removed = [e for e in logs if e["event"] == "warning" and e.get("code") == "surge_leftover"]
+    assert len(removed) == 1 and "20260101-000000-dead" in removed[0]["message"]
+    _no_overrides(client)
