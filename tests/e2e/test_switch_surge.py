@@ -389,3 +389,29 @@ def test_an_override_left_by_a_forgotten_run_is_found_by_its_labels_and_removed(
     removed = [e for e in logs if e["event"] == "warning" and e.get("code") == "surge_leftover"]
     assert len(removed) == 1 and "20260101-000000-dead" in removed[0]["message"]
     _no_overrides(client)
+
+
+def test_a_wave_whose_surge_never_gets_ready_moves_nothing_and_rolls_back_clean(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b's pods fail: wave 1 times out waiting for its raised replicas, nothing was
+    touched, the rollback removes the overrides and restores the policy; no replica dipped."""
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, """
+        waveSize: 1
+        pauseBetweenWaves: 0s
+        waveTimeout: 3s
+        onFailure: rollback
+        floors:
+          - minAvailablePercent: 100
+    """)
+    emu.set_pods_fail("cluster-b")
+    day = _splits(emu)
+    since = emu.clock.now()
+    emu.reset_requests()
+    record = run_window(client, path, "night")
+    assert record.result == "rolledBack", record.to_json()
+    assert "surged replicas not ready" in record.waves[0].reason
+    assert not [r for r in writes(emu) if r.resource == "deployments"]
+    _no_overrides(client)
+    assert _dips(emu, since, day, day) == [] and _splits(emu) == day
