@@ -60,3 +60,25 @@ def test_non_finite_and_inconsistent_timings_are_refused(
     message = str(caught.value)
     assert words in message and "\n" not in message
     assert env.rsplit("__", 1)[0] in message
+
+
+def test_karmada_release_from_environment_and_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TIDAL_KARMADA__VERSION takes "v1.17.3" as well as "1.17"; the flag's value overrides it;
+    unset, the latest release (the Karmada API does not tell its release)."""
+    from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
+
+    assert load_settings().karmada.version is LATEST_RELEASE
+    monkeypatch.setenv("TIDAL_KARMADA__VERSION", "v1.17.3")
+    assert load_settings().karmada.version is KarmadaRelease.V1_17
+    assert load_settings(karmada={"version": "1.19"}).karmada.version is KarmadaRelease.V1_19
+
+
+def test_unsupported_karmada_release_names_the_setting_and_the_choices(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown release is one line naming the variable and the releases to choose from."""
+    monkeypatch.setenv("TIDAL_KARMADA__VERSION", "1.9")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert message.startswith("setting TIDAL_KARMADA__VERSION: ")
+    assert "choose one of 1.17, 1.18, 1.19" in message and "\n" not in message

@@ -19,6 +19,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
+from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -74,6 +76,19 @@ class SchedulerSettings(BaseModel):
     max_clock_skew_seconds: float = Field(30.0, gt=0)
 
 
+class KarmadaSettings(BaseModel):
+    """The Karmada control plane tidal drives (TIDAL_KARMADA__*)."""
+
+    # the release whose scheduler rules `tidal plan` predicts with ("1.17", "v1.18.2"); the
+    # Karmada API does not tell it, so the default is the latest release
+    version: KarmadaRelease = LATEST_RELEASE
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> KarmadaRelease:
+        return KarmadaRelease.parse(value)
+
+
 class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
@@ -93,6 +108,7 @@ class Settings(BaseSettings):
                           min_length=1)
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    karmada: KarmadaSettings = KarmadaSettings()
 
     @field_validator("state_namespace")
     @classmethod

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tidal.domain.karmada_release import KarmadaRelease
 from tidal.domain.prediction import (
     ClusterFacts,
+    ModelNodes,
     Predictor,
     WorkloadFacts,
     available_replicas,
     candidates,
+    frees_a_grade,
+    graded_replicas,
     parse_quantity,
     placement_mode,
 )
@@ -63,20 +69,36 @@ def test_duplicated_gives_every_candidate_all_replicas() -> None:
     assert p.predict(WorkloadFacts("w", "u", 2)).assignment == {"cluster-a": 2, "cluster-b": 2}
 
 
-def test_dynamic_estimate_deducts_capacity_between_workloads() -> None:
-    """Dynamic weights follow free capacity, and each placed workload uses some of it up."""
-    placement = {"replicaScheduling": {
-        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-        "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
-    assert placement_mode(placement) == "dynamic"
-    p = Predictor(placement, [A, B])
+_DYNAMIC = {"replicaScheduling": {
+    "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+    "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+
+
+def test_dynamic_estimate_deducts_capacity_between_waves() -> None:
+    """Dynamic weights follow free capacity, and each wave's placements use some of it up
+    for the waves after it."""
+    assert placement_mode(_DYNAMIC) == "dynamic"
+    p = Predictor(_DYNAMIC, [A, B])
     first = p.predict(WorkloadFacts("w1", "u1", 6, request={"cpu": 1.0}))
     assert sum(first.assignment.values()) == 6
     assert not first.exact
+    p.next_wave()
     second = p.predict(WorkloadFacts("w2", "u2", 6, request={"cpu": 1.0}))
     assert sum(second.assignment.values()) == 6
+    p.next_wave()
     third = p.predict(WorkloadFacts("w3", "u3", 6, request={"cpu": 1.0}))
     assert third.problem.startswith("unschedulable")
+
+
+def test_one_wave_is_estimated_from_the_capacity_at_its_start() -> None:
+    """pkg/estimator/client/general.go maxAvailableReplicas reads the Cluster's
+    resourceSummary, refreshed every 10 s (cluster_status_controller.go), and deducts in-flight
+    placements only under the alpha gate SchedulingOvercommitProtection: the bindings of one
+    wave all see the same free capacity, so each splits 4 cpu : 8 cpu alike."""
+    p = Predictor(_DYNAMIC, [A, B])
+    splits = [p.predict(WorkloadFacts(f"w{i}", f"u{i}", 3, request={"cpu": 1.0})).assignment
+              for i in range(3)]
+    assert splits == [{"cluster-a": 1, "cluster-b": 2}] * 3
 
 
 def test_available_replicas_is_the_tightest_resource() -> None:
@@ -134,6 +156,101 @@ def test_a_resource_the_models_lack_gives_zero() -> None:
     node, with no fallback to the summary's 64 GPUs."""
     facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
     assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes) == 0
+
+
+V17, V18, V19 = KarmadaRelease.V1_17, KarmadaRelease.V1_18, KarmadaRelease.V1_19
+
+
+def test_v1_17_model_estimate_answers_upstream_worked_cases() -> None:
+    """v1.17.0 pkg/estimator/client/general_test.go TestGetMaximumReplicasBasedOnResourceModels:
+    "No grade defined should result in an error" (None: the summary answers), "Partially
+    compliant grades" (1.5 cpu -> 1), "No compliant grades" (3 cpu -> 0), "Multi resource
+    request" (1 cpu + 1.5Gi -> 1), "request exceeds highest grade" (2.5Gi -> 0)."""
+    assert graded_replicas((), {"cpu": 1.0}) is None
+    cpu = ClusterFacts.from_cluster(_models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"},
+                                            counts=[1, 1, 1])).model_nodes
+    assert graded_replicas(cpu, {"cpu": 1.5}) == 1
+    assert graded_replicas(cpu, {"cpu": 3.0}) == 0
+    both = ClusterFacts.from_cluster(_models(
+        {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"},
+        {"cpu": "2", "memory": "2Gi"}, counts=[1, 1, 1])).model_nodes
+    assert graded_replicas(both, {"cpu": 1.0, "memory": 1.5 * 2**30}) == 1
+    assert graded_replicas(both, {"cpu": 1.0, "memory": 2.5 * 2**30}) == 0
+
+
+def test_v1_17_model_nodes_have_no_pod_cap() -> None:
+    """v1.17.0 general_test.go TestGetNodeAvailableReplicas "CPU resource calculation in
+    millicores" (2 cpu / 500m -> 4 a node); v1.17 has no per-node pod cap, while v1.18's model
+    nodes (buildModelNodes) hold at most 110 pods each."""
+    one = ClusterFacts.from_cluster(_models({"cpu": "2"}, counts=[3]))
+    assert available_replicas(one.free, {"cpu": 0.5}, one.model_nodes, V18) == 12
+    assert available_replicas(one.free, {"cpu": 0.5}, one.model_nodes, V17) == 12
+    assert available_replicas(one.free, {"cpu": 0.01}, one.model_nodes, V17) == 600
+    assert available_replicas(one.free, {"cpu": 0.01}, one.model_nodes, V18) == 330
+
+
+@pytest.mark.parametrize("release", [V18, V19])
+def test_gpu_against_cpu_memory_models_is_zero_from_v1_18(release: KarmadaRelease) -> None:
+    """v1.18.0 general.go buildModelNodes: model nodes carry only the models' resources, so a
+    GPU request fits none of them and the summary's 64 GPUs are not consulted."""
+    facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
+                              release) == 0
+
+
+def test_gpu_against_cpu_memory_models_falls_back_to_the_summary_in_v1_17() -> None:
+    """v1.17.0 general.go: getMaximumReplicasBasedOnResourceModels errors ("resource model is
+    inapplicable as missing resource") and maxAvailableReplicas uses the summary: 64 GPUs."""
+    facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
+                              V17) == 64
+
+
+@pytest.mark.parametrize(("release", "split"), [(V17, {"cluster-a": 1, "cluster-b": 3}),
+                                                 (V18, None)])
+def test_predictor_follows_the_release(release: KarmadaRelease,
+                                       split: dict[str, int] | None) -> None:
+    """A GPU DynamicWeight workload over two clusters with cpu/memory models only: v1.17 splits
+    by the summaries' 16 and 48 free GPUs, v1.18 finds no room (Unschedulable)."""
+    def gpu_cluster(name: str, gpus: str) -> ClusterFacts:
+        obj = _models({"cpu": "128", "memory": "1Ti"}, counts=[4])
+        obj["metadata"] = {"name": name}
+        obj["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] = gpus  # type: ignore[index]
+        return ClusterFacts.from_cluster(obj)
+
+    p = Predictor(_DYNAMIC, [gpu_cluster("cluster-a", "16"), gpu_cluster("cluster-b", "48")],
+                  release)
+    result = p.predict(WorkloadFacts("w", "u", 4, request={"nvidia.com/gpu": 1.0}))
+    if split is None:
+        assert result.problem == ("unschedulable: Clusters available replicas 0 are not "
+                                  "enough to schedule.")
+    else:
+        assert result.assignment == split
+
+
+def _gpu_grades(*gpus: str, counts: list[int]) -> tuple[ModelNodes, ...]:
+    rows = [{"cpu": str(4 * int(g)), "memory": f"{16 * int(g)}Gi", "nvidia.com/gpu": g}
+            for g in gpus]
+    return ClusterFacts.from_cluster(_models(*rows, counts=counts)).model_nodes
+
+
+INFERENCE = {"cpu": 4.0, "memory": 16.0 * 2**30, "nvidia.com/gpu": 1.0}
+
+
+def test_replicas_leaving_add_room_only_where_grades_are_one_replica_wide() -> None:
+    """pkg/modeling/modeling.go getIndex grades each node by its free resources
+    (cluster_status_controller.go getAllocatableModelings): a replica given back lifts its node
+    a grade when grades are one replica apart (one GPU, 4 cpu, 16Gi), but not under grades
+    0-19 / 20-31 / 32+ GPUs, where a node with 2 free GPUs stays at grade 0 (room for none)."""
+    fine = _gpu_grades("0", "1", "2", "3", counts=[3, 0, 0, 1])
+    assert frees_a_grade(fine, INFERENCE)
+    free = {"pods": 100.0}
+    assert available_replicas(free, INFERENCE, fine) == 3
+    assert available_replicas(free, INFERENCE, fine, placed=-2) == 5
+    coarse = _gpu_grades("0", "20", "32", counts=[8, 0, 0])
+    assert not frees_a_grade(coarse, INFERENCE)
+    assert available_replicas(free, INFERENCE, coarse, placed=-2) == 0
+    assert available_replicas(free, INFERENCE, fine, placed=2) == 1  # placed: always taken
 
 
 def test_no_pods_in_allocatable_gives_zero() -> None:

@@ -61,7 +61,8 @@ def target(request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: P
 
 
 def _default_clusters() -> list[dict[str, Any]]:
-    """The demo topology's EmulatorSettings and two Clusters (pods start in 5s, end in 2s)."""
+    """The demo topology's EmulatorSettings and the two Clusters the real plane has as members,
+    cluster-a and cluster-b (pods start in 5s, end in 2s)."""
     import yaml
 
     from tidal.sim.emulator import DEFAULT_TOPOLOGY
@@ -71,7 +72,8 @@ def _default_clusters() -> list[dict[str, Any]]:
         if doc["kind"] == "EmulatorSettings":
             # the team estimator follows the time of day and real Karmada here has none
             doc["spec"].pop("teamEstimator", None)
-    return [d for d in docs if d["kind"] in ("EmulatorSettings", "Cluster")]
+    return [d for d in docs if d["kind"] == "EmulatorSettings" or (
+        d["kind"] == "Cluster" and d["metadata"]["name"] in ("cluster-a", "cluster-b"))]
 
 
 @pytest.fixture

@@ -100,7 +100,7 @@ def test_label_selector_and_paging(demo: tuple[Emulator, Path]) -> None:
     paged = kubectl(
         kc, "get", "deploy", "-n", "ai-app", "--chunk-size=7", "-o", "name"
     ).stdout.split()
-    assert len(paged) == 45
+    assert len(paged) == 46
 
 
 def test_apply_then_merge_patch(demo: tuple[Emulator, Path], tmp_path: Path) -> None:
@@ -209,6 +209,7 @@ def test_tidal_sim_command_serves_until_sigterm(tmp_path: Path) -> None:
         assert out == [
             "cluster.cluster.karmada.io/cluster-a",
             "cluster.cluster.karmada.io/cluster-b",
+            "cluster.cluster.karmada.io/cluster-c",
         ]
     finally:
         proc.send_signal(signal.SIGTERM)

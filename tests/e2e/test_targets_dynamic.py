@@ -25,10 +25,13 @@ CLUSTERS = ("cluster-a", "cluster-b")
 TRAINING_GPUS = 144  # of cluster-a's 160
 
 
-PLAN_VS_MODELS = ("tidal plan's DynamicWeight split differs from the scheduler's (real Karmada's "
-                  "and the emulator's alike) under GPU resource models when cluster-a keeps a few "
-                  "free GPUs on every node "
-                  "(docs/fidelity.md#tidal-plan-against-real-dynamicweight-placements)")
+# What the plan cannot see on a real plane: the Cluster objects give nodes per grade, not which
+# node each replica leaves nor its free resources, and whether the 10 s status refresh fell
+# between two waves that ran without a pause. Not re-run on real Karmada since the planner
+# learnt the two causes found there (wave snapshot, no room from replicas leaving coarse grades).
+PLAN_VS_REAL = ("tidal plan's DynamicWeight split differs from real Karmada's where per-node "
+                "grades or the status refresh between waves decide it "
+                "(docs/fidelity.md#tidal-plan-against-real-dynamicweight-placements)")
 
 
 def team_objects() -> list[dict[str, Any]]:
@@ -39,9 +42,9 @@ def team_objects() -> list[dict[str, Any]]:
             or d.get("metadata", {}).get("labels", {}).get("atms-app/teamid") == "2001"]
 
 
-def fast_schedule(tmp: Path, wave_timeout: float) -> Path:
+def fast_schedule(tmp: Path, wave_timeout: float, pause: str = "0s") -> Path:
     doc = yaml.safe_load((REPO / "schedules" / "team-2001.yaml").read_text())
-    doc["spec"]["rollout"].update(pauseBetweenWaves="0s", waveTimeout=f"{int(wave_timeout)}s")
+    doc["spec"]["rollout"].update(pauseBetweenWaves=pause, waveTimeout=f"{int(wave_timeout)}s")
     shutil.copytree(REPO / "schedules" / "policies", tmp / "policies")
     path = tmp / "team-2001.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -64,8 +67,10 @@ def _in_a(now: Placement) -> int:
 def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[str, Any],
                                                tmp_path: Path) -> None:
     """After training fills cluster-a, the swap + rebalance waves move the team's replicas off
-    it and every wave ends with all replicas ready; where `tidal plan` predicted another split
-    than the scheduler made, an xfail names how many (see docs/fidelity.md)."""
+    it and every wave ends with all replicas ready, each workload where `tidal plan` said (on
+    the emulator; on real Karmada a mismatch is an xfail naming how many, docs/fidelity.md).
+    The plan follows pkg/scheduler/core/division_algorithm.go dynamicFreshScale with the
+    estimates of pkg/estimator/client/general.go read once per wave."""
     if isinstance(target, RealTarget):
         target.reset()
         target.model_gpus()
@@ -78,7 +83,10 @@ def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[st
     fidelity["before"] = split(before, names, CLUSTERS)
     target.occupy_gpus("cluster-a", TRAINING_GPUS)
 
-    path = fast_schedule(tmp_path, target.patience)
+    # a pause of one Cluster status refresh (10 s; the emulator's clock runs 20x) between waves,
+    # as the example's 1m does: each wave is then scheduled against what the last one left
+    path = fast_schedule(tmp_path, target.patience,
+                         "10s" if isinstance(target, RealTarget) else "1s")
     plan = build_plan(target.client(), load_one(path).schedule, "night")
     predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
     waves: list[dict[str, Any]] = []
@@ -105,8 +113,9 @@ def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[st
     assert _in_a(after) == 0 or _in_a(after) < _in_a(before), (before, after)
     mismatched = {w: [predicted.get(w), actual[w]] for w in names if predicted.get(w) != actual[w]}
     fidelity["night"]["plan_mismatches"] = mismatched
-    if mismatched:  # the emulator (upstream's estimator rules) and real agree against the plan
-        pytest.xfail(f"{PLAN_VS_MODELS} ({len(mismatched)} of {len(names)} workloads)")
+    if mismatched and isinstance(target, RealTarget):
+        pytest.xfail(f"{PLAN_VS_REAL} ({len(mismatched)} of {len(names)} workloads)")
+    assert not mismatched, mismatched
 
 
 RESOURCE_MODELS = ("Karmada >= v1.18 grades Clusters with default resource models that know only "

@@ -105,3 +105,17 @@ def test_wrong_shape_is_a_bad_response() -> None:
     client = _client([_Response(200, b"[1, 2]")], [], [])
     with pytest.raises(E.BadResponse):
         client.request("get", CLUSTERS, "GET", "/x")
+
+
+def test_client_from_settings_carries_the_karmada_release(emulator: Any, tmp_path: Any) -> None:
+    """The release set in TIDAL_KARMADA__VERSION (or --karmada-version) reaches every plan
+    through the client built from the settings (tidal run, plan and switch alike); a client
+    built without settings assumes the latest release."""
+    from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
+    from tidal.settings import load_settings
+
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    settings = load_settings(kubeconfig=kubeconfig, karmada={"version": "v1.17.4"})
+    client = KarmadaClient.from_settings(settings)
+    assert client.karmada_release is KarmadaRelease.V1_17
+    assert KarmadaClient.from_kubeconfig(kubeconfig).karmada_release is LATEST_RELEASE

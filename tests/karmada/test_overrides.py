@@ -202,7 +202,7 @@ def test_a_server_refusal_is_translated(team: tuple[Emulator, KarmadaClient]) ->
                              {"cluster-b": 1}), "one override per namespace"),
     (lambda: ReplicaOverride("s", OWNER, (web(0),), {}), "at least one cluster"),
     (lambda: ReplicaOverride("s", OWNER, (web(0),), {"cluster-b": -1}), "whole number >= 0"),
-    (lambda: Owner("team 1", "r", 1), "label value"),
+    (lambda: Owner("team-1", "", 1), "run id is empty"),
     (lambda: OverrideRef.parse("OverridePolicy//x"), "expected OverridePolicy/<namespace>"),
 ])
 def test_bad_input_is_one_located_line(build: Any, message: str) -> None:
@@ -210,6 +210,20 @@ def test_bad_input_is_one_located_line(build: Any, message: str) -> None:
     with pytest.raises(ValueError) as caught:
         build()
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_run_id_too_long_for_a_label_is_still_found(
+        team: tuple[Emulator, KarmadaClient]) -> None:
+    """A daemon run id over 63 characters is shortened with a hash in the label, found by the
+    same selector, and read back whole from the annotation."""
+    _, client = team
+    long_run = "team-1-night-20261203-220000-" + "x" * 50
+    owner = Owner("team-1", long_run, 3)
+    assert len(owner.labels()["tidal.io/run"]) <= 63
+    apply_override(client, surge("long", {"cluster-b": 5}, owner=owner))
+    (found,) = list_overrides(client, run_id=long_run)
+    assert found.run_id == long_run and found.schedule == "team-1" and found.wave == 3
+    assert list_overrides(client, run_id=long_run + "y") == []
 
 
 def test_refs_round_trip_as_text() -> None:

@@ -195,7 +195,8 @@ def test_rendered_env_is_accepted_by_the_settings_model(
     """Every TIDAL_* variable the chart sets is a real setting and parses to the intended value."""
     from tidal.settings import load_settings
 
-    env = env_of(one(render({"karmada": {"context": "karmada-apiserver"}}), "Deployment"))
+    env = env_of(one(render({"karmada": {"context": "karmada-apiserver", "version": "1.17"}}),
+                     "Deployment"))
     for name, value in env.items():
         assert name.startswith("TIDAL_")
         monkeypatch.setenv(name, value if isinstance(value, str) else "tidal-7d9f-abcde")
@@ -206,6 +207,7 @@ def test_rendered_env_is_accepted_by_the_settings_model(
     assert settings.port == 8080 and settings.log_format == "json"
     assert settings.leader_election.enabled is True
     assert settings.identity == "tidal-7d9f-abcde"
+    assert settings.karmada.version.value == "1.17"
 
 
 def test_every_knob_reaches_the_pod(render: Render) -> None:

@@ -76,6 +76,7 @@ class Harness:
         status_delay: float = 0.0,
         cluster_status_interval: float = 0.0,
         karmada_version: KarmadaVersion = LATEST_RELEASE,
+        empty_workload_propagation: bool = False,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
@@ -90,6 +91,7 @@ class Harness:
             status_delay=status_delay,
             cluster_status_interval=cluster_status_interval,
             karmada_version=karmada_version,
+            empty_workload_propagation=empty_workload_propagation,
         )
         self.namespace("team")
 

@@ -148,10 +148,11 @@ def test_directory_topology_applies_files_in_name_order(make_emulator: Any, tmp_
 
 
 def test_default_topology_matches_the_schedules(make_emulator: Any) -> None:
-    """The demo topology has both clusters, the teams' policies and tens of Deployments."""
+    """The demo topology has its three clusters, the teams' policies and tens of Deployments."""
     emu = make_emulator(DEFAULT_TOPOLOGY, clock=ManualClock())
     _, clusters = get(emu, "/apis/cluster.karmada.io/v1alpha1/clusters")
-    assert [c["metadata"]["name"] for c in clusters["items"]] == ["cluster-a", "cluster-b"]
+    assert [c["metadata"]["name"] for c in clusters["items"]] == [
+        "cluster-a", "cluster-b", "cluster-c"]
     _, cpps = get(emu, "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies")
     by_name = {c["metadata"]["name"]: c for c in cpps["items"]}
     static = by_name["team-1005-cpp"]["spec"]

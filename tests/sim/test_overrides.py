@@ -250,6 +250,24 @@ def test_a_patch_that_cannot_apply_keeps_the_members_last_work() -> None:
     assert member_replicas(h, "b") == 2
 
 
+def test_a_failing_override_on_a_new_member_leaves_it_without_work() -> None:
+    """A cluster entering the division while an override for it cannot apply gets no Work and
+    runs nothing (the binding controller retries; nothing reaches the member)."""
+    h = Harness()
+    h.cluster("a")
+    h.cluster("b")
+    op(h, "broken", [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {"plaintext": [
+        {"path": "/spec/nothing/here", "operator": "replace", "value": 1}]}}])
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(a=4, b=1)})
+    h.deployment("web", 10)
+    h.settle()
+    h.advance(2.0)
+    assert h.clusters_of("web") == {"a": 8, "b": 2}
+    with pytest.raises(AssertionError):
+        work(h, "b")
+    assert desired_in(h, "web", "b") == 0 and member_replicas(h, "a") == 8
+
+
 def test_a_cluster_dropped_from_the_division_loses_its_work_despite_an_override() -> None:
     """Overrides apply only to clusters in spec.clusters: 0/100 removes a's Work."""
     h = eighty_twenty()
@@ -309,3 +327,62 @@ def test_override_schemas_are_the_upstream_crds() -> None:
     with pytest.raises(Invalid) as caught:
         validator.admit(h.t("ClusterOverridePolicy"), missing, "Strict")
     assert "spec.overrideRules[0].overriders" in str(caught.value)
+
+
+def test_holding_the_source_lets_the_destination_start_before_the_source_shrinks() -> None:
+    """0/100 -> 80/20 of 10 with b held at 10: a starts 8 while b keeps 10 ready; released, b
+    drops to its assigned 2 (the destination had no Work before, so only the source can be
+    held)."""
+    h = Harness()
+    h.cluster("a")
+    h.cluster("b")
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(b=1)})
+    h.deployment("web", 10)
+    h.settle()
+    h.advance(2.0)
+    assert h.clusters_of("web") == {"b": 10}
+    op(h, "hold-b", [replicas_rule(10, {"clusterNames": ["b"]})])
+
+    def day(obj: Obj) -> None:
+        obj["spec"]["placement"]["replicaScheduling"] = static_weights(a=4, b=1)
+
+    h.patch("ClusterPropagationPolicy", "p", day)
+    h.settle()
+    assert h.clusters_of("web") == {"a": 8, "b": 2}
+    assert (desired_in(h, "web", "a"), desired_in(h, "web", "b")) == (8, 10)
+    assert h.ready_in("web", "b") == 10 and h.ready_in("web", "a") == 0
+    h.advance(2.0)
+    assert h.ready_in("web", "a") == 8 and h.ready_in("web", "b") == 10
+    h.store.delete(h.t("OverridePolicy"), "team", "hold-b")
+    h.settle()
+    assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 8
+
+
+def test_with_empty_workload_propagation_a_cluster_assigned_none_keeps_a_work_to_raise() -> None:
+    """karmada-scheduler --enable-empty-workload-propagation: 2 replicas at 4:1 list cluster-b
+    with no replicas, its Work runs 0, and an override raising it to 2 starts 2 there."""
+    h = Harness(empty_workload_propagation=True)
+    h.cluster("a")
+    h.cluster("b")
+    h.cpp("p", {**TWO, "replicaScheduling": static_weights(a=4, b=1)})
+    h.deployment("web", 2)
+    h.settle()
+    h.advance(2.0)
+    assert h.binding("web")["spec"]["clusters"] == [{"name": "a", "replicas": 2}, {"name": "b"}]
+    assert member_replicas(h, "b") == 0
+    op(h, "surge", [replicas_rule(2, {"clusterNames": ["b"]})])
+    h.settle()
+    h.advance(2.0)
+    assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 2
+
+
+def test_empty_workload_propagation_setting_must_be_a_boolean() -> None:
+    """EmulatorSettings emptyWorkloadPropagation: a non-boolean is one located error."""
+    from tidal.sim.topology import TopologyError, load_topology
+
+    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
+           "spec": {"emptyWorkloadPropagation": "yes"}}
+    with pytest.raises(TopologyError, match="emptyWorkloadPropagation must be true or false"):
+        load_topology([doc])
+    assert load_topology([{**doc, "spec": {"emptyWorkloadPropagation": True}}]
+                         ).settings.empty_workload_propagation

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
+from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 
 
 def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
@@ -48,14 +49,28 @@ def refused_writes(loaded: Any, exc: Any) -> NoReturn:
     raise SystemExit(INVALID_INPUT)
 
 
-def settings_and_client(kubeconfig: Path | None, context: str | None) -> tuple[Any, Any]:
+# The Karmada API does not tell its release, so the planner is told (docs/fidelity.md).
+karmada_version_option = click.option(
+    "--karmada-version", type=click.Choice([r.value for r in KarmadaRelease]), default=None,
+    help="the Karmada release whose scheduler rules the prediction follows "
+         f"(TIDAL_KARMADA__VERSION; default: the latest release, {LATEST_RELEASE.value})")
+
+
+def karmada_overrides(karmada_version: str | None) -> dict[str, Any] | None:
+    """load_settings' override of the karmada group for the --karmada-version flag."""
+    return {"version": karmada_version} if karmada_version else None
+
+
+def settings_and_client(kubeconfig: Path | None, context: str | None,
+                        karmada_version: str | None = None) -> tuple[Any, Any]:
     from tidal.karmada.client import KarmadaClient
     from tidal.karmada.errors import KarmadaError
     from tidal.logs import configure_logging
     from tidal.settings import SettingsError, load_settings
 
     try:
-        settings = load_settings(kubeconfig=kubeconfig, context=context)
+        settings = load_settings(kubeconfig=kubeconfig, context=context,
+                                 karmada=karmada_overrides(karmada_version))
     except SettingsError as exc:
         fail(str(exc))
     configure_logging(settings.log_format, settings.log_level)
@@ -147,8 +162,9 @@ def _amounts(amounts: dict[str, dict[str, float]]) -> str:
 @click.option("--context", default=None, help="kubeconfig context")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@karmada_version_option
 def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
-                 output: str) -> None:
+                 output: str, karmada_version: str | None) -> None:
     """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -158,7 +174,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.karmada.errors import KarmadaError
 
     loaded = load_target(schedule_file, window)
-    _, client = settings_and_client(kubeconfig, context)
+    _, client = settings_and_client(kubeconfig, context, karmada_version)
     try:
         sp = build_plan(client, loaded.schedule, window)
         check = preflight(sp, ready_field_of(sp))

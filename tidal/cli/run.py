@@ -11,6 +11,7 @@ from types import FrameType
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT
+from tidal.cli.plan import karmada_overrides, karmada_version_option
 
 
 @click.command("run")
@@ -23,8 +24,9 @@ from tidal.cli.exitcodes import INVALID_INPUT
               help="port for /healthz, /readyz and /metrics (TIDAL_PORT)")
 @click.option("--identity", default=None,
               help="leader-election identity (TIDAL_IDENTITY; default hostname-pid)")
+@karmada_version_option
 def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | None,
-                port: int | None, identity: str | None) -> None:
+                port: int | None, identity: str | None, karmada_version: str | None) -> None:
     """Run the daemon: fire every window once, at the right local time, on one replica."""
     from tidal.daemon.app import Daemon
     from tidal.karmada.client import KarmadaClient
@@ -35,7 +37,8 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
 
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context,
-                                 port=port, identity=identity)
+                                 port=port, identity=identity,
+                                 karmada=karmada_overrides(karmada_version))
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None

@@ -15,7 +15,14 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
-from tidal.cli.plan import fail, load_target, refused_writes, render_plan, settings_and_client
+from tidal.cli.plan import (
+    fail,
+    karmada_version_option,
+    load_target,
+    refused_writes,
+    render_plan,
+    settings_and_client,
+)
 
 
 def stdin_is_terminal() -> bool:
@@ -91,8 +98,10 @@ class Progress:
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: print the run record")
+@karmada_version_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
-                   context: str | None, yes: bool, output: str) -> None:
+                   context: str | None, yes: bool, output: str,
+                   karmada_version: str | None) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
@@ -107,7 +116,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     loaded = load_target(schedule_file, window)
     if not yes and not stdin_is_terminal():
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
-    settings, client = settings_and_client(kubeconfig, context)
+    settings, client = settings_and_client(kubeconfig, context, karmada_version)
     journal: Any = None
     try:
         if not yes:

@@ -3,16 +3,20 @@
 Static weights are exact (the Webster division with the template UID's tie-break, tested
 against upstream's worked answers; the emulator has its own implementation). Dynamic weights
 and Aggregated are estimates from the Cluster objects at plan time, by the general estimator's
-rules of Karmada v1.18 and later (pkg/estimator/client/general.go):
+rules (pkg/estimator/client/general.go) of the Karmada release planned for:
 - no `pods` in allocatable, or none left, means 0;
-- with cluster resource models and status.resourceSummary.allocatableModelings, each grade is
-  that many nodes holding the grade's minimums (and 110 pods); a requested resource the
-  models lack fits nowhere (0, no fallback to the summary);
+- with cluster resource models and status.resourceSummary.allocatableModelings:
+  v1.18 and later: each grade is that many nodes holding the grade's minimums (and 110 pods);
+  a requested resource the models lack fits nowhere (0, no fallback to the summary);
+  v1.17: the lowest grade whose minimums cover every request and the grades above it, each
+  node taking at least one replica; a resource the models lack falls back to the summary;
 - otherwise the free summary (allocatable - allocated - allocating) per requested resource.
 Candidates follow the scheduler's filters: affinity, and readiness except for clusters the
 binding already uses (the taint filter skips those, so a NotReady cluster keeps its static
 share). `Predictor` deducts what it places so that workloads moving into one cluster compete
 for it, and for static weights (which ignore capacity) reports replicas that will not fit.
+The scheduler does not see its own placements until the Cluster status is refreshed, so the
+workloads of one wave are all estimated from the capacity as it was when the wave started.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from tidal.domain.division import Unschedulable, dynamic_divide, static_weight_divide
+from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 from tidal.domain.selectors import label_selector_matches
 
 _SUFFIX = {
@@ -43,6 +49,12 @@ def parse_quantity(value: object) -> float:
     return float(match.group(1)) * _SUFFIX[match.group(2) or ""]
 
 
+def whole(have: float, need: float) -> int:
+    """Whole replicas of `need` in `have`, as upstream's integer (milli)units divide: 2 cpu hold
+    200 of 10m, though 2.0 // 0.01 is 199.0 in floating point."""
+    return max(0, int(have / need + 1e-9)) if have > 0 else 0
+
+
 MODEL_NODE_PODS = 110  # pods a model node holds (general.go buildModelNodes)
 
 
@@ -60,7 +72,8 @@ class ClusterFacts:
     ready: bool = True
     labels: Mapping[str, str] = field(default_factory=dict)
     free: Mapping[str, float] = field(default_factory=dict)  # allocatable - allocated - allocating
-    model_nodes: tuple[ModelNodes, ...] = ()  # empty: no models or no allocatableModelings
+    # every model grade in grade order (count 0 included); empty: no models or no modelings
+    model_nodes: tuple[ModelNodes, ...] = ()
 
     @classmethod
     def from_cluster(cls, obj: Mapping[str, Any]) -> ClusterFacts:
@@ -92,8 +105,7 @@ def _model_nodes(models: Sequence[Mapping[str, Any]], modelings: Sequence[Mappin
         grade = int(model.get("grade") or 0)
         minimums = {str(r.get("name")): parse_quantity(r.get("min", 0))
                     for r in model.get("ranges") or []}
-        if count_of.get(grade, 0) > 0:
-            grades.append((grade, ModelNodes(count_of[grade], minimums)))
+        grades.append((grade, ModelNodes(count_of.get(grade, 0), minimums)))
     return tuple(nodes for _, nodes in sorted(grades, key=lambda g: g[0]))
 
 
@@ -108,7 +120,7 @@ def model_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) ->
     total = 0
     for grade in nodes:
         fits = [MODEL_NODE_PODS]
-        fits += [int(grade.minimums.get(name, 0.0) // need)
+        fits += [whole(grade.minimums.get(name, 0.0), need)
                  for name, need in request.items() if need > 0 and _limits_a_node(name)]
         total += grade.count * max(0, min(fits))
     return total
@@ -183,10 +195,47 @@ def placement_mode(placement: Mapping[str, Any]) -> str:
     return "static"
 
 
+def graded_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> int | None:
+    """v1.17's estimate from the models: the lowest grade whose minimums meet every request,
+    and each grade from there on adding count x per-node fit (at least 1); None when a
+    requested resource is missing from the models (upstream then uses the summary)."""
+    lowest = 0
+    for name, need in request.items():
+        minimums = [grade.minimums[name] for grade in nodes if name in grade.minimums]
+        if not minimums:
+            return None
+        meets = next((i for i, least in enumerate(minimums) if least >= need), None)
+        if meets is None:
+            return 0
+        lowest = max(lowest, meets)
+    total = 0
+    for grade in nodes[lowest:]:
+        if grade.count > 0:
+            fit = min(whole(grade.minimums.get(name, 0.0), need) for name, need in request.items())
+            total += grade.count * max(1, fit)
+    return total
+
+
+def frees_a_grade(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> bool:
+    """Does one replica leaving a node lift it into a higher grade? The status controller
+    grades each node by its free resources (pkg/modeling/modeling.go getIndex), so a replica's
+    request given back counts only once it crosses the next grade's minimum: certainly when
+    consecutive minimums are at most one request apart for every resource the models grade;
+    with wider grades (e.g. 0-19 GPUs) the node may well stay where it was."""
+    for name, need in request.items():
+        minimums = [grade.minimums[name] for grade in nodes if name in grade.minimums]
+        if any(upper - lower > need + 1e-9 for lower, upper in pairwise(minimums)):
+            return False
+    return True
+
+
 def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
-                       model_nodes: Sequence[ModelNodes] = ()) -> int:
+                       model_nodes: Sequence[ModelNodes] = (),
+                       release: KarmadaRelease = LATEST_RELEASE, *, placed: int = 0) -> int:
     """How many more replicas of `request` fit: bounded by the pods left (none reported: 0),
-    then by the model nodes when the cluster has them, else by the free summary."""
+    then by the model nodes when the cluster has them (by `release`'s rules) less `placed`,
+    the replicas placed there since they were reported (negative: taken away, which adds room
+    only where `frees_a_grade`), else by the free summary (which already counts them)."""
     pods = int(free.get("pods", 0.0))
     if pods <= 0:
         return 0
@@ -194,10 +243,16 @@ def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
     if not wanted:
         return min(pods, UNLIMITED)
     if model_nodes:
-        return min(pods, model_replicas(model_nodes, wanted))
+        if placed < 0 and not frees_a_grade(model_nodes, wanted):
+            placed = 0
+        if release.at_least(KarmadaRelease.V1_18):
+            return max(0, min(pods, model_replicas(model_nodes, wanted) - placed))
+        graded = graded_replicas(model_nodes, wanted)
+        if graded is not None:
+            return max(0, min(pods, graded - placed))
     fits = [pods, UNLIMITED]
     for name, need in wanted.items():
-        fits.append(int(max(0.0, free.get(name, 0.0)) // need))
+        fits.append(whole(free.get(name, 0.0), need))
     return max(0, min(fits))
 
 
@@ -216,16 +271,35 @@ def shortfall(free: Mapping[str, float], request: Mapping[str, float], replicas:
 
 
 class Predictor:
-    """Predicts workloads one after another, deducting their replicas from free capacity."""
+    """Predicts workloads one after another, deducting their replicas from free capacity.
 
-    def __init__(self, placement: Mapping[str, Any], clusters: Sequence[ClusterFacts]) -> None:
+    Dynamic weights and Aggregated see the capacity as it was when the current wave started
+    (`next_wave`): without the alpha gate SchedulingOvercommitProtection the scheduler does
+    not deduct its in-flight placements, and the Cluster status that would show them is
+    refreshed only every --cluster-status-update-frequency (10 s), so the bindings of one
+    wave are all scheduled against the same resourceSummary and allocatableModelings
+    (pkg/estimator/client/general.go maxAvailableReplicas). Static weights ignore capacity;
+    their replicas compete for it as pods, so their shortfall is counted workload by workload.
+    """
+
+    def __init__(self, placement: Mapping[str, Any], clusters: Sequence[ClusterFacts],
+                 release: KarmadaRelease = LATEST_RELEASE) -> None:
         self.placement = placement
         self.mode = placement_mode(placement)
+        self.release = release
         self.clusters = list(clusters)
         self.candidates = candidates(placement, clusters)
         self._free = {c.name: dict(c.free) for c in clusters}
         self._models = {c.name: c.model_nodes for c in clusters}
         self._placed: dict[str, int] = {}  # replicas this predictor added per cluster
+        self._seen_free = {name: dict(free) for name, free in self._free.items()}
+        self._seen_placed: dict[str, int] = {}
+
+    def next_wave(self) -> None:
+        """The workloads predicted from now on are scheduled in a later wave: the Cluster
+        status they are estimated from shows the placements predicted so far."""
+        self._seen_free = {name: dict(free) for name, free in self._free.items()}
+        self._seen_placed = dict(self._placed)
 
     def predict(self, workload: WorkloadFacts, *, fresh: bool = True) -> Prediction:
         names = candidates(self.placement, self.clusters, workload.current)
@@ -246,10 +320,9 @@ class Predictor:
             return Prediction(result, exact=True, short=short, pending=pending)
         available = []
         for name in names:
-            models = self._models.get(name, ())
-            avail = available_replicas(self._free.get(name, {}), workload.request, models)
-            if models:
-                avail = max(0, avail - self._placed.get(name, 0))
+            avail = available_replicas(self._seen_free.get(name, {}), workload.request,
+                                       self._models.get(name, ()), self.release,
+                                       placed=self._seen_placed.get(name, 0))
             available.append((name, avail))
         try:
             result = dynamic_divide(total, available, dict(workload.current),

@@ -15,6 +15,7 @@ from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
+from tidal.domain.waves import ordered, split_waves
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
 from tidal.engine.states import Trigger
@@ -111,21 +112,29 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     targets = {t.key: t for t in selection.policies}
     done = all(policy_change.is_done(t.to_obj if t.swap_from else t.current, t, window.name)
                for t in selection.policies)
-    predictors = {key: Predictor(t.target_placement, clusters) for key, t in targets.items()}
+    release = client.karmada_release  # the release whose scheduler rules the plan follows
+    predictors = {key: Predictor(t.target_placement, clusters, release)
+                  for key, t in targets.items()}
     placements = {key: triggers.normalize_placement(t.target_placement)
                   for key, t in targets.items()}
     placement_of = _BindingPlacements()
     pending = [w for w in selection.workloads
                if needs_move(chosen, w, placements[w.policy], done, placement_of=placement_of)]
+    size = rollout.wave_size.for_total(len(pending)) if pending else 1
     fresh = strategy.fresh
     planned = []
-    for w in sorted(pending, key=lambda w: w.key):
-        prediction = predictors[w.policy].predict(
-            WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
-        planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
-                                       prediction.exact, prediction.problem, w.uid,
-                                       prediction.short, prediction.pending, w.request))
-    size = rollout.wave_size.for_total(len(planned)) if planned else 1
+    # predicted in the order the waves run, each wave against the capacity at its start
+    waves = split_waves(ordered(pending, key=lambda w: w.key, replicas=lambda w: w.replicas,
+                                order=rollout.order), size) if pending else []
+    for wave in waves:
+        for w in wave:
+            prediction = predictors[w.policy].predict(
+                WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
+            planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
+                                           prediction.exact, prediction.problem, w.uid,
+                                           prediction.short, prediction.pending, w.request))
+        for predictor in predictors.values():
+            predictor.next_wave()
     if rollout.strategy == "surge":
         plan = make_surge_plan(
             planned, wave_size=size, floors=floors, order=rollout.order,
@@ -141,9 +150,9 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
                                                                 else ""))
     by_name = {w.name: w for w in pending}
-    ordered = [by_name[p.name] for p in plan.workloads]
+    in_waves = [by_name[p.name] for p in plan.workloads]
     return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
-                      ordered, noop=not pending and done, warnings=warnings, refusals=refusals)
+                      in_waves, noop=not pending and done, warnings=warnings, refusals=refusals)
 
 
 def scope_report(targets: list[PolicyTarget]) -> tuple[list[str], list[str]]:

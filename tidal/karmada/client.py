@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import orjson
 import tenacity
 
+from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 from tidal.karmada.errors import (
     BadResponse,
     Conflict,
@@ -146,8 +147,11 @@ class KarmadaClient:
         sleep: Callable[[float], None] = time.sleep,
         request_timeout: float = 30.0,
         write_gate: WriteGate | None = None,
+        karmada_release: KarmadaRelease = LATEST_RELEASE,
     ) -> None:
         self.api = api_client
+        # the release the control plane runs: the API does not tell it, so a setting says it
+        self.karmada_release = karmada_release
         self.write_gate = write_gate
         self._server_offset: float | None = None  # the server's Date minus our wall clock
         self.on_request = on_request
@@ -220,6 +224,7 @@ class KarmadaClient:
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
+        kw.setdefault("karmada_release", settings.karmada.version)
         return cls.from_kubeconfig(settings.kubeconfig, settings.context, **kw)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ as for every acting write; creates and replaces use fieldValidation=Strict.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,9 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 @dataclass(frozen=True)
 class Owner:
-    """The run an override belongs to; its labels find it again."""
+    """The run an override belongs to; its labels find it again (a value too long or odd for
+    a label is shortened with a hash, the same way when selecting; the full values are kept
+    in annotations)."""
 
     schedule: str
     run_id: str
@@ -49,15 +52,26 @@ class Owner:
 
     def __post_init__(self) -> None:
         for what, value in (("schedule", self.schedule), ("run id", self.run_id)):
-            if not value or not _LABEL_VALUE.match(value):
-                raise ValueError(f"override owner {what} {value!r}: must be a label value "
-                                 "(1-63 letters, digits, '-', '_', '.')")
+            if not value:
+                raise ValueError(f"override owner {what} is empty: name the run's {what}")
         if self.wave < 0:
             raise ValueError(f"override owner wave {self.wave}: must be 0 or more")
 
     def labels(self) -> dict[str, str]:
-        return {LABEL_MANAGED_BY: MANAGER, LABEL_SCHEDULE: self.schedule,
-                LABEL_RUN: self.run_id, LABEL_WAVE: str(self.wave)}
+        return {LABEL_MANAGED_BY: MANAGER, LABEL_SCHEDULE: label_value(self.schedule),
+                LABEL_RUN: label_value(self.run_id), LABEL_WAVE: str(self.wave)}
+
+    def annotations(self) -> dict[str, str]:
+        return {LABEL_SCHEDULE: self.schedule, LABEL_RUN: self.run_id}
+
+
+def label_value(value: str) -> str:
+    """`value` if it is a valid label value, else a valid one made from it and its hash."""
+    if _LABEL_VALUE.match(value) and len(value) <= 63:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:8]
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", value)[:54].strip("-_.")
+    return f"{stem}-{digest}" if stem else digest
 
 
 @dataclass(frozen=True)
@@ -154,7 +168,8 @@ def manifest(override: ReplicaOverride) -> Obj:
               "overriders": {"plaintext": [
                   {"path": REPLICAS_PATH, "operator": "replace", "value": count}]}}
              for count, clusters in sorted(by_count.items(), key=lambda kv: kv[1])]
-    meta: Obj = {"name": ref.name, "labels": override.owner.labels()}
+    meta: Obj = {"name": ref.name, "labels": override.owner.labels(),
+                 "annotations": override.owner.annotations()}
     if ref.namespace:
         meta["namespace"] = ref.namespace
     return {"apiVersion": ref.resource.api_version, "kind": ref.kind, "metadata": meta,
@@ -172,27 +187,26 @@ def create_override(client: KarmadaClient, override: ReplicaOverride, *,
 
 
 def replace_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
-    """Replace the spec and owner labels of the existing one (NotFound if it is not there);
-    a concurrent change is re-read and replaced again."""
+    """Replace the spec and owner labels/annotations of the existing one (NotFound if it is
+    not there); a concurrent change is re-read and replaced again."""
     ref = override.ref
     wanted = manifest(override)
-    for attempt in range(_REPLACE_ATTEMPTS):
-        current = client.request("get", ref.resource, "GET",
-                                 ref.resource.path(ref.namespace or None, ref.name))
-        body = dict(wanted)
+    path = ref.resource.path(ref.namespace or None, ref.name)
+    conflicts = 0
+    while True:
+        current = client.request("get", ref.resource, "GET", path)
         meta = dict(current.get("metadata") or {})
-        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-        body["metadata"] = meta
+        for part in ("labels", "annotations"):
+            meta[part] = {**(meta.get(part) or {}), **wanted["metadata"][part]}
         try:
-            replaced = client.request("update", ref.resource, "PUT",
-                                      ref.resource.path(ref.namespace or None, ref.name),
-                                      body=body, query=STRICT)
+            replaced = client.request("update", ref.resource, "PUT", path,
+                                      body={**wanted, "metadata": meta}, query=STRICT)
         except Conflict:
-            if attempt == _REPLACE_ATTEMPTS - 1:
+            conflicts += 1
+            if conflicts >= _REPLACE_ATTEMPTS:
                 raise
             continue
         return OverrideView.of(replaced)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def apply_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
@@ -226,7 +240,7 @@ def owner_selector(schedule: str | None = None, run_id: str | None = None,
     for label, value in ((LABEL_SCHEDULE, schedule), (LABEL_RUN, run_id),
                          (LABEL_WAVE, None if wave is None else str(wave))):
         if value is not None:
-            parts.append(f"{label}={value}")
+            parts.append(f"{label}={label_value(value)}")
     return ",".join(parts)
 
 

@@ -303,11 +303,12 @@ class OverrideView(ObjectView):
 
     @property
     def schedule(self) -> str | None:
-        return self.labels.get(LABEL_SCHEDULE)
+        """The owner's schedule (annotation: the full value; the label may be shortened)."""
+        return self.annotations.get(LABEL_SCHEDULE) or self.labels.get(LABEL_SCHEDULE)
 
     @property
     def run_id(self) -> str | None:
-        return self.labels.get(LABEL_RUN)
+        return self.annotations.get(LABEL_RUN) or self.labels.get(LABEL_RUN)
 
     @property
     def wave(self) -> int | None:

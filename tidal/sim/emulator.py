@@ -82,6 +82,7 @@ class Emulator:
                 seed=seed,
                 status_delay=settings.status_delay,
                 cluster_status_interval=settings.cluster_status_interval,
+                empty_workload_propagation=settings.empty_workload_propagation,
             )
         self.server = ApiServer(
             self.store,

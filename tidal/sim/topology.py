@@ -8,8 +8,10 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
 - `sim.tidal.io/v1alpha1 EmulatorSettings`: knobs for the emulator itself, e.g.
   `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
   karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
-  clusterStatusUpdateSeconds: 10}` (team_estimator.py describes teamEstimator; the last two
-  are Karmada's status latencies, see controllers/status.py).
+  clusterStatusUpdateSeconds: 10, emptyWorkloadPropagation: false}` (team_estimator.py
+  describes teamEstimator; statusDelaySeconds and clusterStatusUpdateSeconds are Karmada's
+  status latencies, see controllers/status.py; emptyWorkloadPropagation is karmada-scheduler's
+  --enable-empty-workload-propagation: clusters assigned 0 replicas stay in spec.clusters).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class EmulatorSettings:
     # member status -> binding aggregatedStatus; Cluster resourceSummary refresh period
     status_delay: float = 1.0
     cluster_status_interval: float = 10.0
+    # karmada-scheduler --enable-empty-workload-propagation (off by default upstream)
+    empty_workload_propagation: bool = False
 
 
 @dataclass
@@ -133,6 +137,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
         "teamEstimator",
         "statusDelaySeconds",
         "clusterStatusUpdateSeconds",
+        "emptyWorkloadPropagation",
     }
     if unknown:
         raise TopologyError(
@@ -147,11 +152,19 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
             parse_team_estimator(spec.get("teamEstimator")),
             _seconds(spec, "statusDelaySeconds", 1.0),
             _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
+            _flag(spec, "emptyWorkloadPropagation"),
         )
     except TeamEstimatorError as exc:
         raise TopologyError(f"{where}: spec.{exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
+
+
+def _flag(spec: Obj, name: str) -> bool:
+    value = spec.get(name, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, not {value!r}")
+    return value
 
 
 def _seconds(spec: Obj, name: str, default: float) -> float:

@@ -110,7 +110,7 @@ def order_candidates(
 
 
 def assign_with_affinities(
-    clusters: dict[str, Obj], binding: Obj, estimate: Estimate
+    clusters: dict[str, Obj], binding: Obj, estimate: Estimate, *, keep_empty: bool = False
 ) -> tuple[list[Obj], str | None]:
     """clusterAffinities: try each term from the observed one (the first after a
     reschedule request); the first that schedules wins, else the first error stands."""
@@ -118,7 +118,8 @@ def assign_with_affinities(
     placement = spec.get("placement") or {}
     terms = placement.get("clusterAffinities") or []
     if placement.get("clusterAffinity") is not None or not terms:
-        return assign(clusters, binding, placement.get("clusterAffinity"), estimate), None
+        affinity = placement.get("clusterAffinity")
+        return assign(clusters, binding, affinity, estimate, keep_empty=keep_empty), None
     status = binding.get("status") or {}
     observed = status.get("schedulerObservedAffinityName", "")
     names = [t.get("affinityName", "") for t in terms]
@@ -128,7 +129,8 @@ def assign_with_affinities(
     first: FitError | NotEnoughReplicas | SchedulerError | None = None
     for term in terms[index:]:
         try:
-            return assign(clusters, binding, term, estimate), term.get("affinityName", "")
+            return (assign(clusters, binding, term, estimate, keep_empty=keep_empty),
+                    term.get("affinityName", ""))
         except (FitError, NotEnoughReplicas, SchedulerError) as exc:
             first = first or exc
     assert first is not None
@@ -136,8 +138,12 @@ def assign_with_affinities(
 
 
 def assign(
-    clusters: dict[str, Obj], binding: Obj, affinity: Obj | None, estimate: Estimate
+    clusters: dict[str, Obj], binding: Obj, affinity: Obj | None, estimate: Estimate, *,
+    keep_empty: bool = False,
 ) -> list[Obj]:
+    """The binding's new spec.clusters. `keep_empty` (karmada-scheduler
+    --enable-empty-workload-propagation, off by default): selected clusters assigned no
+    replicas are listed too, with none (generic_scheduler.go attachZeroReplicasCluster)."""
     spec = binding.get("spec") or {}
     placement = spec.get("placement") or {}
     current = {c.get("name"): int(c.get("replicas") or 0) for c in spec.get("clusters") or []}
@@ -164,13 +170,14 @@ def assign(
     strategy = placement.get("replicaScheduling") or {}
     uid = str((spec.get("resource") or {}).get("uid", ""))
     if kind == "Duplicated":
-        return [_target(n, replicas) for n in candidates if replicas > 0]
+        return _attach([_target(n, replicas) for n in candidates if replicas > 0], candidates,
+                       keep_empty)
     preference = strategy.get("replicaDivisionPreference")
     weights = strategy.get("weightPreference") or {}
     if preference == "Weighted" and not weights.get("dynamicWeight"):
         static = static_weights(clusters, candidates, weights.get("staticWeightList"))
         result = divide_static(replicas, candidates, static, uid)
-        return [_target(n, r) for n, r in result.items()]
+        return _attach([_target(n, r) for n, r in result.items()], candidates, keep_empty)
     if preference not in ("Weighted", "Aggregated"):
         raise SchedulerError(f"unsupported replica division preference {preference!r}")
     fresh = reschedule_required(
@@ -197,7 +204,14 @@ def assign(
         )
     except NotEnoughReplicas as exc:
         raise _wrapped(exc, step) from exc
-    return [_target(n, r) for n, r in result.items()]
+    return _attach([_target(n, r) for n, r in result.items()], candidates, keep_empty)
+
+
+def _attach(targets: list[Obj], candidates: list[str], keep_empty: bool) -> list[Obj]:
+    if not keep_empty:
+        return targets
+    named = {t["name"] for t in targets}
+    return targets + [{"name": n} for n in candidates if n not in named]
 
 
 def static_weights(

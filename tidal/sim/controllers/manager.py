@@ -62,8 +62,11 @@ class ControllerManager:
         seed: int = 0,
         status_delay: float = 0.0,
         cluster_status_interval: float = 0.0,
+        empty_workload_propagation: bool = False,
     ) -> None:
         self.store = store
+        # karmada-scheduler --enable-empty-workload-propagation
+        self.empty_workload_propagation = empty_workload_propagation
         self.clock = clock
         self.feature_gates = frozenset(feature_gates)
         self.karmada_version = karmada_version

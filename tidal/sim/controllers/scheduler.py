@@ -192,7 +192,9 @@ class Scheduler:
         generation = binding["metadata"].get("generation", 1)
         affinity_name: str | None = None
         try:
-            result, affinity_name = assign_with_affinities(self.clusters, binding, self.estimate)
+            result, affinity_name = assign_with_affinities(
+                self.clusters, binding, self.estimate,
+                keep_empty=self.mgr.empty_workload_propagation)
             condition = ("True", "Success", SUCCESS_MESSAGE)
         except FitError as exc:
             result, condition = None, ("False", "NoClusterFit", str(exc))

@@ -135,10 +135,12 @@ class Works:
             if template is None:
                 continue
             built = self._build(bkey, template, cluster, assigned, is_workload)
-            if built is None:  # an override failed: the member keeps its last Work
-                replicas[cluster] = previous.replicas.get(cluster, replicas[cluster])
+            if built is None:  # an override failed: the member keeps its last Work, if any
                 if cluster in previous.works:
                     works[cluster] = previous.works[cluster]
+                    replicas[cluster] = previous.replicas.get(cluster, 0)
+                else:
+                    replicas[cluster] = 0
                 continue
             works[cluster], count = built
             if is_workload and count is not None:
