@@ -160,3 +160,16 @@ def test_peak_is_the_largest_wave_surge() -> None:
     ws = [_w(f"d{i}", *NIGHT) for i in range(3)]
     layout = size_waves(ws, max_size=2, rooms=_rooms(50.0), spec=SurgeSpec())
     assert layout.peak[GPU] == 8.0
+
+
+def test_with_empty_workloads_propagated_one_replica_workloads_are_surged() -> None:
+    """A binding listing cluster-b with 0 replicas shows empty workloads propagate: b has a
+    member to raise, a keeps one to hold, so 1 replica moving a -> b keeps 100% available."""
+    w = PlannedWorkload(WorkloadKey("ns", "s", "Deployment"), 1, {"a": 1, "b": 0}, {"b": 1},
+                        request={GPU: 1.0}, candidates=frozenset({"a", "b"}))
+    assert w.members() == {"a", "b"}
+    plan = make_surge_plan([w], wave_size=1, floors=[FloorRule(min_available_percent=100)],
+                           order="name", rooms=_rooms(50.0), spec=SurgeSpec())
+    assert plan.safe, plan.violations
+    assert plan.waves[0][0].surge() == {"a": 1, "b": 1}
+    assert plan.rooms[0].surge == {"b": {GPU: 1.0, "pods": 1.0}}

@@ -415,3 +415,43 @@ def test_a_wave_whose_surge_never_gets_ready_moves_nothing_and_rolls_back_clean(
     assert not [r for r in writes(emu) if r.resource == "deployments"]
     _no_overrides(client)
     assert _dips(emu, since, day, day) == [] and _splits(emu) == day
+
+
+def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """karmada-scheduler --enable-empty-workload-propagation (emulated): 1-2 replica workloads
+    (nothing in cluster-b by day) keep a member there to raise. Under 100% available they are
+    refused moving directly, and switched with surge, never below their replicas, night and
+    day, with no override left."""
+    settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
+                "metadata": {"name": "emulator"}, "spec": {"emptyWorkloadPropagation": True}}
+    emu = make_switch_emulator([settings, *_team([1, 2, 1, 2])])
+    client = client_for(emu, tmp_path)
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    rollout = """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 60s
+        floors:
+          - minAvailablePercent: 100
+    """
+    direct = _schedule(tmp_path, rollout + "    strategy: direct\n")
+    emu.reset_requests()
+    assert invoke_cli("plan", direct, kubeconfig).exit_code == 3
+    assert not writes(emu)
+    path = _schedule(tmp_path, rollout)
+    day = _splits(emu)
+    assert all(set(split) == {"cluster-a"} for split in day.values()), day
+    night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
+    since = emu.clock.now()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, day, night) == []
+    assert _splits(emu) == night and _desired(emu) == night
+    _no_overrides(client)
+    since = emu.clock.now()
+    record = run_window(client, path, "day")
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, night, day) == []
+    assert _splits(emu) == day
+    _no_overrides(client)

@@ -36,26 +36,41 @@ class PlannedWorkload:
     pending: Mapping[str, int] = field(default_factory=dict)
     request: Mapping[str, float] = field(default_factory=dict)  # per replica
     surged: bool = False  # made before broken (tidal.domain.surge)
+    candidates: frozenset[str] = frozenset()  # clusters the new placement admits
 
     @property
     def name(self) -> str:
         return str(self.key)
 
+    def members(self) -> set[str]:
+        """Clusters with a member Work both before and after the move: only there can an
+        override act. Karmada leaves clusters assigned 0 out of spec.clusters, unless its
+        scheduler runs with --enable-empty-workload-propagation: a binding listing a cluster
+        with 0 replicas shows that, and then every cluster the new placement admits keeps one."""
+        empty_kept = any(n == 0 for n in self.before.values())
+        before = set(self.before) if empty_kept else {c for c, n in self.before.items() if n}
+        after = {c for c, n in self.after.items() if n}
+        if empty_kept:
+            after |= set(self.candidates) | set(self.after)
+        return before & after
+
+    def _larger(self, c: str) -> int:
+        return max(self.before.get(c, 0), self.after.get(c, 0))
+
     def surge(self) -> dict[str, int]:
-        """The replicas per cluster an override sets while surged: in every cluster that
-        holds the workload before and after (only those have a member to override; Karmada
-        builds no Work for a cluster assigned 0), the larger of its two shares. It raises the
-        clusters that grow before the move and holds those that shrink until the move is
-        ready (empty when not surged)."""
+        """The replicas per cluster an override sets while surged: in every member cluster
+        (before and after), the larger of its two shares. It raises the clusters that grow
+        before the move and holds those that shrink until the move is ready (empty when not
+        surged)."""
         if not self.surged or not self.replicas:
             return {}
-        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())
-                if self.before[c] != self.after[c]}
+        return {c: self._larger(c) for c in sorted(self.members())
+                if self.before.get(c, 0) != self.after.get(c, 0)}
 
     def bridge(self) -> dict[str, int]:
-        """Ready replicas per cluster at a surged move's worst moment: just moved, kept
+        """Ready replicas per cluster at a surged move's worst moment: just moved, member
         clusters at the larger share, new clusters not ready yet, left ones gone."""
-        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())}
+        return {c: self._larger(c) for c in sorted(self.members())}
 
     def ready_after(self) -> dict[str, int]:
         """Ready replicas per cluster once moved: the assignment less what stays Pending."""

@@ -1,16 +1,17 @@
 """Make-before-break waves (pure): what each workload's surge holds, and waves sized so that
 each wave's surge fits the destinations' free capacity less a headroom.
 
-Karmada builds a member Work only for clusters the binding assigns replicas to, so an override
-can act only in clusters that hold the workload both before and after the switch (kept). A
-surged workload's override sets each kept cluster to the larger of its two shares: clusters
+Karmada builds a member Work only for clusters the binding lists (those assigned replicas, or
+with --enable-empty-workload-propagation every cluster the placement admits), so an override
+can act only in clusters that have a member both before and after the switch (members). A
+surged workload's override sets each member cluster to the larger of its two shares: clusters
 that grow are raised (and become ready) before the move, clusters that shrink keep their old
 share through the move until the new replicas everywhere are ready, then the override goes.
-The raise needs room: `after - before` replicas in each growing kept cluster, free when the
+The raise needs room: `after - before` replicas in each growing member cluster, free when the
 wave starts (earlier waves have moved by then, freeing their sources and filling their
 destinations). A workload whose raise does not fit even in a wave of its own has no room; one
-with no kept cluster (e.g. 1 replica moving from cluster-a to cluster-b) has nothing to
-override. Either moves without surge, or is refused (`whenNoRoom`).
+with no member cluster (e.g. 1 replica moving from cluster-a to cluster-b, empty workloads not
+propagated) has nothing to override. Either moves without surge, or is refused (`whenNoRoom`).
 """
 
 from __future__ import annotations
@@ -45,28 +46,30 @@ class SurgeSpec:
 SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 
 
+def _delta(w: PlannedWorkload, c: str) -> int:
+    return w.after.get(c, 0) - w.before.get(c, 0)
+
+
 def surgeable(w: PlannedWorkload) -> bool:
-    """It has replicas, an override can set them, and a kept cluster changes share."""
+    """It has replicas, an override can set them, and a member cluster changes share."""
     return bool(w.replicas) and w.key.kind in SURGE_KINDS and \
-        any(w.before[c] != w.after[c] for c in w.kept_clusters())
+        any(_delta(w, c) for c in w.members())
 
 
 def growth(w: PlannedWorkload) -> dict[str, int]:
-    """Replicas the override raises per cluster before the move: `after - before` in each kept
-    cluster that grows (the room the surge needs)."""
+    """Replicas the override raises per cluster before the move: `after - before` in each
+    member cluster that grows (the room the surge needs)."""
     if not surgeable(w):
         return {}
-    return {c: w.after[c] - w.before[c] for c in sorted(w.kept_clusters())
-            if w.after[c] > w.before[c]}
+    return {c: _delta(w, c) for c in sorted(w.members()) if _delta(w, c) > 0}
 
 
 def held(w: PlannedWorkload) -> dict[str, int]:
     """Replicas held beyond the steady state per cluster at some moment of the surge: raised
-    in growing kept clusters before the move, kept in shrinking ones until it is ready."""
+    in growing member clusters before the move, kept in shrinking ones until it is ready."""
     if not surgeable(w):
         return {}
-    return {c: abs(w.after[c] - w.before[c]) for c in sorted(w.kept_clusters())
-            if w.after[c] != w.before[c]}
+    return {c: abs(_delta(w, c)) for c in sorted(w.members()) if _delta(w, c)}
 
 
 def amounts_for(extra: Mapping[str, int], request: Mapping[str, float]) -> Amounts:
@@ -246,7 +249,7 @@ def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
         else:
             capacity.append(note + "; it moves without surge (whenNoRoom: direct)")
     for w in sorted_:
-        if w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.kept_clusters():
+        if w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.members():
             capacity.append(f"{w.name}: moves without surge: no cluster holds it both before "
                             "and after (Karmada builds no member for a cluster assigned 0 "
                             "replicas, so there is nothing to raise)")

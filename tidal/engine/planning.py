@@ -12,7 +12,7 @@ from typing import Any
 from tidal.domain.floors import FloorRule
 from tidal.domain.patch_scope import added_selectors, beyond_placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
-from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
+from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts, candidates
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
 from tidal.domain.waves import ordered, split_waves
@@ -130,9 +130,11 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         for w in wave:
             prediction = predictors[w.policy].predict(
                 WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
-            planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
-                                           prediction.exact, prediction.problem, w.uid,
-                                           prediction.short, prediction.pending, w.request))
+            planned.append(PlannedWorkload(
+                w.key, w.replicas, w.current, prediction.assignment, prediction.exact,
+                prediction.problem, w.uid, prediction.short, prediction.pending, w.request,
+                candidates=frozenset(candidates(targets[w.policy].target_placement, clusters,
+                                                w.current))))
         for predictor in predictors.values():
             predictor.next_wave()
     if rollout.strategy == "surge":

@@ -66,7 +66,7 @@ def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
             now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
             then = ctx.before.get(w.name, {})
             wanted = {c: max(n, now[c]) for c, n in then.items()
-                      if n > 0 and now.get(c, 0) > 0 and n != now[c]}
+                      if c in now and n != now[c]}  # listed: a member to override
         else:
             wanted = {}
         if wanted:
