@@ -455,3 +455,24 @@ def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
     assert _dips(emu, since, night, day) == []
     assert _splits(emu) == day
     _no_overrides(client)
+
+
+def test_a_window_in_force_is_no_noop_while_an_override_of_its_schedule_is_left(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """After the night is done, an override left behind (a crashed run's, journal lost) keeps
+    web-0 above its share: the same window again is not a no-op; it removes the override and
+    writes nothing else."""
+    from tidal.karmada.overrides import Owner, ReplicaOverride, TemplateRef, apply_override
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    assert run_window(client, path, "night").result == "succeeded"
+    apply_override(client, ReplicaOverride(
+        "tidal-team-s-20260101-000000-dead-w1-0", Owner("team-s", "20260101-000000-dead", 1),
+        (TemplateRef("apps/v1", "Deployment", "web-0", NS),), {"cluster-b": 7}))
+    emu.reset_requests()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded" and not record.noop and record.waves == []
+    _no_overrides(client)
+    assert {r.resource for r in writes(emu)} <= {"overridepolicies", "clusterpropagationpolicies"}

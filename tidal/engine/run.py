@@ -133,7 +133,9 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         problems = refusal_problems(sp, ready_field)
         if problems:
             return Refusal(PlanRefused(sp, problems))
-        if sp.noop:
+        # in force already, unless another run left overrides of this schedule behind (then
+        # the run goes through its phases, writing nothing but their removal)
+        if sp.noop and not surging.leftovers_exist(client, schedule.name):
             return NoOp(sp, base, clock.now().isoformat())
         state.started_at = iso_now(clock)
         state.waves = [WaveState(number, [w.key for w in wave])

@@ -28,6 +28,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.karmada.bindings import key_of, list_bindings
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
@@ -321,6 +322,11 @@ def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Ob
         items, _ = list_bindings(ctx.client, namespace or None, cluster_scoped=not namespace)
         out.update({key_of(o): o for o in items})
     return out
+
+
+def leftovers_exist(client: KarmadaClient, schedule: str) -> bool:
+    """Any override of `schedule` (of any run) exists."""
+    return bool(list_overrides(client, schedule=schedule))
 
 
 def remove_leftovers(ctx: SwitchContext) -> None:
