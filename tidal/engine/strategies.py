@@ -40,7 +40,7 @@ class WaveSteps(Protocol):
         ...
 
     def scheduled(self) -> WaveOutcome:
-        """Wait, quietly (the converged gate reports each gate once), until `scheduled`."""
+        """Wait until `scheduled` (each gate is announced once per wave)."""
         ...
 
     def surge(self) -> WaveOutcome | None:

@@ -141,6 +141,7 @@ class WaveRun:
         self.placements = placements
         self.targets = {w.name: gates.WaveTarget(w, rule=ctx.strategy) for w in live}
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
+        self.passed: set[Gate] = set()  # gates announced in this wave (each once)
 
     @property
     def triggered_before(self) -> list[str]:
@@ -170,11 +171,11 @@ class WaveRun:
                           self.watch, self.direction)
 
     def gate(self, until: Gate) -> WaveOutcome:
-        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until)
+        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until,
+                     passed=self.passed)
 
     def scheduled(self) -> WaveOutcome:
-        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline,
-                     Gate.SCHEDULED, quiet=True)
+        return self.gate(until=Gate.SCHEDULED)
 
     def surge(self) -> WaveOutcome | None:
         return surging.surge(self)
@@ -280,12 +281,12 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
           watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED, *,
-          quiet: bool = False) -> WaveOutcome:
-    """Until every target passed `until`; `quiet`: no gate_passed events (a later gate of
-    the same wave announces them)."""
+          passed: set[Gate] | None = None) -> WaveOutcome:
+    """Until every target passed `until`; `passed`: the gates this wave announced already
+    (each gate_passed event once per wave)."""
     index = wave.index
     base = ctx.event_base(index)
-    passed: set[str] = set()
+    passed = set() if passed is None else passed
     clusters = floor_clusters(ctx.floors)
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
@@ -295,8 +296,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         for gate in gates.GATES:
             if gate in report.passed and gate not in passed and gate is not Gate.FLOORS:
                 passed.add(gate)
-                if not quiet:
-                    ctx.emitter.emit(GatePassed(**base, gate=gate))
+                ctx.emitter.emit(GatePassed(**base, gate=gate))
         if report.failure is FailureReason.FLOOR_BREACH:
             for v in report.violations:
                 ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,
