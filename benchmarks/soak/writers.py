@@ -23,7 +23,7 @@ from benchmarks.soak.scenario import NS, STATE_NS, TEAMS
 # Writes that act on the control plane on a schedule's behalf (Events are best-effort,
 # Leases are how replicas compete for the right to act: both excluded).
 ACTING = {"clusterpropagationpolicies", "propagationpolicies", "deployments",
-          "workloadrebalancers", "configmaps"}
+          "workloadrebalancers", "configmaps", "overridepolicies", "clusteroverridepolicies"}
 LEADER_SLACK_SECONDS = 1.0  # a delete (no resourceVersion) is judged by time, with this slack
 # A write that changes its object gets a resourceVersion above every one committed before it
 # was applied; the request log is in completion order, so allow this much reordering.
@@ -183,8 +183,8 @@ def check_writers(records: Iterable[Any], lease: LeaseHistory,
 
 
 def check_scope(records: Iterable[Any], violation: Callable[[str], None]) -> int:
-    """The daemons write only what the schedules name (plus their own state, Lease, run locks
-    and Events); returns how many writes were checked."""
+    """The daemons write only what the schedules name (plus their own state, Lease, run locks,
+    Events and their surge waves' overrides); returns how many writes were checked."""
     policies = {t.policy for t in TEAMS}
     workloads = {w for t in TEAMS for w in t.workload_names()}
     checked = 0
@@ -198,6 +198,9 @@ def check_scope(records: Iterable[Any], violation: Callable[[str], None]) -> int
             or (plural == "deployments" and r.namespace == NS and r.name in workloads)
             or (plural == "workloadrebalancers" and str(r.name or "").startswith("tidal-"))
             or (plural == "workloadrebalancers" and r.verb == "create")
+            # surge waves: the runs' own overrides (a POST carries no name)
+            or (plural == "overridepolicies" and r.namespace == NS
+                and (r.verb == "create" or str(r.name or "").startswith("tidal-")))
             or (plural in ("configmaps", "leases") and r.namespace == STATE_NS)
             or (plural == "namespaces" and r.verb == "create")
             or plural == "events"

@@ -88,9 +88,11 @@ def _mid_gate(client: KarmadaClient) -> bool:
 
 KILL_POINTS = {
     # between waves: wave 1 done, the pause before wave 2 running
-    "after_wave": (_after_first_wave, 20.0, "3s"),
-    # wave 2 triggered, its gate waiting for pods (real-time emulator: gates take seconds)
-    "mid_gate": (_mid_gate, 1.0, "0s"),
+    "after_wave": (_after_first_wave, 20.0, "3s", "surge"),
+    # wave 2 triggered, its gate waiting for pods (real-time emulator: gates take seconds);
+    # moving directly, as a surged wave's pods are ready before its trigger (the surge's own
+    # kill points are in tests/e2e/test_surge_crash.py)
+    "mid_gate": (_mid_gate, 1.0, "0s", "direct"),
 }
 
 
@@ -99,10 +101,10 @@ def test_sigkill_at_step_boundary_standby_resumes_without_repeating(
     make_emulator: Any, tmp_path: Path, point: str
 ) -> None:
     """Leader killed mid-run: the standby finishes the run; each workload touched once."""
-    reached, speed, pause = KILL_POINTS[point]
+    reached, speed, pause, strategy = KILL_POINTS[point]
     emu = settled_team(make_emulator, speed, timeout=30)
     schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, pause=pause)
+    write_due_schedule(schedules, pause=pause, strategy=strategy)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
@@ -166,7 +168,9 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     member["metadata"]["annotations"]["sim.tidal.io/pods-fail"] = "true"  # night wave fails
     client.request("update", CLUSTERS, "PUT", CLUSTERS.path(None, "cluster-b"), body=member)
     schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s")
+    # direct: a surging wave into failing pods never moves, so there would be nothing to
+    # roll back (tests/e2e/test_switch_surge.py covers that); this is about a moved wave
+    write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s", strategy="direct")
     procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
         wait_for(lambda: (r := _run(client)) is not None and r.phase == "rollback", 60,

@@ -119,13 +119,17 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
         if isinstance(event, ev.WaveStarted) and event.wave == 2:
             raise Crash
 
+    # moving directly: a surged wave is ready at once after its trigger, so the binding would
+    # vanish only after the gate passed; this path needs it to vanish while the gate waits
+    direct = load_one(write_schedule(tmp_path, schedule_text(
+        "team-r", rollout + "\nstrategy: direct", windows=windows)))
     crashed = journal()
     with pytest.raises(Crash):
-        run_switch(client, loaded, "night", clock=SystemClock(), journal=crashed,
+        run_switch(client, direct, "night", clock=SystemClock(), journal=crashed,
                    on_event=delete_then_crash)
     crashed.close()  # a fenced stop: the lock is given back, the journal stays unfinished
     resumed = journal()
-    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=resumed)
+    record = run_switch(client, direct, "night", clock=SystemClock(), journal=resumed)
     resumed.close()
     assert record.result == "succeeded", record.to_json()
     assert any("left out" in w for w in record.warnings), record.warnings

@@ -8,13 +8,15 @@ FencedOut, stop at once."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
-from tidal.engine import policy_change, wave_checks
+from tidal.engine import policy_change, surging, wave_checks
+from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -99,7 +101,8 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
 
 def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
             journal: Journal, emitter: Emitter, run_id: str | None = None,
-            resume: RunState | None = None) -> PreparedRun | Refusal | NoOp:
+            resume: RunState | None = None,
+            budget: SurgeBudget | None = None) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
@@ -123,19 +126,23 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         state.policies = carried_over(previous, window)
         state.schedule_hash, state.schedule_snapshot = \
             schedule_hash(schedule), snapshot_of(schedule)
+        state.strategy = sp.plan.strategy
     base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
     ready_field = ready_field_of(sp)
     if not resuming:
         problems = refusal_problems(sp, ready_field)
         if problems:
             return Refusal(PlanRefused(sp, problems))
-        if sp.noop:
+        # in force already, unless another run left overrides of this schedule behind (then
+        # the run goes through its phases, writing nothing but their removal)
+        if sp.noop and not surging.leftovers_exist(client, schedule.name):
             return NoOp(sp, base, clock.now().isoformat())
         state.started_at = iso_now(clock)
         state.waves = [WaveState(number, [w.key for w in wave])
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
-    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field)
+    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
+                       budget or OwnBudget())
 
 
 @dataclass
@@ -151,17 +158,21 @@ class PreparedRun:
     clock: Clock
     emitter: Emitter
     ready_field: str | None
+    budget: SurgeBudget = field(default_factory=OwnBudget)
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
     def __post_init__(self) -> None:
         sp, state = self.plan, self.state
+        surge = state.strategy == "surge"
         self.ctx = SwitchContext(
             client=self.client, clock=self.clock, emitter=self.emitter, state=state,
-            save=self.save, strategy=strategy_for(state.trigger), floors=sp.floors,
-            everyone=list(sp.selection.workloads),
+            save=self.save, strategy=strategy_for(state.trigger, surge=surge),
+            floors=sp.floors, everyone=list(sp.selection.workloads),
             before={w.name: w.current for w in sp.selection.workloads},
-            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds())
+            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
+            surges={w.name: w.surge() for w in sp.plan.workloads if w.surged} if surge else {},
+            budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent)
 
     def save(self) -> None:
         state = self.state
@@ -215,6 +226,8 @@ class PreparedRun:
             return Phase.ROLLBACK
         self.state.result = RunResult.FAILED
         remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
+        # nor surges, unless removing one would break a floor (then it says so)
+        surging.clean_up(self.ctx, keep_if_breaking=True)
         return Phase.DONE
 
     def _api_failure(self, exc: KarmadaError) -> None:
@@ -227,6 +240,8 @@ class PreparedRun:
         state.advance(Phase.DONE)  # from any phase: an API error ends the run
         state.finished_at = iso_now(ctx.clock)
         self.save()
+        with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
+            surging.clean_up(ctx, keep_if_breaking=True)
         for wave in in_flight:
             ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
                                           reason=state.reason, failure=FailureReason.API_ERROR))
@@ -246,6 +261,8 @@ def remove_rebalancers(ctx: SwitchContext) -> None:
 # ---- the phase handlers: each does its phase's work and names the next phase ----
 
 def _planned(run: PreparedRun) -> Phase:
+    """Nothing of this run is written yet: remove overrides an earlier run left behind."""
+    surging.remove_leftovers(run.ctx)
     return Phase.POLICIES
 
 
@@ -324,6 +341,8 @@ def _finishing(run: PreparedRun) -> Phase:
                                            policy=policy_ref(record.namespace, record.name),
                                            action=action))
     remove_rebalancers(ctx)
+    surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
+    surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
 
@@ -331,11 +350,14 @@ def _finishing(run: PreparedRun) -> Phase:
 def _rollback(run: PreparedRun) -> Phase:
     """Restore the policies and move the switched waves back."""
     state = run.state
+    # forward surges go before moving back
+    surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
     ok, why = roll_back(run.ctx, run.plan.by_name)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:
         state.reason = why
     remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
+    surging.clean_up(run.ctx, keep_if_breaking=not ok)
     return Phase.DONE
 
 

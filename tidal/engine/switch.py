@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidal.domain.clock import Clock
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import Emitter, OnEvent
 from tidal.engine.journal import Journal, RunState
 from tidal.engine.record import RunRecord
@@ -20,11 +21,12 @@ __all__ = ["PlanRefused", "carried_over", "new_run_id", "plan_problems", "run_sw
 def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, *,
                clock: Clock, journal: Journal, on_event: OnEvent | None = None,
                run_id: str | None = None, resume: RunState | None = None,
-               logger: Any = None) -> RunRecord:
-    """Carry out one window now (or resume a half-finished run of it)."""
+               logger: Any = None, budget: SurgeBudget | None = None) -> RunRecord:
+    """Carry out one window now (or resume a half-finished run of it); surges reserve their
+    capacity from `budget` (the daemon's shared one; alone, what the clusters have free)."""
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
-                       emitter=emitter, run_id=run_id, resume=resume)
+                       emitter=emitter, run_id=run_id, resume=resume, budget=budget)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):

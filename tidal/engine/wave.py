@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
-from tidal.engine import gates, stall, triggers
+from tidal.engine import gates, stall, surging, triggers
+from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -58,6 +59,11 @@ class SwitchContext:
     wave_timeout: float = 600.0
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
+    # make-before-break: the plan's override per surged workload (cluster -> replicas), the
+    # capacity budget surges reserve from, and the headroom they leave in each destination
+    surges: dict[str, dict[str, int]] = field(default_factory=dict)
+    budget: SurgeBudget = field(default_factory=OwnBudget)
+    headroom_percent: float = 0.0
 
     @property
     def trigger(self) -> Trigger:
@@ -135,6 +141,7 @@ class WaveRun:
         self.placements = placements
         self.targets = {w.name: gates.WaveTarget(w, rule=ctx.strategy) for w in live}
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
+        self.passed: set[Gate] = set()  # gates announced in this wave (each once)
 
     @property
     def triggered_before(self) -> list[str]:
@@ -164,7 +171,20 @@ class WaveRun:
                           self.watch, self.direction)
 
     def gate(self, until: Gate) -> WaveOutcome:
-        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until)
+        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until,
+                     passed=self.passed)
+
+    def scheduled(self) -> WaveOutcome:
+        return self.gate(until=Gate.SCHEDULED)
+
+    def surge(self) -> WaveOutcome | None:
+        return surging.surge(self)
+
+    def fit(self) -> None:
+        surging.fit(self)
+
+    def release(self) -> WaveOutcome | None:
+        return surging.release(self)
 
 
 def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
@@ -260,10 +280,13 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
-          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED) -> WaveOutcome:
+          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED, *,
+          passed: set[Gate] | None = None) -> WaveOutcome:
+    """Until every target passed `until`; `passed`: the gates this wave announced already
+    (each gate_passed event once per wave)."""
     index = wave.index
     base = ctx.event_base(index)
-    passed: set[str] = set()
+    passed = set() if passed is None else passed
     clusters = floor_clusters(ctx.floors)
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
