@@ -1,0 +1,222 @@
+"""The daemon's one capacity budget: surge room leased to the waves of all concurrent switches.
+
+Each surging wave reserves its surge (cluster -> resource -> amount) before it surges and
+releases it once its override is gone; a reservation fits only if it fits what the caller says
+is free (from Cluster status) minus what every other wave holds, so no combination of teams
+overruns a cluster because of tidal.
+
+Order among the waves that wait: higher schedule `priority` first; within a priority, the
+schedule granted the fewest waves in its current run first (round-robin by wave: one large
+team gets one turn per round), then whoever waits longest. A waiter keeps its place: nothing
+ranked below it may take any (cluster, resource) it asks for, even if that would fit now; so
+its resources only drain and it is served once enough is released (no starvation). A waiter
+that could not fit even with nothing held (the cluster itself is too small) blocks no one.
+Waves poll (`reserve` again until True); a waiter that stopped polling for `stale_after`
+seconds is dropped, and a run that ends (any result) gives back everything it held.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import structlog
+
+from tidal.domain.clock import Clock
+from tidal.engine.budget import Need
+
+log = structlog.get_logger("tidal.daemon.budget")
+
+Pair = tuple[str, str]  # (cluster, resource)
+
+
+def _amounts(need: Need) -> dict[Pair, float]:
+    return {(cluster, resource): float(amount) for cluster, amounts in need.items()
+            for resource, amount in amounts.items() if amount > 0}
+
+
+@dataclass
+class Waiter:
+    """A wave waiting for room."""
+
+    holder: str
+    schedule: str
+    priority: int
+    need: dict[Pair, float]
+    since: datetime
+    seq: int
+    polled: float  # clock.monotonic() of its last reserve call
+    short: dict[Pair, float] = field(default_factory=dict)  # what it lacked at its last poll
+
+
+@dataclass
+class Hold:
+    holder: str
+    schedule: str
+    amounts: dict[Pair, float]
+
+
+@dataclass(frozen=True)
+class CapacityWait:
+    """One schedule's oldest waiting wave, for status."""
+
+    schedule: str
+    holder: str
+    since: datetime
+    short: dict[str, dict[str, float]]
+
+
+class SharedBudget:
+    """The SurgeBudget of every switch of one daemon (thread-safe); hand each run
+    `for_schedule(name, priority)`."""
+
+    def __init__(self, clock: Clock, *, stale_after: float = 120.0,
+                 on_change: Callable[[SharedBudget], None] | None = None) -> None:
+        self.clock = clock
+        self.stale_after = stale_after
+        self.on_change = on_change
+        self._lock = threading.Lock()
+        self._holds: dict[str, Hold] = {}
+        self._waiters: dict[str, Waiter] = {}
+        self._grants: dict[str, int] = {}  # schedule -> waves granted in its current run
+        self._seq = 0
+
+    def for_schedule(self, schedule: str, priority: int = 0) -> ScheduleBudget:
+        return ScheduleBudget(self, schedule, priority)
+
+    # --- the SurgeBudget operations, tagged with the schedule -----------------------------
+    def reserve(self, schedule: str, priority: int, holder: str, need: Need, free: Need) -> bool:
+        amounts = _amounts(need)
+        free_pairs = _amounts(free)
+        with self._lock:
+            now = self.clock.monotonic()
+            self._drop_stale(now)
+            self._holds.pop(holder, None)  # reserving again replaces the earlier hold
+            waiter = self._waiters.get(holder)
+            if waiter is None:
+                self._seq += 1
+                waiter = Waiter(holder, schedule, priority, amounts, self.clock.now(),
+                                self._seq, now)
+                self._waiters[holder] = waiter
+            waiter.need, waiter.priority, waiter.polled = amounts, priority, now
+            granted = self._decide(waiter, free_pairs)
+            if granted:
+                del self._waiters[holder]
+                self._holds[holder] = Hold(holder, schedule, amounts)
+                self._grants[schedule] = self._grants.get(schedule, 0) + 1
+        if granted:
+            log.info("capacity_leased", schedule=schedule, holder=holder,
+                     need=_nested(amounts))
+        self._changed()
+        return granted
+
+    def release(self, holder: str) -> None:
+        with self._lock:
+            hold = self._holds.pop(holder, None)
+            waiter = self._waiters.pop(holder, None)
+        if hold is not None:
+            log.info("capacity_released", schedule=hold.schedule, holder=holder)
+        if hold is not None or waiter is not None:
+            self._changed()
+
+    def end_run(self, schedule: str) -> None:
+        """The schedule's run ended (finished, failed, halted, crashed out): give back all it
+        held or waited for, and start its round-robin count afresh for its next run."""
+        with self._lock:
+            gone = [h for h, hold in self._holds.items() if hold.schedule == schedule]
+            gone += [h for h, w in self._waiters.items() if w.schedule == schedule]
+            for holder in gone:
+                self._holds.pop(holder, None)
+                self._waiters.pop(holder, None)
+            self._grants.pop(schedule, None)
+        if gone:
+            log.info("capacity_released", schedule=schedule, holders=len(gone), reason="run_ended")
+            self._changed()
+
+    # --- what status and metrics read -------------------------------------------------------
+    def leased(self) -> dict[str, dict[str, float]]:
+        """cluster -> resource -> amount held by all waves now."""
+        total: dict[Pair, float] = {}
+        with self._lock:
+            for hold in self._holds.values():
+                for pair, amount in hold.amounts.items():
+                    total[pair] = total.get(pair, 0.0) + amount
+        return _nested(total)
+
+    def waiting(self) -> dict[str, CapacityWait]:
+        """schedule -> its longest-waiting wave."""
+        out: dict[str, CapacityWait] = {}
+        with self._lock:
+            for w in sorted(self._waiters.values(), key=lambda w: w.seq):
+                if w.schedule not in out:
+                    out[w.schedule] = CapacityWait(w.schedule, w.holder, w.since,
+                                                   _nested(w.short))
+        return out
+
+    # --- the decision -----------------------------------------------------------------------
+    def _rank(self, w: Waiter) -> tuple[int, int, int]:
+        return (-w.priority, self._grants.get(w.schedule, 0), w.seq)
+
+    def _decide(self, asking: Waiter, free: Mapping[Pair, float]) -> bool:
+        """Walk the waiters in rank order as if each were asking now: one that fits takes its
+        room (on paper), one that does not fit claims all it asks for; `asking` is granted iff
+        it fits what is left and touches nothing claimed above it."""
+        left = dict(free)
+        for hold in self._holds.values():
+            for pair, amount in hold.amounts.items():
+                left[pair] = left.get(pair, 0.0) - amount
+        claimed: set[Pair] = set()
+        for w in sorted(self._waiters.values(), key=self._rank):
+            short = {p: a - left.get(p, 0.0) for p, a in w.need.items()
+                     if a > left.get(p, 0.0) + 1e-9}
+            touches = bool(claimed.intersection(w.need))
+            if w is asking:
+                asking.short = short
+                if touches and not short:
+                    asking.short = {p: 0.0 for p in claimed.intersection(w.need)}
+                return not short and not touches
+            if short or touches:
+                if all(a <= free.get(p, 0.0) + 1e-9 for p, a in w.need.items()):
+                    claimed.update(w.need)  # releases can make it fit: keep its place
+                continue
+            for pair, amount in w.need.items():
+                left[pair] = left.get(pair, 0.0) - amount
+        return False  # unreachable: `asking` is among the waiters
+
+    def _drop_stale(self, now: float) -> None:
+        for holder, w in list(self._waiters.items()):
+            if now - w.polled > self.stale_after:
+                del self._waiters[holder]
+                log.warning("capacity_waiter_dropped", schedule=w.schedule, holder=holder,
+                            reason="stopped asking")
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(self)
+            except Exception as exc:  # a metric or status hook never breaks a switch
+                log.warning("budget_observer_failed", error=str(exc))
+
+
+@dataclass(frozen=True)
+class ScheduleBudget:
+    """The shared budget as one schedule's runs see it (a SurgeBudget)."""
+
+    shared: SharedBudget
+    schedule: str
+    priority: int = 0
+
+    def reserve(self, holder: str, need: Need, free: Need) -> bool:
+        return self.shared.reserve(self.schedule, self.priority, holder, need, free)
+
+    def release(self, holder: str) -> None:
+        self.shared.release(holder)
+
+
+def _nested(pairs: Mapping[Pair, float]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for (cluster, resource), amount in sorted(pairs.items()):
+        out.setdefault(cluster, {})[resource] = amount
+    return out
