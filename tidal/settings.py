@@ -74,6 +74,21 @@ class SchedulerSettings(BaseModel):
     max_clock_skew_seconds: float = Field(30.0, gt=0)
 
 
+class ApiSettings(BaseModel):
+    """How tidal talks to the Karmada apiserver (TIDAL_API__*)."""
+
+    model_config = FINITE
+
+    # client-side rate limit, as client-go's QPS and Burst: sustained requests a second, and
+    # how many may go at once after a quiet spell (watches count when they are opened)
+    qps: float = Field(50.0, gt=0)
+    burst: int = Field(100, ge=1)
+    # the daemon lists and watches bindings and clusters once for all its switches (False: each
+    # wave of each switch watches on its own, as before; for comparison)
+    shared_watch: bool = True
+    shared_watch_seconds: float = Field(60.0, ge=1, le=3600)  # one watch request's length
+
+
 class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
@@ -93,6 +108,7 @@ class Settings(BaseSettings):
                           min_length=1)
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    api: ApiSettings = ApiSettings()
 
     @field_validator("state_namespace")
     @classmethod

@@ -29,6 +29,7 @@ from tidal.domain.windows import (
 )
 from tidal.engine.events import OnEvent
 from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
+from tidal.engine.run import Shared
 from tidal.engine.states import RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
@@ -53,8 +54,8 @@ class RunSwitch(Protocol):
 
     def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                  clock: Clock, journal: Journal, on_event: OnEvent,
-                 run_id: str | None = None, resume: RunState | None = None
-                 ) -> RunOutcome: ...
+                 run_id: str | None = None, resume: RunState | None = None,
+                 shared: Shared | None = None) -> RunOutcome: ...
 
 
 def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
@@ -101,6 +102,8 @@ class Reconciler:
         metrics: DaemonMetrics | None = None,
         lock_for: Callable[[str], RunLock] | None = None,
         max_clock_skew: float | None = None,
+        shared_for: Callable[[LoadedSchedule], contextlib.AbstractContextManager[Shared]]
+        | None = None,
     ) -> None:
         self.client = client
         self.state = state
@@ -113,6 +116,7 @@ class Reconciler:
         self.metrics: DaemonMetrics = metrics if metrics is not None else NullMetrics()
         self.lock_for = lock_for
         self.max_clock_skew = max_clock_skew
+        self.shared_for = shared_for
         self.last_decisions: dict[str, str] = {}
         self.drift: dict[str, list[dict[str, Any]]] = {}
 
@@ -154,6 +158,15 @@ class Reconciler:
                 log.info("schedule_busy", schedule=name, holder=lock.holder)
             yield held
 
+    @contextlib.contextmanager
+    def _shared(self, loaded: LoadedSchedule) -> Iterator[Shared | None]:
+        """The daemon's informers and budget for one run, given back when the run ends."""
+        if self.shared_for is None:
+            yield None
+            return
+        with self.shared_for(loaded) as shared:
+            yield shared
+
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
         if reason.startswith("window:"):
@@ -177,10 +190,11 @@ class Reconciler:
                     return
                 log.info("run_resuming", schedule=name, window=unfinished.window,
                          run_id=unfinished.run_id, phase=unfinished.phase)
-                record = self.run_switch(self.client, loaded, unfinished.window,
-                                         clock=self.clock, journal=self.state,
-                                         on_event=self.on_event, run_id=unfinished.run_id,
-                                         resume=unfinished)
+                with self._shared(loaded) as shared:
+                    record = self.run_switch(self.client, loaded, unfinished.window,
+                                             clock=self.clock, journal=self.state,
+                                             on_event=self.on_event, run_id=unfinished.run_id,
+                                             resume=unfinished, shared=shared)
                 self._finish(seen, name, unfinished.window, record, unfinished.run_id)
             return
         now = self._now(times, reason)
@@ -260,9 +274,10 @@ class Reconciler:
                start: WindowStart, run_id: str) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
-            record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
-                                     journal=self.state, on_event=self.on_event,
-                                     run_id=run_id)
+            with self._shared(loaded) as shared:
+                record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
+                                         journal=self.state, on_event=self.on_event,
+                                         run_id=run_id, shared=shared)
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:

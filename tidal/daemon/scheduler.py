@@ -71,12 +71,14 @@ class Dispatcher:
     def __init__(self, work: Callable[[str, str], None], limit: int = 1,
                  on_error: Callable[[str, Exception], None] | None = None, *,
                  priority_of: Callable[[str], int] | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
         self.work = work
         self.limit = limit
         self.on_error = on_error
         self.priority_of = priority_of or (lambda _name: 0)
         self.clock = clock
+        self.on_change = on_change  # the queue changed (metrics); called without the lock
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queued: dict[str, _Queued] = {}  # schedule -> queued but not started
@@ -101,6 +103,14 @@ class Dispatcher:
             if schedule in self._queued:
                 return
             self._enqueue(schedule, reason)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception as exc:  # a metric never stops the queue
+                log.warning("observer_failed", error=str(exc))
 
     def _enqueue(self, schedule: str, reason: str) -> None:
         """Queue one pass (the lock is held)."""
@@ -131,6 +141,7 @@ class Dispatcher:
             if taken is None:
                 return
             schedule, reason = taken
+            self._changed()
             try:
                 self.work(schedule, reason)
             except Exception as exc:  # a failed pass must not kill the worker

@@ -15,6 +15,7 @@ from typing import Final
 
 from tidal.domain.clock import Clock
 from tidal.engine import policy_change, wave_checks
+from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -46,6 +47,7 @@ from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.informer import SharedReads
 from tidal.karmada.rebalancers import delete_rebalancer
 
 ALREADY_IN_FORCE: Final = "already in force"
@@ -53,6 +55,14 @@ ALREADY_IN_FORCE: Final = "already in force"
 
 def new_run_id(clock: Clock) -> str:
     return clock.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What a daemon shares among its concurrent runs (a run alone: its own of each)."""
+
+    reads: SharedReads | None = None
+    budget: SurgeBudget = field(default_factory=OwnBudget)
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,8 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
 
 def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
             journal: Journal, emitter: Emitter, run_id: str | None = None,
-            resume: RunState | None = None) -> PreparedRun | Refusal | NoOp:
+            resume: RunState | None = None, shared: Shared | None = None
+            ) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
@@ -135,7 +146,8 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         state.waves = [WaveState(number, [w.key for w in wave])
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
-    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field)
+    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
+                       shared=shared or Shared())
 
 
 @dataclass
@@ -151,6 +163,7 @@ class PreparedRun:
     clock: Clock
     emitter: Emitter
     ready_field: str | None
+    shared: Shared = field(default_factory=lambda: Shared())
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -161,7 +174,8 @@ class PreparedRun:
             save=self.save, strategy=strategy_for(state.trigger), floors=sp.floors,
             everyone=list(sp.selection.workloads),
             before={w.name: w.current for w in sp.selection.workloads},
-            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds())
+            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
+            reads=self.shared.reads, budget=self.shared.budget)
 
     def save(self) -> None:
         state = self.state
@@ -293,7 +307,8 @@ def _waves(run: PreparedRun) -> Phase:
         names = [str(key) for key in wave.workloads]
         workloads = [by_name[n] for n in names if n in by_name]
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
-        outcome = wave_checks.before_wave(ctx.client, state.policies, planned) or \
+        outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
+                                          ctx.list_clusters) or \
             run_wave(ctx, wave, workloads, placements=placements)
         wave.finished_at = iso_now(clock)
         wbase = ctx.event_base(wave.index)

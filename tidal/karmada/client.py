@@ -5,6 +5,9 @@ resource paths, translates every failure into tidal.karmada.errors (chained with
 retries the retryable ones with tenacity (honouring Retry-After), and reports each HTTP
 attempt to an optional hook `on_request(verb, resource, code)` (code 0: no answer).
 
+With a RateLimiter (`from_settings` makes one from TIDAL_API__QPS and __BURST) every attempt
+waits for its token first; a 429's Retry-After is honoured on top of it.
+
 Acting writes (every write but Leases, Events and Namespaces) pass an optional WriteGate: each
 attempt, the first and every retry, is sent only while the gate's Lease is held, with a timeout
 that ends before the Lease could pass to another replica; a retry delay (Retry-After) longer
@@ -38,6 +41,7 @@ from tidal.karmada.errors import (
     translate,
 )
 from tidal.karmada.objects import Obj as Obj
+from tidal.karmada.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from tidal.settings import Settings
@@ -142,8 +146,10 @@ class KarmadaClient:
         sleep: Callable[[float], None] = time.sleep,
         request_timeout: float = 30.0,
         write_gate: WriteGate | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.api = api_client
+        self.limiter = limiter
         self.write_gate = write_gate
         self._server_offset: float | None = None  # the server's Date minus our wall clock
         self.on_request = on_request
@@ -216,6 +222,8 @@ class KarmadaClient:
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
+        """A client for the settings' kubeconfig, rate-limited as they say."""
+        kw.setdefault("limiter", RateLimiter(settings.api.qps, settings.api.burst))
         return cls.from_kubeconfig(settings.kubeconfig, settings.context, **kw)
 
     def close(self) -> None:
@@ -295,6 +303,8 @@ class KarmadaClient:
     def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
               report_success: bool, gate: WriteGate | None = None) -> T:
         def once() -> T:
+            if self.limiter is not None:
+                self.limiter.wait()  # every attempt, as client-go
             try:
                 result = fn()
             except KarmadaError as exc:
