@@ -26,7 +26,7 @@ from tidal.daemon.lease import (
     RunLock,
     run_lock_name,
 )
-from tidal.daemon.queue import queue_report
+from tidal.daemon.queue import QueuePublisher, queue_report
 from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
@@ -121,6 +121,7 @@ class Daemon:
         self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
             if api.shared_watch else None
         self.budget = SharedBudget(self.clock, on_change=self._budget_changed)
+        self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
@@ -214,8 +215,9 @@ class Daemon:
     def _queue_changed(self) -> None:
         dispatcher = getattr(self, "dispatcher", None)  # the budget may report before it exists
         slots = dispatcher.waiting() if dispatcher is not None else {}
-        self.metrics.set_queue(slots, self.budget.waiting(), self.budget.leased(),
-                               self.clock.now())
+        capacity, leased, now = self.budget.waiting(), self.budget.leased(), self.clock.now()
+        self.metrics.set_queue(slots, capacity, leased, now)
+        self.queue.publish(queue_report(slots, capacity, leased, now), self.may_act())
 
     def queue_status(self) -> dict[str, Any]:
         """For each schedule that waits: for a slot or for capacity, and since when; and the
@@ -258,6 +260,7 @@ class Daemon:
     def resync(self, reason: str = "resync") -> None:
         for name in sorted(self.directory.catalog.schedules):
             self.dispatcher.submit(name, reason)
+        self._queue_changed()  # a change the publish interval held back goes out now
         self._publish_next_runs()
 
     def reload(self) -> None:
