@@ -20,6 +20,7 @@ from tidal.daemon.app import Daemon
 from tidal.daemon.status import build_status
 from tidal.domain.clock import FakeClock
 from tidal.engine.journal import RunState
+from tidal.engine.states import Phase, RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.state_objects import ensure_namespace
 from tidal.loading import load_schedules
@@ -45,7 +46,7 @@ class SurgingEngine:
                  shared: Any = None) -> Any:
         name = loaded.schedule.name
         state = RunState(schedule=name, window=window_name, run_id=run_id or "x")
-        state.phase = "waves"
+        state.phase = Phase.WAVES
         journal.save(state)
         holder = f"{state.run_id}/wave-1"
         self.budgets.append(shared.budget)
@@ -58,7 +59,7 @@ class SurgingEngine:
         if name in self.fail:
             raise RuntimeError(f"{name}: the policy is broken")  # the budget is not released
         shared.budget.release(holder)
-        state.phase, state.result = "done", "succeeded"
+        state.phase, state.result = Phase.DONE, RunResult.SUCCEEDED
         journal.save(state)
         return state
 
