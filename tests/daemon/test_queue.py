@@ -39,26 +39,24 @@ class SurgingEngine:
     release: dict[str, threading.Event] = field(default_factory=dict)
     fail: set[str] = field(default_factory=set)
     granted: list[str] = field(default_factory=list)
-    budgets: list[Any] = field(default_factory=list)
 
     def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Any, journal: Any,
                  on_event: Any, run_id: str | None = None, resume: Any = None,
-                 shared: Any = None) -> Any:
+                 budget: Any = None, reads: Any = None) -> Any:
         name = loaded.schedule.name
         state = RunState(schedule=name, window=window_name, run_id=run_id or "x")
         state.phase = Phase.WAVES
         journal.save(state)
         holder = f"{state.run_id}/wave-1"
-        self.budgets.append(shared.budget)
         deadline = time.monotonic() + 10
-        while not shared.budget.reserve(holder, GPUS, GPUS):
+        while not budget.reserve(holder, GPUS, GPUS):
             assert time.monotonic() < deadline, f"{name} never got capacity"
             time.sleep(0.02)
         self.granted.append(name)
         self.release.setdefault(name, threading.Event()).wait(10)
         if name in self.fail:
             raise RuntimeError(f"{name}: the policy is broken")  # the budget is not released
-        shared.budget.release(holder)
+        budget.release(holder)
         state.phase, state.result = Phase.DONE, RunResult.SUCCEEDED
         journal.save(state)
         return state

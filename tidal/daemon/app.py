@@ -27,15 +27,15 @@ from tidal.daemon.lease import (
     run_lock_name,
 )
 from tidal.daemon.queue import QueuePublisher, queue_report
-from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
+from tidal.daemon.reconcile import Reconciler, RunOutcome, RunShare, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, default_loader
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
 from tidal.domain.windows import times_of
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import EngineEvent, OnEvent
 from tidal.engine.journal import Journal, RunState
-from tidal.engine.run import Shared
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.informer import SharedReads
 from tidal.loading.loader import LoadedSchedule
@@ -51,11 +51,13 @@ EXIT_LOST_LEADERSHIP = 1
 def default_run_switch(client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                        clock: Clock, journal: Journal, on_event: OnEvent,
                        run_id: str | None = None, resume: RunState | None = None,
-                       shared: Shared | None = None) -> RunOutcome:
+                       budget: SurgeBudget | None = None, reads: SharedReads | None = None
+                       ) -> RunOutcome:
     from tidal.engine.switch import run_switch
 
     return run_switch(client, loaded, window_name, clock=clock, journal=journal,
-                      on_event=on_event, run_id=run_id, resume=resume, shared=shared)
+                      on_event=on_event, run_id=run_id, resume=resume, budget=budget,
+                      reads=reads)
 
 
 class _AlwaysLeader:
@@ -195,17 +197,17 @@ class Daemon:
         return loaded.schedule.spec.priority if loaded is not None else 0
 
     @contextlib.contextmanager
-    def _shared_for(self, loaded: LoadedSchedule) -> Iterator[Shared]:
+    def _shared_for(self, loaded: LoadedSchedule) -> Iterator[RunShare]:
         """One run's share of the daemon: the informers and its view of the budget; when the
         run ends, however it ends, what it held is given back."""
         schedule = loaded.schedule
         budget = self.budget.for_schedule(schedule.name, schedule.spec.priority)
         try:
             if self.reads is None:
-                yield Shared(budget=budget)
+                yield RunShare(budget)
             else:
                 with self.reads.in_use():
-                    yield Shared(reads=self.reads, budget=budget)
+                    yield RunShare(budget, self.reads)
         finally:
             self.budget.end_run(schedule.name)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -27,12 +27,13 @@ from tidal.domain.windows import (
     start_in_force,
     times_of,
 )
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import OnEvent
 from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
-from tidal.engine.run import Shared
 from tidal.engine.states import RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.informer import SharedReads
 from tidal.loading.loader import LoadedSchedule
 from tidal.metrics import DaemonMetrics, NullMetrics
 
@@ -55,7 +56,17 @@ class RunSwitch(Protocol):
     def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                  clock: Clock, journal: Journal, on_event: OnEvent,
                  run_id: str | None = None, resume: RunState | None = None,
-                 shared: Shared | None = None) -> RunOutcome: ...
+                 budget: SurgeBudget | None = None, reads: SharedReads | None = None
+                 ) -> RunOutcome: ...
+
+
+@dataclass(frozen=True)
+class RunShare:
+    """What the daemon lends one run: its view of the shared capacity budget, and the shared
+    informers (None: the run lists and watches on its own)."""
+
+    budget: SurgeBudget
+    reads: SharedReads | None = None
 
 
 def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
@@ -102,7 +113,7 @@ class Reconciler:
         metrics: DaemonMetrics | None = None,
         lock_for: Callable[[str], RunLock] | None = None,
         max_clock_skew: float | None = None,
-        shared_for: Callable[[LoadedSchedule], contextlib.AbstractContextManager[Shared]]
+        shared_for: Callable[[LoadedSchedule], contextlib.AbstractContextManager[RunShare]]
         | None = None,
     ) -> None:
         self.client = client
@@ -159,13 +170,14 @@ class Reconciler:
             yield held
 
     @contextlib.contextmanager
-    def _shared(self, loaded: LoadedSchedule) -> Iterator[Shared | None]:
-        """The daemon's informers and budget for one run, given back when the run ends."""
+    def _shared(self, loaded: LoadedSchedule) -> Iterator[dict[str, Any]]:
+        """The run_switch keywords lending the daemon's budget and informers to one run (none
+        without them), given back when the run ends."""
         if self.shared_for is None:
-            yield None
+            yield {}
             return
-        with self.shared_for(loaded) as shared:
-            yield shared
+        with self.shared_for(loaded) as share:
+            yield {"budget": share.budget, "reads": share.reads}
 
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
@@ -194,7 +206,7 @@ class Reconciler:
                     record = self.run_switch(self.client, loaded, unfinished.window,
                                              clock=self.clock, journal=self.state,
                                              on_event=self.on_event, run_id=unfinished.run_id,
-                                             resume=unfinished, shared=shared)
+                                             resume=unfinished, **shared)
                 self._finish(seen, name, unfinished.window, record, unfinished.run_id)
             return
         now = self._now(times, reason)
@@ -277,7 +289,7 @@ class Reconciler:
             with self._shared(loaded) as shared:
                 record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
                                          journal=self.state, on_event=self.on_event,
-                                         run_id=run_id, shared=shared)
+                                         run_id=run_id, **shared)
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:

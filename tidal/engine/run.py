@@ -58,14 +58,6 @@ def new_run_id(clock: Clock) -> str:
 
 
 @dataclass(frozen=True)
-class Shared:
-    """What a daemon shares among its concurrent runs (a run alone: its own of each)."""
-
-    reads: SharedReads | None = None
-    budget: SurgeBudget = field(default_factory=OwnBudget)
-
-
-@dataclass(frozen=True)
 class Refusal:
     """The switch must not start (an unsafe plan): nothing was written."""
 
@@ -109,8 +101,9 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
 
 def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
             journal: Journal, emitter: Emitter, run_id: str | None = None,
-            resume: RunState | None = None, shared: Shared | None = None
-            ) -> PreparedRun | Refusal | NoOp:
+            resume: RunState | None = None,
+            budget: SurgeBudget | None = None,
+            reads: SharedReads | None = None) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
@@ -147,7 +140,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
     return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
-                       shared=shared or Shared())
+                       budget or OwnBudget(), reads)
 
 
 @dataclass
@@ -163,7 +156,8 @@ class PreparedRun:
     clock: Clock
     emitter: Emitter
     ready_field: str | None
-    shared: Shared = field(default_factory=lambda: Shared())
+    budget: SurgeBudget = field(default_factory=OwnBudget)
+    reads: SharedReads | None = None  # the daemon's shared informers (alone: none)
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -175,7 +169,7 @@ class PreparedRun:
             everyone=list(sp.selection.workloads),
             before={w.name: w.current for w in sp.selection.workloads},
             ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
-            reads=self.shared.reads, budget=self.shared.budget)
+            budget=self.budget, reads=self.reads)
 
     def save(self) -> None:
         state = self.state
