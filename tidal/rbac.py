@@ -266,6 +266,7 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
         grants.add(None, WORK_GROUP, "clusterresourcebindings", ("list", "watch"))
     # listed, and watched by the daemon's shared cache (one watch for all its switches)
     grants.add(None, "cluster.karmada.io", "clusters", ("list", "watch"))
+    _grant_overrides(grants, templates)
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back
         # for the per-workload results when a wave fails; deleted when the run ends (the TTL
@@ -283,6 +284,21 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
     # the daemon checks that its state namespace exists (it never creates namespaces)
     grants.add(None, "", "namespaces", ("get",), (state_namespace,))
     return grants.rules()
+
+
+def _grant_overrides(grants: _Grants, templates: Sequence[TemplateKind]) -> None:
+    """Surge waves (tidal/karmada/overrides.py): an OverridePolicy per wave in each template
+    namespace (a ClusterOverridePolicy for cluster-scoped templates), created, read, replaced
+    on a resume and deleted on release; tidal's own are found after a crash by their owner
+    labels in one cluster-wide list of each kind. Names are made per run: no resourceNames."""
+    verbs = ("create", "delete", "get", "update")
+    for namespace in sorted({t.namespace for t in templates}, key=lambda n: n or ""):
+        grants.add(namespace, POLICY_GROUP, "overridepolicies", verbs)
+    if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS
+           for t in templates):
+        grants.add(None, POLICY_GROUP, "clusteroverridepolicies", verbs)
+    for resource in ("overridepolicies", "clusteroverridepolicies"):
+        grants.add(None, POLICY_GROUP, resource, ("list",))
 
 
 def _labels() -> dict[str, str]:

@@ -294,6 +294,12 @@ NOT_EXERCISED: dict[tuple[str, str], str] = {
     ("deployments", "get"): "read only when a wave's binding vanishes (a deleted template): "
                             "tests/e2e/test_rbac_enforced.py exercises it",
 }
+# Surge waves (issue 18) write overrides; until the engine sends them in these switches,
+# tests/karmada/test_overrides.py::test_printed_rbac_allows_every_override_request covers them.
+OVERRIDES_NOT_EXERCISED = {(resource, verb)
+                           for resource in ("overridepolicies", "clusteroverridepolicies")
+                           for verb in ("create", "delete", "get", "list", "update")}
+NOT_EXERCISED.update(dict.fromkeys(OVERRIDES_NOT_EXERCISED, "surge waves (issue 18)"))
 
 
 def fast_examples(target: Path) -> Path:
@@ -414,5 +420,6 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
     assert not denied, f"requests the printed RBAC does not allow: {denied}"
     used = {(r.resource, r.verb) for r in log}
     granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
-    unused = granted - used - {("deployments", "get")}  # a deleted template: see NOT_EXERCISED
+    # a deleted template: see NOT_EXERCISED
+    unused = granted - used - {("deployments", "get")} - OVERRIDES_NOT_EXERCISED
     assert not unused, f"granted but never needed: {sorted(unused)}"

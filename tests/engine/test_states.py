@@ -89,3 +89,40 @@ def test_each_resolved_trigger_has_one_strategy() -> None:
     assert set(STRATEGIES) == set(Trigger)
     assert strategy_for("both").trigger is Trigger.BOTH
     assert [s.marks_lazy for s in map(strategy_for, Trigger)] == [True, False, True]
+
+
+def test_surge_steps_move_only_along_their_table() -> None:
+    """A surge goes none -> reserved -> surged -> moving -> releasing -> released; clean-up may
+    release or keep any active step; nothing leaves released; a skipped step is a bug."""
+    from tidal.engine.journal import SurgeRecord
+    from tidal.engine.states import SURGE_TRANSITIONS, IllegalSurgeStep, SurgeStep
+
+    record = SurgeRecord({"ns/Deployment/a": {"b": 5}})
+    for step in (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING,
+                 SurgeStep.RELEASED):
+        record.advance(step)
+    assert SURGE_TRANSITIONS[SurgeStep.RELEASED] == frozenset()
+    with pytest.raises(IllegalSurgeStep):
+        SurgeRecord({}).advance(SurgeStep.MOVING)
+    assert all(SurgeStep.KEPT in SURGE_TRANSITIONS[s] for s in
+               (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING))
+
+
+def test_a_wave_surge_round_trips_through_the_journal() -> None:
+    """Both directions' surge records and the run's strategy read back as written; a wave
+    without surge keeps the 0.1.0 keys only."""
+    from tidal.engine.journal import SurgeRecord
+    from tidal.engine.states import SurgeStep
+
+    wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
+    assert "surge" not in wave.to_dict()
+    wave.surge = SurgeRecord({"ns/Deployment/a": {"cluster-b": 5}},
+                             {"cluster-b": {"pods": 4.0}}, SurgeStep.SURGED,
+                             ["OverridePolicy/ns/tidal-x-w1-0"])
+    wave.surge_back = SurgeRecord({"ns/Deployment/a": {"cluster-a": 4}}, kept="floor")
+    state = RunState("team", "night", "r1", waves=[wave], strategy="surge")
+    again = RunState.from_dict(state.to_dict())
+    assert again.strategy == "surge"
+    assert again.waves[0].surge == wave.surge and again.waves[0].surge_back == wave.surge_back
+    assert RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy == \
+        "direct"

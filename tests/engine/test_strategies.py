@@ -38,6 +38,17 @@ class RecordingWave:
         self.calls.append(f"gate:{until}")
         return WaveOutcome(self.scheduled)
 
+    def surge(self) -> WaveOutcome | None:
+        self.calls.append("surge")
+        return None
+
+    def fit(self) -> None:
+        self.calls.append("fit")
+
+    def release(self) -> WaveOutcome | None:
+        self.calls.append("release")
+        return None
+
 
 @pytest.mark.parametrize(("strategy", "calls"), [
     (Touch(), ["touch"]),
@@ -51,6 +62,34 @@ def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStra
     assert strategy.arm(wave) is None
     assert wave.calls == calls
     assert strategy.settle(wave) is None
+
+
+@pytest.mark.parametrize(("trigger", "inner"), [
+    (Trigger.TOUCH, ["touch"]),
+    (Trigger.REBALANCE, ["rebalance"]),
+    (Trigger.BOTH, ["touch", "gate:scheduled", "rebalance"]),
+])
+def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
+        trigger: Trigger, inner: list[str]) -> None:
+    """Make-before-break: surge, the trigger's own steps, scheduled, fit; settle releases."""
+    strategy = strategy_for(trigger, surge=True)
+    assert strategy.trigger is trigger and strategy.marks_lazy == strategy_for(trigger).marks_lazy
+    wave = RecordingWave()
+    assert strategy.arm(wave) is None
+    assert wave.calls == ["surge", *inner, "gate:scheduled", "fit"]
+    assert strategy.settle(wave) is None and wave.calls[-1] == "release"
+
+
+def test_a_surge_that_fails_moves_nothing() -> None:
+    """A failed surge (timeout, floor) ends the wave before any trigger is written."""
+    class Failing(RecordingWave):
+        def surge(self) -> WaveOutcome | None:
+            self.calls.append("surge")
+            return WaveOutcome(False)
+
+    wave = Failing()
+    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
+    assert outcome is not None and not outcome.ok and wave.calls == ["surge"]
 
 
 def test_both_stops_when_the_touch_does_not_schedule() -> None:

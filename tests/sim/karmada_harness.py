@@ -25,6 +25,9 @@ API = {
     "ResourceBinding": "work.karmada.io/v1alpha2",
     "ClusterResourceBinding": "work.karmada.io/v1alpha2",
     "WorkloadRebalancer": "apps.karmada.io/v1alpha1",
+    "OverridePolicy": "policy.karmada.io/v1alpha1",
+    "ClusterOverridePolicy": "policy.karmada.io/v1alpha1",
+    "Work": "work.karmada.io/v1alpha1",
 }
 TWO = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
 

@@ -76,27 +76,45 @@ def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
-                  f"trigger {sp.trigger}" + (", Lazy during the switch" if sp.lazy else ""))
+                  f"trigger {sp.trigger}, strategy {plan.strategy}"
+                  + (", Lazy during the switch" if sp.lazy else ""))
+    surge = plan.strategy == "surge"
     for index, wave in plan.numbered():
         table = Table(title=f"wave {index}", title_justify="left")
         table.add_column("workload")
         table.add_column("replicas", justify="right")
         table.add_column("before")
         table.add_column("after")
+        if surge:
+            table.add_column("surge (override)")
         for w in wave:
-            table.add_row(w.name, str(w.replicas if w.replicas is not None else "-"),
-                          _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)"))
+            row = [w.name, str(w.replicas if w.replicas is not None else "-"),
+                   _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)")]
+            if surge:
+                row.append(_dist(w.surge()) if w.surged else
+                           "none (no room)" if w.name in plan.no_room else "none")
+            table.add_row(*row)
         console.print(table)
+        if index <= len(plan.rooms):
+            room = plan.rooms[index - 1]
+            console.print(f"  surge holds: {_amounts(room.surge)}")
+            console.print(f"  free before: {_amounts(room.free_before)}")
+            console.print(f"  free after:  {_amounts(room.free_after)}")
     clusters = sorted({c for s in plan.steps for c in s.assigned})
-    steps = Table(title="predicted replicas per cluster", title_justify="left")
+    steps = Table(title="predicted replicas per cluster (assigned / ready)",
+                  title_justify="left")
     steps.add_column("step")
     for c in clusters:
         steps.add_column(c, justify="right")
+    if surge:
+        steps.add_column("ready at the surge's peak")
     steps.add_column("lowest ready of a workload (in flight)")
     steps.add_column("floors")
     for s in plan.steps:
-        steps.add_row(s.label, *[str(s.assigned.get(c, 0)) for c in clusters],
-                      _dist(s.lowest_ready), "ok" if not s.violations else
+        row = [s.label, *[f"{s.assigned.get(c, 0)} / {s.ready.get(c, 0)}" for c in clusters]]
+        if surge:
+            row.append(_dist(s.surged))
+        steps.add_row(*row, _dist(s.lowest_ready), "ok" if not s.violations else
                       f"{len(s.violations)} breach(es)")
     console.print(steps)
     for warning in sp.warnings:
@@ -111,6 +129,13 @@ def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
 
 def _dist(d: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"
+
+
+def _amounts(amounts: dict[str, dict[str, float]]) -> str:
+    """Per cluster, the resources a surge cares about (pods, cpu, memory, GPUs...)."""
+    from tidal.domain.surge import describe
+
+    return describe(amounts) or "-"
 
 
 @click.command("plan")

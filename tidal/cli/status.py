@@ -118,6 +118,8 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:
             flags.append(f"{held['policy']} held Lazy")
+        for left in (s["lastRun"] or {}).get("overridesLeft") or []:
+            flags.append(f"wave {left['wave']} override(s) left: {left['reason']}")
         table.add_row(
             s["name"], f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})",
             f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),

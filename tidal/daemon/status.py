@@ -121,7 +121,8 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
                         "startedBy": run.started_by,
                         "waves": [{"index": w.index, "result": w.result.reported
                                    if w.result is not None else None}
-                                  for w in run.waves]} if run else None,
+                                  for w in run.waves],
+                        "overridesLeft": overrides_left(run)} if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
@@ -146,4 +147,19 @@ def waiting_of(entry: Any) -> dict[str, Any] | None:
     out = {"reason": entry["reason"], "since": entry.get("since")}
     if entry.get("short"):
         out["short"] = entry["short"]
+    return out
+
+
+def overrides_left(run: RunState) -> list[dict[str, Any]]:
+    """The surge overrides a stopped run left in place, per wave, and why (kept on a halt
+    because removing them would break a floor; or left by a run that stopped at once)."""
+    out: list[dict[str, Any]] = []
+    for wave in run.waves:
+        for back, record in ((False, wave.surge), (True, wave.surge_back)):
+            if record is None or not record.active or not run.finished:
+                continue
+            out.append({"wave": wave.index, "rollback": back, "overrides": record.overrides,
+                        "step": record.step.value,
+                        "reason": record.kept or "the run stopped before releasing them; "
+                                                 "the next run removes them"})
     return out

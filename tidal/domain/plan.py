@@ -3,18 +3,23 @@
 Karmada moves replicas without surge: replicas leaving a cluster stop at once, replicas
 arriving become ready only later. So while a wave is in flight each of its workloads is
 counted with min(before, after) ready replicas per cluster; earlier waves are at their
-predicted end state, later ones still at their current state. Every floor is checked for
-every workload at the start, during each wave, and at the end.
+predicted end state, later ones still at their current state. A surged workload
+(tidal.domain.surge) keeps every cluster it is in before and after at the larger of its two
+shares across the move: in flight it is checked in its before state, at the moment it moved
+(kept clusters at the larger share, new ones not ready yet) and in its after state. Every
+floor is checked for every workload at the start, during each wave, and at the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
 from tidal.domain.waves import Order, WorkloadKey, ordered, split_waves
+
+Amounts: TypeAlias = dict[str, dict[str, float]]  # cluster -> resource -> amount
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,28 @@ class PlannedWorkload:
     short: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # static: cluster ->
     # resources the replicas moved there lack, and how many of them would stay Pending
     pending: Mapping[str, int] = field(default_factory=dict)
+    request: Mapping[str, float] = field(default_factory=dict)  # per replica
+    surged: bool = False  # made before broken (tidal.domain.surge)
 
     @property
     def name(self) -> str:
         return str(self.key)
+
+    def surge(self) -> dict[str, int]:
+        """The replicas per cluster an override sets while surged: in every cluster that
+        holds the workload before and after (only those have a member to override; Karmada
+        builds no Work for a cluster assigned 0), the larger of its two shares. It raises the
+        clusters that grow before the move and holds those that shrink until the move is
+        ready (empty when not surged)."""
+        if not self.surged or not self.replicas:
+            return {}
+        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())
+                if self.before[c] != self.after[c]}
+
+    def bridge(self) -> dict[str, int]:
+        """Ready replicas per cluster at a surged move's worst moment: just moved, kept
+        clusters at the larger share, new clusters not ready yet, left ones gone."""
+        return {c: max(self.before[c], self.after[c]) for c in sorted(self.kept_clusters())}
 
     def ready_after(self) -> dict[str, int]:
         """Ready replicas per cluster once moved: the assignment less what stays Pending."""
@@ -60,6 +83,24 @@ class PlanStep:
     assigned: dict[str, int]  # predicted replicas per cluster after the step
     lowest_ready: dict[str, int]  # during the step: the lowest ready count of any workload
     violations: tuple[FloorViolation, ...] = ()
+    ready: dict[str, int] = field(default_factory=dict)  # predicted ready per cluster after it
+    surged: dict[str, int] = field(default_factory=dict)  # a surge wave: ready per cluster at
+    # its peak (surged replicas ready, none moved yet)
+
+
+@dataclass(frozen=True)
+class WaveRoom:
+    """A surge wave's capacity: the free resources its surge takes, what it holds beyond the
+    steady state at most, and what is free before and after it."""
+
+    surge: Amounts
+    free_before: Amounts
+    free_after: Amounts
+    extra: Amounts = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"surge": self.surge, "extra": self.extra, "freeBefore": self.free_before,
+                "freeAfter": self.free_after}
 
 
 @dataclass(frozen=True)
@@ -69,6 +110,9 @@ class Plan:
     floors: tuple[FloorRule, ...]
     problems: list[str] = field(default_factory=list)  # unschedulable and the like
     capacity: list[str] = field(default_factory=list)  # warnings: moves that do not fit
+    strategy: str = "direct"  # surge | direct
+    rooms: list[WaveRoom] = field(default_factory=list)  # surge: per wave
+    no_room: dict[str, Amounts] = field(default_factory=dict)  # surge: workload -> lacking
 
     @property
     def violations(self) -> list[tuple[str, FloorViolation]]:
@@ -88,44 +132,70 @@ class Plan:
         return [(number, wave) for number, wave in enumerate(self.waves, start=1)]
 
     def to_dict(self) -> dict[str, Any]:
+        waves = []
+        for number, wave in self.numbered():
+            entry: dict[str, Any] = {"index": number, "workloads": [
+                {"workload": w.name, "replicas": w.replicas, "before": dict(w.before),
+                 "after": dict(w.after), "exact": w.exact, "surged": w.surged,
+                 "surge": w.surge()}
+                for w in wave]}
+            if number <= len(self.rooms):
+                entry.update(self.rooms[number - 1].to_dict())
+            waves.append(entry)
         return {
             "safe": self.safe,
-            "waves": [
-                {"index": number, "workloads": [
-                    {"workload": w.name, "replicas": w.replicas, "before": dict(w.before),
-                     "after": dict(w.after), "exact": w.exact}
-                    for w in wave]}
-                for number, wave in self.numbered()],
+            "strategy": self.strategy,
+            "waves": waves,
             "steps": [
                 {"step": s.label, "wave": s.wave, "assigned": s.assigned,
-                 "lowestReady": s.lowest_ready,
+                 "lowestReady": s.lowest_ready, "ready": s.ready, "surged": s.surged,
                  "violations": [str(v) for v in s.violations]}
                 for s in self.steps],
             "floors": [f.describe() for f in self.floors],
             "problems": list(self.problems),
             "capacity": list(self.capacity),
+            "noRoom": [{"workload": name, "missing": lacking}
+                       for name, lacking in sorted(self.no_room.items())],
         }
 
 
 @dataclass
 class _WaveState:
     """One wave's workloads all in one state (before, in flight or after): their floor
-    violations in order, the lowest ready count per cluster, and replicas assigned per cluster."""
+    violations in order, the lowest ready count per cluster, replicas assigned per cluster,
+    ready replicas per cluster (total), and, in flight, the ready total at a surge's peak."""
 
     violations: list[FloorViolation]
     lowest: dict[str, int] | None  # None: no workload with replicas
     assigned: dict[str, int]
+    ready: dict[str, int]
+    peak: dict[str, int] = field(default_factory=dict)
 
 
-def _wave_state(wave: Sequence[PlannedWorkload], kept: Sequence[set[str]],
-                ready: Sequence[Mapping[str, int]], assigned: Sequence[Mapping[str, int]],
-                floors: Sequence[FloorRule], clusters: Sequence[str]) -> _WaveState:
+def _total(into: dict[str, int], add: Mapping[str, int]) -> None:
+    for cluster, n in add.items():
+        into[cluster] = into.get(cluster, 0) + n
+
+
+def _wave_state(wave: Sequence[PlannedWorkload], checks: Sequence[Sequence[Mapping[str, int]]],
+                lows: Sequence[Mapping[str, int]], assigned: Sequence[Mapping[str, int]],
+                floors: Sequence[FloorRule], clusters: Sequence[str],
+                peaks: Sequence[Mapping[str, int]] = ()) -> _WaveState:
+    """`checks`: per workload the ready maps its floors must hold in (one per instant that can
+    be the worst); `lows`: its lowest ready per cluster; `peaks`: its most ready per cluster."""
     violations: list[FloorViolation] = []
     lowest: dict[str, int] | None = None
     totals: dict[str, int] = {}
-    for w, k, r, a in zip(wave, kept, ready, assigned, strict=True):
+    ready: dict[str, int] = {}
+    for w, maps, r, a in zip(wave, checks, lows, assigned, strict=True):
         if floors:
-            violations.extend(check_floors(w.name, w.replicas, r, floors, k))
+            kept = w.kept_clusters()
+            seen: set[str] = set()
+            for m in maps:
+                for v in check_floors(w.name, w.replicas, m, floors, kept):
+                    if str(v) not in seen:
+                        seen.add(str(v))
+                        violations.append(v)
         if w.replicas:
             if lowest is None:
                 lowest = {c: r.get(c, 0) for c in clusters}
@@ -134,18 +204,24 @@ def _wave_state(wave: Sequence[PlannedWorkload], kept: Sequence[set[str]],
                     have = r.get(cluster, 0)
                     if have < lowest[cluster]:
                         lowest[cluster] = have
-        for cluster, n in a.items():
-            totals[cluster] = totals.get(cluster, 0) + n
-    return _WaveState(violations, lowest, totals)
+        _total(totals, a)
+        _total(ready, maps[-1])
+    peak: dict[str, int] = {}
+    for p in peaks:
+        _total(peak, p)
+    return _WaveState(violations, lowest, totals, ready, peak)
 
 
 def _step(label: str, wave: int | None, states: Sequence[_WaveState],
-          clusters: Sequence[str]) -> PlanStep:
-    """Combine per-wave states (in wave order, which is the workloads' order) into one step."""
+          clusters: Sequence[str], peak_of: int | None = None) -> PlanStep:
+    """Combine per-wave states (in wave order, which is the workloads' order) into one step;
+    `peak_of`: the index of the state in flight whose surge peak the step reports."""
     violations: list[FloorViolation] = []
     lowest: dict[str, int] = {}
     assigned: dict[str, int] = {}
-    for state in states:
+    ready: dict[str, int] = {}
+    surged: dict[str, int] = {}
+    for i, state in enumerate(states):
         violations.extend(state.violations)
         if state.lowest is not None:
             if not lowest:
@@ -153,9 +229,20 @@ def _step(label: str, wave: int | None, states: Sequence[_WaveState],
             else:
                 for cluster in clusters:
                     lowest[cluster] = min(lowest[cluster], state.lowest[cluster])
-        for cluster, n in state.assigned.items():
-            assigned[cluster] = assigned.get(cluster, 0) + n
-    return PlanStep(label, wave, dict(sorted(assigned.items())), lowest, tuple(violations))
+        _total(assigned, state.assigned)
+        _total(ready, state.ready)
+        _total(surged, state.peak if i == peak_of else state.ready)
+    return PlanStep(label, wave, dict(sorted(assigned.items())), lowest, tuple(violations),
+                    dict(sorted(ready.items())),
+                    dict(sorted(surged.items())) if peak_of is not None else {})
+
+
+def _peak(w: PlannedWorkload) -> dict[str, int]:
+    """Ready per cluster at a surge's peak, before the move: the before share, raised where
+    the override raises it (a workload without surge: its lowest in flight)."""
+    if not w.surged:
+        return w.in_flight()
+    return {**dict(w.before), **w.surge()}
 
 
 def make_plan(
@@ -164,30 +251,42 @@ def make_plan(
     wave_size: int,
     floors: Sequence[FloorRule] = (),
     order: Order = "name",
+    waves: list[list[PlannedWorkload]] | None = None,
+    strategy: str = "direct",
 ) -> Plan:
-    """Cut the workloads into waves and check every floor before, during and after each.
+    """Cut the workloads into waves (or take `waves`, already cut and ordered) and check every
+    floor before, during and after each.
 
     Each workload is checked once in each of its three states (before, in flight, after);
     a step combines wave by wave: earlier waves after, its own in flight, later ones before."""
-    sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas, order=order)
-    waves = split_waves(sorted_, wave_size) if sorted_ else []
+    if waves is None:
+        sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas,
+                          order=order)
+        waves = split_waves(sorted_, wave_size) if sorted_ else []
+    else:
+        sorted_ = [w for wave in waves for w in wave]
     clusters = sorted({c for w in sorted_ for c in (*w.before, *w.after)})
     before: list[_WaveState] = []
     flight: list[_WaveState] = []
     after: list[_WaveState] = []
     for wave in waves:
-        kept = [w.kept_clusters() for w in wave]
-        olds = [w.before for w in wave]
-        news = [w.after for w in wave]
+        olds = [dict(w.before) for w in wave]
+        news = [dict(w.after) for w in wave]
         ready = [w.ready_after() for w in wave]
-        before.append(_wave_state(wave, kept, olds, olds, floors, clusters))
-        flight.append(_wave_state(wave, kept, [w.in_flight() for w in wave], news, floors,
-                                  clusters))
-        after.append(_wave_state(wave, kept, ready, news, floors, clusters))
+        lows = [w.in_flight() for w in wave]
+        # a surged workload: before, at the bridge (kept clusters at their larger share), after
+        in_flight = [[w.before, w.bridge(), w.ready_after()] if w.surged
+                     else [w.in_flight()] for w in wave]
+        before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
+        flight.append(_wave_state(wave, in_flight, lows, news, floors, clusters,
+                                  [_peak(w) for w in wave]))
+        after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
+        surging = strategy == "surge" and any(w.surged for w in waves[index])
         steps.append(_step(f"wave {index + 1}", index + 1,
-                           [*after[:index], flight[index], *before[index + 1:]], clusters))
+                           [*after[:index], flight[index], *before[index + 1:]], clusters,
+                           peak_of=index if surging else None))
     steps.append(_step("end", None, after, clusters))
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
     capacity: list[str] = []
@@ -196,10 +295,10 @@ def make_plan(
         for note, names in _capacity_notes(index + 1, wave):
             # a floor these Pending replicas break refuses the switch; otherwise a warning
             (problems if breaking & set(names) else capacity).append(note)
-    return Plan(waves, steps, tuple(floors), problems, capacity)
+    return Plan(waves, steps, tuple(floors), problems, capacity, strategy)
 
 
-def _amount(resource: str, value: float) -> str:
+def amount_text(resource: str, value: float) -> str:
     if resource == "cpu" and value != int(value):
         return f"{round(value * 1000)}m"
     if resource == "memory" and value >= 2**30:
@@ -221,7 +320,7 @@ def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]
     notes = []
     for cluster in sorted(by_cluster):
         names, total = by_cluster[cluster]
-        lacking = ", ".join(f"{r} {_amount(r, a)}" for r, a in sorted(total.items()))
+        lacking = ", ".join(f"{r} {amount_text(r, a)}" for r, a in sorted(total.items()))
         notes.append((f"wave {number}: replicas moved to {cluster} do not fit its free "
                       f"capacity (short of {lacking}) and would stay Pending: "
                       f"{', '.join(names)}", names))

@@ -113,6 +113,22 @@ class Floor(_Model):
 
 Order = Literal["name", "smallestFirst", "largestFirst"]
 OnFailure = Literal["halt", "rollback"]
+Strategy = Literal["surge", "direct"]
+WhenNoRoom = Literal["direct", "refuse"]
+
+
+class Surge(_Model):
+    """Make-before-break waves: how much of a destination's free capacity a surge may use,
+    and what happens to a workload whose surge can never fit."""
+
+    headroom_percent: float = Field(
+        default=10.0, ge=0, lt=100,
+        description="share of each destination cluster's free capacity that surges leave "
+                    "unused (waves are sized so their surge fits the rest)")
+    when_no_room: WhenNoRoom = Field(
+        default="direct",
+        description="a workload whose surge can never fit: direct (moved without surge, "
+                    "only if its floors still hold) or refuse (the plan is refused)")
 
 
 class Rollout(_Model):
@@ -127,6 +143,11 @@ class Rollout(_Model):
         default="name",
         description="wave order: name (namespace, name), smallestFirst or largestFirst "
                     "(by spec.replicas, ties by name)")
+    strategy: Strategy = Field(
+        default="surge",
+        description="surge: each wave raises its destinations first (an OverridePolicy) and "
+                    "moves once they are ready; direct: move at once (replicas dip)")
+    surge: Surge = Field(default_factory=Surge)
 
 
 class RolloutOverride(_Model):
@@ -138,4 +159,6 @@ class RolloutOverride(_Model):
     floors: list[Floor] | None = None
     on_failure: OnFailure | None = None
     order: Order | None = None
+    strategy: Strategy | None = None
+    surge: Surge | None = None
 

@@ -25,8 +25,10 @@ from tidal.engine.states import (
     Phase,
     PolicyStage,
     RunResult,
+    SurgeStep,
     Trigger,
     WaveResult,
+    check_surge_step,
     check_transition,
 )
 from tidal.karmada.errors import Conflict
@@ -121,6 +123,43 @@ class PolicyRecord:
 
 
 @dataclass
+class SurgeRecord:
+    """One direction of a wave's surge: the replicas its overrides set (workload -> cluster ->
+    replicas), the capacity it reserved, the overrides it wrote, and where it is. Journalled
+    before each side effect, so a resume creates, waits for or deletes exactly these."""
+
+    targets: dict[str, dict[str, int]]
+    need: dict[str, dict[str, float]] = field(default_factory=dict)
+    step: SurgeStep = SurgeStep.NONE
+    overrides: list[str] = field(default_factory=list)  # kind/namespace/name
+    kept: str = ""  # why overrides were left on a halt
+
+    def __post_init__(self) -> None:
+        self.step = SurgeStep(self.step)
+
+    def advance(self, step: SurgeStep) -> None:
+        self.step = check_surge_step(self.step, step)
+
+    @property
+    def active(self) -> bool:
+        """Overrides may exist (or be about to)."""
+        return self.step not in (SurgeStep.NONE, SurgeStep.RELEASED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"targets": self.targets, "need": self.need, "step": self.step.value,
+                "overrides": list(self.overrides), "kept": self.kept}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SurgeRecord:
+        return cls(targets={w: {c: int(n) for c, n in t.items()}
+                            for w, t in (d.get("targets") or {}).items()},
+                   need={c: {r: float(q) for r, q in a.items()}
+                         for c, a in (d.get("need") or {}).items()},
+                   step=SurgeStep(d.get("step", SurgeStep.NONE)),
+                   overrides=list(d.get("overrides") or []), kept=d.get("kept", ""))
+
+
+@dataclass
 class WaveState:
     index: int  # from 1
     workloads: list[WorkloadKey]
@@ -131,6 +170,11 @@ class WaveState:
     triggered: list[str] = field(default_factory=list)  # workloads whose trigger was written
     rebalancers: list[str] = field(default_factory=list)
     rollback_triggered: list[str] = field(default_factory=list)
+    surge: SurgeRecord | None = None  # forward
+    surge_back: SurgeRecord | None = None  # rollback
+
+    def surge_for(self, back: bool) -> SurgeRecord | None:
+        return self.surge_back if back else self.surge
 
     def __post_init__(self) -> None:
         self.workloads = [k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k)
@@ -151,6 +195,8 @@ class WaveState:
             "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
             "rollbackTriggered": list(self.rollback_triggered),
             "rolledBack": self.rolled_back,
+            **({"surge": self.surge.to_dict()} if self.surge is not None else {}),
+            **({"surgeBack": self.surge_back.to_dict()} if self.surge_back is not None else {}),
         }
 
     @classmethod
@@ -166,6 +212,8 @@ class WaveState:
             finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
             rollback_triggered=list(d.get("rollbackTriggered", [])),
+            surge=SurgeRecord.from_dict(d["surge"]) if d.get("surge") else None,
+            surge_back=SurgeRecord.from_dict(d["surgeBack"]) if d.get("surgeBack") else None,
         )
 
 
@@ -191,6 +239,7 @@ class RunState:
     schedule_snapshot: dict[str, Any] | None = field(default=None, repr=False)
     journal_token: str | None = field(default=None, compare=False)
     started_by: str | None = None  # daemon:<identity> | cli:<identity>
+    strategy: str = "direct"  # surge | direct (a journal from before surges: direct)
 
     def __post_init__(self) -> None:
         self.phase, self.trigger = Phase(self.phase), Trigger(self.trigger)
@@ -220,6 +269,8 @@ class RunState:
             "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
             "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
             "startedBy": self.started_by,
+            # only surges are marked: a journal without the key is a direct run (0.1.0 too)
+            **({"strategy": self.strategy} if self.strategy != "direct" else {}),
         }
 
     @classmethod
@@ -237,7 +288,7 @@ class RunState:
             reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
-            started_by=d.get("startedBy"),
+            started_by=d.get("startedBy"), strategy=str(d.get("strategy", "direct")),
             warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
             schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
         )

@@ -14,6 +14,7 @@ from tidal.domain.patch_scope import added_selectors, beyond_placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
+from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
 from tidal.engine.states import Trigger
@@ -123,9 +124,15 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
             WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
         planned.append(PlannedWorkload(w.key, w.replicas, w.current, prediction.assignment,
                                        prediction.exact, prediction.problem, w.uid,
-                                       prediction.short, prediction.pending))
+                                       prediction.short, prediction.pending, w.request))
     size = rollout.wave_size.for_total(len(planned)) if planned else 1
-    plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
+    if rollout.strategy == "surge":
+        plan = make_surge_plan(
+            planned, wave_size=size, floors=floors, order=rollout.order,
+            rooms={c.name: Room(c.free, c.model_nodes) for c in clusters},
+            spec=SurgeSpec(rollout.surge.headroom_percent, rollout.surge.when_no_room))
+    else:
+        plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
     warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
         plan.capacity
     scope_warnings, refusals = scope_report(selection.policies)

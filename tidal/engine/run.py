@@ -8,13 +8,14 @@ FencedOut, stop at once."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
-from tidal.engine import policy_change, wave_checks
+from tidal.engine import policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
@@ -127,6 +128,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         state.policies = carried_over(previous, window)
         state.schedule_hash, state.schedule_snapshot = \
             schedule_hash(schedule), snapshot_of(schedule)
+        state.strategy = sp.plan.strategy
     base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
     ready_field = ready_field_of(sp)
     if not resuming:
@@ -163,13 +165,16 @@ class PreparedRun:
 
     def __post_init__(self) -> None:
         sp, state = self.plan, self.state
+        surge = state.strategy == "surge"
         self.ctx = SwitchContext(
             client=self.client, clock=self.clock, emitter=self.emitter, state=state,
-            save=self.save, strategy=strategy_for(state.trigger), floors=sp.floors,
-            everyone=list(sp.selection.workloads),
+            save=self.save, strategy=strategy_for(state.trigger, surge=surge),
+            floors=sp.floors, everyone=list(sp.selection.workloads),
             before={w.name: w.current for w in sp.selection.workloads},
             ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
-            budget=self.budget, reads=self.reads)
+            surges={w.name: w.surge() for w in sp.plan.workloads if w.surged} if surge else {},
+            budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent,
+            reads=self.reads)
 
     def save(self) -> None:
         state = self.state
@@ -223,6 +228,8 @@ class PreparedRun:
             return Phase.ROLLBACK
         self.state.result = RunResult.FAILED
         remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
+        # nor surges, unless removing one would break a floor (then it says so)
+        surging.clean_up(self.ctx, keep_if_breaking=True)
         return Phase.DONE
 
     def _api_failure(self, exc: KarmadaError) -> None:
@@ -235,6 +242,8 @@ class PreparedRun:
         state.advance(Phase.DONE)  # from any phase: an API error ends the run
         state.finished_at = iso_now(ctx.clock)
         self.save()
+        with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
+            surging.clean_up(ctx, keep_if_breaking=True)
         for wave in in_flight:
             ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
                                           reason=state.reason, failure=FailureReason.API_ERROR))
@@ -254,6 +263,8 @@ def remove_rebalancers(ctx: SwitchContext) -> None:
 # ---- the phase handlers: each does its phase's work and names the next phase ----
 
 def _planned(run: PreparedRun) -> Phase:
+    """Nothing of this run is written yet: remove overrides an earlier run left behind."""
+    surging.remove_leftovers(run.ctx)
     return Phase.POLICIES
 
 
@@ -333,6 +344,8 @@ def _finishing(run: PreparedRun) -> Phase:
                                            policy=policy_ref(record.namespace, record.name),
                                            action=action))
     remove_rebalancers(ctx)
+    surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
+    surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
 
@@ -340,11 +353,14 @@ def _finishing(run: PreparedRun) -> Phase:
 def _rollback(run: PreparedRun) -> Phase:
     """Restore the policies and move the switched waves back."""
     state = run.state
+    # forward surges go before moving back
+    surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
     ok, why = roll_back(run.ctx, run.plan.by_name)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:
         state.reason = why
     remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
+    surging.clean_up(run.ctx, keep_if_breaking=not ok)
     return Phase.DONE
 
 

@@ -166,6 +166,43 @@ class FailureReason(StrEnum):
     POLICY_DRIFT = "policy_drift"
 
 
+class SurgeStep(StrEnum):
+    """Where a make-before-break wave is (journalled before each side effect of the step)."""
+
+    NONE = "none"  # not surging (yet)
+    RESERVED = "reserved"  # capacity held; its overrides are being created
+    SURGED = "surged"  # overrides written; waiting for the surged replicas to be ready
+    MOVING = "moving"  # surged replicas ready; the trigger is being written and scheduled
+    RELEASING = "releasing"  # moved; overrides being deleted once the split is the new one
+    RELEASED = "released"  # overrides gone, capacity given back
+    KEPT = "kept"  # halted with overrides left on purpose: removing them would break a floor
+
+
+SURGE_TRANSITIONS: Final[dict[SurgeStep, frozenset[SurgeStep]]] = {
+    SurgeStep.NONE: frozenset({SurgeStep.RESERVED}),
+    SurgeStep.RESERVED: frozenset({SurgeStep.SURGED, SurgeStep.RELEASING, SurgeStep.KEPT}),
+    SurgeStep.SURGED: frozenset({SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.KEPT}),
+    SurgeStep.MOVING: frozenset({SurgeStep.RELEASING, SurgeStep.KEPT}),
+    SurgeStep.RELEASING: frozenset({SurgeStep.RELEASED, SurgeStep.KEPT}),
+    SurgeStep.RELEASED: frozenset(),
+    SurgeStep.KEPT: frozenset({SurgeStep.RELEASING}),
+}
+
+
+class IllegalSurgeStep(RuntimeError):
+    """A move between surge steps that SURGE_TRANSITIONS does not allow: a bug."""
+
+    def __init__(self, current: SurgeStep, wanted: SurgeStep) -> None:
+        super().__init__(f"illegal surge step {current} -> {wanted}")
+
+
+def check_surge_step(current: SurgeStep, wanted: SurgeStep) -> SurgeStep:
+    """`wanted` when the move is legal (staying is); IllegalSurgeStep otherwise."""
+    if wanted != current and wanted not in SURGE_TRANSITIONS[current]:
+        raise IllegalSurgeStep(current, wanted)
+    return wanted
+
+
 class Gate(StrEnum):
     """What a wave waits for, in order."""
 

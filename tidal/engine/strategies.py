@@ -8,9 +8,10 @@ One class per resolved trigger behind `TriggerStrategy`, chosen once per run
   create a WorkloadRebalancer, wait for a gate); the wave then waits for convergence;
 - `triggered`: when does a binding count as triggered (the first gate)?
 
-`settle` runs after the wave converged (nothing for these three; a make-before-break
-strategy releases its surge there). A new strategy is one more class and one more entry in
-`STRATEGIES`.
+`settle` runs after the wave converged (nothing for these three). `MakeBeforeBreak` wraps each
+of them for `strategy: surge` (`SURGING`): `arm` surges the destinations first, then triggers
+the move as the inner strategy does; `settle` releases the surge. A new strategy is one more
+class and one more entry in `STRATEGIES`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,20 @@ class WaveSteps(Protocol):
 
     def gate(self, until: Gate) -> WaveOutcome:
         """Wait until every workload of the wave passed `until` (or a gate fails)."""
+        ...
+
+    def surge(self) -> WaveOutcome | None:
+        """Reserve capacity, raise the destinations with overrides and wait until those
+        replicas are ready (each step journalled and resumable); a failed outcome on a
+        floor breach or timeout."""
+        ...
+
+    def fit(self) -> None:
+        """After the move is scheduled: raise an override wherever the binding assigns more."""
+        ...
+
+    def release(self) -> WaveOutcome | None:
+        """Delete the wave's overrides and give back its capacity (resumable)."""
         ...
 
 
@@ -127,13 +142,55 @@ class Both:
         return None
 
 
+class MakeBeforeBreak:
+    """Surge first: the wave's destinations are raised to their new share (overrides) and
+    ready before the trigger of `inner` moves anything; once the move is scheduled the
+    overrides are fitted to the new split, and after convergence they are released."""
+
+    inner: ClassVar[TriggerStrategy]
+
+    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
+        outcome = wave.surge()
+        if outcome is not None and not outcome.ok:
+            return outcome
+        outcome = self.inner.arm(wave)
+        if outcome is not None and not outcome.ok:
+            return outcome
+        outcome = wave.gate(until=Gate.SCHEDULED)
+        if not outcome.ok:
+            return outcome
+        wave.fit()
+        return None
+
+    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
+        return wave.release()
+
+
+class SurgeTouch(MakeBeforeBreak, Touch):
+    inner: ClassVar[TriggerStrategy] = Touch()
+
+
+class SurgeRebalance(MakeBeforeBreak, Rebalance):
+    inner: ClassVar[TriggerStrategy] = Rebalance()
+
+
+class SurgeBoth(MakeBeforeBreak, Both):
+    inner: ClassVar[TriggerStrategy] = Both()
+
+
 STRATEGIES: Final[dict[Trigger, TriggerStrategy]] = {
     Trigger.TOUCH: Touch(),
     Trigger.REBALANCE: Rebalance(),
     Trigger.BOTH: Both(),
 }
+SURGING: Final[dict[Trigger, TriggerStrategy]] = {
+    Trigger.TOUCH: SurgeTouch(),
+    Trigger.REBALANCE: SurgeRebalance(),
+    Trigger.BOTH: SurgeBoth(),
+}
 
 
-def strategy_for(trigger: Trigger | str) -> TriggerStrategy:
-    """The strategy of a resolved trigger (journals store its value)."""
-    return STRATEGIES[Trigger(trigger)]
+def strategy_for(trigger: Trigger | str, *, surge: bool = False) -> TriggerStrategy:
+    """The strategy of a resolved trigger (journals store its value), made before broken
+    with `surge` (the run's rollout strategy)."""
+    return (SURGING if surge else STRATEGIES)[Trigger(trigger)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
-from tidal.engine import gates, stall, triggers
+from tidal.engine import gates, stall, surging, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
@@ -60,9 +60,13 @@ class SwitchContext:
     wave_timeout: float = 600.0
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
-    # the daemon's shared informers and capacity budget; a run alone has its own
-    reads: SharedReads | None = None
+    # make-before-break: the plan's override per surged workload (cluster -> replicas), the
+    # capacity budget surges reserve from, and the headroom they leave in each destination
+    surges: dict[str, dict[str, int]] = field(default_factory=dict)
     budget: SurgeBudget = field(default_factory=OwnBudget)
+    headroom_percent: float = 0.0
+    # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
+    reads: SharedReads | None = None
 
     def binding_watch(self, namespace: str | None, cluster_scoped: bool) -> BindingWatch:
         if self.reads is not None:
@@ -179,6 +183,15 @@ class WaveRun:
 
     def gate(self, until: Gate) -> WaveOutcome:
         return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until)
+
+    def surge(self) -> WaveOutcome | None:
+        return surging.surge(self)
+
+    def fit(self) -> None:
+        surging.fit(self)
+
+    def release(self) -> WaveOutcome | None:
+        return surging.release(self)
 
 
 def _skip(ctx: SwitchContext, index: int, name: str, reason: str,

@@ -85,6 +85,9 @@ PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "propagationpolicies"
                           "PropagationPolicy", True)
 CLUSTER_PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies",
                                   "ClusterPropagationPolicy", False)
+OVERRIDE_POLICIES = _r("policy.karmada.io", "v1alpha1", "overridepolicies", "OverridePolicy", True)
+CLUSTER_OVERRIDE_POLICIES = _r("policy.karmada.io", "v1alpha1", "clusteroverridepolicies",
+                               "ClusterOverridePolicy", False)
 RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)
 CLUSTER_RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "clusterresourcebindings",
                                "ClusterResourceBinding", False)
@@ -93,7 +96,8 @@ WORKLOAD_REBALANCERS = _r("apps.karmada.io", "v1alpha1", "workloadrebalancers",
 CLUSTERS = _r("cluster.karmada.io", "v1alpha1", "clusters", "Cluster", False)
 
 KNOWN: tuple[Resource, ...] = (
-    PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS,
+    PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, OVERRIDE_POLICIES,
+    CLUSTER_OVERRIDE_POLICIES, RESOURCE_BINDINGS,
     CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS,
     _r("apps", "v1", "deployments", "Deployment", True),
     _r("apps", "v1", "statefulsets", "StatefulSet", True),

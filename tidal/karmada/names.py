@@ -22,6 +22,13 @@ POLICY_RUN = "tidal.io/run"
 LAZY_ADDED_BY = "tidal.io/lazy-added-by"
 ACTIVATION_BEFORE_LAZY = "tidal.io/activation-before-lazy"
 
+# Labels of the OverridePolicies a surge wave owns (found again by them after a crash).
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "tidal"
+LABEL_SCHEDULE = "tidal.io/schedule"
+LABEL_RUN = "tidal.io/run"
+LABEL_WAVE = "tidal.io/wave"
+
 
 def binding_name(name: str, kind: str) -> str:
     """GenerateBindingName: lower(<name>-<kind>), ':' in the name replaced by '.'."""

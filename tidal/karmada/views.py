@@ -15,7 +15,12 @@ from typing import Any
 
 from tidal.karmada.names import (
     ACTIVATION_BEFORE_LAZY,
+    LABEL_MANAGED_BY,
+    LABEL_RUN,
+    LABEL_SCHEDULE,
+    LABEL_WAVE,
     LAZY_ADDED_BY,
+    MANAGER,
     POLICY_RUN,
     POLICY_WINDOW,
     claim_labels,
@@ -279,3 +284,63 @@ class ClusterView(ObjectView):
     def summary(self, part: str) -> Mapping[str, Any]:
         """resourceSummary.<part>: allocatable, allocated or allocating."""
         return _map(_map(self.status.get("resourceSummary")).get(part))
+
+
+class OverrideView(ObjectView):
+    """An OverridePolicy / ClusterOverridePolicy, as tidal writes them for surge waves."""
+
+    @classmethod
+    def of(cls, policy: Mapping[str, Any] | None) -> OverrideView:
+        return cls(policy if policy is not None else EMPTY)
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind") or "")
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "")
+
+    @property
+    def schedule(self) -> str | None:
+        return self.labels.get(LABEL_SCHEDULE)
+
+    @property
+    def run_id(self) -> str | None:
+        return self.labels.get(LABEL_RUN)
+
+    @property
+    def wave(self) -> int | None:
+        value = self.labels.get(LABEL_WAVE)
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    @property
+    def managed_by_tidal(self) -> bool:
+        return self.labels.get(LABEL_MANAGED_BY) == MANAGER
+
+    def templates(self) -> list[tuple[str, str, str, str]]:
+        """(apiVersion, kind, namespace, name) of each template selected by name."""
+        out = []
+        for s in _list(self.spec.get("resourceSelectors")):
+            if isinstance(s, Mapping) and s.get("name"):
+                out.append((str(s.get("apiVersion", "")), str(s.get("kind", "")),
+                            str(s.get("namespace") or self.namespace), str(s["name"])))
+        return out
+
+    def replicas(self) -> dict[str, int]:
+        """Member replicas each named cluster is set to (the last `replace /spec/replicas`
+        that names it, as Karmada applies rules in order)."""
+        out: dict[str, int] = {}
+        for rule in _list(self.spec.get("overrideRules")):
+            if not isinstance(rule, Mapping):
+                continue
+            clusters = _list(_map(rule.get("targetCluster")).get("clusterNames"))
+            for item in _list(_map(rule.get("overriders")).get("plaintext")):
+                if not isinstance(item, Mapping) or item.get("path") != "/spec/replicas" \
+                        or item.get("operator") not in ("replace", "add"):
+                    continue
+                value = item.get("value")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    for cluster in clusters:
+                        out[str(cluster)] = value
+        return out

@@ -51,6 +51,18 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "clusterpropagationpolicies", False, False, ("cpp",), custom=True,
     ),
     ResourceType(
+        "policy.karmada.io", "v1alpha1", "OverridePolicy", "overridepolicies",
+        True, False, ("op",), custom=True,
+    ),
+    ResourceType(
+        "policy.karmada.io", "v1alpha1", "ClusterOverridePolicy",
+        "clusteroverridepolicies", False, False, ("cop",), custom=True,
+    ),
+    # Written by the emulated binding controller (one per binding and member cluster).
+    ResourceType(
+        "work.karmada.io", "v1alpha1", "Work", "works", True, True, ("wk",), custom=True,
+    ),
+    ResourceType(
         "work.karmada.io", "v1alpha2", "ResourceBinding", "resourcebindings",
         True, True, ("rb",), custom=True,
     ),

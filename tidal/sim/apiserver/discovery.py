@@ -6,6 +6,7 @@ Clients that ask for aggregated discovery (kubectl >= 1.30) get these plain docu
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tidal.sim.kinds import KindRegistry, ResourceType
@@ -33,10 +34,21 @@ def core_versions() -> dict[str, Any]:
 
 def _groups(kinds: KindRegistry) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for rtype in sorted(kinds.all(), key=lambda r: (r.group, r.version)):
+    for rtype in sorted(kinds.all(), key=lambda r: (r.group, _version_priority(r.version))):
         if rtype.group and rtype.version not in groups.setdefault(rtype.group, []):
             groups[rtype.group].append(rtype.version)
     return groups
+
+
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes version priority, highest first (v1 > v1beta1 > v1alpha2 > v1alpha1), so the
+    preferred version of work.karmada.io is v1alpha2 as on a real apiserver."""
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if match is None:
+        return (3, 0, 0)
+    major, level, minor = match.groups()
+    rank = {"alpha": 2, "beta": 1, None: 0}[level]
+    return (rank, -int(major), -int(minor or 0))
 
 
 def _group_doc(name: str, versions: list[str]) -> dict[str, Any]:

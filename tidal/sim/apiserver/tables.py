@@ -137,6 +137,10 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         Column("Conflict-Resolution", "string", json_path(".spec.conflictResolution")),
         Column("Priority", "string", json_path(".spec.priority")),
     ],
+    ("work.karmada.io", "works"): [
+        Column("Workload-Kind", "string", json_path(".spec.workload.manifests[0].kind")),
+        Column("Applied", "string", _condition("Applied")),
+    ],
     ("work.karmada.io", "resourcebindings"): [
         Column("Scheduled", "string", _condition("Scheduled")),
         Column("FullyApplied", "string", _condition("FullyApplied")),

@@ -30,10 +30,14 @@ WORK_GROUP = "work.karmada.io/v1alpha2"
 PP_KIND, CPP_KIND = "PropagationPolicy", "ClusterPropagationPolicy"
 RB_KIND, CRB_KIND = "ResourceBinding", "ClusterResourceBinding"
 REBALANCER_KIND, CLUSTER_KIND = "WorkloadRebalancer", "Cluster"
+OP_KIND, COP_KIND, WORK_KIND = "OverridePolicy", "ClusterOverridePolicy", "Work"
 NON_TEMPLATE_KINDS = frozenset(
     {
         PP_KIND,
         CPP_KIND,
+        OP_KIND,
+        COP_KIND,
+        WORK_KIND,
         RB_KIND,
         CRB_KIND,
         REBALANCER_KIND,

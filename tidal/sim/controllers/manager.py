@@ -18,9 +18,11 @@ from typing import Any, Literal
 from tidal.sim.clock import Clock, ManualClock
 from tidal.sim.controllers.common import (
     CLUSTER_KIND,
+    COP_KIND,
     CPP_KIND,
     CRB_KIND,
     NON_TEMPLATE_KINDS,
+    OP_KIND,
     PP_KIND,
     RB_KIND,
     REBALANCER_KIND,
@@ -35,12 +37,13 @@ from tidal.sim.controllers.status import StatusWriter
 from tidal.sim.controllers.team_estimator import TeamEstimator
 from tidal.sim.controllers.timeline import Timeline
 from tidal.sim.controllers.webhook import karmada_admission
+from tidal.sim.controllers.works import Works
 from tidal.sim.kinds import ResourceType
 from tidal.sim.store import Store, WatchEvent
 from tidal.sim.version import LATEST_RELEASE, KarmadaVersion
 
 log = logging.getLogger(__name__)
-_IGNORED_KINDS = frozenset({"Event", "Lease", "Namespace"})
+_IGNORED_KINDS = frozenset({"Event", "Lease", "Namespace", "Work"})
 _POLL_SECONDS = 0.005
 
 
@@ -74,6 +77,7 @@ class ControllerManager:
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
         self.members = Members(self)
+        self.works = Works(self)
         self.status = StatusWriter(
             self, status_delay=status_delay, cluster_interval=cluster_status_interval
         )
@@ -221,6 +225,9 @@ class ControllerManager:
         old = event.old if event.type != "DELETED" else None
         if kind in (PP_KIND, CPP_KIND):
             self.detector.on_policy(event.type, obj, old)
+        elif kind in (OP_KIND, COP_KIND):
+            for bkey in self.works.on_override(event.type, obj, old):
+                self.members.resync(bkey)
         elif kind in (RB_KIND, CRB_KIND):
             meta = obj["metadata"]
             bkey = (kind, meta.get("namespace") or "", meta["name"])
@@ -251,5 +258,6 @@ class Pending:
 
 def _startup_order(rtype: ResourceType) -> int:
     """Clusters and policies first, then templates, then bindings (as caches fill upstream)."""
-    order = {CLUSTER_KIND: 0, CPP_KIND: 1, PP_KIND: 1, RB_KIND: 3, CRB_KIND: 3, REBALANCER_KIND: 4}
+    order = {CLUSTER_KIND: 0, CPP_KIND: 1, PP_KIND: 1, OP_KIND: 1, COP_KIND: 1, RB_KIND: 3,
+             CRB_KIND: 3, REBALANCER_KIND: 4}
     return order.get(rtype.kind, 2)

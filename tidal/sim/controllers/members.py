@@ -25,6 +25,7 @@ from tidal.sim.controllers.common import (
     member_reachable,
 )
 from tidal.sim.controllers.quantity import Resources, resource_list
+from tidal.sim.store import NotFound
 
 if TYPE_CHECKING:
     from tidal.sim.controllers.manager import ControllerManager
@@ -90,6 +91,7 @@ class BindingState:
     resource_version: str
     template_generation: int
     members: dict[str, MemberWorkload] = field(default_factory=dict)
+    replicas: dict[str, int] = field(default_factory=dict)  # per member, after overrides
 
 
 def _add(into: Resources, request: Resources, sign: int = 1) -> None:
@@ -165,6 +167,7 @@ class Members:
                     self._set_desired(bkey, state, cluster, 0)
                     self.clusters.get(cluster, ClusterState(cluster)).bindings.discard(bkey)
                 del self.bindings[bkey]
+            self.mgr.works.forget(bkey)
             return
         spec = binding.get("spec") or {}
         resource = spec.get("resource") or {}
@@ -175,11 +178,13 @@ class Members:
             if c.get("name")
         }
         resource_version = str(resource.get("resourceVersion", ""))
+        replicas = self.mgr.works.replicas(bkey, binding, targets, is_workload)
         if (
             state is not None
             and state.targets == targets
             and state.resource_version == resource_version
             and state.is_workload == is_workload
+            and state.replicas == replicas
         ):
             return
         request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
@@ -194,6 +199,7 @@ class Members:
         state.is_workload, state.request = is_workload, request
         state.resource_version, state.template_generation = resource_version, template_generation
         old_targets, state.targets = state.targets, targets
+        state.replicas = replicas
         for cluster in sorted(set(old_targets) | set(targets)):
             member = state.members.get(cluster)
             if member is None:
@@ -205,11 +211,21 @@ class Members:
             self.clusters.setdefault(cluster, ClusterState(cluster, exists=False)).bindings.add(
                 bkey
             )
-            self._set_desired(bkey, state, cluster, targets.get(cluster, 0) if is_workload else 0)
+            self._set_desired(bkey, state, cluster, replicas.get(cluster, 0) if is_workload else 0)
             if cluster not in targets and not member.pods:
                 del state.members[cluster]
                 self.clusters[cluster].bindings.discard(bkey)
         self.mgr.status.mark_binding(bkey)
+
+    def resync(self, bkey: BKey) -> None:
+        """Rebuild one binding's Works (an override policy selecting it changed)."""
+        try:
+            binding = self.mgr.store.get(
+                self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+            )
+        except NotFound:
+            return
+        self.on_binding("MODIFIED", bkey, binding)
 
     # -- pods ----------------------------------------------------------------------------
     def _set_desired(

@@ -12,6 +12,8 @@ the switch depends on are repeated here):
    minGroups 1 (helper.SetDefaultSpreadConstraints); a Divided placement without a
    replicaDivisionPreference gets Weighted (helper.SetReplicaDivisionPreferenceWeighted); on
    create the permanent-id label is set to a new UUID, whatever the request carried.
+   pkg/webhook/overridepolicy/mutating.go: an OverridePolicy's resourceSelectors get its
+   namespace too.
 3. karmada-aggregated-apiserver, pkg/apis/cluster/mutation/mutation.go: a Cluster created without
    spec.resourceModels gets the default cpu/memory grades (gate CustomizedClusterResourceModeling,
    on by default).
@@ -22,7 +24,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tidal.sim.controllers.common import CLUSTER_KIND, CPP_ID_LABEL, CPP_KIND, PP_ID_LABEL, PP_KIND
+from tidal.sim.controllers.common import (
+    CLUSTER_KIND,
+    CPP_ID_LABEL,
+    CPP_KIND,
+    OP_KIND,
+    PP_ID_LABEL,
+    PP_KIND,
+)
 from tidal.sim.kinds import ResourceType
 
 Obj = dict[str, Any]
@@ -61,6 +70,12 @@ def karmada_admission(rtype: ResourceType, old: Obj | None, new: Obj) -> None:
     """Store admission hook: defaults of policies (create and update) and clusters (create)."""
     if rtype.group == "policy.karmada.io" and rtype.kind in (PP_KIND, CPP_KIND):
         _default_policy(rtype.kind, old, new)
+    elif rtype.group == "policy.karmada.io" and rtype.kind == OP_KIND:
+        namespace = (new.get("metadata") or {}).get("namespace")
+        spec = new.get("spec")
+        for selector in (spec.get("resourceSelectors") or []) if isinstance(spec, dict) else []:
+            if isinstance(selector, dict) and not selector.get("namespace"):
+                selector["namespace"] = namespace
     elif rtype.kind == CLUSTER_KIND and rtype.group == "cluster.karmada.io" and old is None:
         spec = new.setdefault("spec", {})
         if not spec.get("resourceModels"):

@@ -1,0 +1,299 @@
+"""Make-before-break waves end to end over HTTP on the emulator: no replica leaves before its
+replacement is ready (per workload and cluster, over the emulator's timeline), 1-replica
+workloads are switched instead of refused, a 100% availability floor holds night and day, the
+extra capacity held never exceeds what `tidal plan` announced, and a surge that cannot fit is
+reported by the plan before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.switch_helpers import (
+    DAY,
+    NS,
+    MakeEmulator,
+    client_for,
+    cluster,
+    cpp,
+    deployment,
+    deployment_workloads,
+    invoke_cli,
+    namespace,
+    schedule_text,
+    weights_window,
+    write_schedule,
+    writes,
+)
+from tests.e2e.switch_helpers import switch as run_window
+from tidal.engine import events as ev
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.overrides import list_overrides
+
+pytestmark = pytest.mark.e2e
+
+GPU = "nvidia.com/gpu"
+NIGHT_AND_DAY = (weights_window("night", "23:00", {"cluster-b": 1})
+                 + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}))
+
+
+def _gpu_cluster(name: str, gpus: int, startup: float = 2.0) -> dict[str, Any]:
+    c = cluster(name, startup=startup, termination=0.5)
+    c["status"]["resourceSummary"]["allocatable"][GPU] = str(gpus)
+    return c
+
+
+def _gpu_deployment(name: str, replicas: int) -> dict[str, Any]:
+    d = deployment(name, "t1", replicas)
+    d["metadata"]["labels"]["size"] = "big" if replicas >= 3 else "small"
+    d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][GPU] = "1"
+    return d
+
+
+def _team(replicas: list[int], *, b_gpus: int = 64) -> list[dict[str, Any]]:
+    """cluster-a (64 GPUs) and cluster-b, team t1 placed 4:1, one GPU per replica."""
+    topo = [_gpu_cluster("cluster-a", 64), _gpu_cluster("cluster-b", b_gpus), namespace(),
+            cpp("team-cpp", "t1", DAY)]
+    return topo + [_gpu_deployment(f"web-{i}", n) for i, n in enumerate(replicas)]
+
+
+def _schedule(tmp: Path, rollout: str) -> Path:
+    return write_schedule(tmp, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
+
+
+def _dips(emu: Any, since: float, before: dict[str, dict[str, int]],
+          after: dict[str, dict[str, int]]) -> list[str]:
+    """Every moment (since `since`) a workload had fewer ready replicas than its spec, or a
+    cluster fewer than the share it keeps (min of before and after)."""
+    replicas = {w: sum(split.values()) for w, split in before.items()}
+    ready: dict[str, dict[str, int]] = {}
+    out = []
+    for s in emu.timeline():
+        ready.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
+        if s["t"] < since or s["workload"] not in replicas:
+            continue
+        w = s["workload"]
+        total = sum(ready[w].values())
+        if total < replicas[w]:
+            out.append(f"{w} at {s['t']}: {total}/{replicas[w]} ready")
+        for c in set(before[w]) | set(after[w]):
+            keep = min(before[w].get(c, 0), after[w].get(c, 0))
+            if ready[w].get(c, 0) < keep:
+                out.append(f"{w} {c} at {s['t']}: {ready[w].get(c, 0)} < {keep}")
+    return out
+
+
+def _splits(emu: Any) -> dict[str, dict[str, int]]:
+    """Ready per workload and cluster now (emulator timeline)."""
+    out: dict[str, dict[str, int]] = {}
+    for s in emu.timeline():
+        out.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
+    return {w: {c: n for c, n in split.items() if n} for w, split in out.items()}
+
+
+def _desired(emu: Any) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for s in emu.timeline():
+        out.setdefault(s["workload"], {})[s["cluster"]] = s["assigned"]
+    return {w: {c: n for c, n in split.items() if n} for w, split in out.items()}
+
+
+def _no_overrides(client: KarmadaClient) -> None:
+    assert list_overrides(client, schedule="team-s") == []
+
+
+def _plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
+    from click.testing import CliRunner
+
+    from tidal.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["plan", str(path), "--window", window, "--kubeconfig",
+                                      str(kubeconfig), "-o", "json"])
+    assert result.exit_code in (0, 3), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_full_availability_holds_through_the_night_and_the_day_switch(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """minAvailablePercent 100: every workload keeps all its replicas ready through the night
+    switch and the day switch, no cluster drops below the share it keeps, and no override
+    is left after either."""
+    emu = make_switch_emulator(_team([5, 5, 5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 60s
+        floors:
+          - minAvailablePercent: 100
+    """)
+    day = {f"{NS}/Deployment/web-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(4)}
+    night = {w: {"cluster-b": 5} for w in day}
+    assert _splits(emu) == day
+    since = emu.clock.now()
+    events: list[Any] = []
+    record = run_window(client, path, "night", events=events)
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, day, night) == []
+    assert _splits(emu) == night and _desired(emu) == night  # none above its share
+    _no_overrides(client)
+    since = emu.clock.now()
+    record = run_window(client, path, "day")
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, night, day) == []
+    assert _splits(emu) == day and _desired(emu) == day
+    _no_overrides(client)
+
+
+def test_small_workloads_are_switched_where_a_cluster_is_kept(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """3-4 replica workloads (2-3 in cluster-a, 1 in cluster-b by day) under 100% available:
+    refused with strategy direct, switched with surge and never below their replicas. 1-2
+    replica workloads (nothing in cluster-b by day) are named by the plan: no member to raise."""
+    emu = make_switch_emulator(_team([3, 4, 3, 4, 1, 2]))
+    client = client_for(emu, tmp_path)
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    rollout = """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 60s
+        floors:
+          - minAvailablePercent: 100
+    """
+    workloads = deployment_workloads("{matchLabels: {size: big}}")
+    team = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
+    plan = _plan_json(team, kubeconfig, "night")
+    notes = " ".join(plan["warnings"])
+    assert f"{NS}/Deployment/web-4: moves without surge" in notes
+    assert f"{NS}/Deployment/web-5: moves without surge" in notes
+    direct = write_schedule(tmp_path, schedule_text(
+        "team-s", rollout + "    strategy: direct\n", windows=NIGHT_AND_DAY,
+        workloads=workloads))
+    emu.reset_requests()
+    assert invoke_cli("plan", direct, kubeconfig).exit_code == 3
+    assert not writes(emu)
+    path = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY,
+                                                  workloads=workloads))
+    before = {w: split for w, split in _splits(emu).items()
+              if w.rsplit("-", 1)[-1] in "0123"}
+    after = {w: {"cluster-b": sum(split.values())} for w, split in before.items()}
+    since = emu.clock.now()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, before, after) == []
+    now = _splits(emu)
+    assert {w: now[w] for w in before} == after
+    _no_overrides(client)
+
+
+def test_extra_gpus_held_never_exceed_the_plans_announcement(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Waves are sized by cluster-b's free GPUs less the headroom, and the GPUs members hold
+    beyond the steady state never exceed the largest wave's extra `tidal plan` announced."""
+    emu = make_switch_emulator(_team([5, 5, 5, 5], b_gpus=30))
+    client = client_for(emu, tmp_path)
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    path = _schedule(tmp_path, """
+        waveSize: 4
+        pauseBetweenWaves: 0s
+        waveTimeout: 60s
+        surge: {headroomPercent: 50}
+    """)
+    plan = _plan_json(path, kubeconfig, "night")
+    assert plan["strategy"] == "surge" and plan["safe"], plan
+    announced = max(sum(row.get(GPU, 0.0) for row in wave["extra"].values())
+                    for wave in plan["waves"])
+    # 26 GPUs free in b, half kept as headroom: three 4-GPU surges, then one
+    assert [len(w["workloads"]) for w in plan["waves"]] == [3, 1]
+    assert [w["index"] for w in plan["waves"]] == list(range(1, len(plan["waves"]) + 1))
+    since = emu.clock.now()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    steady = 20
+    desired: dict[tuple[str, str], int] = {}
+    peak = 0
+    for s in emu.timeline():
+        desired[(s["workload"], s["cluster"])] = s["assigned"]
+        if s["t"] >= since:
+            peak = max(peak, sum(desired.values()) - steady)
+    assert 0 < peak <= announced, (peak, announced)
+
+
+def test_a_surge_that_cannot_fit_is_reported_before_any_write(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b has 2 GPUs free: `tidal plan` names each workload whose surge never fits
+    and what it lacks; with whenNoRoom: refuse the plan exits 3 and `switch` writes nothing."""
+    emu = make_switch_emulator(_team([5, 5], b_gpus=4))
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    path = _schedule(tmp_path, """
+        waveSize: 1
+        surge: {headroomPercent: 0, whenNoRoom: refuse}
+    """)
+    emu.reset_requests()
+    plan = _plan_json(path, kubeconfig, "night")
+    assert plan["safe"] is False
+    missing = {item["workload"]: item["missing"] for item in plan["noRoom"]}
+    assert missing[f"{NS}/Deployment/web-0"] == {"cluster-b": {GPU: 2.0}}
+    assert any("its surge never fits" in p for p in plan["problems"])
+    assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 3
+    assert not writes(emu)
+
+
+def test_surge_steps_are_reported_as_events(make_switch_emulator: MakeEmulator,
+                                            tmp_path: Path) -> None:
+    """The wave's overrides are created before its trigger and deleted after convergence."""
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    emu.reset_requests()
+    events: list[Any] = []
+    record = run_window(client, path, "night", events=events)
+    assert record.result == "succeeded"
+    order = [(r.verb, r.resource) for r in emu.request_log()
+             if not r.dry_run and r.verb in ("create", "patch", "delete")
+             and r.resource in ("overridepolicies", "deployments")]
+    creates = order.index(("create", "overridepolicies"))
+    touches = order.index(("patch", "deployments"))
+    deletes = order.index(("delete", "overridepolicies"))
+    assert creates < touches < deletes
+    assert any(isinstance(e, ev.GatePassed) for e in events)
+
+
+def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Day switch with cluster-a's pods failing: the wave times out after the move, cluster-b
+    is still held at 5 by the override, and removing it would leave 1 of 5 ready: the halt
+    keeps it and status says why; once cluster-a recovers the next run removes it."""
+    from tidal.daemon.status import overrides_left
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.states import SurgeStep
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 4s
+        floors:
+          - minAvailablePercent: 100
+    """)
+    assert run_window(client, path, "night").result == "succeeded"
+    emu.set_pods_fail("cluster-a")
+    journal = InMemoryJournal()
+    record = run_window(client, path, "day", journal=journal)
+    assert record.result == "failed", record.to_json()
+    state = journal.load("team-s")
+    assert state is not None and state.waves[0].surge is not None
+    assert state.waves[0].surge.step is SurgeStep.KEPT
+    left = overrides_left(state)
+    assert left and "would break a floor" in left[0]["reason"]
+    assert len(list_overrides(client, schedule="team-s")) == 2
+    assert all(split.get("cluster-b") == 5 for split in _splits(emu).values())  # no dip
+    emu.set_pods_fail("cluster-a", False)
+    record = run_window(client, path, "day", journal=journal)
+    assert record.result == "succeeded", record.to_json()
+    _no_overrides(client)

@@ -1,0 +1,257 @@
+"""Make-before-break waves (pure): what each workload's surge holds, and waves sized so that
+each wave's surge fits the destinations' free capacity less a headroom.
+
+Karmada builds a member Work only for clusters the binding assigns replicas to, so an override
+can act only in clusters that hold the workload both before and after the switch (kept). A
+surged workload's override sets each kept cluster to the larger of its two shares: clusters
+that grow are raised (and become ready) before the move, clusters that shrink keep their old
+share through the move until the new replicas everywhere are ready, then the override goes.
+The raise needs room: `after - before` replicas in each growing kept cluster, free when the
+wave starts (earlier waves have moved by then, freeing their sources and filling their
+destinations). A workload whose raise does not fit even in a wave of its own has no room; one
+with no kept cluster (e.g. 1 replica moving from cluster-a to cluster-b) has nothing to
+override. Either moves without surge, or is refused (`whenNoRoom`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from tidal.domain.floors import FloorRule
+from tidal.domain.plan import Amounts, Plan, PlannedWorkload, WaveRoom, amount_text, make_plan
+from tidal.domain.prediction import ModelNodes, available_replicas
+from tidal.domain.waves import Order, ordered
+
+PODS = "pods"
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a cluster has free for surges: the summary's free amounts, and its resource-model
+    nodes when it has them (then a workload's surge must also fit them replica by replica)."""
+
+    free: Mapping[str, float]
+    model_nodes: tuple[ModelNodes, ...] = ()
+
+
+@dataclass(frozen=True)
+class SurgeSpec:
+    headroom_percent: float = 10.0
+    when_no_room: str = "direct"  # direct | refuse
+
+
+# kinds whose member replicas an override sets at /spec/replicas
+SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+
+
+def surgeable(w: PlannedWorkload) -> bool:
+    """It has replicas, an override can set them, and a kept cluster changes share."""
+    return bool(w.replicas) and w.key.kind in SURGE_KINDS and \
+        any(w.before[c] != w.after[c] for c in w.kept_clusters())
+
+
+def growth(w: PlannedWorkload) -> dict[str, int]:
+    """Replicas the override raises per cluster before the move: `after - before` in each kept
+    cluster that grows (the room the surge needs)."""
+    if not surgeable(w):
+        return {}
+    return {c: w.after[c] - w.before[c] for c in sorted(w.kept_clusters())
+            if w.after[c] > w.before[c]}
+
+
+def held(w: PlannedWorkload) -> dict[str, int]:
+    """Replicas held beyond the steady state per cluster at some moment of the surge: raised
+    in growing kept clusters before the move, kept in shrinking ones until it is ready."""
+    if not surgeable(w):
+        return {}
+    return {c: abs(w.after[c] - w.before[c]) for c in sorted(w.kept_clusters())
+            if w.after[c] != w.before[c]}
+
+
+def amounts_for(extra: Mapping[str, int], request: Mapping[str, float]) -> Amounts:
+    """Resources `extra` replicas per cluster hold (the per-replica request times the replicas,
+    and one pod each); clusters with no extra replica are left out."""
+    out: Amounts = {}
+    for cluster, n in sorted(extra.items()):
+        if n > 0:
+            amounts = {r: q * n for r, q in request.items() if q > 0 and r != PODS}
+            amounts[PODS] = float(n)
+            out[cluster] = amounts
+    return out
+
+
+def surge_need(w: PlannedWorkload) -> Amounts:
+    """Free resources the workload's surge takes per cluster (its raise)."""
+    return amounts_for(growth(w), w.request)
+
+
+def add(total: Amounts, more: Mapping[str, Mapping[str, float]], sign: float = 1.0) -> Amounts:
+    """`total + sign * more`, as a new value."""
+    out = {c: dict(v) for c, v in total.items()}
+    for cluster, amounts in more.items():
+        row = out.setdefault(cluster, {})
+        for resource, amount in amounts.items():
+            row[resource] = row.get(resource, 0.0) + sign * amount
+    return out
+
+
+def usable(free: Amounts, headroom_percent: float) -> Amounts:
+    """What surges may use of `free`: all but the headroom (nothing of a negative amount)."""
+    keep = 1.0 - headroom_percent / 100.0
+    return {c: {r: max(0.0, q) * keep for r, q in v.items()} for c, v in free.items()}
+
+
+def missing(need: Amounts, room: Amounts) -> Amounts:
+    """What `need` lacks in `room`: cluster -> resource -> amount short (empty: it fits)."""
+    out: Amounts = {}
+    for cluster, amounts in need.items():
+        for resource, amount in amounts.items():
+            short = amount - room.get(cluster, {}).get(resource, 0.0)
+            if short > 1e-9:
+                out.setdefault(cluster, {})[resource] = short
+    return out
+
+
+def net_change(w: PlannedWorkload) -> Amounts:
+    """What a moved workload holds more (or less, negative) per cluster after its wave."""
+    out: Amounts = {}
+    if not w.replicas:
+        return out
+    for cluster in sorted(set(w.before) | set(w.after)):
+        delta = w.after.get(cluster, 0) - w.before.get(cluster, 0)
+        if delta:
+            amounts = {r: q * delta for r, q in w.request.items() if q > 0 and r != PODS}
+            amounts[PODS] = float(delta)
+            out[cluster] = amounts
+    return out
+
+
+def _fits_models(w: PlannedWorkload, rooms: Mapping[str, Room], free: Amounts) -> Amounts:
+    """Clusters with resource models where the workload's extra replicas do not fit the
+    model nodes (as replicas short, under `pods`)."""
+    out: Amounts = {}
+    for cluster, extra in growth(w).items():
+        room = rooms.get(cluster)
+        if room is None or not room.model_nodes:
+            continue
+        fits = available_replicas(free.get(cluster, {}), w.request, room.model_nodes)
+        if fits < extra:
+            out[cluster] = {PODS: float(extra - fits)}
+    return out
+
+
+@dataclass
+class SurgeLayout:
+    """Waves sized for their surges, and what each wave holds and leaves free."""
+
+    waves: list[list[PlannedWorkload]]
+    surge: list[Amounts]  # per wave: the free resources its raise takes
+    extra: list[Amounts]  # per wave: resources held beyond the steady state (an upper bound)
+    free_before: list[Amounts]  # per wave: free capacity when it starts
+    free_after: list[Amounts]  # per wave: free capacity once it is moved and released
+    no_room: dict[str, Amounts] = field(default_factory=dict)  # workload -> what it lacks
+
+    @property
+    def peak(self) -> dict[str, float]:
+        """The most of each resource held beyond the steady state at any moment (over all
+        clusters): the largest wave's extra."""
+        out: dict[str, float] = {}
+        for wave in self.extra:
+            totals: dict[str, float] = {}
+            for amounts in wave.values():
+                for resource, amount in amounts.items():
+                    totals[resource] = totals.get(resource, 0.0) + amount
+            for resource, amount in totals.items():
+                out[resource] = max(out.get(resource, 0.0), amount)
+        return out
+
+
+def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
+               rooms: Mapping[str, Room], spec: SurgeSpec) -> SurgeLayout:
+    """Cut ordered `workloads` into waves of at most `max_size` whose surges fit.
+
+    A wave closes early when the next workload's surge would not fit beside the surges already
+    in it. A workload whose surge does not fit alone is marked not surged (no room); it rides
+    in the current wave without a surge."""
+    free: Amounts = {c: dict(r.free) for c, r in rooms.items()}
+    layout = SurgeLayout([], [], [], [], [])
+    wave: list[PlannedWorkload] = []
+    taken: Amounts = {}
+
+    def close() -> None:
+        nonlocal free, wave, taken
+        if not wave:
+            return
+        layout.waves.append(wave)
+        layout.surge.append(taken)
+        extra: Amounts = {}
+        for w in wave:
+            if w.surged:
+                extra = add(extra, amounts_for(held(w), w.request))
+        layout.extra.append(extra)
+        layout.free_before.append(free)
+        for w in wave:
+            free = add(free, net_change(w), -1.0)
+        layout.free_after.append(free)
+        wave, taken = [], {}
+
+    for w in workloads:
+        if len(wave) >= max_size:
+            close()
+        if not surgeable(w):
+            wave.append(replace(w, surged=False))
+            continue
+        need = surge_need(w)
+        room = usable(free, spec.headroom_percent)
+        if missing(add(taken, need), room) and wave:
+            close()
+            room = usable(free, spec.headroom_percent)
+        short = add(missing(need, room), _fits_models(w, rooms, free))
+        if short:
+            layout.no_room[w.name] = short
+            wave.append(replace(w, surged=False))
+            continue
+        taken = add(taken, need)
+        wave.append(replace(w, surged=True))
+    close()
+    return layout
+
+
+def describe(amounts: Amounts) -> str:
+    """`cluster-b: nvidia.com/gpu 2, pods 2; ...`"""
+    return "; ".join(f"{cluster}: " + ", ".join(f"{r} {amount_text(r, q)}"
+                                                for r, q in sorted(row.items()))
+                     for cluster, row in sorted(amounts.items()))
+
+
+def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
+                    floors: Sequence[FloorRule], order: Order, rooms: Mapping[str, Room],
+                    spec: SurgeSpec) -> Plan:
+    """The plan of a surge switch: waves sized for their surges (at most `wave_size`), floors
+    checked with surged workloads in their before or after state, and every workload without
+    room reported (a problem with `whenNoRoom: refuse`, else a note: it moves without surge,
+    its floors checked as a direct move)."""
+    sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas,
+                      order=order)
+    layout = size_waves(sorted_, max_size=wave_size, rooms=rooms, spec=spec)
+    plan = make_plan(sorted_, wave_size=wave_size, floors=floors, waves=layout.waves,
+                     strategy="surge")
+    problems, capacity = list(plan.problems), list(plan.capacity)
+    for name, lacking in sorted(layout.no_room.items()):
+        note = f"{name}: its surge never fits (short of {describe(lacking)})"
+        if spec.when_no_room == "refuse":
+            problems.append(note + "; whenNoRoom is refuse: free capacity in the "
+                                   "destination, or set rollout.surge.whenNoRoom: direct")
+        else:
+            capacity.append(note + "; it moves without surge (whenNoRoom: direct)")
+    for w in sorted_:
+        if w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.kept_clusters():
+            capacity.append(f"{w.name}: moves without surge: no cluster holds it both before "
+                            "and after (Karmada builds no member for a cluster assigned 0 "
+                            "replicas, so there is nothing to raise)")
+    rooms_ = [WaveRoom(s, b, a, e) for s, b, a, e in
+              zip(layout.surge, layout.free_before, layout.free_after, layout.extra,
+                  strict=True)]
+    return replace(plan, problems=problems, capacity=capacity, rooms=rooms_,
+                   no_room=dict(layout.no_room))

@@ -1,0 +1,344 @@
+"""The steps of a make-before-break wave (tidal.engine.strategies.Surge drives them):
+
+1. reserve the surge's capacity (the run's SurgeBudget; poll until it fits or the wave times
+   out), then write one override per workload raising its destinations to their new share;
+2. wait until the surged replicas are ready in every destination, floors watched throughout;
+3. (the move is the inner strategy's trigger) once scheduled, raise an override wherever the
+   scheduler assigned more than it sets (dynamic weights), so it never caps the new split;
+4. release: delete the overrides and give the capacity back.
+
+Each step is journalled (tidal.engine.journal.SurgeRecord) before its side effect, so a resume
+redoes exactly the unfinished one. `clean_up` removes the overrides of a run that stops (halt,
+API error, rollback), keeping on a halt those whose removal would break a floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from tidal.domain.floors import check_floors
+from tidal.domain.plan import Amounts
+from tidal.domain.prediction import ClusterFacts
+from tidal.domain.surge import add, amounts_for, describe, usable
+from tidal.engine import gates
+from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
+from tidal.engine.journal import SurgeRecord, WaveState
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.resolve import Workload
+from tidal.engine.states import Direction, FailureReason, SurgeStep
+from tidal.karmada.bindings import key_of, list_bindings
+from tidal.karmada.errors import KarmadaError
+from tidal.karmada.objects import Obj
+from tidal.karmada.overrides import (
+    OverrideRef,
+    Owner,
+    ReplicaOverride,
+    TemplateRef,
+    apply_override,
+    delete_override,
+    list_overrides,
+    override_name,
+    ref_of,
+)
+from tidal.karmada.views import BindingView
+
+if TYPE_CHECKING:
+    from tidal.engine.wave import SwitchContext, WaveRun
+
+RESERVE_POLL_SECONDS = 2.0
+
+
+def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
+    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}"
+
+
+def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
+    """What each workload's override sets: forward, the plan's surge; back (a workload that
+    was surged forward), in each cluster it is in now and was in before, the larger share."""
+    ctx = run.ctx
+    out: dict[str, dict[str, int]] = {}
+    for w in run.live:
+        if run.direction is Direction.FORWARD:
+            wanted = ctx.surges.get(w.name, {})
+        elif ctx.surges.get(w.name):
+            now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
+            then = ctx.before.get(w.name, {})
+            wanted = {c: max(n, now[c]) for c, n in then.items()
+                      if n > 0 and now.get(c, 0) > 0 and n != now[c]}
+        else:
+            wanted = {}
+        if wanted:
+            out[w.name] = dict(sorted(wanted.items()))
+    return out
+
+
+def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
+    total: Amounts = {}
+    for w in run.live:
+        wanted = targets.get(w.name)
+        if not wanted:
+            continue
+        now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
+        extra = {c: n - now.get(c, 0) for c, n in wanted.items()}
+        total = add(total, amounts_for(extra, w.request))
+    return total
+
+
+def _free(ctx: SwitchContext) -> Amounts:
+    return usable({c.name: dict(c.free) for c in
+                   (ClusterFacts.from_cluster(o) for o in ctx.list_clusters())},
+                  ctx.headroom_percent)
+
+
+def surge(run: WaveRun) -> WaveOutcome | None:
+    """Reserve, write the overrides and wait for the surged replicas (each resumable); None
+    when the wave may move (also when it has nothing to surge)."""
+    ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
+    record = wave.surge_for(back)
+    if record is None:
+        targets = _targets(run)
+        if not targets:
+            return None
+        record = SurgeRecord(targets, _need(run, targets))
+        if back:
+            wave.surge_back = record
+        else:
+            wave.surge = record
+        ctx.save()
+    if record.step in (SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.RELEASED,
+                       SurgeStep.KEPT):
+        return None
+    outcome = _reserve(run, record, back)
+    if outcome is not None:
+        return outcome
+    if record.step is SurgeStep.RESERVED or not record.overrides:
+        _write_overrides(run, record, back)
+        record.advance(SurgeStep.SURGED)
+        ctx.save()
+    else:  # a resume: put back whatever is missing
+        _write_overrides(run, record, back)
+    outcome = _wait_surged(run, record)
+    if outcome is not None:
+        return outcome
+    record.advance(SurgeStep.MOVING)
+    ctx.save()
+    return None
+
+
+def _reserve(run: WaveRun, record: SurgeRecord, back: bool) -> WaveOutcome | None:
+    ctx = run.ctx
+    name = holder(ctx, run.wave, back)
+    while True:
+        free = _free(ctx)
+        if record.step is not SurgeStep.NONE:  # resumed: what we hold is counted as used
+            free = add(free, record.need)
+        if ctx.budget.reserve(name, record.need, free):
+            break
+        if ctx.clock.monotonic() >= run.deadline:
+            short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
+                         if q > free.get(c, {}).get(r, 0.0)} for c, a in record.need.items()}
+            return WaveOutcome(False, FailureReason.TIMEOUT,
+                               f"no room for the wave's surge within waveTimeout "
+                               f"{ctx.wave_timeout:g}s (short of "
+                               f"{describe({c: a for c, a in short.items() if a})})")
+        ctx.clock.sleep(RESERVE_POLL_SECONDS)
+    if record.step is SurgeStep.NONE:
+        record.advance(SurgeStep.RESERVED)
+        ctx.save()
+    return None
+
+
+def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
+    """One override per workload (names journalled first), created or replaced."""
+    ctx, wave = run.ctx, run.wave
+    by_name = {w.name: w for w in run.live}
+    owner = Owner(ctx.schedule, ctx.run_id, wave.index)
+    overrides = []
+    for index, name in enumerate(sorted(record.targets)):
+        w = by_name.get(name)
+        if w is None:
+            continue
+        key = w.key
+        overrides.append(ReplicaOverride(
+            override_name(owner, index, back=back), owner,
+            (TemplateRef(key.api_version, key.kind, key.name, key.namespace),),
+            dict(record.targets[name])))
+    record.overrides = [str(o.ref) for o in overrides]
+    ctx.save()
+    for override in overrides:
+        apply_override(ctx.client, override)
+
+
+def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
+    """`workload cluster ready/wanted` for every surged replica not ready yet."""
+    out = []
+    for w in run.live:
+        wanted = record.targets.get(w.name)
+        if not wanted:
+            continue
+        ready = BindingView.of(run.watch.cache.get(w.binding_key)).ready(run.ctx.ready_field)
+        out += [f"{w.name} {c} {ready.get(c, 0)}/{n}" for c, n in wanted.items()
+                if ready.get(c, 0) < n]
+    return out
+
+
+def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
+    """Until every surged replica is ready; a floor breached anywhere fails the wave."""
+    ctx = run.ctx
+    base = ctx.event_base(run.wave.index)
+    tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
+                                ctx.ready_field).load(run.watch.cache)
+    while True:
+        report = tracker.report()
+        if report.violations:
+            for v in report.violations:
+                ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster, workload=v.workload,
+                                               ready=v.ready, required=v.required,
+                                               floor=v.floor))
+            return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
+        short = _surged_short(run, record)
+        if not short:
+            return None
+        remaining = run.deadline - ctx.clock.monotonic()
+        if remaining <= 0:
+            return WaveOutcome(False, FailureReason.TIMEOUT,
+                               f"surged replicas not ready within waveTimeout "
+                               f"{ctx.wave_timeout:g}s: {', '.join(short[:5])}")
+        ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0,
+                                      total=len(short)))
+        for obj, deleted in run.watch.changes(min(remaining, 5.0)):
+            tracker.update(key_of(obj), None if deleted else obj)
+            break
+
+
+def fit(run: WaveRun) -> None:
+    """After the move is scheduled: wherever the binding now assigns more than an override
+    sets (dynamic weights), raise the override to the assignment, so it keeps the destination
+    at max(surge, assigned) and never caps the new split."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    record = run.wave.surge_for(back)
+    if record is None or record.step is not SurgeStep.MOVING:
+        return
+    changed = False
+    for w in run.live:
+        wanted = record.targets.get(w.name)
+        if not wanted:
+            continue
+        now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
+        raised = {c: max(n, now.get(c, 0)) for c, n in wanted.items()}
+        if raised != wanted:
+            record.targets[w.name] = raised
+            changed = True
+    if changed:
+        _write_overrides(run, record, back)
+        ctx.save()
+
+
+def release(run: WaveRun) -> WaveOutcome | None:
+    """The wave converged on its new split: delete its overrides, give the capacity back."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    record = run.wave.surge_for(back)
+    if record is None or not record.active:
+        return None
+    _remove(ctx, run.wave, record, back)
+    return None
+
+
+def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
+    record.advance(SurgeStep.RELEASING)
+    ctx.save()
+    for text in record.overrides:
+        delete_override(ctx.client, OverrideRef.parse(text))
+    ctx.budget.release(holder(ctx, wave, back))
+    record.advance(SurgeStep.RELEASED)
+    ctx.save()
+
+
+def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str, Obj | None],
+                  by_name: Mapping[str, Workload]) -> str:
+    """The first floor that removing the record's overrides would break ('' if none): each
+    member falls back to its assigned replicas."""
+    for name in sorted(record.targets):
+        w = by_name.get(name)
+        if w is None:
+            continue
+        view = BindingView.of(bindings.get(w.binding_key))
+        assigned = view.assignment()
+        ready = view.ready(ctx.ready_field)
+        after = {c: min(ready.get(c, 0), assigned.get(c, 0)) for c in ready}
+        kept = set(ctx.before.get(name, {})) & set(assigned)
+        found = check_floors(name, w.replicas, after, ctx.floors, kept)
+        if found:
+            return str(found[0])
+    return ""
+
+
+def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool = False
+             ) -> None:
+    """Remove the overrides of every wave still surged (a run that stops); with
+    `keep_if_breaking` (a halt) keep those whose removal would break a floor, and say so.
+    `forward_only`: leave the rollback's own surges (a resumed rollback goes on with them)."""
+    directions = (False,) if forward_only else (False, True)
+    records = [(w, r, back) for w in ctx.state.waves for back in directions
+               if (r := w.surge_for(back)) is not None and r.active]
+    if not records:
+        return
+    by_name = {w.name: w for w in ctx.everyone}
+    bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
+    for wave, record, back in records:
+        why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
+        if why:
+            record.kept = f"removing it would break a floor: {why}"
+            record.advance(SurgeStep.KEPT)
+            note = (f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
+                    f"{record.kept}; they are removed by the next run of this schedule")
+            if note not in ctx.state.warnings:
+                ctx.state.warnings.append(note)
+            ctx.save()
+            ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="surge_kept",
+                                        message=note))
+            continue
+        try:
+            _remove(ctx, wave, record, back)
+        except KarmadaError as exc:  # best effort: the next run finds it by its labels
+            ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
+                                        message=f"override(s) of wave {wave.index}: {exc}"))
+
+
+def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Obj | None]:
+    """The workloads' bindings now (listed per namespace)."""
+    out: dict[str, Obj | None] = {}
+    for namespace in sorted({w.key.namespace for w in workloads}):
+        items, _ = list_bindings(ctx.client, namespace or None, cluster_scoped=not namespace)
+        out.update({key_of(o): o for o in items})
+    return out
+
+
+def remove_leftovers(ctx: SwitchContext) -> None:
+    """Overrides of this schedule left by another run (crashed, halted, forgotten): found by
+    their labels and deleted, unless removing one would break a floor (then kept, and said)."""
+    leftovers = [view for view in list_overrides(ctx.client, schedule=ctx.schedule)
+                 if view.run_id != ctx.run_id]
+    if not leftovers:
+        return
+    bindings = _bindings(ctx, ctx.everyone)
+    by_name = {w.name: w for w in ctx.everyone}
+    by_selector = {(w.key.namespace, w.key.kind, w.key.name): w for w in ctx.everyone}
+    for view in leftovers:
+        ref = ref_of(view)
+        selected = [by_selector.get((namespace, kind, name))
+                    for _api, kind, namespace, name in view.templates()]
+        targets: dict[str, dict[str, int]] = {w.name: {} for w in selected if w is not None}
+        why = _breaks_floor(ctx, SurgeRecord(targets), bindings, by_name)
+        if why:
+            note = f"{ref} (left by run {view.run_id}) kept: removing it would break a " \
+                   f"floor: {why}"
+            if note not in ctx.state.warnings:
+                ctx.state.warnings.append(note)
+            ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept",
+                                        message=note))
+            continue
+        delete_override(ctx.client, ref)
+        ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_leftover",
+                                    message=f"{ref} left by run {view.run_id}: removed"))

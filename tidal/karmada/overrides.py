@@ -1,0 +1,256 @@
+"""Run-owned OverridePolicies / ClusterOverridePolicies that set member replicas (surge waves).
+
+Karmada applies override policies last when it builds each member's Work, after dividing the
+replicas, so a plaintext `replace /spec/replicas` for one cluster sets that member's count
+whatever the binding assigned (../shared/karmada/FACTS.md, "OverridePolicy"). One
+`ReplicaOverride` selects templates by name, all in one namespace (an OverridePolicy there) or
+all cluster-scoped (a ClusterOverridePolicy), and sets the same replicas per cluster for each of
+them: one rule per distinct replica count, naming its clusters. Every object carries the labels
+of its owner (schedule, run, wave) and is found again by them after a crash.
+
+Writes go through KarmadaClient.request: the leadership write gate and error translation apply
+as for every acting write; creates and replaces use fieldValidation=Strict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tidal.karmada.client import (
+    CLUSTER_OVERRIDE_POLICIES,
+    OVERRIDE_POLICIES,
+    KarmadaClient,
+    Obj,
+    Resource,
+)
+from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
+from tidal.karmada.names import LABEL_MANAGED_BY, LABEL_RUN, LABEL_SCHEDULE, LABEL_WAVE, MANAGER
+from tidal.karmada.policies import STRICT
+from tidal.karmada.templates import list_paged
+from tidal.karmada.views import OverrideView
+
+OP_KIND = "OverridePolicy"
+COP_KIND = "ClusterOverridePolicy"
+REPLICAS_PATH = "/spec/replicas"
+_REPLACE_ATTEMPTS = 5
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The run an override belongs to; its labels find it again."""
+
+    schedule: str
+    run_id: str
+    wave: int
+
+    def __post_init__(self) -> None:
+        for what, value in (("schedule", self.schedule), ("run id", self.run_id)):
+            if not value or not _LABEL_VALUE.match(value):
+                raise ValueError(f"override owner {what} {value!r}: must be a label value "
+                                 "(1-63 letters, digits, '-', '_', '.')")
+        if self.wave < 0:
+            raise ValueError(f"override owner wave {self.wave}: must be 0 or more")
+
+    def labels(self) -> dict[str, str]:
+        return {LABEL_MANAGED_BY: MANAGER, LABEL_SCHEDULE: self.schedule,
+                LABEL_RUN: self.run_id, LABEL_WAVE: str(self.wave)}
+
+
+@dataclass(frozen=True)
+class TemplateRef:
+    """A resource template selected by name; namespace "" for a cluster-scoped one."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
+class OverrideRef:
+    """Where one override lives; `str()` is `kind/namespace/name` (namespace empty for a
+    ClusterOverridePolicy) and `parse()` reads it back (journals keep it as text)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> OverrideRef:
+        parts = text.split("/")
+        if len(parts) != 3 or parts[0] not in (OP_KIND, COP_KIND) or not parts[2] \
+                or bool(parts[1]) != (parts[0] == OP_KIND):
+            raise ValueError(f"override reference {text!r}: expected OverridePolicy/<namespace>/"
+                             "<name> or ClusterOverridePolicy//<name>")
+        return cls(parts[0], parts[1], parts[2])
+
+    @property
+    def resource(self) -> Resource:
+        return OVERRIDE_POLICIES if self.kind == OP_KIND else CLUSTER_OVERRIDE_POLICIES
+
+
+@dataclass(frozen=True)
+class ReplicaOverride:
+    """Typed input: set `replicas[cluster]` member replicas of each template in `templates`."""
+
+    name: str
+    owner: Owner
+    templates: tuple[TemplateRef, ...]
+    replicas: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        where = f"override {self.name!r}"
+        if not _NAME.match(self.name):
+            raise ValueError(f"{where}: the name must be a DNS subdomain (lower case letters, "
+                             "digits, '-', '.'; at most 253)")
+        if not self.templates:
+            raise ValueError(f"{where}: select at least one template")
+        namespaces = {t.namespace for t in self.templates}
+        if len(namespaces) != 1:
+            raise ValueError(f"{where}: templates span namespaces {sorted(namespaces)}; make "
+                             "one override per namespace (cluster-scoped ones apart)")
+        if not self.replicas:
+            raise ValueError(f"{where}: set replicas for at least one cluster")
+        for cluster, count in self.replicas.items():
+            if not cluster or not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"{where}: replicas for cluster {cluster!r} must be a whole "
+                                 f"number >= 0, got {count!r}")
+
+    @property
+    def namespace(self) -> str:
+        return self.templates[0].namespace
+
+    @property
+    def ref(self) -> OverrideRef:
+        return OverrideRef(OP_KIND if self.namespace else COP_KIND, self.namespace, self.name)
+
+
+def override_name(owner: Owner, index: int, *, back: bool = False) -> str:
+    """`tidal-<schedule>-<run>-w<wave>[-back]-<index>` (lower case)."""
+    suffix = "-back" if back else ""
+    return f"tidal-{owner.schedule}-{owner.run_id}-w{owner.wave}{suffix}-{index}".lower()
+
+
+def manifest(override: ReplicaOverride) -> Obj:
+    """The OverridePolicy / ClusterOverridePolicy for `override`."""
+    ref = override.ref
+    selectors = []
+    for t in sorted(override.templates, key=lambda t: (t.api_version, t.kind, t.name)):
+        selector = {"apiVersion": t.api_version, "kind": t.kind, "name": t.name}
+        if t.namespace:
+            selector["namespace"] = t.namespace
+        selectors.append(selector)
+    by_count: dict[int, list[str]] = {}
+    for cluster, count in sorted(override.replicas.items()):
+        by_count.setdefault(count, []).append(cluster)
+    rules = [{"targetCluster": {"clusterNames": clusters},
+              "overriders": {"plaintext": [
+                  {"path": REPLICAS_PATH, "operator": "replace", "value": count}]}}
+             for count, clusters in sorted(by_count.items(), key=lambda kv: kv[1])]
+    meta: Obj = {"name": ref.name, "labels": override.owner.labels()}
+    if ref.namespace:
+        meta["namespace"] = ref.namespace
+    return {"apiVersion": ref.resource.api_version, "kind": ref.kind, "metadata": meta,
+            "spec": {"resourceSelectors": selectors, "overrideRules": rules}}
+
+
+def create_override(client: KarmadaClient, override: ReplicaOverride, *,
+                    dry_run: bool = False) -> OverrideView:
+    """Create it (AlreadyExists if it is there); a dry run is validated, never stored."""
+    res = override.ref.resource
+    query = {**STRICT, "dryRun": "All"} if dry_run else STRICT
+    created = client.request("create", res, "POST", res.path(override.namespace or None),
+                             body=manifest(override), query=query)
+    return OverrideView.of(created)
+
+
+def replace_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
+    """Replace the spec and owner labels of the existing one (NotFound if it is not there);
+    a concurrent change is re-read and replaced again."""
+    ref = override.ref
+    wanted = manifest(override)
+    for attempt in range(_REPLACE_ATTEMPTS):
+        current = client.request("get", ref.resource, "GET",
+                                 ref.resource.path(ref.namespace or None, ref.name))
+        body = dict(wanted)
+        meta = dict(current.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+        body["metadata"] = meta
+        try:
+            replaced = client.request("update", ref.resource, "PUT",
+                                      ref.resource.path(ref.namespace or None, ref.name),
+                                      body=body, query=STRICT)
+        except Conflict:
+            if attempt == _REPLACE_ATTEMPTS - 1:
+                raise
+            continue
+        return OverrideView.of(replaced)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def apply_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
+    """Create it, or replace the one already there (a retried create, a resume, a refit)."""
+    try:
+        return create_override(client, override)
+    except AlreadyExists:
+        return replace_override(client, override)
+
+
+def get_override(client: KarmadaClient, ref: OverrideRef) -> OverrideView | None:
+    """The override, or None when it does not exist."""
+    found = client.find(ref.resource, ref.namespace or None, ref.name)
+    return OverrideView.of(found) if found is not None else None
+
+
+def delete_override(client: KarmadaClient, ref: OverrideRef) -> bool:
+    """Delete it; False when it was already gone."""
+    try:
+        client.request("delete", ref.resource, "DELETE",
+                       ref.resource.path(ref.namespace or None, ref.name))
+    except NotFound:
+        return False
+    return True
+
+
+def owner_selector(schedule: str | None = None, run_id: str | None = None,
+                   wave: int | None = None) -> str:
+    """The label selector of tidal's overrides, narrowed to a schedule, run and wave."""
+    parts = [f"{LABEL_MANAGED_BY}={MANAGER}"]
+    for label, value in ((LABEL_SCHEDULE, schedule), (LABEL_RUN, run_id),
+                         (LABEL_WAVE, None if wave is None else str(wave))):
+        if value is not None:
+            parts.append(f"{label}={value}")
+    return ",".join(parts)
+
+
+def list_overrides(client: KarmadaClient, *, schedule: str | None = None,
+                   run_id: str | None = None, wave: int | None = None,
+                   namespaces: Iterable[str] | None = None,
+                   cluster_scoped: bool = True) -> list[OverrideView]:
+    """tidal's overrides found by their owner labels: OverridePolicies in `namespaces` (None:
+    every namespace, one cluster-wide list), then ClusterOverridePolicies unless
+    `cluster_scoped` is False. Sorted by kind, namespace, name."""
+    selector = owner_selector(schedule, run_id, wave)
+    found: list[Obj] = []
+    spaces: list[str | None] = [None]
+    if namespaces is not None:
+        spaces = [*sorted(set(namespaces))]
+    for namespace in spaces:
+        items, _ = list_paged(client, OVERRIDE_POLICIES, namespace, label_selector=selector)
+        found += [{**item, "kind": OP_KIND} for item in items]
+    if cluster_scoped:
+        items, _ = list_paged(client, CLUSTER_OVERRIDE_POLICIES, label_selector=selector)
+        found += [{**item, "kind": COP_KIND} for item in items]
+    views = [OverrideView.of(item) for item in found]
+    return sorted(views, key=lambda v: (v.kind, v.namespace, v.name))
+
+
+def ref_of(view: OverrideView) -> OverrideRef:
+    return OverrideRef(view.kind, view.namespace, view.name)
