@@ -224,3 +224,34 @@ def test_threads_never_overcommit() -> None:
         t.join(timeout=60)
     assert len(worst) == 240
     assert max(worst) <= 5
+
+
+def test_a_surge_whose_pods_exist_is_not_counted_twice() -> None:
+    """Cluster status already counts a held surge once its pods run: the next wave may use
+    the rest (10 free, 4 held and running, status says 6: another 6 fit, not 2)."""
+    shared = SharedBudget(FakeClock(T0))
+    assert shared.reserve("a", 0, "a/1", gpus(4), gpus(10))
+    assert shared.reserve("b", 0, "b/1", gpus(6), gpus(6))
+    assert shared.leased() == gpus(10)
+
+
+def test_a_surge_whose_pods_do_not_exist_yet_is_counted() -> None:
+    """Status lagging behind a hold (still 10 free with 4 held): only 6 more fit."""
+    shared = SharedBudget(FakeClock(T0))
+    assert shared.reserve("a", 0, "a/1", gpus(4), gpus(10))
+    assert not shared.reserve("b", 0, "b/1", gpus(7), gpus(10))
+    assert shared.reserve("b", 0, "b/1", gpus(6), gpus(10))
+
+
+def test_a_released_surge_stays_as_the_new_steady_state() -> None:
+    """A wave's surge stays in the destination after release: with another hold in place the
+    released room is not offered again until the status shows it free."""
+    shared = SharedBudget(FakeClock(T0))
+    assert shared.reserve("a", 0, "a/1", gpus(4), gpus(10))
+    assert shared.reserve("b", 0, "b/1", gpus(3), gpus(10))
+    shared.release("a/1")  # a's 4 replicas stay in cluster-b; status may not show them yet
+    assert not shared.reserve("c", 0, "c/1", gpus(4), gpus(10))
+    assert shared.reserve("c", 0, "c/1", gpus(3), gpus(10))
+    shared.release("b/1")
+    shared.release("c/1")
+    assert shared.reserve("d", 0, "d/1", gpus(0.5), gpus(0.5))  # no hold left: status rules

@@ -1,9 +1,16 @@
 """The daemon's one capacity budget: surge room leased to the waves of all concurrent switches.
 
 Each surging wave reserves its surge (cluster -> resource -> amount) before it surges and
-releases it once its override is gone; a reservation fits only if it fits what the caller says
-is free (from Cluster status) minus what every other wave holds, so no combination of teams
-overruns a cluster because of tidal.
+releases it once its override is gone; a reservation fits only if it fits what is free minus
+what every other wave holds, so no combination of teams overruns a cluster because of tidal.
+
+What is free: the caller reads it from Cluster status, which counts a held surge once its pods
+exist, and not before (nor while the status lags). Subtracting every hold from it would count
+a running surge twice and leave half the room unused; so per (cluster, resource) the budget
+keeps the free seen when the first of the current holds was granted (its anchor; lowered by
+each hold released, whose replicas stay as the new steady state) and uses the smaller of the
+free reported now and the anchor minus all holds. Only a consumer outside tidal that takes room
+while a hold's pods do not exist yet can make that too high.
 
 Order among the waves that wait: higher schedule `priority` first; within a priority, the
 schedule granted the fewest waves in its current run first (round-robin by wave: one large
@@ -81,6 +88,7 @@ class SharedBudget:
         self._holds: dict[str, Hold] = {}
         self._waiters: dict[str, Waiter] = {}
         self._grants: dict[str, int] = {}  # schedule -> waves granted in its current run
+        self._anchor: dict[Pair, float] = {}  # free when the first current hold was granted
         self._seq = 0
 
     def for_schedule(self, schedule: str, priority: int = 0) -> ScheduleBudget:
@@ -104,6 +112,10 @@ class SharedBudget:
             granted = self._decide(waiter, free_pairs)
             if granted:
                 del self._waiters[holder]
+                held = self._held()
+                for pair in amounts:
+                    if held.get(pair, 0.0) <= 0:
+                        self._anchor[pair] = free_pairs.get(pair, 0.0)
                 self._holds[holder] = Hold(holder, schedule, amounts)
                 self._grants[schedule] = self._grants.get(schedule, 0) + 1
         if granted:
@@ -116,6 +128,8 @@ class SharedBudget:
         with self._lock:
             hold = self._holds.pop(holder, None)
             waiter = self._waiters.pop(holder, None)
+            if hold is not None:
+                self._forget(hold)
         if hold is not None:
             log.info("capacity_released", schedule=hold.schedule, holder=holder)
         if hold is not None or waiter is not None:
@@ -128,7 +142,9 @@ class SharedBudget:
             gone = [h for h, hold in self._holds.items() if hold.schedule == schedule]
             gone += [h for h, w in self._waiters.items() if w.schedule == schedule]
             for holder in gone:
-                self._holds.pop(holder, None)
+                hold = self._holds.pop(holder, None)
+                if hold is not None:
+                    self._forget(hold)
                 self._waiters.pop(holder, None)
             self._grants.pop(schedule, None)
         if gone:
@@ -138,12 +154,8 @@ class SharedBudget:
     # --- what status and metrics read -------------------------------------------------------
     def leased(self) -> dict[str, dict[str, float]]:
         """cluster -> resource -> amount held by all waves now."""
-        total: dict[Pair, float] = {}
         with self._lock:
-            for hold in self._holds.values():
-                for pair, amount in hold.amounts.items():
-                    total[pair] = total.get(pair, 0.0) + amount
-        return _nested(total)
+            return _nested(self._held())
 
     def waiting(self) -> dict[str, CapacityWait]:
         """schedule -> its longest-waiting wave."""
@@ -156,6 +168,32 @@ class SharedBudget:
         return out
 
     # --- the decision -----------------------------------------------------------------------
+    def _held(self) -> dict[Pair, float]:
+        total: dict[Pair, float] = {}
+        for hold in self._holds.values():
+            for pair, amount in hold.amounts.items():
+                total[pair] = total.get(pair, 0.0) + amount
+        return total
+
+    def _forget(self, hold: Hold) -> None:
+        """A released hold's replicas stay (the wave moved): its room is gone from the anchor;
+        with no hold left on a pair, the next grant anchors afresh (the lock is held)."""
+        held = self._held()
+        for pair, amount in hold.amounts.items():
+            if held.get(pair, 0.0) <= 0:
+                self._anchor.pop(pair, None)
+            elif pair in self._anchor:
+                self._anchor[pair] -= amount
+
+    def _left(self, free: Mapping[Pair, float]) -> dict[Pair, float]:
+        """Room per pair: the free reported, or the anchor minus all holds if smaller."""
+        left = dict(free)
+        for pair, amount in self._held().items():
+            reported = free.get(pair, 0.0)
+            anchor = self._anchor.get(pair, reported)
+            left[pair] = min(reported, anchor - amount)
+        return left
+
     def _rank(self, w: Waiter) -> tuple[int, int, int]:
         return (-w.priority, self._grants.get(w.schedule, 0), w.seq)
 
@@ -163,10 +201,7 @@ class SharedBudget:
         """Walk the waiters in rank order as if each were asking now: one that fits takes its
         room (on paper), one that does not fit claims all it asks for; `asking` is granted iff
         it fits what is left and touches nothing claimed above it."""
-        left = dict(free)
-        for hold in self._holds.values():
-            for pair, amount in hold.amounts.items():
-                left[pair] = left.get(pair, 0.0) - amount
+        left = self._left(free)
         claimed: set[Pair] = set()
         for w in sorted(self._waiters.values(), key=self._rank):
             short = {p: a - left.get(p, 0.0) for p, a in w.need.items()
