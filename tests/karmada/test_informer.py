@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tidal.karmada.client import RESOURCE_BINDINGS, KarmadaClient
+from tidal.karmada.client import RESOURCE_BINDINGS, KarmadaClient, RetryPolicy
 from tidal.karmada.informer import SharedReads
 
 pytestmark = pytest.mark.e2e
@@ -69,7 +69,10 @@ def test_many_readers_share_one_list_and_one_watch(emulator: Any, tmp_path: Path
 
 
 def test_gone_relists_and_readers_get_the_difference(emulator: Any, tmp_path: Path) -> None:
-    """After a 410 the informer lists again; a reader sees what changed in between."""
+    """A resume from a version the server forgot (410) makes the informer list again; a
+    reader sees what changed in between, once."""
+    from tidal.karmada.state_objects import ensure_namespace
+
     client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
     _create(client, "a")
     reads = SharedReads(client, max_watch_seconds=1)
@@ -77,16 +80,15 @@ def test_gone_relists_and_readers_get_the_difference(emulator: Any, tmp_path: Pa
         view = reads.binding_watch("default")
         view.start()
         informer = reads.informers["resourcebindings"]
-        emulator.store.compact()
-        _create(client, "b")
-        assert ("b", False) in _drain(view, 1)
+        ensure_namespace(client, "elsewhere")  # the store moves on past the informer's version
+        emulator.faults.inject(type="drop-watch", resource="resourcebindings", compact=True)
         deadline = time.monotonic() + 10
-        emulator.store.compact()
         while informer.lists < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        _create(client, "c")
-        assert ("c", False) in _drain(view, 1)
-    assert set(view.cache) == {"default/a", "default/b", "default/c"}
+        assert informer.lists == 2
+        _create(client, "b")
+        assert _drain(view, 1) == [("b", False)]
+    assert set(view.cache) == {"default/a", "default/b"}
 
 
 def test_clusters_come_from_the_cache_and_it_stops_after_the_last_run(
@@ -107,3 +109,45 @@ def test_clusters_come_from_the_cache_and_it_stops_after_the_last_run(
     with reads.in_use():
         assert len(reads.list_clusters()) == len(names[0])
     assert informer.lists == 2
+
+
+def test_dropped_watches_and_500s_heal_without_the_readers_noticing(
+        emulator: Any, tmp_path: Path) -> None:
+    """The shared watch is cut and its history forgotten (410 on resume), and the lists that
+    follow answer 500: the informer retries, re-lists, and a reader gets every change."""
+    from structlog.testing import capture_logs
+
+    from tidal.karmada.state_objects import ensure_namespace
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"),
+                                           retry=RetryPolicy(attempts=2, base_delay=0.01))
+    _create(client, "a")
+    reads = SharedReads(client, max_watch_seconds=30, retry_seconds=0.05)
+    with reads.in_use(), capture_logs() as logs:
+        view = reads.binding_watch("default")
+        view.start()
+        informer = reads.informers["resourcebindings"]
+        ensure_namespace(client, "elsewhere")  # the store moves on past the informer's version
+        emulator.faults.inject(type="error", verb="list", resource="resourcebindings", count=3)
+        emulator.faults.inject(type="drop-watch", resource="resourcebindings", compact=True)
+        _create(client, "b")
+        assert ("b", False) in _drain(view, 1, seconds=10)
+        assert informer.lists >= 2
+        _create(client, "c")
+        assert ("c", False) in _drain(view, 1)
+    assert set(view.cache) == {"default/a", "default/b", "default/c"}
+    assert any(e["event"] == "shared_watch_failed" for e in logs)
+
+
+def test_a_reader_gets_the_api_error_when_the_cache_cannot_fill(
+        emulator: Any, tmp_path: Path) -> None:
+    """While every list fails, a wave asking for the cache gets the API's error (its run
+    fails as it did with its own listing), not a silent empty cache."""
+    from tidal.karmada.errors import KarmadaError
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"),
+                                           retry=RetryPolicy(attempts=1))
+    emulator.faults.inject(type="error", verb="list", resource="resourcebindings")
+    reads = SharedReads(client, retry_seconds=0.05, sync_timeout=1.0)
+    with reads.in_use(), pytest.raises(KarmadaError):
+        reads.binding_watch("default").start()
