@@ -244,14 +244,23 @@ def test_a_surge_whose_pods_do_not_exist_yet_is_counted() -> None:
 
 
 def test_a_released_surge_stays_as_the_new_steady_state() -> None:
-    """A wave's surge stays in the destination after release: with another hold in place the
-    released room is not offered again until the status shows it free."""
+    """A wave's surge stays in the destination after release (the status shows it by then):
+    with another hold in place, its room is not offered again."""
     shared = SharedBudget(FakeClock(T0))
     assert shared.reserve("a", 0, "a/1", gpus(4), gpus(10))
     assert shared.reserve("b", 0, "b/1", gpus(3), gpus(10))
-    shared.release("a/1")  # a's 4 replicas stay in cluster-b; status may not show them yet
-    assert not shared.reserve("c", 0, "c/1", gpus(4), gpus(10))
-    assert shared.reserve("c", 0, "c/1", gpus(3), gpus(10))
+    shared.release("a/1")  # a's 4 replicas stay; b's 3 do not run yet: the status says 6
+    assert not shared.reserve("c", 0, "c/1", gpus(4), gpus(6))
+    assert shared.reserve("c", 0, "c/1", gpus(3), gpus(6))
     shared.release("b/1")
     shared.release("c/1")
     assert shared.reserve("d", 0, "d/1", gpus(0.5), gpus(0.5))  # no hold left: status rules
+
+
+def test_room_that_appears_while_surges_are_held_is_used() -> None:
+    """Another tenant leaves cluster-b while a surge is held: the new room is offered at once,
+    not only after every hold is released."""
+    shared = SharedBudget(FakeClock(T0))
+    assert shared.reserve("a", 0, "a/1", gpus(4), gpus(4))
+    assert not shared.reserve("b", 0, "b/1", gpus(4), gpus(0))  # a's pods run: 0 free
+    assert shared.reserve("b", 0, "b/1", gpus(4), gpus(8))  # the tenant left 8

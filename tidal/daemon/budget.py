@@ -9,8 +9,9 @@ exist, and not before (nor while the status lags). Subtracting every hold from i
 a running surge twice and leave half the room unused; so per (cluster, resource) the budget
 keeps the free seen when the first of the current holds was granted (its anchor; lowered by
 each hold released, whose replicas stay as the new steady state) and uses the smaller of the
-free reported now and the anchor minus all holds. Only a consumer outside tidal that takes room
-while a hold's pods do not exist yet can make that too high.
+free reported now and the anchor minus all holds, or the free reported minus all holds when
+that is more (capacity that appeared since: another tenant left). Only a consumer outside tidal
+that takes room while a hold's pods do not exist yet can make that too high.
 
 Order among the waves that wait: higher schedule `priority` first; within a priority, the
 schedule granted the fewest waves in its current run first (round-robin by wave: one large
@@ -186,12 +187,14 @@ class SharedBudget:
                 self._anchor[pair] -= amount
 
     def _left(self, free: Mapping[Pair, float]) -> dict[Pair, float]:
-        """Room per pair: the free reported, or the anchor minus all holds if smaller."""
+        """Room per pair: the better of two safe estimates, the free reported minus all holds
+        (right when none of them runs yet; sees capacity that appears) and the anchor minus
+        all holds, capped by the free reported (right when they all run)."""
         left = dict(free)
         for pair, amount in self._held().items():
             reported = free.get(pair, 0.0)
             anchor = self._anchor.get(pair, reported)
-            left[pair] = min(reported, anchor - amount)
+            left[pair] = max(reported - amount, min(reported, anchor - amount))
         return left
 
     def _rank(self, w: Waiter) -> tuple[int, int, int]:
