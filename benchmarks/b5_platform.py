@@ -54,7 +54,9 @@ class Night:
 
     @property
     def room(self) -> int:
-        return max(REPLICAS - 1, int(self.surge * ROOM_FRACTION))  # one workload's at least
+        """Free in cluster-b at the start: a fraction of the night, and at least one team's
+        whole night (so that each team's plan fits on its own, as each does today)."""
+        return max(self.per_team * (REPLICAS - 1), int(self.surge * ROOM_FRACTION))
 
     @property
     def filler(self) -> int:
@@ -119,6 +121,7 @@ class Overcommit:
     def __init__(self, emu: Any, allocatable: int) -> None:
         self.emu, self.allocatable = emu, allocatable
         self.peak = 0.0
+        self.at: tuple[float, dict[str, int], dict[str, int]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -126,7 +129,10 @@ class Overcommit:
         while not self._stop.wait(0.05):
             used, pending = self.emu.controllers.members.cluster_usage("cluster-b")
             requested = used.get(GPU, 0) + pending.get(GPU, 0)
-            self.peak = max(self.peak, float(requested - self.allocatable))
+            over = float(requested - self.allocatable)
+            if over > self.peak:
+                self.peak = over
+                self.at = (self.emu.clock.now(), dict(used), dict(pending))
 
     def __enter__(self) -> Overcommit:
         self._thread.start()

@@ -72,6 +72,9 @@ class SchedulerSettings(BaseModel):
     shutdown_grace_seconds: float = Field(20.0, ge=0)  # SIGTERM: wait this long for a step
     # refuse to act while the local clock and the API server's differ by more than this
     max_clock_skew_seconds: float = Field(30.0, gt=0)
+    # a surge released by one switch keeps counting against the shared capacity this long:
+    # its replicas stay, and Cluster status (refreshed every 10s by Karmada) may not show them
+    capacity_settle_seconds: float = Field(15.0, ge=0)
 
 
 class ApiSettings(BaseModel):

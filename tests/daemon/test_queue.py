@@ -73,7 +73,8 @@ def start(client: KarmadaClient, sched: Path, engine: SurgingEngine, slots: int
     clock = FakeClock(NIGHT + timedelta(seconds=1))
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo",
                              scheduler={"max_concurrent_switches": slots,
-                                        "resync_seconds": 3600})
+                                        "resync_seconds": 3600,
+                                        "capacity_settle_seconds": 0})
     metrics = Metrics()
     daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
                     watch=False)

@@ -122,7 +122,8 @@ class Daemon:
         api = settings.api
         self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
             if api.shared_watch else None
-        self.budget = SharedBudget(self.clock, on_change=self._budget_changed)
+        self.budget = SharedBudget(self.clock, on_change=self._budget_changed,
+                                   settle_seconds=settings.scheduler.capacity_settle_seconds)
         self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,

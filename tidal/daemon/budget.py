@@ -11,7 +11,9 @@ keeps the free seen when the first of the current holds was granted (its anchor;
 each hold released, whose replicas stay as the new steady state) and uses the smaller of the
 free reported now and the anchor minus all holds, or the free reported minus all holds when
 that is more (capacity that appeared since: another tenant left). Only a consumer outside tidal
-that takes room while a hold's pods do not exist yet can make that too high.
+that takes room while a hold's pods do not exist yet can make that too high. Cluster status is
+refreshed periodically (Karmada: every 10 s), so a released hold keeps counting for
+`settle_seconds` more: its replicas stay, and the status may not show them yet.
 
 Order among the waves that wait: higher schedule `priority` first; within a priority, the
 schedule granted the fewest waves in its current run first (round-robin by wave: one large
@@ -80,13 +82,15 @@ class SharedBudget:
     """The SurgeBudget of every switch of one daemon (thread-safe); hand each run
     `for_schedule(name, priority)`."""
 
-    def __init__(self, clock: Clock, *, stale_after: float = 120.0,
+    def __init__(self, clock: Clock, *, stale_after: float = 120.0, settle_seconds: float = 15.0,
                  on_change: Callable[[SharedBudget], None] | None = None) -> None:
         self.clock = clock
         self.stale_after = stale_after
+        self.settle_seconds = settle_seconds
         self.on_change = on_change
         self._lock = threading.Lock()
         self._holds: dict[str, Hold] = {}
+        self._settling: list[tuple[float, Hold]] = []  # released, until the status shows them
         self._waiters: dict[str, Waiter] = {}
         self._grants: dict[str, int] = {}  # schedule -> waves granted in its current run
         self._anchor: dict[Pair, float] = {}  # free when the first current hold was granted
@@ -102,6 +106,7 @@ class SharedBudget:
         with self._lock:
             now = self.clock.monotonic()
             self._drop_stale(now)
+            self._settle(now)
             self._holds.pop(holder, None)  # reserving again replaces the earlier hold
             waiter = self._waiters.get(holder)
             if waiter is None:
@@ -130,7 +135,7 @@ class SharedBudget:
             hold = self._holds.pop(holder, None)
             waiter = self._waiters.pop(holder, None)
             if hold is not None:
-                self._forget(hold)
+                self._released(hold)
         if hold is not None:
             log.info("capacity_released", schedule=hold.schedule, holder=holder)
         if hold is not None or waiter is not None:
@@ -145,7 +150,7 @@ class SharedBudget:
             for holder in gone:
                 hold = self._holds.pop(holder, None)
                 if hold is not None:
-                    self._forget(hold)
+                    self._released(hold)
                 self._waiters.pop(holder, None)
             self._grants.pop(schedule, None)
         if gone:
@@ -155,8 +160,12 @@ class SharedBudget:
     # --- what status and metrics read -------------------------------------------------------
     def leased(self) -> dict[str, dict[str, float]]:
         """cluster -> resource -> amount held by all waves now."""
+        total: dict[Pair, float] = {}
         with self._lock:
-            return _nested(self._held())
+            for hold in self._holds.values():
+                for pair, amount in hold.amounts.items():
+                    total[pair] = total.get(pair, 0.0) + amount
+        return _nested(total)
 
     def waiting(self) -> dict[str, CapacityWait]:
         """schedule -> its longest-waiting wave."""
@@ -169,9 +178,24 @@ class SharedBudget:
         return out
 
     # --- the decision -----------------------------------------------------------------------
+    def _released(self, hold: Hold) -> None:
+        """Count a released hold until the status has had time to show it (the lock is
+        held)."""
+        if self.settle_seconds <= 0:
+            self._forget(hold)
+        else:
+            self._settling.append((self.clock.monotonic() + self.settle_seconds, hold))
+
+    def _settle(self, now: float) -> None:
+        due = [hold for until, hold in self._settling if until <= now]
+        self._settling = [(until, hold) for until, hold in self._settling if until > now]
+        for hold in due:
+            self._forget(hold)
+
     def _held(self) -> dict[Pair, float]:
+        """What every hold counts for now: those held, and those released but settling."""
         total: dict[Pair, float] = {}
-        for hold in self._holds.values():
+        for hold in [*self._holds.values(), *(h for _, h in self._settling)]:
             for pair, amount in hold.amounts.items():
                 total[pair] = total.get(pair, 0.0) + amount
         return total
