@@ -42,6 +42,7 @@ TERMINATION = 1.0
 class Night:
     teams: int
     per_team: int
+    release_seconds: float = RELEASE_SECONDS  # the filler leaves cluster-b over this long
 
     @property
     def workloads(self) -> int:
@@ -66,12 +67,12 @@ class Night:
         """The least time any schedule of waves could take: the last surge fits only once the
         filler has left entirely (room + filler = surge), then its pods terminate and the
         surged ones start."""
-        return RELEASE_SECONDS + TERMINATION + STARTUP
+        return self.release_seconds + TERMINATION + STARTUP
 
 
 def sizes(cfg: RunConfig) -> Night:
     if cfg.tiny:
-        return Night(3, 2)
+        return Night(3, 2, release_seconds=20.0)
     return Night(10, 10) if cfg.quick else Night(100, 50)
 
 
@@ -147,7 +148,7 @@ def release_filler(emu: Any, night: Night, stop: threading.Event) -> None:
     """Scale the filler down in steps over RELEASE_SECONDS of simulated time."""
     client = karmada_client(emu, "filler")
     res = client.resource_for("apps/v1", "Deployment")
-    step_seconds = RELEASE_SECONDS / RELEASE_STEPS / SPEED
+    step_seconds = night.release_seconds / RELEASE_STEPS / SPEED
     for step in range(1, RELEASE_STEPS + 1):
         if stop.wait(step_seconds):
             return
@@ -286,7 +287,7 @@ def run(cfg: RunConfig) -> Section:
         f"all due at the same minute, `strategy: surge`. cluster-b has room for "
         f"{ROOM_FRACTION:.0%} of the night's surge ({night.room} of {night.surge} GPUs) at the "
         f"start; another tenant leaves it in {RELEASE_STEPS} steps over "
-        f"{RELEASE_SECONDS:g} s. Pods start in {STARTUP:g} s; emulator clock at {SPEED:g}x; "
+        f"{night.release_seconds:g} s. Pods start in {STARTUP:g} s; emulator clock at {SPEED:g}x; "
         f"both arms ran in {time.monotonic() - t0:.0f} s of wall time.",
         "",
         "| arm | teams switched | peak GPUs requested beyond cluster-b's allocatable | "

@@ -267,9 +267,9 @@ def test_room_that_appears_while_surges_are_held_is_used() -> None:
 
 
 def test_a_released_surge_counts_until_the_status_can_show_it() -> None:
-    """Cluster status lags (Karmada refreshes it every 10s): a surge released a moment ago
-    still counts, although the status says its room is free; after settle_seconds the
-    status is trusted again."""
+    """Cluster status lags (Karmada refreshes it every 10s): a surge released a moment after
+    its grant still counts, although the status says its room is free; settle_seconds after
+    the grant the status is trusted again, and a surge held that long counts no more."""
     clock = FakeClock(T0)
     shared = SharedBudget(clock, settle_seconds=15)
     assert shared.reserve("a", 0, "a/1", gpus(8), gpus(8))
@@ -278,3 +278,6 @@ def test_a_released_surge_counts_until_the_status_can_show_it() -> None:
     assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8))
     clock.advance(timedelta(seconds=16))
     assert shared.reserve("b", 0, "b/1", gpus(8), gpus(8))  # a status without a's: trusted
+    clock.advance(timedelta(seconds=20))
+    shared.release("b/1")  # held 20s: the status (free 0) shows it already
+    assert shared.reserve("c", 0, "c/1", gpus(4), gpus(4))

@@ -12,8 +12,9 @@ each hold released, whose replicas stay as the new steady state) and uses the sm
 free reported now and the anchor minus all holds, or the free reported minus all holds when
 that is more (capacity that appeared since: another tenant left). Only a consumer outside tidal
 that takes room while a hold's pods do not exist yet can make that too high. Cluster status is
-refreshed periodically (Karmada: every 10 s), so a released hold keeps counting for
-`settle_seconds` more: its replicas stay, and the status may not show them yet.
+refreshed periodically (Karmada: every 10 s), so a hold released less than `settle_seconds`
+after its grant keeps counting until then: its replicas stay, and the status may not show
+them yet (one held longer shows in the status by the time it is released).
 
 Order among the waves that wait: higher schedule `priority` first; within a priority, the
 schedule granted the fewest waves in its current run first (round-robin by wave: one large
@@ -66,6 +67,7 @@ class Hold:
     holder: str
     schedule: str
     amounts: dict[Pair, float]
+    granted: float = 0.0  # clock.monotonic() of the grant
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class SharedBudget:
                 for pair in amounts:
                     if held.get(pair, 0.0) <= 0:
                         self._anchor[pair] = free_pairs.get(pair, 0.0)
-                self._holds[holder] = Hold(holder, schedule, amounts)
+                self._holds[holder] = Hold(holder, schedule, amounts, now)
                 self._grants[schedule] = self._grants.get(schedule, 0) + 1
         if granted:
             log.info("capacity_leased", schedule=schedule, holder=holder,
@@ -181,10 +183,11 @@ class SharedBudget:
     def _released(self, hold: Hold) -> None:
         """Count a released hold until the status has had time to show it (the lock is
         held)."""
-        if self.settle_seconds <= 0:
+        until = hold.granted + self.settle_seconds
+        if until <= self.clock.monotonic():
             self._forget(hold)
         else:
-            self._settling.append((self.clock.monotonic() + self.settle_seconds, hold))
+            self._settling.append((until, hold))
 
     def _settle(self, now: float) -> None:
         due = [hold for until, hold in self._settling if until <= now]
