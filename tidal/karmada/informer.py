@@ -109,6 +109,12 @@ class Informer:
                 log.warning("shared_watch_failed", resource=self.res.plural, error=str(exc),
                             error_class=type(exc).__name__)
                 self._sleep(self.retry_seconds)
+            except Exception as exc:  # a bug must not silently stop every switch's watch
+                log.exception("shared_watch_failed", resource=self.res.plural,
+                              error=str(exc)[:500], error_class=type(exc).__name__)
+                with self._lock:
+                    self._is_synced = False  # list afresh: the cache may have missed events
+                self._sleep(self.retry_seconds)
 
     def _list(self) -> None:
         items, version = list_paged(self.client, self.res)
