@@ -86,6 +86,24 @@ def test_rate_limit_spaces_every_attempt_and_retry_after_still_holds() -> None:
     assert sleeps == [1.0, 0.25, 0.75]  # token, Retry-After, the rest of the next token
 
 
+def test_lease_requests_never_wait_for_the_rate_limit() -> None:
+    """With the bucket empty, a Lease renewal goes at once (a wait could lose the Lease);
+    any other request waits for its token."""
+    from tidal.karmada.client import KNOWN
+    from tidal.karmada.ratelimit import RateLimiter
+
+    leases = next(r for r in KNOWN if r.plural == "leases")
+    sleeps: list[float] = []
+    limiter = RateLimiter(1, 1, monotonic=lambda: 0.0, sleep=sleeps.append)
+    client = KarmadaClient(FakeApi([_ok({"kind": "Cluster"}), _ok({"kind": "Lease"}),
+                                    _ok({"kind": "Cluster"})]), limiter=limiter)
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    client.request("get", leases, "GET", leases.path("ns", "tidal-leader"))
+    assert sleeps == []
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    assert sleeps == [1.0]
+
+
 def test_settings_make_a_rate_limited_client(tmp_path: Any) -> None:
     """from_settings gives the client TIDAL_API__QPS and __BURST as its token bucket."""
     from tidal.settings import load_settings

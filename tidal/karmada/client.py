@@ -126,6 +126,10 @@ class WriteGate(Protocol):
 
 # Writes that are not acting on the control plane: the Lease itself, Events, the namespace
 UNGATED_RESOURCES = frozenset({"leases", "events", "namespaces"})
+# Never queued behind the switches' requests by the rate limit: a renewal that waits for its
+# turn past the renew deadline would lose the Lease (client-go's leader election has its own
+# client for the same reason)
+UNLIMITED_RESOURCES = frozenset({"leases"})
 
 
 @dataclass(frozen=True)
@@ -307,7 +311,7 @@ class KarmadaClient:
     def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
               report_success: bool, gate: WriteGate | None = None) -> T:
         def once() -> T:
-            if self.limiter is not None:
+            if self.limiter is not None and resource not in UNLIMITED_RESOURCES:
                 self.limiter.wait()  # every attempt, as client-go
             try:
                 result = fn()
