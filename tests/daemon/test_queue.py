@@ -113,8 +113,13 @@ def test_waiting_for_capacity_shows_everywhere_and_a_failed_run_gives_back(
         assert report["waiting"][second]["since"] == (NIGHT + timedelta(seconds=1)).isoformat()
         assert report["leased"] == GPUS
         loaded = load_schedules([sched]).schedules
-        status = build_status(client, NS, "tidal-leader", loaded, NIGHT, check_drift=False)
-        by_name = {s["name"]: s for s in status["schedules"]}
+
+        def status() -> dict[str, Any]:
+            report = build_status(client, NS, "tidal-leader", loaded, NIGHT, check_drift=False)
+            return {s["name"]: s for s in report["schedules"]}
+
+        assert wait_for(lambda: status()[second]["waiting"] is not None, 5)
+        by_name = status()
         assert by_name[second]["waiting"]["reason"] == "capacity"
         assert by_name[first]["waiting"] is None
         text = metrics.render().decode()

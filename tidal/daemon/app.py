@@ -220,7 +220,7 @@ class Daemon:
         slots = dispatcher.waiting() if dispatcher is not None else {}
         capacity, leased, now = self.budget.waiting(), self.budget.leased(), self.clock.now()
         self.metrics.set_queue(slots, capacity, leased, now)
-        self.queue.publish(queue_report(slots, capacity, leased, now), self.may_act())
+        self.queue.notify()
 
     def queue_status(self) -> dict[str, Any]:
         """For each schedule that waits: for a slot or for capacity, and since when; and the
@@ -297,6 +297,7 @@ class Daemon:
             render = self.metrics.render
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render,
                                      status=self.queue_status).start()
+        self.queue.start(self.queue_status, self.may_act)
         self.dispatcher.start()
         self.scheduler.start()
         self._first_load()
@@ -351,6 +352,7 @@ class Daemon:
             self.watcher.stop()
         self.dispatcher.wait_idle(grace_seconds)
         self.dispatcher.stop(timeout=1)
+        self.queue.stop()
         if self._elector_thread is not None:
             self._elector_thread.join(timeout=5)
         self.elector.release()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -46,8 +46,8 @@ QUEUE_OBJECT = "tidal-queue"
 class QueuePublisher:
     """Keeps the ConfigMap `tidal-queue` (data.queue: the report without its clock-dependent
     numbers) in step with the daemon's queue, so `tidal status` can show it: written only when
-    it changed, at most once per `interval` seconds (a change within it waits for the next
-    call; the daemon calls on every change and every resync)."""
+    it changed, at most once per `interval` seconds. `notify()` (every change, every resync)
+    only wakes the publisher's own thread: a switch never waits for this write."""
 
     def __init__(self, client: KarmadaClient, namespace: str, identity: str, clock: Clock, *,
                  interval: float = 5.0) -> None:
@@ -56,6 +56,38 @@ class QueuePublisher:
         self._lock = threading.Lock()
         self._published: dict[str, Any] | None = None
         self._last = -1e18
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, report: Callable[[], dict[str, Any]], may_write: Callable[[], bool]
+              ) -> None:
+        def run() -> None:
+            while not self._stop.is_set():
+                self._wake.wait()
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
+                wait = self.interval - (self.clock.monotonic() - self._last)
+                if wait > 0 and self._stop.wait(wait):  # within the interval: write after it
+                    return
+                try:
+                    self.publish(report(), may_write())
+                except Exception as exc:  # status only: never kills the thread
+                    log.warning("queue_publish_failed", error=str(exc),
+                                error_class=type(exc).__name__)
+
+        self._thread = threading.Thread(target=run, name="tidal-queue", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(2)
 
     def publish(self, report: dict[str, Any], may_write: bool) -> bool:
         """Write `report` if it changed and the interval allows; True when written."""
