@@ -328,7 +328,8 @@ class Checker:
 
     def check_scope(self, records: list[Any]) -> int:
         """The daemons write only what the schedules name (plus their own state, Lease,
-        run locks and Events); returns how many writes were checked."""
+        run locks, Events, and their surge waves' overrides); returns how many writes were
+        checked."""
         policies = {t.policy for t in TEAMS}
         workloads = set(self._schedule_of)
         checked = 0
@@ -342,6 +343,9 @@ class Checker:
                 or (plural == "deployments" and r.namespace == NS and r.name in workloads)
                 or (plural == "workloadrebalancers" and str(r.name or "").startswith("tidal-"))
                 or (plural == "workloadrebalancers" and r.verb == "create")
+                # surge waves: the runs' own overrides (POSTs carry no name)
+                or (plural == "overridepolicies" and r.namespace == NS
+                    and (r.verb == "create" or str(r.name or "").startswith("tidal-")))
                 or (plural in ("configmaps", "leases") and r.namespace == STATE_NS)
                 or (plural == "namespaces" and r.verb == "create")
                 or plural == "events"

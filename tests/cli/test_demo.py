@@ -65,6 +65,11 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
     assert night["readyAfter"]["cluster-a"] == 0 and night["readyAfter"]["cluster-b"] > 0
     assert day["readyAfter"]["cluster-a"] > 0
     assert switches[("team-1005", "night")]["readyAfter"]["cluster-a"] == 0
+    # team 1005 surges: no replica left before its replacement was ready, night and day
+    for window in ("night", "day"):
+        full = [f for f in switches[("team-1005", window)]["floors"]
+                if f["floor"] == "minAvailablePercent 100"]
+        assert full and full[0]["minReady"] == 100, full
     assert summary["wallSeconds"] < 120
     assert summary["kubeconfig"] is None  # nothing left behind without --keep
 

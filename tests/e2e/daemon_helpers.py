@@ -58,7 +58,8 @@ def settled_team(make_emulator: Callable[..., Any], speed: float = 20.0,
 
 
 def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
-                  pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s") -> str:
+                  pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s",
+                  strategy: str = "surge") -> str:
     windows = (weights_window("night", f"{night:%H:%M}", {"cluster-b": 1}, trigger="touch")
                + weights_window("day", f"{day:%H:%M}", {"cluster-a": 4, "cluster-b": 1},
                                 trigger="touch"))
@@ -68,6 +69,7 @@ def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
         pauseBetweenWaves: {pause}
         waveTimeout: {wave_timeout}
         onFailure: {on_failure}
+        strategy: {strategy}
         floors:
           - clusters: [cluster-b]
             minReadyReplicas: 1

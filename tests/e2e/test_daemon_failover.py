@@ -166,7 +166,9 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     member["metadata"]["annotations"]["sim.tidal.io/pods-fail"] = "true"  # night wave fails
     client.request("update", CLUSTERS, "PUT", CLUSTERS.path(None, "cluster-b"), body=member)
     schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s")
+    # direct: a surging wave into failing pods never moves, so there would be nothing to
+    # roll back (tests/e2e/test_switch_surge.py covers that); this is about a moved wave
+    write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s", strategy="direct")
     procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
         wait_for(lambda: (r := _run(client)) is not None and r.phase == "rollback", 60,

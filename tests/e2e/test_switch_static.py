@@ -38,6 +38,9 @@ SCHEDULE = schedule_text("team-static", workloads=TEAM_T1, rollout="""
       - clusters: [cluster-b]
         minReadyReplicas: 1
 """)  # the night window's trigger is auto: touch, as the night policy is static
+# the same, moving directly: a run writes exactly what the schedule names (tidal's own surge
+# overrides are not among them; tests/e2e/test_switch_surge.py has the surge twin)
+DIRECT = SCHEDULE.replace("    waveSize: 25%\n", "    waveSize: 25%\n    strategy: direct\n")
 
 WORKLOADS = 40
 
@@ -107,7 +110,7 @@ def test_second_run_is_a_noop(make_switch_emulator: MakeEmulator, tmp_path: Path
     """Run one writes only what the schedule names; the same window again writes nothing."""
     emu = make_switch_emulator()
     client = client_for(emu, tmp_path)
-    path = write_schedule(tmp_path, SCHEDULE)
+    path = write_schedule(tmp_path, DIRECT)
     journal = InMemoryJournal()
     emu.reset_requests()
     first = switch(client, path, "night", journal=journal)

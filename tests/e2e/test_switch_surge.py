@@ -297,3 +297,121 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     record = run_window(client, path, "day", journal=journal)
     assert record.result == "succeeded", record.to_json()
     _no_overrides(client)
+
+
+def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writes_nothing(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Besides what the schedule names, a surge run writes only overrides it owns, all deleted
+    by its end; the same window again is a no-op that writes nothing."""
+    from tidal.engine.journal import InMemoryJournal
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    journal = InMemoryJournal()
+    emu.reset_requests()
+    first = run_window(client, path, "night", journal=journal)
+    assert first.result == "succeeded" and not first.noop
+    others = {(r.resource, r.name) for r in writes(emu) if r.resource != "overridepolicies"}
+    assert others == {("clusterpropagationpolicies", "team-cpp"), ("deployments", "web-0"),
+                      ("deployments", "web-1")}
+    ours = [r for r in writes(emu) if r.resource == "overridepolicies"]
+    assert {r.verb for r in ours} == {"create", "delete"} and len(ours) == 4
+    _no_overrides(client)
+    emu.reset_requests()
+    second = run_window(client, path, "night", journal=journal)
+    assert second.noop and writes(emu) == []
+
+
+def test_every_surge_reserves_from_the_budget_and_gives_it_back(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Each wave reserves its surge (holder run/wave, the plan's need) before any override and
+    releases it after; a budget that never has room fails the wave at waveTimeout with no
+    override written."""
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.budget import Need
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.switch import run_switch
+    from tidal.loading import load_schedules
+
+    class Ledger:
+        def __init__(self, room: bool) -> None:
+            self.room = room
+            self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
+
+        def reserve(self, holder: str, need: Need, free: Need) -> bool:
+            self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
+            return self.room
+
+        def release(self, holder: str) -> None:
+            self.calls.append(("release", holder, {}))
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 2s\n")
+    (loaded,) = load_schedules([path]).schedules
+    roomy = Ledger(True)
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
+                        budget=roomy)
+    assert record.result == "succeeded"
+    run = record.run_id
+    assert [(verb, holder) for verb, holder, _ in roomy.calls] == [
+        ("reserve", f"team-s/{run}/w1"), ("release", f"team-s/{run}/w1"),
+        ("reserve", f"team-s/{run}/w2"), ("release", f"team-s/{run}/w2")]
+    assert roomy.calls[0][2]["cluster-b"][GPU] == 4.0
+    assert run_window(client, path, "day").result == "succeeded"
+    emu.reset_requests()
+    full = Ledger(False)
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
+                        budget=full)
+    assert record.result == "failed" and "no room for the wave's surge" in record.reason
+    assert not [r for r in writes(emu) if r.resource == "overridepolicies"]
+
+
+def test_an_override_left_by_a_forgotten_run_is_found_by_its_labels_and_removed(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """An override of this schedule from a run nobody journals any more (raising web-0 in
+    cluster-b) is removed by the next run, which says so."""
+    import structlog
+
+    from tidal.karmada.overrides import Owner, ReplicaOverride, TemplateRef, apply_override
+
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    owner = Owner("team-s", "20260101-000000-dead", 1)
+    apply_override(client, ReplicaOverride(
+        "tidal-team-s-20260101-000000-dead-w1-0", owner,
+        (TemplateRef("apps/v1", "Deployment", "web-0", NS),), {"cluster-b": 5}))
+    assert len(list_overrides(client, schedule="team-s")) == 1
+    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    with structlog.testing.capture_logs() as logs:
+        assert run_window(client, path, "night").result == "succeeded"
+    removed = [e for e in logs if e["event"] == "warning" and e.get("code") == "surge_leftover"]
+    assert len(removed) == 1 and "20260101-000000-dead" in removed[0]["message"]
+    _no_overrides(client)
+
+
+def test_a_wave_whose_surge_never_gets_ready_moves_nothing_and_rolls_back_clean(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b's pods fail: wave 1 times out waiting for its raised replicas, nothing was
+    touched, the rollback removes the overrides and restores the policy; no replica dipped."""
+    emu = make_switch_emulator(_team([5, 5]))
+    client = client_for(emu, tmp_path)
+    path = _schedule(tmp_path, """
+        waveSize: 1
+        pauseBetweenWaves: 0s
+        waveTimeout: 3s
+        onFailure: rollback
+        floors:
+          - minAvailablePercent: 100
+    """)
+    emu.set_pods_fail("cluster-b")
+    day = _splits(emu)
+    since = emu.clock.now()
+    emu.reset_requests()
+    record = run_window(client, path, "night")
+    assert record.result == "rolledBack", record.to_json()
+    assert "surged replicas not ready" in record.waves[0].reason
+    assert not [r for r in writes(emu) if r.resource == "deployments"]
+    _no_overrides(client)
+    assert _dips(emu, since, day, day) == [] and _splits(emu) == day

@@ -21,10 +21,13 @@ pytestmark = pytest.mark.e2e
 
 
 def floor_schedule(tmp: Path, on_failure: str, wave_timeout: float) -> Path:
-    """team-1005 with a 20% availability floor (planned waves keep 1 of 3-5: 20% or more)."""
+    """team-1005 with a 20% availability floor (planned waves keep 1 of 3-5: 20% or more),
+    moving directly: the breach comes while wave 1 has moved (a surging wave 1 would still be
+    waiting for its raised replicas, with nothing to roll back)."""
     doc = yaml.safe_load((REPO / "schedules" / "team-1005.yaml").read_text())
     doc["spec"]["rollout"].update(pauseBetweenWaves="0s", waveTimeout=f"{int(wave_timeout)}s",
-                                  onFailure=on_failure, floors=[{"minAvailablePercent": 20}])
+                                  onFailure=on_failure, floors=[{"minAvailablePercent": 20}],
+                                  strategy="direct")
     for window in doc["spec"]["windows"]:
         window.pop("rollout", None)
     path = tmp / "team-1005.yaml"

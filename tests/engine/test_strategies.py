@@ -25,7 +25,7 @@ class RecordingWave:
 
     def __init__(self, scheduled: bool = True) -> None:
         self.calls: list[str] = []
-        self.scheduled = scheduled
+        self.scheduled_ok = scheduled
 
     def touch(self) -> None:
         self.calls.append("touch")
@@ -36,7 +36,11 @@ class RecordingWave:
 
     def gate(self, until: Gate) -> WaveOutcome:
         self.calls.append(f"gate:{until}")
-        return WaveOutcome(self.scheduled)
+        return WaveOutcome(self.scheduled_ok)
+
+    def scheduled(self) -> WaveOutcome:
+        self.calls.append("scheduled")
+        return WaveOutcome(self.scheduled_ok)
 
     def surge(self) -> WaveOutcome | None:
         self.calls.append("surge")
@@ -76,7 +80,7 @@ def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
     assert strategy.trigger is trigger and strategy.marks_lazy == strategy_for(trigger).marks_lazy
     wave = RecordingWave()
     assert strategy.arm(wave) is None
-    assert wave.calls == ["surge", *inner, "gate:scheduled", "fit"]
+    assert wave.calls == ["surge", *inner, "scheduled", "fit"]
     assert strategy.settle(wave) is None and wave.calls[-1] == "release"
 
 

@@ -135,6 +135,29 @@ def test_writes_are_strict_and_dry_run_stores_nothing(
         ("update", False, 200)]
 
 
+def test_a_create_whose_answer_is_lost_is_finished_by_a_replace(
+        team: tuple[Emulator, KarmadaClient]) -> None:
+    """The server stores the create but the answer is cut: the retried create meets
+    AlreadyExists and apply_override replaces, ending with the wanted rules."""
+    emu, client = team
+    emu.faults.inject(type="truncate", verb="create", resource="overridepolicies", count=1)
+    emu.reset_requests()
+    view = apply_override(client, surge("s", {"cluster-b": 5}))
+    assert view.replicas() == {"cluster-b": 5}
+    calls = [(r.verb, r.code) for r in emu.request_log() if r.resource == "overridepolicies"]
+    assert calls == [("create", 201), ("create", 409), ("get", 200), ("update", 200)]
+
+
+def test_a_replace_racing_another_writer_re_reads(team: tuple[Emulator, KarmadaClient]) -> None:
+    """Two 409 Conflicts on the update: re-read and replaced again, not given up."""
+    emu, client = team
+    apply_override(client, surge("s", {"cluster-b": 5}))
+    emu.faults.inject(type="conflict", verb="update", resource="overridepolicies", count=2)
+    assert replace_override(client, surge("s", {"cluster-b": 3})).replicas() == {"cluster-b": 3}
+    (found,) = list_overrides(client)
+    assert found.replicas() == {"cluster-b": 3}
+
+
 class Fenced:
     """A write gate whose Lease is gone."""
 

@@ -90,6 +90,19 @@ def test_surge_raises_one_member_and_delete_brings_it_back() -> None:
     assert h.ready_in("web", "b") == 2 and h.ready_in("web", "a") == 8
 
 
+def test_a_deleted_overrides_annotation_stays_on_the_work() -> None:
+    """Work annotations are merged, never pruned (ctrlutil.CreateOrUpdateWork): after the
+    override is deleted its applied-overrides entry is still there, stale, beside 2 replicas."""
+    h = eighty_twenty()
+    op(h, "surge", [replicas_rule(10, {"clusterNames": ["b"]})])
+    h.settle()
+    h.store.delete(h.t("OverridePolicy"), "team", "surge")
+    h.settle()
+    stale = json.loads(work(h, "b")["metadata"]["annotations"][
+        "policy.karmada.io/applied-overrides"])
+    assert [a["policyName"] for a in stale] == ["surge"] and member_replicas(h, "b") == 2
+
+
 def test_ready_replicas_reaching_the_binding_count_the_overridden_member() -> None:
     """aggregatedStatus and the template's status report b's 10 ready, not its assigned 2."""
     h = eighty_twenty()

@@ -97,7 +97,9 @@ def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
         console.print(table)
         if index <= len(plan.rooms):
             room = plan.rooms[index - 1]
-            console.print(f"  surge holds: {_amounts(room.surge)}")
+            console.print(f"  surge takes: {_amounts(room.surge)}")
+            console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the "
+                          "steady state)")
             console.print(f"  free before: {_amounts(room.free_before)}")
             console.print(f"  free after:  {_amounts(room.free_after)}")
     clusters = sorted({c for s in plan.steps for c in s.assigned})

@@ -39,6 +39,10 @@ class WaveSteps(Protocol):
         """Wait until every workload of the wave passed `until` (or a gate fails)."""
         ...
 
+    def scheduled(self) -> WaveOutcome:
+        """Wait, quietly (the converged gate reports each gate once), until `scheduled`."""
+        ...
+
     def surge(self) -> WaveOutcome | None:
         """Reserve capacity, raise the destinations with overrides and wait until those
         replicas are ready (each step journalled and resumable); a failed outcome on a
@@ -156,7 +160,7 @@ class MakeBeforeBreak:
         outcome = self.inner.arm(wave)
         if outcome is not None and not outcome.ok:
             return outcome
-        outcome = wave.gate(until=Gate.SCHEDULED)
+        outcome = wave.scheduled()
         if not outcome.ok:
             return outcome
         wave.fit()

@@ -171,15 +171,19 @@ def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
 
 
 def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
-    """`workload cluster ready/wanted` for every surged replica not ready yet."""
+    """`workload cluster ready/wanted` for every raised replica not ready yet: clusters the
+    override raises above the binding's assignment (a held one has nothing new to wait for);
+    a workload whose binding is gone (its template deleted) is the gates' to report."""
     out = []
     for w in run.live:
         wanted = record.targets.get(w.name)
-        if not wanted:
+        binding = run.watch.cache.get(w.binding_key)
+        if not wanted or binding is None:
             continue
-        ready = BindingView.of(run.watch.cache.get(w.binding_key)).ready(run.ctx.ready_field)
+        view = BindingView.of(binding)
+        assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
         out += [f"{w.name} {c} {ready.get(c, 0)}/{n}" for c, n in wanted.items()
-                if ready.get(c, 0) < n]
+                if n > assigned.get(c, 0) and ready.get(c, 0) < n]
     return out
 
 
@@ -263,7 +267,10 @@ def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str
         w = by_name.get(name)
         if w is None:
             continue
-        view = BindingView.of(bindings.get(w.binding_key))
+        binding = bindings.get(w.binding_key)
+        if binding is None:  # its template is gone: nothing left to hold a floor for
+            continue
+        view = BindingView.of(binding)
         assigned = view.assignment()
         ready = view.ready(ctx.ready_field)
         after = {c: min(ready.get(c, 0), assigned.get(c, 0)) for c in ready}

@@ -184,6 +184,10 @@ class WaveRun:
     def gate(self, until: Gate) -> WaveOutcome:
         return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until)
 
+    def scheduled(self) -> WaveOutcome:
+        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline,
+                     Gate.SCHEDULED, quiet=True)
+
     def surge(self) -> WaveOutcome | None:
         return surging.surge(self)
 
@@ -287,7 +291,10 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
-          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED) -> WaveOutcome:
+          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED, *,
+          quiet: bool = False) -> WaveOutcome:
+    """Until every target passed `until`; `quiet`: no gate_passed events (a later gate of
+    the same wave announces them)."""
     index = wave.index
     base = ctx.event_base(index)
     passed: set[str] = set()
@@ -300,7 +307,8 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         for gate in gates.GATES:
             if gate in report.passed and gate not in passed and gate is not Gate.FLOORS:
                 passed.add(gate)
-                ctx.emitter.emit(GatePassed(**base, gate=gate))
+                if not quiet:
+                    ctx.emitter.emit(GatePassed(**base, gate=gate))
         if report.failure is FailureReason.FLOOR_BREACH:
             for v in report.violations:
                 ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,

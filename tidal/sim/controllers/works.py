@@ -3,7 +3,8 @@
 pkg/controllers/binding (ensureWork): for every cluster in a binding's spec.clusters, copy the
 template, revise its replicas to the cluster's assigned count, then apply override policies
 last, and write the result as a Work in the cluster's execution namespace `karmada-es-<name>`,
-annotated with the overrides applied. The member runs the Work's replicas, so an override of
+annotated with the overrides applied (annotations are only ever added: a deleted override's
+entry stays). The member runs the Work's replicas, so an override of
 `/spec/replicas` sets the member's count whatever the division assigned (spec.clusters is not
 touched). A create, change or delete of an (Cluster)OverridePolicy re-syncs every binding whose
 template the old or the new policy selects (binding_controller.go newOverridePolicyFunc).
@@ -237,12 +238,15 @@ class Works:
                     "lastTransitionTime": now}]},
             })
             return
-        if current.get("spec") == spec and (current["metadata"].get("annotations") or {}) == (
-                annotations):
+        # ctrlutil.CreateOrUpdateWork merges annotations into the existing ones and never
+        # removes a key: once an override is deleted, its applied-overrides entry stays on the
+        # Work (stale) while the manifest goes back to the assigned replicas.
+        merged = {**(current["metadata"].get("annotations") or {}), **annotations}
+        if current.get("spec") == spec and current["metadata"].get("annotations") == merged:
             return
 
         def change(obj: Obj) -> None:
-            obj["metadata"]["annotations"] = annotations
+            obj["metadata"]["annotations"] = merged
             obj["spec"] = spec
 
         self.mgr.write(rtype, namespace, name, change)
