@@ -298,6 +298,11 @@ def run(cfg: RunConfig) -> Section:
           f"{r['min_wait_seconds']:.1f}-{r['max_wait_seconds']:.1f} |"
           for label, r in (("independent", independent), ("shared budget", shared))),
         "",
+        f"API requests per workload moved: independent "
+        f"{independent['requests'] / night.workloads:.1f}, shared "
+        f"{shared['requests'] / night.workloads:.1f} (B3 reports one switch's requests for "
+        "1,000 workloads; divide by 1,000 to compare).",
+        "",
         f"Capacity bound: {bound:.1f} s (the filler's release, one termination, one start-up);"
         f" makespan / bound = {shared['makespan_seconds'] / bound:.2f}. Memory: "
         f"`b5.shared.peak_rss_mb` is what the shared arm added to this process's peak RSS "
