@@ -140,9 +140,11 @@ def test_teams_at_the_same_minute_share_one_watch_and_a_broken_team_halts_alone(
     assert ("watch", "clusters", None) in reads
     cluster_watches = [r for r in mine if r.verb == "watch" and r.resource == "clusters"]
     assert 1 <= len(cluster_watches) <= 3
-    # the bindings are listed once for the cache, plus once per team when its plan resolves
+    # the bindings are listed once, for the cache: every plan and every wave reads it
     binding_lists = [r for r in mine if r.verb == "list" and r.resource == "resourcebindings"]
-    assert len(binding_lists) <= 1 + len(TEAMS) + 1
+    assert len(binding_lists) == 1, binding_lists
+    cluster_lists = [r for r in mine if r.verb == "list" and r.resource == "clusters"]
+    assert len(cluster_lists) == 1, cluster_lists
 
 
 def test_without_the_shared_watch_every_wave_watches_on_its_own(

@@ -119,7 +119,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                      f"finishes against the version it started with "
                      f"({previous.schedule_hash}); the edit applies from the next start")
     sp = build_plan(client, schedule, window,
-                    trigger=previous.trigger if resuming and previous else None)
+                    trigger=previous.trigger if resuming and previous else None, reads=reads)
     if resuming and previous is not None:
         state = previous
     else:

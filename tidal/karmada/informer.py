@@ -178,10 +178,12 @@ class Informer:
             snapshot = {k: o for k, o in self._cache.items() if subscriber.wants(o)}
         return snapshot, subscriber
 
-    def items(self) -> list[Obj]:
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        """The cached objects (of one namespace, or all)."""
         with self._lock:
             self._wait_synced()
-            return list(self._cache.values())
+            return [o for o in self._cache.values() if namespace is None or
+                    (o.get("metadata") or {}).get("namespace") == namespace]
 
 
 class SharedBindingView(BindingWatch):
@@ -259,3 +261,8 @@ class SharedReads:
 
     def list_clusters(self) -> list[Obj]:
         return self._informer(CLUSTERS).items()
+
+    def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
+        """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
+        res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
+        return self._informer(res).items(None if cluster_scoped else namespace)
