@@ -145,7 +145,8 @@ def test_waiting_for_capacity_shows_everywhere_and_a_failed_run_gives_back(
 def test_waiting_for_a_slot_is_shown_and_priority_goes_first(
         client: KarmadaClient, tmp_path: Path) -> None:
     """One slot, three teams due at once: while one runs, the others wait for a slot (shown
-    with since when); the higher-priority team goes before the earlier-queued one."""
+    with since when; a routine pass of a team already switched is not); the higher-priority
+    team goes before the earlier-queued one."""
     sched = tmp_path / "schedules"
     sched.mkdir()
     for name, priority in (("team-a", 0), ("team-b", 0), ("team-c", 9)):
@@ -163,6 +164,11 @@ def test_waiting_for_a_slot_is_shown_and_priority_goes_first(
         assert {n: w["reason"] for n, w in report["waiting"].items()} == \
             dict.fromkeys(waiting, "slot")
         assert 'tidal_schedules_waiting{reason="slot"} 2.0' in metrics.render().decode()
+        engine.release.setdefault(first, threading.Event()).set()
+        assert wait_for(lambda: len(engine.granted) == 2, 10)
+        daemon.dispatcher.submit(first, "resync")  # its start is handled: no switch waits
+        assert wait_for(lambda: set(daemon.dispatcher.waiting()) ==
+                        {"team-a", "team-b", "team-c"} - set(engine.granted), 5)
         for name in ("team-a", "team-b", "team-c"):
             engine.release.setdefault(name, threading.Event()).set()
         assert daemon.dispatcher.wait_idle(10)

@@ -32,7 +32,7 @@ from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, def
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
-from tidal.domain.windows import times_of
+from tidal.domain.windows import start_in_force, times_of
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import EngineEvent, OnEvent
 from tidal.engine.journal import Journal, RunState
@@ -133,7 +133,8 @@ class Daemon:
             shared_for=self._shared_for)
         self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
                                      on_error=self._worker_failed, priority_of=self._priority,
-                                     clock=self.clock, on_change=self._queue_changed)
+                                     clock=self.clock, on_change=self._queue_changed,
+                                     waits_for_switch=self._waits_for_switch)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
@@ -192,6 +193,22 @@ class Daemon:
                            preempt=lambda holder: holder.startswith("daemon:"))
             self._run_locks[schedule] = lock
         return lock
+
+    def _waits_for_switch(self, schedule: str, reason: str) -> bool:
+        """A queued pass that would start a switch: a window's trigger, or a start in force
+        within its catch-up window that no pass has handled yet."""
+        if reason.startswith("window:"):
+            return True
+        loaded = self.directory.get(schedule)
+        if loaded is None:
+            return False
+        times = times_of(loaded.schedule)
+        now = self.clock.now()
+        start = start_in_force(times, now)
+        if start is None or now - start.at > times.catch_up_window:
+            return False
+        seen = self.reconciler.handled_at.get(schedule)
+        return seen is None or seen < start.at
 
     def _priority(self, schedule: str) -> int:
         loaded = self.directory.get(schedule)

@@ -129,6 +129,7 @@ class Reconciler:
         self.max_clock_skew = max_clock_skew
         self.shared_for = shared_for
         self.last_decisions: dict[str, str] = {}
+        self.handled_at: dict[str, datetime] = {}  # the last start each pass saw handled
         self.drift: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, name: str, reason: str) -> None:
@@ -191,6 +192,8 @@ class Reconciler:
         schedule = loaded.schedule
         times = times_of(schedule)
         seen = self.state.read(name)
+        if seen.handled is not None:
+            self.handled_at[name] = seen.handled.at
         unfinished = self.state.load(name)
         if self._clock_skewed(name):
             return
@@ -237,6 +240,8 @@ class Reconciler:
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         start = decision.start
+        if start is not None and decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
+            self.handled_at[name] = start.at  # dealt with in this pass, one way or another
         if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
                 ran_by_hand(unfinished, start):
             assert unfinished is not None

@@ -72,13 +72,17 @@ class Dispatcher:
                  on_error: Callable[[str, Exception], None] | None = None, *,
                  priority_of: Callable[[str], int] | None = None,
                  clock: Clock | None = None,
-                 on_change: Callable[[], None] | None = None) -> None:
+                 on_change: Callable[[], None] | None = None,
+                 waits_for_switch: Callable[[str, str], bool] | None = None) -> None:
         self.work = work
         self.limit = limit
         self.on_error = on_error
         self.priority_of = priority_of or (lambda _name: 0)
         self.clock = clock
         self.on_change = on_change  # the queue changed (metrics); called without the lock
+        # (schedule, reason) -> whether that queued pass would start or resume a switch; only
+        # those are reported as waiting (a routine resync behind busy slots is no news)
+        self.waits_for_switch = waits_for_switch or (lambda _name, _reason: True)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queued: dict[str, _Queued] = {}  # schedule -> queued but not started
@@ -155,11 +159,20 @@ class Dispatcher:
                     self._idle.notify_all()
 
     def waiting(self) -> dict[str, datetime]:
-        """Schedules queued while every slot is taken -> since when they wait."""
+        """Schedules whose switch is queued while every slot is taken -> since when."""
         with self._lock:
             if len(self._busy) < self.limit:
                 return {}
-            return {name: q.since for name, q in self._queued.items() if q.since is not None}
+            queued = {name: (q.since, q.reason) for name, q in self._queued.items()
+                      if q.since is not None}
+        out: dict[str, datetime] = {}
+        for name, (since, reason) in queued.items():
+            try:
+                if self.waits_for_switch(name, reason):
+                    out[name] = since
+            except Exception:  # a status question never breaks the queue
+                out[name] = since
+        return out
 
     def _report(self, schedule: str, exc: Exception) -> None:
         """An API error is one line with its class (the next pass retries); anything else is a
