@@ -19,6 +19,7 @@ BENCHMARKS = {
     "b2": ("benchmarks.b2_scale", "B2: scale of planning"),
     "b3": ("benchmarks.b3_api_cost", "B3: API cost per switch"),
     "b4": ("benchmarks.b4_overhead", "B4: engine overhead per wave"),
+    "b5": ("benchmarks.b5_platform", "B5: the platform-wide night"),
     "sim": ("benchmarks.sim_throughput", "Emulator throughput"),
 }
 

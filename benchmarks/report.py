@@ -15,6 +15,10 @@ REQUIRED_KEYS = (
     "b1.today.below_floor_workload_seconds", "b1.tidal.below_floor_workload_seconds",
     "b2.plan_seconds_10k", "b2.peak_mb_10k", "b2.ratio_plan_over_list_10k",
     "b3.requests_tidal", "b3.requests_naive", "b4.overhead_ms_per_wave",
+    "b5.workloads", "b5.schedules", "b5.independent.peak_overcommit_gpus",
+    "b5.shared.peak_overcommit_gpus", "b5.shared.makespan_seconds", "b5.capacity_bound_seconds",
+    "b5.shared.requests", "b5.shared.peak_rss_mb", "b5.shared.max_wait_seconds",
+    "b5.shared.min_wait_seconds",
 )
 
 

@@ -61,6 +61,10 @@ DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
 _SWITCH_BUCKETS: Final = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, float("inf"))
 _WAVE_BUCKETS: Final = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
 
+# Waits for a slot or for capacity: none at all to most of a night.
+_WAIT_BUCKETS: Final = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
+WAIT_REASONS: Final = ("slot", "capacity")
+
 _VERBS: Final = frozenset({"get", "list", "watch", "create", "update", "patch", "delete",
                            "deletecollection", "apply"})
 
@@ -223,6 +227,26 @@ class Metrics:
             "tidal_schedule_blocked",
             "1 while the schedule cannot act, by reason (state_corrupt).",
             ("schedule", "reason"))
+        self.schedules_waiting = gauge(
+            "tidal_schedules_waiting",
+            "Schedules waiting, by reason: slot (every concurrent switch slot taken) or "
+            "capacity (a wave waits for surge room in its destination).", ["reason"])
+        self.waiting_since = gauge(
+            "tidal_schedule_waiting_since_timestamp_seconds",
+            "Since when the schedule waits, by reason (0: not waiting).", ("schedule", "reason"))
+        self.wait_seconds = Histogram(
+            "tidal_schedule_wait_seconds",
+            "How long a schedule waited for a slot or for capacity, per wait that ended.",
+            ["reason"], buckets=_WAIT_BUCKETS, registry=r)
+        self.capacity_leased = gauge(
+            "tidal_capacity_leased",
+            "Surge capacity the daemon's waves hold in the cluster now (GPUs and pods as "
+            "counts, cpu in cores, memory in bytes).", ("cluster", "resource"))
+        for reason in WAIT_REASONS:
+            self.schedules_waiting.labels(reason)
+            self.wait_seconds.labels(reason)
+        self._waiting: dict[tuple[str, str], float] = {}
+        self._leased: set[tuple[str, str]] = set()
         self.leader.set(0)
         self.schedules_loaded.set(0)
         self._published_periods: set[tuple[str, str]] = set()
@@ -415,6 +439,31 @@ class Metrics:
         self.kube_api_requests.labels(verb if verb in _VERBS else "other", resource,
                                       str(code)).inc()
 
+    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
+                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None:
+        """Who waits (for a slot; for capacity: `capacity` maps schedule -> an object with
+        `since`), what is leased; a wait that ended is observed in the histogram."""
+        waiting = {(name, "slot"): since.timestamp() for name, since in slots.items()}
+        waiting.update({(name, "capacity"): wait.since.timestamp()
+                        for name, wait in capacity.items()})
+        for key, since in self._waiting.items():
+            if key not in waiting:
+                self.wait_seconds.labels(key[1]).observe(max(0.0, now.timestamp() - since))
+                self.waiting_since.labels(*key).set(0)
+        for key, since in waiting.items():
+            self.waiting_since.labels(*key).set(since)
+        self._waiting = waiting
+        for reason in WAIT_REASONS:
+            self.schedules_waiting.labels(reason).set(
+                sum(1 for _, r in waiting if r == reason))
+        now_leased = {(c, res): amount for c, amounts in leased.items()
+                      for res, amount in amounts.items()}
+        for key in self._leased - set(now_leased):
+            self.capacity_leased.labels(*key).set(0)
+        for key, amount in now_leased.items():
+            self.capacity_leased.labels(*key).set(amount)
+        self._leased = set(now_leased)
+
     def on_scheduler_event(self, event: Any) -> None:
         """APScheduler listener for job error / missed / max-instances events."""
         from apscheduler.events import (  # local: only the daemon has a scheduler
@@ -468,6 +517,8 @@ class DaemonMetrics(Protocol):
                       ) -> None: ...
     def set_leader(self, leading: bool) -> None: ...
     def on_scheduler_event(self, event: Any) -> None: ...
+    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
+                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None: ...
     def render(self) -> bytes: ...
 
 
@@ -518,6 +569,10 @@ class NullMetrics:
         pass
 
     def on_scheduler_event(self, event: Any) -> None:
+        pass
+
+    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
+                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None:
         pass
 
     def render(self) -> bytes:

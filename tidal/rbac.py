@@ -264,7 +264,8 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
            for t in templates):
         # a template kind that may be cluster-scoped gets a ClusterResourceBinding
         grants.add(None, WORK_GROUP, "clusterresourcebindings", ("list", "watch"))
-    grants.add(None, "cluster.karmada.io", "clusters", ("list",))
+    # listed, and watched by the daemon's shared cache (one watch for all its switches)
+    grants.add(None, "cluster.karmada.io", "clusters", ("list", "watch"))
     _grant_overrides(grants, templates)
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back

@@ -80,6 +80,24 @@ class SchedulerSettings(BaseModel):
     shutdown_grace_seconds: float = Field(20.0, ge=0)  # SIGTERM: wait this long for a step
     # refuse to act while the local clock and the API server's differ by more than this
     max_clock_skew_seconds: float = Field(30.0, gt=0)
+    # a surge released by one switch keeps counting against the shared capacity this long:
+    # its replicas stay, and Cluster status (refreshed every 10s by Karmada) may not show them
+    capacity_settle_seconds: float = Field(15.0, ge=0)
+
+
+class ApiSettings(BaseModel):
+    """How tidal talks to the Karmada apiserver (TIDAL_API__*)."""
+
+    model_config = FINITE
+
+    # client-side rate limit, as client-go's QPS and Burst: sustained requests a second, and
+    # how many may go at once after a quiet spell (watches count when they are opened)
+    qps: float = Field(50.0, gt=0)
+    burst: int = Field(100, ge=1)
+    # the daemon lists and watches bindings and clusters once for all its switches (False: each
+    # wave of each switch watches on its own, as before; for comparison)
+    shared_watch: bool = True
+    shared_watch_seconds: float = Field(60.0, ge=1, le=3600)  # one watch request's length
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,7 @@ class Settings(BaseSettings):
         listed = tuple(p for p in self.kubeconfig_env.split(os.pathsep) if p)
         return KubeconfigSources(listed, bool(self.kubernetes_service_host),
                                  Path.home() / ".kube" / "config")
+    api: ApiSettings = ApiSettings()
 
     @field_validator("state_namespace")
     @classmethod

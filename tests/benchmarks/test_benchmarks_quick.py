@@ -49,7 +49,7 @@ def test_every_benchmark_measured_something(tiny_run: Path) -> None:
 def test_report_and_plots_are_written(tiny_run: Path) -> None:
     """The report names each benchmark and every plot it links to exists as a PNG."""
     report = (tiny_run / "report.md").read_text()
-    for title in ("B1", "B2", "B3", "B4", "Emulator throughput"):
+    for title in ("B1", "B2", "B3", "B4", "B5", "Emulator throughput"):
         assert title in report
     for name in ("b1_ready_per_cluster.png", "b1_worst_workload.png", "b1_dynamic_weight.png",
                  "b2_growth.png", "b3_requests.png"):

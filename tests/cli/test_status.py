@@ -104,3 +104,34 @@ def test_without_kubeconfig_status_uses_the_kubeconfig_variable(
     result = CliRunner().invoke(cli, ["status", "--schedules", str(_schedules(tmp_path))])
     assert result.exit_code == 0, result.output
     assert "team-1005" in result.stdout
+
+
+def test_a_schedule_waiting_in_the_daemons_queue_says_for_what_and_since_when(
+        emulator: Emulator, kubeconfig: Path, tmp_path: Path) -> None:
+    """What the daemon published (tidal-queue) shows as `waiting for surge capacity since`
+    in the schedule's zone, and under `waiting` in the JSON; a garbled queue shows nothing."""
+    from tidal.daemon.budget import CapacityWait
+    from tidal.daemon.queue import QueuePublisher, queue_report
+    from tidal.domain.clock import FakeClock
+    from tidal.karmada.state_objects import get_configmap, update_configmap
+
+    folder = _schedules(tmp_path)
+    client = KarmadaClient.from_kubeconfig(kubeconfig)
+    ensure_namespace(client, "tidal-system")
+    since = datetime(2026, 12, 3, 15, 0, 5, tzinfo=UTC)
+    clock = FakeClock(since + timedelta(seconds=30))
+    wait = CapacityWait("team-1005", "r/w1", since, {"cluster-b": {"nvidia.com/gpu": 2.0}})
+    report = queue_report({}, {"team-1005": wait}, {"cluster-b": {"nvidia.com/gpu": 6.0}},
+                          clock.now())
+    assert QueuePublisher(client, "tidal-system", "solo", clock).publish(report, True)
+    table = " ".join(line for line in _status(folder, kubeconfig).splitlines() if "│" in line)
+    assert "waiting for surge capacity since 2026-12-03 23:00 CST" in table
+    (entry,) = json.loads(_status(folder, kubeconfig, "-o", "json"))["schedules"]
+    assert entry["waiting"] == {"reason": "capacity", "since": since.isoformat(),
+                                "short": {"cluster-b": {"nvidia.com/gpu": 2.0}}}
+    obj = get_configmap(client, "tidal-system", "tidal-queue")
+    assert obj is not None
+    obj["data"] = {"queue": "{not json"}
+    update_configmap(client, obj)
+    (entry,) = json.loads(_status(folder, kubeconfig, "-o", "json"))["schedules"]
+    assert entry["waiting"] is None

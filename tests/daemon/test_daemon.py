@@ -64,7 +64,8 @@ class FakeEngine:
     gate: threading.Event | None = None
 
     def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Any, journal: Any,
-                 on_event: Any, run_id: str | None = None, resume: Any = None) -> Any:
+                 on_event: Any, run_id: str | None = None, resume: Any = None,
+                 budget: Any = None, reads: Any = None) -> Any:
         name = loaded.schedule.name
         self.calls.append((name, window_name, run_id, resume is not None))
         state = resume or RunState(schedule=name, window=window_name, run_id=run_id or "x")

@@ -3,12 +3,14 @@ on DST days (why the custom trigger exists); job defaults; offset clocks."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
-from tidal.daemon.scheduler import WindowScheduler, WindowTrigger
+from tidal.daemon.scheduler import Dispatcher, WindowScheduler, WindowTrigger
 from tidal.domain.clock import FakeClock
 from tidal.domain.windows import WindowTimes, next_start_of
 
@@ -88,10 +90,6 @@ def test_jobs_per_window_with_explicit_defaults() -> None:
 
 def test_dispatcher_runs_one_schedule_at_a_time_and_limits_across_schedules() -> None:
     """Limit 1: two schedules queue instead of overlapping; a schedule never runs twice at once."""
-    import threading
-
-    from tidal.daemon.scheduler import Dispatcher
-
     running: list[str] = []
     overlaps: list[tuple[str, ...]] = []
     order: list[str] = []
@@ -120,3 +118,38 @@ def test_dispatcher_runs_one_schedule_at_a_time_and_limits_across_schedules() ->
     assert overlaps == []
     assert sorted(order) == ["a", "a", "b"] or sorted(order) == ["a", "b"]
     assert order.count("b") == 1
+
+
+def test_dispatcher_grants_slots_by_priority_then_arrival_and_says_who_waits() -> None:
+    """With the one slot taken, queued schedules start higher priority first, then in the
+    order they were queued; meanwhile waiting() names them with the time they were queued."""
+    clock = FakeClock(datetime(2026, 12, 3, 23, 0, tzinfo=UTC))
+    order: list[str] = []
+    gate = threading.Event()
+    priorities = {"low-1": 0, "low-2": 0, "high": 5, "first": 0}
+
+    def work(schedule: str, reason: str) -> None:
+        if schedule == "first":
+            gate.wait(5)
+        order.append(schedule)
+
+    dispatcher = Dispatcher(work, limit=1, priority_of=priorities.__getitem__, clock=clock)
+    dispatcher.start()
+    try:
+        dispatcher.submit("first", "window:night")
+        deadline = time.monotonic() + 5
+        while dispatcher.busy() != {"first"} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for name in ("low-1", "low-2", "high"):
+            dispatcher.submit(name, "window:night")
+            clock.advance(timedelta(seconds=1))
+        t0 = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
+        assert dispatcher.waiting() == {"low-1": t0, "low-2": t0 + timedelta(seconds=1),
+                                        "high": t0 + timedelta(seconds=2)}
+        gate.set()
+        assert dispatcher.wait_idle(5)
+    finally:
+        gate.set()
+        dispatcher.stop(1)
+    assert order == ["first", "high", "low-1", "low-2"]
+    assert dispatcher.waiting() == {}

@@ -302,3 +302,15 @@ def test_dst_moved_start_meets_another_window() -> None:
     assert loc == ("spec", "windows", 1, "start") and "spring forward" in message
     data["spec"]["timeZone"] = "Asia/Shanghai"
     TidalSchedule.model_validate(data)
+
+
+def test_priority_defaults_to_zero_and_is_bounded() -> None:
+    """spec.priority is 0 unless given; outside -1000..1000 it is refused at spec.priority."""
+    assert TidalSchedule.model_validate(base()).spec.priority == 0
+    data = base()
+    data["spec"]["priority"] = 50
+    assert TidalSchedule.model_validate(data).spec.priority == 50
+    data["spec"]["priority"] = 5000
+    assert [loc for loc, _ in errors_of(data)] == [("spec", "priority")]
+    data["spec"]["priority"] = "high"
+    assert [loc for loc, _ in errors_of(data)] == [("spec", "priority")]

@@ -28,7 +28,7 @@ from tidal.engine.journal import RunState
 from tidal.engine.states import SurgeStep
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.overrides import list_overrides
-from tidal.sim.clock import ScaledClock
+from tidal_sim.clock import ScaledClock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

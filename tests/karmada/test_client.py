@@ -65,6 +65,61 @@ def test_throttled_request_is_retried_after_the_servers_delay() -> None:
     assert calls == [("get", "clusters", 429), ("get", "clusters", 200)]
 
 
+def test_rate_limit_spaces_every_attempt_and_retry_after_still_holds() -> None:
+    """With a limiter (1 a second, burst 1) each attempt, the retry of a 429 too, waits for its
+    token; the server's Retry-After is honoured as before, on top of it."""
+    from tidal.karmada.ratelimit import RateLimiter
+
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    answers = [_ok({"kind": "Cluster"}), _Response(429, b"{}", {"Retry-After": "0.25"}),
+               _ok({"kind": "Cluster"})]
+    client = KarmadaClient(FakeApi(answers), sleep=sleep,
+                           limiter=RateLimiter(1, 1, monotonic=lambda: now[0], sleep=sleep))
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    assert sleeps == [1.0, 0.25, 0.75]  # token, Retry-After, the rest of the next token
+
+
+def test_lease_requests_never_wait_for_the_rate_limit() -> None:
+    """With the bucket empty, a Lease renewal goes at once (a wait could lose the Lease);
+    any other request waits for its token."""
+    from tidal.karmada.client import KNOWN
+    from tidal.karmada.ratelimit import RateLimiter
+
+    leases = next(r for r in KNOWN if r.plural == "leases")
+    sleeps: list[float] = []
+    limiter = RateLimiter(1, 1, monotonic=lambda: 0.0, sleep=sleeps.append)
+    client = KarmadaClient(FakeApi([_ok({"kind": "Cluster"}), _ok({"kind": "Lease"}),
+                                    _ok({"kind": "Cluster"})]), limiter=limiter)
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    client.request("get", leases, "GET", leases.path("ns", "tidal-leader"))
+    assert sleeps == []
+    client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    assert sleeps == [1.0]
+
+
+def test_settings_make_a_rate_limited_client(tmp_path: Any) -> None:
+    """from_settings gives the client TIDAL_API__QPS and __BURST as its token bucket."""
+    from tidal.settings import load_settings
+
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    settings = load_settings(kubeconfig=kubeconfig, api={"qps": 7, "burst": 3})
+    client = KarmadaClient.from_settings(settings)
+    assert client.limiter is not None
+    assert (client.limiter.qps, client.limiter.burst) == (7.0, 3)
+
+
 def test_permanent_errors_are_not_retried() -> None:
     """A 404 is raised at once as NotFound."""
     sleeps: list[float] = []

@@ -12,11 +12,13 @@ from tests.observability import dashboard
 REQUIRED_TITLES = {
     "Next switch per schedule and window", "Last successful switch per schedule and window",
     "Wave results over time", "Floor margin per cluster", "Karmada API error rate", "Leader",
+    "Schedules waiting", "Capacity leased per cluster",
 }
 
 
 def test_dashboard_has_the_panels_operators_need() -> None:
-    """Next/last switch, wave results, floor margin, API errors and leader are all there."""
+    """Next/last switch, wave results, floor margin, API errors, leader, the queue and the
+    capacity leased are all there."""
     board = dashboard.load()
     titles = {p["title"] for p in dashboard.panels(board)}
     assert titles >= REQUIRED_TITLES

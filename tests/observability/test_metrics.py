@@ -290,3 +290,28 @@ def test_restore_last_run_publishes_a_persisted_success_never_backwards() -> Non
                                              finished_at="2026-12-03T07:05:00Z"))
     assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="night") == newer
     assert team_a(metrics, "tidal_last_success_timestamp_seconds", window="day") == 0
+
+
+def test_queue_metrics_follow_waits_and_leases() -> None:
+    """Waiting schedules by reason and since when; a wait that ends is observed once; capacity
+    no longer leased drops to 0 rather than keeping its last value."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    m = Metrics()
+    t0 = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
+    gpus = {"cluster-b": {"nvidia.com/gpu": 4.0}}
+    m.set_queue({"team-a": t0}, {"team-b": SimpleNamespace(since=t0)}, gpus, t0)
+    assert value(m, "tidal_schedules_waiting", reason="slot") == 1
+    assert value(m, "tidal_schedules_waiting", reason="capacity") == 1
+    assert value(m, "tidal_schedule_waiting_since_timestamp_seconds", schedule="team-b",
+                 reason="capacity") == t0.timestamp()
+    assert value(m, "tidal_capacity_leased", cluster="cluster-b", resource="nvidia.com/gpu") == 4
+    later = t0 + timedelta(seconds=90)
+    m.set_queue({}, {}, {}, later)
+    assert value(m, "tidal_schedules_waiting", reason="capacity") == 0
+    assert value(m, "tidal_schedule_waiting_since_timestamp_seconds", schedule="team-b",
+                 reason="capacity") == 0
+    assert value(m, "tidal_schedule_wait_seconds_sum", reason="capacity") == 90
+    assert value(m, "tidal_schedule_wait_seconds_count", reason="slot") == 1
+    assert value(m, "tidal_capacity_leased", cluster="cluster-b", resource="nvidia.com/gpu") == 0

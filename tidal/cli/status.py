@@ -110,6 +110,10 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             flags.append(f"skip {_when(s['skipStart'], zone)}")
         if s["editPending"]:
             flags.append("edit pending (applies from the next start)")
+        waiting = s.get("waiting")
+        if waiting:
+            what = "a switch slot" if waiting["reason"] == "slot" else "surge capacity"
+            flags.append(f"waiting for {what} since {_when(waiting['since'], zone)}")
         if s["blocked"]:
             flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:

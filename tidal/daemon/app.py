@@ -8,12 +8,15 @@ takes over and resumes from the state.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import structlog
 
+from tidal.daemon.budget import SharedBudget
 from tidal.daemon.http import HealthServer
 from tidal.daemon.lease import (
     ElectionTimings,
@@ -23,15 +26,18 @@ from tidal.daemon.lease import (
     RunLock,
     run_lock_name,
 )
-from tidal.daemon.reconcile import Reconciler, RunOutcome, RunSwitch
+from tidal.daemon.queue import QueuePublisher, queue_report
+from tidal.daemon.reconcile import Reconciler, RunOutcome, RunShare, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, loader_for
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock, SystemClock
-from tidal.domain.windows import times_of
+from tidal.domain.windows import start_in_force, times_of
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import EngineEvent, OnEvent
 from tidal.engine.journal import Journal, RunState
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.informer import SharedReads
 from tidal.loading.loader import LoadedSchedule
 from tidal.metrics import DaemonMetrics, Metrics, NullMetrics
 from tidal.settings import Settings
@@ -44,11 +50,14 @@ EXIT_LOST_LEADERSHIP = 1
 
 def default_run_switch(client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                        clock: Clock, journal: Journal, on_event: OnEvent,
-                       run_id: str | None = None, resume: RunState | None = None) -> RunOutcome:
+                       run_id: str | None = None, resume: RunState | None = None,
+                       budget: SurgeBudget | None = None, reads: SharedReads | None = None
+                       ) -> RunOutcome:
     from tidal.engine.switch import run_switch
 
     return run_switch(client, loaded, window_name, clock=clock, journal=journal,
-                      on_event=on_event, run_id=run_id, resume=resume)
+                      on_event=on_event, run_id=run_id, resume=resume, budget=budget,
+                      reads=reads)
 
 
 class _AlwaysLeader:
@@ -111,13 +120,22 @@ class Daemon:
                                 writer=f"daemon:{settings.identity}")
         self.directory = ScheduleDirectory(Path(settings.schedules),
                                            load or loader_for(settings.karmada_crds))
+        api = settings.api
+        self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
+            if api.shared_watch else None
+        self.budget = SharedBudget(self.clock, on_change=self._budget_changed,
+                                   settle_seconds=settings.scheduler.capacity_settle_seconds)
+        self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
             client=client, state=self.state, run_switch=run_switch, clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
-            max_clock_skew=settings.scheduler.max_clock_skew_seconds)
+            max_clock_skew=settings.scheduler.max_clock_skew_seconds,
+            shared_for=self._shared_for)
         self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
-                                     on_error=self._worker_failed)
+                                     on_error=self._worker_failed, priority_of=self._priority,
+                                     clock=self.clock, on_change=self._queue_changed,
+                                     waits_for_switch=self._waits_for_switch)
         self.scheduler = WindowScheduler(
             self.clock, self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
@@ -177,6 +195,57 @@ class Daemon:
             self._run_locks[schedule] = lock
         return lock
 
+    def _waits_for_switch(self, schedule: str, reason: str) -> bool:
+        """A queued pass that would start a switch: a window's trigger, or a start in force
+        within its catch-up window that no pass has handled yet."""
+        if reason.startswith("window:"):
+            return True
+        loaded = self.directory.get(schedule)
+        if loaded is None:
+            return False
+        times = times_of(loaded.schedule)
+        now = self.clock.now()
+        start = start_in_force(times, now)
+        if start is None or now - start.at > times.catch_up_window:
+            return False
+        seen = self.reconciler.handled_at.get(schedule)
+        return seen is None or seen < start.at
+
+    def _priority(self, schedule: str) -> int:
+        loaded = self.directory.get(schedule)
+        return loaded.schedule.spec.priority if loaded is not None else 0
+
+    @contextlib.contextmanager
+    def _shared_for(self, loaded: LoadedSchedule) -> Iterator[RunShare]:
+        """One run's share of the daemon: the informers and its view of the budget; when the
+        run ends, however it ends, what it held is given back."""
+        schedule = loaded.schedule
+        budget = self.budget.for_schedule(schedule.name, schedule.spec.priority)
+        try:
+            if self.reads is None:
+                yield RunShare(budget)
+            else:
+                with self.reads.in_use():
+                    yield RunShare(budget, self.reads)
+        finally:
+            self.budget.end_run(schedule.name)
+
+    def _budget_changed(self, budget: SharedBudget) -> None:
+        self._queue_changed()
+
+    def _queue_changed(self) -> None:
+        dispatcher = getattr(self, "dispatcher", None)  # the budget may report before it exists
+        slots = dispatcher.waiting() if dispatcher is not None else {}
+        capacity, leased, now = self.budget.waiting(), self.budget.leased(), self.clock.now()
+        self.metrics.set_queue(slots, capacity, leased, now)
+        self.queue.notify()
+
+    def queue_status(self) -> dict[str, Any]:
+        """For each schedule that waits: for a slot or for capacity, and since when; and the
+        capacity leased now (the status endpoint, `tidal status`)."""
+        return queue_report(self.dispatcher.waiting(), self.budget.waiting(),
+                            self.budget.leased(), self.clock.now())
+
     def _emit(self, event: EngineEvent) -> None:
         for observer in self._observers:
             try:
@@ -212,6 +281,7 @@ class Daemon:
     def resync(self, reason: str = "resync") -> None:
         for name in sorted(self.directory.catalog.schedules):
             self.dispatcher.submit(name, reason)
+        self._queue_changed()  # a change the publish interval held back goes out now
         self._publish_next_runs()
 
     def reload(self) -> None:
@@ -243,7 +313,9 @@ class Daemon:
                         error=str(exc))
         if serve_http:
             render = self.metrics.render
-            self.http = HealthServer(self.settings.port, self.healthy, self.ready, render).start()
+            self.http = HealthServer(self.settings.port, self.healthy, self.ready, render,
+                                     status=self.queue_status).start()
+        self.queue.start(self.queue_status, self.may_act)
         self.dispatcher.start()
         self.scheduler.start()
         self._first_load()
@@ -298,6 +370,7 @@ class Daemon:
             self.watcher.stop()
         self.dispatcher.wait_idle(grace_seconds)
         self.dispatcher.stop(timeout=1)
+        self.queue.stop()
         if self._elector_thread is not None:
             self._elector_thread.join(timeout=5)
         self.elector.release()

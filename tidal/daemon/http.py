@@ -1,10 +1,13 @@
-"""/healthz, /readyz and /metrics on one port (stdlib http.server on a thread)."""
+"""/healthz, /readyz, /metrics and /status (JSON: who waits for a slot or capacity, since when)
+on one port (stdlib http.server on a thread)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -18,7 +21,8 @@ def empty_metrics() -> bytes:
 
 class HealthServer:
     def __init__(self, port: int, healthy: Check, ready: Check,
-                 metrics: Callable[[], bytes] = empty_metrics, host: str = "0.0.0.0") -> None:
+                 metrics: Callable[[], bytes] = empty_metrics, host: str = "0.0.0.0",
+                 status: Callable[[], dict[str, Any]] | None = None) -> None:
         checks = {"/healthz": healthy, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +33,12 @@ class HealthServer:
                         body, code, ctype = metrics(), 200, CONTENT_TYPE_LATEST
                     except Exception as exc:
                         body, code, ctype = f"{exc}\n".encode(), 500, "text/plain"
+                elif path == "/status" and status is not None:
+                    try:
+                        body, code = json.dumps(status()).encode(), 200
+                    except Exception as exc:
+                        body, code = json.dumps({"error": str(exc)}).encode(), 500
+                    ctype = "application/json"
                 elif path in checks:
                     ok, why = checks[path]()
                     body, code, ctype = f"{why}\n".encode(), 200 if ok else 503, "text/plain"

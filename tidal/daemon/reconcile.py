@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -27,11 +27,13 @@ from tidal.domain.windows import (
     start_in_force,
     times_of,
 )
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import OnEvent
 from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
 from tidal.engine.states import RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.informer import SharedReads
 from tidal.loading.loader import LoadedSchedule
 from tidal.metrics import DaemonMetrics, NullMetrics
 
@@ -53,8 +55,18 @@ class RunSwitch(Protocol):
 
     def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                  clock: Clock, journal: Journal, on_event: OnEvent,
-                 run_id: str | None = None, resume: RunState | None = None
+                 run_id: str | None = None, resume: RunState | None = None,
+                 budget: SurgeBudget | None = None, reads: SharedReads | None = None
                  ) -> RunOutcome: ...
+
+
+@dataclass(frozen=True)
+class RunShare:
+    """What the daemon lends one run: its view of the shared capacity budget, and the shared
+    informers (None: the run lists and watches on its own)."""
+
+    budget: SurgeBudget
+    reads: SharedReads | None = None
 
 
 def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
@@ -101,6 +113,8 @@ class Reconciler:
         metrics: DaemonMetrics | None = None,
         lock_for: Callable[[str], RunLock] | None = None,
         max_clock_skew: float | None = None,
+        shared_for: Callable[[LoadedSchedule], contextlib.AbstractContextManager[RunShare]]
+        | None = None,
     ) -> None:
         self.client = client
         self.state = state
@@ -113,7 +127,9 @@ class Reconciler:
         self.metrics: DaemonMetrics = metrics if metrics is not None else NullMetrics()
         self.lock_for = lock_for
         self.max_clock_skew = max_clock_skew
+        self.shared_for = shared_for
         self.last_decisions: dict[str, str] = {}
+        self.handled_at: dict[str, datetime] = {}  # the last start each pass saw handled
         self.drift: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, name: str, reason: str) -> None:
@@ -154,6 +170,16 @@ class Reconciler:
                 log.info("schedule_busy", schedule=name, holder=lock.holder)
             yield held
 
+    @contextlib.contextmanager
+    def _shared(self, loaded: LoadedSchedule) -> Iterator[dict[str, Any]]:
+        """The run_switch keywords lending the daemon's budget and informers to one run (none
+        without them), given back when the run ends."""
+        if self.shared_for is None:
+            yield {}
+            return
+        with self.shared_for(loaded) as share:
+            yield {"budget": share.budget, "reads": share.reads}
+
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
         if reason.startswith("window:"):
@@ -166,6 +192,8 @@ class Reconciler:
         schedule = loaded.schedule
         times = times_of(schedule)
         seen = self.state.read(name)
+        if seen.handled is not None:
+            self.handled_at[name] = seen.handled.at
         unfinished = self.state.load(name)
         if self._clock_skewed(name):
             return
@@ -177,10 +205,11 @@ class Reconciler:
                     return
                 log.info("run_resuming", schedule=name, window=unfinished.window,
                          run_id=unfinished.run_id, phase=unfinished.phase)
-                record = self.run_switch(self.client, loaded, unfinished.window,
-                                         clock=self.clock, journal=self.state,
-                                         on_event=self.on_event, run_id=unfinished.run_id,
-                                         resume=unfinished)
+                with self._shared(loaded) as shared:
+                    record = self.run_switch(self.client, loaded, unfinished.window,
+                                             clock=self.clock, journal=self.state,
+                                             on_event=self.on_event, run_id=unfinished.run_id,
+                                             resume=unfinished, **shared)
                 self._finish(seen, name, unfinished.window, record, unfinished.run_id)
             return
         now = self._now(times, reason)
@@ -211,6 +240,8 @@ class Reconciler:
                           seen.controls, suspended_in_spec=schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         start = decision.start
+        if start is not None and decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
+            self.handled_at[name] = start.at  # dealt with in this pass, one way or another
         if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
                 ran_by_hand(unfinished, start):
             assert unfinished is not None
@@ -260,9 +291,10 @@ class Reconciler:
                start: WindowStart, run_id: str) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
-            record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
-                                     journal=self.state, on_event=self.on_event,
-                                     run_id=run_id)
+            with self._shared(loaded) as shared:
+                record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
+                                         journal=self.state, on_event=self.on_event,
+                                         run_id=run_id, **shared)
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:

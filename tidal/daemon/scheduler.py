@@ -10,9 +10,9 @@ e.g. in the demo, fires at the clock's instant).
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +27,18 @@ from tidal.domain.windows import WindowTimes, next_start_of
 from tidal.karmada.errors import KarmadaError
 
 log = structlog.get_logger("tidal.daemon.scheduler")
+
+
+@dataclass(frozen=True)
+class _Queued:
+    reason: str
+    priority: int
+    seq: int
+    since: datetime | None
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (-self.priority, self.seq)
 
 
 class WindowTrigger(BaseTrigger):  # type: ignore[misc]
@@ -51,19 +63,34 @@ class WindowTrigger(BaseTrigger):  # type: ignore[misc]
 class Dispatcher:
     """Runs `work(schedule)` on worker threads: one at a time per schedule, at most `limit`
     schedules at once; a request for a busy or already queued schedule coalesces into one
-    more pass after the current one (the work decides from state, so one pass suffices)."""
+    more pass after the current one (the work decides from state, so one pass suffices).
+
+    A free slot goes to the queued schedule of highest `priority_of`, then to the one queued
+    first; `waiting()` tells which schedules wait for a slot, since when (on `clock`)."""
 
     def __init__(self, work: Callable[[str, str], None], limit: int = 1,
-                 on_error: Callable[[str, Exception], None] | None = None) -> None:
+                 on_error: Callable[[str, Exception], None] | None = None, *,
+                 priority_of: Callable[[str], int] | None = None,
+                 clock: Clock | None = None,
+                 on_change: Callable[[], None] | None = None,
+                 waits_for_switch: Callable[[str, str], bool] | None = None) -> None:
         self.work = work
         self.limit = limit
         self.on_error = on_error
-        self._queue: queue.Queue[str | None] = queue.Queue()
+        self.priority_of = priority_of or (lambda _name: 0)
+        self.clock = clock
+        self.on_change = on_change  # the queue changed (metrics); called without the lock
+        # (schedule, reason) -> whether that queued pass would start or resume a switch; only
+        # those are reported as waiting (a routine resync behind busy slots is no news)
+        self.waits_for_switch = waits_for_switch or (lambda _name, _reason: True)
         self._lock = threading.Lock()
-        self._queued: dict[str, str] = {}  # schedule -> reason, queued but not started
+        self._wake = threading.Condition(self._lock)
+        self._queued: dict[str, _Queued] = {}  # schedule -> queued but not started
+        self._seq = 0
         self._busy: set[str] = set()
         self._again: dict[str, str] = {}
         self._threads: list[threading.Thread] = []
+        self._stopping = False
         self._idle = threading.Condition(self._lock)
 
     def start(self) -> None:
@@ -79,17 +106,46 @@ class Dispatcher:
                 return
             if schedule in self._queued:
                 return
-            self._queued[schedule] = reason
-        self._queue.put(schedule)
+            self._enqueue(schedule, reason)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception as exc:  # a metric never stops the queue
+                log.warning("observer_failed", error=str(exc))
+
+    def _enqueue(self, schedule: str, reason: str) -> None:
+        """Queue one pass (the lock is held)."""
+        try:
+            priority = int(self.priority_of(schedule))
+        except Exception:  # an unknown schedule (just removed) queues at the default
+            priority = 0
+        self._seq += 1
+        since = self.clock.now() if self.clock is not None else None
+        self._queued[schedule] = _Queued(reason, priority, self._seq, since)
+        self._wake.notify()
+
+    def _next(self) -> tuple[str, str] | None:
+        """Wait for a queued schedule and take the first in order (None: stopping)."""
+        with self._lock:
+            while not self._queued and not self._stopping:
+                self._wake.wait()
+            if self._stopping:
+                return None
+            schedule = min(self._queued, key=lambda n: self._queued[n].order)
+            reason = self._queued.pop(schedule).reason
+            self._busy.add(schedule)
+            return schedule, reason
 
     def _loop(self) -> None:
         while True:
-            schedule = self._queue.get()
-            if schedule is None:
+            taken = self._next()
+            if taken is None:
                 return
-            with self._lock:
-                reason = self._queued.pop(schedule, "")
-                self._busy.add(schedule)
+            schedule, reason = taken
+            self._changed()
             try:
                 self.work(schedule, reason)
             except Exception as exc:  # a failed pass must not kill the worker
@@ -99,9 +155,24 @@ class Dispatcher:
                     self._busy.discard(schedule)
                     again = self._again.pop(schedule, None)
                     if again is not None and schedule not in self._queued:
-                        self._queued[schedule] = again
-                        self._queue.put(schedule)
+                        self._enqueue(schedule, again)
                     self._idle.notify_all()
+
+    def waiting(self) -> dict[str, datetime]:
+        """Schedules whose switch is queued while every slot is taken -> since when."""
+        with self._lock:
+            if len(self._busy) < self.limit:
+                return {}
+            queued = {name: (q.since, q.reason) for name, q in self._queued.items()
+                      if q.since is not None}
+        out: dict[str, datetime] = {}
+        for name, (since, reason) in queued.items():
+            try:
+                if self.waits_for_switch(name, reason):
+                    out[name] = since
+            except Exception:  # a status question never breaks the queue
+                out[name] = since
+        return out
 
     def _report(self, schedule: str, exc: Exception) -> None:
         """An API error is one line with its class (the next pass retries); anything else is a
@@ -129,8 +200,9 @@ class Dispatcher:
                 lambda: not self._busy and not self._queued and not self._again, timeout)
 
     def stop(self, timeout: float | None = None) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
+        with self._lock:
+            self._stopping = True
+            self._wake.notify_all()
         for t in self._threads:
             t.join(timeout)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from tidal.daemon.queue import read_queue
 from tidal.daemon.state import StateStore
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
@@ -77,6 +78,10 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
     states, runs, corrupt = store.list_all()
     lease = get_lease(client, namespace, lease_name)
     leader = LeaseView.of(lease).holder
+    queue = read_queue(client, namespace)
+    waiting_now = queue.get("waiting")
+    if not isinstance(waiting_now, dict):
+        waiting_now = {}
     out: list[dict[str, Any]] = []
     for item in sorted(loaded, key=lambda s: s.schedule.name):
         schedule = item.schedule
@@ -128,8 +133,21 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
             "editPending": edit_pending(run, item) if run is not None else None,
             "blocked": {"reason": broken.reason, "message": str(broken),
                         "repair": broken.repair} if broken else None,
+            "waiting": waiting_of(waiting_now.get(name)),
         })
-    return {"leader": leader, "now": now.isoformat(), "schedules": out}
+    return {"leader": leader, "now": now.isoformat(), "schedules": out,
+            "queue": {"updatedAt": queue.get("updatedAt"), "publishedBy": queue.get("publishedBy"),
+                      "leased": queue.get("leased") or {}}}
+
+
+def waiting_of(entry: Any) -> dict[str, Any] | None:
+    """{reason: slot|capacity, since[, short]} of a schedule the daemon says is waiting."""
+    if not isinstance(entry, dict) or entry.get("reason") not in ("slot", "capacity"):
+        return None
+    out = {"reason": entry["reason"], "since": entry.get("since")}
+    if entry.get("short"):
+        out["short"] = entry["short"]
+    return out
 
 
 def overrides_left(run: RunState) -> list[dict[str, Any]]:

@@ -262,6 +262,8 @@ class PolicyChange(_Model):
 # in full, so a hostile file costs milliseconds, not minutes.
 MAX_WINDOWS = 100
 MAX_POLICIES_PER_WINDOW = 50
+# Schedules compete for the daemon's slots and surge capacity in this order (higher first).
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 # A start older than a day is never caught up: the next daily start comes first.
 MAX_CATCH_UP_WINDOW = timedelta(hours=24)
 
@@ -335,6 +337,11 @@ def _with_allowed(window: Any, inherited: list[str]) -> Any:
 class ScheduleSpec(_Model):
     time_zone: TimeZoneName
     suspend: bool = False
+    priority: int = Field(
+        default=0, ge=MIN_PRIORITY, le=MAX_PRIORITY,
+        description="order among schedules switching at the same time, higher first: for "
+                    "the daemon's concurrency slots and its shared surge capacity (within a "
+                    "priority, schedules take turns wave by wave)")
     catch_up_window: PositiveDuration = timedelta(minutes=30)
     skip_dates: list[date] = Field(default_factory=list)
     workloads: list[WorkloadSelector] = Field(default_factory=list)

@@ -23,6 +23,7 @@ from tidal.engine.strategies import strategy_for
 from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
+from tidal.karmada.informer import SharedReads
 from tidal.karmada.views import BindingView, PolicyView
 
 
@@ -90,24 +91,27 @@ def _gc_paused() -> Iterator[None]:
 
 
 def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-               trigger: Trigger | None = None) -> SwitchPlan:
-    """Read the control plane and plan the window's switch (writes nothing)."""
+               trigger: Trigger | None = None, reads: SharedReads | None = None) -> SwitchPlan:
+    """Read the control plane and plan the window's switch (writes nothing); bindings come
+    from `reads` (the daemon's shared informers) when given."""
     with _gc_paused():
-        return _build_plan(client, schedule, window_name, trigger=trigger)
+        return _build_plan(client, schedule, window_name, trigger=trigger, reads=reads)
 
 
 def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-                trigger: Trigger | None) -> SwitchPlan:
+                trigger: Trigger | None, reads: SharedReads | None = None) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
-    selection = resolve(client, schedule, window)
+    selection = resolve(client, schedule, window,
+                        bindings=reads.list_bindings if reads is not None else None)
     refused = dry_run_writes(client, selection.policies)
     if refused:
         raise PolicyWritesRefused(window.name, refused)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     strategy = strategy_for(chosen)
     lazy = strategy.marks_lazy
-    clusters = [ClusterFacts.from_cluster(c) for c in list_clusters(client)]
+    listed = reads.list_clusters() if reads is not None else list_clusters(client)
+    clusters = [ClusterFacts.from_cluster(c) for c in listed]
     floors = [FloorRule.from_model(f) for f in rollout.floors]
     targets = {t.key: t for t in selection.policies}
     done = all(policy_change.is_done(t.to_obj if t.swap_from else t.current, t, window.name)

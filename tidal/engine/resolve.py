@@ -9,9 +9,9 @@ unbound and foreign templates are reported and left out.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import json_merge_patch
 
@@ -25,6 +25,9 @@ from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
 from tidal.karmada.objects import RebalancerWorkload
 from tidal.karmada.templates import list_templates
 from tidal.karmada.views import BindingView, ObjectView
+
+# (namespace or None for all, cluster_scoped) -> the bindings there (e.g. from a shared cache)
+ListBindings: TypeAlias = Callable[[str | None, bool], list[Obj]]
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                  "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
@@ -198,8 +201,10 @@ def _select_templates(client: KarmadaClient, selectors: list[WorkloadSelector]) 
     return out
 
 
-def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> Selection:
-    """Read the window's policies, the templates they claim and their bindings."""
+def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
+            bindings: ListBindings | None = None) -> Selection:
+    """Read the window's policies, the templates they claim and their bindings (listed, or
+    from `bindings`: a shared cache's (namespace, cluster_scoped) -> objects)."""
     targets = [_target(client, change) for change in window.policies]
     selection = Selection(policies=targets, workloads=[])
     seen: set[str] = set()
@@ -241,7 +246,7 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window) -> S
                 selection.excluded_claimed.setdefault(target.key, []).append(name)
                 continue
             selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
-    _attach_bindings(client, selection)
+    _attach_bindings(client, selection, bindings)
     for policy_key, names in selection.excluded_claimed.items():
         selection.warnings.append(
             f"{policy_key} claims excluded templates ({', '.join(sorted(names))}); they pick "
@@ -259,12 +264,17 @@ def _key_text(tpl: Obj) -> str:
     return str(_key(tpl))
 
 
-def _attach_bindings(client: KarmadaClient, selection: Selection) -> None:
+def _attach_bindings(client: KarmadaClient, selection: Selection,
+                     bindings: ListBindings | None = None) -> None:
     namespaces = sorted({w.key.namespace for w in selection.workloads})
     cache: dict[str, Obj] = {}
 
     def add(namespace: str | None, *, cluster_scoped: bool = False) -> None:
-        items, _ = bindings_api.list_bindings(client, namespace, cluster_scoped=cluster_scoped)
+        if bindings is not None:
+            items = bindings(namespace, cluster_scoped)
+        else:
+            items, _ = bindings_api.list_bindings(client, namespace,
+                                                  cluster_scoped=cluster_scoped)
         cache.update({bindings_api.key_of(b): b for b in items})
 
     if "" in namespaces:

@@ -48,6 +48,7 @@ from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, iso_now, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.informer import SharedReads
 from tidal.karmada.rebalancers import delete_rebalancer
 
 ALREADY_IN_FORCE: Final = "already in force"
@@ -102,7 +103,8 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
 def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
             journal: Journal, emitter: Emitter, run_id: str | None = None,
             resume: RunState | None = None,
-            budget: SurgeBudget | None = None) -> PreparedRun | Refusal | NoOp:
+            budget: SurgeBudget | None = None,
+            reads: SharedReads | None = None) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
@@ -117,7 +119,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                      f"finishes against the version it started with "
                      f"({previous.schedule_hash}); the edit applies from the next start")
     sp = build_plan(client, schedule, window,
-                    trigger=previous.trigger if resuming and previous else None)
+                    trigger=previous.trigger if resuming and previous else None, reads=reads)
     if resuming and previous is not None:
         state = previous
     else:
@@ -142,7 +144,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
     return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
-                       budget or OwnBudget())
+                       budget or OwnBudget(), reads)
 
 
 @dataclass
@@ -159,6 +161,7 @@ class PreparedRun:
     emitter: Emitter
     ready_field: str | None
     budget: SurgeBudget = field(default_factory=OwnBudget)
+    reads: SharedReads | None = None  # the daemon's shared informers (alone: none)
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -172,7 +175,8 @@ class PreparedRun:
             before={w.name: w.current for w in sp.selection.workloads},
             ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
             surges={w.name: w.surge() for w in sp.plan.workloads if w.surged} if surge else {},
-            budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent)
+            budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent,
+            reads=self.reads)
 
     def save(self) -> None:
         state = self.state
@@ -310,7 +314,8 @@ def _waves(run: PreparedRun) -> Phase:
         names = [str(key) for key in wave.workloads]
         workloads = [by_name[n] for n in names if n in by_name]
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
-        outcome = wave_checks.before_wave(ctx.client, state.policies, planned) or \
+        outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
+                                          ctx.list_clusters) or \
             run_wave(ctx, wave, workloads, placements=placements)
         wave.finished_at = iso_now(clock)
         wbase = ctx.event_base(wave.index)

@@ -29,7 +29,6 @@ from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.karmada.bindings import key_of, list_bindings
 from tidal.karmada.client import KarmadaClient
-from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
 from tidal.karmada.overrides import (
@@ -89,7 +88,7 @@ def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
 
 def _free(ctx: SwitchContext) -> Amounts:
     return usable({c.name: dict(c.free) for c in
-                   (ClusterFacts.from_cluster(o) for o in list_clusters(ctx.client))},
+                   (ClusterFacts.from_cluster(o) for o in ctx.list_clusters())},
                   ctx.headroom_percent)
 
 

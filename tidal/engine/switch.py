@@ -14,6 +14,7 @@ from tidal.engine.refusal import PlanRefused, plan_problems
 from tidal.engine.run import NoOp, Refusal, carried_over, new_run_id, prepare
 from tidal.engine.snapshot import ScheduleSource
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.informer import SharedReads
 
 __all__ = ["PlanRefused", "carried_over", "new_run_id", "plan_problems", "run_switch"]
 
@@ -21,12 +22,16 @@ __all__ = ["PlanRefused", "carried_over", "new_run_id", "plan_problems", "run_sw
 def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, *,
                clock: Clock, journal: Journal, on_event: OnEvent | None = None,
                run_id: str | None = None, resume: RunState | None = None,
-               logger: Any = None, budget: SurgeBudget | None = None) -> RunRecord:
+               logger: Any = None, budget: SurgeBudget | None = None,
+               reads: SharedReads | None = None) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
-    capacity from `budget` (the daemon's shared one; alone, what the clusters have free)."""
+    capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
+    waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
+    own lists and watches)."""
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
-                       emitter=emitter, run_id=run_id, resume=resume, budget=budget)
+                       emitter=emitter, run_id=run_id, resume=resume, budget=budget,
+                       reads=reads)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):

@@ -30,6 +30,7 @@ from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError, NotFound
+from tidal.karmada.informer import SharedReads
 from tidal.karmada.views import BindingView, ObjectView
 
 RETRIGGER_ATTEMPTS = 5
@@ -64,6 +65,17 @@ class SwitchContext:
     surges: dict[str, dict[str, int]] = field(default_factory=dict)
     budget: SurgeBudget = field(default_factory=OwnBudget)
     headroom_percent: float = 0.0
+    # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
+    reads: SharedReads | None = None
+
+    def binding_watch(self, namespace: str | None, cluster_scoped: bool) -> BindingWatch:
+        if self.reads is not None:
+            return self.reads.binding_watch(namespace, cluster_scoped=cluster_scoped)
+        return BindingWatch(self.client, namespace, cluster_scoped=cluster_scoped)
+
+    def list_clusters(self) -> list[Obj]:
+        return self.reads.list_clusters() if self.reads is not None else \
+            list_clusters(self.client)
 
     @property
     def trigger(self) -> Trigger:
@@ -117,7 +129,7 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
                                  workloads=tuple(w.name for w in live),
                                  trigger=ctx.trigger, rollback=direction is Direction.BACK))
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)
-    watch = BindingWatch(ctx.client, namespace, cluster_scoped=cluster_scoped)
+    watch = ctx.binding_watch(namespace, cluster_scoped)
     watch.start()
     run = WaveRun(ctx, wave, live, placements, watch, direction)
     outcome = ctx.strategy.arm(run)
@@ -368,7 +380,7 @@ def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
         waiting = sorted({c for _, clusters in short for c in clusters})
         requests = [w.workload.request for w in tracker.targets.values()]
         try:
-            cause = stall.likely_cause(waiting, list_clusters(ctx.client), requests)
+            cause = stall.likely_cause(waiting, ctx.list_clusters(), requests)
         except KarmadaError:
             cause = ""  # the reason stands without it
         if cause:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.prediction import ClusterFacts
@@ -16,7 +16,7 @@ from tidal.engine.journal import PolicyRecord, content_hash
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import ChangeKind, FailureReason
 from tidal.karmada import policies as policies_api
-from tidal.karmada.client import KarmadaClient
+from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.views import PolicyView, cluster_ready_reason
 
@@ -59,10 +59,12 @@ def destinations(planned: Iterable[PlannedWorkload]) -> set[str]:
             if n > w.before.get(cluster, 0)}
 
 
-def not_ready(client: KarmadaClient, clusters: set[str]) -> list[str]:
-    """`cluster (reason)` for each of `clusters` whose Ready condition is not True."""
+def not_ready(client: KarmadaClient, clusters: set[str],
+              listed: Callable[[], list[Obj]] | None = None) -> list[str]:
+    """`cluster (reason)` for each of `clusters` whose Ready condition is not True (from
+    `listed`, e.g. a shared cache, else a listing)."""
     out = []
-    for obj in list_clusters(client):
+    for obj in listed() if listed is not None else list_clusters(client):
         facts = ClusterFacts.from_cluster(obj)
         if facts.name in clusters and not facts.ready:
             out.append(f"{facts.name} ({cluster_ready_reason(obj)})")
@@ -70,12 +72,13 @@ def not_ready(client: KarmadaClient, clusters: set[str]) -> list[str]:
 
 
 def before_wave(client: KarmadaClient, records: Sequence[PolicyRecord],
-                planned: Sequence[PlannedWorkload]) -> WaveOutcome | None:
+                planned: Sequence[PlannedWorkload],
+                clusters: Callable[[], list[Obj]] | None = None) -> WaveOutcome | None:
     """None when the wave may start; else the failed outcome with its own reason."""
     edited = edited_policies(client, records)
     if edited:
         return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))
-    down = not_ready(client, destinations(planned))
+    down = not_ready(client, destinations(planned), clusters)
     if down:
         return WaveOutcome(False, CLUSTER_NOT_READY,
                            f"destination cluster NotReady: {', '.join(down)}; nothing of this "

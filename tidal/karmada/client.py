@@ -5,6 +5,9 @@ resource paths, translates every failure into tidal.karmada.errors (chained with
 retries the retryable ones with tenacity (honouring Retry-After), and reports each HTTP
 attempt to an optional hook `on_request(verb, resource, code)` (code 0: no answer).
 
+With a RateLimiter (`from_settings` makes one from TIDAL_API__QPS and __BURST) every attempt
+waits for its token first; a 429's Retry-After is honoured on top of it.
+
 Acting writes (every write but Leases, Events and Namespaces) pass an optional WriteGate: each
 attempt, the first and every retry, is sent only while the gate's Lease is held, with a timeout
 that ends before the Lease could pass to another replica; a retry delay (Retry-After) longer
@@ -39,6 +42,7 @@ from tidal.karmada.errors import (
     translate,
 )
 from tidal.karmada.objects import Obj as Obj
+from tidal.karmada.ratelimit import RateLimiter
 from tidal.settings import KubeconfigSources
 
 if TYPE_CHECKING:
@@ -127,6 +131,10 @@ class WriteGate(Protocol):
 
 # Writes that are not acting on the control plane: the Lease itself, Events, the namespace
 UNGATED_RESOURCES = frozenset({"leases", "events", "namespaces"})
+# Never queued behind the switches' requests by the rate limit: a renewal that waits for its
+# turn past the renew deadline would lose the Lease (client-go's leader election has its own
+# client for the same reason)
+UNLIMITED_RESOURCES = frozenset({"leases"})
 
 
 @dataclass(frozen=True)
@@ -152,10 +160,12 @@ class KarmadaClient:
         request_timeout: float = 30.0,
         write_gate: WriteGate | None = None,
         karmada_release: KarmadaRelease = LATEST_RELEASE,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.api = api_client
         # the release the control plane runs: the API does not tell it, so a setting says it
         self.karmada_release = karmada_release
+        self.limiter = limiter
         self.write_gate = write_gate
         self._server_offset: float | None = None  # the server's Date minus our wall clock
         self.on_request = on_request
@@ -229,6 +239,8 @@ class KarmadaClient:
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw: Any) -> KarmadaClient:
+        """A client for the settings' kubeconfig, rate-limited as they say."""
+        kw.setdefault("limiter", RateLimiter(settings.api.qps, settings.api.burst))
         kw.setdefault("karmada_release", settings.karmada.version)
         return cls.from_kubeconfig(settings.kubeconfig, settings.context,
                                    sources=settings.kubeconfig_sources(), **kw)
@@ -310,6 +322,8 @@ class KarmadaClient:
     def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
               report_success: bool, gate: WriteGate | None = None) -> T:
         def once() -> T:
+            if self.limiter is not None and resource not in UNLIMITED_RESOURCES:
+                self.limiter.wait()  # every attempt, as client-go
             try:
                 result = fn()
             except KarmadaError as exc:

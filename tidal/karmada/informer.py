@@ -1,0 +1,268 @@
+"""One list+watch per resource kind, shared by every switch of a daemon (an informer).
+
+Without it each wave of each switch lists and watches the bindings on its own: at a hundred
+teams switching at the same minute that is a hundred watches and listings. An `Informer` lists
+a kind once (all namespaces), keeps watching it from the last resourceVersion (re-listing after
+410 Gone), keeps the cache, and hands each reader a `SharedBindingView`: the BindingWatch
+interface (`start`, `cache`, `changes`) served from the shared cache and a queue of the events
+the reader has not seen. `SharedReads` holds the informers of one daemon and runs them while at
+least one switch uses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import structlog
+
+from tidal.karmada.bindings import BindingWatch, key_of
+from tidal.karmada.client import (
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    RESOURCE_BINDINGS,
+    KarmadaClient,
+    Obj,
+    Resource,
+)
+from tidal.karmada.errors import Gone, KarmadaError
+from tidal.karmada.paging import list_paged
+
+log = structlog.get_logger("tidal.karmada.informer")
+
+Event = tuple[Obj, bool]  # (object, deleted)
+
+
+class _Subscriber:
+    def __init__(self, namespace: str | None) -> None:
+        self.namespace = namespace
+        self.events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+
+    def wants(self, obj: Obj) -> bool:
+        return self.namespace is None or \
+            (obj.get("metadata") or {}).get("namespace") == self.namespace
+
+
+class Informer:
+    """A shared, self-healing list+watch of one resource kind across all namespaces."""
+
+    def __init__(self, client: KarmadaClient, res: Resource, *, max_watch_seconds: float = 60.0,
+                 retry_seconds: float = 1.0, sync_timeout: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.client, self.res = client, res
+        self.max_watch_seconds = max_watch_seconds
+        self.retry_seconds = retry_seconds
+        self.sync_timeout = sync_timeout
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._synced = threading.Condition(self._lock)
+        self._cache: dict[str, Obj] = {}
+        self._is_synced = False
+        self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()
+        self._users = 0
+        self._thread: threading.Thread | None = None
+        self.version = ""
+        self.lists = 0
+        self.watches = 0
+        self.error: KarmadaError | None = None
+
+    # --- life cycle: runs while it has users ------------------------------------------------
+    def acquire(self) -> None:
+        with self._lock:
+            self._users += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name=f"tidal-informer-{self.res.plural}")
+                self._thread.start()
+
+    def release(self) -> None:
+        with self._lock:
+            self._users = max(0, self._users - 1)
+
+    def _should_stop(self) -> bool:
+        """With no users left, end the thread and drop the cache (the lock is held)."""
+        if self._users > 0:
+            return False
+        self._thread, self._is_synced, self._cache, self.version = None, False, {}, ""
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._should_stop():
+                    return
+                synced = self._is_synced
+            try:
+                if not synced:
+                    self._list()
+                self._watch()
+            except Gone:
+                with self._lock:
+                    self._is_synced = False  # too old a version: list again
+            except KarmadaError as exc:
+                self.error = exc
+                log.warning("shared_watch_failed", resource=self.res.plural, error=str(exc),
+                            error_class=type(exc).__name__)
+                self._sleep(self.retry_seconds)
+            except Exception as exc:  # a bug must not silently stop every switch's watch
+                log.exception("shared_watch_failed", resource=self.res.plural,
+                              error=str(exc)[:500], error_class=type(exc).__name__)
+                with self._lock:
+                    self._is_synced = False  # list afresh: the cache may have missed events
+                self._sleep(self.retry_seconds)
+
+    def _list(self) -> None:
+        items, version = list_paged(self.client, self.res)
+        fresh = {key_of(item): item for item in items}
+        with self._lock:
+            old = self._cache
+            self._cache, self.version, self._is_synced = fresh, version, True
+            self.lists += 1
+            self.error = None
+            changed: list[Event] = [(obj, False) for key, obj in fresh.items()
+                                    if old.get(key) != obj]
+            changed += [(obj, True) for key, obj in old.items() if key not in fresh]
+            for obj, deleted in changed:
+                self._publish(obj, deleted)
+            self._synced.notify_all()
+
+    def _watch(self) -> None:
+        timeout = max(1, int(self.max_watch_seconds))
+        query: dict[str, Any] = {"resourceVersion": self.version, "timeoutSeconds": timeout,
+                                 "allowWatchBookmarks": True}
+        self.watches += 1
+        for event in self.client.stream(self.res, self.res.path(None), query,
+                                        read_timeout=timeout + 5.0):
+            obj = event.get("object") or {}
+            with self._lock:
+                version = (obj.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    self.version = str(version)
+                if event.get("type") == "BOOKMARK":
+                    continue
+                key = key_of(obj)
+                deleted = event.get("type") == "DELETED"
+                if deleted:
+                    self._cache.pop(key, None)
+                else:
+                    self._cache[key] = obj
+                self._publish(obj, deleted)
+                if self._users == 0:
+                    return
+
+    def _publish(self, obj: Obj, deleted: bool) -> None:
+        for subscriber in list(self._subscribers):
+            if subscriber.wants(obj):
+                subscriber.events.put((obj, deleted))
+
+    # --- readers ----------------------------------------------------------------------------
+    def _wait_synced(self) -> None:
+        """Wait for the first listing (the lock is held); its error if it does not come."""
+        if not self._synced.wait_for(lambda: self._is_synced, self.sync_timeout):
+            raise self.error or KarmadaError(
+                f"the shared {self.res.plural} cache did not fill within "
+                f"{self.sync_timeout:g}s", verb="list", resource=self.res.plural)
+
+    def subscribe(self, namespace: str | None) -> tuple[dict[str, Obj], _Subscriber]:
+        """The cache (of one namespace, or all) and a queue of every later change, taken at
+        one instant so no change falls between them."""
+        with self._lock:
+            self._wait_synced()
+            subscriber = _Subscriber(namespace)
+            self._subscribers.add(subscriber)
+            snapshot = {k: o for k, o in self._cache.items() if subscriber.wants(o)}
+        return snapshot, subscriber
+
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        """The cached objects (of one namespace, or all)."""
+        with self._lock:
+            self._wait_synced()
+            return [o for o in self._cache.values() if namespace is None or
+                    (o.get("metadata") or {}).get("namespace") == namespace]
+
+
+class SharedBindingView(BindingWatch):
+    """A BindingWatch served from an Informer: no request of its own."""
+
+    def __init__(self, informer: Informer, namespace: str | None) -> None:
+        super().__init__(informer.client, namespace,
+                         cluster_scoped=informer.res is CLUSTER_RESOURCE_BINDINGS)
+        self.informer = informer
+        self._subscriber: _Subscriber | None = None
+
+    def start(self) -> dict[str, Obj]:
+        self.cache, self._subscriber = self.informer.subscribe(self.namespace)
+        self.version = self.informer.version
+        return self.cache
+
+    def relist(self) -> list[Event]:
+        return []  # the informer re-lists and replays the differences
+
+    def changes(self, seconds: float) -> Iterator[Event]:
+        if self._subscriber is None:
+            self.start()
+        assert self._subscriber is not None
+        end = time.monotonic() + max(0.05, min(seconds, self.max_watch_seconds))
+        while (left := end - time.monotonic()) > 0:
+            try:
+                obj, deleted = self._subscriber.events.get(timeout=left)
+            except queue.Empty:
+                return
+            key = key_of(obj)
+            if deleted:
+                self.cache.pop(key, None)
+            else:
+                self.cache[key] = obj
+            yield obj, deleted
+
+
+class SharedReads:
+    """The informers of one daemon (bindings, cluster bindings, clusters), each started on
+    first use while at least one switch is `in_use`, stopped when the last one ends."""
+
+    def __init__(self, client: KarmadaClient, **informer_settings: Any) -> None:
+        self.informers = {res.plural: Informer(client, res, **informer_settings)
+                          for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._started: set[str] = set()
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[SharedReads]:
+        with self._lock:
+            self._runs += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._runs -= 1
+                if self._runs == 0:
+                    for plural in self._started:
+                        self.informers[plural].release()
+                    self._started.clear()
+
+    def _informer(self, res: Resource) -> Informer:
+        informer = self.informers[res.plural]
+        with self._lock:
+            if res.plural not in self._started:
+                self._started.add(res.plural)
+                informer.acquire()
+        return informer
+
+    def binding_watch(self, namespace: str | None, *, cluster_scoped: bool = False
+                      ) -> BindingWatch:
+        res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
+        return SharedBindingView(self._informer(res), None if cluster_scoped else namespace)
+
+    def list_clusters(self) -> list[Obj]:
+        return self._informer(CLUSTERS).items()
+
+    def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
+        """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
+        res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
+        return self._informer(res).items(None if cluster_scoped else namespace)
