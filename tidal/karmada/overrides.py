@@ -2,7 +2,7 @@
 
 Karmada applies override policies last when it builds each member's Work, after dividing the
 replicas, so a plaintext `replace /spec/replicas` for one cluster sets that member's count
-whatever the binding assigned (../shared/karmada/FACTS.md, "OverridePolicy"). One
+whatever the binding assigned (upstream pkg/util/overridemanager). One
 `ReplicaOverride` selects templates by name, all in one namespace (an OverridePolicy there) or
 all cluster-scoped (a ClusterOverridePolicy), and sets the same replicas per cluster for each of
 them: one rule per distinct replica count, naming its clusters. Every object carries the labels
