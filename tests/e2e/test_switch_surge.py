@@ -36,6 +36,13 @@ from tidal.karmada.overrides import list_overrides
 pytestmark = pytest.mark.e2e
 
 GPU = "nvidia.com/gpu"
+FULL_AVAILABILITY = """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 60s
+        floors:
+          - minAvailablePercent: 100
+    """
 NIGHT_AND_DAY = (weights_window("night", "23:00", {"cluster-b": 1})
                  + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}))
 
@@ -105,6 +112,17 @@ def _no_overrides(client: KarmadaClient) -> None:
     assert list_overrides(client, schedule="team-s") == []
 
 
+def _switch_without_dips(emu: Any, client: KarmadaClient, path: Path, window: str,
+                         before: dict[str, dict[str, int]], after: dict[str, dict[str, int]],
+                         events: list[Any] | None = None) -> None:
+    """`window` succeeds, no workload goes below its shares on the way, no override is left."""
+    since = emu.clock.now()
+    record = run_window(client, path, window, events=events)
+    assert record.result == "succeeded", record.to_json()
+    assert _dips(emu, since, before, after) == []
+    _no_overrides(client)
+
+
 def _plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
     from click.testing import CliRunner
 
@@ -124,29 +142,15 @@ def test_full_availability_holds_through_the_night_and_the_day_switch(
     is left after either."""
     emu = make_switch_emulator(_team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, """
-        waveSize: 2
-        pauseBetweenWaves: 0s
-        waveTimeout: 60s
-        floors:
-          - minAvailablePercent: 100
-    """)
+    path = _schedule(tmp_path, FULL_AVAILABILITY)
     day = {f"{NS}/Deployment/web-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(4)}
     night = {w: {"cluster-b": 5} for w in day}
     assert _splits(emu) == day
-    since = emu.clock.now()
     events: list[Any] = []
-    record = run_window(client, path, "night", events=events)
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, day, night) == []
+    _switch_without_dips(emu, client, path, "night", day, night, events=events)
     assert _splits(emu) == night and _desired(emu) == night  # none above its share
-    _no_overrides(client)
-    since = emu.clock.now()
-    record = run_window(client, path, "day")
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, night, day) == []
+    _switch_without_dips(emu, client, path, "day", night, day)
     assert _splits(emu) == day and _desired(emu) == day
-    _no_overrides(client)
 
 
 def test_small_workloads_are_switched_where_a_cluster_is_kept(
@@ -157,13 +161,7 @@ def test_small_workloads_are_switched_where_a_cluster_is_kept(
     emu = make_switch_emulator(_team([3, 4, 3, 4, 1, 2]))
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    rollout = """
-        waveSize: 2
-        pauseBetweenWaves: 0s
-        waveTimeout: 60s
-        floors:
-          - minAvailablePercent: 100
-    """
+    rollout = FULL_AVAILABILITY
     workloads = deployment_workloads("{matchLabels: {size: big}}")
     team = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
     plan = _plan_json(team, kubeconfig, "night")
@@ -181,13 +179,9 @@ def test_small_workloads_are_switched_where_a_cluster_is_kept(
     before = {w: split for w, split in _splits(emu).items()
               if w.rsplit("-", 1)[-1] in "0123"}
     after = {w: {"cluster-b": sum(split.values())} for w, split in before.items()}
-    since = emu.clock.now()
-    record = run_window(client, path, "night")
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, before, after) == []
+    _switch_without_dips(emu, client, path, "night", before, after)
     now = _splits(emu)
     assert {w: now[w] for w in before} == after
-    _no_overrides(client)
 
 
 def test_extra_gpus_held_never_exceed_the_plans_announcement(
@@ -428,13 +422,7 @@ def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
     emu = make_switch_emulator([settings, *_team([1, 2, 1, 2])])
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    rollout = """
-        waveSize: 2
-        pauseBetweenWaves: 0s
-        waveTimeout: 60s
-        floors:
-          - minAvailablePercent: 100
-    """
+    rollout = FULL_AVAILABILITY
     direct = _schedule(tmp_path, rollout + "    strategy: direct\n")
     emu.reset_requests()
     assert invoke_cli("plan", direct, kubeconfig).exit_code == 3
@@ -443,18 +431,10 @@ def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
     day = _splits(emu)
     assert all(set(split) == {"cluster-a"} for split in day.values()), day
     night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
-    since = emu.clock.now()
-    record = run_window(client, path, "night")
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, day, night) == []
+    _switch_without_dips(emu, client, path, "night", day, night)
     assert _splits(emu) == night and _desired(emu) == night
-    _no_overrides(client)
-    since = emu.clock.now()
-    record = run_window(client, path, "day")
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, night, day) == []
+    _switch_without_dips(emu, client, path, "day", night, day)
     assert _splits(emu) == day
-    _no_overrides(client)
 
 
 def test_a_window_in_force_is_no_noop_while_an_override_of_its_schedule_is_left(
