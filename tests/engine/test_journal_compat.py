@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one, write_schedule
-from tests.engine.test_resume import SCHEDULE, Crash
+from tests.engine.crashing import crash_run, wave_starts
+from tests.engine.test_resume import SCHEDULE
 from tidal.domain.clock import SystemClock
-from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal, RunState
 from tidal.engine.switch import run_switch
 
@@ -29,14 +28,8 @@ def test_a_journal_from_0_1_0_resumes_at_its_next_wave(make_switch_emulator: Mak
     loaded = load_one(write_schedule(tmp_path, SCHEDULE))
     journal = InMemoryJournal()
 
-    def crash(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 2:
-            raise Crash
-
     # Bring the control plane to where the 0.1.0 run stopped, then put its journal in place.
-    with pytest.raises(Crash):
-        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
-                   on_event=crash, run_id=stored["runId"])
+    crash_run(client, loaded, journal, wave_starts(2), run_id=stored["runId"])
     current = journal.load("team-r")
     assert current is not None
     journal.save(RunState.from_dict(stored, journal_token=current.journal_token))

@@ -21,6 +21,7 @@ from tests.e2e.switch_helpers import (
     schedule_text,
     write_schedule,
 )
+from tests.engine.crashing import crash_run, wave_starts
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
@@ -35,10 +36,6 @@ SCHEDULE = schedule_text("team-r", """
 """)
 
 
-class Crash(Exception):
-    pass
-
-
 def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEmulator,
                                                      tmp_path: Path) -> None:
     """A crash when wave 2 starts resumes at wave 2: no policy patch, no wave-1 touches."""
@@ -47,13 +44,7 @@ def test_crash_mid_run_resumes_without_redoing_work(make_switch_emulator: MakeEm
     loaded = load_one(write_schedule(tmp_path, SCHEDULE))
     journal = InMemoryJournal()
 
-    def crash(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 2:
-            raise Crash
-
-    with pytest.raises(Crash):
-        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
-                   on_event=crash)
+    crash_run(client, loaded, journal, wave_starts(2))
     state = journal.load("team-r")
     assert state is not None and state.completed_waves == [1] and state.phase == "waves"
     emu.reset_requests()
@@ -100,13 +91,8 @@ def test_crash_after_a_rebalance_does_not_trigger_it_again(make_switch_emulator:
     loaded = load_one(write_schedule(tmp_path, DYN_SCHEDULE))
     journal = InMemoryJournal()
 
-    def crash(event: Any) -> None:
-        if isinstance(event, ev.GatePassed) and event.wave == 1 and event.gate == "scheduled":
-            raise Crash
-
-    with pytest.raises(Crash):
-        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
-                   on_event=crash)
+    crash_run(client, loaded, journal, lambda event: isinstance(event, ev.GatePassed)
+              and event.wave == 1 and event.gate == "scheduled")
     state = journal.load("team-rb")
     assert state is not None and len(state.waves[0].rebalancers) == 1
     emu.reset_requests()
@@ -167,13 +153,7 @@ def test_an_edit_during_a_run_waits_for_the_next_start(make_switch_emulator: Mak
     loaded = load_one(path)
     journal = InMemoryJournal()
 
-    def crash(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 2:
-            raise Crash
-
-    with pytest.raises(Crash):
-        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
-                   on_event=crash)
+    crash_run(client, loaded, journal, wave_starts(2))
     started_with = journal.load("team-r")
     assert started_with is not None and started_with.schedule_hash == schedule_hash(loaded)
     edited_text = schedule_text("team-r", """
