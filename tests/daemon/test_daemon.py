@@ -17,6 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tidal.daemon.app import Daemon
+from tidal.daemon.reconcile import RunSwitch
 from tidal.daemon.state import DaemonOutcome, StateStore
 from tidal.domain.clock import FakeClock
 from tidal.domain.windows import Controls, Hold
@@ -24,6 +25,7 @@ from tidal.engine.journal import RunState
 from tidal.engine.states import Phase, RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.state_objects import ensure_namespace
+from tidal.metrics import Metrics
 from tidal.settings import load_settings
 
 pytestmark = pytest.mark.e2e
@@ -93,10 +95,12 @@ def sched_dir(tmp_path: Path) -> Path:
     return d
 
 
-def make_daemon(client: KarmadaClient, sched_dir: Path, clock: FakeClock, engine: FakeEngine,
-                identity: str = "a") -> Daemon:
+def make_daemon(client: KarmadaClient, sched_dir: Path, clock: FakeClock, engine: RunSwitch,
+                identity: str = "a", metrics: Metrics | None = None) -> Daemon:
+    """A leading daemon over `sched_dir` on a fake clock and engine (no watcher thread)."""
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity=identity)
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False)
+    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
+                    metrics=metrics)
     daemon.directory.reload()
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     return daemon
@@ -293,10 +297,7 @@ def test_refused_plan_is_recorded_and_not_retried(client: KarmadaClient, sched_d
         raise ValueError("floor would break")
 
     clock = FakeClock(NIGHT)
-    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False)
-    daemon.directory.reload()
-    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon = make_daemon(client, sched_dir, clock, refusing)
     with capture_logs() as logs:
         daemon.reconciler("team-a", "window:night")
         daemon.reconciler("team-a", "resync")
@@ -415,17 +416,12 @@ def test_corrupt_state_object_is_one_located_error_per_pass(
     from tidal.daemon.status import build_status
     from tidal.karmada.state_objects import create_configmap
     from tidal.loading import load_schedules
-    from tidal.metrics import Metrics
 
     create_configmap(client, NS, object_name, data,
                      {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"})
     clock, engine = FakeClock(NIGHT), FakeEngine()
-    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
-                    watch=False)
-    daemon.directory.reload()
-    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon = make_daemon(client, sched_dir, clock, engine, metrics=metrics)
     for _ in range(2):
         with capture_logs() as logs:
             daemon.reconciler("team-a", "resync")
@@ -437,7 +433,7 @@ def test_corrupt_state_object_is_one_located_error_per_pass(
     value = metrics.registry.get_sample_value
     assert value("tidal_state_corrupt_total", {"schedule": "team-a"}) == 2
     assert value("tidal_schedule_blocked", {"schedule": "team-a", "reason": "state_corrupt"}) == 1
-    report = build_status(client, NS, settings.leader_election.lease_name,
+    report = build_status(client, NS, daemon.settings.leader_election.lease_name,
                           load_schedules([sched_dir]).schedules, NIGHT)
     blocked = report["schedules"][0]["blocked"]
     assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
@@ -448,7 +444,6 @@ def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
                                                            sched_dir: Path) -> None:
     """A start that predates a new schedule is recorded, not counted as missed; the next one
     that tidal did miss is counted."""
-    from tidal.metrics import Metrics
 
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
@@ -473,7 +468,6 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
     """A start whose switch refuses to begin is counted by reason; a pass that raises an API
     error is counted and logged as one line with its class, no traceback."""
     from tidal.karmada.errors import Unavailable
-    from tidal.metrics import Metrics
 
     def refusing(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("patch: spec is null")
@@ -511,7 +505,6 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
 
 def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> None:
     """The drift the reconciler finds is published as tidal_policy_drift (the docs' promise)."""
-    from tidal.metrics import Metrics
 
     metrics = Metrics()
     metrics.preset([])
@@ -525,7 +518,6 @@ def test_a_refused_switch_is_located_counted_and_gauged(
     per refusal (FILE:LINE:COL at the patch field) with a reason class, not 'ValueError', and
     moves tidal_switches_refused_total and the last-refusal gauge the alert reads."""
     from tidal.engine.write_check import PolicyWritesRefused, WriteProblem
-    from tidal.metrics import Metrics
 
     def refusing(*args: Any, **kwargs: Any) -> Any:
         raise PolicyWritesRefused("night", [WriteProblem(
@@ -538,11 +530,7 @@ def test_a_refused_switch_is_located_counted_and_gauged(
     monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(sched_dir / "no-crds"))  # the server checks
     metrics = Metrics()
     clock = FakeClock(NIGHT)
-    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, watch=False,
-                    metrics=metrics)
-    daemon.directory.reload()
-    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon = make_daemon(client, sched_dir, clock, refusing, metrics=metrics)
     with capture_logs() as logs:
         daemon.reconciler("team-a", "window:night")
     (event,) = [e for e in logs if e["event"] == "switch_not_started"]
@@ -562,7 +550,6 @@ def test_a_window_run_by_hand_is_not_missed_nor_run_again(
     """`tidal switch --window night` ran (and finished) after the night start, before the
     daemon came up: the daemon records that run's outcome for the start, neither 'missed'
     (no TidalWindowMissed) nor a second run, and publishes its success to the metrics."""
-    from tidal.metrics import Metrics
 
     manual = RunState(schedule="team-a", window="night", run_id="20260601-150500-abcd")
     manual.phase, manual.result = Phase.DONE, RunResult.SUCCEEDED
@@ -570,11 +557,7 @@ def test_a_window_run_by_hand_is_not_missed_nor_run_again(
     manual.finished_at = (NIGHT + timedelta(minutes=8)).isoformat()
     StateStore(client, NS).save(manual)
     clock, engine, metrics = FakeClock(NIGHT + late), FakeEngine(), Metrics()
-    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
-                    metrics=metrics)
-    daemon.directory.reload()
-    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon = make_daemon(client, sched_dir, clock, engine, metrics=metrics)
     with capture_logs() as logs:
         daemon.reconciler("team-a", "startup")
     assert engine.calls == []
@@ -614,14 +597,9 @@ def test_a_new_schedules_first_start_is_not_missed(client: KarmadaClient,
     """A schedule tidal never managed, loaded two hours after its last start: that start is
     recorded as before tidal managed it, not missed (no TidalWindowMissed on day one); the
     next start runs."""
-    from tidal.metrics import Metrics
 
     clock, engine, metrics = FakeClock(NIGHT + timedelta(hours=2)), FakeEngine(), Metrics()
-    settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
-                    metrics=metrics)
-    daemon.directory.reload()
-    assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
+    daemon = make_daemon(client, sched_dir, clock, engine, metrics=metrics)
     with capture_logs() as logs:
         daemon.reconciler("team-a", "startup")
     assert engine.calls == []
