@@ -162,13 +162,33 @@ def test_second_writer_fences_the_engine_out(make_switch_emulator: MakeEmulator,
     assert writes(emu) == []
 
 
+def _fenced_reasons(tmp_path: Path, fence: BaseException) -> tuple[list[Any], list[str]]:
+    """A daemon pass whose switch raises `fence`: the reasons its fenced_out logs give, and
+    what it reported as fenced."""
+    from structlog.testing import capture_logs
+
+    from tidal.daemon.reconcile import Reconciler
+
+    def raising(*args: Any, **kwargs: Any) -> None:
+        raise fence
+
+    fenced: list[str] = []
+    loaded = load_one(_schedule(tmp_path))
+    reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
+                            clock=None, get_schedule=lambda name: loaded,  # type: ignore[arg-type]
+                            is_leader=lambda: True, on_event=lambda e: None,
+                            on_fenced=fenced.append)
+    reconciler._pass = raising  # type: ignore[method-assign]
+    with capture_logs() as logs:
+        reconciler("team-f", "resync")
+    return [e.get("reason") for e in logs if e["event"] == "fenced_out"], fenced
+
+
 def test_a_replica_that_lost_its_own_lease_is_not_told_of_another_writer(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """The guard refuses a save because this replica's lease lapsed: the engine stops, and
     the reason says so (no other writer is implied); the reconciler logs lease_lost."""
-    from structlog.testing import capture_logs
 
-    from tidal.daemon.reconcile import Reconciler
     from tidal.karmada.errors import Conflict
 
     emu = _emulator(make_switch_emulator)
@@ -194,28 +214,14 @@ def test_a_replica_that_lost_its_own_lease_is_not_told_of_another_writer(
     assert "another writer" not in str(caught.value)
     assert "no longer holds the lease" in str(caught.value)
 
-    def raising(*args: Any, **kwargs: Any) -> None:
-        raise caught.value
-
-    fenced: list[str] = []
-    loaded = load_one(_schedule(tmp_path))
-    reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
-                            clock=None, get_schedule=lambda name: loaded,  # type: ignore[arg-type]
-                            is_leader=lambda: True, on_event=lambda e: None,
-                            on_fenced=fenced.append)
-    reconciler._pass = raising  # type: ignore[method-assign]
-    with capture_logs() as logs:
-        reconciler("team-f", "resync")
-    assert [e.get("reason") for e in logs if e["event"] == "fenced_out"] == ["lease_lost"]
-    assert fenced
+    reasons, fenced = _fenced_reasons(tmp_path, caught.value)
+    assert reasons == ["lease_lost"] and fenced
 
 
 def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost(tmp_path: Path) -> None:
     """A FencedOut raised for a LeaseLost (an acting write refused after the lease lapsed)
     is reported as lease_lost, not another writer."""
-    from structlog.testing import capture_logs
 
-    from tidal.daemon.reconcile import Reconciler
     from tidal.karmada.errors import LeaseLost
 
     try:
@@ -226,19 +232,8 @@ def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost(tmp_path: Path) -> No
     except FencedOut as exc:
         fence = exc
 
-    def raising(*args: Any, **kwargs: Any) -> None:
-        raise fence
-
-    fenced: list[str] = []
-    loaded = load_one(_schedule(tmp_path))
-    reconciler = Reconciler(client=None, state=None, run_switch=raising,  # type: ignore[arg-type]
-                            clock=None, get_schedule=lambda name: loaded,  # type: ignore[arg-type]
-                            is_leader=lambda: True, on_event=lambda e: None,
-                            on_fenced=fenced.append)
-    reconciler._pass = raising  # type: ignore[method-assign]
-    with capture_logs() as logs:
-        reconciler("team-f", "resync")
-    assert [e.get("reason") for e in logs if e["event"] == "fenced_out"] == ["lease_lost"]
+    reasons, _ = _fenced_reasons(tmp_path, fence)
+    assert reasons == ["lease_lost"]
 
 
 def test_dropped_watches_and_gone_are_survived(make_switch_emulator: MakeEmulator,
