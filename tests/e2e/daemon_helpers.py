@@ -22,6 +22,9 @@ from tests.e2e.switch_helpers import (
     weights_window,
 )
 from tests.e2e.switch_helpers import schedule_text as team_schedule
+from tidal.daemon.state import StateStore
+from tidal.engine.journal import RunState
+from tidal.karmada.client import KarmadaClient
 from tidal_sim.clock import ScaledClock
 
 WORKLOADS = 8
@@ -132,3 +135,12 @@ def writes_by(emu: Any) -> dict[str, list[tuple[str, str, str | None]]]:
             continue
         out.setdefault(r.identity, []).append((r.verb, r.resource, r.name))
     return out
+
+
+def stored_run(client: KarmadaClient, schedule: str = "team-t1") -> RunState | None:
+    """The schedule's run state as stored, or None while there is none or it cannot be read
+    (a daemon mid-write, the API faulted)."""
+    try:
+        return StateStore(client, STATE_NS).load(schedule)
+    except Exception:
+        return None

@@ -19,30 +19,22 @@ from tests.e2e.daemon_helpers import (
     settled_team,
     start_daemon,
     stop_all,
+    stored_run,
     wait_for,
     write_due_schedule,
     writes_by,
 )
-from tidal.daemon.state import StateStore
-from tidal.engine.journal import RunState
 from tidal.karmada.client import KarmadaClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ACTING = {"clusterpropagationpolicies", "deployments", "workloadrebalancers"}
 
 
-def _run(client: KarmadaClient) -> RunState | None:
-    try:
-        return StateStore(client, STATE_NS).load("team-t1")
-    except Exception:
-        return None
-
-
 def _start_leader_then_standby(emu: Any, tmp_path: Path, client: KarmadaClient,
                                schedules: Path) -> dict[str, subprocess.Popen[bytes]]:
     """Replica a, then, once a has started the run, standby b."""
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
-    wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+    wait_for(lambda: stored_run(client) is not None, 30, "a to start the run")
     procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
     return procs
 
@@ -50,18 +42,18 @@ def _start_leader_then_standby(emu: Any, tmp_path: Path, client: KarmadaClient,
 def _assert_standby_succeeds(client: KarmadaClient) -> None:
     """Wait for the standby to finish the run, and the run succeeded."""
     wait_for(lambda: _finished(client), 90, "the standby to finish the run")
-    run = _run(client)
+    run = stored_run(client)
     assert run is not None and run.result == "succeeded"
 
 
 def _after_first_wave(client: KarmadaClient) -> bool:
-    run = _run(client)
+    run = stored_run(client)
     return run is not None and run.phase == "waves" and len(run.completed_waves) >= 1 \
         and len(run.completed_waves) < len(run.waves)
 
 
 def _finished(client: KarmadaClient) -> bool:
-    run = _run(client)
+    run = stored_run(client)
     return run is not None and run.finished
 
 
@@ -81,7 +73,7 @@ def _touch_counts(emu: Any) -> dict[str, int]:
 
 
 def _mid_gate(client: KarmadaClient) -> bool:
-    run = _run(client)
+    run = stored_run(client)
     return run is not None and run.phase == "waves" and any(
         w.triggered and w.result is None for w in run.waves[1:])
 
@@ -146,7 +138,7 @@ def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Pa
                 and r.time > stopped_at and r.verb not in ("get", "list", "watch")
                 and r.code < 400 and r.resource != "events" and not r.dry_run]
         assert late == [], late
-        run = _run(client)
+        run = stored_run(client)
         assert run is not None and run.result == "succeeded"
     finally:
         stop_all(procs.values(), resume=True)
@@ -173,14 +165,14 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s", strategy="direct")
     procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
-        wait_for(lambda: (r := _run(client)) is not None and r.phase == "rollback", 60,
+        wait_for(lambda: (r := stored_run(client)) is not None and r.phase == "rollback", 60,
                  "the rollback")
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
         wait_for(lambda: _finished(client), 90, "the standby to finish the rollback")
     finally:
         stop_all(procs.values())
-    run = _run(client)
+    run = stored_run(client)
     assert run is not None and run.result == "rolledBack", run
     after = client.request("get", CPP, "GET", CPP.path(None, "team-cpp"))["spec"]
     assert after["placement"] == before["placement"]
@@ -257,7 +249,7 @@ def test_schedule_edited_mid_run_then_sigkill_the_standby_finishes_the_started_v
     weights = policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]
     assert weights["staticWeightList"] == [
         {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]
-    run = _run(client)
+    run = stored_run(client)
     assert run is not None and run.result == "succeeded" and run.schedule_hash
     report = build_status(client, STATE_NS, "tidal-leader",
                           load_schedules([schedules]).schedules, datetime.now(UTC))

@@ -12,28 +12,19 @@ from typing import Any
 import pytest
 
 from tests.e2e.daemon_helpers import (
-    STATE_NS,
     settled_team,
     start_daemon,
     stop_all,
+    stored_run,
     wait_for,
     write_due_schedule,
 )
-from tidal.daemon.state import StateStore
-from tidal.engine.journal import RunState
 from tidal.karmada.client import KarmadaClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 LEADER_LEASE = "tidal-leader"
 NOT_ACTING = {"leases", "events", "namespaces"}
 READS = {"get", "list", "watch"}
-
-
-def _run(client: KarmadaClient) -> RunState | None:
-    try:
-        return StateStore(client, STATE_NS).load("team-t1")
-    except Exception:
-        return None
 
 
 def writes_against_holder(log: list[Any]) -> list[tuple[int, str, str, str | None, str | None]]:
@@ -67,11 +58,11 @@ def test_throttled_leader_that_loses_its_lease_sends_no_late_write(
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
     try:
-        wait_for(lambda: _run(client) is not None, 30, "a to start the run")
+        wait_for(lambda: stored_run(client) is not None, 30, "a to start the run")
         procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
 
         def first_wave_done() -> bool:
-            run = _run(client)
+            run = stored_run(client)
             return run is not None and len(run.completed_waves) >= 1
 
         wait_for(first_wave_done, 60, "the first wave")
@@ -85,9 +76,9 @@ def test_throttled_leader_that_loses_its_lease_sends_no_late_write(
         emu.faults.inject(type="error", verb="update,get", resource="leases",
                           identity="replica-a")
         assert procs["a"].wait(30) != 0  # stepped down and exited
-        wait_for(lambda: getattr(_run(client), "finished", False), 90,
+        wait_for(lambda: getattr(stored_run(client), "finished", False), 90,
                  "the standby to finish the run")
-        run = _run(client)
+        run = stored_run(client)
         assert run is not None and run.result == "succeeded"
         log = emu.request_log()
         assert any(r.identity == "replica-b" and r.name == LEADER_LEASE and r.code < 400

@@ -17,24 +17,17 @@ from tests.e2e.daemon_helpers import (
     settled_team,
     start_daemon,
     stop_all,
+    stored_run,
     wait_for,
     write_due_schedule,
 )
 from tests.e2e.switch_helpers import latest
 from tidal.daemon.state import StateStore, run_object_name
-from tidal.engine.journal import RunState
 from tidal.karmada import policies
 from tidal.karmada.client import KNOWN, KarmadaClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CONFIGMAPS = next(r for r in KNOWN if r.plural == "configmaps")
-
-
-def _run(client: KarmadaClient) -> RunState | None:
-    try:
-        return StateStore(client, STATE_NS).load("team-t1")
-    except Exception:
-        return None
 
 
 def _log_events(path: Path) -> list[dict[str, Any]]:
@@ -58,21 +51,21 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
     proc = start_daemon(emu, tmp_path, "a", schedules, TIDAL_SCHEDULER__RESYNC_SECONDS="1")
     try:
         def first_wave_done() -> bool:
-            run = _run(client)
+            run = stored_run(client)
             return run is not None and run.phase == "waves" and len(run.completed_waves) == 1
 
         wait_for(first_wave_done, 120, "the first wave")
-        first = _run(client)
+        first = stored_run(client)
         assert first is not None
         client.request("delete", CONFIGMAPS, "DELETE",
                        CONFIGMAPS.path(STATE_NS, run_object_name("team-t1")))
 
         def finished() -> bool:
-            run = _run(client)
+            run = stored_run(client)
             return run is not None and run.finished
 
         wait_for(finished, 150, "the run to be carried on to the end")
-        run = _run(client)
+        run = stored_run(client)
         assert run is not None and run.run_id == first.run_id and run.result == "succeeded"
         handled = StateStore(client, STATE_NS).read("team-t1").handled
         assert handled is not None and handled.outcome == "succeeded"
