@@ -115,10 +115,13 @@ class RealTarget(Target):
     name = "real"
     patience = 180.0
 
-    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str) -> None:
+    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str,
+                 version: str) -> None:
         from kubernetes import client, config
 
         self.kubeconfig = kubeconfig
+        self.version = version  # the Karmada release, "v1.18.2"
+        self.release = tuple(int(p) for p in version.lstrip("v").split(".")[:2])
         self.namespace = namespace
         self._kubeconfigs = members
         self._apps = {n: client.AppsV1Api(config.new_client_from_config(str(kc)))
