@@ -127,6 +127,8 @@ class RealTarget(Target):
         self._apps = {n: client.AppsV1Api(config.new_client_from_config(str(kc)))
                       for n, kc in members.items()}
         self._samples: list[dict[str, Any]] = []
+        # (t, cluster, error) of member reads that failed: a gap the timeline cannot see into
+        self.missed_reads: list[tuple[float, str, str]] = []
         self._last: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
         self._reading = threading.Lock()
@@ -250,7 +252,8 @@ class RealTarget(Target):
                 try:
                     items = apps.list_namespaced_deployment(self.namespace,
                                                             _request_timeout=5).items
-                except Exception:  # a member briefly unreachable: sample again later
+                except Exception as e:  # a member briefly unreachable: sample again later
+                    self.missed_reads.append((t, cluster, type(e).__name__))
                     continue
                 read.add(cluster)
                 for d in items:
