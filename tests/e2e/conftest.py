@@ -53,7 +53,7 @@ def target(request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: P
             emu.stop()
         return
     plane = request.getfixturevalue("real_plane")
-    real = RealTarget(plane.kubeconfig, plane.members, NS)
+    real = RealTarget(plane.kubeconfig, plane.members, NS, plane.version)
     try:
         yield real
     finally:

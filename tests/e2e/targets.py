@@ -115,10 +115,13 @@ class RealTarget(Target):
     name = "real"
     patience = 180.0
 
-    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str) -> None:
+    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str,
+                 version: str) -> None:
         from kubernetes import client, config
 
         self.kubeconfig = kubeconfig
+        self.version = version  # the Karmada release, "v1.18.2"
+        self.release = tuple(int(p) for p in version.lstrip("v").split(".")[:2])
         self.namespace = namespace
         self._kubeconfigs = members
         # the official client, held as Any: untyped loader, models read attribute by attribute
@@ -126,6 +129,8 @@ class RealTarget(Target):
         self._apps: dict[str, Any] = {n: client.AppsV1Api(new_client(str(kc)))
                                       for n, kc in members.items()}
         self._samples: list[dict[str, Any]] = []
+        # (t, cluster, error) of member reads that failed: a gap the timeline cannot see into
+        self.missed_reads: list[tuple[float, str, str]] = []
         self._last: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
         self._reading = threading.Lock()
@@ -138,28 +143,46 @@ class RealTarget(Target):
 
     def occupy_gpus(self, cluster: str, gpus: int) -> None:
         """'training' pods straight on the member, one GPU each, until `gpus` of the cluster's
-        GPUs are in use (the pods already there count)."""
-        def summary() -> dict[str, Any]:
+        GPUs are in use (the other pods there count). The count is taken from the member's live
+        pods, not from the Cluster's resourceSummary: that summary is refreshed every 10 s and
+        still counts the pods of a scenario just reset, so a count from it comes out short."""
+        def summary_gpus() -> int:
             c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
             rs: dict[str, Any] = c["status"].get("resourceSummary", {})
-            return rs
+            return int(rs.get("allocated", {}).get("nvidia.com/gpu", "0"))
 
-        def gpu(rs: dict[str, Any], key: str) -> int:
-            return int(rs.get(key, {}).get("nvidia.com/gpu", "0"))
+        applied: list[int] = []
 
-        count = max(0, gpus - gpu(summary(), "allocated"))
+        def occupied(_: Placement) -> bool:
+            count = max(0, gpus - self._member_gpus(cluster, exclude="training"))
+            if not applied or applied[-1] != count:  # other pods came or went: follow them
+                self._training(cluster, count)
+                applied.append(count)
+            return summary_gpus() >= gpus and self._member_gpus(cluster) >= gpus
+
+        self.wait_for(occupied, f"{cluster} status showing {gpus} GPUs in use", 120)
+
+    def _member_gpus(self, cluster: str, exclude: str | None = None) -> int:
+        """GPUs requested by the member's pods that are bound, not finished and not deleting."""
+        pods = json.loads(kubectl(self._kubeconfigs[cluster], "get", "pods", "-A", "-o",
+                                  "json"))["items"]
+        return sum(int(c.get("resources", {}).get("requests", {}).get("nvidia.com/gpu", "0"))
+                   for p in pods if p["metadata"]["namespace"] != exclude
+                   and p["spec"].get("nodeName") and "deletionTimestamp" not in p["metadata"]
+                   and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+                   for c in p["spec"]["containers"])
+
+    def _training(self, cluster: str, replicas: int) -> None:
         kubectl(self._kubeconfigs[cluster], "apply", "-f", "-", stdin=json.dumps({
             "apiVersion": "v1", "kind": "List", "items": [
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
                 {"apiVersion": "apps/v1", "kind": "Deployment",
                  "metadata": {"name": "training", "namespace": "training"},
-                 "spec": {"replicas": count, "selector": {"matchLabels": {"app": "training"}},
+                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "training"}},
                           "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
                               "containers": [{"name": "t", "image": "trainer", "resources": {
                                   "requests": {"nvidia.com/gpu": "1"},
                                   "limits": {"nvidia.com/gpu": "1"}}}]}}}}]}))
-        self.wait_for(lambda _: gpu(summary(), "allocated") >= gpus,
-                      f"{cluster} status showing {gpus} GPUs in use", 120)
 
     def default_models(self) -> None:
         """Put back the resource models Karmada gives a new Cluster (read from a throwaway
@@ -231,7 +254,8 @@ class RealTarget(Target):
                 try:
                     items = apps.list_namespaced_deployment(self.namespace,
                                                             _request_timeout=5).items
-                except Exception:  # a member briefly unreachable: sample again later
+                except Exception as e:  # a member briefly unreachable: sample again later
+                    self.missed_reads.append((t, cluster, type(e).__name__))
                     continue
                 read.add(cluster)
                 for d in items:

@@ -106,8 +106,9 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
                        for w in earlier.workloads)
             moved = min(first_move(timeline, run["t0"], w) or float("inf")
                         for w in later.workloads)
-            assert done <= moved, \
-                f"{window}: wave {later.index} moved before {earlier.index} converged"
+            missed = [m for m in getattr(target, "missed_reads", []) if m[0] >= run["t0"]]
+            assert done <= moved, (f"{window}: wave {later.index} moved before "
+                                   f"{earlier.index} converged; member reads missed: {missed}")
         actual = {w: {c: n for c, (n, _) in split(final, [w], CLUSTERS)[w].items() if n}
                   for w in names}
         fidelity[window] = {"waves": run["waves"], "final": split(final, names, CLUSTERS),

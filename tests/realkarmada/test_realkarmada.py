@@ -11,6 +11,7 @@ import pytest
 
 from tools.realkarmada import modules
 from tools.realkarmada.pki import Pki
+from tools.realkarmada.plane import default_work_dir, serving_flags
 from tools.realkarmada.procs import PlaneError, Supervisor, stop_pids
 from tools.realkarmada.versions import Release, ToolchainError, go, staging_replaces
 
@@ -132,3 +133,36 @@ def test_stop_pids_leaves_a_reused_pid_alone() -> None:
     finally:
         other.kill()
         other.wait(5)
+
+
+def _fake_command(tmp: Path, help_text: str) -> str:
+    cmd = tmp / "karmada-scheduler"
+    cmd.write_text(f"#!/bin/sh\ncat <<'HELP'\n{help_text}\nHELP\n")
+    cmd.chmod(0o755)
+    return str(cmd)
+
+
+@pytest.mark.parametrize(("help_text", "expected"), [
+    ("      --health-probe-bind-address string   probes\n"
+     "      --metrics-bind-address string   metrics",
+     ["--metrics-bind-address=127.0.0.1:2", "--health-probe-bind-address=127.0.0.1:1"]),
+    ("      --bind-address string   ip\n      --secure-port int   port\n"
+     "      --metrics-bind-address string   metrics",
+     ["--bind-address=127.0.0.1", "--secure-port=1", "--metrics-bind-address=127.0.0.1:2"]),
+    ("      --bind-address string   ip\n      --secure-port int   healthz and metrics",
+     ["--bind-address=127.0.0.1", "--secure-port=1"]),
+])
+def test_controller_listeners_use_the_flags_the_release_offers(
+        tmp_path: Path, help_text: str, expected: list[str]) -> None:
+    """v1.18-style health-probe flags when --help lists them, else v1.10's bind/secure port."""
+    assert serving_flags(_fake_command(tmp_path, help_text), 1, 2) == expected
+
+
+def test_plane_work_dir_follows_its_variable(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """TIDAL_REALKARMADA_PLANE gives a second checkout its own plane; unset, the cache's."""
+    monkeypatch.setenv("TIDAL_REALKARMADA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TIDAL_REALKARMADA_PLANE", raising=False)
+    assert default_work_dir() == tmp_path / "cache" / "plane"
+    monkeypatch.setenv("TIDAL_REALKARMADA_PLANE", str(tmp_path / "mine"))
+    assert default_work_dir() == tmp_path / "mine"

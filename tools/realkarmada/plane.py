@@ -12,6 +12,7 @@ import base64
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +53,9 @@ NODES: dict[str, tuple[int, dict[str, str]]] = {
 
 
 def default_work_dir() -> Path:
-    return cache_root() / "plane"
+    """TIDAL_REALKARMADA_PLANE, else the cache's plane dir: two planes on one machine (two
+    checkouts' test runs) need two work dirs, or each reuses or stops the other's."""
+    return Path(os.environ.get("TIDAL_REALKARMADA_PLANE") or cache_root() / "plane")
 
 
 @dataclass(frozen=True)
@@ -264,16 +267,14 @@ class Bringup:
             self.version, f"https://127.0.0.1:{self.ports['webhook']}", self.pki.ca_pem()))
 
     def karmada_controllers(self) -> None:
-        k = str(self.kubeconfig)
+        k, p = str(self.kubeconfig), self.ports
+        cm, sched = self._b("karmada-controller-manager"), self._b("karmada-scheduler")
         self.sup.start("karmada-controller-manager", [
-            self._b("karmada-controller-manager"), f"--kubeconfig={k}",
-            f"--metrics-bind-address=127.0.0.1:{self.ports['cm-metrics']}",
-            f"--health-probe-bind-address=127.0.0.1:{self.ports['cm-health']}",
+            cm, f"--kubeconfig={k}", *serving_flags(cm, p["cm-health"], p["cm-metrics"]),
             "--cluster-status-update-frequency=10s"])
         self.sup.start("karmada-scheduler", [
-            self._b("karmada-scheduler"), f"--kubeconfig={k}",
-            f"--metrics-bind-address=127.0.0.1:{self.ports['sched-metrics']}",
-            f"--health-probe-bind-address=127.0.0.1:{self.ports['sched-health']}"])
+            sched, f"--kubeconfig={k}",
+            *serving_flags(sched, p["sched-health"], p["sched-metrics"])])
         for name, port in (("karmada-controller-manager", "cm-health"),
                            ("karmada-scheduler", "sched-health")):
             self.sup.wait(name, functools.partial(
@@ -327,6 +328,22 @@ class Bringup:
                              f"{tail(join_log)}")
         _kubectl(self.kubeconfig, "label", "--overwrite", "cluster", name,
                  *(f"{k}={v}" for k, v in labels.items()))
+
+
+def serving_flags(binary: str, health: int, metrics: int) -> list[str]:
+    """Health and metrics listeners of a Karmada controller on 127.0.0.1, in the flags its
+    release has: v1.18 has --health-probe-bind-address; v1.10 serves /healthz (the scheduler
+    /metrics too) on --bind-address:--secure-port, plain HTTP despite the name."""
+    done = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL, check=False)
+    offered = set(re.findall(r"(--[\w-]+)", done.stdout + done.stderr))
+    if "--health-probe-bind-address" in offered:
+        return [f"--metrics-bind-address=127.0.0.1:{metrics}",
+                f"--health-probe-bind-address=127.0.0.1:{health}"]
+    flags = ["--bind-address=127.0.0.1", f"--secure-port={health}"]
+    if "--metrics-bind-address" in offered:
+        flags.append(f"--metrics-bind-address=127.0.0.1:{metrics}")
+    return flags
 
 
 def _node(cluster: str, i: int, capacity: dict[str, str]) -> dict[str, Any]:
