@@ -194,20 +194,24 @@ def peak_extra_held(samples: list[Sample], replicas: Mapping[str, int], start: f
     overrides) beyond the workloads' desired replicas, at any instant of [start, end]: with one
     GPU per replica, the GPUs held beyond the steady state (terminating pods not counted)."""
     assigned: dict[tuple[str, str], int] = {}
-    total = 0
+    ordered = [s for s in sorted(samples, key=lambda s: s["t"]) if s["workload"] in replicas]
     desired = sum(replicas.values())
-    peak = 0
-    ordered = sorted(samples, key=lambda s: s["t"])
-    i = 0
+    total, i = 0, 0
+
+    def take(s: Sample) -> int:
+        key = (s["workload"], s["cluster"])
+        change = int(s["assigned"]) - assigned.get(key, 0)
+        assigned[key] = s["assigned"]
+        return change
+
+    while i < len(ordered) and ordered[i]["t"] < start:  # the state at the start
+        total += take(ordered[i])
+        i += 1
+    peak = max(0, total - desired)
     while i < len(ordered) and ordered[i]["t"] <= end:
         t = ordered[i]["t"]
         while i < len(ordered) and ordered[i]["t"] - t < SIMULTANEOUS and ordered[i]["t"] <= end:
-            s = ordered[i]
-            key = (s["workload"], s["cluster"])
-            if s["workload"] in replicas:
-                total += s["assigned"] - assigned.get(key, 0)
-                assigned[key] = s["assigned"]
+            total += take(ordered[i])
             i += 1
-        if t >= start:
-            peak = max(peak, total - desired)
+        peak = max(peak, total - desired)
     return peak
