@@ -308,15 +308,17 @@ def run(cfg: RunConfig) -> Section:
         "",
         "Reading the numbers:",
         f"- With the issue's floor as tidal's own rollout floor (1 ready in cluster-b AND 50% "
-        f"available per workload) tidal's plan is **{refused.result or 'accepted'}**"
-        + (f": {refused.reason}" if refused.reason else "") + ". Karmada moves a workload's "
-        "replicas without surge: the replicas leaving cluster-a stop at once and their "
-        "replacements start in cluster-b seconds later, so a workload with 80% of its replicas "
-        "in cluster-a is briefly at its cluster-b share (14-33%) whatever tool triggers the "
-        "move. tidal's plan predicts that dip and refuses a floor it cannot keep. The tidal arm "
-        "therefore runs with the floor it can guarantee (1 ready in cluster-b per workload; it "
-        "held: zero workloads at zero ready), and the table still measures both arms against "
-        "the stricter 50% floor.",
+        f"available per workload) tidal's plan with `strategy: direct` is "
+        f"**{refused.result or 'accepted'}**"
+        + (f": {refused.reason}" if refused.reason else "") + ". Karmada alone moves a "
+        "workload's replicas without surge: the replicas leaving cluster-a stop at once and "
+        "their replacements start in cluster-b seconds later, so a workload with 80% of its "
+        "replicas in cluster-a is briefly at its cluster-b share (14-33%) whatever tool "
+        "triggers the move (the surge arm below raises cluster-b first). tidal's plan predicts "
+        "that dip and refuses a floor it cannot keep. The direct tidal arm therefore runs with "
+        "the floor it can guarantee (1 ready in cluster-b per workload; it held: zero workloads "
+        "at zero ready), and the table still measures both arms against the stricter 50% "
+        "floor.",
         "- What tidal changes is how many workloads dip at the same time (waves of 25%) and "
         "the fleet-wide ready fraction, not the length of each workload's own dip: "
         "workload-seconds below the 50% floor are of the same order in both arms, while the "
@@ -324,7 +326,8 @@ def run(cfg: RunConfig) -> Section:
         "by the wave size.",
         f"- The fleet uses {fleet.min_replicas}-{fleet.max_replicas} replicas: with 80/20 "
         "weights (Webster) a 1- or 2-replica Deployment has no replica in cluster-b by day, so "
-        "its move is a zero-ready gap for any tool and a floor of 1 ready in cluster-b cannot "
+        "its move is a zero-ready gap for any tool (unless surged with empty-workload "
+        "propagation, see below) and a floor of 1 ready in cluster-b cannot "
         "hold even before the switch (tidal's preflight refuses such a schedule, naming the "
         "workloads). Give such workloads 3+ replicas or a policy of their own.",
         "- The same static change written as a swap (delete the day policy, create the night "
