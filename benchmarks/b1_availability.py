@@ -268,7 +268,8 @@ def run(cfg: RunConfig) -> Section:
     worst_png = plots.arms_plot(
         cfg.out / "b1_worst_workload.png",
         {"today": workload_series(today.samples, worst, today.start, today.end),
-         "tidal": workload_series(tidal.samples, worst, tidal.start, tidal.end)},
+         "tidal direct": workload_series(tidal.samples, worst, tidal.start, tidal.end),
+         "tidal surge": workload_series(night.samples, worst, night.start, night.night_end)},
         f"B1: the worst workload of the today arm ({worst.split('/')[-1]}, "
         f"{today.replicas.get(worst, 0)} replicas)", float(today.replicas.get(worst, 0)))
     dyn_png = plots.arms_plot(
