@@ -251,7 +251,7 @@ def run(cfg: RunConfig) -> Section:
     _put_arm(section, "dynamic.tidal", d_tidal)
     _put_arm(section, "swap.tidal", w_tidal)
     section.put("strict_floor_plan_refused", 1 if refused.result == "refused" else 0)
-    surge = b1_surge.run_all(fleet, small, work, speed=SPEED, floor=FLOOR)
+    surge = b1_surge.run_all(fleet, small, work, speed=SPEED, floor=FLOOR, tiny=cfg.tiny)
     ratio = b1_surge.put_results(section, surge)
     desired = float(sum(today.replicas.values()))
     night = surge.main
