@@ -7,6 +7,8 @@ weights 80/20, night 0/100, pod start-up of several simulated seconds, an accele
   tidal's engine.
 The DynamicWeight variant: after cluster-a's free GPUs shrink (training starts), today's swap
 of two identical dynamic policies moves nothing, tidal's rebalance waves move the replicas.
+The tidal arms here run `strategy: direct`; the third arm, tidal with `strategy: surge` (night
+and day), is benchmarks/b1_surge.py.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def b1_fleet(tiny: bool = False, min_replicas: int = 3) -> sc.Fleet:
                     termination_seconds=2.0, gpu_a=400, gpu_b=360, scheduler_latency=0.1)
 
 
-def _replicas(fleet: sc.Fleet) -> dict[str, int]:
+def fleet_replicas(fleet: sc.Fleet) -> dict[str, int]:
     return {f"{sc.NAMESPACE}/Deployment/{name}": n
             for (name, _), n in zip(sc.workload_names(fleet), sc.replica_counts(fleet),
                                     strict=True)}
@@ -94,7 +96,7 @@ def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = 
     """One arm on a fresh emulator; `plan_only` runs tidal's plan and preflight, nothing else;
     `swap` writes the static tidal arm as a policy swap instead of a patch."""
     fleet = fleet or b1_fleet()
-    replicas = _replicas(fleet)
+    replicas = fleet_replicas(fleet)
     day, night = _policies(dynamic)
     emu = Emulator(sc.topology(fleet, [day]), clock=ScaledClock(SPEED)).start()
     try:
@@ -153,7 +155,7 @@ def tidal_schedule(workdir: Path, night: dict[str, Any], dynamic: bool,
               "policies": [change]}
     rollout = {"waveSize": "25%", "pauseBetweenWaves": "2s", "waveTimeout": "2m",
                "floors": floors if floors is not None else default_floors(dynamic),
-               "onFailure": "halt"}
+               "onFailure": "halt", "strategy": "direct"}
     return write_schedule(workdir, "inference-dynamic" if dynamic else "inference", [window],
                           rollout, extra_files={"night-policy.yaml": manifest})
 
@@ -222,7 +224,7 @@ def _row(name: str, arm: Arm) -> str:
 
 
 def run(cfg: RunConfig) -> Section:
-    from benchmarks import plots
+    from benchmarks import b1_surge, plots
     from benchmarks.timeline import series, workload_series
 
     section = Section("b1", "B1: availability during the night switch")
@@ -249,19 +251,25 @@ def run(cfg: RunConfig) -> Section:
     _put_arm(section, "dynamic.tidal", d_tidal)
     _put_arm(section, "swap.tidal", w_tidal)
     section.put("strict_floor_plan_refused", 1 if refused.result == "refused" else 0)
+    surge = b1_surge.run_all(fleet, small, work, speed=SPEED, floor=FLOOR, tiny=cfg.tiny)
+    ratio = b1_surge.put_results(section, surge)
     desired = float(sum(today.replicas.values()))
+    night = surge.main
     static_png = plots.arms_plot(
         cfg.out / "b1_ready_per_cluster.png",
         {"today: delete day CPP + create night CPP": series(today.samples, today.start, today.end),
-         "tidal: waves of 25%, floor 1 ready in cluster-b":
-             series(tidal.samples, tidal.start, tidal.end)},
+         "tidal direct: waves of 25%, floor 1 ready in cluster-b":
+             series(tidal.samples, tidal.start, tidal.end),
+         "tidal surge: waves of 25%, make before break":
+             series(night.samples, night.start, night.night_end)},
         f"B1: {fleet.workloads} inference Deployments, 80/20 -> 0/100, "
         f"pod start-up {fleet.startup_seconds:g}s", desired)
     worst = today.availability.worst_workload or tidal.availability.worst_workload
     worst_png = plots.arms_plot(
         cfg.out / "b1_worst_workload.png",
         {"today": workload_series(today.samples, worst, today.start, today.end),
-         "tidal": workload_series(tidal.samples, worst, tidal.start, tidal.end)},
+         "tidal direct": workload_series(tidal.samples, worst, tidal.start, tidal.end),
+         "tidal surge": workload_series(night.samples, worst, night.start, night.night_end)},
         f"B1: the worst workload of the today arm ({worst.split('/')[-1]}, "
         f"{today.replicas.get(worst, 0)} replicas)", float(today.replicas.get(worst, 0)))
     dyn_png = plots.arms_plot(
@@ -284,7 +292,7 @@ def run(cfg: RunConfig) -> Section:
         "below floor at once | lowest total ready | seconds to converge | replicas left in "
         "cluster-a | API requests | result |",
         "|---|---|---|---|---|---|---|---|---|",
-        _row("today (static)", today), _row("tidal (static, patch + touch waves)", tidal),
+        _row("today (static)", today), _row("tidal direct (static, patch + touch waves)", tidal),
         _row("tidal (static, swap + touch waves)", w_tidal),
         _row("today (DynamicWeight)", d_today), _row("tidal (DynamicWeight)", d_tidal),
         "",
@@ -301,15 +309,17 @@ def run(cfg: RunConfig) -> Section:
         "",
         "Reading the numbers:",
         f"- With the issue's floor as tidal's own rollout floor (1 ready in cluster-b AND 50% "
-        f"available per workload) tidal's plan is **{refused.result or 'accepted'}**"
-        + (f": {refused.reason}" if refused.reason else "") + ". Karmada moves a workload's "
-        "replicas without surge: the replicas leaving cluster-a stop at once and their "
-        "replacements start in cluster-b seconds later, so a workload with 80% of its replicas "
-        "in cluster-a is briefly at its cluster-b share (14-33%) whatever tool triggers the "
-        "move. tidal's plan predicts that dip and refuses a floor it cannot keep. The tidal arm "
-        "therefore runs with the floor it can guarantee (1 ready in cluster-b per workload; it "
-        "held: zero workloads at zero ready), and the table still measures both arms against "
-        "the stricter 50% floor.",
+        f"available per workload) tidal's plan with `strategy: direct` is "
+        f"**{refused.result or 'accepted'}**"
+        + (f": {refused.reason}" if refused.reason else "") + ". Karmada alone moves a "
+        "workload's replicas without surge: the replicas leaving cluster-a stop at once and "
+        "their replacements start in cluster-b seconds later, so a workload with 80% of its "
+        "replicas in cluster-a is briefly at its cluster-b share (14-33%) whatever tool "
+        "triggers the move (the surge arm below raises cluster-b first). tidal's plan predicts "
+        "that dip and refuses a floor it cannot keep. The direct tidal arm therefore runs with "
+        "the floor it can guarantee (1 ready in cluster-b per workload; it held: zero workloads "
+        "at zero ready), and the table still measures both arms against the stricter 50% "
+        "floor.",
         "- What tidal changes is how many workloads dip at the same time (waves of 25%) and "
         "the fleet-wide ready fraction, not the length of each workload's own dip: "
         "workload-seconds below the 50% floor are of the same order in both arms, while the "
@@ -317,7 +327,8 @@ def run(cfg: RunConfig) -> Section:
         "by the wave size.",
         f"- The fleet uses {fleet.min_replicas}-{fleet.max_replicas} replicas: with 80/20 "
         "weights (Webster) a 1- or 2-replica Deployment has no replica in cluster-b by day, so "
-        "its move is a zero-ready gap for any tool and a floor of 1 ready in cluster-b cannot "
+        "its move is a zero-ready gap for any tool (unless surged with empty-workload "
+        "propagation, see below) and a floor of 1 ready in cluster-b cannot "
         "hold even before the switch (tidal's preflight refuses such a schedule, naming the "
         "workloads). Give such workloads 3+ replicas or a policy of their own.",
         "- The same static change written as a swap (delete the day policy, create the night "
@@ -332,5 +343,6 @@ def run(cfg: RunConfig) -> Section:
         "- DynamicWeight: the two policies have the same placement, so today's swap moves "
         "nothing and cluster-a keeps its replicas (training gets no GPUs); tidal's rebalance "
         "waves reschedule in Fresh mode by free capacity.",
+        *b1_surge.markdown(surge, small, ratio),
     )
     return section

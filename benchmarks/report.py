@@ -13,6 +13,12 @@ from benchmarks.harness import NOT_MEASURED, Section
 REQUIRED_KEYS = (
     "b1.today.zero_ready_workloads", "b1.tidal.zero_ready_workloads",
     "b1.today.below_floor_workload_seconds", "b1.tidal.below_floor_workload_seconds",
+    "b1.surge.tidal.below_floor_workload_seconds", "b1.surge.tidal.zero_ready_workloads",
+    "b1.surge.tidal.lowest_ready_fraction", "b1.surge.tidal.converge_seconds",
+    "b1.surge.small.tidal_refused", "b1.surge.small.zero_ready_workloads",
+    "b1.surge.small_ewp.tidal_refused", "b1.surge.small_ewp.zero_ready_workloads",
+    "b1.surge.strict.lowest_available_percent", "b1.surge.peak_extra_gpus",
+    "b1.capacity_bound_seconds",
     "b2.plan_seconds_10k", "b2.peak_mb_10k", "b2.ratio_plan_over_list_10k",
     "b3.requests_tidal", "b3.requests_naive", "b4.overhead_ms_per_wave",
     "b5.workloads", "b5.schedules", "b5.independent.peak_overcommit_gpus",

@@ -32,9 +32,11 @@ class Fleet:
     first: int = 0  # index of the first workload (to add more to a populated emulator)
 
 
-def settings(latency: float) -> Obj:
-    return {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-            "spec": {"schedulerLatencySeconds": latency}}
+def settings(latency: float, *, empty_workload_propagation: bool = False) -> Obj:
+    spec: Obj = {"schedulerLatencySeconds": latency}
+    if empty_workload_propagation:  # karmada-scheduler --enable-empty-workload-propagation
+        spec["emptyWorkloadPropagation"] = True
+    return {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings", "spec": spec}
 
 
 def cluster(name: str, gpus: int, startup: float, termination: float) -> Obj:
@@ -120,10 +122,11 @@ def workload_names(fleet: Fleet) -> list[tuple[str, str]]:
             for i in range(fleet.first, fleet.first + fleet.workloads)]
 
 
-def topology(fleet: Fleet, policies: list[Obj], *, gpu: bool = True) -> list[Obj]:
+def topology(fleet: Fleet, policies: list[Obj], *, gpu: bool = True,
+             empty_workload_propagation: bool = False) -> list[Obj]:
     """Clusters, namespace, the given policies, then the Deployments."""
     docs: list[Obj] = [
-        settings(fleet.scheduler_latency),
+        settings(fleet.scheduler_latency, empty_workload_propagation=empty_workload_propagation),
         cluster("cluster-a", fleet.gpu_a, fleet.startup_seconds, fleet.termination_seconds),
         cluster("cluster-b", fleet.gpu_b, fleet.startup_seconds, fleet.termination_seconds),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},

@@ -156,3 +156,62 @@ def analyse(samples: list[Sample], replicas: Mapping[str, int], start: float, en
     if result.below_by_workload:
         result.worst_workload = max(result.below_by_workload.items(), key=lambda kv: kv[1])[0]
     return result
+
+
+def lowest_workload_percent(samples: list[Sample], replicas: Mapping[str, int], start: float,
+                            end: float) -> float:
+    """The lowest ready share (percent of desired) any one workload had over [start, end]."""
+    ready: dict[str, dict[str, int]] = defaultdict(dict)
+    lowest = 100.0
+
+    def check(workloads: Iterable[str]) -> float:
+        out = 100.0
+        for w in workloads:
+            n = replicas.get(w, 0)
+            if n > 0:
+                out = min(out, 100.0 * sum(ready[w].values()) / n)
+        return out
+
+    ordered = sorted(samples, key=lambda s: s["t"])
+    i = 0
+    while i < len(ordered) and ordered[i]["t"] < start:
+        ready[ordered[i]["workload"]][ordered[i]["cluster"]] = ordered[i]["ready"]
+        i += 1
+    lowest = check(replicas)
+    while i < len(ordered) and ordered[i]["t"] <= end:
+        t, touched = ordered[i]["t"], set()
+        while i < len(ordered) and ordered[i]["t"] - t < SIMULTANEOUS and ordered[i]["t"] <= end:
+            ready[ordered[i]["workload"]][ordered[i]["cluster"]] = ordered[i]["ready"]
+            touched.add(ordered[i]["workload"])
+            i += 1
+        lowest = min(lowest, check(touched))
+    return lowest
+
+
+def peak_extra_held(samples: list[Sample], replicas: Mapping[str, int], start: float,
+                    end: float) -> int:
+    """The most replicas the members were told to run (the timeline's `assigned`, after
+    overrides) beyond the workloads' desired replicas, at any instant of [start, end]: with one
+    GPU per replica, the GPUs held beyond the steady state (terminating pods not counted)."""
+    assigned: dict[tuple[str, str], int] = {}
+    ordered = [s for s in sorted(samples, key=lambda s: s["t"]) if s["workload"] in replicas]
+    desired = sum(replicas.values())
+    total, i = 0, 0
+
+    def take(s: Sample) -> int:
+        key = (s["workload"], s["cluster"])
+        change = int(s["assigned"]) - assigned.get(key, 0)
+        assigned[key] = s["assigned"]
+        return change
+
+    while i < len(ordered) and ordered[i]["t"] < start:  # the state at the start
+        total += take(ordered[i])
+        i += 1
+    peak = max(0, total - desired)
+    while i < len(ordered) and ordered[i]["t"] <= end:
+        t = ordered[i]["t"]
+        while i < len(ordered) and ordered[i]["t"] - t < SIMULTANEOUS and ordered[i]["t"] <= end:
+            total += take(ordered[i])
+            i += 1
+        peak = max(peak, total - desired)
+    return peak
