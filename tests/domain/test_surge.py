@@ -80,6 +80,20 @@ def test_resource_models_bound_a_surge_replica_by_replica() -> None:
     assert layout.no_room == {"ns/Deployment/d": {"b": {"pods": 2.0}}}
 
 
+def test_a_resource_the_models_do_not_grade_is_bounded_by_the_summary() -> None:
+    """Karmada's default models grade only cpu and memory: a GPU surge is placed by the member's
+    scheduler, so b's free GPUs in the summary bound it, not the estimator's 0 for GPUs."""
+    rooms = _rooms(100.0)
+    rooms["b"] = Room({GPU: 4.0, "cpu": 100.0, "memory": 2.0**40, "pods": 100.0},
+                      (ModelNodes(4, {"cpu": 8.0, "memory": 2.0**34}),))
+    spec = SurgeSpec(headroom_percent=0)
+    assert not size_waves([_w("d", *NIGHT)], max_size=1, rooms=rooms, spec=spec).no_room
+    rooms["b"] = Room({GPU: 3.0, "cpu": 100.0, "memory": 2.0**40, "pods": 100.0},
+                      rooms["b"].model_nodes)
+    assert size_waves([_w("d", *NIGHT)], max_size=1, rooms=rooms, spec=spec).no_room == \
+        {"ns/Deployment/d": {"b": {GPU: 1.0}}}
+
+
 def test_full_availability_holds_with_surge_and_breaks_without() -> None:
     """minAvailablePercent 100: the surge plan is safe at every step, the direct one is not."""
     ws = [_w(f"d{i}", *NIGHT) for i in range(4)]

@@ -132,13 +132,21 @@ def net_change(w: PlannedWorkload) -> Amounts:
 
 def _fits_models(w: PlannedWorkload, rooms: Mapping[str, Room], free: Amounts) -> Amounts:
     """Clusters with resource models where the workload's extra replicas do not fit the
-    model nodes (as replicas short, under `pods`)."""
+    model nodes (as replicas short, under `pods`).
+
+    Surged replicas are placed by the member's own scheduler, not by Karmada's estimator: the
+    models only tell how the resources they grade are spread over nodes. A resource they do not
+    grade (GPUs under Karmada's default cpu/memory models) is bounded by the summary alone."""
     out: Amounts = {}
     for cluster, extra in growth(w).items():
         room = rooms.get(cluster)
         if room is None or not room.model_nodes:
             continue
-        fits = available_replicas(free.get(cluster, {}), w.request, room.model_nodes)
+        graded = {name for node in room.model_nodes for name in node.minimums}
+        request = {name: need for name, need in w.request.items() if name in graded}
+        if not request:
+            continue
+        fits = available_replicas(free.get(cluster, {}), request, room.model_nodes)
         if fits < extra:
             out[cluster] = {PODS: float(extra - fits)}
     return out
