@@ -100,15 +100,27 @@ class Works:
             else:
                 self.policies[key] = policy
         touched: list[BKey] = []
-        for bkey in list(self.mgr.members.bindings):
+        sources = [p for p in (policy, old) if p is not None]
+        for bkey in self._candidates(sources):
             template = self._template_of(bkey)
             if template is None:
                 continue
-            sources = [p for p in (policy, old) if p is not None]
             if any(self._selects(p, bkey, template) for p in sources):
                 self._synced.pop(bkey, None)
                 touched.append(bkey)
         return touched
+
+    def _candidates(self, sources: list[Obj]) -> list[BKey]:
+        """The bindings the policies may select: when every selector names its resource, only
+        those of templates of these names (not every binding, once per override event)."""
+        names: set[str] = set()
+        for p in sources:
+            selectors = (p.get("spec") or {}).get("resourceSelectors") or []
+            if not selectors or not all(rs.get("name") for rs in selectors):
+                return list(self.mgr.members.bindings)
+            names.update(str(rs["name"]) for rs in selectors)
+        index = self.mgr.members.by_template_name
+        return sorted({bkey for name in names for bkey in index.get(name, ())})
 
     def _selects(self, policy: Obj, bkey: BKey, template: Obj) -> bool:
         if policy.get("kind") == OP_KIND and bkey[0] != RB_KIND:
