@@ -10,7 +10,7 @@ tenant (the filler) leaves it over the night. Two arms on identical fresh emulat
 Measured on the emulator's clock: GPUs requested in cluster-b beyond its allocatable
 (allocated plus pods pending for room), the makespan (first window start to last run
 finished), each team's wait from window start to its first surge, the requests, and the
-memory the shared arm's switches add to the process.
+peak RSS of the daemon's process (the switches run in a process of their own).
 """
 
 from __future__ import annotations
