@@ -71,7 +71,7 @@ class WatchEvent:
     resource_version: int
 
 
-@dataclass
+@dataclass(eq=False)  # identity: unsubscribing compares with every watcher
 class Subscription:
     """A watcher's queue of events; `None` in the queue means the store closed it."""
 
@@ -294,8 +294,13 @@ class Store:
                 oldest = self._log[0].resource_version if self._log else self._rv + 1
                 if since < oldest - 1:
                     raise Gone(f"too old resource version: {since} ({oldest - 1})")
-                for event in self._log:
-                    if event.resource_version > since and accepts(event):
+                newer: builtins.list[WatchEvent] = []
+                for event in reversed(self._log):  # only the tail, not the whole history
+                    if event.resource_version <= since:
+                        break
+                    newer.append(event)
+                for event in reversed(newer):
+                    if accepts(event):
                         sub.events.put(event)
             self._subs.append(sub)
             return sub

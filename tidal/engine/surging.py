@@ -194,6 +194,7 @@ def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
     base = ctx.event_base(run.wave.index)
     tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
                                 ctx.ready_field).load(run.watch.cache)
+    ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
         report = tracker.report()
         if report.violations:
@@ -213,8 +214,10 @@ def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
         ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0,
                                       total=len(short)))
         for obj, deleted in run.watch.changes(min(remaining, 5.0)):
-            tracker.update(key_of(obj), None if deleted else obj)
-            break
+            key = key_of(obj)
+            tracker.update(key, None if deleted else obj)
+            if key in ours:  # another team's binding changes nothing here: keep watching
+                break
 
 
 def fit(run: WaveRun) -> None:

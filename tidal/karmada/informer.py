@@ -12,7 +12,6 @@ least one switch uses them.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
 import weakref
@@ -39,13 +38,31 @@ Event = tuple[Obj, bool]  # (object, deleted)
 
 
 class _Subscriber:
+    """The changes one reader has not taken yet, the latest per object: a reader that waits
+    long (a team waiting for capacity) holds at most one entry per object of its namespace,
+    not every event of the night."""
+
     def __init__(self, namespace: str | None) -> None:
         self.namespace = namespace
-        self.events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._pending: dict[str, Event] = {}  # insertion order: the order they first changed
+        self._ready = threading.Condition()
 
     def wants(self, obj: Obj) -> bool:
         return self.namespace is None or \
             (obj.get("metadata") or {}).get("namespace") == self.namespace
+
+    def put(self, key: str, event: Event) -> None:
+        with self._ready:
+            self._pending[key] = event
+            self._ready.notify()
+
+    def get(self, timeout: float) -> Event | None:
+        """The oldest pending change, or None after `timeout` seconds without one."""
+        with self._ready:
+            if not self._ready.wait_for(lambda: bool(self._pending), timeout):
+                return None
+            key = next(iter(self._pending))
+            return self._pending.pop(key)
 
 
 class Informer:
@@ -158,7 +175,7 @@ class Informer:
     def _publish(self, obj: Obj, deleted: bool) -> None:
         for subscriber in list(self._subscribers):
             if subscriber.wants(obj):
-                subscriber.events.put((obj, deleted))
+                subscriber.put(key_of(obj), (obj, deleted))
 
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
@@ -209,10 +226,10 @@ class SharedBindingView(BindingWatch):
         assert self._subscriber is not None
         end = time.monotonic() + max(0.05, min(seconds, self.max_watch_seconds))
         while (left := end - time.monotonic()) > 0:
-            try:
-                obj, deleted = self._subscriber.events.get(timeout=left)
-            except queue.Empty:
+            event = self._subscriber.get(left)
+            if event is None:
                 return
+            obj, deleted = event
             key = key_of(obj)
             if deleted:
                 self.cache.pop(key, None)

@@ -9,7 +9,7 @@ without surge: a replica taken from a cluster goes at once, its replacement star
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,10 @@ class Pod:
     armed: bool = False  # a start-up timer will make it ready
     seq: int = field(default_factory=lambda: next(_seq))
 
+    @property
+    def shape(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self.request.items()))
+
 
 @dataclass
 class ClusterState:
@@ -50,13 +54,33 @@ class ClusterState:
     allocatable: Resources = field(default_factory=dict)
     used: Resources = field(default_factory=dict)
     pending_demand: Resources = field(default_factory=dict)
-    pending: deque[Pod] = field(default_factory=deque)
+    pending: deque[Pod] = field(default_factory=deque)  # may hold gone pods: skip them
+    pending_shapes: Counter[tuple[tuple[str, int], ...]] = field(default_factory=Counter)
     startup: float = DEFAULT_POD_STARTUP_SECONDS
     termination: float = DEFAULT_TERMINATION_SECONDS
     pods_fail: bool = False
     ready: bool = True
     exists: bool = True
     bindings: set[BKey] = field(default_factory=set)
+
+    def queue(self, pod: Pod) -> None:
+        self.pending.append(pod)
+        self.pending_shapes[pod.shape] += 1
+        _add(self.pending_demand, pod.request)
+
+    def unqueue(self, pod: Pod) -> None:
+        """Out of the queue's accounting; the deque drops it lazily (removing from the middle
+        of thousands of pending pods one by one is quadratic)."""
+        shape = pod.shape
+        self.pending_shapes[shape] -= 1
+        if self.pending_shapes[shape] <= 0:
+            del self.pending_shapes[shape]
+        _add(self.pending_demand, pod.request, -1)
+
+    def has_pending(self) -> bool:
+        while self.pending and self.pending[0].state != "pending":
+            self.pending.popleft()
+        return bool(self.pending)
 
     def fits(self, request: Resources) -> bool:
         """Room for one more pod? No capacity reported at all means no limit; a reported
@@ -113,6 +137,7 @@ class Members:
         self.mgr = mgr
         self.clusters: dict[str, ClusterState] = {}
         self.bindings: dict[BKey, BindingState] = {}
+        self.by_template_name: dict[str, set[BKey]] = {}  # for policies that select by name
         # pods due to become ready, grouped by (cluster, due time): one timer per group
         self._starting: dict[tuple[str, float], list[Pod]] = {}
 
@@ -167,6 +192,8 @@ class Members:
                     self._set_desired(bkey, state, cluster, 0)
                     self.clusters.get(cluster, ClusterState(cluster)).bindings.discard(bkey)
                 del self.bindings[bkey]
+                named = self.by_template_name.get(state.workload.rsplit("/", 1)[-1], set())
+                named.discard(bkey)
             self.mgr.works.forget(bkey)
             return
         spec = binding.get("spec") or {}
@@ -195,6 +222,7 @@ class Members:
             state = self.bindings[bkey] = BindingState(
                 workload, is_workload, request, {}, resource_version, template_generation
             )
+            self.by_template_name.setdefault(str(resource.get("name", "")), set()).add(bkey)
         resynced = state.resource_version != resource_version
         state.is_workload, state.request = is_workload, request
         state.resource_version, state.template_generation = resource_version, template_generation
@@ -241,11 +269,10 @@ class Members:
         while len(member.pods) < desired:
             pod = Pod(bkey, dict(state.request))
             member.pods.append(pod)
-            if cluster.exists and not cluster.pending and cluster.fits(pod.request):
+            if cluster.exists and not cluster.has_pending() and cluster.fits(pod.request):
                 self._place(cluster, pod)
             else:
-                cluster.pending.append(pod)
-                _add(cluster.pending_demand, pod.request)
+                cluster.queue(pod)
         if len(member.pods) > desired:
             order = {"pending": 0, "starting": 1, "ready": 2}
             victims = sorted(member.pods, key=lambda p: (order.get(p.state, 0), -p.seq))
@@ -289,9 +316,7 @@ class Members:
 
     def _remove(self, cluster: ClusterState, pod: Pod) -> None:
         if pod.state == "pending":
-            if pod in cluster.pending:
-                cluster.pending.remove(pod)
-                _add(cluster.pending_demand, pod.request, -1)
+            cluster.unqueue(pod)
             pod.state = "gone"
             return
         pod.state = "terminating"
@@ -315,15 +340,22 @@ class Members:
     def _start_pending(self, cluster: ClusterState) -> None:
         if not cluster.exists:
             return
+        # In queue order, start every pod that fits; once every shape still queued has failed
+        # to fit, nothing behind can (the room only shrinks during the pass): stop there.
         kept: deque[Pod] = deque()
-        while cluster.pending:
+        full: set[tuple[tuple[str, int], ...]] = set()
+        while cluster.pending and len(full) < len(cluster.pending_shapes):
             pod = cluster.pending.popleft()
-            if cluster.fits(pod.request):
-                _add(cluster.pending_demand, pod.request, -1)
+            if pod.state != "pending":
+                continue
+            if pod.shape not in full and cluster.fits(pod.request):
+                cluster.unqueue(pod)
                 self._place(cluster, pod)
                 self._changed(pod.binding, cluster.name)
             else:
+                full.add(pod.shape)
                 kept.append(pod)
+        kept.extend(cluster.pending)
         cluster.pending = kept
         self.mgr.status.mark_cluster(cluster.name)
 

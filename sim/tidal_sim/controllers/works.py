@@ -65,6 +65,15 @@ class Synced:
     works: dict[str, str] = field(default_factory=dict)  # cluster -> Work name
 
 
+def _selected_names(policy: Obj) -> set[str] | None:
+    """The template names a policy's selectors name, or None when one selects otherwise (by
+    labels, all of a kind, or no selector: everything)."""
+    selectors = (policy.get("spec") or {}).get("resourceSelectors") or []
+    if not selectors or not all(rs.get("name") for rs in selectors):
+        return None
+    return {str(rs["name"]) for rs in selectors}
+
+
 def work_name(kind: str, name: str, namespace: str) -> str:
     """`<name>-<hash>`, one per template and cluster namespace (the hash is the emulator's own,
     not upstream's: find Works by their resourcebinding annotations, not by name)."""
@@ -80,6 +89,10 @@ class Works:
         self.mgr = mgr
         self.cluster_policies: dict[str, Obj] = {}
         self.policies: dict[tuple[str, str], Obj] = {}
+        # OverridePolicies by the template names their selectors name (ns, name) -> keys, and
+        # per namespace those that select more broadly: a Work is built from these only
+        self._named: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        self._broad: dict[str, set[tuple[str, str]]] = {}
         self._synced: dict[BKey, Synced] = {}  # dropped to force a re-sync
         self._last: dict[BKey, Synced] = {}  # kept: failures keep these replicas and Works
         self._namespaces: set[str] = set()
@@ -95,20 +108,53 @@ class Works:
                 self.cluster_policies[meta["name"]] = policy
         else:
             key = (meta.get("namespace", ""), meta["name"])
+            self._unindex(key)
             if etype == "DELETED":
                 self.policies.pop(key, None)
             else:
                 self.policies[key] = policy
+                self._index(key, policy)
         touched: list[BKey] = []
-        for bkey in list(self.mgr.members.bindings):
+        sources = [p for p in (policy, old) if p is not None]
+        for bkey in self._candidates(sources):
             template = self._template_of(bkey)
             if template is None:
                 continue
-            sources = [p for p in (policy, old) if p is not None]
             if any(self._selects(p, bkey, template) for p in sources):
                 self._synced.pop(bkey, None)
                 touched.append(bkey)
         return touched
+
+    def _index(self, key: tuple[str, str], policy: Obj) -> None:
+        names = _selected_names(policy)
+        if names is None:
+            self._broad.setdefault(key[0], set()).add(key)
+        for name in names or ():
+            self._named.setdefault((key[0], name), set()).add(key)
+
+    def _unindex(self, key: tuple[str, str]) -> None:
+        old = self.policies.get(key)
+        if old is None:
+            return
+        self._broad.get(key[0], set()).discard(key)
+        for name in _selected_names(old) or ():
+            self._named.get((key[0], name), set()).discard(key)
+
+    def _namespace_policies(self, namespace: str, template_name: str) -> list[Obj]:
+        keys = self._broad.get(namespace, set()) | self._named.get((namespace, template_name),
+                                                                     set())
+        return [self.policies[k] for k in sorted(keys)]
+
+    def _candidates(self, sources: list[Obj]) -> list[BKey]:
+        """The bindings the policies may select: when every selector names its resource, only
+        those of templates of these names (not every binding, once per override event)."""
+        names: set[str] = set()
+        for p in sources:
+            if _selected_names(p) is None:
+                return list(self.mgr.members.bindings)
+            names.update(_selected_names(p) or ())
+        index = self.mgr.members.by_template_name
+        return sorted({bkey for name in names for bkey in index.get(name, ())})
 
     def _selects(self, policy: Obj, bkey: BKey, template: Obj) -> bool:
         if policy.get("kind") == OP_KIND and bkey[0] != RB_KIND:
@@ -172,7 +218,7 @@ class Works:
                 manifest,
                 cluster_obj,
                 self.cluster_policies.values(),
-                [p for (ns, _), p in self.policies.items() if ns == bkey[1]],
+                self._namespace_policies(bkey[1], str(template["metadata"]["name"])),
             )
         except OverrideFailed as exc:
             log.info("sim binding controller: %s", exc)
