@@ -80,7 +80,7 @@ def test_plan_follows_the_release_and_agrees_with_its_scheduler(
     switched = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json",
                           "--karmada-version", release)
     assert switched.exit_code == 0, switched.output
-    assert assigned(emu.timeline()) == expected
+    assert assigned(emu.timeline()) == expected, switched.output
 
 
 def assigned(timeline: list[dict[str, Any]]) -> dict[str, int]:
