@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 import pytest
 
@@ -20,22 +20,37 @@ MakeEmulator = Callable[..., Emulator]
 MakeKarmadaFake = Callable[..., InProcessKarmada]
 
 
+class _Startable(Protocol):
+    def start(self) -> Self: ...
+
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Startable)
+
+
+def _started_until_teardown(kind: Callable[..., S]) -> Iterator[Callable[..., S]]:
+    """A factory fixture's body: each `kind(topology, **kwargs)` made is started, and all are
+    stopped at teardown, newest first."""
+    made: list[S] = []
+
+    def make(topology: Path | str | list[Obj] | None = None, **kwargs: Any) -> S:
+        item = kind(topology, **kwargs)
+        made.append(item)  # before start: one that fails to start is still stopped
+        return item.start()
+
+    yield make
+    for item in reversed(made):
+        item.stop()
+
+
 @pytest.fixture
 def make_emulator() -> Iterator[MakeEmulator]:
     """Factory: `make_emulator(topology=None, **Emulator kwargs)` -> a started Emulator.
 
     Every emulator made is stopped at teardown. Pass `clock=ManualClock()` to drive time by hand.
     """
-    made: list[Emulator] = []
-
-    def make(topology: Path | str | list[Obj] | None = None, **kwargs: Any) -> Emulator:
-        emu = Emulator(topology, **kwargs)
-        made.append(emu)
-        return emu.start()
-
-    yield make
-    for emu in reversed(made):
-        emu.stop()
+    yield from _started_until_teardown(Emulator)
 
 
 @pytest.fixture
@@ -74,17 +89,7 @@ def api_client(emulator: Emulator) -> Iterator[Any]:
 def make_karmada_fake() -> Iterator[MakeKarmadaFake]:
     """Factory: `make_karmada_fake(topology=None, **Emulator kwargs)` -> a started in-process
     Karmada (no sockets, ManualClock); stopped at teardown."""
-    made: list[InProcessKarmada] = []
-
-    def make(topology: Path | str | list[Obj] | None = None, **kwargs: Any
-             ) -> InProcessKarmada:
-        fake = InProcessKarmada(topology, **kwargs)
-        made.append(fake)
-        return fake.start()
-
-    yield make
-    for fake in reversed(made):
-        fake.stop()
+    yield from _started_until_teardown(InProcessKarmada)
 
 
 @pytest.fixture
