@@ -27,7 +27,7 @@ from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
-from tidal.karmada.bindings import key_of, list_bindings
+from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
@@ -318,10 +318,10 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
 
 
 def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Obj | None]:
-    """The workloads' bindings now (listed per namespace)."""
+    """The workloads' bindings now (per namespace; from the daemon's shared cache if any)."""
     out: dict[str, Obj | None] = {}
     for namespace in sorted({w.key.namespace for w in workloads}):
-        items, _ = list_bindings(ctx.client, namespace or None, cluster_scoped=not namespace)
+        items = ctx.list_bindings(namespace or None, cluster_scoped=not namespace)
         out.update({key_of(o): o for o in items})
     return out
 

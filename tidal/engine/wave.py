@@ -26,7 +26,7 @@ from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
 from tidal.karmada import rebalancers as rebalancers_api
-from tidal.karmada.bindings import BindingWatch, key_of
+from tidal.karmada.bindings import BindingWatch, key_of, list_bindings
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError, NotFound
@@ -76,6 +76,11 @@ class SwitchContext:
     def list_clusters(self) -> list[Obj]:
         return self.reads.list_clusters() if self.reads is not None else \
             list_clusters(self.client)
+
+    def list_bindings(self, namespace: str | None, cluster_scoped: bool) -> list[Obj]:
+        if self.reads is not None:
+            return self.reads.list_bindings(namespace, cluster_scoped=cluster_scoped)
+        return list_bindings(self.client, namespace, cluster_scoped=cluster_scoped)[0]
 
     @property
     def trigger(self) -> Trigger:
