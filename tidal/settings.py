@@ -117,6 +117,9 @@ class KarmadaSettings(BaseModel):
     # the release whose scheduler rules `tidal plan` predicts with ("1.17", "v1.18.2"); the
     # Karmada API does not tell it, so the default is the latest release
     version: KarmadaRelease = LATEST_RELEASE
+    # a run patches a policy only once its last change (anyone's) is this old, so the resource
+    # detector has reconciled the templates that change enqueued (tidal.engine.detector_settle)
+    policy_settle_seconds: float = Field(15.0, ge=0, le=600)
 
     @field_validator("version", mode="before")
     @classmethod

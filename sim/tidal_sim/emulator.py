@@ -83,6 +83,7 @@ class Emulator:
                 status_delay=settings.status_delay,
                 cluster_status_interval=settings.cluster_status_interval,
                 empty_workload_propagation=settings.empty_workload_propagation,
+                policy_change_lag=settings.policy_change_lag,
             )
         self.server = ApiServer(
             self.store,

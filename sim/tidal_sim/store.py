@@ -393,6 +393,7 @@ class Store:
             return _clone_obj(old) if copy_result else old
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
+        _stamp_managed_fields(old, new, self.clock.rfc3339())
         self._objects[key] = new
         bucket = self._by_type.setdefault(key[:3], {})
         if key not in bucket:
@@ -432,13 +433,33 @@ def _clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _stamp_managed_fields(old: Obj | None, new: Obj, now: str) -> None:
+    """metadata.managedFields, as far as clients read it: one entry for the object's main
+    resource and one for its status, each with the time of the last write that changed it
+    (field sets and managers are not tracked)."""
+    status_only = old is not None and _content(old, "status") == _content(new, "status")
+    entries = [dict(e) for e in (old or {}).get("metadata", {}).get("managedFields") or []
+               if isinstance(e, dict)]
+    subresource = "status" if status_only else ""
+    entries = [e for e in entries if (e.get("subresource") or "") != subresource]
+    entry: Obj = {"manager": "unknown", "operation": "Update",
+                  "apiVersion": new.get("apiVersion", ""), "time": now, "fieldsType": "FieldsV1",
+                  "fieldsV1": {}}
+    if subresource:
+        entry["subresource"] = subresource
+    new["metadata"]["managedFields"] = [*entries, entry]
+
+
+def _content(obj: Obj, *ignored: str) -> Obj:
+    """`obj` without its server bookkeeping (resourceVersion, managedFields) nor `ignored`."""
+    meta = {k: v for k, v in obj.get("metadata", {}).items()
+            if k not in ("resourceVersion", "managedFields")}
+    return {**{k: v for k, v in obj.items() if k not in ignored and k != "metadata"},
+            "metadata": meta}
+
+
 def _same_content(old: Obj, new: Obj) -> bool:
-    strip = ("resourceVersion", "managedFields")
-    o_meta = {k: v for k, v in old.get("metadata", {}).items() if k not in strip}
-    n_meta = {k: v for k, v in new.get("metadata", {}).items() if k not in strip}
-    return o_meta == n_meta and {k: v for k, v in old.items() if k != "metadata"} == {
-        k: v for k, v in new.items() if k != "metadata"
-    }
+    return _content(old) == _content(new)
 
 
 def _qualified(rtype: ResourceType) -> str:

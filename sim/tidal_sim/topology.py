@@ -8,10 +8,13 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
 - `sim.tidal.io/v1alpha1 EmulatorSettings`: knobs for the emulator itself, e.g.
   `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
   karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
-  clusterStatusUpdateSeconds: 10, emptyWorkloadPropagation: false}` (team_estimator.py
+  clusterStatusUpdateSeconds: 10, emptyWorkloadPropagation: false,
+  policyChangeLagSeconds: 0}` (team_estimator.py
   describes teamEstimator; statusDelaySeconds and clusterStatusUpdateSeconds are Karmada's
   status latencies, see controllers/status.py; emptyWorkloadPropagation is karmada-scheduler's
-  --enable-empty-workload-propagation: clusters assigned 0 replicas stay in spec.clusters).
+  --enable-empty-workload-propagation: clusters assigned 0 replicas stay in spec.clusters;
+  policyChangeLagSeconds is how long the detector takes to reach the templates a policy change
+  enqueued, which upstream puts in a low-priority lane behind template events).
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ class EmulatorSettings:
     cluster_status_interval: float = 10.0
     # karmada-scheduler --enable-empty-workload-propagation (off by default upstream)
     empty_workload_propagation: bool = False
+    # the detector reaches a policy change's templates this late (upstream: a low-priority
+    # queue lane), each with the Lazy-ness the policy had when it changed
+    policy_change_lag: float = 0.0
 
 
 @dataclass
@@ -138,6 +144,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
         "statusDelaySeconds",
         "clusterStatusUpdateSeconds",
         "emptyWorkloadPropagation",
+        "policyChangeLagSeconds",
     }
     if unknown:
         raise TopologyError(
@@ -153,6 +160,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
             _seconds(spec, "statusDelaySeconds", 1.0),
             _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
             _flag(spec, "emptyWorkloadPropagation"),
+            _seconds(spec, "policyChangeLagSeconds", 0.0),
         )
     except TeamEstimatorError as exc:
         raise TopologyError(f"{where}: spec.{exc}") from exc

@@ -195,9 +195,10 @@ def client_for(emulator: Any, tmp: Path, **kw: Any) -> KarmadaClient:
 
 def switch(client: KarmadaClient, path: Path, window: str, *, journal: InMemoryJournal | None
            = None, events: list[Any] | None = None,
-           on_event: Callable[[Any], None] | None = None) -> RunRecord:
+           on_event: Callable[[Any], None] | None = None,
+           policy_settle: float = 0.0) -> RunRecord:
     """Run `window` of the schedule at `path` now; engine events go to `events` and/or
-    `on_event`."""
+    `on_event`; `policy_settle` as the daemon's TIDAL_KARMADA__POLICY_SETTLE_SECONDS."""
     def observe(event: Any) -> None:
         if events is not None:
             events.append(event)
@@ -205,7 +206,8 @@ def switch(client: KarmadaClient, path: Path, window: str, *, journal: InMemoryJ
             on_event(event)
 
     return run_switch(client, load_one(path), window, clock=SystemClock(),
-                      journal=journal or InMemoryJournal(), on_event=observe)
+                      journal=journal or InMemoryJournal(), on_event=observe,
+                      policy_settle=policy_settle)
 
 
 def invoke_cli(command: str, path: Path, kubeconfig: Path, *options: str) -> Result:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tidal.karmada.client import KarmadaClient, RetryPolicy
+from tidal.settings import KarmadaSettings
 
 Placement = dict[tuple[str, str], tuple[int, int]]  # (ns/Kind/name, cluster) -> (assigned, ready)
 
@@ -24,6 +25,9 @@ class Target(ABC):
     kubeconfig: Path
     # seconds a scenario may wait for placements to converge on this target
     patience: float
+    # a run's TIDAL_KARMADA__POLICY_SETTLE_SECONDS here: the emulator's detector has no lag
+    # unless a topology sets one; a real detector's is the setting's default
+    policy_settle: float = 0.0
 
     def client(self) -> KarmadaClient:
         return KarmadaClient.from_kubeconfig(self.kubeconfig, None, retry=RetryPolicy(
@@ -114,6 +118,7 @@ class RealTarget(Target):
 
     name = "real"
     patience = 180.0
+    policy_settle = KarmadaSettings().policy_settle_seconds
 
     def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str,
                  version: str) -> None:

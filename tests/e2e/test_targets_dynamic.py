@@ -97,7 +97,8 @@ def test_dynamic_team_swap_and_rebalance_waves(target: Target, fidelity: dict[st
                           "placements": split(target.placements(), names, CLUSTERS)})
 
     t0 = target.now()
-    record = switch(target.client(), path, "night", on_event=on_event)
+    record = switch(target.client(), path, "night", on_event=on_event,
+                    policy_settle=target.policy_settle)
     assert record.result == "succeeded", record.to_json()
     assert len(record.waves) >= 2
     after = target.wait_for(_all_ready(replicas), "team 2001 all ready after the switch", 60)

@@ -61,7 +61,7 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
 
     events: list[Any] = []
     record = switch(client, floor_schedule(tmp_path, on_failure, target.patience), "night",
-                    on_event=on_event)
+                    on_event=on_event, policy_settle=target.policy_settle)
     rollbacks = [e for e in events if isinstance(e, ev.WaveStarted) and e.rollback]
     if on_failure == "halt":
         assert record.result == "failed" and not rollbacks, record.to_json()

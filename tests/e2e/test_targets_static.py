@@ -72,7 +72,8 @@ def _run_window(target: Target, path: Path, window: str, workloads: list[str]
     plan = build_plan(target.client(), load_one(path).schedule, window)
     predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
     t0 = target.now()
-    record = switch(target.client(), path, window, on_event=on_event)
+    record = switch(target.client(), path, window, on_event=on_event,
+                    policy_settle=target.policy_settle)
     assert record.result == "succeeded", record.to_json()
     for wave, seen in zip(record.waves, waves, strict=True):
         seen["workloads"] = wave.workloads

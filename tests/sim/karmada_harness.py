@@ -77,6 +77,7 @@ class Harness:
         cluster_status_interval: float = 0.0,
         karmada_version: KarmadaVersion = LATEST_RELEASE,
         empty_workload_propagation: bool = False,
+        policy_change_lag: float = 0.0,
     ) -> None:
         self.clock = clock or ManualClock()
         self.kinds = KindRegistry()
@@ -92,6 +93,7 @@ class Harness:
             cluster_status_interval=cluster_status_interval,
             karmada_version=karmada_version,
             empty_workload_propagation=empty_workload_propagation,
+            policy_change_lag=policy_change_lag,
         )
         self.namespace("team")
 

@@ -147,6 +147,40 @@ def lazy_setup() -> Harness:
     return h
 
 
+def test_a_late_policy_change_key_applies_the_policy_as_it_is_then() -> None:
+    """A key enqueued while the policy was not Lazy, reached after it became Lazy with a new
+    placement, applies that placement (detector.go enqueueResourceTemplateForPolicyChange)."""
+    h = setup(policy_change_lag=2.0)
+    h.cpp("team", ONLY_A)
+    for name in ("w1", "w2"):
+        h.deployment(name, 2)
+    h.advance(3.0)
+    h.patch("ClusterPropagationPolicy", "team", lambda p: p["spec"].update(priority=1))
+    h.settle()
+    h.advance(0.5)  # keys of that (non-Lazy) change still queued
+    h.patch("ClusterPropagationPolicy", "team",
+            lambda p: p["spec"].update(placement=ONLY_B, activationPreference="Lazy"))
+    h.advance(0.5)
+    assert [h.clusters_of(n) for n in ("w1", "w2")] == [{"a": 2}] * 2
+    h.advance(1.5)  # the first change's keys arrive: the Lazy policy's new placement applies
+    assert [h.clusters_of(n) for n in ("w1", "w2")] == [{"b": 2}] * 2
+    h.advance(5.0)  # the Lazy change's own keys are Karmada's: they activate nothing more
+
+
+def test_a_policy_change_is_reconciled_after_the_lag_only() -> None:
+    """With a lag, a non-Lazy policy's change reaches its bindings only once the lag passed."""
+    h = setup(policy_change_lag=2.0)
+    h.cpp("team", ONLY_A)
+    h.deployment("w1", 2)
+    h.advance(3.0)
+    h.patch("ClusterPropagationPolicy", "team", lambda p: p["spec"].update(placement=ONLY_B))
+    h.settle()
+    h.advance(1.5)
+    assert h.clusters_of("w1") == {"a": 2}
+    h.advance(1.0)
+    assert h.clusters_of("w1") == {"b": 2}
+
+
 def annotate(h: Harness, name: str, key: str) -> None:
     def change(obj: dict[str, Any]) -> None:
         obj["metadata"].setdefault("annotations", {})[key] = "2026-01-01T23:00:00Z"

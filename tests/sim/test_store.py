@@ -85,3 +85,28 @@ def test_deleted_objects_leave_the_order(store: Store) -> None:
     assert [o["metadata"]["name"] for o in store.list(rtype)[0]] == ["cm-000", "cm-002"]
     store.create(rtype, {"metadata": {"name": "cm-001", "namespace": "a"}})
     assert [o["metadata"]["name"] for o in store.list(rtype)[0]] == ["cm-000", "cm-001", "cm-002"]
+
+
+def test_managed_fields_carry_the_time_of_the_last_change(store: Store) -> None:
+    """Each change stamps the object's managedFields entry with the store's time; a no-op
+    write keeps it; a status-only change has its own entry."""
+    clock = store.clock
+    assert isinstance(clock, ManualClock)
+    deployments = store.kinds.by_kind("apps/v1", "Deployment")
+    assert deployments is not None
+    obj = store.create(deployments, {"metadata": {"name": "d", "namespace": "a"},
+                                     "spec": {"replicas": 1}})
+    created = obj["metadata"]["managedFields"]
+    assert [e.get("subresource") for e in created] == [None]
+    clock.advance(5.0)
+    same = store.update(deployments, obj)
+    assert same["metadata"]["managedFields"] == created
+    obj["spec"]["replicas"] = 2
+    changed = store.update(deployments, obj)
+    (entry,) = changed["metadata"]["managedFields"]
+    assert entry["time"] == clock.rfc3339() != created[0]["time"]
+    clock.advance(5.0)
+    changed["status"] = {"readyReplicas": 1}
+    status = store.update(deployments, changed, subresource="status")
+    times = {e.get("subresource", ""): e["time"] for e in status["metadata"]["managedFields"]}
+    assert times == {"": entry["time"], "status": clock.rfc3339()}

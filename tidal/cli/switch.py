@@ -144,7 +144,8 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                 observer(event)
 
         record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                            on_event=on_event, logger=logger)
+                            on_event=on_event, logger=logger,
+                            policy_settle=settings.karmada.policy_settle_seconds)
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:

@@ -48,16 +48,22 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 
 
-def default_run_switch(client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
-                       clock: Clock, journal: Journal, on_event: OnEvent,
-                       run_id: str | None = None, resume: RunState | None = None,
-                       budget: SurgeBudget | None = None, reads: SharedReads | None = None
-                       ) -> RunOutcome:
-    from tidal.engine.switch import run_switch
+class EngineRunSwitch:
+    """tidal.engine.switch.run_switch with the daemon's settings for every run."""
 
-    return run_switch(client, loaded, window_name, clock=clock, journal=journal,
-                      on_event=on_event, run_id=run_id, resume=resume, budget=budget,
-                      reads=reads)
+    def __init__(self, settings: Settings) -> None:
+        self.policy_settle = settings.karmada.policy_settle_seconds
+
+    def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
+                 clock: Clock, journal: Journal, on_event: OnEvent,
+                 run_id: str | None = None, resume: RunState | None = None,
+                 budget: SurgeBudget | None = None, reads: SharedReads | None = None
+                 ) -> RunOutcome:
+        from tidal.engine.switch import run_switch
+
+        return run_switch(client, loaded, window_name, clock=clock, journal=journal,
+                          on_event=on_event, run_id=run_id, resume=resume, budget=budget,
+                          reads=reads, policy_settle=self.policy_settle)
 
 
 class _AlwaysLeader:
@@ -82,7 +88,7 @@ class Daemon:
         *,
         client: KarmadaClient,
         clock: Clock | None = None,
-        run_switch: RunSwitch = default_run_switch,
+        run_switch: RunSwitch | None = None,
         metrics: Metrics | None = None,
         load: Loader | None = None,
         lease_store: LeaseStore | None = None,
@@ -127,7 +133,8 @@ class Daemon:
                                    settle_seconds=settings.scheduler.capacity_settle_seconds)
         self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
-            client=client, state=self.state, run_switch=run_switch, clock=self.clock,
+            client=client, state=self.state, run_switch=run_switch or EngineRunSwitch(settings),
+            clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
             max_clock_skew=settings.scheduler.max_clock_skew_seconds,

@@ -2,9 +2,9 @@
 to an optional `on_event` callback (the CLI renders progress, the daemon makes metrics).
 
 Every event carries schedule, window, run_id and wave (None outside a wave); `name` is the
-stable snake_case event name used in logs (run_started, policy_changed, wave_started,
-gate_passed, floor_breached, floor_observed, wave_failed / wave_succeeded / wave_rolled_back,
-workload_skipped, warning, wave_progress, run_finished).
+stable snake_case event name used in logs (run_started, policy_settling, policy_changed,
+wave_started, gate_passed, floor_breached, floor_observed, wave_failed / wave_succeeded /
+wave_rolled_back, workload_skipped, warning, wave_progress, run_finished).
 """
 
 from __future__ import annotations
@@ -62,6 +62,17 @@ class PolicyChanged(EngineEvent):
     action: PolicyAction
     lazy_added: bool = False
     event_name: ClassVar[str] = "policy_changed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicySettling(EngineEvent):
+    """The run waits before changing a policy that changed moments ago (detector_settle.py)."""
+
+    kind: str
+    policy: str  # namespace/name or name
+    last_changed: str  # the policy's last change, as the server stamped it
+    seconds: float  # how long the run waits
+    event_name: ClassVar[str] = "policy_settling"
 
 
 POLICY_ACTION_TEXT: dict[str, str] = {

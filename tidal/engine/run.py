@@ -17,6 +17,7 @@ from typing import Final
 from tidal.domain.clock import Clock
 from tidal.engine import policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
+from tidal.engine.detector_settle import let_detector_settle
 from tidal.engine.events import (
     Emitter,
     EventBase,
@@ -104,9 +105,10 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
             journal: Journal, emitter: Emitter, run_id: str | None = None,
             resume: RunState | None = None,
             budget: SurgeBudget | None = None,
-            reads: SharedReads | None = None) -> PreparedRun | Refusal | NoOp:
+            reads: SharedReads | None = None,
+            policy_settle: float = 0.0) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
-    that run) or plan a new one."""
+    that run) or plan a new one; `policy_settle`: detector_settle.py."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window and (run_id is None or previous.run_id == run_id)
@@ -144,7 +146,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
     return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
-                       budget or OwnBudget(), reads)
+                       budget or OwnBudget(), reads, policy_settle)
 
 
 @dataclass
@@ -162,6 +164,7 @@ class PreparedRun:
     ready_field: str | None
     budget: SurgeBudget = field(default_factory=OwnBudget)
     reads: SharedReads | None = None  # the daemon's shared informers (alone: none)
+    policy_settle: float = 0.0  # seconds a policy must be unchanged before a run patches it
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -280,6 +283,9 @@ def _policies(run: PreparedRun) -> Phase:
         if target.key not in records:
             state.policies.append(record)
             records[target.key] = record
+        if sp.lazy:  # the waves rely on Lazy: no template may still carry an older change
+            let_detector_settle(ctx.client, target, clock=ctx.clock, emitter=ctx.emitter,
+                                settle_seconds=run.policy_settle, base=base)
         _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
                                         run_id=ctx.run_id, lazy=sp.lazy, save=run.save)
         keep = bool(sp.selection.excluded_claimed.get(target.key)) and \

@@ -23,15 +23,16 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
                clock: Clock, journal: Journal, on_event: OnEvent | None = None,
                run_id: str | None = None, resume: RunState | None = None,
                logger: Any = None, budget: SurgeBudget | None = None,
-               reads: SharedReads | None = None) -> RunRecord:
+               reads: SharedReads | None = None, policy_settle: float = 0.0) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
     capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
     waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
-    own lists and watches)."""
+    own lists and watches); a policy changed less than `policy_settle` seconds ago is patched
+    only once it is that old (tidal.engine.detector_settle)."""
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
                        emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                       reads=reads)
+                       reads=reads, policy_settle=policy_settle)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):

@@ -217,6 +217,15 @@ class PolicyView(ObjectView):
     def written_by(self, window: str, run_id: str) -> bool:
         return self.window == window and self.run == run_id
 
+    @property
+    def last_changed(self) -> datetime | None:
+        """When the policy itself (not a subresource) was last changed, by anyone: the newest
+        metadata.managedFields time (whole seconds), or None if the server keeps none."""
+        times = [parse_time(entry.get("time"))
+                 for entry in self.metadata.get("managedFields") or []
+                 if isinstance(entry, Mapping) and not entry.get("subresource")]
+        return max((t for t in times if t is not None), default=None)
+
     def temporary_lazy(self) -> tuple[bool, str | None]:
         """(is this policy's Lazy one tidal added?, the activationPreference to put back)."""
         notes = self.annotations

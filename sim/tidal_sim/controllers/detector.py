@@ -197,6 +197,15 @@ class Detector:
             self._queued.add(item)
             self.queue.append(item)
 
+    def enqueue_for_policy_change(self, key: ObjKey, by_karmada: bool) -> None:
+        """A policy change's template: queued `policy_change_lag` later (upstream's low-priority
+        lane), flagged by the policy's Lazy-ness now, reconciled with the policy as it is then."""
+        lag = self.mgr.policy_change_lag
+        if lag <= 0:
+            self.enqueue(key, by_karmada)
+            return
+        self.mgr.after(lag, lambda: self.enqueue(key, by_karmada))
+
     def run_one(self) -> bool:
         if not self.queue:
             return False

@@ -78,6 +78,7 @@ class ControllerHost(Protocol):
     feature_gates: frozenset[str]
     karmada_version: KarmadaVersion
     empty_workload_propagation: bool  # karmada-scheduler --enable-empty-workload-propagation
+    policy_change_lag: float  # seconds before the detector reaches a policy change's templates
     team_estimator: TeamEstimator
     timeline: Timeline
 

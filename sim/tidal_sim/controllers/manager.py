@@ -67,8 +67,10 @@ class ControllerManager:
         status_delay: float = 0.0,
         cluster_status_interval: float = 0.0,
         empty_workload_propagation: bool = False,
+        policy_change_lag: float = 0.0,
     ) -> None:
         self.store = store
+        self.policy_change_lag = policy_change_lag
         # karmada-scheduler --enable-empty-workload-propagation
         self.empty_workload_propagation = empty_workload_propagation
         self.clock = clock

@@ -1,7 +1,8 @@
 """How the detector reacts to policy changes: refresh, re-match, preempt, and unclaim.
 
 HandleClusterPropagationPolicyCreationOrUpdate / handlePolicyDeletion / preemption.go upstream.
-A changed policy re-enqueues the templates of its bindings (as a Karmada change when Lazy),
+A changed policy re-enqueues the templates of its bindings (as a Karmada change when Lazy at
+the time of the change; reconciled with the policy as it is when the detector gets to them),
 releases templates its selectors no longer match, and picks up waiting templates; with
 preemption=Always and the feature gate it takes over lower-priority claims. A deleted policy's
 templates and bindings lose their claim metadata; bindings and member workloads stay.
@@ -58,12 +59,12 @@ def handle_policy_change(det: Detector, policy: Obj) -> None:
                 strip_claim(det, det.template_types[tkey], template, policy["kind"])
                 strip_claim(det, det.mgr.binding_type(bkey[0]), binding, policy["kind"])
             continue
-        det.enqueue(tkey, lazy)
+        det.enqueue_for_policy_change(tkey, lazy)
     for key in sorted(det.waiting):
         template = det.templates.get(key)
         if template is not None and det._matches(template, policy) != MISMATCH:
             det.waiting.discard(key)
-            det.enqueue(key, lazy)
+            det.enqueue_for_policy_change(key, lazy)
     spec = policy.get("spec") or {}
     if spec.get("preemption") == "Always" and FEATURE_POLICY_PREEMPTION in det.mgr.feature_gates:
         preempt(det, policy)
