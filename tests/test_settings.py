@@ -51,6 +51,8 @@ def test_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     ("TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS", "10", "RETRY_PERIOD_SECONDS < RENEW"),
     ("TIDAL_SCHEDULER__MISFIRE_GRACE_SECONDS", "inf", "finite"),
     ("TIDAL_SCHEDULER__MAX_CLOCK_SKEW_SECONDS", "nan", "finite"),
+    ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "-1", "greater than or equal to 0"),
+    ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "1e9", "less than or equal to 600"),
 ])
 def test_non_finite_and_inconsistent_timings_are_refused(
         monkeypatch: pytest.MonkeyPatch, env: str, value: str, words: str) -> None:
@@ -72,6 +74,15 @@ def test_karmada_release_from_environment_and_flag(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TIDAL_KARMADA__VERSION", "v1.17.3")
     assert load_settings().karmada.version is KarmadaRelease.V1_17
     assert load_settings(karmada={"version": "1.19"}).karmada.version is KarmadaRelease.V1_19
+
+
+def test_policy_settle_defaults_to_15_seconds_and_is_settable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TIDAL_KARMADA__POLICY_SETTLE_SECONDS: 15 unset; 0 switches the wait off."""
+    monkeypatch.delenv("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", raising=False)
+    assert load_settings().karmada.policy_settle_seconds == 15.0
+    monkeypatch.setenv("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "0")
+    assert load_settings().karmada.policy_settle_seconds == 0.0
 
 
 def test_unsupported_karmada_release_names_the_setting_and_the_choices(

@@ -281,12 +281,13 @@ class RealTarget(Target):
         self._thread.join(5)
 
     def reset(self) -> None:
-        """Delete what earlier scenarios left (team policies, the namespace's Deployments,
-        rebalancers, training on members) and wait until the members hold none of it."""
+        """Delete what earlier scenarios left (team policies, the namespace's Deployments and
+        overrides, rebalancers, training on members) and wait until the members hold none of it."""
         for cluster in self._kubeconfigs:
             self.release_gpus(cluster)
         for kind, scope in (("cpp", ["-l", "atms-app/teamid"]), ("workloadrebalancers", ["--all"]),
                             ("pp", ["-n", self.namespace, "--all"]),
+                            ("overridepolicies", ["-n", self.namespace, "--all"]),
                             ("deployments", ["-n", self.namespace, "--all"])):
             kubectl(self.kubeconfig, "delete", kind, *scope, "--ignore-not-found", "--wait=true",
                     timeout=120)
