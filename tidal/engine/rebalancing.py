@@ -10,8 +10,9 @@ a word: the scheduler only catches schedulerObservedGeneration up. So, per wave:
    has answered it, so that no scheduling of ours is still on its way;
 2. create the rebalancer with each binding's lastScheduledTime of that moment (an annotation:
    the gates and a resumed run never count that scheduling as the reschedule);
-3. a binding whose last scheduling is not older than the rebalancer's second gets a new one
-   once the server's clock (the next creationTimestamp) has passed that second.
+3. a binding whose last scheduling is not older than the rebalancer's second (its
+   creationTimestamp: the server's clock) gets a new rebalancer a second later. After waiting
+   for a scheduling in step 1, that second is let pass before the first one.
 
 Each rebalancer's name is journalled before it is created; a resumed run asks the newest
 rebalancer naming each workload whether it was honoured and rescheduled it.
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from tidal.engine.wave import WaveRun
 
 SCHEDULED_BEFORE = "tidal.io/scheduled-before"  # workload -> lastScheduledTime (JSON)
-RETRIGGER_ATTEMPTS = 8  # rebalancers per wave and direction at most
-RETRIGGER_STEP_SECONDS = 0.3  # between them: a few cross one server second
+RETRIGGER_ATTEMPTS = 4  # rebalancers per wave and direction at most
+NEXT_SECOND = 1.0  # long enough for the server's clock to reach its next second
 WATCH_SECONDS = 5.0
 
 
@@ -51,9 +52,8 @@ def rebalance(run: WaveRun) -> WaveOutcome | None:
     for attempt in range(RETRIGGER_ATTEMPTS):
         if not pending:
             return None
-        if attempt:
-            ctx.clock.sleep(RETRIGGER_STEP_SECONDS)
-        _await_answered(run, pending)
+        if _await_answered(run, pending) or attempt:
+            ctx.clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
         before = {w.name: last for w in pending
                   if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)}
         name = triggers.rebalancer_name(ctx.schedule, ctx.run_id, wave.index - 1,
@@ -108,21 +108,23 @@ def _answered(run: WaveRun, w: Workload) -> bool:
     return view.generation is not None and view.scheduler_observed_generation == view.generation
 
 
-def _await_answered(run: WaveRun, workloads: Sequence[Workload]) -> None:
+def _await_answered(run: WaveRun, workloads: Sequence[Workload]) -> bool:
     """Watch until every binding is `_answered` or the wave's deadline passes (the gates then
-    report the timeout)."""
+    report the timeout); whether there was anything to wait for."""
     clock = run.ctx.clock
     waiting = {w.binding_key: w for w in workloads if not _answered(run, w)}
+    waited = bool(waiting)
     while waiting:
         remaining = run.deadline - clock.monotonic()
         if remaining <= 0:
-            return
+            break
         for obj, _deleted in run.watch.changes(min(remaining, WATCH_SECONDS)):
             w = waiting.get(key_of(obj))
             if w is not None and _answered(run, w):
                 del waiting[key_of(obj)]
             if not waiting or clock.monotonic() >= run.deadline:
                 break
+    return waited
 
 
 def _not_yet_rescheduled(run: WaveRun, live: list[Workload], back: bool) -> list[Workload]:
