@@ -32,7 +32,7 @@ from tidal.engine.states import Direction, FailureReason
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import key_of
 from tidal.karmada.errors import KarmadaError, NotFound
-from tidal.karmada.views import BindingView, ObjectView, parse_time
+from tidal.karmada.views import LAZY, BindingView, ObjectView, parse_time
 
 if TYPE_CHECKING:
     from tidal.engine.wave import WaveRun
@@ -49,10 +49,11 @@ def rebalance(run: WaveRun) -> WaveOutcome | None:
     ctx, wave = run.ctx, run.wave
     back = run.direction is Direction.BACK
     pending = _not_yet_rescheduled(run, [w for w in run.live if w.name in run.targets], back)
+    expected = _expected_placements(run, pending)
     for attempt in range(RETRIGGER_ATTEMPTS):
         if not pending:
             return None
-        if _await_answered(run, pending) or attempt:
+        if _await_answered(run, pending, expected) or attempt:
             ctx.clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
         before = {w.name: last for w in pending
                   if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)}
@@ -91,14 +92,28 @@ def _honoured(created: datetime | None, before: datetime | None) -> bool:
     return created is None or before is None or gates.second(created) > gates.second(before)
 
 
-def _answered(run: WaveRun, w: Workload) -> bool:
-    """The binding carries the run's placement and claim, and the scheduler has answered its
+def _expected_placements(run: WaveRun, workloads: Sequence[Workload]) -> dict[str, object]:
+    """The placement each binding gets from the run's policy change before its trigger: none
+    under a Lazy policy the wave did not touch (pkg/detector: a Lazy policy's change waits for
+    the template's next change, and a rebalance alone does not bring it)."""
+    lazy = {r.key for r in run.ctx.state.policies
+            if r.lazy.added or r.original_activation == LAZY}
+    touched = set(run.triggered_before)
+    return {w.name: placement for w in workloads
+            if (placement := run.placements.get(w.policy)) is not None
+            and (w.policy not in lazy or w.name in touched)}
+
+
+def _answered(run: WaveRun, w: Workload, expected: Mapping[str, object]) -> bool:
+    """The binding carries the run's placement and a claim, and the scheduler has answered its
     generation (or refused it: the gates report that)."""
     binding = run.watch.cache.get(w.binding_key)
     if binding is None:
         return True  # gone: the gates decide whether the template went too
     view = BindingView(binding)
-    placement = run.placements.get(w.policy)
+    if not view.claimed:
+        return False  # a swapped policy's templates wait for the new one to claim them
+    placement = expected.get(w.name)
     if placement is not None and not gates.touch_triggered(
             gates.WaveTarget(w, placement=placement), view):
         return False
@@ -108,11 +123,12 @@ def _answered(run: WaveRun, w: Workload) -> bool:
     return view.generation is not None and view.scheduler_observed_generation == view.generation
 
 
-def _await_answered(run: WaveRun, workloads: Sequence[Workload]) -> bool:
+def _await_answered(run: WaveRun, workloads: Sequence[Workload],
+                    expected: Mapping[str, object]) -> bool:
     """Watch until every binding is `_answered` or the wave's deadline passes (the gates then
     report the timeout); whether there was anything to wait for."""
     clock = run.ctx.clock
-    waiting = {w.binding_key: w for w in workloads if not _answered(run, w)}
+    waiting = {w.binding_key: w for w in workloads if not _answered(run, w, expected)}
     waited = bool(waiting)
     while waiting:
         remaining = run.deadline - clock.monotonic()
@@ -120,7 +136,7 @@ def _await_answered(run: WaveRun, workloads: Sequence[Workload]) -> bool:
             break
         for obj, _deleted in run.watch.changes(min(remaining, WATCH_SECONDS)):
             w = waiting.get(key_of(obj))
-            if w is not None and _answered(run, w):
+            if w is not None and _answered(run, w, expected):
                 del waiting[key_of(obj)]
             if not waiting or clock.monotonic() >= run.deadline:
                 break
