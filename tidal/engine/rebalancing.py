@@ -144,8 +144,9 @@ def _await_answered(run: WaveRun, workloads: Sequence[Workload],
 
 
 def _not_yet_rescheduled(run: WaveRun, live: list[Workload], back: bool) -> list[Workload]:
-    """On a resume: the workloads no earlier rebalancer of this wave and direction got
-    rescheduled; the newest existing rebalancer naming a workload decides for it."""
+    """On a resume: the workloads no earlier rebalancer of this wave and direction will get
+    rescheduled; the newest existing rebalancer naming a workload decides for it (one the
+    scheduler honours has its targets: the gates wait for its scheduling)."""
     names = [n for n in run.wave.rebalancers if triggers.is_rollback_rebalancer(n) == back]
     undecided = {w.name: w for w in live}
     pending: list[Workload] = []
@@ -161,14 +162,11 @@ def _not_yet_rescheduled(run: WaveRun, live: list[Workload], back: bool) -> list
             w = undecided.pop(_workload_name(ref), None)
             if w is None:
                 continue
-            target = run.targets[w.name]
-            target.trigger_time = created
-            target.scheduled_before = before.get(w.name)
-            binding = BindingView.of(run.watch.cache.get(w.binding_key))
-            if created is None or not _honoured(created, before.get(w.name)) or \
-                    not gates.rebalance_triggered(target, binding) or \
-                    not gates.rescheduled(target, binding):
+            if created is None or not _honoured(created, before.get(w.name)):
                 pending.append(w)
+            else:
+                target = run.targets[w.name]
+                target.trigger_time, target.scheduled_before = created, before.get(w.name)
     return pending + list(undecided.values())
 
 
