@@ -77,8 +77,7 @@ def test_rebalance_needs_schedule_after_trigger() -> None:
 
 
 def test_rebalance_in_the_second_of_the_last_scheduling_is_not_scheduled() -> None:
-    """A trigger in the second of the scheduling it found is ignored by Karmada (whole-second
-    RescheduleRequired): that scheduling never counts, a later one does."""
+    """The scheduling a trigger found in its own second never counts; a later one does."""
     created = datetime(2026, 1, 1, 0, 0, 5, 300000, tzinfo=UTC)
     found = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     target = gates.WaveTarget(_workload(), trigger_time=created, scheduled_before=found)
@@ -91,8 +90,7 @@ def test_rebalance_in_the_second_of_the_last_scheduling_is_not_scheduled() -> No
 
 
 def test_rebalance_scheduled_in_its_own_second_counts_after_an_older_scheduling() -> None:
-    """The scheduler may answer a trigger within its second: with the scheduling it found a
-    second older, a lastScheduledTime equal to the trigger is the reschedule."""
+    """A scheduling in the trigger's second counts when the one the trigger found is older."""
     created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     target = gates.WaveTarget(_workload(), trigger_time=created,
                               scheduled_before=datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC))

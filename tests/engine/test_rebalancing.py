@@ -90,9 +90,9 @@ def _seconds(fake: InProcessKarmada, name: str) -> tuple[int, int]:
 
 def test_a_rebalancer_throttled_into_the_second_of_the_policys_scheduling_still_moves(
         make_karmada_fake: MakeKarmadaFake, tmp_path: Path) -> None:
-    """The rebalancer's create is throttled for a second, in which the new policy claims the
-    template and the scheduler places it (Steady): the wave waits for that scheduling and
-    ends on the Fresh split, not on the stale one (the retried create fell in its second)."""
+    """A rebalancer held up into the second of the policy's scheduling still moves the wave."""
+    # the create is throttled for a second, in which the new policy claims the template and the
+    # scheduler places it (Steady); the retried create falls in that second
     fake = _fake(make_karmada_fake)
     fake.emulator.faults.inject(type="throttle", verb="create", resource="workloadrebalancers",
                                 count=1, retry_after=1)
@@ -103,9 +103,7 @@ def test_a_rebalancer_throttled_into_the_second_of_the_policys_scheduling_still_
 
 def test_a_rebalancer_in_the_second_of_the_last_scheduling_is_made_again(
         make_karmada_fake: MakeKarmadaFake, tmp_path: Path) -> None:
-    """Touch then rebalance: the rebalancer made right after the touch's scheduling falls in
-    its second and is ignored by the scheduler; tidal makes another in a later second, and the
-    wave's gates wait for that one's scheduling."""
+    """A rebalancer in the second of the touch's scheduling is made again a second later."""
     fake = _fake(make_karmada_fake)
     journal = InMemoryJournal()
     seen: list[tuple[int, int]] = []
@@ -126,9 +124,7 @@ def test_a_rebalancer_in_the_second_of_the_last_scheduling_is_made_again(
 
 def test_a_resumed_run_makes_the_dropped_rebalancer_again(make_karmada_fake: MakeKarmadaFake,
                                                           tmp_path: Path) -> None:
-    """A crash right after the rebalancer the scheduler ignored (before the next one is
-    journalled): the resumed run reads the drop from that rebalancer and its binding, makes
-    another, and the workload moves."""
+    """After a crash right after an ignored rebalancer, the resumed run makes another."""
     class CrashingJournal(InMemoryJournal):
         armed = True
 
@@ -146,3 +142,5 @@ def test_a_resumed_run_makes_the_dropped_rebalancer_again(make_karmada_fake: Mak
     record = _switch(fake, tmp_path, journal, "both")
     assert record.result is RunResult.SUCCEEDED, record.to_json()
     assert _assigned(fake) == FRESH
+    state = journal.load("team-rb")
+    assert state is not None and len(state.waves[0].rebalancers) >= 2
