@@ -76,6 +76,29 @@ def test_rebalance_needs_schedule_after_trigger() -> None:
     assert "converged" in _eval(done, target).passed
 
 
+def test_rebalance_in_the_second_of_the_last_scheduling_is_not_scheduled() -> None:
+    """The scheduling a trigger found in its own second never counts; a later one does."""
+    created = datetime(2026, 1, 1, 0, 0, 5, 300000, tzinfo=UTC)
+    found = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    target = gates.WaveTarget(_workload(), trigger_time=created, scheduled_before=found)
+    dropped = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z",
+                       ready={"b": 4})
+    assert _eval(dropped, target).passed == {"triggered", "floors"}
+    later = _binding(triggered_at="2026-01-01T00:00:06Z", last="2026-01-01T00:00:06Z",
+                     ready={"b": 4})
+    assert "converged" in _eval(later, target).passed
+
+
+def test_rebalance_scheduled_in_its_own_second_counts_after_an_older_scheduling() -> None:
+    """A scheduling in the trigger's second counts when the one the trigger found is older."""
+    created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    target = gates.WaveTarget(_workload(), trigger_time=created,
+                              scheduled_before=datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC))
+    done = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z",
+                    ready={"b": 4})
+    assert "converged" in _eval(done, target).passed
+
+
 def test_unschedulable_fails_with_the_schedulers_message() -> None:
     """Scheduled=False with NoClusterFit fails the wave as unschedulable."""
     target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))

@@ -5,7 +5,10 @@
   it; Karmada's scheduler ignores unclaimed bindings);
   rebalance — spec.rescheduleTriggeredAt is at or after the rebalancer's creationTimestamp;
 - scheduled: schedulerObservedGeneration == generation (and, for a rebalance,
-  lastScheduledTime at or after the trigger); Scheduled=False (NoClusterFit, Unschedulable)
+  lastScheduledTime at or after the trigger and after the scheduling the trigger found, in whole
+  seconds: Karmada drops a trigger that is not a later second than lastScheduledTime,
+  pkg/util/binding.go RescheduleRequired, and then only catches the generation up);
+  Scheduled=False (NoClusterFit, Unschedulable)
   on a triggered binding fails the wave at once with the scheduler's message, also while
   schedulerObservedGeneration stays behind: Karmada's scheduler advances it only on success
   (pkg/scheduler/scheduler.go patchBindingStatusCondition), so waiting for it would only end
@@ -41,6 +44,8 @@ __all__ = [
     "parse_time",
     "ready_by_cluster",
     "rebalance_triggered",
+    "rescheduled",
+    "second",
     "touch_triggered",
     "workload_state",
 ]
@@ -75,6 +80,8 @@ class WaveTarget:
     workload: Workload
     placement: Any | None = None  # normalized target placement (touch)
     trigger_time: datetime | None = None  # rebalancer creationTimestamp (rebalance)
+    # lastScheduledTime when the trigger was made: that scheduling is never the reschedule
+    scheduled_before: datetime | None = None
     rule: TriggerRule | None = None  # None: as the fields above say
 
     def triggered(self, binding: BindingView) -> bool:
@@ -90,12 +97,26 @@ def touch_triggered(target: WaveTarget, binding: BindingView) -> bool:
     return normalize_placement(binding.placement) == target.placement and binding.claimed
 
 
+def second(value: datetime) -> datetime:
+    """A server timestamp as Karmada compares it (metav1.Time: whole seconds)."""
+    return value.replace(microsecond=0)
+
+
 def rebalance_triggered(target: WaveTarget, binding: BindingView) -> bool:
     """The binding's reschedule was triggered at or after the rebalancer was created."""
     if target.trigger_time is None:
         return True
     at = binding.reschedule_triggered_at
-    return at is not None and at >= target.trigger_time
+    return at is not None and second(at) >= second(target.trigger_time)
+
+
+def rescheduled(target: WaveTarget, binding: BindingView) -> bool:
+    """A scheduling in or after the trigger's second that is not the one the trigger found."""
+    last, at = binding.last_scheduled, binding.reschedule_triggered_at
+    if last is None or at is None or second(last) < second(at):
+        return False
+    before = target.scheduled_before
+    return before is None or second(last) > second(before)
 
 
 @dataclass
@@ -119,8 +140,7 @@ def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
     scheduled = triggered and generation is not None and \
         view.scheduler_observed_generation == generation
     if scheduled and target.trigger_time is not None:
-        last, at = view.last_scheduled, view.reschedule_triggered_at
-        scheduled = last is not None and at is not None and last >= at
+        scheduled = rescheduled(target, view)
     cond = view.scheduled
     problem = ""
     if triggered and cond is not None and cond.status == "False":

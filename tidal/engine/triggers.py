@@ -113,11 +113,13 @@ def is_rollback_rebalancer(name: str) -> bool:
 
 
 def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
-                   schedule: str, run_id: str) -> WorkloadRebalancer:
+                   schedule: str, run_id: str, annotations: dict[str, str] | None = None
+                   ) -> WorkloadRebalancer:
     refs = [w.ref() for w in workloads]
     labels = {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
     return rebalancers_api.create_rebalancer(client, name, refs,
-                                             ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels)
+                                             ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels,
+                                             annotations=annotations)
 
 
 def _label_value(text: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
-from tidal.engine import gates, stall, surging, triggers
+from tidal.engine import gates, rebalancing, stall, surging, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
@@ -31,9 +31,8 @@ from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import KarmadaError, NotFound
 from tidal.karmada.informer import SharedReads
-from tidal.karmada.views import BindingView, ObjectView
+from tidal.karmada.views import ObjectView
 
-RETRIGGER_ATTEMPTS = 5
 REBALANCER_CHECK_SECONDS = 1.0
 
 
@@ -183,9 +182,7 @@ class WaveRun:
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
 
     def rebalance(self) -> WaveOutcome | None:
-        return _rebalance(self.ctx, self.wave,
-                          [w for w in self.live if w.name in self.targets], self.targets,
-                          self.watch, self.direction)
+        return rebalancing.rebalance(self)
 
     def gate(self, until: Gate) -> WaveOutcome:
         return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until,
@@ -214,70 +211,6 @@ def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
         ctx.state.warnings.append(note)
     ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name,
                                      reason=reason))
-
-
-def _rebalance(ctx: SwitchContext, wave: WaveState, live: list[Workload],
-               targets: dict[str, gates.WaveTarget], watch: BindingWatch,
-               direction: Direction) -> WaveOutcome | None:
-    """One WorkloadRebalancer for the wave; a new one for workloads whose last schedule fell
-    in the same second as the rebalancer (Karmada would not see the trigger as later). On a
-    resume, workloads the previous rebalancer already got rescheduled are not triggered again."""
-    back = direction is Direction.BACK
-    pending = _not_yet_rescheduled(ctx, wave, live, targets, watch, back)
-    for _ in range(RETRIGGER_ATTEMPTS):
-        if not pending:
-            return None
-        name = triggers.rebalancer_name(ctx.schedule, ctx.run_id, wave.index - 1,
-                                        len(wave.rebalancers), back)
-        wave.rebalancers.append(name)
-        ctx.save()
-        try:
-            obj = triggers.rebalance_wave(ctx.client, name, pending, schedule=ctx.schedule,
-                                          run_id=ctx.run_id)
-        except KarmadaError as exc:
-            return WaveOutcome(False, FailureReason.API_ERROR,
-                               f"creating WorkloadRebalancer {name}: {exc}")
-        created = ObjectView(obj).created
-        again: list[Workload] = []
-        for w in pending:
-            target = targets.get(w.name)
-            if target is None:
-                continue
-            target.trigger_time = created
-            last = BindingView.of(watch.cache.get(w.binding_key)).last_scheduled
-            if created is not None and last is not None and last >= created:
-                again.append(w)
-        if not again:
-            return None
-        ctx.clock.sleep(0.3)
-        pending = again
-    return None
-
-
-def _not_yet_rescheduled(ctx: SwitchContext, wave: WaveState, live: list[Workload],
-                         targets: dict[str, gates.WaveTarget], watch: BindingWatch,
-                         back: bool) -> list[Workload]:
-    same_direction = [n for n in wave.rebalancers
-                      if triggers.is_rollback_rebalancer(n) == back]
-    if not same_direction:
-        return list(live)
-    try:
-        previous = rebalancers_api.get_rebalancer(ctx.client, same_direction[-1])
-    except NotFound:
-        return list(live)  # gone (TTL): trigger everything again
-    created = ObjectView(previous).created
-    if created is None:
-        return list(live)
-    out = []
-    for w in live:
-        binding = BindingView.of(watch.cache.get(w.binding_key))
-        triggered, last = binding.reschedule_triggered_at, binding.last_scheduled
-        if triggered is not None and triggered >= created and last is not None \
-                and last >= triggered and w.name in targets:
-            targets[w.name].trigger_time = created
-        else:
-            out.append(w)
-    return out
 
 
 def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str, str]]:

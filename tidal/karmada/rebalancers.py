@@ -11,14 +11,15 @@ from tidal.karmada.objects import RebalancerWorkload, WorkloadRebalancer
 
 
 def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[RebalancerWorkload],
-                      *, ttl_seconds: int | None = 300, labels: dict[str, str] | None = None
-                      ) -> WorkloadRebalancer:
+                      *, ttl_seconds: int | None = 300, labels: dict[str, str] | None = None,
+                      annotations: dict[str, str] | None = None) -> WorkloadRebalancer:
     """Create it; if it already exists (a retried create, a resume) return the existing one."""
     spec: dict[str, object] = {"workloads": [dict(w) for w in workloads]}
     if ttl_seconds is not None:
         spec["ttlSecondsAfterFinished"] = ttl_seconds
     body = {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": "WorkloadRebalancer",
-            "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+            "metadata": {"name": name, "labels": labels or {},
+                         "annotations": annotations or {}}, "spec": spec}
     res = WORKLOAD_REBALANCERS
     try:
         return cast(WorkloadRebalancer,
