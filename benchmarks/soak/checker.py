@@ -47,6 +47,16 @@ def _where(assigned: dict[str, int]) -> frozenset[str]:
     return frozenset(c for c, n in assigned.items() if n > 0)
 
 
+def _rescheduled_for_replicas(old: dict[str, int], binding: Obj) -> bool:
+    """The scheduler re-placed this binding because its replica count changed: the old
+    assignment no longer adds up to spec.replicas (Karmada's replicas-changed rule). A scale
+    is the user's template change, which also brings a Lazy policy's pending placement in."""
+    replicas = int((binding.get("spec") or {}).get("replicas") or 0)
+    if not old or all(n == replicas for n in old.values()):  # also Duplicated: each has all
+        return False
+    return sum(old.values()) != replicas
+
+
 def _in_wave(state: Obj) -> bool:
     return state.get("phase") != "done" and any(
         w.get("startedAt") and not w.get("result") for w in state.get("waves") or [])
@@ -127,6 +137,7 @@ class Checker:
         self.touches: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.breaches_seen = 0
         self.moves_outside_runs = 0
+        self.moves_by_scale = 0  # re-placed by the scheduler for a new replica count
         self._schedule_of = {w: t.schedule for t in TEAMS for w in t.workload_names()}
         self._team_workloads = {t.schedule: set(t.workload_names()) for t in TEAMS}
         self._breached: set[str] = set()
@@ -283,7 +294,9 @@ class Checker:
         run = self.runs.get(self.current_run.get(schedule, ""))
         active = run is not None and run.last.get("phase") != "done"
         if old and new and _where(old) != _where(new):
-            if active and run is not None:
+            if _rescheduled_for_replicas(old, event.obj):
+                self.moves_by_scale += 1  # Karmada's own, after a scale: no wave's, no run's
+            elif active and run is not None:
                 run.moves[name] += 1
                 self._move_in_wave(run, name, _where(new) - _where(old))
             else:
@@ -333,8 +346,8 @@ class Checker:
         if into & self.not_ready:
             self.violation(f"{label}: {name} moved into NotReady "
                            f"{sorted(into & self.not_ready)}", Promise.FLOORS)
-        if self.not_ready or self._scaled(key):
-            return  # Karmada reschedules on its own then (filtered clusters, new replicas)
+        if self.not_ready:
+            return  # Karmada reschedules on its own then (filtered clusters)
         waves = state.get("waves") or []
         rollback = state.get("phase") == "rollback"
         if rollback:
