@@ -1,16 +1,30 @@
 """A Lazy an earlier run left, adopted by a run that then rolls back, is taken off by that
-rollback; `tidal status` shows a Lazy tidal left held, whichever run left it."""
+rollback, unless taking it off would move templates at once (then it is kept, marked and
+said); `tidal status` shows a Lazy tidal left held, whichever run left it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e.switch_helpers import MakeEmulator, client_for, switch
+from tests.e2e.switch_helpers import (
+    NS,
+    MakeEmulator,
+    client_for,
+    schedule_text,
+    switch,
+    write_schedule,
+)
 from tests.e2e.test_switch_failures import _emulator, _lazy_marks, _schedule
 from tidal.daemon.status import lazy_held
 from tidal.engine.journal import InMemoryJournal
+from tidal.karmada.bindings import list_bindings
+from tidal.karmada.client import CLUSTERS
+from tidal.karmada.policies import MERGE_PATCH
+from tidal.karmada.views import BindingView
 from tidal.loading.loader import load_schedule_file
 
 pytestmark = pytest.mark.e2e
@@ -19,18 +33,57 @@ LAZY_MARKS = {"tidal.io/lazy-added-by", "tidal.io/activation-before-lazy"}
 
 def test_rolled_back_run_that_adopted_a_lazy_takes_it_off(make_switch_emulator: MakeEmulator,
                                                           tmp_path: Path) -> None:
-    """A halted night (journal forgotten) leaves a marked Lazy; the next night adopts it, fails
-    and rolls back: the policy's original activationPreference is back and the marks gone."""
+    """A halted night (journal forgotten) leaves a marked Lazy; the next night adopts it, moves
+    every other template in one wave, fails and rolls back: nothing is held by the Lazy, so the
+    policy's original activationPreference is back and the marks gone."""
     emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
     first = switch(client, _schedule(tmp_path, timeout="2s"), "night",
                    journal=InMemoryJournal())
     assert first.result == "failed"
     assert _lazy_marks(client) == ("Lazy", LAZY_MARKS)
-    second = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night",
-                    journal=InMemoryJournal())
+    body = {"status": {"resourceSummary": {"allocatable": {"cpu": "1000", "pods": "1000"}}}}
+    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b",
+                                                              subresource="status"),
+                   body=body, content_type=MERGE_PATCH)
+    emu.set_pods_fail("cluster-b")  # the one wave is triggered, then times out
+    one_wave = "waveSize: 100%\nwaveTimeout: 2s\nonFailure: rollback\nstrategy: direct"
+    second = switch(client, write_schedule(tmp_path, schedule_text("team-f", one_wave)),
+                    "night", journal=InMemoryJournal())
     assert second.result == "rolledBack", second.to_json()
+    assert [w.result for w in second.waves] == ["failed"] and not second.left_lazy
     assert _lazy_marks(client) == (None, set())
+
+
+def _clusters_of(client: Any) -> dict[str, set[str]]:
+    """Template name -> the clusters its binding assigns replicas to."""
+    return {str(BindingView(b).spec["resource"]["name"]):
+            {c for c, n in BindingView(b).assignment().items() if n}
+            for b in list_bindings(client, NS)[0]}
+
+
+def test_a_rollback_keeps_an_adopted_lazy_that_holds_unmoved_templates(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Soak-30's last two moves: a halted night moved web-0/1 only; the next night adopts its
+    Lazy, fails before any trigger and rolls back. Lifting the Lazy then would move web-2/3 at
+    once, outside any wave: the rollback keeps it (marked, with a warning) and they stay."""
+    emu = _emulator(make_switch_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    first = switch(client, _schedule(tmp_path, timeout="2s"), "night",
+                   journal=InMemoryJournal())
+    assert first.result == "failed", first.to_json()
+    day = _clusters_of(client)
+    assert day["web-2"] == day["web-3"] == {"cluster-a", "cluster-b"}
+    emu.set_cluster_ready("cluster-b", False)  # the destination: wave 1 fails before its trigger
+    second = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback", floors=""),
+                    "night", journal=InMemoryJournal())
+    assert second.result == "rolledBack", second.to_json()
+    time.sleep(0.5)  # ten emulated seconds: a lifted Lazy would have moved them by now
+    after = _clusters_of(client)
+    assert (after["web-2"], after["web-3"]) == (day["web-2"], day["web-3"])
+    assert _lazy_marks(client) == ("Lazy", LAZY_MARKS)
+    assert any("stays Lazy" in w and "web-2" in w for w in second.warnings), second.warnings
+    assert second.left_lazy == [("ClusterPropagationPolicy/team-cpp", None)]
 
 
 def test_status_shows_a_lazy_left_by_a_forgotten_run(make_switch_emulator: MakeEmulator,

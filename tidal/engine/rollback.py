@@ -1,15 +1,20 @@
 """Rollback: restore the policies' previous spec, then move the switched waves back, last
-wave first, with the same triggers and under the same floors."""
+wave first, with the same triggers and under the same floors; then lift the temporary Lazy,
+unless lifting it would move templates at once."""
 
 from __future__ import annotations
 
 from tidal.engine import policy_change, wave_checks
-from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
+from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
 from tidal.engine.journal import PolicyRecord
 from tidal.engine.resolve import Workload
-from tidal.engine.states import ChangeKind, Direction, PolicyAction, WaveResult
+from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
+from tidal.karmada import policies as policies_api
+from tidal.karmada.bindings import key_of
+from tidal.karmada.client import Obj
+from tidal.karmada.views import LAZY, BindingView, PolicyView
 
 
 def previous_placement(record: PolicyRecord) -> object:
@@ -69,6 +74,48 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                       rollback=True))
     for record in state.policies:
         # also a Lazy this run adopted from an earlier run it did not change the policy for
-        if record.applied or record.lazy.added:
-            policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
+        if not (record.applied or record.lazy.added):
+            continue
+        held = held_by_lazy(ctx, record)
+        if held:
+            _keep_lazy(ctx, record, held)
+            continue
+        policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
+        if record.lazy.added:
+            record.lazy = LazyMark.LIFTED
+            ctx.save()
     return True, ""
+
+
+def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
+    """The run's workloads of this policy whose bindings do not carry the placement of the
+    policy in force (an earlier run's unfinished waves, or Karmada re-placing a template a user
+    changed meanwhile): lifting the policy's Lazy would reschedule them all at once, outside any
+    wave and under no floor."""
+    name = record.swap_from if record.action is ChangeKind.SWAP else record.name
+    assert name is not None
+    policy = policies_api.find_policy(ctx.client, record.kind, name, record.namespace)
+    view = PolicyView.of(policy)
+    if policy is None or view.activation != LAZY or \
+            policy_change.original_activation(record) == LAZY:
+        return []  # lifting changes nothing
+    placement = normalize_placement(view.spec.get("placement"))
+    mine = [w for w in ctx.everyone if w.policy == record.key]
+    bindings: dict[str, Obj] = {}
+    for namespace in sorted({w.key.namespace for w in mine}):
+        items = ctx.list_bindings(namespace or None, cluster_scoped=not namespace)
+        bindings.update({key_of(b): b for b in items})
+    return [w.name for w in mine if w.binding_key in bindings and normalize_placement(
+        BindingView.of(bindings[w.binding_key]).placement) != placement]
+
+
+def _keep_lazy(ctx: SwitchContext, record: PolicyRecord, held: list[str]) -> None:
+    """Leave the Lazy on, with its marks: the next run of a window naming the policy moves
+    those templates in waves and lifts it (or `tidal status` shows it held until then)."""
+    shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    note = (f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
+            "at once, outside any wave (they do not follow the policy's placement)")
+    if note not in ctx.state.warnings:
+        ctx.state.warnings.append(note)
+        ctx.save()
+    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="lazy_kept", message=note))
