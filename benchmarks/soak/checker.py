@@ -135,6 +135,7 @@ class Checker:
         self.moves_checked = 0
         self.bindings: dict[str, Obj] = {}
         self.touches: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.touched_back: dict[str, set[str]] = defaultdict(set)  # run -> touched in rollback
         self.breaches_seen = 0
         self.moves_outside_runs = 0
         self.moves_by_scale = 0  # re-placed by the scheduler for a new replica count
@@ -323,6 +324,8 @@ class Checker:
             return
         stamps.add(stamp)
         run = self.runs.get(run_id)
+        if run is not None and run.last.get("phase") == "rollback":
+            self.touched_back[run_id].add(name)  # the move it causes may precede its journal
         if run is None or len(stamps) == 1:
             return
         key = f"{NS}/Deployment/{name}"
@@ -353,8 +356,12 @@ class Checker:
         if rollback:
             # The rollback moves back every wave whose trigger was written (touched or
             # rebalanced), last first; it journals its own triggers only after writing them.
+            # A wave never triggered is moved back only where Karmada moved it (a user's
+            # scale): then the rollback's own touch of that template comes first.
+            touched = name in self.touched_back[run.run_id]
             owners = [w for w in waves if key in (w.get("workloads") or []) and (
-                w.get("triggered") or w.get("rebalancers") or w.get("rollbackTriggered"))]
+                w.get("triggered") or w.get("rebalancers") or w.get("rollbackTriggered")
+                or touched)]
         else:
             owners = [w for w in waves if w.get("startedAt") and not w.get("result")
                       and key in (w.get("workloads") or [])]

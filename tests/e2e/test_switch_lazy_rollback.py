@@ -1,6 +1,7 @@
 """A Lazy an earlier run left, adopted by a run that then rolls back, is taken off by that
 rollback, unless taking it off would move templates at once (then it is kept, marked and
-said); `tidal status` shows a Lazy tidal left held, whichever run left it."""
+said); a template Karmada moved under the Lazy policy because a user changed it mid-run is
+moved back in its wave; `tidal status` shows a Lazy tidal left held, whichever run left it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.e2e.switch_helpers import (
 )
 from tests.e2e.test_switch_failures import _emulator, _lazy_marks, _schedule
 from tidal.daemon.status import lazy_held
+from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
 from tidal.karmada.bindings import list_bindings
 from tidal.karmada.client import CLUSTERS
@@ -84,6 +86,34 @@ def test_a_rollback_keeps_an_adopted_lazy_that_holds_unmoved_templates(
     assert _lazy_marks(client) == ("Lazy", LAZY_MARKS)
     assert any("stays Lazy" in w and "web-2" in w for w in second.warnings), second.warnings
     assert second.left_lazy == [("ClusterPropagationPolicy/team-cpp", None)]
+
+
+def test_a_template_scaled_mid_run_is_moved_back_in_its_wave(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Soak-30's first move: web-3 (wave 4, never started) is scaled while the night policy is
+    Lazy, so Karmada places it at night; wave 1 fails and the rollback moves web-3 back in wave
+    4's rollback (under the floors), not all at once when the Lazy is lifted."""
+    emu = _emulator(make_switch_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    deployments = emu.kinds.by_kind("apps/v1", "Deployment")
+    assert deployments is not None
+
+    def scale_web_3(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.wave == 1 and not event.rollback:
+            emu.store.mutate(deployments, NS, "web-3", lambda o: o["spec"].update(replicas=6))
+            deadline = time.monotonic() + 2
+            while _clusters_of(client)["web-3"] != {"cluster-b"} and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+    events: list[Any] = []
+    record = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night",
+                    journal=InMemoryJournal(), events=events, on_event=scale_web_3)
+    assert record.result == "rolledBack", record.to_json()
+    back = [e.workloads for e in events if isinstance(e, ev.WaveStarted) and e.rollback]
+    assert ("ai-app/Deployment/web-3",) in back, back
+    assert not [e for e in events if isinstance(e, ev.RunWarning) and e.code == "lazy_kept"]
+    assert _lazy_marks(client) == (None, set())
+    assert _clusters_of(client)["web-3"] == {"cluster-a", "cluster-b"}
 
 
 def test_status_shows_a_lazy_left_by_a_forgotten_run(make_switch_emulator: MakeEmulator,

@@ -333,6 +333,26 @@ def test_a_move_of_a_scaled_workload_outside_its_wave_is_still_flagged() -> None
         "flight (phase waves)" in log.violations[0]
 
 
+def test_a_rollback_moving_back_a_template_karmada_moved_after_its_own_touch_is_accepted() -> None:
+    """W[3]'s wave was never triggered, but Karmada placed it at night after a scale: the
+    rollback touches it and it moves back before rollbackTriggered is journalled (accepted);
+    the same move with no touch before it (a lifted Lazy) is flagged."""
+    for touched in (True, False):
+        log = Log()
+        log.binding(3, DAY)
+        log.run("waves", [wave(1, triggered=True), wave(2, started=False)])
+        log.binding(3, DAY, replicas=SCALED)
+        log.binding(3, {"cluster-b": SCALED}, replicas=SCALED)  # Karmada's, for the scale
+        log.binding(3, {"cluster-b": SCALED})
+        log.binding(3, NIGHT)  # reverted
+        log.run("rollback", [wave(1, result="failed", triggered=True), wave(2, started=False)])
+        if touched:
+            log.touch(3, "t-back")
+        log.binding(3, DAY)
+        flagged = [v for v in log.violations if "no wave listing it" in v]
+        assert bool(flagged) == (not touched), log.violations
+
+
 def test_a_move_into_a_not_ready_cluster_is_flagged() -> None:
     """A wave's workload moving into a NotReady cluster is a violation; into a Ready one not."""
     for ready in (True, False):
