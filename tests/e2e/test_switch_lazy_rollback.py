@@ -6,6 +6,7 @@ moved back in its wave; `tidal status` shows a Lazy tidal left held, whichever r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,19 @@ from tests.e2e.switch_helpers import (
     NS,
     MakeEmulator,
     client_for,
+    load_one,
     schedule_text,
     switch,
     write_schedule,
+    writes,
 )
 from tests.e2e.test_switch_failures import _emulator, _lazy_marks, _schedule
+from tests.engine.crashing import Crash
 from tidal.daemon.status import lazy_held
+from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
+from tidal.engine.switch import run_switch
 from tidal.karmada.bindings import list_bindings
 from tidal.karmada.client import CLUSTERS
 from tidal.karmada.policies import MERGE_PATCH
@@ -88,6 +94,28 @@ def test_a_rollback_keeps_an_adopted_lazy_that_holds_unmoved_templates(
     assert second.left_lazy == [("ClusterPropagationPolicy/team-cpp", None)]
 
 
+WEB_3 = f"{NS}/Deployment/web-3"
+
+
+def _scaling_web_3(emu: Any, client: Any, after: Callable[[Any], None] | None = None
+                   ) -> Callable[[Any], None]:
+    """An engine observer that scales web-3 (wave 4's) when wave 1 starts, while the night
+    policy is Lazy, and waits until Karmada placed it at night; then calls `after`."""
+    deployments = emu.kinds.by_kind("apps/v1", "Deployment")
+    assert deployments is not None
+
+    def observe(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.wave == 1 and not event.rollback:
+            emu.store.mutate(deployments, NS, "web-3", lambda o: o["spec"].update(replicas=6))
+            deadline = time.monotonic() + 2
+            while _clusters_of(client)["web-3"] != {"cluster-b"} and time.monotonic() < deadline:
+                time.sleep(0.02)
+        if after is not None:
+            after(event)
+
+    return observe
+
+
 def test_a_template_scaled_mid_run_is_moved_back_in_its_wave(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Soak-30's first move: web-3 (wave 4, never started) is scaled while the night policy is
@@ -95,24 +123,47 @@ def test_a_template_scaled_mid_run_is_moved_back_in_its_wave(
     4's rollback (under the floors), not all at once when the Lazy is lifted."""
     emu = _emulator(make_switch_emulator, b_cpu="6")
     client = client_for(emu, tmp_path)
-    deployments = emu.kinds.by_kind("apps/v1", "Deployment")
-    assert deployments is not None
-
-    def scale_web_3(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 1 and not event.rollback:
-            emu.store.mutate(deployments, NS, "web-3", lambda o: o["spec"].update(replicas=6))
-            deadline = time.monotonic() + 2
-            while _clusters_of(client)["web-3"] != {"cluster-b"} and time.monotonic() < deadline:
-                time.sleep(0.02)
-
     events: list[Any] = []
     record = switch(client, _schedule(tmp_path, timeout="2s", on_failure="rollback"), "night",
-                    journal=InMemoryJournal(), events=events, on_event=scale_web_3)
+                    journal=InMemoryJournal(), events=events, on_event=_scaling_web_3(emu, client))
     assert record.result == "rolledBack", record.to_json()
     back = [e.workloads for e in events if isinstance(e, ev.WaveStarted) and e.rollback]
-    assert ("ai-app/Deployment/web-3",) in back, back
+    assert (WEB_3,) in back, back
     assert not [e for e in events if isinstance(e, ev.RunWarning) and e.code == "lazy_kept"]
     assert _lazy_marks(client) == (None, set())
+    assert _clusters_of(client)["web-3"] == {"cluster-a", "cluster-b"}
+
+
+@pytest.mark.parametrize("moment", ["before its touch", "after its touch"])
+def test_a_crash_while_moving_a_scaled_template_back_resumes_once(
+        make_switch_emulator: MakeEmulator, tmp_path: Path, moment: str) -> None:
+    """Killed as web-3's rollback wave starts, or once its touch is journalled, the resumed
+    rollback moves web-3 back, touching it again only if the crash came before the touch."""
+    emu = _emulator(make_switch_emulator, b_cpu="6")
+    client = client_for(emu, tmp_path)
+    loaded = load_one(_schedule(tmp_path, timeout="2s", on_failure="rollback"))
+    journal = InMemoryJournal()
+    wave_of_web_3: list[int] = []
+
+    def crash(event: Any) -> None:
+        if isinstance(event, ev.WaveStarted) and event.rollback and event.workloads == (WEB_3,):
+            wave_of_web_3.append(int(event.wave or 0))
+            if moment == "before its touch":
+                raise Crash
+        if isinstance(event, ev.GatePassed) and event.gate == "triggered" and \
+                wave_of_web_3 and event.wave == wave_of_web_3[0]:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_switch(client, loaded, "night", clock=SystemClock(), journal=journal,
+                   on_event=_scaling_web_3(emu, client, after=crash))
+    emu.reset_requests()
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
+    assert record.result == "rolledBack", record.to_json()
+    touched = [r for r in writes(emu) if r.resource == "deployments" and r.name == "web-3"]
+    assert len(touched) == (1 if moment == "before its touch" else 0), touched
+    assert _lazy_marks(client) == (None, set())
+    time.sleep(0.2)  # four emulated seconds for the last reschedule
     assert _clusters_of(client)["web-3"] == {"cluster-a", "cluster-b"}
 
 

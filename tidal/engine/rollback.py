@@ -116,8 +116,9 @@ def moved_outside_waves(ctx: SwitchContext, by_name: Mapping[str, Workload],
                         changed: set[str], targets: Mapping[str, object],
                         previous: Mapping[str, object]) -> set[str]:
     """Workloads of waves never triggered whose bindings carry the placement this run switched
-    to all the same: Karmada applied the Lazy policy when a user changed their templates (a
-    scale) during the run. The rollback moves them back in their waves, under the floors."""
+    to all the same (a wave lists only templates that did not when the run was planned):
+    Karmada applied the Lazy policy when a user changed their templates (a scale) during the
+    run. The rollback moves them back in their waves, under the floors."""
     untriggered = {str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers)
                    for k in w.workloads}
     mine = [by_name[n] for n in sorted(untriggered) if n in by_name
