@@ -270,11 +270,8 @@ def _not_applied(run: WaveRun, record: SurgeRecord) -> list[str]:
         if binding is None:
             continue
         view = BindingView.of(binding)
-        assigned, raised = view.assignment(), record.targets.get(w.name) or {}
-        for cluster, replicas in view.member_replicas().items():
-            if cluster not in assigned or (cluster not in raised and replicas is not None
-                                           and replicas > assigned[cluster]):
-                out.append(f"{w.name} {cluster}")
+        out += [f"{w.name} {cluster}" for cluster in gates.old_split_members(
+            view.assignment(), record.targets.get(w.name) or {}, view.member_replicas())]
     return out
 
 
