@@ -12,7 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tidal.karmada.bindings import list_bindings
 from tidal.karmada.client import KarmadaClient, RetryPolicy
+from tidal.karmada.views import BindingView
 from tidal.settings import KarmadaSettings
 
 Placement = dict[tuple[str, str], tuple[int, int]]  # (ns/Kind/name, cluster) -> (assigned, ready)
@@ -53,6 +55,25 @@ class Target(ABC):
         for s in self.timeline():
             out[(s["workload"], s["cluster"])] = (s["assigned"], s["ready"])
         return out
+
+    def wait_reported(self, replicas: dict[str, int], namespace: str = "ai-app") -> None:
+        """Until Karmada's bindings report every workload (`namespace/Kind/name` -> replicas)
+        fully ready across clusters, as tidal reads it: the members can be ready a moment
+        before the aggregated status says so."""
+        client = self.client()
+        deadline = time.monotonic() + self.patience
+        while True:
+            ready = {}
+            for binding in list_bindings(client, namespace)[0]:
+                resource = (binding.get("spec") or {}).get("resource") or {}
+                key = f"{namespace}/{resource.get('kind')}/{resource.get('name')}"
+                ready[key] = sum(n for n in BindingView(binding).ready().values())
+            short = {w: ready.get(w, 0) for w, n in replicas.items() if ready.get(w, 0) < n}
+            if not short:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: bindings never reported ready: {short}")
+            time.sleep(0.5)
 
     def wait_for(self, pred: Any, what: str, timeout: float | None = None) -> Placement:
         deadline = time.monotonic() + (timeout or self.patience)

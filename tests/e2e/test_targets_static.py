@@ -92,6 +92,7 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
                 for d in objs if d["kind"] == "Deployment"}
     names = sorted(replicas)
     before = target.wait_for(_day_ready(replicas), "day placement, all ready")
+    target.wait_reported(replicas)
     fidelity["before"] = split(before, names, CLUSTERS)
     path = fast_schedule(tmp_path, target.patience)
 
@@ -100,6 +101,7 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
         record = run["record"]
         assert len(record.waves) >= 2 and all(w.result == "succeeded" for w in record.waves)
         final = target.wait_for(arrived(replicas), f"{window} placement, all ready", 30)
+        target.wait_reported(replicas)
         timeline = target.timeline()
         assert floor_breaches(timeline, run["t0"], "cluster-b", set(names), 1) == []
         for earlier, later in zip(record.waves, record.waves[1:], strict=False):
