@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.e2e.targets import EmulatorTarget, Placement, RealTarget, Target, kubectl
-from tests.engine.crashing import Crash, crash_run, wave_starts
+from tests.engine.crashing import crash_run, wave_starts
 from tidal.cli.main import cli
 from tidal.daemon.manual import ManualRunJournal
 from tidal.daemon.state import run_object_name
@@ -27,6 +27,7 @@ from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient, RetryPolicy
+from tidal.karmada.errors import Forbidden
 from tidal.karmada.events import (
     ROLLED_BACK,
     SWITCH_STARTED,
@@ -276,7 +277,7 @@ def _outsider_refused(scene: Target, tmp: Path) -> None:
                          "user": {"token": token}}]
         outsider = tmp / "eve.kubeconfig"
         outsider.write_text(yaml.safe_dump(doc))
-    with pytest.raises(Exception, match="(?i)forbidden"):
+    with pytest.raises(Forbidden):
         get_policy(KarmadaClient.from_kubeconfig(outsider, retry=RetryPolicy(attempts=1)),
                    "ClusterPropagationPolicy", POLICY, None)
 

@@ -9,7 +9,7 @@ import pytest
 
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
-from tidal.engine.journal import InMemoryJournal
+from tidal.engine.journal import Journal
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient
 
@@ -23,7 +23,7 @@ def wave_starts(number: int) -> Callable[[Any], bool]:
     return lambda event: isinstance(event, ev.WaveStarted) and event.wave == number
 
 
-def crash_run(client: KarmadaClient, loaded: Any, journal: InMemoryJournal,
+def crash_run(client: KarmadaClient, loaded: Any, journal: Journal,
               when: Callable[[Any], bool], *, window: str = "night", **kwargs: Any) -> None:
     """Run `window` and crash at the first event `when` accepts (the crash must happen)."""
     def crash(event: Any) -> None:
