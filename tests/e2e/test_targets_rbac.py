@@ -169,7 +169,9 @@ def _cleanup(target: Target, rbac: list[dict[str, Any]]) -> None:
             f"involvedObject.name={POLICY}", "--ignore-not-found")
     kubectl(kc, "delete", "-f", "-", "--ignore-not-found", "--wait=false",
             stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": rbac}))
-    kubectl(kc, "delete", "namespace", NS, STATE_NS, "--ignore-not-found", "--wait=false")
+    # waited for: a next run applying into a namespace still terminating would be refused
+    kubectl(kc, "delete", "namespace", NS, STATE_NS, "--ignore-not-found", "--wait=true",
+            timeout=180)
 
 
 @pytest.fixture
