@@ -1,6 +1,7 @@
 """RBAC proven on each --karmada target: tidal runs as the ServiceAccount `tidal rbac` printed,
 holding nothing but the printed rules (applied as admin). A night and a day switch through
-`tidal switch`, a rolled-back run and a crash-resumed one all go through without a 403.
+`tidal switch`, a rolled-back run, a crash-resumed one and one whose template is deleted
+mid-wave all go through without a 403.
 
 On the real plane (karmada-apiserver with --authorization-mode=RBAC) the identity is a
 TokenRequest token for that ServiceAccount; on the emulator, its RBAC enforcement with the
@@ -189,13 +190,14 @@ def scene(target: Target, request: pytest.FixtureRequest) -> Iterator[Target]:
         ours.close()
 
 
-def _ready(weights: dict[str, int]) -> Any:
-    """Every workload fully assigned and ready where `weights` put it (day: 4/1, night: 0/5)."""
+def _ready(weights: dict[str, int], names: list[str] = NAMES) -> Any:
+    """Every workload of `names` fully assigned and ready where `weights` put it (day: 4/1,
+    night: 0/5)."""
     want = {"cluster-a": 4, "cluster-b": 1} if "cluster-a" in weights else \
         {"cluster-a": 0, "cluster-b": REPLICAS}
 
     def ok(now: Placement) -> bool:
-        return all(now.get((w, c), (0, 0)) == (n, n) for w in NAMES for c, n in want.items())
+        return all(now.get((w, c), (0, 0)) == (n, n) for w in names for c, n in want.items())
     return ok
 
 
@@ -221,8 +223,8 @@ def _events_of_cli(admin: KarmadaClient) -> list[dict[str, Any]]:
 def test_switches_rollback_and_resume_with_only_the_printed_rbac(
         target: Target, scene: Target, tmp_path: Path, fidelity: dict[str, Any]) -> None:
     """As the printed ServiceAccount: `tidal switch` night then day (Events written, each with
-    its object's uid), a floor breach rolled back, a crash at wave 2 resumed; the API refuses
-    no request and an outsider is refused."""
+    its object's uid), a floor breach rolled back, a crash at wave 2 resumed, a template deleted
+    mid-wave; the API refuses no request and an outsider is refused."""
     admin = scene.client()
     schedules = tmp_path / "schedules"
     path = schedule(schedules, scene.patience)
@@ -255,6 +257,9 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
 
         fidelity["rollback"] = _rolled_back(scene, client, admin, tmp_path)
         fidelity["resume"] = _crash_resumed(scene, client, path)
+        fidelity["deleted"] = _template_deleted_mid_wave(scene, client, tmp_path)
+        # the gate read the deleted template as tidal: found gone, not refused
+        assert ("get", "deployments", 404) in outcomes.seen, sorted(set(outcomes.seen))
         assert outcomes.seen, "no request went through the hooked client"
         assert outcomes.refused() == [], f"the printed RBAC refused: {outcomes.refused()}"
         if isinstance(scene, EmulatorTarget):
@@ -375,3 +380,32 @@ def _crash_resumed(scene: Target, client: KarmadaClient, path: Path) -> dict[str
     scene.wait_for(_ready(NIGHT), "night placement after the resume", 90)
     return {"result": record.result, "waves": [(w.index, w.result) for w in record.waves]}
 
+
+
+def _template_deleted_mid_wave(scene: Target, client: KarmadaClient, tmp: Path
+                               ) -> dict[str, Any]:
+    """Day, moving directly: a wave-1 template deleted (as admin) once its trigger is written.
+    The gate finds its binding gone and reads the template (the `get` on templates the printed
+    RBAC must hold); the run leaves it out and the others end at 4:1."""
+    path = schedule(tmp / "deleted", scene.patience, strategy="direct")
+    admin = scene.client()
+    deployments = admin.resource_for("apps/v1", "Deployment")
+    gone = NAMES[0]
+
+    def on_event(event: Any) -> None:
+        observer(event)
+        if isinstance(event, ev.GatePassed) and event.wave == 1 and event.gate == "triggered":
+            admin.request("delete", deployments, "DELETE",
+                          deployments.path(NS, gone.rsplit("/", 1)[1]))
+
+    journal = _journal(client)
+    observer = _observed(client, journal)
+    try:
+        record = run_switch(client, _load(path), "day", clock=SystemClock(), journal=journal,
+                            on_event=on_event, policy_settle=scene.policy_settle)
+    finally:
+        journal.close()
+    assert record.result == "succeeded", record.to_json()
+    assert any(gone in w and "left out" in w for w in record.warnings), record.warnings
+    scene.wait_for(_ready(DAY, NAMES[1:]), "day placement without the deleted one", 90)
+    return {"result": record.result, "warnings": record.warnings}
