@@ -53,7 +53,11 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
     undo = [w for w in state.waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
                                        and (w.triggered or w.rebalancers))
             or stray.intersection(str(k) for k in w.workloads)]
-    for wave in reversed(undo):
+    # the run's own moves first (last wave first), then what Karmada moved of untriggered
+    # waves: a floor such a workload breaks (a scale past capacity) must not keep the
+    # triggered waves where the run put them
+    ours = [w for w in undo if w.triggered or w.rebalancers]
+    for wave in [*reversed(ours), *reversed([w for w in undo if w not in ours])]:
         names = [str(key) for key in wave.workloads]
         if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
             names = [n for n in names if n in stray]
