@@ -38,8 +38,9 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                            policy=policy_ref(record.namespace,
                                                        record.swap_from or record.name),
                                            action=PolicyAction.RESTORE))
+    # a wave whose bridge touched templates moved those (to the bridge): they go back too
     undo = [w for w in state.waves if w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-            and (w.triggered or w.rebalancers)]
+            and (w.triggered or w.rebalancers or (w.bridge is not None and w.bridge.touched))]
     # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
     # placement to go back to: its workloads already follow it, nothing of theirs is undone.
     changed = {r.key for r in state.policies if r.applied}
