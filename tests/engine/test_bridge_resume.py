@@ -5,11 +5,13 @@ below its replicas); a rollback and a halt put the policy's placement back too."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from tests.e2e.surge_helpers import FULL_AVAILABILITY, desired, dips, splits, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one, static_placement
@@ -162,3 +164,33 @@ def test_a_rollback_bridges_the_way_back_too(make_switch_emulator: MakeEmulator,
     night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
     assert dips(emu, since, day, night) == []  # never below its replicas, there and back
     assert desired(emu) == day
+
+
+def test_a_template_changed_while_the_bridge_is_on_its_policy_is_put_back(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """web-0 moved in wave 1; someone edits it while wave 2's bridge placement is on the
+    policy, so it takes the bridge: once the placement is back the run touches web-0 again,
+    warns (bridge_stray), and web-0 ends at its night share only."""
+    from tidal.karmada import templates as templates_api
+
+    emu = make_switch_emulator(team([1, 1]))
+    client = client_for(emu, tmp_path)
+    path = surge_schedule(tmp_path, FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 1"))
+    day = splits(emu)
+    night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
+    since = emu.clock.now()
+
+    def edit(e: Any) -> None:
+        if isinstance(e, ev.BridgeStepped) and e.wave == 2 and e.step is BridgeStep.TOUCHING:
+            templates_api.touch(client, "apps/v1", "Deployment", "ai-app", "web-0",
+                                stamp="someone", run_id="someone")
+            time.sleep(0.3)  # let the emulator's detector apply the bridge placement to it
+
+    with structlog.testing.capture_logs() as logs:
+        record = run_switch(client, load_one(path), "night", clock=SystemClock(),
+                            journal=InMemoryJournal(), on_event=edit)
+    assert record.result == "succeeded", record.to_json()
+    strays = [e for e in logs if e.get("code") == "bridge_stray"]
+    assert strays and "ai-app/Deployment/web-0" in strays[0]["message"]
+    assert dips(emu, since, day, night) == []
+    assert desired(emu) == night

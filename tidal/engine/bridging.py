@@ -156,8 +156,37 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
             return outcome
         _step(run, record, BridgeStep.RESTORING)
     _place(ctx.client, record, bridge=False)
+    _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
     return None
+
+
+def _strays(run: WaveRun, record: BridgeRecord) -> None:
+    """Templates other than the bridged ones that picked up the bridge placement (changed by
+    someone, e.g. an autoscaler, while it was on their Lazy policy): those of waves already
+    moved are touched again (back to the window's placement, where they were); the others
+    keep serving everywhere until their own wave moves them. Each is named in a warning."""
+    ctx = run.ctx
+    bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
+    live = {w.name for w in run.live}
+    strays = [w for w in ctx.everyone if w.name not in record.targets and w.name not in live
+              and triggers.normalize_placement(
+                  BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges]
+    if not strays:
+        return
+    moved = {str(k) for wave in ctx.state.waves if wave.result is not None
+             for k in wave.workloads} if run.direction is Direction.FORWARD else set()
+    again = [w for w in strays if w.name in moved]
+    if again:
+        triggers.touch_wave(ctx.client, again, stamp=ctx.now_iso(), run_id=ctx.run_id)
+    for w in strays:
+        what = "touched again" if w.name in moved else "its own wave moves it"
+        note = f"{w.name} took wave {run.wave.index}'s bridge placement (changed meanwhile): " \
+               f"{what}"
+        if note not in ctx.state.warnings:
+            ctx.state.warnings.append(note)
+        ctx.emitter.emit(RunWarning(**ctx.event_base(run.wave.index), code="bridge_stray",
+                                    message=note))
 
 
 def _touch_and_wait(run: WaveRun, record: BridgeRecord) -> WaveOutcome | None:
