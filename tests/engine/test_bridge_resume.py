@@ -24,6 +24,7 @@ from tidal.engine.switch import run_switch
 from tidal.engine.triggers import normalize_placement
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.views import PolicyView
 
 pytestmark = pytest.mark.e2e
@@ -122,15 +123,21 @@ def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
 def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """onFailure halt: the timed-out bridge gives way to the night placement on the policy
-    (the run's own change stays, as any halted run's), and its room is given back."""
+    (the run's own change stays, as any halted run's), its room is given back, and the run
+    warns that web-0 keeps serving in both clusters until a run moves it."""
     emu = make_switch_emulator(team([1]))
     client = client_for(emu, tmp_path)
     path = surge_schedule(tmp_path, ROLLBACK.replace("onFailure: rollback", "onFailure: halt"))
     emu.set_pods_fail("cluster-b")
     journal = InMemoryJournal()
-    record = run_switch(client, load_one(path), "night", clock=SystemClock(), journal=journal)
+    with structlog.testing.capture_logs() as logs:
+        record = run_switch(client, load_one(path), "night", clock=SystemClock(),
+                            journal=journal)
     assert record.result == "failed", record.to_json()
     assert normalize_placement(_policy(client).spec.get("placement")) == NIGHT_PLACEMENT
+    assert BRIDGE_PLACEMENT not in _policy(client).annotations
+    left = [e for e in logs if e.get("code") == "bridge_left"]
+    assert left and "ai-app/Deployment/web-0" in left[0]["message"]
     state = journal.load("team-s")
     assert state is not None and state.waves[0].bridge is not None
     assert state.waves[0].bridge.step is BridgeStep.RELEASED
@@ -194,3 +201,32 @@ def test_a_template_changed_while_the_bridge_is_on_its_policy_is_put_back(
     assert strays and "ai-app/Deployment/web-0" in strays[0]["message"]
     assert dips(emu, since, day, night) == []
     assert desired(emu) == night
+
+
+def test_a_journal_lost_mid_bridge_loses_nothing(make_switch_emulator: MakeEmulator,
+                                                 tmp_path: Path) -> None:
+    """Crashed with the bridge placement on the policy and the journal gone: the next run
+    finds the placement from before the bridge in the policy's own mark and puts it back
+    before it plans; it ends at the night placement, no mark left, every workload at its
+    night share, none below its replicas once the bridge served."""
+    emu = make_switch_emulator(team([1, 2]))
+    client = client_for(emu, tmp_path)
+    loaded = load_one(surge_schedule(tmp_path, FULL_AVAILABILITY))
+    day = splits(emu)
+    night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
+    crash_run(client, loaded, InMemoryJournal(), _waiting())
+    assert BRIDGE_PLACEMENT in _policy(client).annotations
+    served = {w: {"cluster-a": n, "cluster-b": n} for w, n in
+              ((w, sum(split.values())) for w, split in day.items())}
+    deadline = time.monotonic() + 20
+    while splits(emu) != served and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert splits(emu) == served
+    since = emu.clock.now()
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal())
+    assert record.result == "succeeded", record.to_json()
+    policy = _policy(client)
+    assert normalize_placement(policy.spec.get("placement")) == NIGHT_PLACEMENT
+    assert BRIDGE_PLACEMENT not in policy.annotations and policy.activation != "Lazy"
+    assert dips(emu, since, day, night) == []  # never below its replicas
+    assert splits(emu) == night and desired(emu) == night

@@ -13,13 +13,14 @@ destination has no member Work while their policy is Lazy (trigger touch):
 Each step is journalled (tidal.engine.journal.BridgeRecord) before its side effect. The policy
 patches are the run's own writes to a Lazy policy: they carry no detector settle wait. A run
 that stops (halt, API error, rollback) puts every bridged policy's placement back
-(`clean_up`); a resumed run does so before it plans (`restore_placements`), then redoes the
-unfinished step.
+(`clean_up`); any run does so before it plans, from the policy's own mark, so a lost journal
+loses nothing (`restore_marked`); a resumed run then redoes the unfinished step.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +28,19 @@ import json_merge_patch
 
 from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares, needs_bridge
 from tidal.domain.plan import Amounts
+from tidal.domain.schedule import TidalSchedule
 from tidal.domain.surge import add, amounts_for
 from tidal.engine import triggers
 from tidal.engine.events import BridgeStepped, RunWarning
-from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord, RunState, WaveState
+from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
-from tidal.engine.states import BridgeStep, ChangeKind, Direction, Trigger
+from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
 from tidal.engine.surging import reserve_room, wait_ready
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.views import BindingView, PolicyView
 
 if TYPE_CHECKING:
@@ -221,30 +224,40 @@ def _place(client: KarmadaClient, record: BridgeRecord, *, bridge: bool,
     `only_from_bridge`: only where the policy still carries the bridge (a hand edit since
     stays, for the drift check to report)."""
     for p in record.policies:
-        _write(client, p, p.bridge if bridge else p.original,
+        _write(client, p.kind, p.name, p.namespace, p.bridge if bridge else p.original,
+               mark={"original": p.original, "bridge": p.bridge} if bridge else None,
                expect=p.bridge if only_from_bridge else None)
 
 
-def _write(client: KarmadaClient, p: BridgedPolicy, placement: Mapping[str, Any], *,
+def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
+           placement: Mapping[str, Any], *, mark: Mapping[str, Any] | None,
            expect: Mapping[str, Any] | None) -> None:
+    """Set the policy's placement; `mark`: the bridge annotation to write with it (None:
+    remove it); `expect`: write only where the placement is that now."""
     for _ in range(CONFLICT_ATTEMPTS):
-        current = api.find_policy(client, p.kind, p.name, p.namespace)
+        current = api.find_policy(client, kind, name, namespace)
         if current is None:
             return  # deleted: nothing to put back (the drift check reports it)
         view = PolicyView(current)
         spec = view.spec
         now = triggers.normalize_placement(spec.get("placement") or {})
-        if now == triggers.normalize_placement(placement) or \
-                (expect is not None and now != triggers.normalize_placement(expect)):
+        marked = BRIDGE_PLACEMENT in view.annotations
+        if now == triggers.normalize_placement(placement) and marked is (mark is not None):
             return
+        if expect is not None and now != triggers.normalize_placement(expect):
+            return
+        body: dict[str, Any] = {"metadata": {"annotations": {
+            BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None}}}
         diff = json_merge_patch.create_patch(spec, {**spec, "placement": dict(placement)})
+        if diff:
+            body["spec"] = diff
         try:
-            api.patch_policy(client, p.kind, p.name, p.namespace, {"spec": diff},
+            api.patch_policy(client, kind, name, namespace, body,
                              resource_version=view.resource_version)
         except Conflict:
             continue
         return
-    raise Conflict(f"{p.kind}/{p.name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+    raise Conflict(f"{kind}/{name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
 def release(run: WaveRun) -> WaveOutcome | None:
@@ -277,13 +290,36 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
                 continue
             ctx.budget.release(_holder(ctx, wave, back))
             record.advance(BridgeStep.RELEASED)
+            moved = set(wave.rollback_triggered if back else wave.triggered)
+            left = sorted(set(record.touched) - moved)
+            if left and not (ctx.state.phase is Phase.ROLLBACK and not back):
+                note = (f"wave {wave.index}: {', '.join(left)} keep serving in every cluster "
+                        "of the bridge (Duplicated) until a run of this schedule moves them")
+                if note not in ctx.state.warnings:
+                    ctx.state.warnings.append(note)
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="bridge_left",
+                                            message=note))
             ctx.save()
 
 
-def restore_placements(client: KarmadaClient, state: RunState) -> None:
-    """Before a resumed run plans: every policy a crash left with its bridge placement gets
-    the window's placement back (the journal keeps its step: the bridge is redone)."""
-    for wave in state.waves:
-        for record in (wave.bridge, wave.bridge_back):
-            if record is not None and record.step.placed:
-                _place(client, record, bridge=False, only_from_bridge=True)
+def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
+    """Before a run plans: a policy of the schedule that still carries a bridge placement (a
+    run crashed or lost its journal mid-bridge) gets the placement from before the bridge
+    back, found from its own annotation; a journalled bridge step is then redone. A placement
+    edited since is left alone (the drift check reports it), only the mark goes."""
+    for ref in sorted(schedule.policy_refs(), key=str):
+        obj = api.find_policy(client, ref.kind, ref.name, ref.namespace)
+        text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
+        if obj is None or text is None:
+            continue
+        try:
+            mark = json.loads(text)
+            original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
+        except (ValueError, KeyError, TypeError):
+            original = bridge_ = {}
+        now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
+        if original and now == triggers.normalize_placement(bridge_):
+            _write(client, ref.kind, ref.name, ref.namespace, original, mark=None, expect=None)
+        else:
+            _write(client, ref.kind, ref.name, ref.namespace,
+                   PolicyView(obj).spec.get("placement") or {}, mark=None, expect=None)

@@ -120,8 +120,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         notes.append(f"schedule {schedule.name} was edited during the run: this run "
                      f"finishes against the version it started with "
                      f"({previous.schedule_hash}); the edit applies from the next start")
-    if resuming and previous is not None:  # a crash may have left a bridge placement
-        bridging.restore_placements(client, previous)
+    bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
     sp = build_plan(client, schedule, window,
                     trigger=previous.trigger if resuming and previous else None, reads=reads)
     if resuming and previous is not None:
