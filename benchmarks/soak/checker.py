@@ -47,6 +47,16 @@ def _where(assigned: dict[str, int]) -> frozenset[str]:
     return frozenset(c for c, n in assigned.items() if n > 0)
 
 
+def _rescheduled_for_replicas(old: dict[str, int], binding: Obj) -> bool:
+    """The scheduler re-placed this binding because its replica count changed: the old
+    assignment no longer adds up to spec.replicas (Karmada's replicas-changed rule). A scale
+    is the user's template change, which also brings a Lazy policy's pending placement in."""
+    replicas = int((binding.get("spec") or {}).get("replicas") or 0)
+    if not old or all(n == replicas for n in old.values()):  # also Duplicated: each has all
+        return False
+    return sum(old.values()) != replicas
+
+
 def _in_wave(state: Obj) -> bool:
     return state.get("phase") != "done" and any(
         w.get("startedAt") and not w.get("result") for w in state.get("waves") or [])
@@ -125,8 +135,10 @@ class Checker:
         self.moves_checked = 0
         self.bindings: dict[str, Obj] = {}
         self.touches: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.touched_back: dict[str, set[str]] = defaultdict(set)  # run -> touched in rollback
         self.breaches_seen = 0
         self.moves_outside_runs = 0
+        self.moves_by_scale = 0  # re-placed by the scheduler for a new replica count
         self._schedule_of = {w: t.schedule for t in TEAMS for w in t.workload_names()}
         self._team_workloads = {t.schedule: set(t.workload_names()) for t in TEAMS}
         self._breached: set[str] = set()
@@ -283,7 +295,9 @@ class Checker:
         run = self.runs.get(self.current_run.get(schedule, ""))
         active = run is not None and run.last.get("phase") != "done"
         if old and new and _where(old) != _where(new):
-            if active and run is not None:
+            if _rescheduled_for_replicas(old, event.obj):
+                self.moves_by_scale += 1  # Karmada's own, after a scale: no wave's, no run's
+            elif active and run is not None:
                 run.moves[name] += 1
                 self._move_in_wave(run, name, _where(new) - _where(old))
             else:
@@ -310,6 +324,8 @@ class Checker:
             return
         stamps.add(stamp)
         run = self.runs.get(run_id)
+        if run is not None and run.last.get("phase") == "rollback":
+            self.touched_back[run_id].add(name)  # the move it causes may precede its journal
         if run is None or len(stamps) == 1:
             return
         key = f"{NS}/Deployment/{name}"
@@ -333,15 +349,19 @@ class Checker:
         if into & self.not_ready:
             self.violation(f"{label}: {name} moved into NotReady "
                            f"{sorted(into & self.not_ready)}", Promise.FLOORS)
-        if self.not_ready or self._scaled(key):
-            return  # Karmada reschedules on its own then (filtered clusters, new replicas)
+        if self.not_ready:
+            return  # Karmada reschedules on its own then (filtered clusters)
         waves = state.get("waves") or []
         rollback = state.get("phase") == "rollback"
         if rollback:
             # The rollback moves back every wave whose trigger was written (touched or
             # rebalanced), last first; it journals its own triggers only after writing them.
+            # A wave never triggered is moved back only where Karmada moved it (a user's
+            # scale): then the rollback's own touch of that template comes first.
+            touched = name in self.touched_back[run.run_id]
             owners = [w for w in waves if key in (w.get("workloads") or []) and (
-                w.get("triggered") or w.get("rebalancers") or w.get("rollbackTriggered"))]
+                w.get("triggered") or w.get("rebalancers") or w.get("rollbackTriggered")
+                or touched)]
         else:
             owners = [w for w in waves if w.get("startedAt") and not w.get("result")
                       and key in (w.get("workloads") or [])]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from tidal.domain.floors import FloorRule
 from tidal.domain.waves import WorkloadKey
 from tidal.engine import gates
@@ -158,3 +160,25 @@ def test_ready_field_path_is_honoured() -> None:
         {"clusterName": "a", "status": {"availableReplicas": 3, "readyReplicas": 1}}]}}
     assert gates.ready_by_cluster(binding, "status.availableReplicas") == {"a": 3}
     assert gates.ready_by_cluster(binding) == {"a": 1}
+
+
+@pytest.mark.parametrize(("assigned", "raised", "members", "old"), [
+    # night move of 4: b raised to 4 by the override, a's Work not yet removed
+    ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-a": 3, "cluster-b": 4}, ["cluster-a"]),
+    # a's Work removed: the new split is what the members run
+    ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-b": 4}, []),
+    # day move: a raised to 4, b still at 5 of its new 1 (not re-rendered yet)
+    ({"cluster-a": 4, "cluster-b": 1}, {"cluster-a": 4}, {"cluster-a": 4, "cluster-b": 5},
+     ["cluster-b"]),
+    ({"cluster-a": 4, "cluster-b": 1}, {"cluster-a": 4}, {"cluster-a": 4, "cluster-b": 1}, []),
+    # dynamic weights: the override keeps b above its assignment, which is not "old"
+    ({"cluster-b": 3}, {"cluster-b": 5}, {"cluster-b": 5}, []),
+    # a kind that reports no replica count: only the cluster set can tell
+    ({"cluster-b": 2}, {"cluster-b": 2}, {"cluster-b": None}, []),
+])
+def test_old_split_members_are_those_not_yet_rendered_from_the_new_split(
+        assigned: dict[str, int], raised: dict[str, int], members: dict[str, int | None],
+        old: list[str]) -> None:
+    """Before a surge's overrides go, no member may still run the old split: a cluster no
+    longer assigned that still reports, or an unraised one above its assignment."""
+    assert gates.old_split_members(assigned, raised, members) == old

@@ -113,19 +113,26 @@ def test_write_outside_the_schedules_is_reported(world: Any) -> None:
     assert len(checker.violations) == 1 and "other/db" in checker.violations[0]
 
 
-@pytest.mark.parametrize(("result", "marked", "expected"), [
-    ("succeeded", True, "Lazy left behind"),
-    ("failed", False, "without tidal's marks"),
-    ("failed", True, None),
+@pytest.mark.parametrize(("result", "marked", "left", "expected"), [
+    ("succeeded", True, False, "Lazy left behind"),
+    ("failed", False, False, "without tidal's marks"),
+    ("failed", True, False, None),
+    ("rolledBack", True, False, "Lazy left behind"),
+    ("rolledBack", True, True, None),
+    ("rolledBack", False, True, "Lazy left behind"),
 ])
 def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
-        world: Any, result: str, marked: bool, expected: str | None) -> None:
-    """After a finished run no Lazy may stay; after a halted one a Lazy must carry the marks
-    that let the next run restore it."""
+        world: Any, result: str, marked: bool, left: bool, expected: str | None) -> None:
+    """After a finished run no Lazy may stay, unless a rollback journalled leaving it (it held
+    unmoved templates) and it is marked; after a halted one a Lazy must carry the marks that let
+    the next run restore it."""
     from benchmarks.soak.runner import _no_leftovers
 
     emu, checker = world
-    _save_run(emu, _run("done", [_wave(0, True, result)], result))
+    run = _run("done", [_wave(0, True, result)], result)
+    run["policies"] = [{"applied": True, "name": TEAM.policy, "lazyAdded": True,
+                        "lazyRestored": not left}]
+    _save_run(emu, run)
     _settle(checker)
     rtype = emu.kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
 

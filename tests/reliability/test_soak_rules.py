@@ -295,6 +295,64 @@ def test_a_rollback_moving_a_triggered_wave_back_before_journalling_it_is_accept
         in log.violations[0]
 
 
+SCALED = 1000  # the chaos's scale_past_capacity
+
+
+def test_karmadas_moves_after_a_scale_and_its_revert_are_not_the_runs() -> None:
+    """The soak-30 pattern: W[3] (wave 2's) is scaled while its Lazy policy holds the other
+    placement, so the scheduler re-places it at the scale and again at the revert (the second
+    in the rollback, under the restored policy); neither is the run's move, nor a second one."""
+    log = Log()
+    log.binding(3, NIGHT)
+    log.run("waves", [wave(1, triggered=True), wave(2, started=False)])
+    log.binding(3, NIGHT, replicas=SCALED)  # the detector: new replicas, placement brought in
+    log.binding(3, {"cluster-a": 800, "cluster-b": 200}, replicas=SCALED)  # the scheduler
+    log.run("waves", [wave(1, result="succeeded", triggered=True), wave(2)])
+    log.run("rollback", [wave(1, result="succeeded", triggered=True),
+                         wave(2, result="failed", reason="floor breached")])
+    log.binding(3, {"cluster-a": 800, "cluster-b": 200})  # reverted: 5 replicas again
+    log.binding(3, NIGHT)
+    log.run("done", [wave(1, result="succeeded", triggered=True),
+                     wave(2, result="failed", reason="floor breached")], "failed")
+    log.checker.check_runs(0, 0)
+    assert [v for v in log.violations if W[3] in v] == [], log.violations
+    assert log.checker.moves_by_scale == 2 and dict(log.checker.runs["r1"].moves) == {}
+
+
+def test_a_move_of_a_scaled_workload_outside_its_wave_is_still_flagged() -> None:
+    """Scaled and already re-placed for it, W[3] then moves again with its replica count
+    unchanged: that is a trigger's move, and no wave listing it is in flight."""
+    log = Log()
+    log.binding(3, NIGHT)
+    log.run("waves", [wave(1), wave(2, started=False)])
+    log.binding(3, NIGHT, replicas=SCALED)
+    log.binding(3, {"cluster-b": SCALED}, replicas=SCALED)  # same clusters: no move
+    log.binding(3, {"cluster-a": 800, "cluster-b": 200}, replicas=SCALED)
+    assert log.checker.moves_by_scale == 0
+    assert len(log.violations) == 1 and f"{W[3]} moved while no wave listing it was in " \
+        "flight (phase waves)" in log.violations[0]
+
+
+def test_a_rollback_moving_back_a_template_karmada_moved_after_its_own_touch_is_accepted() -> None:
+    """W[3]'s wave was never triggered, but Karmada placed it at night after a scale: the
+    rollback touches it and it moves back before rollbackTriggered is journalled (accepted);
+    the same move with no touch before it (a lifted Lazy) is flagged."""
+    for touched in (True, False):
+        log = Log()
+        log.binding(3, DAY)
+        log.run("waves", [wave(1, triggered=True), wave(2, started=False)])
+        log.binding(3, DAY, replicas=SCALED)
+        log.binding(3, {"cluster-b": SCALED}, replicas=SCALED)  # Karmada's, for the scale
+        log.binding(3, {"cluster-b": SCALED})
+        log.binding(3, NIGHT)  # reverted
+        log.run("rollback", [wave(1, result="failed", triggered=True), wave(2, started=False)])
+        if touched:
+            log.touch(3, "t-back")
+        log.binding(3, DAY)
+        flagged = [v for v in log.violations if "no wave listing it" in v]
+        assert bool(flagged) == (not touched), log.violations
+
+
 def test_a_move_into_a_not_ready_cluster_is_flagged() -> None:
     """A wave's workload moving into a NotReady cluster is a violation; into a Ready one not."""
     for ready in (True, False):

@@ -119,6 +119,16 @@ def rescheduled(target: WaveTarget, binding: BindingView) -> bool:
     return before is None or second(last) > second(before)
 
 
+def old_split_members(assigned: Mapping[str, int], raised: Mapping[str, int],
+                      members: Mapping[str, int | None]) -> list[str]:
+    """Member clusters still running the split from before a move: one no longer `assigned`
+    that still reports the workload, or one no override `raised` running more replicas than
+    assigned (its Work not yet rendered from the new split)."""
+    return [cluster for cluster, replicas in members.items()
+            if cluster not in assigned or (cluster not in raised and replicas is not None
+                                           and replicas > assigned[cluster])]
+
+
 @dataclass
 class GateReport:
     passed: set[Gate] = field(default_factory=set)

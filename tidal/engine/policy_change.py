@@ -31,7 +31,8 @@ from tidal.karmada.names import (
 )
 from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
-__all__ = ["COMPLETED_RUN", "LAZY", "apply", "comparable", "finish", "is_done", "record_for",
+__all__ = ["COMPLETED_RUN", "LAZY", "apply", "comparable", "finish", "is_done",
+           "original_activation", "record_for",
            "restore_activation_after_rollback", "rollback", "run_under_way", "temporary_lazy"]
 CONFLICT_ATTEMPTS = 6
 
@@ -224,7 +225,7 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
                 labels.pop(key, None)
             spec = manifest.setdefault("spec", {})
             if lazy and spec.get("activationPreference") != LAZY:
-                original = _original_of(record)
+                original = original_activation(record)
                 spec["activationPreference"] = LAZY
                 manifest["metadata"].setdefault("annotations", {}).update(
                     _lazy_marks(run_id, original))
@@ -236,7 +237,7 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         body: dict[str, Any] = {}
         if lazy:
             wanted["activationPreference"] = LAZY
-            original = _original_of(record)
+            original = original_activation(record)
             if original != LAZY and PolicyView(current).lazy_added_by is None:
                 body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
         diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
@@ -251,7 +252,7 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
     return PolicyAction.RESTORE
 
 
-def _original_of(record: PolicyRecord) -> str | None:
+def original_activation(record: PolicyRecord) -> str | None:
     """The activationPreference the policy had before tidal: the pre-image's own, unless that
     was itself a Lazy an earlier run added."""
     pre_image = record.pre_image or {}
@@ -270,7 +271,7 @@ def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecor
     """After rolled-back waves: the activationPreference from before tidal, marks removed."""
     name = record.swap_from if record.action is ChangeKind.SWAP else record.name
     assert name is not None
-    original = _original_of(record)
+    original = original_activation(record)
     current = api.find_policy(client, record.kind, name, record.namespace)
     if current is None:
         return

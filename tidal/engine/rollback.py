@@ -1,15 +1,22 @@
 """Rollback: restore the policies' previous spec, then move the switched waves back, last
-wave first, with the same triggers and under the same floors."""
+wave first, with the same triggers and under the same floors; then lift the temporary Lazy,
+unless lifting it would move templates at once."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from tidal.engine import policy_change, wave_checks
-from tidal.engine.events import PolicyChanged, WaveFinished, policy_ref
-from tidal.engine.journal import PolicyRecord
+from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
+from tidal.engine.journal import PolicyRecord, WaveState
 from tidal.engine.resolve import Workload
-from tidal.engine.states import ChangeKind, Direction, PolicyAction, WaveResult
+from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
 from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import SwitchContext, run_wave
+from tidal.karmada import policies as policies_api
+from tidal.karmada.bindings import key_of
+from tidal.karmada.client import Obj
+from tidal.karmada.views import LAZY, BindingView, PolicyView
 
 
 def previous_placement(record: PolicyRecord) -> object:
@@ -18,9 +25,10 @@ def previous_placement(record: PolicyRecord) -> object:
     return normalize_placement((spec or {}).get("placement"))
 
 
-def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, str]:
+def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
+              targets: Mapping[str, object]) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not). The run is in its
-    rollback phase."""
+    rollback phase; `targets`: policy key -> the normalized placement the run switched to."""
     state = ctx.state
     edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
     if edited:  # restoring would overwrite a hand edit: leave everything as it is
@@ -38,14 +46,18 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                            policy=policy_ref(record.namespace,
                                                        record.swap_from or record.name),
                                            action=PolicyAction.RESTORE))
-    # a wave whose bridge touched templates moved those (to the bridge): they go back too
-    undo = [w for w in state.waves if w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-            and (w.triggered or w.rebalancers or (w.bridge is not None and w.bridge.touched))]
     # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
     # placement to go back to: its workloads already follow it, nothing of theirs is undone.
     changed = {r.key for r in state.policies if r.applied}
+    stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
+    # a wave whose bridge touched templates moved those (to the bridge): they go back too
+    undo = [w for w in state.waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
+                                       and (w.triggered or w.rebalancers or _bridged(w)))
+            or stray.intersection(str(k) for k in w.workloads)]
     for wave in reversed(undo):
         names = [str(key) for key in wave.workloads]
+        if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
+            names = [n for n in names if n in stray or n in _bridged(wave)]
         workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
         started = ctx.clock.monotonic()
         outcome = run_wave(ctx, wave, workloads,
@@ -60,8 +72,8 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                           duration_seconds=ctx.clock.monotonic() - started,
                                           rollback=True))
             return False, wave.reason
-        assert wave.result is not None
-        wave.result = wave.result.after_rollback()
+        if wave.result in (WaveResult.SUCCEEDED, WaveResult.FAILED):  # else never started
+            wave.result = wave.result.after_rollback()
         wave.finished_at = ctx.now_iso()
         ctx.save()
         ctx.emitter.emit(WaveFinished(**base, result=WaveResult.ROLLED_BACK,
@@ -70,6 +82,75 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload]) -> tuple[bool, s
                                       rollback=True))
     for record in state.policies:
         # also a Lazy this run adopted from an earlier run it did not change the policy for
-        if record.applied or record.lazy.added:
-            policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
+        if not (record.applied or record.lazy.added):
+            continue
+        held = held_by_lazy(ctx, record)
+        if held:
+            _keep_lazy(ctx, record, held)
+            continue
+        policy_change.restore_activation_after_rollback(ctx.client, record, save=ctx.save)
+        if record.lazy.added:
+            record.lazy = LazyMark.LIFTED
+            ctx.save()
     return True, ""
+
+
+def _bridged(wave: WaveState) -> set[str]:
+    """The templates the wave's bridge touched (their bindings carry the bridge placement)."""
+    return set(wave.bridge.touched) if wave.bridge is not None else set()
+
+
+def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
+    """The run's workloads of this policy whose bindings do not carry the placement of the
+    policy in force (an earlier run's unfinished waves, or Karmada re-placing a template a user
+    changed meanwhile): lifting the policy's Lazy would reschedule them all at once, outside any
+    wave and under no floor."""
+    name = record.swap_from if record.action is ChangeKind.SWAP else record.name
+    assert name is not None
+    policy = policies_api.find_policy(ctx.client, record.kind, name, record.namespace)
+    view = PolicyView.of(policy)
+    if policy is None or view.activation != LAZY or \
+            policy_change.original_activation(record) == LAZY:
+        return []  # lifting changes nothing
+    placement = normalize_placement(view.spec.get("placement"))
+    mine = [w for w in ctx.everyone if w.policy == record.key]
+    now = _placements(ctx, mine)
+    return [w.name for w in mine if w.name in now and now[w.name] != placement]
+
+
+def moved_outside_waves(ctx: SwitchContext, by_name: Mapping[str, Workload],
+                        changed: set[str], targets: Mapping[str, object],
+                        previous: Mapping[str, object]) -> set[str]:
+    """Workloads of waves never triggered whose bindings carry the placement this run switched
+    to all the same (a wave lists only templates that did not when the run was planned):
+    Karmada applied the Lazy policy when a user changed their templates (a scale) during the
+    run. The rollback moves them back in their waves, under the floors."""
+    untriggered = {str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers)
+                   for k in w.workloads}
+    mine = [by_name[n] for n in sorted(untriggered) if n in by_name
+            and by_name[n].policy in changed and targets.get(by_name[n].policy) is not None
+            and targets.get(by_name[n].policy) != previous.get(by_name[n].policy)]
+    now = _placements(ctx, mine)
+    return {w.name for w in mine if w.name in now and now[w.name] == targets[w.policy]}
+
+
+def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, object]:
+    """Workload name -> the normalized placement its binding carries now."""
+    bindings: dict[str, Obj] = {}
+    for namespace in sorted({w.key.namespace for w in workloads}):
+        items = ctx.list_bindings(namespace or None, cluster_scoped=not namespace)
+        bindings.update({key_of(b): b for b in items})
+    return {w.name: normalize_placement(BindingView.of(bindings[w.binding_key]).placement)
+            for w in workloads if w.binding_key in bindings}
+
+
+def _keep_lazy(ctx: SwitchContext, record: PolicyRecord, held: list[str]) -> None:
+    """Leave the Lazy on, with its marks: the next run of a window naming the policy moves
+    those templates in waves and lifts it (or `tidal status` shows it held until then)."""
+    shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    note = (f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
+            "at once, outside any wave (they do not follow the policy's placement)")
+    if note not in ctx.state.warnings:
+        ctx.state.warnings.append(note)
+        ctx.save()
+    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="lazy_kept", message=note))

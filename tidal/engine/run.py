@@ -372,7 +372,9 @@ def _rollback(run: PreparedRun) -> Phase:
     # would read as a hand edit)
     surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
     bridging.clean_up(run.ctx, forward_only=True)
-    ok, why = roll_back(run.ctx, run.plan.by_name)
+    targets = {t.key: normalize_placement(t.target_placement)
+               for t in run.plan.selection.policies}
+    ok, why = roll_back(run.ctx, run.plan.by_name, targets)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:
         state.reason = why

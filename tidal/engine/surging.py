@@ -258,13 +258,51 @@ def fit(run: WaveRun) -> None:
 
 
 def release(run: WaveRun) -> WaveOutcome | None:
-    """The wave converged on its new split: delete its overrides, give the capacity back."""
+    """The wave converged on its new split: once Karmada has written that split into the
+    members' Works, delete the overrides and give the capacity back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.surge_for(back)
     if record is None or not record.active:
         return None
+    if record.step is SurgeStep.MOVING:
+        outcome = _wait_applied(run, record)
+        if outcome is not None:
+            return outcome
     _remove(ctx, run.wave, record, back)
     return None
+
+
+def _not_applied(run: WaveRun, record: SurgeRecord) -> list[str]:
+    """`workload cluster` wherever a member still runs the split from before the move: a
+    cluster no longer assigned that still reports the workload, or one the override does not
+    raise that runs more replicas than assigned. Until the binding controller has rendered the
+    new split, an override deleted would be re-rendered onto the old one (the destination
+    drops to its old share while the source still holds its replicas)."""
+    out = []
+    for w in run.live:
+        binding = run.watch.cache.get(w.binding_key)
+        if binding is None:
+            continue
+        view = BindingView.of(binding)
+        out += [f"{w.name} {cluster}" for cluster in gates.old_split_members(
+            view.assignment(), record.targets.get(w.name) or {}, view.member_replicas())]
+    return out
+
+
+def _wait_applied(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
+    """Until every member runs the new split (see _not_applied), or the wave times out."""
+    ctx = run.ctx
+    while True:
+        late = _not_applied(run, record)
+        if not late:
+            return None
+        remaining = run.deadline - ctx.clock.monotonic()
+        if remaining <= 0:
+            return WaveOutcome(False, FailureReason.TIMEOUT,
+                               "Karmada has not applied the new split to the members within "
+                               f"waveTimeout {ctx.wave_timeout:g}s: {', '.join(late[:5])}")
+        for _ in run.watch.changes(min(remaining, 5.0)):  # the watch keeps its cache
+            break
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:

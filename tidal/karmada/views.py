@@ -148,6 +148,16 @@ class BindingView(ObjectView):
                 else 0
         return out
 
+    def member_replicas(self) -> dict[str, int | None]:
+        """Per member cluster that reports the workload (aggregatedStatus): its status.replicas,
+        the pods the member runs for it (None when the kind reports no such field)."""
+        out: dict[str, int | None] = {}
+        for item in _list(self.status.get("aggregatedStatus")):
+            value = _map(item.get("status")).get("replicas")
+            out[str(item.get("clusterName"))] = int(value) if isinstance(value, int | float) \
+                else None
+        return out
+
     def healthy_clusters(self) -> set[str]:
         return {str(i.get("clusterName")) for i in _list(self.status.get("aggregatedStatus"))
                 if i.get("health") == "Healthy"}
