@@ -285,8 +285,9 @@ def markdown(arms: SurgeArms, fleet: sc.Fleet, ratio: float) -> list[str]:
         f"in {m.night.converge_seconds:.0f} s: **{ratio:.1f}x the bound** (the waves and their "
         "pauses are sequential; the bound assumes all surge starts at once).",
         f"- 1-{fleet.max_replicas} replica fleet, default Karmada (clusters given 0 replicas "
-        f"get no Work): {_outcome(arms.small)}; {zero_ready(arms.small)} workloads at zero "
-        "ready.",
+        f"get no Work; those with nothing in cluster-b are bridged): {_outcome(arms.small)}; "
+        f"{zero_ready(arms.small)} workloads at zero ready, lowest availability of any "
+        f"workload {arms.small.lowest_workload_percent:.0f}%.",
         "- The same with the scheduler's empty-workload propagation "
         f"(`emptyWorkloadPropagation: true`): {_outcome(arms.small_ewp)}; "
         f"{zero_ready(arms.small_ewp)} workloads at zero ready, lowest availability of any "

@@ -67,8 +67,12 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
         wait_for(finished, 150, "the run to be carried on to the end")
         run = stored_run(client)
         assert run is not None and run.run_id == first.run_id and run.result == "succeeded"
-        handled = StateStore(client, STATE_NS).read("team-t1").handled
-        assert handled is not None and handled.outcome == "succeeded"
+
+        def recorded() -> bool:  # the handled record is written just after the run state
+            handled = StateStore(client, STATE_NS).read("team-t1").handled
+            return handled is not None and handled.outcome == "succeeded"
+
+        wait_for(recorded, 30, "the window start recorded as succeeded")
         policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
         assert "activationPreference" not in policy["spec"]
         assert not {k for k in policy["metadata"].get("annotations", {}) if "lazy" in k}

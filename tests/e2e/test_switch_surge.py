@@ -6,133 +6,39 @@ reported by the plan before anything is written."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.surge_helpers import (
+    FULL_AVAILABILITY,
+    GPU,
+    NIGHT_AND_DAY,
+    desired,
+    dips,
+    no_overrides,
+    plan_json,
+    splits,
+    surge_schedule,
+    switch_without_dips,
+    team,
+)
 from tests.e2e.switch_helpers import (
-    DAY,
     NS,
     MakeEmulator,
     client_for,
-    cluster,
-    cpp,
-    deployment,
     deployment_workloads,
     invoke_cli,
-    namespace,
     schedule_text,
-    weights_window,
     write_schedule,
     writes,
 )
 from tests.e2e.switch_helpers import switch as run_window
 from tidal.engine import events as ev
-from tidal.karmada.client import KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
-
-GPU = "nvidia.com/gpu"
-FULL_AVAILABILITY = """
-        waveSize: 2
-        pauseBetweenWaves: 0s
-        waveTimeout: 60s
-        floors:
-          - minAvailablePercent: 100
-    """
-NIGHT_AND_DAY = (weights_window("night", "23:00", {"cluster-b": 1})
-                 + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}))
-
-
-def _gpu_cluster(name: str, gpus: int, startup: float = 2.0) -> dict[str, Any]:
-    c = cluster(name, startup=startup, termination=0.5)
-    c["status"]["resourceSummary"]["allocatable"][GPU] = str(gpus)
-    return c
-
-
-def _gpu_deployment(name: str, replicas: int) -> dict[str, Any]:
-    d = deployment(name, "t1", replicas)
-    d["metadata"]["labels"]["size"] = "big" if replicas >= 3 else "small"
-    d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][GPU] = "1"
-    return d
-
-
-def _team(replicas: list[int], *, b_gpus: int = 64) -> list[dict[str, Any]]:
-    """cluster-a (64 GPUs) and cluster-b, team t1 placed 4:1, one GPU per replica."""
-    topo = [_gpu_cluster("cluster-a", 64), _gpu_cluster("cluster-b", b_gpus), namespace(),
-            cpp("team-cpp", "t1", DAY)]
-    return topo + [_gpu_deployment(f"web-{i}", n) for i, n in enumerate(replicas)]
-
-
-def _schedule(tmp: Path, rollout: str) -> Path:
-    return write_schedule(tmp, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
-
-
-def _dips(emu: Any, since: float, before: dict[str, dict[str, int]],
-          after: dict[str, dict[str, int]]) -> list[str]:
-    """Every moment (since `since`) a workload had fewer ready replicas than its spec, or a
-    cluster fewer than the share it keeps (min of before and after)."""
-    replicas = {w: sum(split.values()) for w, split in before.items()}
-    ready: dict[str, dict[str, int]] = {}
-    out = []
-    for s in emu.timeline():
-        ready.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
-        if s["t"] < since or s["workload"] not in replicas:
-            continue
-        w = s["workload"]
-        total = sum(ready[w].values())
-        if total < replicas[w]:
-            out.append(f"{w} at {s['t']}: {total}/{replicas[w]} ready")
-        for c in set(before[w]) | set(after[w]):
-            keep = min(before[w].get(c, 0), after[w].get(c, 0))
-            if ready[w].get(c, 0) < keep:
-                out.append(f"{w} {c} at {s['t']}: {ready[w].get(c, 0)} < {keep}")
-    return out
-
-
-def _splits(emu: Any) -> dict[str, dict[str, int]]:
-    """Ready per workload and cluster now (emulator timeline)."""
-    out: dict[str, dict[str, int]] = {}
-    for s in emu.timeline():
-        out.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
-    return {w: {c: n for c, n in split.items() if n} for w, split in out.items()}
-
-
-def _desired(emu: Any) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for s in emu.timeline():
-        out.setdefault(s["workload"], {})[s["cluster"]] = s["assigned"]
-    return {w: {c: n for c, n in split.items() if n} for w, split in out.items()}
-
-
-def _no_overrides(client: KarmadaClient) -> None:
-    assert list_overrides(client, schedule="team-s") == []
-
-
-def _switch_without_dips(emu: Any, client: KarmadaClient, path: Path, window: str,
-                         before: dict[str, dict[str, int]], after: dict[str, dict[str, int]],
-                         events: list[Any] | None = None) -> None:
-    """`window` succeeds, no workload goes below its shares on the way, no override is left."""
-    since = emu.clock.now()
-    record = run_window(client, path, window, events=events)
-    assert record.result == "succeeded", record.to_json()
-    assert _dips(emu, since, before, after) == []
-    _no_overrides(client)
-
-
-def _plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
-    from click.testing import CliRunner
-
-    from tidal.cli.main import cli
-
-    result = CliRunner().invoke(cli, ["plan", str(path), "--window", window, "--kubeconfig",
-                                      str(kubeconfig), "-o", "json"])
-    assert result.exit_code in (0, 3), result.output
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
 
 
 def test_full_availability_holds_through_the_night_and_the_day_switch(
@@ -140,34 +46,34 @@ def test_full_availability_holds_through_the_night_and_the_day_switch(
     """minAvailablePercent 100: every workload keeps all its replicas ready through the night
     switch and the day switch, no cluster drops below the share it keeps, and no override
     is left after either."""
-    emu = make_switch_emulator(_team([5, 5, 5, 5]))
+    emu = make_switch_emulator(team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, FULL_AVAILABILITY)
+    path = surge_schedule(tmp_path, FULL_AVAILABILITY)
     day = {f"{NS}/Deployment/web-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(4)}
     night = {w: {"cluster-b": 5} for w in day}
-    assert _splits(emu) == day
+    assert splits(emu) == day
     events: list[Any] = []
-    _switch_without_dips(emu, client, path, "night", day, night, events=events)
-    assert _splits(emu) == night and _desired(emu) == night  # none above its share
-    _switch_without_dips(emu, client, path, "day", night, day)
-    assert _splits(emu) == day and _desired(emu) == day
+    switch_without_dips(emu, client, path, "night", day, night, events=events)
+    assert splits(emu) == night and desired(emu) == night  # none above its share
+    switch_without_dips(emu, client, path, "day", night, day)
+    assert splits(emu) == day and desired(emu) == day
 
 
 def test_small_workloads_are_switched_where_a_cluster_is_kept(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """3-4 replica workloads (2-3 in cluster-a, 1 in cluster-b by day) under 100% available:
     refused with strategy direct, switched with surge and never below their replicas. 1-2
-    replica workloads (nothing in cluster-b by day) are named by the plan: no member to raise."""
-    emu = make_switch_emulator(_team([3, 4, 3, 4, 1, 2]))
+    replica workloads (nothing in cluster-b by day) are named by the plan: bridged."""
+    emu = make_switch_emulator(team([3, 4, 3, 4, 1, 2]))
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     rollout = FULL_AVAILABILITY
     workloads = deployment_workloads("{matchLabels: {size: big}}")
-    team = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
-    plan = _plan_json(team, kubeconfig, "night")
+    whole = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
+    plan = plan_json(whole, kubeconfig, "night")
     notes = " ".join(plan["warnings"])
-    assert f"{NS}/Deployment/web-4: moves without surge" in notes
-    assert f"{NS}/Deployment/web-5: moves without surge" in notes
+    assert f"{NS}/Deployment/web-4: bridged" in notes
+    assert f"{NS}/Deployment/web-5: bridged" in notes
     direct = write_schedule(tmp_path, schedule_text(
         "team-s", rollout + "    strategy: direct\n", windows=NIGHT_AND_DAY,
         workloads=workloads))
@@ -176,11 +82,11 @@ def test_small_workloads_are_switched_where_a_cluster_is_kept(
     assert not writes(emu)
     path = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY,
                                                   workloads=workloads))
-    before = {w: split for w, split in _splits(emu).items()
+    before = {w: split for w, split in splits(emu).items()
               if w.rsplit("-", 1)[-1] in "0123"}
     after = {w: {"cluster-b": sum(split.values())} for w, split in before.items()}
-    _switch_without_dips(emu, client, path, "night", before, after)
-    now = _splits(emu)
+    switch_without_dips(emu, client, path, "night", before, after)
+    now = splits(emu)
     assert {w: now[w] for w in before} == after
 
 
@@ -188,16 +94,16 @@ def test_extra_gpus_held_never_exceed_the_plans_announcement(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Waves are sized by cluster-b's free GPUs less the headroom, and the GPUs members hold
     beyond the steady state never exceed the largest wave's extra `tidal plan` announced."""
-    emu = make_switch_emulator(_team([5, 5, 5, 5], b_gpus=30))
+    emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=30))
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    path = _schedule(tmp_path, """
+    path = surge_schedule(tmp_path, """
         waveSize: 4
         pauseBetweenWaves: 0s
         waveTimeout: 60s
         surge: {headroomPercent: 50}
     """)
-    plan = _plan_json(path, kubeconfig, "night")
+    plan = plan_json(path, kubeconfig, "night")
     assert plan["strategy"] == "surge" and plan["safe"], plan
     announced = max(sum(row.get(GPU, 0.0) for row in wave["extra"].values())
                     for wave in plan["waves"])
@@ -221,14 +127,14 @@ def test_a_surge_that_cannot_fit_is_reported_before_any_write(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """cluster-b has 2 GPUs free: `tidal plan` names each workload whose surge never fits
     and what it lacks; with whenNoRoom: refuse the plan exits 3 and `switch` writes nothing."""
-    emu = make_switch_emulator(_team([5, 5], b_gpus=4))
+    emu = make_switch_emulator(team([5, 5], b_gpus=4))
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    path = _schedule(tmp_path, """
+    path = surge_schedule(tmp_path, """
         waveSize: 1
         surge: {headroomPercent: 0, whenNoRoom: refuse}
     """)
     emu.reset_requests()
-    plan = _plan_json(path, kubeconfig, "night")
+    plan = plan_json(path, kubeconfig, "night")
     assert plan["safe"] is False
     missing = {item["workload"]: item["missing"] for item in plan["noRoom"]}
     assert missing[f"{NS}/Deployment/web-0"] == {"cluster-b": {GPU: 2.0}}
@@ -240,9 +146,9 @@ def test_a_surge_that_cannot_fit_is_reported_before_any_write(
 def test_surge_steps_are_reported_as_events(make_switch_emulator: MakeEmulator,
                                             tmp_path: Path) -> None:
     """The wave's overrides are created before its trigger and deleted after convergence."""
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
     emu.reset_requests()
     events: list[Any] = []
     record = run_window(client, path, "night", events=events)
@@ -266,9 +172,9 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     from tidal.engine.journal import InMemoryJournal
     from tidal.engine.states import SurgeStep
 
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, """
+    path = surge_schedule(tmp_path, """
         waveSize: 2
         pauseBetweenWaves: 0s
         waveTimeout: 4s
@@ -286,11 +192,11 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     left = overrides_left(state)
     assert left and "would break a floor" in left[0]["reason"]
     assert len(list_overrides(client, schedule="team-s")) == 2
-    assert all(split.get("cluster-b") == 5 for split in _splits(emu).values())  # no dip
+    assert all(split.get("cluster-b") == 5 for split in splits(emu).values())  # no dip
     emu.set_pods_fail("cluster-a", False)
     record = run_window(client, path, "day", journal=journal)
     assert record.result == "succeeded", record.to_json()
-    _no_overrides(client)
+    no_overrides(client)
 
 
 def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writes_nothing(
@@ -299,9 +205,9 @@ def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writ
     by its end; the same window again is a no-op that writes nothing."""
     from tidal.engine.journal import InMemoryJournal
 
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    path = surge_schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
     journal = InMemoryJournal()
     emu.reset_requests()
     first = run_window(client, path, "night", journal=journal)
@@ -311,7 +217,7 @@ def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writ
                       ("deployments", "web-1")}
     ours = [r for r in writes(emu) if r.resource == "overridepolicies"]
     assert {r.verb for r in ours} == {"create", "delete"} and len(ours) == 4
-    _no_overrides(client)
+    no_overrides(client)
     emu.reset_requests()
     second = run_window(client, path, "night", journal=journal)
     assert second.noop and writes(emu) == []
@@ -340,9 +246,9 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
         def release(self, holder: str) -> None:
             self.calls.append(("release", holder, {}))
 
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 2s\n")
+    path = surge_schedule(tmp_path, "waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 2s\n")
     (loaded,) = load_schedules([path]).schedules
     roomy = Ledger(True)
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
@@ -370,28 +276,28 @@ def test_an_override_left_by_a_forgotten_run_is_found_by_its_labels_and_removed(
 
     from tidal.karmada.overrides import Owner, ReplicaOverride, TemplateRef, apply_override
 
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
     owner = Owner("team-s", "20260101-000000-dead", 1)
     apply_override(client, ReplicaOverride(
         "tidal-team-s-20260101-000000-dead-w1-0", owner,
         (TemplateRef("apps/v1", "Deployment", "web-0", NS),), {"cluster-b": 5}))
     assert len(list_overrides(client, schedule="team-s")) == 1
-    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
     with structlog.testing.capture_logs() as logs:
         assert run_window(client, path, "night").result == "succeeded"
     removed = [e for e in logs if e["event"] == "warning" and e.get("code") == "surge_leftover"]
     assert len(removed) == 1 and "20260101-000000-dead" in removed[0]["message"]
-    _no_overrides(client)
+    no_overrides(client)
 
 
 def test_a_wave_whose_surge_never_gets_ready_moves_nothing_and_rolls_back_clean(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """cluster-b's pods fail: wave 1 times out waiting for its raised replicas, nothing was
     touched, the rollback removes the overrides and restores the policy; no replica dipped."""
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, """
+    path = surge_schedule(tmp_path, """
         waveSize: 1
         pauseBetweenWaves: 0s
         waveTimeout: 3s
@@ -400,15 +306,15 @@ def test_a_wave_whose_surge_never_gets_ready_moves_nothing_and_rolls_back_clean(
           - minAvailablePercent: 100
     """)
     emu.set_pods_fail("cluster-b")
-    day = _splits(emu)
+    day = splits(emu)
     since = emu.clock.now()
     emu.reset_requests()
     record = run_window(client, path, "night")
     assert record.result == "rolledBack", record.to_json()
     assert "surged replicas not ready" in record.waves[0].reason
     assert not [r for r in writes(emu) if r.resource == "deployments"]
-    _no_overrides(client)
-    assert _dips(emu, since, day, day) == [] and _splits(emu) == day
+    no_overrides(client)
+    assert dips(emu, since, day, day) == [] and splits(emu) == day
 
 
 def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
@@ -419,22 +325,22 @@ def test_with_empty_workload_propagation_1_and_2_replica_workloads_are_switched(
     day, with no override left."""
     settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
                 "metadata": {"name": "emulator"}, "spec": {"emptyWorkloadPropagation": True}}
-    emu = make_switch_emulator([settings, *_team([1, 2, 1, 2])])
+    emu = make_switch_emulator([settings, *team([1, 2, 1, 2])])
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     rollout = FULL_AVAILABILITY
-    direct = _schedule(tmp_path, rollout + "    strategy: direct\n")
+    direct = surge_schedule(tmp_path, rollout + "    strategy: direct\n")
     emu.reset_requests()
     assert invoke_cli("plan", direct, kubeconfig).exit_code == 3
     assert not writes(emu)
-    path = _schedule(tmp_path, rollout)
-    day = _splits(emu)
+    path = surge_schedule(tmp_path, rollout)
+    day = splits(emu)
     assert all(set(split) == {"cluster-a"} for split in day.values()), day
     night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
-    _switch_without_dips(emu, client, path, "night", day, night)
-    assert _splits(emu) == night and _desired(emu) == night
-    _switch_without_dips(emu, client, path, "day", night, day)
-    assert _splits(emu) == day
+    switch_without_dips(emu, client, path, "night", day, night)
+    assert splits(emu) == night and desired(emu) == night
+    switch_without_dips(emu, client, path, "day", night, day)
+    assert splits(emu) == day
 
 
 def test_a_window_in_force_is_no_noop_while_an_override_of_its_schedule_is_left(
@@ -444,9 +350,9 @@ def test_a_window_in_force_is_no_noop_while_an_override_of_its_schedule_is_left(
     writes nothing else."""
     from tidal.karmada.overrides import Owner, ReplicaOverride, TemplateRef, apply_override
 
-    emu = make_switch_emulator(_team([5, 5]))
+    emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
-    path = _schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
     assert run_window(client, path, "night").result == "succeeded"
     apply_override(client, ReplicaOverride(
         "tidal-team-s-20260101-000000-dead-w1-0", Owner("team-s", "20260101-000000-dead", 1),
@@ -454,5 +360,5 @@ def test_a_window_in_force_is_no_noop_while_an_override_of_its_schedule_is_left(
     emu.reset_requests()
     record = run_window(client, path, "night")
     assert record.result == "succeeded" and not record.noop and record.waves == []
-    _no_overrides(client)
+    no_overrides(client)
     assert {r.resource for r in writes(emu)} <= {"overridepolicies", "clusterpropagationpolicies"}

@@ -126,3 +126,40 @@ def test_a_wave_surge_round_trips_through_the_journal() -> None:
     assert again.waves[0].surge == wave.surge and again.waves[0].surge_back == wave.surge_back
     assert RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy == \
         "direct"
+
+
+def test_bridge_steps_move_only_along_their_table() -> None:
+    """A bridge goes none -> reserved -> placing -> touching -> restoring -> restored ->
+    released; a stopped run may release any active step; a skipped step is a bug."""
+    from tidal.engine.journal import BridgeRecord
+    from tidal.engine.states import BRIDGE_TRANSITIONS, BridgeStep, IllegalBridgeStep
+
+    record = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
+    for step in (BridgeStep.RESERVED, BridgeStep.PLACING, BridgeStep.TOUCHING,
+                 BridgeStep.RESTORING, BridgeStep.RESTORED, BridgeStep.RELEASED):
+        record.advance(step)
+    with pytest.raises(IllegalBridgeStep):
+        BridgeRecord({}).advance(BridgeStep.TOUCHING)
+    assert all(BridgeStep.RELEASED in BRIDGE_TRANSITIONS[s] for s in BridgeStep
+               if s not in (BridgeStep.NONE, BridgeStep.RELEASED))
+    assert [s for s in BridgeStep if s.placed] == [BridgeStep.PLACING, BridgeStep.TOUCHING,
+                                                    BridgeStep.RESTORING]
+
+
+def test_a_wave_bridge_round_trips_through_the_journal() -> None:
+    """Both directions' bridge records (placements, touched templates) read back as written;
+    a wave without one writes no bridge key."""
+    from tidal.engine.journal import BridgedPolicy, BridgeRecord
+    from tidal.engine.states import BridgeStep
+
+    wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
+    assert "bridge" not in wave.to_dict()
+    wave.bridge = BridgeRecord(
+        {"ns/Deployment/a": {"a": 1, "b": 1}}, {"b": {"pods": 1.0}}, BridgeStep.TOUCHING,
+        [BridgedPolicy("ClusterPropagationPolicy", "p", None, {"x": 1},
+                       {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}})],
+        ["ns/Deployment/a"])
+    wave.bridge_back = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
+    again = RunState.from_dict(RunState("team", "night", "r1", waves=[wave]).to_dict())
+    assert again.waves[0].bridge == wave.bridge
+    assert again.waves[0].bridge_back == wave.bridge_back

@@ -42,6 +42,14 @@ class RecordingWave:
         self.calls.append("scheduled")
         return WaveOutcome(self.scheduled_ok)
 
+    def bridge(self) -> WaveOutcome | None:
+        self.calls.append("bridge")
+        return None
+
+    def release_bridge(self) -> WaveOutcome | None:
+        self.calls.append("release_bridge")
+        return None
+
     def surge(self) -> WaveOutcome | None:
         self.calls.append("surge")
         return None
@@ -75,13 +83,14 @@ def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStra
 ])
 def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
         trigger: Trigger, inner: list[str]) -> None:
-    """Make-before-break: surge, the trigger's own steps, scheduled, fit; settle releases."""
+    """Make-before-break: bridge, surge, the trigger's own steps, scheduled, fit; settle
+    gives the bridge's room back and releases the surge."""
     strategy = strategy_for(trigger, surge=True)
     assert strategy.trigger is trigger and strategy.marks_lazy == strategy_for(trigger).marks_lazy
     wave = RecordingWave()
     assert strategy.arm(wave) is None
-    assert wave.calls == ["surge", *inner, "scheduled", "fit"]
-    assert strategy.settle(wave) is None and wave.calls[-1] == "release"
+    assert wave.calls == ["bridge", "surge", *inner, "scheduled", "fit"]
+    assert strategy.settle(wave) is None and wave.calls[-2:] == ["release_bridge", "release"]
 
 
 def test_a_surge_that_fails_moves_nothing() -> None:
@@ -93,7 +102,19 @@ def test_a_surge_that_fails_moves_nothing() -> None:
 
     wave = Failing()
     outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["surge"]
+    assert outcome is not None and not outcome.ok and wave.calls == ["bridge", "surge"]
+
+
+def test_a_bridge_that_fails_moves_nothing() -> None:
+    """A failed bridge (timeout, floor) ends the wave before any surge or trigger."""
+    class Failing(RecordingWave):
+        def bridge(self) -> WaveOutcome | None:
+            self.calls.append("bridge")
+            return WaveOutcome(False)
+
+    wave = Failing()
+    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
+    assert outcome is not None and not outcome.ok and wave.calls == ["bridge"]
 
 
 def test_both_stops_when_the_touch_does_not_schedule() -> None:

@@ -114,18 +114,20 @@ def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
         table.add_column("before")
         table.add_column("after")
         if surge:
-            table.add_column("surge (override)")
+            table.add_column("surge (override, or bridge)")
         for w in wave:
             row = [w.name, str(w.replicas if w.replicas is not None else "-"),
                    _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)")]
             if surge:
                 row.append(_dist(w.surge()) if w.surged else
+                           f"bridge {_dist(w.bridge_shares())}" if w.bridged else
                            "none (no room)" if w.name in plan.no_room else "none")
             table.add_row(*row)
         console.print(table)
         if index <= len(plan.rooms):
             room = plan.rooms[index - 1]
-            console.print(f"  surge takes: {_amounts(room.surge)}")
+            console.print(f"  surge takes: {_amounts(room.surge)}"
+                          + (" (bridges included)" if any(w.bridged for w in wave) else ""))
             console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the "
                           "steady state)")
             console.print(f"  free before: {_amounts(room.free_before)}")

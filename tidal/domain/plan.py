@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from tidal.domain.bridge import bridge_clusters, bridge_shares
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
 from tidal.domain.waves import Order, WorkloadKey, ordered, split_waves
 
@@ -37,6 +38,7 @@ class PlannedWorkload:
     request: Mapping[str, float] = field(default_factory=dict)  # per replica
     surged: bool = False  # made before broken (tidal.domain.surge)
     candidates: frozenset[str] = frozenset()  # clusters the new placement admits
+    bridged: bool = False  # its destination gets a member Work first (tidal.domain.bridge)
 
     @property
     def name(self) -> str:
@@ -66,6 +68,13 @@ class PlannedWorkload:
             return {}
         return {c: self._larger(c) for c in sorted(self.members())
                 if self.before.get(c, 0) != self.after.get(c, 0)}
+
+    def bridge_shares(self) -> dict[str, int]:
+        """Replicas per cluster while bridged: the full count in every cluster it leaves or
+        reaches (empty when not bridged)."""
+        if not self.bridged or not self.replicas:
+            return {}
+        return bridge_shares(self.replicas, bridge_clusters(self.before, self.after))
 
     def bridge(self) -> dict[str, int]:
         """Ready replicas per cluster at a surged move's worst moment: just moved, member
@@ -152,7 +161,7 @@ class Plan:
             entry: dict[str, Any] = {"index": number, "workloads": [
                 {"workload": w.name, "replicas": w.replicas, "before": dict(w.before),
                  "after": dict(w.after), "exact": w.exact, "surged": w.surged,
-                 "surge": w.surge()}
+                 "surge": w.surge(), "bridged": w.bridged, "bridge": w.bridge_shares()}
                 for w in wave]}
             if number <= len(self.rooms):
                 entry.update(self.rooms[number - 1].to_dict())
@@ -255,6 +264,8 @@ def _step(label: str, wave: int | None, states: Sequence[_WaveState],
 def _peak(w: PlannedWorkload) -> dict[str, int]:
     """Ready per cluster at a surge's peak, before the move: the before share, raised where
     the override raises it (a workload without surge: its lowest in flight)."""
+    if w.bridged:
+        return w.bridge_shares()
     if not w.surged:
         return w.in_flight()
     return {**dict(w.before), **w.surge()}
@@ -290,7 +301,9 @@ def make_plan(
         ready = [w.ready_after() for w in wave]
         lows = [w.in_flight() for w in wave]
         # a surged workload: before, at the bridge (kept clusters at their larger share), after
+        # bridged: its destinations serve before its sources go (worst: just moved)
         in_flight = [[w.before, w.bridge(), w.ready_after()] if w.surged
+                     else [w.before, w.ready_after()] if w.bridged
                      else [w.in_flight()] for w in wave]
         before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
         flight.append(_wave_state(wave, in_flight, lows, news, floors, clusters,
@@ -298,7 +311,7 @@ def make_plan(
         after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
-        surging = strategy == "surge" and any(w.surged for w in waves[index])
+        surging = strategy == "surge" and any(w.surged or w.bridged for w in waves[index])
         steps.append(_step(f"wave {index + 1}", index + 1,
                            [*after[:index], flight[index], *before[index + 1:]], clusters,
                            peak_of=index if surging else None))

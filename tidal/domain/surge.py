@@ -11,7 +11,9 @@ The raise needs room: `after - before` replicas in each growing member cluster, 
 wave starts (earlier waves have moved by then, freeing their sources and filling their
 destinations). A workload whose raise does not fit even in a wave of its own has no room; one
 with no member cluster (e.g. 1 replica moving from cluster-a to cluster-b, empty workloads not
-propagated) has nothing to override. Either moves without surge, or is refused (`whenNoRoom`).
+propagated) has nothing to override: with trigger touch it is bridged instead
+(tidal.domain.bridge), its room counted like a surge's; with a rebalance it moves without surge.
+Either without room moves without surge, or is refused (`whenNoRoom`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from tidal.domain.bridge import bridge_clusters, bridge_growth, needs_bridge
 from tidal.domain.floors import FloorRule
 from tidal.domain.plan import Amounts, Plan, PlannedWorkload, WaveRoom, amount_text, make_plan
 from tidal.domain.prediction import ModelNodes, available_replicas
@@ -40,6 +43,7 @@ class Room:
 class SurgeSpec:
     headroom_percent: float = 10.0
     when_no_room: str = "direct"  # direct | refuse
+    bridge: bool = False  # the policy is Lazy during the run (trigger touch): bridges possible
 
 
 # kinds whose member replicas an override sets at /spec/replicas
@@ -54,6 +58,22 @@ def surgeable(w: PlannedWorkload) -> bool:
     """It has replicas, an override can set them, and a member cluster changes share."""
     return bool(w.replicas) and w.key.kind in SURGE_KINDS and \
         any(_delta(w, c) for c in w.members())
+
+
+def bridgeable(w: PlannedWorkload) -> bool:
+    """It has replicas an override could set, moves, a destination without a member, and a
+    surge could not keep all its replicas serving (its members hold fewer at the worst
+    moment: e.g. none, 1 replica from cluster-a to cluster-b); a surge is preferred where it
+    can, as it holds less."""
+    return bool(w.replicas) and w.key.kind in SURGE_KINDS and w.moves and \
+        needs_bridge(w.before, w.after) and sum(w.bridge().values()) < (w.replicas or 0)
+
+
+def bridge_extra(w: PlannedWorkload) -> dict[str, int]:
+    """Replicas a bridge adds per cluster beyond the workload's share there before."""
+    if not w.replicas:
+        return {}
+    return bridge_growth(w.replicas, w.before, bridge_clusters(w.before, w.after))
 
 
 def growth(w: PlannedWorkload) -> dict[str, int]:
@@ -200,6 +220,8 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
         for w in wave:
             if w.surged:
                 extra = add(extra, amounts_for(held(w), w.request))
+            elif w.bridged:
+                extra = add(extra, amounts_for(bridge_extra(w), w.request))
         layout.extra.append(extra)
         layout.free_before.append(free)
         for w in wave:
@@ -210,21 +232,23 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
     for w in workloads:
         if len(wave) >= max_size:
             close()
-        if not surgeable(w):
+        bridged = spec.bridge and bridgeable(w)
+        if not bridged and not surgeable(w):
             wave.append(replace(w, surged=False))
             continue
-        need = surge_need(w)
+        need = amounts_for(bridge_extra(w), w.request) if bridged else surge_need(w)
         room = usable(free, spec.headroom_percent)
         if missing(add(taken, need), room) and wave:
             close()
             room = usable(free, spec.headroom_percent)
-        short = add(missing(need, room), _fits_models(w, rooms, free))
+        short = missing(need, room) if bridged else \
+            add(missing(need, room), _fits_models(w, rooms, free))
         if short:
             layout.no_room[w.name] = short
             wave.append(replace(w, surged=False))
             continue
         taken = add(taken, need)
-        wave.append(replace(w, surged=True))
+        wave.append(replace(w, bridged=True) if bridged else replace(w, surged=True))
     close()
     return layout
 
@@ -256,11 +280,19 @@ def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
                                    "destination, or set rollout.surge.whenNoRoom: direct")
         else:
             capacity.append(note + "; it moves without surge (whenNoRoom: direct)")
-    for w in sorted_:
-        if w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.members():
+    for w in plan.workloads:
+        if w.bridged:
+            capacity.append(f"{w.name}: bridged: Duplicated over "
+                            f"{', '.join(sorted(w.bridge_shares()))} until its destination "
+                            "serves, then moved (Karmada builds no member for a cluster "
+                            "assigned 0 replicas, so there is nothing to raise)")
+        elif w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.members() and \
+                w.name not in layout.no_room:
+            why = "" if spec.bridge else "; a bridge needs trigger touch (the policy Lazy " \
+                "during the run), a rebalance moves it directly"
             capacity.append(f"{w.name}: moves without surge: no cluster holds it both before "
                             "and after (Karmada builds no member for a cluster assigned 0 "
-                            "replicas, so there is nothing to raise)")
+                            f"replicas, so there is nothing to raise){why}")
     rooms_ = [WaveRoom(s, b, a, e) for s, b, a, e in
               zip(layout.surge, layout.free_before, layout.free_after, layout.extra,
                   strict=True)]

@@ -3,8 +3,8 @@ to an optional `on_event` callback (the CLI renders progress, the daemon makes m
 
 Every event carries schedule, window, run_id and wave (None outside a wave); `name` is the
 stable snake_case event name used in logs (run_started, policy_settling, policy_changed,
-wave_started, gate_passed, floor_breached, floor_observed, wave_failed / wave_succeeded /
-wave_rolled_back, workload_skipped, warning, wave_progress, run_finished).
+wave_started, bridge_step, gate_passed, floor_breached, floor_observed, wave_failed /
+wave_succeeded / wave_rolled_back, workload_skipped, warning, wave_progress, run_finished).
 """
 
 from __future__ import annotations
@@ -15,7 +15,15 @@ from typing import Any, ClassVar, TypedDict
 
 import structlog
 
-from tidal.engine.states import FailureReason, Gate, PolicyAction, RunResult, Trigger, WaveResult
+from tidal.engine.states import (
+    BridgeStep,
+    FailureReason,
+    Gate,
+    PolicyAction,
+    RunResult,
+    Trigger,
+    WaveResult,
+)
 
 
 class EventBase(TypedDict):
@@ -112,6 +120,16 @@ class WaveStarted(EngineEvent):
     trigger: Trigger
     rollback: bool = False
     event_name: ClassVar[str] = "wave_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BridgeStepped(EngineEvent):
+    """A wave's bridge reached `step` (journalled; its side effect comes next)."""
+
+    step: BridgeStep
+    workloads: tuple[str, ...]
+    rollback: bool = False
+    event_name: ClassVar[str] = "bridge_step"
 
 
 @dataclass(frozen=True, kw_only=True)

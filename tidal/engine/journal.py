@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.states import (
+    BridgeStep,
     ChangeKind,
     LazyMark,
     Phase,
@@ -28,6 +29,7 @@ from tidal.engine.states import (
     SurgeStep,
     Trigger,
     WaveResult,
+    check_bridge_step,
     check_surge_step,
     check_transition,
 )
@@ -160,6 +162,66 @@ class SurgeRecord:
 
 
 @dataclass
+class BridgedPolicy:
+    """A policy a bridge rewrites: its placement before the bridge (put back afterwards) and
+    the bridge placement (Duplicated over the clusters the bridged workloads leave and reach)."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    original: dict[str, Any]
+    bridge: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "namespace": self.namespace,
+                "original": self.original, "bridge": self.bridge}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BridgedPolicy:
+        return cls(kind=d["kind"], name=d["name"], namespace=d.get("namespace"),
+                   original=dict(d.get("original") or {}), bridge=dict(d.get("bridge") or {}))
+
+
+@dataclass
+class BridgeRecord:
+    """One direction of a wave's bridge: the replicas each bridged workload gets per cluster
+    (workload -> cluster -> replicas), the capacity reserved, the policies rewritten and the
+    templates touched so far, and where it is (journalled before each side effect)."""
+
+    targets: dict[str, dict[str, int]]
+    need: dict[str, dict[str, float]] = field(default_factory=dict)
+    step: BridgeStep = BridgeStep.NONE
+    policies: list[BridgedPolicy] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.step = BridgeStep(self.step)
+
+    def advance(self, step: BridgeStep) -> None:
+        self.step = check_bridge_step(self.step, step)
+
+    @property
+    def active(self) -> bool:
+        """Capacity held (and the bridge placement possibly written)."""
+        return self.step not in (BridgeStep.NONE, BridgeStep.RELEASED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"targets": self.targets, "need": self.need, "step": self.step.value,
+                "policies": [p.to_dict() for p in self.policies],
+                "touched": list(self.touched)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BridgeRecord:
+        return cls(targets={w: {c: int(n) for c, n in t.items()}
+                            for w, t in (d.get("targets") or {}).items()},
+                   need={c: {r: float(q) for r, q in a.items()}
+                         for c, a in (d.get("need") or {}).items()},
+                   step=BridgeStep(d.get("step", BridgeStep.NONE)),
+                   policies=[BridgedPolicy.from_dict(p) for p in d.get("policies") or []],
+                   touched=list(d.get("touched") or []))
+
+
+@dataclass
 class WaveState:
     index: int  # from 1
     workloads: list[WorkloadKey]
@@ -172,9 +234,14 @@ class WaveState:
     rollback_triggered: list[str] = field(default_factory=list)
     surge: SurgeRecord | None = None  # forward
     surge_back: SurgeRecord | None = None  # rollback
+    bridge: BridgeRecord | None = None  # forward
+    bridge_back: BridgeRecord | None = None  # rollback
 
     def surge_for(self, back: bool) -> SurgeRecord | None:
         return self.surge_back if back else self.surge
+
+    def bridge_for(self, back: bool) -> BridgeRecord | None:
+        return self.bridge_back if back else self.bridge
 
     def __post_init__(self) -> None:
         self.workloads = [k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k)
@@ -197,6 +264,9 @@ class WaveState:
             "rolledBack": self.rolled_back,
             **({"surge": self.surge.to_dict()} if self.surge is not None else {}),
             **({"surgeBack": self.surge_back.to_dict()} if self.surge_back is not None else {}),
+            **({"bridge": self.bridge.to_dict()} if self.bridge is not None else {}),
+            **({"bridgeBack": self.bridge_back.to_dict()}
+               if self.bridge_back is not None else {}),
         }
 
     @classmethod
@@ -214,6 +284,8 @@ class WaveState:
             rollback_triggered=list(d.get("rollbackTriggered", [])),
             surge=SurgeRecord.from_dict(d["surge"]) if d.get("surge") else None,
             surge_back=SurgeRecord.from_dict(d["surgeBack"]) if d.get("surgeBack") else None,
+            bridge=BridgeRecord.from_dict(d["bridge"]) if d.get("bridge") else None,
+            bridge_back=BridgeRecord.from_dict(d["bridgeBack"]) if d.get("bridgeBack") else None,
         )
 
 

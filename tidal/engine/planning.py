@@ -145,7 +145,8 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
         plan = make_surge_plan(
             planned, wave_size=size, floors=floors, order=rollout.order,
             rooms={c.name: Room(c.free, c.model_nodes) for c in clusters},
-            spec=SurgeSpec(rollout.surge.headroom_percent, rollout.surge.when_no_room))
+            spec=SurgeSpec(rollout.surge.headroom_percent, rollout.surge.when_no_room,
+                           bridge=chosen is Trigger.TOUCH))
     else:
         plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
     warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
-from tidal.engine.journal import PolicyRecord
+from tidal.engine.journal import PolicyRecord, WaveState
 from tidal.engine.resolve import Workload
 from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
 from tidal.engine.triggers import normalize_placement
@@ -50,13 +50,18 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
     # placement to go back to: its workloads already follow it, nothing of theirs is undone.
     changed = {r.key for r in state.policies if r.applied}
     stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
+    # a wave whose bridge touched templates moved those (to the bridge): they go back too
     undo = [w for w in state.waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-                                       and (w.triggered or w.rebalancers))
+                                       and (w.triggered or w.rebalancers or _bridged(w)))
             or stray.intersection(str(k) for k in w.workloads)]
-    for wave in reversed(undo):
+    # the run's own moves first (last wave first), then what Karmada moved of untriggered
+    # waves: a floor such a workload breaks (a scale past capacity) must not keep the
+    # triggered waves where the run put them
+    ours = [w for w in undo if w.triggered or w.rebalancers]
+    for wave in [*reversed(ours), *reversed([w for w in undo if w not in ours])]:
         names = [str(key) for key in wave.workloads]
         if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
-            names = [n for n in names if n in stray]
+            names = [n for n in names if n in stray or n in _bridged(wave)]
         workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
         started = ctx.clock.monotonic()
         outcome = run_wave(ctx, wave, workloads,
@@ -92,6 +97,11 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
             record.lazy = LazyMark.LIFTED
             ctx.save()
     return True, ""
+
+
+def _bridged(wave: WaveState) -> set[str]:
+    """The templates the wave's bridge touched (their bindings carry the bridge placement)."""
+    return set(wave.bridge.touched) if wave.bridge is not None else set()
 
 
 def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:

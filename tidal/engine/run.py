@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
-from tidal.engine import policy_change, surging, wave_checks
+from tidal.engine import bridging, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.detector_settle import let_detector_settle
 from tidal.engine.events import (
@@ -120,6 +120,7 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         notes.append(f"schedule {schedule.name} was edited during the run: this run "
                      f"finishes against the version it started with "
                      f"({previous.schedule_hash}); the edit applies from the next start")
+    bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
     sp = build_plan(client, schedule, window,
                     trigger=previous.trigger if resuming and previous else None, reads=reads)
     if resuming and previous is not None:
@@ -178,6 +179,8 @@ class PreparedRun:
             before={w.name: w.current for w in sp.selection.workloads},
             ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
             surges={w.name: w.surge() for w in sp.plan.workloads if w.surged} if surge else {},
+            bridges={w.name: w.bridge_shares() for w in sp.plan.workloads if w.bridged}
+            if surge else {},
             budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent,
             reads=self.reads)
 
@@ -233,8 +236,9 @@ class PreparedRun:
             return Phase.ROLLBACK
         self.state.result = RunResult.FAILED
         remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
-        # nor surges, unless removing one would break a floor (then it says so)
+        # nor surges, unless removing one would break a floor (then it says so), nor bridges
         surging.clean_up(self.ctx, keep_if_breaking=True)
+        bridging.clean_up(self.ctx)
         return Phase.DONE
 
     def _api_failure(self, exc: KarmadaError) -> None:
@@ -249,6 +253,8 @@ class PreparedRun:
         self.save()
         with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
             surging.clean_up(ctx, keep_if_breaking=True)
+        with contextlib.suppress(KarmadaError):  # (a resume puts bridges back from the journal)
+            bridging.clean_up(ctx)
         for wave in in_flight:
             ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
                                           reason=state.reason, failure=FailureReason.API_ERROR))
@@ -353,6 +359,7 @@ def _finishing(run: PreparedRun) -> Phase:
                                            action=action))
     remove_rebalancers(ctx)
     surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
+    bridging.clean_up(ctx)
     surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
@@ -361,8 +368,10 @@ def _finishing(run: PreparedRun) -> Phase:
 def _rollback(run: PreparedRun) -> Phase:
     """Restore the policies and move the switched waves back."""
     state = run.state
-    # forward surges go before moving back
+    # forward surges and bridges go before moving back (a bridge placement left on a policy
+    # would read as a hand edit)
     surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
+    bridging.clean_up(run.ctx, forward_only=True)
     targets = {t.key: normalize_placement(t.target_placement)
                for t in run.plan.selection.policies}
     ok, why = roll_back(run.ctx, run.plan.by_name, targets)
@@ -371,6 +380,7 @@ def _rollback(run: PreparedRun) -> Phase:
         state.reason = why
     remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
     surging.clean_up(run.ctx, keep_if_breaking=not ok)
+    bridging.clean_up(run.ctx)
     return Phase.DONE
 
 

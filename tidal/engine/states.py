@@ -203,6 +203,51 @@ def check_surge_step(current: SurgeStep, wanted: SurgeStep) -> SurgeStep:
     return wanted
 
 
+class BridgeStep(StrEnum):
+    """Where a wave's bridge is: workloads whose destination has no member Work (Karmada
+    builds none for a cluster assigned 0) get one by a temporary Duplicated placement on their
+    Lazy policy before the move. Journalled before each side effect."""
+
+    NONE = "none"  # not bridging (yet)
+    RESERVED = "reserved"  # capacity held; the bridge placement is about to be written
+    PLACING = "placing"  # the policy may carry the bridge placement (being written)
+    TOUCHING = "touching"  # the bridge placement is written; bridged templates being touched
+    # and their replicas awaited in every destination
+    RESTORING = "restoring"  # bridged replicas ready; the window's placement being put back
+    RESTORED = "restored"  # the policy has the window's placement again: the move may go
+    RELEASED = "released"  # the wave converged (or stopped): capacity given back
+
+    @property
+    def placed(self) -> bool:
+        """The policy may carry the bridge placement now."""
+        return self in (BridgeStep.PLACING, BridgeStep.TOUCHING, BridgeStep.RESTORING)
+
+
+BRIDGE_TRANSITIONS: Final[dict[BridgeStep, frozenset[BridgeStep]]] = {
+    BridgeStep.NONE: frozenset({BridgeStep.RESERVED}),
+    BridgeStep.RESERVED: frozenset({BridgeStep.PLACING, BridgeStep.RELEASED}),
+    BridgeStep.PLACING: frozenset({BridgeStep.TOUCHING, BridgeStep.RELEASED}),
+    BridgeStep.TOUCHING: frozenset({BridgeStep.RESTORING, BridgeStep.RELEASED}),
+    BridgeStep.RESTORING: frozenset({BridgeStep.RESTORED, BridgeStep.RELEASED}),
+    BridgeStep.RESTORED: frozenset({BridgeStep.RELEASED}),
+    BridgeStep.RELEASED: frozenset(),
+}
+
+
+class IllegalBridgeStep(RuntimeError):
+    """A move between bridge steps that BRIDGE_TRANSITIONS does not allow: a bug."""
+
+    def __init__(self, current: BridgeStep, wanted: BridgeStep) -> None:
+        super().__init__(f"illegal bridge step {current} -> {wanted}")
+
+
+def check_bridge_step(current: BridgeStep, wanted: BridgeStep) -> BridgeStep:
+    """`wanted` when the move is legal (staying is); IllegalBridgeStep otherwise."""
+    if wanted != current and wanted not in BRIDGE_TRANSITIONS[current]:
+        raise IllegalBridgeStep(current, wanted)
+    return wanted
+
+
 class Gate(StrEnum):
     """What a wave waits for, in order."""
 

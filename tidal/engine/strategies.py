@@ -43,6 +43,16 @@ class WaveSteps(Protocol):
         """Wait until `scheduled` (each gate is announced once per wave)."""
         ...
 
+    def bridge(self) -> WaveOutcome | None:
+        """Give each workload whose destination has no member Work one first (a Duplicated
+        placement for a moment on its Lazy policy; tidal.engine.bridging), resumable; a
+        failed outcome on a floor breach or timeout."""
+        ...
+
+    def release_bridge(self) -> WaveOutcome | None:
+        """Give back the bridge's capacity (resumable)."""
+        ...
+
     def surge(self) -> WaveOutcome | None:
         """Reserve capacity, raise the destinations with overrides and wait until those
         replicas are ready (each step journalled and resumable); a failed outcome on a
@@ -149,11 +159,15 @@ class Both:
 class MakeBeforeBreak:
     """Surge first: the wave's destinations are raised to their new share (overrides) and
     ready before the trigger of `inner` moves anything; once the move is scheduled the
-    overrides are fitted to the new split, and after convergence they are released."""
+    overrides are fitted to the new split, and after convergence they are released. Workloads
+    whose destination has no member to raise are bridged first (trigger touch only)."""
 
     inner: ClassVar[TriggerStrategy]
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:
+        outcome = wave.bridge()
+        if outcome is not None and not outcome.ok:
+            return outcome
         outcome = wave.surge()
         if outcome is not None and not outcome.ok:
             return outcome
@@ -167,7 +181,7 @@ class MakeBeforeBreak:
         return None
 
     def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        return wave.release()
+        return wave.release_bridge() or wave.release()
 
 
 class SurgeTouch(MakeBeforeBreak, Touch):

@@ -14,7 +14,7 @@ API error, rollback), keeping on a halt those whose removal would break a floor.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from tidal.domain.floors import check_floors
@@ -128,26 +128,33 @@ def surge(run: WaveRun) -> WaveOutcome | None:
 
 
 def _reserve(run: WaveRun, record: SurgeRecord, back: bool) -> WaveOutcome | None:
+    outcome = reserve_room(run, holder(run.ctx, run.wave, back), record.need,
+                           resumed=record.step is not SurgeStep.NONE, what="surge")
+    if outcome is None and record.step is SurgeStep.NONE:
+        record.advance(SurgeStep.RESERVED)
+        run.ctx.save()
+    return outcome
+
+
+def reserve_room(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
+                 what: str) -> WaveOutcome | None:
+    """Reserve `need` in the run's budget as `name`, polling until it fits or the wave times
+    out; `resumed`: what `name` holds already is counted as used in the free amounts."""
     ctx = run.ctx
-    name = holder(ctx, run.wave, back)
     while True:
         free = _free(ctx)
-        if record.step is not SurgeStep.NONE:  # resumed: what we hold is counted as used
-            free = add(free, record.need)
-        if ctx.budget.reserve(name, record.need, free):
-            break
+        if resumed:
+            free = add(free, need)
+        if ctx.budget.reserve(name, need, free):
+            return None
         if ctx.clock.monotonic() >= run.deadline:
             short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
-                         if q > free.get(c, {}).get(r, 0.0)} for c, a in record.need.items()}
+                         if q > free.get(c, {}).get(r, 0.0)} for c, a in need.items()}
             return WaveOutcome(False, FailureReason.TIMEOUT,
-                               f"no room for the wave's surge within waveTimeout "
+                               f"no room for the wave's {what} within waveTimeout "
                                f"{ctx.wave_timeout:g}s (short of "
                                f"{describe({c: a for c, a in short.items() if a})})")
         ctx.clock.sleep(RESERVE_POLL_SECONDS)
-    if record.step is SurgeStep.NONE:
-        record.advance(SurgeStep.RESERVED)
-        ctx.save()
-    return None
 
 
 def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
@@ -190,6 +197,13 @@ def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
 
 def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
     """Until every surged replica is ready; a floor breached anywhere fails the wave."""
+    return wait_ready(run, lambda: _surged_short(run, record), "surged")
+
+
+def wait_ready(run: WaveRun, short_of: Callable[[], list[str]],
+               what: str) -> WaveOutcome | None:
+    """Until `short_of()` names nothing (replicas not ready yet); a floor breached anywhere
+    fails the wave, and so does waveTimeout."""
     ctx = run.ctx
     base = ctx.event_base(run.wave.index)
     tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
@@ -203,13 +217,13 @@ def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
                                                ready=v.ready, required=v.required,
                                                floor=v.floor))
             return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
-        short = _surged_short(run, record)
+        short = short_of()
         if not short:
             return None
         remaining = run.deadline - ctx.clock.monotonic()
         if remaining <= 0:
             return WaveOutcome(False, FailureReason.TIMEOUT,
-                               f"surged replicas not ready within waveTimeout "
+                               f"{what} replicas not ready within waveTimeout "
                                f"{ctx.wave_timeout:g}s: {', '.join(short[:5])}")
         ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0,
                                       total=len(short)))

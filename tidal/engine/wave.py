@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
-from tidal.engine import gates, rebalancing, stall, surging, triggers
+from tidal.engine import bridging, gates, rebalancing, stall, surging, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
@@ -62,6 +62,8 @@ class SwitchContext:
     # make-before-break: the plan's override per surged workload (cluster -> replicas), the
     # capacity budget surges reserve from, and the headroom they leave in each destination
     surges: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the plan's bridge per bridged workload (cluster -> replicas; tidal.engine.bridging)
+    bridges: dict[str, dict[str, int]] = field(default_factory=dict)
     budget: SurgeBudget = field(default_factory=OwnBudget)
     headroom_percent: float = 0.0
     # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
@@ -190,6 +192,12 @@ class WaveRun:
 
     def scheduled(self) -> WaveOutcome:
         return self.gate(until=Gate.SCHEDULED)
+
+    def bridge(self) -> WaveOutcome | None:
+        return bridging.bridge(self)
+
+    def release_bridge(self) -> WaveOutcome | None:
+        return bridging.release(self)
 
     def surge(self) -> WaveOutcome | None:
         return surging.surge(self)

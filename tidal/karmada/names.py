@@ -21,6 +21,10 @@ POLICY_RUN = "tidal.io/run"
 # tell a temporary Lazy from an owner's own.
 LAZY_ADDED_BY = "tidal.io/lazy-added-by"
 ACTIVATION_BEFORE_LAZY = "tidal.io/activation-before-lazy"
+# On a policy while a wave's bridge placement is on it: JSON {"original": placement,
+# "bridge": placement}, written in the same patch, so that the placement can be put back even
+# when the run's journal is lost.
+BRIDGE_PLACEMENT = "tidal.io/bridge-placement"
 
 # Labels of the OverridePolicies a surge wave owns (found again by them after a crash).
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"

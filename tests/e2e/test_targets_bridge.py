@@ -1,0 +1,99 @@
+"""Bridges on each --karmada target (no empty workload propagation): a 1- and a 2-replica
+Deployment all in cluster-a by day (4:1) move to cluster-b at night and back by day with
+`strategy: surge` under `minAvailablePercent: 100`; on the members no workload is ever below
+its replicas, each ends at its share, and the policy ends at the window's placement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.switch_helpers import (
+    NS,
+    cpp,
+    deployment,
+    namespace,
+    schedule_text,
+    static_placement,
+    switch,
+    weights_window,
+    write_schedule,
+)
+from tests.e2e.targets import Placement, RealTarget, Target
+from tidal.engine.triggers import normalize_placement
+from tidal.karmada import policies as policies_api
+from tidal.karmada.names import BRIDGE_PLACEMENT
+from tidal.karmada.views import PolicyView
+
+pytestmark = pytest.mark.e2e
+
+TEAM = "1099"
+POLICY = "team-1099-cpp"
+REPLICAS = {f"{NS}/Deployment/bridge-1": 1, f"{NS}/Deployment/bridge-2": 2}
+ROLLOUT = """
+    waveSize: 1
+    pauseBetweenWaves: 0s
+    waveTimeout: {timeout}s
+    floors:
+      - minAvailablePercent: 100
+"""
+
+
+def _objects() -> list[dict[str, Any]]:
+    policy = cpp(POLICY, TEAM, static_placement({"cluster-a": 4, "cluster-b": 1}))
+    policy["metadata"]["labels"] = {"atms-app/teamid": TEAM}  # what a real reset deletes
+    policy["spec"]["resourceSelectors"][0]["labelSelector"] = {"matchLabels": {"team": TEAM}}
+    out = [namespace(), policy]
+    for key, n in REPLICAS.items():
+        out.append(deployment(key.rsplit("/", 1)[-1], TEAM, n))
+    return out
+
+
+def _all_in(cluster: str) -> Any:
+    def ok(now: Placement) -> bool:
+        return all(now.get((w, cluster), (0, 0)) == (n, n) and
+                   sum(a for (x, _c), (a, _r) in now.items() if x == w) == n
+                   for w, n in REPLICAS.items())
+    return ok
+
+
+def _below(timeline: list[dict[str, Any]], since: float) -> list[str]:
+    """Each moment a workload had fewer ready replicas on the members than its spec."""
+    ready: dict[str, dict[str, int]] = {}
+    out = []
+    for s in timeline:
+        if s["workload"] not in REPLICAS:
+            continue
+        ready.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
+        total = sum(ready[s["workload"]].values())
+        if s["t"] >= since and total < REPLICAS[s["workload"]]:
+            out.append(f"{s['workload']} at {s['t']}: {total} ready")
+    return out
+
+
+def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Path) -> None:
+    """Night then day succeed; no member ever shows a workload below its replicas; each
+    ends all in cluster-b, then all in cluster-a; no bridge placement is left."""
+    if isinstance(target, RealTarget):
+        target.reset()
+    target.apply(_objects())
+    target.wait_for(_all_in("cluster-a"), "day placement, all ready")
+    windows = (weights_window("night", "23:00", {"cluster-b": 1}, policy=POLICY)
+               + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1},
+                                policy=POLICY))
+    path = write_schedule(tmp_path, schedule_text(
+        "team-bridge", ROLLOUT.format(timeout=int(target.patience)), windows=windows))
+    client = target.client()
+    for window, home in (("night", "cluster-b"), ("day", "cluster-a")):
+        t0 = target.now()
+        record = switch(client, path, window, policy_settle=target.policy_settle)
+        assert record.result == "succeeded", record.to_json()
+        target.wait_for(_all_in(home), f"{window}: all in {home}", 30)
+        assert _below(target.timeline(), t0) == []
+        view = PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", POLICY,
+                                                  None))
+        assert BRIDGE_PLACEMENT not in view.annotations
+        assert normalize_placement(view.spec["placement"])["replicaScheduling"][
+            "replicaSchedulingType"] == "Divided"

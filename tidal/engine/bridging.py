@@ -1,0 +1,325 @@
+"""The bridge of a make-before-break wave (tidal.domain.bridge says why), for workloads whose
+destination has no member Work while their policy is Lazy (trigger touch):
+
+1. reserve the bridge's room (the run's SurgeBudget, like a surge);
+2. write the bridge placement on each of their policies (Duplicated over every cluster they
+   leave or reach; the policy stays Lazy, so no other template follows it);
+3. touch only the bridged templates and wait until every one of those clusters serves their
+   full count (floors watched throughout);
+4. put the window's placement back on the policies; the wave's own touch then moves every
+   workload, and the destinations keep serving while the sources' Works go;
+5. after convergence give the room back.
+
+Each step is journalled (tidal.engine.journal.BridgeRecord) before its side effect. The policy
+patches are the run's own writes to a Lazy policy: they carry no detector settle wait. A run
+that stops (halt, API error, rollback) puts every bridged policy's placement back
+(`clean_up`); any run does so before it plans, from the policy's own mark, so a lost journal
+loses nothing (`restore_marked`); a resumed run then redoes the unfinished step.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import json_merge_patch
+
+from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares, needs_bridge
+from tidal.domain.plan import Amounts
+from tidal.domain.schedule import TidalSchedule
+from tidal.domain.surge import add, amounts_for
+from tidal.engine import triggers
+from tidal.engine.events import BridgeStepped, RunWarning
+from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord, WaveState
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.resolve import Workload
+from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
+from tidal.engine.surging import reserve_room, wait_ready
+from tidal.karmada import policies as api
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.karmada.names import BRIDGE_PLACEMENT
+from tidal.karmada.views import BindingView, PolicyView
+
+if TYPE_CHECKING:
+    from tidal.engine.wave import SwitchContext, WaveRun
+
+CONFLICT_ATTEMPTS = 6
+
+
+def _holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
+    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}/bridge"
+
+
+def _bridged(run: WaveRun) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
+    """(workload, its split now, the split it moves to) for each workload of the wave to
+    bridge: forward, those the plan bridges; back, those bridged forward whose way back has
+    no member either."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    forward = run.wave.bridge
+    out = []
+    for w in run.live:
+        if not w.replicas:
+            continue
+        now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
+        if not back:
+            planned = ctx.bridges.get(w.name)
+            if planned:
+                out.append((w, now, planned))
+            continue
+        if forward is None or w.name not in forward.targets:
+            continue
+        then = ctx.before.get(w.name, {})
+        if needs_bridge(now, then):
+            out.append((w, now, dict(then)))
+    return out
+
+
+def _policy_record(ctx: SwitchContext, key: str) -> PolicyRecord | None:
+    return next((r for r in ctx.state.policies if r.key == key), None)
+
+
+def _new_record(run: WaveRun) -> BridgeRecord | None:
+    """What the wave's bridge does (None: nothing to bridge): per policy the clusters its
+    bridged workloads leave or reach, each workload duplicated over its policy's clusters."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    chosen = _bridged(run)
+    clusters: dict[str, set[str]] = {}
+    for w, now, then in chosen:
+        clusters.setdefault(w.policy, set()).update(bridge_clusters(now, then))
+    targets: dict[str, dict[str, int]] = {}
+    need: Amounts = {}
+    policies: list[BridgedPolicy] = []
+    for key in sorted(clusters):
+        record = _policy_record(ctx, key)
+        if record is None:
+            continue
+        name = record.swap_from if back and record.action is ChangeKind.SWAP else record.name
+        assert name is not None
+        current = api.get_policy(ctx.client, record.kind, name, record.namespace)
+        original = copy.deepcopy(PolicyView(current).spec.get("placement") or {})
+        policies.append(BridgedPolicy(record.kind, name, record.namespace, original,
+                                      bridge_placement(original, clusters[key])))
+        for w, now, _then in chosen:
+            if w.policy == key and w.replicas:
+                targets[w.name] = bridge_shares(w.replicas, clusters[key])
+                extra = {c: n - now.get(c, 0) for c, n in targets[w.name].items()}
+                need = add(need, amounts_for(extra, w.request))
+    if not targets:
+        return None
+    return BridgeRecord(targets, need, policies=policies)
+
+
+def _step(run: WaveRun, record: BridgeRecord, step: BridgeStep) -> None:
+    """Journal `step`, then say so (its side effect comes after)."""
+    ctx = run.ctx
+    record.advance(step)
+    ctx.save()
+    ctx.emitter.emit(BridgeStepped(**ctx.event_base(run.wave.index), step=step,
+                                   workloads=tuple(sorted(record.targets)),
+                                   rollback=run.direction is Direction.BACK))
+
+
+def bridge(run: WaveRun) -> WaveOutcome | None:
+    """Reserve, write the bridge placement, touch the bridged templates and wait until they
+    serve in every destination, then put the window's placement back (each step resumable);
+    None when the wave may move (also when it has nothing to bridge)."""
+    ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
+    if ctx.trigger is not Trigger.TOUCH or not ctx.strategy.marks_lazy:
+        return None  # a rebalance moves without a Lazy policy: nothing to bridge with
+    record = wave.bridge_for(back)
+    if record is None:
+        record = _new_record(run)
+        if record is None:
+            return None
+        if back:
+            wave.bridge_back = record
+        else:
+            wave.bridge = record
+        ctx.save()
+    if record.step in (BridgeStep.RESTORED, BridgeStep.RELEASED):
+        return None
+    outcome = reserve_room(run, _holder(ctx, wave, back), record.need,
+                           resumed=record.step is not BridgeStep.NONE, what="bridge")
+    if outcome is not None:
+        return outcome
+    if record.step is BridgeStep.NONE:
+        _step(run, record, BridgeStep.RESERVED)
+    if record.step is BridgeStep.RESERVED:
+        _step(run, record, BridgeStep.PLACING)
+    if record.step is BridgeStep.PLACING:
+        _place(ctx.client, record, bridge=True)
+        _step(run, record, BridgeStep.TOUCHING)
+    if record.step is BridgeStep.TOUCHING:
+        _place(ctx.client, record, bridge=True)  # a resume: its recovery put it back
+        outcome = _touch_and_wait(run, record)
+        if outcome is not None:
+            return outcome
+        _step(run, record, BridgeStep.RESTORING)
+    _place(ctx.client, record, bridge=False)
+    _strays(run, record)
+    _step(run, record, BridgeStep.RESTORED)
+    return None
+
+
+def _strays(run: WaveRun, record: BridgeRecord) -> None:
+    """Templates other than the bridged ones that picked up the bridge placement (changed by
+    someone, e.g. an autoscaler, while it was on their Lazy policy): those of waves already
+    moved are touched again (back to the window's placement, where they were); the others
+    keep serving everywhere until their own wave moves them. Each is named in a warning."""
+    ctx = run.ctx
+    bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
+    live = {w.name for w in run.live}
+    strays = [w for w in ctx.everyone if w.name not in record.targets and w.name not in live
+              and triggers.normalize_placement(
+                  BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges]
+    if not strays:
+        return
+    moved = {str(k) for wave in ctx.state.waves if wave.result is not None
+             for k in wave.workloads} if run.direction is Direction.FORWARD else set()
+    again = [w for w in strays if w.name in moved]
+    if again:
+        triggers.touch_wave(ctx.client, again, stamp=ctx.now_iso(), run_id=ctx.run_id)
+    for w in strays:
+        what = "touched again" if w.name in moved else "its own wave moves it"
+        note = f"{w.name} took wave {run.wave.index}'s bridge placement (changed meanwhile): " \
+               f"{what}"
+        if note not in ctx.state.warnings:
+            ctx.state.warnings.append(note)
+        ctx.emitter.emit(RunWarning(**ctx.event_base(run.wave.index), code="bridge_stray",
+                                    message=note))
+
+
+def _touch_and_wait(run: WaveRun, record: BridgeRecord) -> WaveOutcome | None:
+    ctx = run.ctx
+    subset = [w for w in run.live if w.name in record.targets]
+    touched = triggers.touch_wave(ctx.client, subset, stamp=ctx.now_iso(), run_id=ctx.run_id,
+                                  skip=record.touched)
+    record.touched = sorted(set(record.touched) | set(touched.touched))
+    ctx.save()  # a template deleted meanwhile is left to the wave's gates
+    gone = set(touched.deleted)
+    return wait_ready(run, lambda: _short(run, record, gone), "bridged")
+
+
+def _short(run: WaveRun, record: BridgeRecord, gone: set[str]) -> list[str]:
+    """`workload cluster ready/wanted` for every bridged cluster not serving the full count."""
+    out = []
+    for w in run.live:
+        wanted = record.targets.get(w.name)
+        binding = run.watch.cache.get(w.binding_key)
+        if not wanted or binding is None or w.name in gone:
+            continue
+        view = BindingView.of(binding)
+        assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
+        out += [f"{w.name} {c} {ready.get(c, 0)}/{n}" for c, n in wanted.items()
+                if assigned.get(c, 0) < n or ready.get(c, 0) < n]
+    return out
+
+
+def _place(client: KarmadaClient, record: BridgeRecord, *, bridge: bool,
+           only_from_bridge: bool = False) -> None:
+    """Write the bridge placement (or put the original back) on every bridged policy;
+    `only_from_bridge`: only where the policy still carries the bridge (a hand edit since
+    stays, for the drift check to report)."""
+    for p in record.policies:
+        _write(client, p.kind, p.name, p.namespace, p.bridge if bridge else p.original,
+               mark={"original": p.original, "bridge": p.bridge} if bridge else None,
+               expect=p.bridge if only_from_bridge else None)
+
+
+def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
+           placement: Mapping[str, Any], *, mark: Mapping[str, Any] | None,
+           expect: Mapping[str, Any] | None) -> None:
+    """Set the policy's placement; `mark`: the bridge annotation to write with it (None:
+    remove it); `expect`: write only where the placement is that now."""
+    for _ in range(CONFLICT_ATTEMPTS):
+        current = api.find_policy(client, kind, name, namespace)
+        if current is None:
+            return  # deleted: nothing to put back (the drift check reports it)
+        view = PolicyView(current)
+        spec = view.spec
+        now = triggers.normalize_placement(spec.get("placement") or {})
+        marked = BRIDGE_PLACEMENT in view.annotations
+        if now == triggers.normalize_placement(placement) and marked is (mark is not None):
+            return
+        if expect is not None and now != triggers.normalize_placement(expect):
+            return
+        body: dict[str, Any] = {"metadata": {"annotations": {
+            BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None}}}
+        diff = json_merge_patch.create_patch(spec, {**spec, "placement": dict(placement)})
+        if diff:
+            body["spec"] = diff
+        try:
+            api.patch_policy(client, kind, name, namespace, body,
+                             resource_version=view.resource_version)
+        except Conflict:
+            continue
+        return
+    raise Conflict(f"{kind}/{name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+
+def release(run: WaveRun) -> WaveOutcome | None:
+    """The wave converged: give the bridge's room back."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    record = run.wave.bridge_for(back)
+    if record is None or not record.active:
+        return None
+    _place(ctx.client, record, bridge=False, only_from_bridge=True)  # (restored already)
+    ctx.budget.release(_holder(ctx, run.wave, back))
+    record.advance(BridgeStep.RELEASED)
+    ctx.save()
+    return None
+
+
+def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
+    """A run that stops: put every bridged policy's placement back and give the room back.
+    `forward_only`: leave the rollback's own bridges (a resumed rollback goes on with them)."""
+    directions = (False,) if forward_only else (False, True)
+    for wave in ctx.state.waves:
+        for back in directions:
+            record = wave.bridge_for(back)
+            if record is None or not record.active:
+                continue
+            try:
+                _place(ctx.client, record, bridge=False, only_from_bridge=True)
+            except KarmadaError as exc:  # best effort: a resume puts it back from the journal
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
+                                            message=f"bridge of wave {wave.index}: {exc}"))
+                continue
+            ctx.budget.release(_holder(ctx, wave, back))
+            record.advance(BridgeStep.RELEASED)
+            moved = set(wave.rollback_triggered if back else wave.triggered)
+            left = sorted(set(record.touched) - moved)
+            if left and not (ctx.state.phase is Phase.ROLLBACK and not back):
+                note = (f"wave {wave.index}: {', '.join(left)} keep serving in every cluster "
+                        "of the bridge (Duplicated) until a run of this schedule moves them")
+                if note not in ctx.state.warnings:
+                    ctx.state.warnings.append(note)
+                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="bridge_left",
+                                            message=note))
+            ctx.save()
+
+
+def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
+    """Before a run plans: a policy of the schedule that still carries a bridge placement (a
+    run crashed or lost its journal mid-bridge) gets the placement from before the bridge
+    back, found from its own annotation; a journalled bridge step is then redone. A placement
+    edited since is left alone (the drift check reports it), only the mark goes."""
+    for ref in sorted(schedule.policy_refs(), key=str):
+        obj = api.find_policy(client, ref.kind, ref.name, ref.namespace)
+        text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
+        if obj is None or text is None:
+            continue
+        try:
+            mark = json.loads(text)
+            original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
+        except (ValueError, KeyError, TypeError):
+            original = bridge_ = {}
+        now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
+        if original and now == triggers.normalize_placement(bridge_):
+            _write(client, ref.kind, ref.name, ref.namespace, original, mark=None, expect=None)
+        else:
+            _write(client, ref.kind, ref.name, ref.namespace,
+                   PolicyView(obj).spec.get("placement") or {}, mark=None, expect=None)
