@@ -13,8 +13,11 @@ IllegalTransition.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Final
+from typing import Final, TypeVar
+
+_S = TypeVar("_S", bound=StrEnum)
 
 
 class Phase(StrEnum):
@@ -39,6 +42,11 @@ TRANSITIONS: Final[dict[Phase, frozenset[Phase]]] = {
 }
 
 
+def _legal(table: Mapping[_S, frozenset[_S]], current: _S, wanted: _S) -> bool:
+    """Staying is always legal; a move must be one `table` allows (every state machine here)."""
+    return wanted == current or wanted in table[current]
+
+
 class IllegalTransition(RuntimeError):
     """A move the state machine does not allow: a bug, never an input error."""
 
@@ -50,7 +58,7 @@ class IllegalTransition(RuntimeError):
 
 def check_transition(current: Phase, wanted: Phase) -> Phase:
     """`wanted` when the move is legal; IllegalTransition otherwise."""
-    if wanted != current and wanted not in TRANSITIONS[current]:
+    if not _legal(TRANSITIONS, current, wanted):
         raise IllegalTransition(current, wanted)
     return wanted
 
@@ -198,7 +206,7 @@ class IllegalSurgeStep(RuntimeError):
 
 def check_surge_step(current: SurgeStep, wanted: SurgeStep) -> SurgeStep:
     """`wanted` when the move is legal (staying is); IllegalSurgeStep otherwise."""
-    if wanted != current and wanted not in SURGE_TRANSITIONS[current]:
+    if not _legal(SURGE_TRANSITIONS, current, wanted):
         raise IllegalSurgeStep(current, wanted)
     return wanted
 
@@ -243,7 +251,7 @@ class IllegalBridgeStep(RuntimeError):
 
 def check_bridge_step(current: BridgeStep, wanted: BridgeStep) -> BridgeStep:
     """`wanted` when the move is legal (staying is); IllegalBridgeStep otherwise."""
-    if wanted != current and wanted not in BRIDGE_TRANSITIONS[current]:
+    if not _legal(BRIDGE_TRANSITIONS, current, wanted):
         raise IllegalBridgeStep(current, wanted)
     return wanted
 
