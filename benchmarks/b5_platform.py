@@ -177,15 +177,18 @@ class FirstSurge:
     first: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def reserve(self, holder: str, need: Any, free: Any) -> bool:
-        granted = bool(self.inner.reserve(holder, need, free))
+    def reserve(self, holder: str, need: Any, free: Any, versions: Any = None) -> bool:
+        granted = bool(self.inner.reserve(holder, need, free, versions))
         with self.lock:
             if granted and self.first is None:
                 self.first = self.now()
         return granted
 
-    def release(self, holder: str) -> None:
-        self.inner.release(holder)
+    def running(self, holder: str, versions: Any) -> None:
+        self.inner.running(holder, versions)
+
+    def release(self, holder: str, versions: Any = None) -> None:
+        self.inner.release(holder, versions)
 
 
 class SyncedClock(SimClock):
@@ -225,7 +228,11 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     from tidal.engine.switch import run_switch
     from tidal.karmada.client import KarmadaClient
     from tidal.karmada.informer import SharedReads
+    from tidal.logs import configure_logging
 
+    log_file = (spec.workdir / f"daemon-{'shared' if spec.shared else 'independent'}.log").open(
+        "w", encoding="utf-8")
+    configure_logging("json", "INFO", stream=log_file)  # as the daemon logs, to a file
     config = kube.Configuration()
     config.host = spec.url
     config.api_key = {"authorization": "Bearer sim:tidal"}

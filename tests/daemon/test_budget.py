@@ -281,3 +281,71 @@ def test_a_released_surge_counts_until_the_status_can_show_it() -> None:
     clock.advance(timedelta(seconds=20))
     shared.release("b/1")  # held 20s: the status (free 0) shows it already
     assert shared.reserve("c", 0, "c/1", gpus(4), gpus(4))
+
+
+def test_a_status_written_after_the_release_frees_its_room_at_once() -> None:
+    """A released surge counts only until a Cluster status written after its release is read
+    (a newer resourceVersion): the room another tenant left is then used at once, not
+    settle_seconds later; a reading as old as the release still counts it."""
+    clock = FakeClock(T0)
+    shared = SharedBudget(clock, settle_seconds=60)
+    assert shared.reserve("a", 0, "a/1", gpus(8), gpus(8), {"cluster-b": "100"})
+    shared.release("a/1", lambda: {"cluster-b": "105"})  # a's 8 replicas stay and run
+    assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "105"})
+    assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "101"})
+    # the next status counts a's 8 and the 8 another tenant gave back: 8 free, all usable
+    assert shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "106"})
+
+
+def test_a_stale_reading_after_a_newer_one_does_not_overcommit() -> None:
+    """Two waves read Cluster status at different moments: the one whose reading predates a
+    release still counts that surge, although another reading already showed it."""
+    shared = SharedBudget(FakeClock(T0), settle_seconds=60)
+    assert shared.reserve("a", 0, "a/1", gpus(6), gpus(6), {"cluster-b": "7"})
+    shared.release("a/1", lambda: {"cluster-b": "9"})
+    # read before the release: 6 free (a's pods not counted yet) -- nothing may be granted
+    assert not shared.reserve("b", 0, "b/1", gpus(6), gpus(6), {"cluster-b": "8"})
+    # read after it: the status counts a's 6 and shows the 2 left free
+    assert shared.reserve("c", 0, "c/1", gpus(2), gpus(2), {"cluster-b": "10"})
+    assert not shared.reserve("b", 0, "b/1", gpus(6), gpus(6), {"cluster-b": "8"})
+
+
+def test_versions_that_are_not_integers_fall_back_to_settling() -> None:
+    """A Cluster whose resourceVersion is not a number (another API server) tells nothing: a
+    released surge counts until settle_seconds after its grant, as without versions."""
+    clock = FakeClock(T0)
+    shared = SharedBudget(clock, settle_seconds=15)
+    assert shared.reserve("a", 0, "a/1", gpus(8), gpus(8), {"cluster-b": "x1"})
+    shared.release("a/1", lambda: {"cluster-b": "x1"})
+    assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "x2"})
+    clock.advance(timedelta(seconds=16))
+    assert shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "x2"})
+
+
+def test_a_release_reads_the_clusters_only_when_something_was_held() -> None:
+    """Releasing a holder that holds nothing (a wave that never surged) reads no Cluster."""
+    shared = SharedBudget(FakeClock(T0))
+    reads: list[str] = []
+
+    def versions() -> dict[str, str]:
+        reads.append("clusters")
+        return {"cluster-b": "1"}
+
+    shared.release("nobody/1", versions)
+    assert reads == []
+    assert shared.reserve("a", 0, "a/1", gpus(1), gpus(1))
+    shared.release("a/1", versions)
+    assert reads == ["clusters"]
+
+
+def test_a_surge_whose_replicas_run_counts_once_while_still_held() -> None:
+    """A wave whose surged replicas run says so with the Cluster versions read then: a status
+    written later counts them, so room another tenant left meanwhile is granted although the
+    wave still holds its surge (it has yet to move and release)."""
+    shared = SharedBudget(FakeClock(T0), settle_seconds=60)
+    assert shared.reserve("a", 0, "a/1", gpus(8), gpus(8), {"cluster-b": "10"})
+    assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "11"})
+    shared.running("a/1", lambda: {"cluster-b": "12"})
+    assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "12"})
+    assert shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "13"})
+    assert shared.leased() == gpus(16)

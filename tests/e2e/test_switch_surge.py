@@ -6,6 +6,7 @@ reported by the plan before anything is written."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +230,7 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
     releases it after; a budget that never has room fails the wave at waveTimeout with no
     override written."""
     from tidal.domain.clock import SystemClock
-    from tidal.engine.budget import Need
+    from tidal.engine.budget import Need, Versions
     from tidal.engine.journal import InMemoryJournal
     from tidal.engine.switch import run_switch
     from tidal.loading import load_schedules
@@ -239,11 +240,15 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
             self.room = room
             self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
 
-        def reserve(self, holder: str, need: Need, free: Need) -> bool:
+        def reserve(self, holder: str, need: Need, free: Need,
+                    versions: Versions | None = None) -> bool:
             self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
             return self.room
 
-        def release(self, holder: str) -> None:
+        def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+            return None
+
+        def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
             self.calls.append(("release", holder, {}))
 
     emu = make_switch_emulator(team([5, 5]))

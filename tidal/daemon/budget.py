@@ -6,15 +6,19 @@ what every other wave holds, so no combination of teams overruns a cluster becau
 
 What is free: the caller reads it from Cluster status, which counts a held surge once its pods
 exist, and not before (nor while the status lags). Subtracting every hold from it would count
-a running surge twice and leave half the room unused; so per (cluster, resource) the budget
-keeps the free seen when the first of the current holds was granted (its anchor; lowered by
-each hold released, whose replicas stay as the new steady state) and uses the smaller of the
-free reported now and the anchor minus all holds, or the free reported minus all holds when
-that is more (capacity that appeared since: another tenant left). Only a consumer outside tidal
-that takes room while a hold's pods do not exist yet can make that too high. Cluster status is
-refreshed periodically (Karmada: every 10 s), so a hold released less than `settle_seconds`
-after its grant keeps counting until then: its replicas stay, and the status may not show
-them yet (one held longer shows in the status by the time it is released).
+a running surge twice and leave room unused. So per (cluster, resource) the room left is the
+better of two safe estimates:
+- the free reported minus every hold the report cannot include yet: a wave says when its
+  replicas run (else when it releases), with the Cluster versions read then; a report from a
+  later version of the Cluster counts them (resourceVersions compared as the integers
+  Kubernetes issues; anything else counts as earlier), and every other hold counts in full.
+  This sees room that appears (another tenant left) at the first status refresh;
+- the free seen when the first of the current holds was granted (its anchor; lowered by each
+  hold forgotten, whose replicas stay as the new steady state) minus all holds, capped by the
+  free reported: right while they all run and the status shows them.
+A released hold is forgotten `settle_seconds` after its grant at the latest (Karmada refreshes
+Cluster status every 10 s). Only a consumer outside tidal that takes room while a hold's pods do
+not exist yet can make an estimate too high.
 
 Order among the waves that wait: higher schedule `priority` first; within a priority, the
 schedule granted the fewest waves in its current run first (round-robin by wave: one large
@@ -36,7 +40,7 @@ from datetime import datetime
 import structlog
 
 from tidal.domain.clock import Clock
-from tidal.engine.budget import Need
+from tidal.engine.budget import Need, Versions
 
 log = structlog.get_logger("tidal.daemon.budget")
 
@@ -68,6 +72,13 @@ class Hold:
     schedule: str
     amounts: dict[Pair, float]
     granted: float = 0.0  # clock.monotonic() of the grant
+    # Cluster versions read once its replicas ran (at `running`, else at the release)
+    versions: dict[str, int] = field(default_factory=dict)
+
+    def seen_by(self, cluster: str, reported: Mapping[str, int]) -> bool:
+        """The hold's replicas are in a Cluster status newer than the moment they ran."""
+        at_release, now = self.versions.get(cluster), reported.get(cluster)
+        return at_release is not None and now is not None and now > at_release
 
 
 @dataclass(frozen=True)
@@ -102,9 +113,11 @@ class SharedBudget:
         return ScheduleBudget(self, schedule, priority)
 
     # --- the SurgeBudget operations, tagged with the schedule -----------------------------
-    def reserve(self, schedule: str, priority: int, holder: str, need: Need, free: Need) -> bool:
+    def reserve(self, schedule: str, priority: int, holder: str, need: Need, free: Need,
+                versions: Versions | None = None) -> bool:
         amounts = _amounts(need)
         free_pairs = _amounts(free)
+        reported = _integers(versions or {})
         with self._lock:
             now = self.clock.monotonic()
             self._drop_stale(now)
@@ -117,7 +130,7 @@ class SharedBudget:
                                 self._seq, now)
                 self._waiters[holder] = waiter
             waiter.need, waiter.priority, waiter.polled = amounts, priority, now
-            granted = self._decide(waiter, free_pairs)
+            granted = self._decide(waiter, free_pairs, reported)
             if granted:
                 del self._waiters[holder]
                 held = self._held()
@@ -132,11 +145,27 @@ class SharedBudget:
         self._changed()
         return granted
 
-    def release(self, holder: str) -> None:
+    def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+        with self._lock:
+            if holder not in self._holds or self._holds[holder].versions:
+                return
+        seen = _integers(versions())
+        with self._lock:
+            hold = self._holds.get(holder)
+            if hold is not None and not hold.versions:
+                hold.versions = seen
+        self._changed()
+
+    def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
+        with self._lock:
+            hold = self._holds.get(holder)
+            unknown = hold is not None and not hold.versions
+        seen = _integers(versions()) if versions is not None and unknown else {}
         with self._lock:
             hold = self._holds.pop(holder, None)
             waiter = self._waiters.pop(holder, None)
             if hold is not None:
+                hold.versions = hold.versions or seen
                 self._released(hold)
         if hold is not None:
             log.info("capacity_released", schedule=hold.schedule, holder=holder)
@@ -195,12 +224,14 @@ class SharedBudget:
         for hold in due:
             self._forget(hold)
 
-    def _held(self) -> dict[Pair, float]:
-        """What every hold counts for now: those held, and those released but settling."""
+    def _held(self, reported: Mapping[str, int] | None = None) -> dict[Pair, float]:
+        """What every hold counts for now: those held, and those released but settling; with
+        `reported` (Cluster versions), not those that ran before that status was written."""
         total: dict[Pair, float] = {}
         for hold in [*self._holds.values(), *(h for _, h in self._settling)]:
             for pair, amount in hold.amounts.items():
-                total[pair] = total.get(pair, 0.0) + amount
+                if reported is None or not hold.seen_by(pair[0], reported):
+                    total[pair] = total.get(pair, 0.0) + amount
         return total
 
     def _forget(self, hold: Hold) -> None:
@@ -213,25 +244,26 @@ class SharedBudget:
             elif pair in self._anchor:
                 self._anchor[pair] -= amount
 
-    def _left(self, free: Mapping[Pair, float]) -> dict[Pair, float]:
-        """Room per pair: the better of two safe estimates, the free reported minus all holds
-        (right when none of them runs yet; sees capacity that appears) and the anchor minus
-        all holds, capped by the free reported (right when they all run)."""
+    def _left(self, free: Mapping[Pair, float], reported: Mapping[str, int]
+              ) -> dict[Pair, float]:
+        """Room per pair: the better of the two safe estimates (see the module's doc)."""
         left = dict(free)
+        unseen = self._held(reported)
         for pair, amount in self._held().items():
-            reported = free.get(pair, 0.0)
-            anchor = self._anchor.get(pair, reported)
-            left[pair] = max(reported - amount, min(reported, anchor - amount))
+            now = free.get(pair, 0.0)
+            anchor = self._anchor.get(pair, now)
+            left[pair] = max(now - unseen.get(pair, 0.0), min(now, anchor - amount))
         return left
 
     def _rank(self, w: Waiter) -> tuple[int, int, int]:
         return (-w.priority, self._grants.get(w.schedule, 0), w.seq)
 
-    def _decide(self, asking: Waiter, free: Mapping[Pair, float]) -> bool:
+    def _decide(self, asking: Waiter, free: Mapping[Pair, float],
+                reported: Mapping[str, int]) -> bool:
         """Walk the waiters in rank order as if each were asking now: one that fits takes its
         room (on paper), one that does not fit claims all it asks for; `asking` is granted iff
         it fits what is left and touches nothing claimed above it."""
-        left = self._left(free)
+        left = self._left(free, reported)
         claimed: set[Pair] = set()
         for w in sorted(self._waiters.values(), key=self._rank):
             short = {p: a - left.get(p, 0.0) for p, a in w.need.items()
@@ -273,11 +305,15 @@ class ScheduleBudget:
     schedule: str
     priority: int = 0
 
-    def reserve(self, holder: str, need: Need, free: Need) -> bool:
-        return self.shared.reserve(self.schedule, self.priority, holder, need, free)
+    def reserve(self, holder: str, need: Need, free: Need,
+                versions: Versions | None = None) -> bool:
+        return self.shared.reserve(self.schedule, self.priority, holder, need, free, versions)
 
-    def release(self, holder: str) -> None:
-        self.shared.release(holder)
+    def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+        self.shared.running(holder, versions)
+
+    def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
+        self.shared.release(holder, versions)
 
 
 def _nested(pairs: Mapping[Pair, float]) -> dict[str, dict[str, float]]:
@@ -285,3 +321,8 @@ def _nested(pairs: Mapping[Pair, float]) -> dict[str, dict[str, float]]:
     for (cluster, resource), amount in sorted(pairs.items()):
         out.setdefault(cluster, {})[resource] = amount
     return out
+
+
+def _integers(versions: Versions) -> dict[str, int]:
+    """cluster -> resourceVersion as an integer; one that is not one is left out (unknown)."""
+    return {cluster: int(v) for cluster, v in versions.items() if str(v).isdigit()}

@@ -36,7 +36,7 @@ from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord, Wave
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
-from tidal.engine.surging import reserve_room, wait_ready
+from tidal.engine.surging import reserve_room, status_versions, wait_ready
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
@@ -267,7 +267,7 @@ def release(run: WaveRun) -> WaveOutcome | None:
     if record is None or not record.active:
         return None
     _place(ctx.client, record, bridge=False, only_from_bridge=True)  # (restored already)
-    ctx.budget.release(_holder(ctx, run.wave, back))
+    ctx.budget.release(_holder(ctx, run.wave, back), status_versions(ctx))
     record.advance(BridgeStep.RELEASED)
     ctx.save()
     return None
@@ -288,7 +288,7 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
                 ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
                                             message=f"bridge of wave {wave.index}: {exc}"))
                 continue
-            ctx.budget.release(_holder(ctx, wave, back))
+            ctx.budget.release(_holder(ctx, wave, back), status_versions(ctx))
             record.advance(BridgeStep.RELEASED)
             moved = set(wave.rollback_triggered if back else wave.triggered)
             left = sorted(set(record.touched) - moved)

@@ -7,27 +7,41 @@ of its concurrent switches so that their surges together never exceed what is fr
 
 Amounts are `Need`: cluster name -> resource name -> quantity in the resource's base unit
 (GPUs and pods as counts, cpu in cores, memory in bytes), as tidal.domain.prediction reads them.
+
+`Versions` say which Cluster status an amount comes from: cluster name -> the resourceVersion of
+the Cluster object read. A wave says when its replicas run (and releases its room) with the
+versions read just then, so a shared budget can tell a later status, one that counts them, from
+an earlier one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol, TypeAlias
 
 Need: TypeAlias = Mapping[str, Mapping[str, float]]
+Versions: TypeAlias = Mapping[str, str]
 
 
 class SurgeBudget(Protocol):
-    def reserve(self, holder: str, need: Need, free: Need) -> bool:
-        """Hold `need` for `holder` (a run id and wave) if it fits `free` minus what others hold.
+    def reserve(self, holder: str, need: Need, free: Need,
+                versions: Versions | None = None) -> bool:
+        """Hold `need` for `holder` (a run id and wave) if it fits `free` minus what others hold;
+        `versions`: the Cluster objects `free` was read from.
 
         False holds nothing; the wave asks again later. Reserving again under the same holder
         replaces its earlier reservation (a resumed run re-reserves its wave).
         """
         ...
 
-    def release(self, holder: str) -> None:
-        """Give back what `holder` held (nothing held is fine)."""
+    def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+        """What `holder` holds is in use now (its replicas run, so Cluster status will count
+        them); `versions` reads the Cluster objects now (called only by a budget that uses
+        it). The room stays held until `release`."""
+        ...
+
+    def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
+        """Give back what `holder` held (nothing held is fine); `versions` as for `running`."""
         ...
 
 
@@ -40,8 +54,12 @@ def fits(need: Need, free: Need) -> bool:
 class OwnBudget:
     """A run on its own: the surge must fit what the clusters report free right now."""
 
-    def reserve(self, holder: str, need: Need, free: Need) -> bool:
+    def reserve(self, holder: str, need: Need, free: Need,
+                versions: Versions | None = None) -> bool:
         return fits(need, free)
 
-    def release(self, holder: str) -> None:
+    def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+        return None
+
+    def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
         return None

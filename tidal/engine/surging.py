@@ -42,7 +42,7 @@ from tidal.karmada.overrides import (
     override_name,
     ref_of,
 )
-from tidal.karmada.views import BindingView
+from tidal.karmada.views import BindingView, ClusterView
 
 if TYPE_CHECKING:
     from tidal.engine.wave import SwitchContext, WaveRun
@@ -86,10 +86,21 @@ def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
     return total
 
 
-def _free(ctx: SwitchContext) -> Amounts:
-    return usable({c.name: dict(c.free) for c in
-                   (ClusterFacts.from_cluster(o) for o in ctx.list_clusters())},
+def _room(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
+    """What the clusters report free (less the headroom), and the Cluster versions it is from."""
+    clusters = ctx.list_clusters()
+    free = usable({c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
                   ctx.headroom_percent)
+    return free, _versions_of(clusters)
+
+
+def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
+    return {view.name: view.resource_version for view in map(ClusterView, clusters)}
+
+
+def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
+    """What a released room is given: reads the Cluster versions when the budget asks."""
+    return lambda: _versions_of(ctx.list_clusters())
 
 
 def surge(run: WaveRun) -> WaveOutcome | None:
@@ -122,6 +133,7 @@ def surge(run: WaveRun) -> WaveOutcome | None:
     outcome = _wait_surged(run, record)
     if outcome is not None:
         return outcome
+    ctx.budget.running(holder(ctx, wave, back), status_versions(ctx))
     record.advance(SurgeStep.MOVING)
     ctx.save()
     return None
@@ -142,10 +154,10 @@ def reserve_room(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
     out; `resumed`: what `name` holds already is counted as used in the free amounts."""
     ctx = run.ctx
     while True:
-        free = _free(ctx)
+        free, versions = _room(ctx)
         if resumed:
             free = add(free, need)
-        if ctx.budget.reserve(name, need, free):
+        if ctx.budget.reserve(name, need, free, versions):
             return None
         if ctx.clock.monotonic() >= run.deadline:
             short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
@@ -310,7 +322,7 @@ def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool
     ctx.save()
     for text in record.overrides:
         delete_override(ctx.client, OverrideRef.parse(text))
-    ctx.budget.release(holder(ctx, wave, back))
+    ctx.budget.release(holder(ctx, wave, back), status_versions(ctx))
     record.advance(SurgeStep.RELEASED)
     ctx.save()
 
