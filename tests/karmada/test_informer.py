@@ -165,7 +165,7 @@ def test_a_keyed_reader_holds_and_gets_only_its_keys(emulator: Any, tmp_path: Pa
         wide = reads.binding_watch("default")
         assert set(keyed.start()) == {"default/a"}
         assert set(wide.start()) == {"default/a", "default/b", "default/c"}
-        assert reads.informers["resourcebindings"].readers() == (1, 2)
+        assert reads.informers["resourcebindings"].readers() == (1, 1)
         _create(client, "d")
         _create(client, "x")
         client.request("delete", RESOURCE_BINDINGS, "DELETE",
@@ -191,7 +191,7 @@ def test_a_dropped_keyed_view_leaves_nothing_in_the_index(emulator: Any, tmp_pat
                  for i in range(20)]
         for view in views:
             view.start()
-        assert len(informer._by_key) == 21
+        assert len(informer._by_key) == 21 and informer.readers() == (0, 20)
         del views, view
         gc.collect()
         _create(client, "b")
@@ -200,7 +200,7 @@ def test_a_dropped_keyed_view_leaves_nothing_in_the_index(emulator: Any, tmp_pat
                 and time.monotonic() < deadline:
             time.sleep(0.05)
         with informer._lock:
-            assert informer._by_key == {}  # pruned by the publish of b
+            assert informer._by_key == {} and informer._keyed == {}  # pruned by b's publish
         later = reads.binding_watch("default", keys={"default/a"})
         assert set(later.start()) == {"default/a"}
         assert informer.readers() == (0, 1)

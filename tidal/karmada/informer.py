@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import threading
 import time
 import weakref
@@ -85,10 +86,14 @@ class Informer:
         self._is_synced = False
         # readers are held weakly: a finished wave drops its view and with it its subscriber
         self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
-        self._by_key: dict[str, weakref.WeakSet[_Subscriber]] = {}
-        # the keys of keyed readers gone (appended by their finalizer, at any moment, in any
-        # thread: no lock there); their empty index entries are pruned under the lock
-        self._released: collections.deque[frozenset[str]] = collections.deque()
+        # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
+        # thousands of keys each with a set or WeakSet would cost more than the views save)
+        self._keyed: dict[int, weakref.ref[_Subscriber]] = {}
+        self._by_key: dict[str, tuple[int, ...]] = {}
+        self._tokens = itertools.count()
+        # keyed readers gone: appended by their weakref callback (at any moment, in any
+        # thread, so without the lock); their index entries are pruned under the lock
+        self._released: collections.deque[tuple[int, frozenset[str]]] = collections.deque()
         self._users = 0
         self._thread: threading.Thread | None = None
         self.version = ""
@@ -188,25 +193,28 @@ class Informer:
         for subscriber in list(self._subscribers):
             if subscriber.wants(obj):
                 subscriber.put(key, event)
-        keyed = self._by_key.get(key)
-        if keyed is not None:
-            for subscriber in list(keyed):
-                if subscriber.wants(obj):
-                    subscriber.put(key, event)
+        for token in self._by_key.get(key, ()):
+            keyed = self._keyed[token]()
+            if keyed is not None and keyed.wants(obj):
+                keyed.put(key, event)
 
     def _prune(self) -> None:
-        """Drop the index entries no live reader names any more (the lock is held)."""
+        """Drop the index entries of keyed readers gone (the lock is held)."""
         while self._released:
-            for key in self._released.popleft():
-                keyed = self._by_key.get(key)
-                if keyed is not None and not keyed:
-                    del self._by_key[key]
+            token, keys = self._released.popleft()
+            self._keyed.pop(token, None)
+            for key in keys:
+                left = tuple(t for t in self._by_key.get(key, ()) if t != token)
+                if left:
+                    self._by_key[key] = left
+                else:
+                    self._by_key.pop(key, None)
 
     def readers(self) -> tuple[int, int]:
-        """(namespace-wide readers, keys indexed for keyed readers) alive now."""
+        """(namespace-wide readers, keyed readers) alive now."""
         with self._lock:
             self._prune()
-            return len(self._subscribers), len(self._by_key)
+            return len(self._subscribers), len(self._keyed)
 
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
@@ -230,9 +238,11 @@ class Informer:
                 self._subscribers.add(subscriber)
                 snapshot = {k: o for k, o in self._cache.items() if subscriber.wants(o)}
             else:
+                token, released = next(self._tokens), self._released
+                self._keyed[token] = weakref.ref(
+                    subscriber, lambda _ref: released.append((token, wanted)))
                 for key in wanted:
-                    self._by_key.setdefault(key, weakref.WeakSet()).add(subscriber)
-                weakref.finalize(subscriber, self._released.append, wanted)
+                    self._by_key[key] = (*self._by_key.get(key, ()), token)
                 snapshot = {k: o for k in wanted
                             if (o := self._cache.get(k)) is not None and subscriber.wants(o)}
         return snapshot, subscriber
