@@ -44,10 +44,10 @@ Event = tuple[Obj, bool]  # (object, deleted)
 class _Subscriber:
     """The changes one reader has not taken yet, the latest per object: a reader that waits
     long (a team waiting for capacity) holds at most one entry per object it reads, not every
-    event of the night. `keys`: the objects it reads (None: all of its namespace)."""
+    event of the night."""
 
-    def __init__(self, namespace: str | None, keys: frozenset[str] | None = None) -> None:
-        self.namespace, self.keys = namespace, keys
+    def __init__(self, namespace: str | None) -> None:
+        self.namespace = namespace
         self._pending: dict[str, Event] = {}  # insertion order: the order they first changed
         self._ready = threading.Condition()
 
@@ -230,7 +230,7 @@ class Informer:
         one instant so no change falls between them. With `keys` ("namespace/name"), only
         those: a key not cached yet gets its later events, a deleted one its deletion."""
         wanted = None if keys is None else frozenset(keys)
-        subscriber = _Subscriber(namespace, wanted)
+        subscriber = _Subscriber(namespace)
         with self._lock:
             self._wait_synced()
             self._prune()
