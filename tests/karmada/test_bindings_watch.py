@@ -58,3 +58,38 @@ def test_gone_relists_and_reports_the_difference(emulator: Any, tmp_path: Path) 
     assert ("b", False) in changed
     assert watch.relists == 1
     assert set(watch.cache) == {"default/a", "default/b"}
+
+
+def test_a_keyed_watch_keeps_and_yields_only_its_keys(emulator: Any, tmp_path: Path) -> None:
+    """With keys, the namespace is listed and watched but only those bindings are cached and
+    yielded: a key created later, a key deleted; other bindings never appear."""
+    client = _client(emulator, tmp_path)
+    _create(client, "a")
+    _create(client, "b")
+    watch = BindingWatch(client, "default", keys={"default/a", "default/c"})
+    assert set(watch.start()) == {"default/a"}
+    _create(client, "other")
+    _create(client, "c")
+    client.request("delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a"))
+    seen = []
+    for obj, deleted in watch.changes(1.0):
+        seen.append((obj["metadata"]["name"], deleted))
+        if len(seen) == 2:
+            break
+    assert seen == [("c", False), ("a", True)]
+    assert set(watch.cache) == {"default/c"}
+
+
+def test_a_keyed_watch_relists_its_keys_only(emulator: Any, tmp_path: Path) -> None:
+    """After a 410 the re-list reports the difference for the watch's keys only."""
+    client = _client(emulator, tmp_path)
+    _create(client, "a")
+    watch = BindingWatch(client, "default", keys={"default/a", "default/b"})
+    watch.start()
+    _create(client, "b")
+    _create(client, "other")
+    emulator.store.compact()
+    changed = [(obj["metadata"]["name"], deleted) for obj, deleted in watch.changes(1.0)]
+    assert changed == [("b", False)]
+    assert watch.relists == 1
+    assert set(watch.cache) == {"default/a", "default/b"}

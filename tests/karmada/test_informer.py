@@ -151,3 +151,91 @@ def test_a_reader_gets_the_api_error_when_the_cache_cannot_fill(
     reads = SharedReads(client, retry_seconds=0.05, sync_timeout=1.0)
     with reads.in_use(), pytest.raises(KarmadaError):
         reads.binding_watch("default").start()
+
+
+def test_a_keyed_reader_holds_and_gets_only_its_keys(emulator: Any, tmp_path: Path) -> None:
+    """A reader naming its keys gets those in its snapshot and changes (a key created later
+    too, a deleted one its deletion) while a namespace reader beside it sees everything."""
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    for name in ("a", "b", "c"):
+        _create(client, name)
+    reads = SharedReads(client, max_watch_seconds=30)
+    with reads.in_use():
+        keyed = reads.binding_watch("default", keys={"default/a", "default/x"})
+        wide = reads.binding_watch("default")
+        assert set(keyed.start()) == {"default/a"}
+        assert set(wide.start()) == {"default/a", "default/b", "default/c"}
+        assert reads.informers["resourcebindings"].readers() == (1, 1)
+        _create(client, "d")
+        _create(client, "x")
+        client.request("delete", RESOURCE_BINDINGS, "DELETE",
+                       RESOURCE_BINDINGS.path("default", "a"))
+        assert _drain(wide, 3) == [("d", False), ("x", False), ("a", True)]
+        assert _drain(keyed, 2) == [("x", False), ("a", True)]
+        assert list(keyed.changes(0.2)) == []
+    assert set(keyed.cache) == {"default/x"}
+    assert set(wide.cache) == {"default/b", "default/c", "default/d", "default/x"}
+
+
+def test_a_dropped_keyed_view_leaves_nothing_in_the_index(emulator: Any, tmp_path: Path) -> None:
+    """Views of finished waves are released: once dropped, their keys leave the informer's
+    index by the next change it publishes, and later readers are served as before."""
+    import gc
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    _create(client, "a")
+    reads = SharedReads(client, max_watch_seconds=30)
+    with reads.in_use():
+        informer = reads.informers["resourcebindings"]
+        views = [reads.binding_watch("default", keys={f"default/w{i}", "default/a"})
+                 for i in range(20)]
+        for view in views:
+            view.start()
+        assert len(informer._by_key) == 21 and informer.readers() == (0, 20)
+        del views, view
+        gc.collect()
+        _create(client, "b")
+        deadline = time.monotonic() + 5
+        while "default/b" not in {f"default/{o['metadata']['name']}" for o in informer.items()} \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with informer._lock:
+            assert informer._by_key == {} and informer._keyed == {}  # pruned by b's publish
+        later = reads.binding_watch("default", keys={"default/a"})
+        assert set(later.start()) == {"default/a"}
+        assert informer.readers() == (0, 1)
+        client.request("delete", RESOURCE_BINDINGS, "DELETE",
+                       RESOURCE_BINDINGS.path("default", "a"))
+        assert _drain(later, 1) == [("a", True)]
+
+
+def test_a_keyed_reader_gets_the_relist_difference_of_its_keys_only(
+        emulator: Any, tmp_path: Path) -> None:
+    """Changes the watch missed (410, then a slow re-list) reach a keyed reader as the
+    difference the re-list found, for its keys only; a namespace reader gets all of it."""
+    from tidal.karmada.state_objects import ensure_namespace
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    _create(client, "a")
+    _create(client, "b")
+    reads = SharedReads(client, max_watch_seconds=30)
+    with reads.in_use():
+        keyed = reads.binding_watch("default", keys={"default/a", "default/b", "default/c"})
+        wide = reads.binding_watch("default")
+        keyed.start()
+        wide.start()
+        informer = reads.informers["resourcebindings"]
+        ensure_namespace(client, "elsewhere")  # the store moves on past the informer's version
+        # the re-list waits a second: the changes below land before it, unseen by any watch
+        emulator.faults.inject(type="latency", verb="list", resource="resourcebindings",
+                               seconds=1.0, count=1)
+        emulator.faults.inject(type="drop-watch", resource="resourcebindings", compact=True)
+        _create(client, "c")
+        _create(client, "d")
+        client.request("delete", RESOURCE_BINDINGS, "DELETE",
+                       RESOURCE_BINDINGS.path("default", "a"))
+        assert _drain(keyed, 2) == [("c", False), ("a", True)]
+        assert informer.lists == 2
+        assert sorted(_drain(wide, 3)) == [("a", True), ("c", False), ("d", False)]
+        assert list(keyed.changes(0.2)) == []
+    assert set(keyed.cache) == {"default/b", "default/c"}

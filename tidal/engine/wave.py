@@ -3,7 +3,7 @@ a floor breaks, or waveTimeout runs out. Used for forward waves and for rollback
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
@@ -69,10 +69,12 @@ class SwitchContext:
     # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
     reads: SharedReads | None = None
 
-    def binding_watch(self, namespace: str | None, cluster_scoped: bool) -> BindingWatch:
+    def binding_watch(self, namespace: str | None, cluster_scoped: bool,
+                      keys: Collection[str] | None = None) -> BindingWatch:
+        """A watch of the namespace's bindings; with `keys`, caching those only."""
         if self.reads is not None:
-            return self.reads.binding_watch(namespace, cluster_scoped=cluster_scoped)
-        return BindingWatch(self.client, namespace, cluster_scoped=cluster_scoped)
+            return self.reads.binding_watch(namespace, cluster_scoped=cluster_scoped, keys=keys)
+        return BindingWatch(self.client, namespace, cluster_scoped=cluster_scoped, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
         return self.reads.list_clusters() if self.reads is not None else \
@@ -135,7 +137,10 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
                                  workloads=tuple(w.name for w in live),
                                  trigger=ctx.trigger, rollback=direction is Direction.BACK))
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)
-    watch = ctx.binding_watch(namespace, cluster_scoped)
+    # every binding the wave reads (its gates, floors, surges, bridges, rebalances): the
+    # run's workloads and the wave's; the watch keeps and wakes for nothing else
+    keys = {w.binding_key for w in ctx.everyone or live} | {w.binding_key for w in live}
+    watch = ctx.binding_watch(namespace, cluster_scoped, keys=keys)
     watch.start()
     run = WaveRun(ctx, wave, live, placements, watch, direction)
     outcome = ctx.strategy.arm(run)

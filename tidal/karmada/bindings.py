@@ -7,7 +7,7 @@ server-side timeout, and re-lists when the server answers 410 Gone (too old a ve
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tidal.karmada.client import (
@@ -43,14 +43,19 @@ class BindingWatch:
 
     `cache` maps "namespace/name" to the latest object; `changes(seconds)` yields each
     changed object (deleted ones have `deleted=True` in the yielded tuple) as it arrives.
+    With `keys` ("namespace/name" of the bindings a reader needs) the cache and the changes
+    are those keys only; the namespace is still listed and watched whole (the API cannot
+    select by a set of names), but nothing else is kept.
     """
 
     def __init__(self, client: KarmadaClient, namespace: str | None = None, *,
-                 cluster_scoped: bool = False, max_watch_seconds: float = 10.0) -> None:
+                 cluster_scoped: bool = False, max_watch_seconds: float = 10.0,
+                 keys: Iterable[str] | None = None) -> None:
         self.client = client
         self.namespace = None if cluster_scoped else namespace
         self.res = resource(cluster_scoped)
         self.max_watch_seconds = max_watch_seconds
+        self.keys = None if keys is None else frozenset(keys)
         self.cache: dict[str, Obj] = {}
         self.version = ""
         self.relists = 0
@@ -58,8 +63,11 @@ class BindingWatch:
 
     def start(self) -> dict[str, Obj]:
         items, self.version = list_paged(self.client, self.res, self.namespace)
-        self.cache = {key_of(item): item for item in items}
+        self.cache = {key: item for item in items if self.wants(key := key_of(item))}
         return self.cache
+
+    def wants(self, key: str) -> bool:
+        return self.keys is None or key in self.keys
 
     def relist(self) -> list[tuple[Obj, bool]]:
         """List again; report what changed against the cache (after a 410)."""
@@ -92,6 +100,8 @@ class BindingWatch:
                 if kind == "BOOKMARK":
                     continue
                 key = key_of(obj)
+                if not self.wants(key):
+                    continue
                 if kind == "DELETED":
                     self.cache.pop(key, None)
                     yield obj, True

@@ -5,17 +5,21 @@ teams switching at the same minute that is a hundred watches and listings. An `I
 a kind once (all namespaces), keeps watching it from the last resourceVersion (re-listing after
 410 Gone), keeps the cache, and hands each reader a `SharedBindingView`: the BindingWatch
 interface (`start`, `cache`, `changes`) served from the shared cache and a queue of the events
-the reader has not seen. `SharedReads` holds the informers of one daemon and runs them while at
-least one switch uses them.
+the reader has not seen. A reader may name the keys it reads (a wave: its team's bindings);
+it then holds and is woken for those only, found through an index by key, so a hundred teams
+in one namespace do not each copy and follow the whole namespace. `SharedReads` holds the
+informers of one daemon and runs them while at least one switch uses them.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import structlog
@@ -39,8 +43,8 @@ Event = tuple[Obj, bool]  # (object, deleted)
 
 class _Subscriber:
     """The changes one reader has not taken yet, the latest per object: a reader that waits
-    long (a team waiting for capacity) holds at most one entry per object of its namespace,
-    not every event of the night."""
+    long (a team waiting for capacity) holds at most one entry per object it reads, not every
+    event of the night."""
 
     def __init__(self, namespace: str | None) -> None:
         self.namespace = namespace
@@ -80,7 +84,16 @@ class Informer:
         self._synced = threading.Condition(self._lock)
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
-        self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()
+        # readers are held weakly: a finished wave drops its view and with it its subscriber
+        self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
+        # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
+        # thousands of keys each with a set or WeakSet would cost more than the views save)
+        self._keyed: dict[int, weakref.ref[_Subscriber]] = {}
+        self._by_key: dict[str, tuple[int, ...]] = {}
+        self._tokens = itertools.count()
+        # keyed readers gone: appended by their weakref callback (at any moment, in any
+        # thread, so without the lock); their index entries are pruned under the lock
+        self._released: collections.deque[tuple[int, frozenset[str]]] = collections.deque()
         self._users = 0
         self._thread: threading.Thread | None = None
         self.version = ""
@@ -145,7 +158,7 @@ class Informer:
                                     if old.get(key) != obj]
             changed += [(obj, True) for key, obj in old.items() if key not in fresh]
             for obj, deleted in changed:
-                self._publish(obj, deleted)
+                self._publish(key_of(obj), obj, deleted)
             self._synced.notify_all()
 
     def _watch(self) -> None:
@@ -168,14 +181,40 @@ class Informer:
                     self._cache.pop(key, None)
                 else:
                     self._cache[key] = obj
-                self._publish(obj, deleted)
+                self._publish(key, obj, deleted)
                 if self._users == 0:
                     return
 
-    def _publish(self, obj: Obj, deleted: bool) -> None:
+    def _publish(self, key: str, obj: Obj, deleted: bool) -> None:
+        """Hand a change to the readers of its namespace and to those naming its key (the lock
+        is held): O(namespace-wide readers + readers of this key), not O(every reader)."""
+        self._prune()
+        event = (obj, deleted)
         for subscriber in list(self._subscribers):
             if subscriber.wants(obj):
-                subscriber.put(key_of(obj), (obj, deleted))
+                subscriber.put(key, event)
+        for token in self._by_key.get(key, ()):
+            keyed = self._keyed[token]()
+            if keyed is not None and keyed.wants(obj):
+                keyed.put(key, event)
+
+    def _prune(self) -> None:
+        """Drop the index entries of keyed readers gone (the lock is held)."""
+        while self._released:
+            token, keys = self._released.popleft()
+            self._keyed.pop(token, None)
+            for key in keys:
+                left = tuple(t for t in self._by_key.get(key, ()) if t != token)
+                if left:
+                    self._by_key[key] = left
+                else:
+                    self._by_key.pop(key, None)
+
+    def readers(self) -> tuple[int, int]:
+        """(namespace-wide readers, keyed readers) alive now."""
+        with self._lock:
+            self._prune()
+            return len(self._subscribers), len(self._keyed)
 
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
@@ -185,14 +224,27 @@ class Informer:
                 f"the shared {self.res.plural} cache did not fill within "
                 f"{self.sync_timeout:g}s", verb="list", resource=self.res.plural)
 
-    def subscribe(self, namespace: str | None) -> tuple[dict[str, Obj], _Subscriber]:
+    def subscribe(self, namespace: str | None, keys: Iterable[str] | None = None
+                  ) -> tuple[dict[str, Obj], _Subscriber]:
         """The cache (of one namespace, or all) and a queue of every later change, taken at
-        one instant so no change falls between them."""
+        one instant so no change falls between them. With `keys` ("namespace/name"), only
+        those: a key not cached yet gets its later events, a deleted one its deletion."""
+        wanted = None if keys is None else frozenset(keys)
+        subscriber = _Subscriber(namespace)
         with self._lock:
             self._wait_synced()
-            subscriber = _Subscriber(namespace)
-            self._subscribers.add(subscriber)
-            snapshot = {k: o for k, o in self._cache.items() if subscriber.wants(o)}
+            self._prune()
+            if wanted is None:
+                self._subscribers.add(subscriber)
+                snapshot = {k: o for k, o in self._cache.items() if subscriber.wants(o)}
+            else:
+                token, released = next(self._tokens), self._released
+                self._keyed[token] = weakref.ref(
+                    subscriber, lambda _ref: released.append((token, wanted)))
+                for key in wanted:
+                    self._by_key[key] = (*self._by_key.get(key, ()), token)
+                snapshot = {k: o for k in wanted
+                            if (o := self._cache.get(k)) is not None and subscriber.wants(o)}
         return snapshot, subscriber
 
     def items(self, namespace: str | None = None) -> list[Obj]:
@@ -206,14 +258,15 @@ class Informer:
 class SharedBindingView(BindingWatch):
     """A BindingWatch served from an Informer: no request of its own."""
 
-    def __init__(self, informer: Informer, namespace: str | None) -> None:
+    def __init__(self, informer: Informer, namespace: str | None,
+                 keys: Iterable[str] | None = None) -> None:
         super().__init__(informer.client, namespace,
-                         cluster_scoped=informer.res is CLUSTER_RESOURCE_BINDINGS)
+                         cluster_scoped=informer.res is CLUSTER_RESOURCE_BINDINGS, keys=keys)
         self.informer = informer
         self._subscriber: _Subscriber | None = None
 
     def start(self) -> dict[str, Obj]:
-        self.cache, self._subscriber = self.informer.subscribe(self.namespace)
+        self.cache, self._subscriber = self.informer.subscribe(self.namespace, self.keys)
         self.version = self.informer.version
         return self.cache
 
@@ -271,10 +324,12 @@ class SharedReads:
                 informer.acquire()
         return informer
 
-    def binding_watch(self, namespace: str | None, *, cluster_scoped: bool = False
-                      ) -> BindingWatch:
+    def binding_watch(self, namespace: str | None, *, cluster_scoped: bool = False,
+                      keys: Iterable[str] | None = None) -> BindingWatch:
+        """A view of the namespace's bindings (or all), or of only `keys` among them."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
-        return SharedBindingView(self._informer(res), None if cluster_scoped else namespace)
+        return SharedBindingView(self._informer(res), None if cluster_scoped else namespace,
+                                 keys=keys)
 
     def list_clusters(self) -> list[Obj]:
         return self._informer(CLUSTERS).items()
