@@ -90,6 +90,11 @@ def team_name(i: int) -> str:
     return f"t{i:03d}"
 
 
+def namespace_of(team: str) -> str:
+    """Each team's Deployments live in the team's own namespace, as on a shared platform."""
+    return f"team-{team}"
+
+
 def topology(night: Night) -> list[dict[str, Any]]:
     fleet = sc.Fleet(workloads=0, startup_seconds=STARTUP, termination_seconds=TERMINATION,
                      gpu_a=night.workloads * REPLICAS + 16,
@@ -101,9 +106,11 @@ def topology(night: Night) -> list[dict[str, Any]]:
     docs.append(sc.deployment("filler", night.filler, "filler"))
     for i in range(night.teams):
         team = team_name(i)
+        docs.append({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": namespace_of(team)}})
         docs.append(sc.cpp(f"team-{team}", sc.static_placement({"cluster-a": 4, "cluster-b": 1}),
-                           selector={"atms-app/teamid": team}))
-        docs += [sc.deployment(f"{team}-w{j:02d}", REPLICAS, team)
+                           selector={"atms-app/teamid": team}, namespace=namespace_of(team)))
+        docs += [sc.deployment(f"{team}-w{j:02d}", REPLICAS, team, namespace=namespace_of(team))
                  for j in range(night.per_team)]
     return docs
 
@@ -119,7 +126,8 @@ def schedules(night: Night, workdir: Path) -> list[Any]:
                    "floors": [{"clusters": ["cluster-b"], "minReadyReplicas": 1}],
                    "onFailure": "halt", "strategy": "surge",
                    "surge": {"headroomPercent": 0, "whenNoRoom": "refuse"}}
-        workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": sc.NAMESPACE,
+        workloads = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                      "namespace": namespace_of(team),
                       "labelSelector": {"matchLabels": {"atms-app/teamid": team}}}]
         out.append(load_one(write_schedule(workdir, f"team-{team}", [window], rollout,
                                            workloads)))
@@ -273,7 +281,7 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
             t.join(max(0.0, cutoff - time.monotonic()))
     conn.send({"results": dict(results), "finished": sim.now(),
                "waits": [v.first - start for v in views.values() if v.first is not None],
-               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+               "peak_rss_mb": peak_rss_mb(),
                "cut_off": any(t.is_alive() for t in threads)})
 
 
@@ -325,6 +333,19 @@ def arm(night: Night, workdir: Path, shared: bool, cap_seconds: float) -> dict[s
             if proc.is_alive():
                 proc.kill()
         emu.stop()
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set since it started its program: VmHWM (Linux). Not
+    getrusage's ru_maxrss: across fork and exec it keeps the parent's size at the fork (the
+    emulator's, here), as the child mapped the parent's pages until its exec."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 class _nothing:

@@ -78,8 +78,9 @@ def dynamic_placement(clusters: list[str]) -> Obj:
     }
 
 
-def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = False) -> Obj:
-    chooser: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE}
+def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = False,
+        namespace: str = NAMESPACE) -> Obj:
+    chooser: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace}
     if selector:
         chooser["labelSelector"] = {"matchLabels": selector}
     spec: Obj = {
@@ -92,11 +93,12 @@ def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = 
             "metadata": {"name": name}, "spec": spec}
 
 
-def deployment(name: str, replicas: int, team: str, *, gpu: bool = True) -> Obj:
+def deployment(name: str, replicas: int, team: str, *, gpu: bool = True,
+               namespace: str = NAMESPACE) -> Obj:
     requests = {"cpu": "4", "memory": "16Gi", **({"nvidia.com/gpu": "1"} if gpu else {})}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE,
+        "metadata": {"name": name, "namespace": namespace,
                      "labels": {"app": name, "atms-app/teamid": team, "tier": "inference"}},
         "spec": {
             "replicas": replicas,
