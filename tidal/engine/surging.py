@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from tidal.domain.clock import Clock
 from tidal.domain.floors import check_floors
 from tidal.domain.plan import Amounts
 from tidal.domain.prediction import ClusterFacts
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
     from tidal.engine.wave import SwitchContext, WaveRun
 
 RESERVE_POLL_SECONDS = 2.0
+# with the daemon's shared informers a waiting wave looks this often whether Cluster status
+# changed (no request), and asks the budget again at once when it did
+RESERVE_WAKE_SECONDS = 0.25
 
 
 def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
@@ -154,6 +158,7 @@ def reserve_room(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
     out; `resumed`: what `name` holds already is counted as used in the free amounts."""
     ctx = run.ctx
     while True:
+        seen = ctx.clusters_version()
         free, versions = _room(ctx)
         if resumed:
             free = add(free, need)
@@ -166,7 +171,19 @@ def reserve_room(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
                                f"no room for the wave's {what} within waveTimeout "
                                f"{ctx.wave_timeout:g}s (short of "
                                f"{describe({c: a for c, a in short.items() if a})})")
-        ctx.clock.sleep(RESERVE_POLL_SECONDS)
+        wait_for_status(ctx.clock, ctx.clusters_version, seen)
+
+
+def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str | None) -> None:
+    """Until the next poll, or, with a shared Cluster cache (`seen` its version when the
+    budget was asked), until Cluster status changes."""
+    if seen is None:
+        clock.sleep(RESERVE_POLL_SECONDS)
+        return
+    waited = 0.0
+    while waited < RESERVE_POLL_SECONDS and version() == seen:
+        clock.sleep(RESERVE_WAKE_SECONDS)
+        waited += RESERVE_WAKE_SECONDS
 
 
 def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:

@@ -80,6 +80,10 @@ class SwitchContext:
         return self.reads.list_clusters() if self.reads is not None else \
             list_clusters(self.client)
 
+    def clusters_version(self) -> str | None:
+        """The shared Cluster cache's resourceVersion (None: a run alone has no cache)."""
+        return self.reads.clusters_version() if self.reads is not None else None
+
     def list_bindings(self, namespace: str | None, cluster_scoped: bool) -> list[Obj]:
         if self.reads is not None:
             return self.reads.list_bindings(namespace, cluster_scoped=cluster_scoped)

@@ -334,6 +334,10 @@ class SharedReads:
     def list_clusters(self) -> list[Obj]:
         return self._informer(CLUSTERS).items()
 
+    def clusters_version(self) -> str:
+        """The Cluster cache's resourceVersion: it changes with any Cluster's status."""
+        return self._informer(CLUSTERS).version
+
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
