@@ -214,9 +214,11 @@ def test_a_stuck_load_blocks_neither_probes_nor_a_stop(client: KarmadaClient,
     starter.start()
     try:
         assert wait_for(lambda: daemon.http is not None, 5)
-        assert daemon.http is not None
-        assert get(daemon.http.port, "/healthz")[0] == 200
-        assert get(daemon.http.port, "/readyz")[0] == 503
+        http = daemon.http
+        assert http is not None
+        # the server answers from before the scheduler starts (503 for that instant)
+        assert wait_for(lambda: get(http.port, "/healthz")[0] == 200, 5)
+        assert get(http.port, "/readyz")[0] == 503
         daemon.request_stop()
         starter.join(2)
         assert not starter.is_alive()
