@@ -53,6 +53,22 @@ def _upstream_crds_in_settings() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_policy_settle_on_the_emulator() -> Iterator[None]:
+    """The emulator's detector reaches a changed policy's templates at once (unless a topology
+    sets policyChangeLagSeconds, and those tests pass their own settle): runs in-process and in
+    subprocesses need not wait TIDAL_KARMADA__POLICY_SETTLE_SECONDS (15 s) after each policy
+    change. Scenarios on real Karmada pass the default explicitly (tests/e2e/targets.py)."""
+    import os
+
+    if os.environ.get("TIDAL_KARMADA__POLICY_SETTLE_SECONDS"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "0")
+        yield
+
+
 @pytest.fixture
 def upstream_crds() -> Path:
     """The upstream Karmada CRD directory; the test is skipped, saying why, without one."""

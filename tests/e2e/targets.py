@@ -139,7 +139,7 @@ class RealTarget(Target):
 
     name = "real"
     patience = 180.0
-    policy_settle = KarmadaSettings().policy_settle_seconds
+    policy_settle = float(KarmadaSettings.model_fields["policy_settle_seconds"].default)
 
     def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str,
                  version: str) -> None:

@@ -47,7 +47,8 @@ def start_replica(target: Target, tmp: Path, who: str, schedules: Path
                TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
                TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
                TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
-               TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5")
+               TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+               TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle))
     return subprocess.Popen(
         [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
          str(target.kubeconfig), "--port", "0", "--identity", who],

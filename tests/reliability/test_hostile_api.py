@@ -39,13 +39,20 @@ def _schedule(tmp: Path) -> Path:
     return path
 
 
+def _clean_env() -> dict[str, str]:
+    """No TIDAL_ setting of the test session leaks in, but the emulator's detector has no lag:
+    no policy settle wait."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")}
+    return {**environ, "TIDAL_KARMADA__POLICY_SETTLE_SECONDS": "0"}
+
+
 def _switch(emu: Any, tmp: Path) -> tuple[int, Obj | None, str]:
     kubeconfig = emu.write_kubeconfig(tmp / "kubeconfig")
     done = subprocess.run(
         [sys.executable, "-m", "tidal", "switch", str(_schedule(tmp)), "--window", "night",
          "--kubeconfig", str(kubeconfig), "--yes", "-o", "json"],
         capture_output=True, text=True, timeout=90,
-        env={k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")})
+        env=_clean_env())
     try:
         record = json.loads(done.stdout) if done.stdout.strip() else None
     except ValueError:
@@ -154,7 +161,7 @@ def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
                       probability=0.1)
     emu.store.admission.append(_strip_status_of("web-05"))
     log = tmp_path / "daemon.log"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")}
+    environ = _clean_env()
     environ.update(TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS, TIDAL_PORT="0",
                    TIDAL_LEADER_ELECTION__ENABLED="false")
     with log.open("wb") as out:

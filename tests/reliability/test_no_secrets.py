@@ -69,7 +69,8 @@ def test_token_reaches_no_log_metric_event_or_state(make_emulator: Any, tmp_path
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")}
     environ.update(TIDAL_LOG_FORMAT="json", TIDAL_LOG_LEVEL="DEBUG",
                    TIDAL_STATE_NAMESPACE=STATE_NS, TIDAL_PORT="0",
-                   TIDAL_LEADER_ELECTION__ENABLED="false")
+                   TIDAL_LEADER_ELECTION__ENABLED="false",
+                   TIDAL_KARMADA__POLICY_SETTLE_SECONDS="0")  # the emulator's detector: no lag
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules),
