@@ -313,6 +313,18 @@ class RealTarget(Target):
             kubectl(self.kubeconfig, "delete", kind, *scope, "--ignore-not-found", "--wait=true",
                     timeout=120)
         self.wait_for(lambda now: all(a == 0 for a, _ in now.values()), "members emptied")
+        # Karmada refreshes Cluster status every 10 s: a scenario's plan must not read the GPUs
+        # of the pods just deleted as still in use
+        self.wait_for(lambda _: all(self._status_gpus(c) == self._member_gpus(c)
+                                    for c in self._kubeconfigs),
+                      "Cluster status showing the members' GPUs in use")
+
+    def _status_gpus(self, cluster: str) -> int:
+        """GPUs in use in `cluster` as its Cluster status says (allocated + allocating)."""
+        c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
+        summary: dict[str, Any] = (c.get("status") or {}).get("resourceSummary") or {}
+        return sum(int((summary.get(part) or {}).get("nvidia.com/gpu", "0"))
+                   for part in ("allocated", "allocating"))
 
 
 def _seconds(t: Any) -> float:
