@@ -29,6 +29,16 @@ def _create(client: KarmadaClient, name: str) -> None:
                    body=_binding(name))
 
 
+def _first_changes(watch: BindingWatch, count: int) -> list[tuple[str, bool]]:
+    """(name, deleted) of the watch's first `count` changes within a second."""
+    seen: list[tuple[str, bool]] = []
+    for obj, deleted in watch.changes(1.0):
+        seen.append((obj["metadata"]["name"], deleted))
+        if len(seen) == count:
+            break
+    return seen
+
+
 def test_watch_sees_new_bindings_and_deletions(emulator: Any, tmp_path: Path) -> None:
     """Changes after the list arrive through the watch and update the cache."""
     client = _client(emulator, tmp_path)
@@ -37,11 +47,7 @@ def test_watch_sees_new_bindings_and_deletions(emulator: Any, tmp_path: Path) ->
     assert set(watch.start()) == {"default/a"}
     _create(client, "b")
     client.request("delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a"))
-    seen = []
-    for obj, deleted in watch.changes(1.0):
-        seen.append((obj["metadata"]["name"], deleted))
-        if len(seen) == 2:
-            break
+    seen = _first_changes(watch, 2)
     assert seen == [("b", False), ("a", True)]
     assert set(watch.cache) == {"default/b"}
 
@@ -71,11 +77,7 @@ def test_a_keyed_watch_keeps_and_yields_only_its_keys(emulator: Any, tmp_path: P
     _create(client, "other")
     _create(client, "c")
     client.request("delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a"))
-    seen = []
-    for obj, deleted in watch.changes(1.0):
-        seen.append((obj["metadata"]["name"], deleted))
-        if len(seen) == 2:
-            break
+    seen = _first_changes(watch, 2)
     assert seen == [("c", False), ("a", True)]
     assert set(watch.cache) == {"default/c"}
 
