@@ -103,7 +103,7 @@ def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
 
 
 def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
-    """What a released room is given: reads the Cluster versions when the budget asks."""
+    """What `running` and `release` hand the budget: reads the Cluster versions when asked."""
     return lambda: _versions_of(ctx.list_clusters())
 
 
