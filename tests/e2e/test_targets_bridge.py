@@ -5,6 +5,7 @@ its replicas, each ends at its share, and the policy ends at the window's placem
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +61,21 @@ def _all_in(cluster: str) -> Any:
 
 
 def _below(timeline: list[dict[str, Any]], since: float) -> list[str]:
-    """Each moment a workload had fewer ready replicas on the members than its spec."""
+    """Each moment a workload had fewer ready replicas on the members than its spec. Samples
+    of one moment (one sampler round reads every member) count together: in a round that saw
+    the destination become ready and the source go, the order of its samples means nothing."""
     ready: dict[str, dict[str, int]] = {}
     out = []
-    for s in timeline:
-        if s["workload"] not in REPLICAS:
-            continue
-        ready.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
-        total = sum(ready[s["workload"]].values())
-        if s["t"] >= since and total < REPLICAS[s["workload"]]:
-            out.append(f"{s['workload']} at {s['t']}: {total} ready")
+    for t, samples in itertools.groupby(timeline, key=lambda s: s["t"]):
+        changed = set()
+        for s in samples:
+            if s["workload"] in REPLICAS:
+                ready.setdefault(s["workload"], {})[s["cluster"]] = s["ready"]
+                changed.add(s["workload"])
+        for w in sorted(changed):
+            total = sum(ready[w].values())
+            if t >= since and total < REPLICAS[w]:
+                out.append(f"{w} at {t}: {total} ready {ready[w]}")
     return out
 
 
@@ -97,3 +103,18 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
         assert BRIDGE_PLACEMENT not in view.annotations
         assert normalize_placement(view.spec["placement"])["replicaScheduling"][
             "replicaSchedulingType"] == "Divided"
+
+
+def test_a_sampler_round_counts_as_one_moment() -> None:
+    """A round that saw the destination become ready and the source go is no dip, whatever
+    the order of its samples; a later round with fewer ready than the spec is one."""
+    w = f"{NS}/Deployment/bridge-1"
+
+    def sample(t: float, cluster: str, ready: int) -> dict[str, Any]:
+        return {"t": t, "workload": w, "cluster": cluster, "assigned": ready, "ready": ready}
+
+    moved = [sample(1.0, "cluster-a", 1), sample(2.0, "cluster-b", 0),
+             sample(3.0, "cluster-a", 0), sample(3.0, "cluster-b", 1)]
+    assert _below(moved, 0.0) == []
+    assert _below([*moved, sample(4.0, "cluster-b", 0)], 0.0) == [
+        f"{w} at 4.0: 0 ready {{'cluster-a': 0, 'cluster-b': 0}}"]
