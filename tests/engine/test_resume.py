@@ -10,6 +10,8 @@ import pytest
 import structlog
 
 from tests.e2e.switch_helpers import (
+    NS,
+    TEAM_T1,
     MakeEmulator,
     client_for,
     cluster,
@@ -175,3 +177,33 @@ def test_an_edit_during_a_run_waits_for_the_next_start(make_switch_emulator: Mak
     now = latest(emu)
     for i in range(4):
         assert now.get((f"{NS}/Deployment/web-{i}", "cluster-a"), (0, 0))[0] == 0
+
+
+def test_a_resume_reports_the_workloads_gone_while_no_run_was_up(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Templates of an unfinished wave deleted or relabelled out of the schedule's selection
+    between the crash and the resume are each left out with a warning and a workload_skipped
+    event naming why; the run finishes."""
+    emu = make_switch_emulator()
+    client = client_for(emu, tmp_path)
+    loaded = load_one(write_schedule(tmp_path, schedule_text("team-r", """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 20s
+    """, workloads=TEAM_T1)))
+    journal = InMemoryJournal()
+    crash_run(client, loaded, journal, wave_starts(2))
+    deployments = client.resource_for("apps/v1", "Deployment")
+    client.request("delete", deployments, "DELETE", deployments.path(NS, "web-3"))
+    client.request("patch", deployments, "PATCH", deployments.path(NS, "web-2"),
+                   body={"metadata": {"labels": {"team": "t2"}}},
+                   content_type="application/merge-patch+json")
+
+    with structlog.testing.capture_logs() as logs:
+        record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
+    assert record.result == "succeeded", record.to_json()
+    skipped = [(e["workload"], e["reason"]) for e in logs if e["event"] == "workload_skipped"]
+    assert skipped == [(f"{NS}/Deployment/web-2", "not_selected"),
+                       (f"{NS}/Deployment/web-3", "deleted")]
+    assert any("web-2" in w and "not selected" in w for w in record.warnings)
+    assert any("web-3" in w and "template deleted" in w for w in record.warnings)

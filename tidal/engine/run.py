@@ -46,7 +46,7 @@ from tidal.engine.states import (
 )
 from tidal.engine.strategies import strategy_for
 from tidal.engine.triggers import normalize_placement
-from tidal.engine.wave import SwitchContext, iso_now, run_wave
+from tidal.engine.wave import SwitchContext, gone_reason, iso_now, leave_out, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
@@ -316,6 +316,8 @@ def _waves(run: PreparedRun) -> Phase:
     placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
     by_name = sp.by_name
     planned_by_name = {w.name: w for w in sp.plan.workloads}
+    why_gone = {s.workload: s.reason for s in sp.selection.skipped}
+    api_versions = {w.key.kind: w.key.api_version for w in sp.selection.workloads}
     for i, wave in enumerate(state.waves):
         if wave.result is WaveResult.SUCCEEDED:
             continue
@@ -325,6 +327,10 @@ def _waves(run: PreparedRun) -> Phase:
         started = clock.monotonic()
         names = [str(key) for key in wave.workloads]
         workloads = [by_name[n] for n in names if n in by_name]
+        for name in names:  # journalled, gone since (a resume): deleted or no longer selected
+            if name not in by_name and name not in ctx.skipped:
+                leave_out(ctx, wave.index, name,
+                          why_gone.get(name) or gone_reason(ctx, name, api_versions))
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
         outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
                                           ctx.list_clusters) or \

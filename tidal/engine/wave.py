@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
+from tidal.domain.waves import WorkloadKey
 from tidal.engine import bridging, gates, rebalancing, stall, surging, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
@@ -123,12 +124,27 @@ def _namespace_of(workloads: Sequence[Workload]) -> tuple[str | None, bool]:
 
 
 def _template_gone(ctx: SwitchContext, w: Workload) -> bool:
+    return _missing(ctx, w.key.api_version, w.key)
+
+
+def _missing(ctx: SwitchContext, api_version: str, key: WorkloadKey) -> bool:
     try:
-        res = ctx.client.resource_for(w.key.api_version, w.key.kind)
-        ctx.client.request("get", res, "GET", res.path(w.key.namespace or None, w.key.name))
+        res = ctx.client.resource_for(api_version, key.kind)
+        ctx.client.request("get", res, "GET", res.path(key.namespace or None, key.name))
     except NotFound:
         return True
     return False
+
+
+def gone_reason(ctx: SwitchContext, name: str, api_versions: Mapping[str, str]) -> str:
+    """Why a journalled workload is not in a resumed run's selection: `deleted`, or
+    `not_selected` when its template is still there (its labels changed meanwhile);
+    `api_versions`: kind -> apiVersion, from the templates still selected."""
+    key = WorkloadKey.parse(name)
+    api_version = api_versions.get(key.kind)
+    if api_version is None or _missing(ctx, api_version, key):
+        return "deleted"  # (no template of its kind is left to learn its API version from)
+    return "not_selected"
 
 
 def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload], *,
@@ -187,7 +203,7 @@ class WaveRun:
         touched = triggers.touch_wave(ctx.client, self.live, stamp=ctx.now_iso(),
                                       run_id=ctx.run_id, skip=done)
         for name in touched.deleted:
-            _skip(ctx, self.wave.index, name, "deleted", self.targets)
+            leave_out(ctx, self.wave.index, name, "deleted", self.targets)
         done[:] = sorted(set(done) | set(touched.touched))
         ctx.save()
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
@@ -218,12 +234,15 @@ class WaveRun:
         return surging.release(self)
 
 
-def _skip(ctx: SwitchContext, index: int, name: str, reason: str,
-          targets: dict[str, gates.WaveTarget]) -> None:
+def leave_out(ctx: SwitchContext, index: int, name: str, reason: str,
+              targets: dict[str, gates.WaveTarget] | None = None) -> None:
+    """Leave a workload of wave `index` out of the run, with a warning and an event."""
     ctx.skipped.add(name)
-    targets.pop(name, None)
+    if targets is not None:
+        targets.pop(name, None)
     ctx.everyone = [w for w in ctx.everyone if w.name != name]
-    note = f"{name} left out: template {reason} during the switch"
+    what = "template deleted" if reason == "deleted" else reason.replace("_", " ")
+    note = f"{name} left out: {what} during the switch"
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
     ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name,
@@ -278,7 +297,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 if not _template_gone(ctx, w):
                     return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
                                        f"{name}: ReferencedBindingNotFound")
-                _skip(ctx, index, name, "deleted", targets)
+                leave_out(ctx, index, name, "deleted", targets)
             tracker = _tracker(ctx, targets, watch)
             continue
         if until in report.passed:
@@ -295,7 +314,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                     if not _template_gone(ctx, targets[name].workload):
                         return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
                                            f"{name}: {reason}")
-                    _skip(ctx, index, name, "deleted", targets)
+                    leave_out(ctx, index, name, "deleted", targets)
                     gone = True
             if gone:
                 tracker = _tracker(ctx, targets, watch)
