@@ -4,6 +4,7 @@ windows, and readings of the emulator's timeline (dips, splits)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,31 @@ from tests.e2e.switch_helpers import (
     write_schedule,
 )
 from tests.e2e.switch_helpers import switch as run_window
+from tidal.engine.budget import Need, Versions
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 GPU = "nvidia.com/gpu"
+
+
+class Ledger:
+    """A SurgeBudget that records each reserve (with its need) and release; `room`: whether
+    every reservation is granted."""
+
+    def __init__(self, room: bool) -> None:
+        self.room = room
+        self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
+
+    def reserve(self, holder: str, need: Need, free: Need,
+                versions: Versions | None = None) -> bool:
+        self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
+        return self.room
+
+    def running(self, holder: str, versions: Callable[[], Versions]) -> None:
+        self.calls.append(("running", holder, {}))
+
+    def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
+        self.calls.append(("release", holder, {}))
 FULL_AVAILABILITY = """
         waveSize: 2
         pauseBetweenWaves: 0s

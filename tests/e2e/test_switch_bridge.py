@@ -12,8 +12,12 @@ import pytest
 
 from tests.e2e.surge_helpers import (
     FULL_AVAILABILITY,
+    GPU,
     NIGHT_AND_DAY,
+    Ledger,
     desired,
+    gpu_cluster,
+    gpu_deployment,
     plan_json,
     splits,
     surge_schedule,
@@ -21,11 +25,15 @@ from tests.e2e.surge_helpers import (
     team,
 )
 from tests.e2e.switch_helpers import (
+    DAY,
     NS,
     MakeEmulator,
     client_for,
+    cpp,
     invoke_cli,
+    namespace,
     schedule_text,
+    weights_window,
     write_schedule,
     writes,
 )
@@ -115,3 +123,90 @@ def test_a_rebalance_team_keeps_moving_small_workloads_directly_and_the_plan_say
     plan = plan_json(path, kubeconfig, "night")
     assert not any(w["bridged"] for wave in plan["waves"] for w in wave["workloads"])
     assert any("a bridge needs trigger touch" in w for w in plan["warnings"])
+
+
+def test_a_wave_that_bridges_and_surges_leases_its_room_as_one_hold(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """One wave bridging a 1-replica workload and surging a 5-replica one asks the budget once
+    for both (a wave holding its bridge's room while it waited for its surge's could wait on
+    another wave doing the same, for ever) and gives it back once, after both are done."""
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.switch import run_switch
+    from tidal.loading import load_schedules
+
+    emu = make_switch_emulator(team([1, 5]))
+    client = client_for(emu, tmp_path)
+    (loaded,) = load_schedules([surge_schedule(tmp_path, FULL_AVAILABILITY)]).schedules
+    ledger = Ledger(True)
+    events: list[Any] = []
+    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
+                        budget=ledger, on_event=events.append)
+    assert record.result == "succeeded", record.to_json()
+    hold = f"team-s/{record.run_id}/w1"
+    assert [(verb, holder) for verb, holder, _ in ledger.calls] == [
+        ("reserve", hold), ("running", hold), ("release", hold)]
+    # web-0's bridge adds 1 replica in cluster-b, web-1's surge 4
+    assert ledger.calls[0][2]["cluster-b"][GPU] == 5.0
+    assert next(e.step for e in events if isinstance(e, ev.BridgeStepped)) is BridgeStep.RESERVED
+
+
+def test_two_teams_that_bridge_and_surge_share_a_tight_budget_without_a_deadlock(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """Two teams at once on the daemon's shared budget, each with one wave bridging six
+    1-replica workloads (6 GPUs in cluster-b) and surging a 5-replica one (4 more); surges may
+    use half of cluster-b's 30 free GPUs: room for one team's wave, not for both bridges and a
+    surge. One team waits for the other instead of each holding its bridge while waiting for
+    its surge (both would then time out); both switch within their waveTimeout."""
+    import threading
+
+    from tidal.daemon.budget import SharedBudget
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.journal import InMemoryJournal
+    from tidal.engine.record import RunRecord
+    from tidal.engine.switch import run_switch
+    from tidal.loading import load_schedules
+
+    topo = [gpu_cluster("cluster-a", 64, startup=0.5),
+            gpu_cluster("cluster-b", 2 + 30, startup=0.5), namespace()]
+    for team_id in ("t1", "t2"):
+        topo.append(cpp(f"{team_id}-cpp", team_id, DAY))
+        for name, n in [(f"{team_id}-big", 5)] + [(f"{team_id}-s{i}", 1) for i in range(6)]:
+            d = gpu_deployment(name, n)
+            d["metadata"]["labels"]["team"] = team_id
+            topo.append(d)
+    emu = make_switch_emulator(topo)
+    client = client_for(emu, tmp_path)
+    rollout = """
+        waveSize: 7
+        pauseBetweenWaves: 0s
+        waveTimeout: 30s
+        surge: {headroomPercent: 50}
+        floors:
+          - minAvailablePercent: 100
+    """
+    budget = SharedBudget(SystemClock())
+    records: dict[str, RunRecord] = {}
+
+    def night(team_id: str) -> None:
+        policy = f"{team_id}-cpp"
+        windows = (weights_window("night", "23:00", {"cluster-b": 1}, policy=policy)
+                   + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1},
+                                    policy=policy))
+        folder = tmp_path / team_id
+        folder.mkdir()
+        path = write_schedule(folder, schedule_text(f"team-{team_id}", rollout, windows=windows))
+        (loaded,) = load_schedules([path]).schedules
+        records[team_id] = run_switch(client, loaded, "night", clock=SystemClock(),
+                                      journal=InMemoryJournal(),
+                                      budget=budget.for_schedule(f"team-{team_id}"))
+
+    threads = [threading.Thread(target=night, args=(t,)) for t in ("t1", "t2")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert {t: r.result for t, r in records.items()} == {"t1": "succeeded", "t2": "succeeded"}, \
+        {t: r.reason for t, r in records.items()}
+    assert [len(r.waves) for r in records.values()] == [1, 1]
+    assert budget.leased() == {}

@@ -6,7 +6,6 @@ reported by the plan before anything is written."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from tests.e2e.surge_helpers import (
     FULL_AVAILABILITY,
     GPU,
     NIGHT_AND_DAY,
+    Ledger,
     desired,
     dips,
     no_overrides,
@@ -230,26 +230,9 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
     releases it after; a budget that never has room fails the wave at waveTimeout with no
     override written."""
     from tidal.domain.clock import SystemClock
-    from tidal.engine.budget import Need, Versions
     from tidal.engine.journal import InMemoryJournal
     from tidal.engine.switch import run_switch
     from tidal.loading import load_schedules
-
-    class Ledger:
-        def __init__(self, room: bool) -> None:
-            self.room = room
-            self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
-
-        def reserve(self, holder: str, need: Need, free: Need,
-                    versions: Versions | None = None) -> bool:
-            self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
-            return self.room
-
-        def running(self, holder: str, versions: Callable[[], Versions]) -> None:
-            return None
-
-        def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
-            self.calls.append(("release", holder, {}))
 
     emu = make_switch_emulator(team([5, 5]))
     client = client_for(emu, tmp_path)
@@ -261,8 +244,8 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
     assert record.result == "succeeded"
     run = record.run_id
     assert [(verb, holder) for verb, holder, _ in roomy.calls] == [
-        ("reserve", f"team-s/{run}/w1"), ("release", f"team-s/{run}/w1"),
-        ("reserve", f"team-s/{run}/w2"), ("release", f"team-s/{run}/w2")]
+        (verb, f"team-s/{run}/w{wave}") for wave in (1, 2)
+        for verb in ("reserve", "running", "release")]
     assert roomy.calls[0][2]["cluster-b"][GPU] == 4.0
     assert run_window(client, path, "day").result == "succeeded"
     emu.reset_requests()
@@ -270,6 +253,7 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
                         budget=full)
     assert record.result == "failed" and "no room for the wave's surge" in record.reason
+    assert "held by other waves" in record.reason  # the clusters had room: the budget had not
     assert not [r for r in writes(emu) if r.resource == "overridepolicies"]
 
 

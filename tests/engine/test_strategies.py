@@ -42,6 +42,10 @@ class RecordingWave:
         self.calls.append("scheduled")
         return WaveOutcome(self.scheduled_ok)
 
+    def reserve(self) -> WaveOutcome | None:
+        self.calls.append("reserve")
+        return None
+
     def bridge(self) -> WaveOutcome | None:
         self.calls.append("bridge")
         return None
@@ -83,13 +87,13 @@ def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStra
 ])
 def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
         trigger: Trigger, inner: list[str]) -> None:
-    """Make-before-break: bridge, surge, the trigger's own steps, scheduled, fit; settle
-    gives the bridge's room back and releases the surge."""
+    """Make-before-break: the wave's room, bridge, surge, the trigger's own steps, scheduled,
+    fit; settle puts the bridge to rest and releases the surge."""
     strategy = strategy_for(trigger, surge=True)
     assert strategy.trigger is trigger and strategy.marks_lazy == strategy_for(trigger).marks_lazy
     wave = RecordingWave()
     assert strategy.arm(wave) is None
-    assert wave.calls == ["bridge", "surge", *inner, "scheduled", "fit"]
+    assert wave.calls == ["reserve", "bridge", "surge", *inner, "scheduled", "fit"]
     assert strategy.settle(wave) is None and wave.calls[-2:] == ["release_bridge", "release"]
 
 
@@ -102,7 +106,8 @@ def test_a_surge_that_fails_moves_nothing() -> None:
 
     wave = Failing()
     outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["bridge", "surge"]
+    assert outcome is not None and not outcome.ok and \
+        wave.calls == ["reserve", "bridge", "surge"]
 
 
 def test_a_bridge_that_fails_moves_nothing() -> None:
@@ -114,7 +119,19 @@ def test_a_bridge_that_fails_moves_nothing() -> None:
 
     wave = Failing()
     outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["bridge"]
+    assert outcome is not None and not outcome.ok and wave.calls == ["reserve", "bridge"]
+
+
+def test_a_wave_without_room_neither_bridges_nor_surges() -> None:
+    """No room for the wave within its timeout: it ends before its bridge or surge writes."""
+    class Full(RecordingWave):
+        def reserve(self) -> WaveOutcome | None:
+            self.calls.append("reserve")
+            return WaveOutcome(False)
+
+    wave = Full()
+    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
+    assert outcome is not None and not outcome.ok and wave.calls == ["reserve"]
 
 
 def test_both_stops_when_the_touch_does_not_schedule() -> None:

@@ -1,14 +1,15 @@
 """The bridge of a make-before-break wave (tidal.domain.bridge says why), for workloads whose
 destination has no member Work while their policy is Lazy (trigger touch):
 
-1. reserve the bridge's room (the run's SurgeBudget, like a surge);
+1. with the wave's room held (tidal.engine.room, one hold with the wave's surge), mark it
+   reserved;
 2. write the bridge placement on each of their policies (Duplicated over every cluster they
    leave or reach; the policy stays Lazy, so no other template follows it);
 3. touch only the bridged templates and wait until every one of those clusters serves their
    full count (floors watched throughout);
 4. put the window's placement back on the policies; the wave's own touch then moves every
    workload, and the destinations keep serving while the sources' Works go;
-5. after convergence give the room back.
+5. after convergence give the room back (once the wave's surge holds none).
 
 Each step is journalled (tidal.engine.journal.BridgeRecord) before its side effect. The policy
 patches are the run's own writes to a Lazy policy: they carry no detector settle wait. A run
@@ -30,13 +31,13 @@ from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares
 from tidal.domain.plan import Amounts
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.surge import add, amounts_for
-from tidal.engine import triggers
+from tidal.engine import room, surging, triggers
 from tidal.engine.events import BridgeStepped, RunWarning
-from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord, WaveState
+from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
-from tidal.engine.surging import reserve_room, status_versions, wait_ready
+from tidal.engine.surging import wait_ready
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
@@ -47,10 +48,6 @@ if TYPE_CHECKING:
     from tidal.engine.wave import SwitchContext, WaveRun
 
 CONFLICT_ATTEMPTS = 6
-
-
-def _holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
-    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}/bridge"
 
 
 def _bridged(run: WaveRun) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
@@ -122,13 +119,12 @@ def _step(run: WaveRun, record: BridgeRecord, step: BridgeStep) -> None:
                                    rollback=run.direction is Direction.BACK))
 
 
-def bridge(run: WaveRun) -> WaveOutcome | None:
-    """Reserve, write the bridge placement, touch the bridged templates and wait until they
-    serve in every destination, then put the window's placement back (each step resumable);
-    None when the wave may move (also when it has nothing to bridge)."""
+def record_for(run: WaveRun) -> BridgeRecord | None:
+    """The wave's bridge in its direction, planned and journalled on first use (None: nothing
+    to bridge, or a rebalance, which moves without a Lazy policy to bridge with)."""
     ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
     if ctx.trigger is not Trigger.TOUCH or not ctx.strategy.marks_lazy:
-        return None  # a rebalance moves without a Lazy policy: nothing to bridge with
+        return None
     record = wave.bridge_for(back)
     if record is None:
         record = _new_record(run)
@@ -139,26 +135,33 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
         else:
             wave.bridge = record
         ctx.save()
-    if record.step in (BridgeStep.RESTORED, BridgeStep.RELEASED):
+    return record
+
+
+def bridge(run: WaveRun) -> WaveOutcome | None:
+    """Write the bridge placement, touch the bridged templates and wait until they serve in
+    every destination, then put the window's placement back (each step resumable; the wave's
+    room is held already, tidal.engine.room); None when the wave may move (also when it has
+    nothing to bridge)."""
+    record = record_for(run)
+    if record is None or record.step in (BridgeStep.RESTORED, BridgeStep.RELEASED):
         return None
-    outcome = reserve_room(run, _holder(ctx, wave, back), record.need,
-                           resumed=record.step is not BridgeStep.NONE, what="bridge")
-    if outcome is not None:
-        return outcome
     if record.step is BridgeStep.NONE:
         _step(run, record, BridgeStep.RESERVED)
     if record.step is BridgeStep.RESERVED:
         _step(run, record, BridgeStep.PLACING)
     if record.step is BridgeStep.PLACING:
-        _place(ctx.client, record, bridge=True)
+        _place(run.ctx.client, record, bridge=True)
         _step(run, record, BridgeStep.TOUCHING)
     if record.step is BridgeStep.TOUCHING:
-        _place(ctx.client, record, bridge=True)  # a resume: its recovery put it back
+        _place(run.ctx.client, record, bridge=True)  # a resume: its recovery put it back
         outcome = _touch_and_wait(run, record)
         if outcome is not None:
             return outcome
+        if surging.record_for(run) is None:  # else the surge says so once its replicas run
+            room.running(run)
         _step(run, record, BridgeStep.RESTORING)
-    _place(ctx.client, record, bridge=False)
+    _place(run.ctx.client, record, bridge=False)
     _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
     return None
@@ -267,9 +270,9 @@ def release(run: WaveRun) -> WaveOutcome | None:
     if record is None or not record.active:
         return None
     _place(ctx.client, record, bridge=False, only_from_bridge=True)  # (restored already)
-    ctx.budget.release(_holder(ctx, run.wave, back), status_versions(ctx))
     record.advance(BridgeStep.RELEASED)
     ctx.save()
+    room.release_room(ctx, run.wave, back)
     return None
 
 
@@ -288,8 +291,8 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
                 ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
                                             message=f"bridge of wave {wave.index}: {exc}"))
                 continue
-            ctx.budget.release(_holder(ctx, wave, back), status_versions(ctx))
             record.advance(BridgeStep.RELEASED)
+            room.release_room(ctx, wave, back)
             moved = set(wave.rollback_triggered if back else wave.triggered)
             left = sorted(set(record.touched) - moved)
             if left and not (ctx.state.phase is Phase.ROLLBACK and not back):

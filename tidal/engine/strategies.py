@@ -43,6 +43,11 @@ class WaveSteps(Protocol):
         """Wait until `scheduled` (each gate is announced once per wave)."""
         ...
 
+    def reserve(self) -> WaveOutcome | None:
+        """Lease the room of the wave's bridge and surge from the run's budget, as one hold
+        (tidal.engine.room), waiting until it fits; a failed outcome at the wave's timeout."""
+        ...
+
     def bridge(self) -> WaveOutcome | None:
         """Give each workload whose destination has no member Work one first (a Duplicated
         placement for a moment on its Lazy policy; tidal.engine.bridging), resumable; a
@@ -50,13 +55,12 @@ class WaveSteps(Protocol):
         ...
 
     def release_bridge(self) -> WaveOutcome | None:
-        """Give back the bridge's capacity (resumable)."""
+        """Put the bridge to rest (resumable); the room goes back with the surge's."""
         ...
 
     def surge(self) -> WaveOutcome | None:
-        """Reserve capacity, raise the destinations with overrides and wait until those
-        replicas are ready (each step journalled and resumable); a failed outcome on a
-        floor breach or timeout."""
+        """Raise the destinations with overrides and wait until those replicas are ready
+        (each step journalled and resumable); a failed outcome on a floor breach or timeout."""
         ...
 
     def fit(self) -> None:
@@ -64,7 +68,7 @@ class WaveSteps(Protocol):
         ...
 
     def release(self) -> WaveOutcome | None:
-        """Delete the wave's overrides and give back its capacity (resumable)."""
+        """Delete the wave's overrides and give back its room (resumable)."""
         ...
 
 
@@ -165,7 +169,7 @@ class MakeBeforeBreak:
     inner: ClassVar[TriggerStrategy]
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        outcome = wave.bridge()
+        outcome = wave.reserve() or wave.bridge()
         if outcome is not None and not outcome.ok:
             return outcome
         outcome = wave.surge()

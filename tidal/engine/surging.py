@@ -1,11 +1,11 @@
 """The steps of a make-before-break wave (tidal.engine.strategies.Surge drives them):
 
-1. reserve the surge's capacity (the run's SurgeBudget; poll until it fits or the wave times
-   out), then write one override per workload raising its destinations to their new share;
+1. with the wave's room held (tidal.engine.room), write one override per workload raising its
+   destinations to their new share;
 2. wait until the surged replicas are ready in every destination, floors watched throughout;
 3. (the move is the inner strategy's trigger) once scheduled, raise an override wherever the
    scheduler assigned more than it sets (dynamic weights), so it never caps the new split;
-4. release: delete the overrides and give the capacity back.
+4. release: delete the overrides and give the room back (once the wave's bridge holds none).
 
 Each step is journalled (tidal.engine.journal.SurgeRecord) before its side effect, so a resume
 redoes exactly the unfinished one. `clean_up` removes the overrides of a run that stops (halt,
@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from tidal.domain.clock import Clock
 from tidal.domain.floors import check_floors
 from tidal.domain.plan import Amounts
-from tidal.domain.prediction import ClusterFacts
-from tidal.domain.surge import add, amounts_for, describe, usable
-from tidal.engine import gates
+from tidal.domain.surge import add, amounts_for
+from tidal.engine import gates, room
 from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
@@ -43,20 +41,10 @@ from tidal.karmada.overrides import (
     override_name,
     ref_of,
 )
-from tidal.karmada.views import BindingView, ClusterView
+from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
     from tidal.engine.wave import SwitchContext, WaveRun
-
-RESERVE_POLL_SECONDS = 2.0
-# with the daemon's shared informers a waiting wave looks this often whether Cluster status
-# changed (no request), and asks the budget again at once when it did
-RESERVE_WAKE_SECONDS = 0.25
-
-
-def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
-    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}"
-
 
 def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
     """What each workload's override sets: forward, the plan's surge; back (a workload that
@@ -90,26 +78,9 @@ def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
     return total
 
 
-def _room(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
-    """What the clusters report free (less the headroom), and the Cluster versions it is from."""
-    clusters = ctx.list_clusters()
-    free = usable({c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
-                  ctx.headroom_percent)
-    return free, _versions_of(clusters)
-
-
-def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
-    return {view.name: view.resource_version for view in map(ClusterView, clusters)}
-
-
-def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
-    """What `running` and `release` hand the budget: reads the Cluster versions when asked."""
-    return lambda: _versions_of(ctx.list_clusters())
-
-
-def surge(run: WaveRun) -> WaveOutcome | None:
-    """Reserve, write the overrides and wait for the surged replicas (each resumable); None
-    when the wave may move (also when it has nothing to surge)."""
+def record_for(run: WaveRun) -> SurgeRecord | None:
+    """The wave's surge in its direction, planned and journalled on first use (None: nothing
+    to surge)."""
     ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
     record = wave.surge_for(back)
     if record is None:
@@ -122,12 +93,21 @@ def surge(run: WaveRun) -> WaveOutcome | None:
         else:
             wave.surge = record
         ctx.save()
-    if record.step in (SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.RELEASED,
-                       SurgeStep.KEPT):
+    return record
+
+
+def surge(run: WaveRun) -> WaveOutcome | None:
+    """Write the overrides and wait for the surged replicas (each resumable; the wave's room
+    is held already, tidal.engine.room); None when the wave may move (also when it has
+    nothing to surge)."""
+    ctx, back = run.ctx, run.direction is Direction.BACK
+    record = record_for(run)
+    if record is None or record.step in (SurgeStep.MOVING, SurgeStep.RELEASING,
+                                         SurgeStep.RELEASED, SurgeStep.KEPT):
         return None
-    outcome = _reserve(run, record, back)
-    if outcome is not None:
-        return outcome
+    if record.step is SurgeStep.NONE:
+        record.advance(SurgeStep.RESERVED)
+        ctx.save()
     if record.step is SurgeStep.RESERVED or not record.overrides:
         _write_overrides(run, record, back)
         record.advance(SurgeStep.SURGED)
@@ -137,53 +117,10 @@ def surge(run: WaveRun) -> WaveOutcome | None:
     outcome = _wait_surged(run, record)
     if outcome is not None:
         return outcome
-    ctx.budget.running(holder(ctx, wave, back), status_versions(ctx))
+    room.running(run)  # (a bridge of the wave ran its replicas before)
     record.advance(SurgeStep.MOVING)
     ctx.save()
     return None
-
-
-def _reserve(run: WaveRun, record: SurgeRecord, back: bool) -> WaveOutcome | None:
-    outcome = reserve_room(run, holder(run.ctx, run.wave, back), record.need,
-                           resumed=record.step is not SurgeStep.NONE, what="surge")
-    if outcome is None and record.step is SurgeStep.NONE:
-        record.advance(SurgeStep.RESERVED)
-        run.ctx.save()
-    return outcome
-
-
-def reserve_room(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
-                 what: str) -> WaveOutcome | None:
-    """Reserve `need` in the run's budget as `name`, polling until it fits or the wave times
-    out; `resumed`: what `name` holds already is counted as used in the free amounts."""
-    ctx = run.ctx
-    while True:
-        seen = ctx.clusters_version()
-        free, versions = _room(ctx)
-        if resumed:
-            free = add(free, need)
-        if ctx.budget.reserve(name, need, free, versions):
-            return None
-        if ctx.clock.monotonic() >= run.deadline:
-            short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
-                         if q > free.get(c, {}).get(r, 0.0)} for c, a in need.items()}
-            return WaveOutcome(False, FailureReason.TIMEOUT,
-                               f"no room for the wave's {what} within waveTimeout "
-                               f"{ctx.wave_timeout:g}s (short of "
-                               f"{describe({c: a for c, a in short.items() if a})})")
-        wait_for_status(ctx.clock, ctx.clusters_version, seen)
-
-
-def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str | None) -> None:
-    """Until the next poll, or, with a shared Cluster cache (`seen` its version when the
-    budget was asked), until Cluster status changes."""
-    if seen is None:
-        clock.sleep(RESERVE_POLL_SECONDS)
-        return
-    waited = 0.0
-    while waited < RESERVE_POLL_SECONDS and version() == seen:
-        clock.sleep(RESERVE_WAKE_SECONDS)
-        waited += RESERVE_WAKE_SECONDS
 
 
 def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
@@ -339,9 +276,9 @@ def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool
     ctx.save()
     for text in record.overrides:
         delete_override(ctx.client, OverrideRef.parse(text))
-    ctx.budget.release(holder(ctx, wave, back), status_versions(ctx))
     record.advance(SurgeStep.RELEASED)
     ctx.save()
+    room.release_room(ctx, wave, back)
 
 
 def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str, Obj | None],
@@ -383,6 +320,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
         if why:
             record.kept = f"removing it would break a floor: {why}"
             record.advance(SurgeStep.KEPT)
+            room.release_room(ctx, wave, back)  # its replicas stay: Cluster status counts them
             note = (f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
                     f"{record.kept}; they are removed by the next run of this schedule")
             if note not in ctx.state.warnings:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
 from tidal.domain.waves import WorkloadKey
-from tidal.engine import bridging, gates, rebalancing, stall, surging, triggers
+from tidal.engine import bridging, gates, rebalancing, room, stall, surging, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.events import (
     Emitter,
@@ -217,6 +217,9 @@ class WaveRun:
 
     def scheduled(self) -> WaveOutcome:
         return self.gate(until=Gate.SCHEDULED)
+
+    def reserve(self) -> WaveOutcome | None:
+        return room.reserve_wave(self, (bridging.record_for(self), surging.record_for(self)))
 
     def bridge(self) -> WaveOutcome | None:
         return bridging.bridge(self)

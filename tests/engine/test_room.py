@@ -1,11 +1,11 @@
-"""A wave waiting for surge room: how soon it asks the budget again, on a fake clock."""
+"""A wave waiting for room: how soon it asks the budget again, on a fake clock."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from tidal.domain.clock import FakeClock
-from tidal.engine.surging import RESERVE_POLL_SECONDS, RESERVE_WAKE_SECONDS, wait_for_status
+from tidal.engine.room import RESERVE_POLL_SECONDS, RESERVE_WAKE_SECONDS, wait_for_status
 
 T0 = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
 

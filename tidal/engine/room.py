@@ -1,0 +1,137 @@
+"""The room a make-before-break wave leases from the run's SurgeBudget: one hold per wave and
+direction, for its bridge and its surge together (tidal.engine.bridging, .surging).
+
+One hold, asked for before either step writes anything: a wave that held its bridge's room
+while it waited for its surge's could wait forever on a shared budget, each of two such waves
+holding what the other needs. The wave says when all of its extra replicas run (`running`) and
+gives the room back once neither step holds any (`release_room`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from tidal.domain.clock import Clock
+from tidal.domain.plan import Amounts
+from tidal.domain.prediction import ClusterFacts
+from tidal.domain.surge import add, describe, usable
+from tidal.engine.journal import WaveState
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.states import BridgeStep, Direction, FailureReason, SurgeStep
+from tidal.karmada.objects import Obj
+from tidal.karmada.views import ClusterView
+
+if TYPE_CHECKING:
+    from tidal.engine.wave import SwitchContext, WaveRun
+
+RESERVE_POLL_SECONDS = 2.0
+# with the daemon's shared informers a waiting wave looks this often whether Cluster status
+# changed (no request), and asks the budget again at once when it did
+RESERVE_WAKE_SECONDS = 0.25
+
+
+class Leasing(Protocol):
+    """A journalled step that needs room (a BridgeRecord or a SurgeRecord)."""
+
+    @property
+    def need(self) -> dict[str, dict[str, float]]: ...
+
+    @property
+    def step(self) -> BridgeStep | SurgeStep: ...
+
+
+def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
+    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}"
+
+
+def _holds_room(wave: WaveState, back: bool) -> bool:
+    """The wave's bridge or surge of that direction still holds its room."""
+    bridge, surge = wave.bridge_for(back), wave.surge_for(back)
+    return (bridge is not None and bridge.active) or (
+        surge is not None and surge.step in (SurgeStep.RESERVED, SurgeStep.SURGED,
+                                             SurgeStep.MOVING, SurgeStep.RELEASING))
+
+
+def reserve_wave(run: WaveRun, steps: Iterable[Leasing | None]) -> WaveOutcome | None:
+    """Reserve the room of every step of the wave still to run, as one hold, polling until it
+    fits or the wave times out; None when it is held (or nothing needs room)."""
+    pending = [s for s in steps if s is not None and s.step not in (
+        BridgeStep.RESTORED, BridgeStep.RELEASED, SurgeStep.MOVING, SurgeStep.RELEASING,
+        SurgeStep.RELEASED, SurgeStep.KEPT)]
+    need: Amounts = {}
+    for s in pending:
+        need = add(need, s.need)
+    if not need:
+        return None
+    resumed = any(s.step not in (BridgeStep.NONE, SurgeStep.NONE) for s in pending)
+    what = " and ".join(sorted({"bridge" if isinstance(s.step, BridgeStep) else "surge"
+                                for s in pending}))
+    return _reserve(run, holder(run.ctx, run.wave, run.direction is Direction.BACK), need,
+                    resumed=resumed, what=what)
+
+
+def _reserve(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
+             what: str) -> WaveOutcome | None:
+    """Reserve `need` as `name`; `resumed`: what `name` holds already is counted as used in
+    the free amounts."""
+    ctx = run.ctx
+    while True:
+        seen = ctx.clusters_version()
+        free, versions = _free(ctx)
+        if resumed:
+            free = add(free, need)
+        if ctx.budget.reserve(name, need, free, versions):
+            return None
+        if ctx.clock.monotonic() >= run.deadline:
+            short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
+                         if q > free.get(c, {}).get(r, 0.0)} for c, a in need.items()}
+            short = {c: a for c, a in short.items() if a}
+            why = f"short of {describe(short)}" if short else \
+                f"{describe(need)} is free but held by other waves of this daemon"
+            return WaveOutcome(False, FailureReason.TIMEOUT,
+                               f"no room for the wave's {what} within waveTimeout "
+                               f"{ctx.wave_timeout:g}s ({why})")
+        wait_for_status(ctx.clock, ctx.clusters_version, seen)
+
+
+def running(run: WaveRun) -> None:
+    """The wave's extra replicas all run: tell the budget (the Cluster versions read now)."""
+    ctx = run.ctx
+    ctx.budget.running(holder(ctx, run.wave, run.direction is Direction.BACK),
+                       status_versions(ctx))
+
+
+def release_room(ctx: SwitchContext, wave: WaveState, back: bool) -> None:
+    """Give the wave's room back once neither its bridge nor its surge holds any."""
+    if not _holds_room(wave, back):
+        ctx.budget.release(holder(ctx, wave, back), status_versions(ctx))
+
+
+def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str | None) -> None:
+    """Until the next poll, or, with a shared Cluster cache (`seen` its version when the
+    budget was asked), until Cluster status changes."""
+    if seen is None:
+        clock.sleep(RESERVE_POLL_SECONDS)
+        return
+    waited = 0.0
+    while waited < RESERVE_POLL_SECONDS and version() == seen:
+        clock.sleep(RESERVE_WAKE_SECONDS)
+        waited += RESERVE_WAKE_SECONDS
+
+
+def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
+    """What the clusters report free (less the headroom), and the Cluster versions it is from."""
+    clusters = ctx.list_clusters()
+    free = usable({c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
+                  ctx.headroom_percent)
+    return free, _versions_of(clusters)
+
+
+def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
+    return {view.name: view.resource_version for view in map(ClusterView, clusters)}
+
+
+def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
+    """What `running` and `release` hand the budget: reads the Cluster versions when asked."""
+    return lambda: _versions_of(ctx.list_clusters())
