@@ -31,7 +31,7 @@ from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares
 from tidal.domain.plan import Amounts
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.surge import add, amounts_for
-from tidal.engine import room, surging, triggers
+from tidal.engine import room, triggers
 from tidal.engine.events import BridgeStepped, RunWarning
 from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.outcome import WaveOutcome
@@ -158,8 +158,8 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
         outcome = _touch_and_wait(run, record)
         if outcome is not None:
             return outcome
-        if surging.record_for(run) is None:  # else the surge says so once its replicas run
-            room.running(run)
+        if run.wave.surge_for(run.direction is Direction.BACK) is None:
+            room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
     _place(run.ctx.client, record, bridge=False)
     _strays(run, record)
