@@ -70,3 +70,34 @@ def test_excluded_foreign_and_unclaimed_are_left_out(make_switch_emulator: MakeE
     assert assigned[(f"{NS}/Deployment/web-3", "cluster-a")] == 4  # excluded: not moved
     assert assigned[(f"{NS}/Deployment/foreign-0", "cluster-a")] == 4
     assert assigned[(f"{NS}/Deployment/web-0", "cluster-b")] == 5
+
+
+def test_a_claimed_template_its_policy_no_longer_selects_is_left_out(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """A template relabelled out of its policy's resourceSelectors keeps the policy's claim,
+    but Karmada applies the policy to it no more (a touch would never move it and its wave
+    would time out): the plan leaves it out as `unmatched` with a warning; the rest switch
+    and it stays where it is."""
+    emu = make_switch_emulator(static_team(workloads=3))
+    client = client_for(emu, tmp_path)
+    deployments = client.resource_for("apps/v1", "Deployment")
+    client.request("patch", deployments, "PATCH", deployments.path(NS, "web-2"),
+                   body={"metadata": {"labels": {"team": "t9"}}},
+                   content_type="application/merge-patch+json")
+    path = write_schedule(tmp_path, schedule_text("team-sel", """
+        waveSize: 3
+        pauseBetweenWaves: 0s
+        waveTimeout: 20s
+    """))
+
+    sp = build_plan(client, load_one(path).schedule, "night")
+    moved = f"{NS}/Deployment/web-2"
+    assert {s.workload: s.reason for s in sp.selection.skipped} == {moved: "unmatched"}
+    assert any(moved in w and "resourceSelectors" in w for w in sp.warnings)
+    record = switch(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    assert sorted(n for w in record.waves for n in w.workloads) == [
+        f"{NS}/Deployment/web-{i}" for i in range(2)]
+    assigned = {key: a for key, (a, _) in latest(emu).items()}
+    assert assigned[(moved, "cluster-a")] == 4
+    assert assigned[(f"{NS}/Deployment/web-0", "cluster-b")] == 5

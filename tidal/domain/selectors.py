@@ -78,6 +78,15 @@ def _split_top_level(query: str) -> list[str]:
     return parts
 
 
+def is_label_key(key: str) -> bool:
+    """A valid label key: an optional DNS-subdomain prefix and `/`, then a name."""
+    return bool(key) and bool(_KEY.match(key))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and bool(_VALUE.match(value))
+
+
 def _check_key(key: str, part: str) -> str:
     if not key or not _KEY.match(key):
         raise SelectorError(f"invalid label key {key!r} in {part!r}")

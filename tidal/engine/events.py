@@ -101,7 +101,7 @@ def policy_action_text(action: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class WorkloadSkipped(EngineEvent):
     workload: str
-    reason: str  # excluded | unbound | foreign | not_selected | deleted
+    reason: str  # deleted | not_selected | (a plan's) excluded | unbound | foreign | unmatched
     event_name: ClassVar[str] = "workload_skipped"
     level: ClassVar[str] = "warning"
 

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 import json_merge_patch
 
+from tidal.domain.resource_selectors import selects
 from tidal.domain.schedule import PolicyChange, TidalSchedule, Window, WorkloadSelector
 from tidal.domain.selectors import selector_to_query
 from tidal.domain.waves import WorkloadKey
@@ -114,7 +115,7 @@ class Workload:
 @dataclass
 class Skipped:
     workload: str
-    reason: str  # excluded | unbound | foreign
+    reason: str  # excluded | unbound | foreign | unmatched
     detail: str = ""
 
 
@@ -184,6 +185,15 @@ def _claimed_by(template: Obj, policy: Obj) -> bool:
     return labels.get(key) == value
 
 
+def _selected_by(template: Obj, spec: Obj) -> bool:
+    """Karmada applies the policy (`spec` as in force after the window) to the template."""
+    view = ObjectView(template)
+    return selects(spec.get("resourceSelectors"), api_version=str(template.get("apiVersion")),
+                   kind=str(template.get("kind")),
+                   namespace=str(view.metadata.get("namespace") or ""),
+                   name=view.name, labels=view.labels)
+
+
 def _claimed_by_other(template: Obj) -> bool:
     labels = ObjectView(template).labels
     return any(k in labels for k in claim_labels())
@@ -244,6 +254,13 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
             if annotations.get(EXCLUDE) == "true":
                 selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
                 selection.excluded_claimed.setdefault(target.key, []).append(name)
+                continue
+            if not _selected_by(tpl, target.target_spec):
+                why = f"claimed by {target.key}, matched by none of its resourceSelectors"
+                selection.skipped.append(Skipped(name, "unmatched", why))
+                selection.warnings.append(
+                    f"{name}: {why} (labels changed?): Karmada applies that policy to it no "
+                    "more, so it stays where it is; fix its labels or the selectors")
                 continue
             selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
     _attach_bindings(client, selection, bindings)
