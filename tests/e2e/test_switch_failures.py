@@ -128,6 +128,37 @@ def test_template_deleted_mid_switch_is_reported(make_switch_emulator: MakeEmula
         assert now[(f"{NS}/Deployment/web-{i}", "cluster-b")] == (5, 5)
 
 
+def test_template_relabelled_out_of_its_policy_mid_switch_is_left_out(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """A template of wave 3 relabelled out of its policy's resourceSelectors while wave 1
+    runs keeps its claim but no longer follows the policy: its wave's touch finds the new
+    labels and leaves it out with a warning (instead of waiting for a move that never comes
+    until waveTimeout); the others switch."""
+    emu = _emulator(make_switch_emulator, workloads=6)
+    client = client_for(emu, tmp_path)
+    deployments = client.resource_for("apps/v1", "Deployment")
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if isinstance(event, ev.WaveStarted) and event.wave == 1:
+            client.request("patch", deployments, "PATCH", deployments.path(NS, "web-5"),
+                           body={"metadata": {"labels": {"team": "t9"}}},
+                           content_type="application/merge-patch+json")
+
+    events: list[Any] = []
+    record = switch(client, _schedule(tmp_path, timeout="20s"), "night", on_event=on_event)
+    assert record.result == "succeeded", record.to_json()
+    skipped = [e for e in events if isinstance(e, ev.WorkloadSkipped)]
+    assert [(e.workload, e.reason, e.wave) for e in skipped] == [
+        (f"{NS}/Deployment/web-5", "unmatched", 3)]
+    assert any("web-5" in w for w in record.warnings)
+    assert max(e.duration_seconds for e in events if isinstance(e, ev.WaveFinished)) < 10
+    now = latest(emu)
+    assert now[(f"{NS}/Deployment/web-5", "cluster-a")][0] == 4
+    for i in range(5):
+        assert now[(f"{NS}/Deployment/web-{i}", "cluster-b")] == (5, 5)
+
+
 def test_conflicts_and_throttling_are_retried(make_switch_emulator: MakeEmulator,
                                               tmp_path: Path) -> None:
     """Injected 409s on the policy patch and 429s on touches are retried; the switch succeeds."""

@@ -202,7 +202,10 @@ def _touch_and_wait(run: WaveRun, record: BridgeRecord) -> WaveOutcome | None:
                                   skip=record.touched)
     record.touched = sorted(set(record.touched) | set(touched.touched))
     ctx.save()  # a template deleted meanwhile is left to the wave's gates
-    gone = set(touched.deleted)
+    unmatched = run.unmatched(touched)
+    for name in unmatched:
+        run.leave_out(name, "unmatched")
+    gone = set(touched.deleted) | set(unmatched)
     return wait_ready(run, lambda: _short(run, record, gone), "bridged")
 
 

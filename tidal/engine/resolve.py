@@ -185,10 +185,10 @@ def _claimed_by(template: Obj, policy: Obj) -> bool:
     return labels.get(key) == value
 
 
-def _selected_by(template: Obj, spec: Obj) -> bool:
-    """Karmada applies the policy (`spec` as in force after the window) to the template."""
+def selected_by(template: Obj, selectors: Any) -> bool:
+    """Karmada applies a policy with these resourceSelectors to the template."""
     view = ObjectView(template)
-    return selects(spec.get("resourceSelectors"), api_version=str(template.get("apiVersion")),
+    return selects(selectors, api_version=str(template.get("apiVersion")),
                    kind=str(template.get("kind")),
                    namespace=str(view.metadata.get("namespace") or ""),
                    name=view.name, labels=view.labels)
@@ -255,7 +255,7 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
                 selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
                 selection.excluded_claimed.setdefault(target.key, []).append(name)
                 continue
-            if not _selected_by(tpl, target.target_spec):
+            if not selected_by(tpl, target.target_spec.get("resourceSelectors")):
                 why = f"claimed by {target.key}, matched by none of its resourceSelectors"
                 selection.skipped.append(Skipped(name, "unmatched", why))
                 selection.warnings.append(

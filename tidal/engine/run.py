@@ -182,7 +182,9 @@ class PreparedRun:
             bridges={w.name: w.bridge_shares() for w in sp.plan.workloads if w.bridged}
             if surge else {},
             budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent,
-            reads=self.reads)
+            reads=self.reads,
+            selectors={t.key: t.target_spec.get("resourceSelectors")
+                       for t in sp.selection.policies})
 
     def save(self) -> None:
         state = self.state

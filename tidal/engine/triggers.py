@@ -15,7 +15,7 @@ from tidal.engine.resolve import PolicyTarget, Workload
 from tidal.engine.states import AUTO, Trigger
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada import templates as templates_api
-from tidal.karmada.client import KarmadaClient
+from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import NotFound
 from tidal.karmada.objects import WorkloadRebalancer
 from tidal.karmada.views import BindingView, ObjectView
@@ -77,6 +77,7 @@ class TouchResult:
     touched: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    objects: dict[str, Obj] = field(default_factory=dict)  # each template as the touch left it
 
 
 def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: str, run_id: str,
@@ -96,6 +97,7 @@ def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: s
             continue
         result.touched.append(w.name)
         result.versions[w.name] = ObjectView(obj).resource_version
+        result.objects[w.name] = obj
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, floor_clusters
@@ -23,7 +24,7 @@ from tidal.engine.events import (
 )
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.outcome import WaveOutcome
-from tidal.engine.resolve import Workload
+from tidal.engine.resolve import Workload, selected_by
 from tidal.engine.states import Direction, FailureReason, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
 from tidal.karmada import rebalancers as rebalancers_api
@@ -69,6 +70,8 @@ class SwitchContext:
     headroom_percent: float = 0.0
     # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
     reads: SharedReads | None = None
+    # policy key -> its resourceSelectors as in force after the window
+    selectors: dict[str, Any] = field(default_factory=dict)
 
     def binding_watch(self, namespace: str | None, cluster_scoped: bool,
                       keys: Collection[str] | None = None) -> BindingWatch:
@@ -203,10 +206,25 @@ class WaveRun:
         touched = triggers.touch_wave(ctx.client, self.live, stamp=ctx.now_iso(),
                                       run_id=ctx.run_id, skip=done)
         for name in touched.deleted:
-            leave_out(ctx, self.wave.index, name, "deleted", self.targets)
+            self.leave_out(name, "deleted")
+        for name in self.unmatched(touched):
+            self.leave_out(name, "unmatched")
         done[:] = sorted(set(done) | set(touched.touched))
         ctx.save()
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
+
+    def leave_out(self, name: str, reason: str) -> None:
+        leave_out(self.ctx, self.wave.index, name, reason, self.targets)
+
+    def unmatched(self, touched: triggers.TouchResult) -> list[str]:
+        """Templates the touch found relabelled out of their policy's resourceSelectors since
+        the plan (forward; a rollback restores other selectors): Karmada will not move them."""
+        if self.direction is Direction.BACK:
+            return []
+        policy = {w.name: w.policy for w in self.live}
+        return sorted(name for name, obj in touched.objects.items()
+                      if policy.get(name) in self.ctx.selectors
+                      and not selected_by(obj, self.ctx.selectors[policy[name]]))
 
     def rebalance(self) -> WaveOutcome | None:
         return rebalancing.rebalance(self)
