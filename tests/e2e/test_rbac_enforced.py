@@ -112,9 +112,10 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
         # binding gone and reads the template (the path that needs `get` on templates)
         if isinstance(event, ev.WaveStarted) and event.wave == 1:
             in_wave.extend(event.workloads)
-        if isinstance(event, ev.GatePassed) and event.wave == 1 and event.gate == "triggered":
-            # the wave cannot converge until the gate has found the binding gone
+            # the wave cannot converge until the gate has found the binding gone (set before
+            # the trigger: a pod started before it would let the wave pass without the skip)
             emu.set_pods_fail("cluster-b")
+        if isinstance(event, ev.GatePassed) and event.wave == 1 and event.gate == "triggered":
             admin = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "admin"))
             res = admin.resource_for("apps/v1", "Deployment")
             admin.request("delete", res, "DELETE", res.path(NS, in_wave[0].rsplit("/", 1)[1]))
