@@ -4,6 +4,7 @@ a template deleted mid-switch is left out, 409/429 are retried, a second writer 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,9 @@ from tests.e2e.switch_helpers import (
 )
 from tidal.engine import events as ev
 from tidal.engine.journal import FencedOut, InMemoryJournal
+from tidal.engine.record import RunRecord
 from tidal.karmada import policies
-from tidal.karmada.client import CLUSTERS
+from tidal.karmada.client import CLUSTERS, KarmadaClient
 from tidal.karmada.policies import MERGE_PATCH
 from tidal_sim.emulator import Emulator
 
@@ -105,20 +107,27 @@ def test_rollback_leaves_no_window_marks_of_the_rolled_back_run(
     assert "tidal.io/window" not in notes and "tidal.io/run" not in notes, notes
 
 
+def _switch_changing_at_wave_1(client: KarmadaClient, tmp: Path, change: Callable[[], Any]
+                               ) -> tuple[RunRecord, list[Any]]:
+    """The night switch, `change` made as wave 1 starts; its record and every event."""
+    events: list[Any] = []
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if isinstance(event, ev.WaveStarted) and event.wave == 1:
+            change()
+
+    return switch(client, _schedule(tmp), "night", on_event=on_event), events
+
+
 def test_template_deleted_mid_switch_is_reported(make_switch_emulator: MakeEmulator,
                                                  tmp_path: Path) -> None:
     """A template deleted during wave 1 is left out with a warning; the others switch."""
     emu = _emulator(make_switch_emulator, workloads=6)
     client = client_for(emu, tmp_path)
     deployments = client.resource_for("apps/v1", "Deployment")
-
-    def on_event(event: Any) -> None:
-        events.append(event)
-        if isinstance(event, ev.WaveStarted) and event.wave == 1:
-            client.request("delete", deployments, "DELETE", deployments.path(NS, "web-5"))
-
-    events: list[Any] = []
-    record = switch(client, _schedule(tmp_path), "night", on_event=on_event)
+    record, events = _switch_changing_at_wave_1(client, tmp_path, lambda: client.request(
+        "delete", deployments, "DELETE", deployments.path(NS, "web-5")))
     assert record.result == "succeeded", record.to_json()
     assert any("web-5" in w for w in record.warnings)
     skipped = [e for e in events if isinstance(e, ev.WorkloadSkipped)]
@@ -137,16 +146,10 @@ def test_template_relabelled_out_of_its_policy_mid_switch_is_left_out(
     emu = _emulator(make_switch_emulator, workloads=6)
     client = client_for(emu, tmp_path)
     deployments = client.resource_for("apps/v1", "Deployment")
-
-    def on_event(event: Any) -> None:
-        events.append(event)
-        if isinstance(event, ev.WaveStarted) and event.wave == 1:
-            client.request("patch", deployments, "PATCH", deployments.path(NS, "web-5"),
-                           body={"metadata": {"labels": {"team": "t9"}}},
-                           content_type="application/merge-patch+json")
-
-    events: list[Any] = []
-    record = switch(client, _schedule(tmp_path, timeout="20s"), "night", on_event=on_event)
+    record, events = _switch_changing_at_wave_1(client, tmp_path, lambda: client.request(
+        "patch", deployments, "PATCH", deployments.path(NS, "web-5"),
+        body={"metadata": {"labels": {"team": "t9"}}},
+        content_type="application/merge-patch+json"))
     assert record.result == "succeeded", record.to_json()
     skipped = [e for e in events if isinstance(e, ev.WorkloadSkipped)]
     assert [(e.workload, e.reason, e.wave) for e in skipped] == [
