@@ -54,7 +54,8 @@ def test_tidal_reads_the_published_schemas_and_finds_a_typo(emulator: Emulator,
     finally:
         client.close()
     assert schemas is not None
-    patch: dict[str, Any] = {"spec": {"placement": {"replicaScheduling": {"weightPreferences": {}}}}}
+    typo: dict[str, Any] = {"weightPreferences": {}}
+    patch = {"spec": {"placement": {"replicaScheduling": typo}}}
     ((path, message),) = patch_problems(patch, "ClusterPropagationPolicy", schemas)
     assert path[-1] == "weightPreferences" and "unknown field" in message
 
