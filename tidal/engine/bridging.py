@@ -45,12 +45,12 @@ from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.views import BindingView, PolicyView
 
 if TYPE_CHECKING:
-    from tidal.engine.wave import SwitchContext, WaveRun
+    from tidal.engine.inflight import SwitchContext, WaveInFlight
 
 CONFLICT_ATTEMPTS = 6
 
 
-def _bridged(run: WaveRun) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
+def _bridged(run: WaveInFlight) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
     """(workload, its split now, the split it moves to) for each workload of the wave to
     bridge: forward, those the plan bridges; back, those bridged forward whose way back has
     no member either."""
@@ -78,7 +78,7 @@ def _policy_record(ctx: SwitchContext, key: str) -> PolicyRecord | None:
     return next((r for r in ctx.state.policies if r.key == key), None)
 
 
-def _new_record(run: WaveRun) -> BridgeRecord | None:
+def _new_record(run: WaveInFlight) -> BridgeRecord | None:
     """What the wave's bridge does (None: nothing to bridge): per policy the clusters its
     bridged workloads leave or reach, each workload duplicated over its policy's clusters."""
     ctx, back = run.ctx, run.direction is Direction.BACK
@@ -109,7 +109,7 @@ def _new_record(run: WaveRun) -> BridgeRecord | None:
     return BridgeRecord(targets, need, policies=policies)
 
 
-def _step(run: WaveRun, record: BridgeRecord, step: BridgeStep) -> None:
+def _step(run: WaveInFlight, record: BridgeRecord, step: BridgeStep) -> None:
     """Journal `step`, then say so (its side effect comes after)."""
     ctx = run.ctx
     record.advance(step)
@@ -119,7 +119,7 @@ def _step(run: WaveRun, record: BridgeRecord, step: BridgeStep) -> None:
                                    rollback=run.direction is Direction.BACK))
 
 
-def record_for(run: WaveRun) -> BridgeRecord | None:
+def record_for(run: WaveInFlight) -> BridgeRecord | None:
     """The wave's bridge in its direction, planned and journalled on first use (None: nothing
     to bridge, or a rebalance, which moves without a Lazy policy to bridge with)."""
     ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
@@ -138,7 +138,7 @@ def record_for(run: WaveRun) -> BridgeRecord | None:
     return record
 
 
-def bridge(run: WaveRun) -> WaveOutcome | None:
+def bridge(run: WaveInFlight) -> WaveOutcome | None:
     """Write the bridge placement, touch the bridged templates and wait until they serve in
     every destination, then put the window's placement back (each step resumable; the wave's
     room is held already, tidal.engine.room); None when the wave may move (also when it has
@@ -167,7 +167,7 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
     return None
 
 
-def _strays(run: WaveRun, record: BridgeRecord) -> None:
+def _strays(run: WaveInFlight, record: BridgeRecord) -> None:
     """Templates other than the bridged ones that picked up the bridge placement (changed by
     someone, e.g. an autoscaler, while it was on their Lazy policy): those of waves already
     moved are touched again (back to the window's placement, where they were); the others
@@ -195,7 +195,7 @@ def _strays(run: WaveRun, record: BridgeRecord) -> None:
                                     message=note))
 
 
-def _touch_and_wait(run: WaveRun, record: BridgeRecord) -> WaveOutcome | None:
+def _touch_and_wait(run: WaveInFlight, record: BridgeRecord) -> WaveOutcome | None:
     ctx = run.ctx
     subset = [w for w in run.live if w.name in record.targets]
     touched = triggers.touch_wave(ctx.client, subset, stamp=ctx.now_iso(), run_id=ctx.run_id,
@@ -209,7 +209,7 @@ def _touch_and_wait(run: WaveRun, record: BridgeRecord) -> WaveOutcome | None:
     return wait_ready(run, lambda: _short(run, record, gone), "bridged")
 
 
-def _short(run: WaveRun, record: BridgeRecord, gone: set[str]) -> list[str]:
+def _short(run: WaveInFlight, record: BridgeRecord, gone: set[str]) -> list[str]:
     """`workload cluster ready/wanted` for every bridged cluster not serving the full count."""
     out = []
     for w in run.live:
@@ -266,7 +266,7 @@ def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
     raise Conflict(f"{kind}/{name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
-def release(run: WaveRun) -> WaveOutcome | None:
+def release(run: WaveInFlight) -> WaveOutcome | None:
     """The wave converged: give the bridge's room back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.bridge_for(back)

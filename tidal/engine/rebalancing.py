@@ -35,7 +35,7 @@ from tidal.karmada.errors import KarmadaError, NotFound
 from tidal.karmada.views import LAZY, BindingView, ObjectView, parse_time
 
 if TYPE_CHECKING:
-    from tidal.engine.wave import WaveRun
+    from tidal.engine.inflight import WaveInFlight
 
 SCHEDULED_BEFORE = "tidal.io/scheduled-before"  # workload -> lastScheduledTime (JSON)
 RETRIGGER_ATTEMPTS = 4  # rebalancers per wave and direction at most
@@ -43,7 +43,7 @@ NEXT_SECOND = 1.0  # long enough for the server's clock to reach its next second
 WATCH_SECONDS = 5.0
 
 
-def rebalance(run: WaveRun) -> WaveOutcome | None:
+def rebalance(run: WaveInFlight) -> WaveOutcome | None:
     """Rebalance the wave's workloads not yet rescheduled (a resume skips the others); a failed
     outcome on an API error."""
     ctx, wave = run.ctx, run.wave
@@ -92,7 +92,7 @@ def _honoured(created: datetime | None, before: datetime | None) -> bool:
     return created is None or before is None or gates.second(created) > gates.second(before)
 
 
-def _expected_placements(run: WaveRun, workloads: Sequence[Workload]) -> dict[str, object]:
+def _expected_placements(run: WaveInFlight, workloads: Sequence[Workload]) -> dict[str, object]:
     """The placement each binding gets from the run's policy change before its trigger: none
     under a Lazy policy the wave did not touch (pkg/detector: a Lazy policy's change waits for
     the template's next change, and a rebalance alone does not bring it)."""
@@ -104,7 +104,7 @@ def _expected_placements(run: WaveRun, workloads: Sequence[Workload]) -> dict[st
             and (w.policy not in lazy or w.name in touched)}
 
 
-def _answered(run: WaveRun, w: Workload, expected: Mapping[str, object]) -> bool:
+def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) -> bool:
     """The binding carries the run's placement and a claim, and the scheduler has answered its
     generation (or refused it: the gates report that)."""
     binding = run.watch.cache.get(w.binding_key)
@@ -123,7 +123,7 @@ def _answered(run: WaveRun, w: Workload, expected: Mapping[str, object]) -> bool
     return view.generation is not None and view.scheduler_observed_generation == view.generation
 
 
-def _await_answered(run: WaveRun, workloads: Sequence[Workload],
+def _await_answered(run: WaveInFlight, workloads: Sequence[Workload],
                     expected: Mapping[str, object]) -> bool:
     """Watch until every binding is `_answered` or the wave's deadline passes (the gates then
     report the timeout); whether there was anything to wait for."""
@@ -143,7 +143,7 @@ def _await_answered(run: WaveRun, workloads: Sequence[Workload],
     return waited
 
 
-def _not_yet_rescheduled(run: WaveRun, live: list[Workload], back: bool) -> list[Workload]:
+def _not_yet_rescheduled(run: WaveInFlight, live: list[Workload], back: bool) -> list[Workload]:
     """On a resume: the workloads no earlier rebalancer of this wave and direction will get
     rescheduled; the newest existing rebalancer naming a workload decides for it (one the
     scheduler honours has its targets: the gates wait for its scheduling)."""

@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 
 from tidal.engine import policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
+from tidal.engine.inflight import SwitchContext
 from tidal.engine.journal import PolicyRecord, WaveState
 from tidal.engine.resolve import Workload
 from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
 from tidal.engine.triggers import normalize_placement
-from tidal.engine.wave import SwitchContext, run_wave
+from tidal.engine.wave import run_wave
 from tidal.karmada import policies as policies_api
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import Obj

@@ -23,7 +23,7 @@ from tidal.karmada.objects import Obj
 from tidal.karmada.views import ClusterView
 
 if TYPE_CHECKING:
-    from tidal.engine.wave import SwitchContext, WaveRun
+    from tidal.engine.inflight import SwitchContext, WaveInFlight
 
 RESERVE_POLL_SECONDS = 2.0
 # with the daemon's shared informers a waiting wave looks this often whether Cluster status
@@ -53,7 +53,7 @@ def _holds_room(wave: WaveState, back: bool) -> bool:
                                              SurgeStep.MOVING, SurgeStep.RELEASING))
 
 
-def reserve_wave(run: WaveRun, steps: Iterable[Leasing | None]) -> WaveOutcome | None:
+def reserve_wave(run: WaveInFlight, steps: Iterable[Leasing | None]) -> WaveOutcome | None:
     """Reserve the room of every step of the wave still to run, as one hold, polling until it
     fits or the wave times out; None when it is held (or nothing needs room)."""
     pending = [s for s in steps if s is not None and s.step not in (
@@ -71,7 +71,7 @@ def reserve_wave(run: WaveRun, steps: Iterable[Leasing | None]) -> WaveOutcome |
                     resumed=resumed, what=what)
 
 
-def _reserve(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
+def _reserve(run: WaveInFlight, name: str, need: Amounts, *, resumed: bool,
              what: str) -> WaveOutcome | None:
     """Reserve `need` as `name`; `resumed`: what `name` holds already is counted as used in
     the free amounts."""
@@ -95,7 +95,7 @@ def _reserve(run: WaveRun, name: str, need: Amounts, *, resumed: bool,
         wait_for_status(ctx.clock, ctx.clusters_version, seen)
 
 
-def running(run: WaveRun) -> None:
+def running(run: WaveInFlight) -> None:
     """The wave's extra replicas all run: tell the budget (the Cluster versions read now)."""
     ctx = run.ctx
     ctx.budget.running(holder(ctx, run.wave, run.direction is Direction.BACK),

@@ -28,6 +28,7 @@ from tidal.engine.events import (
     WaveFinished,
     policy_ref,
 )
+from tidal.engine.inflight import SwitchContext, iso_now, leave_out
 from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import ready_field_of
@@ -46,7 +47,7 @@ from tidal.engine.states import (
 )
 from tidal.engine.strategies import strategy_for
 from tidal.engine.triggers import normalize_placement
-from tidal.engine.wave import SwitchContext, gone_reason, iso_now, leave_out, run_wave
+from tidal.engine.wave import gone_reason, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads

@@ -44,9 +44,9 @@ from tidal.karmada.overrides import (
 from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
-    from tidal.engine.wave import SwitchContext, WaveRun
+    from tidal.engine.inflight import SwitchContext, WaveInFlight
 
-def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
+def _targets(run: WaveInFlight) -> dict[str, dict[str, int]]:
     """What each workload's override sets: forward, the plan's surge; back (a workload that
     was surged forward), in each cluster it is in now and was in before, the larger share."""
     ctx = run.ctx
@@ -66,7 +66,7 @@ def _targets(run: WaveRun) -> dict[str, dict[str, int]]:
     return out
 
 
-def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
+def _need(run: WaveInFlight, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
     total: Amounts = {}
     for w in run.live:
         wanted = targets.get(w.name)
@@ -78,7 +78,7 @@ def _need(run: WaveRun, targets: Mapping[str, Mapping[str, int]]) -> Amounts:
     return total
 
 
-def record_for(run: WaveRun) -> SurgeRecord | None:
+def record_for(run: WaveInFlight) -> SurgeRecord | None:
     """The wave's surge in its direction, planned and journalled on first use (None: nothing
     to surge)."""
     ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
@@ -96,7 +96,7 @@ def record_for(run: WaveRun) -> SurgeRecord | None:
     return record
 
 
-def surge(run: WaveRun) -> WaveOutcome | None:
+def surge(run: WaveInFlight) -> WaveOutcome | None:
     """Write the overrides and wait for the surged replicas (each resumable; the wave's room
     is held already, tidal.engine.room); None when the wave may move (also when it has
     nothing to surge)."""
@@ -123,7 +123,7 @@ def surge(run: WaveRun) -> WaveOutcome | None:
     return None
 
 
-def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
+def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool) -> None:
     """One override per workload (names journalled first), created or replaced."""
     ctx, wave = run.ctx, run.wave
     by_name = {w.name: w for w in run.live}
@@ -144,7 +144,7 @@ def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
         apply_override(ctx.client, override)
 
 
-def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
+def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
     """`workload cluster ready/wanted` for every raised replica not ready yet: clusters the
     override raises above the binding's assignment (a held one has nothing new to wait for);
     a workload whose binding is gone (its template deleted) is the gates' to report."""
@@ -161,12 +161,12 @@ def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
     return out
 
 
-def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
+def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every surged replica is ready; a floor breached anywhere fails the wave."""
     return wait_ready(run, lambda: _surged_short(run, record), "surged")
 
 
-def wait_ready(run: WaveRun, short_of: Callable[[], list[str]],
+def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
                what: str) -> WaveOutcome | None:
     """Until `short_of()` names nothing (replicas not ready yet); a floor breached anywhere
     fails the wave, and so does waveTimeout."""
@@ -200,7 +200,7 @@ def wait_ready(run: WaveRun, short_of: Callable[[], list[str]],
                 break
 
 
-def fit(run: WaveRun) -> None:
+def fit(run: WaveInFlight) -> None:
     """After the move is scheduled: wherever the binding now assigns more than an override
     sets (dynamic weights), raise the override to the assignment, so it keeps the destination
     at max(surge, assigned) and never caps the new split."""
@@ -223,7 +223,7 @@ def fit(run: WaveRun) -> None:
         ctx.save()
 
 
-def release(run: WaveRun) -> WaveOutcome | None:
+def release(run: WaveInFlight) -> WaveOutcome | None:
     """The wave converged on its new split: once Karmada has written that split into the
     members' Works, delete the overrides and give the capacity back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
@@ -238,7 +238,7 @@ def release(run: WaveRun) -> WaveOutcome | None:
     return None
 
 
-def _not_applied(run: WaveRun, record: SurgeRecord) -> list[str]:
+def _not_applied(run: WaveInFlight, record: SurgeRecord) -> list[str]:
     """`workload cluster` wherever a member still runs the split from before the move: a
     cluster no longer assigned that still reports the workload, or one the override does not
     raise that runs more replicas than assigned. Until the binding controller has rendered the
@@ -255,7 +255,7 @@ def _not_applied(run: WaveRun, record: SurgeRecord) -> list[str]:
     return out
 
 
-def _wait_applied(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
+def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every member runs the new split (see _not_applied), or the wave times out."""
     ctx = run.ctx
     while True:

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tidal.domain.selectors import SelectorError, matches, parse
 from tidal_sim.apiserver.errors import ApiError
 from tidal_sim.kinds import ResourceType
+from tidal_sim.labels import SelectorError, matches, parse
 from tidal_sim.store import Store
 
 Obj = dict[str, Any]

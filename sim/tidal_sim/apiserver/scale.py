@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidal.domain.selectors import selector_to_query
 from tidal_sim.kinds import ResourceType
+from tidal_sim.labels import SelectorError, from_object, render
 
 Obj = dict[str, Any]
 SCALABLE = {("apps", "deployments"), ("apps", "statefulsets")}
@@ -31,11 +31,17 @@ def to_scale(obj: Obj) -> Obj:
         "spec": {"replicas": spec.get("replicas", 1)},
         "status": {
             "replicas": (obj.get("status") or {}).get("replicas", 0),
-            "selector": selector_to_query(
-                selector.get("matchLabels"), selector.get("matchExpressions")
-            ),
+            "selector": _query(selector),
         },
     }
+
+
+def _query(selector: Obj) -> str:
+    """The selector as a query string, as the Scale's status carries it ("" when invalid)."""
+    try:
+        return render(from_object(selector))
+    except SelectorError:
+        return ""
 
 
 def apply_scale(obj: Obj, scale: Obj) -> Obj:

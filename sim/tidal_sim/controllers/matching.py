@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tidal_sim.labels import object_matches
+
 Obj = dict[str, Any]
 
 # Implicit priorities of a resource selector match (pkg/util/selector.go).
@@ -13,30 +15,9 @@ MISMATCH, MATCH_ALL, MATCH_LABEL_SELECTOR, MATCH_NAME = 0, 1, 2, 3
 
 
 def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector semantics: matchLabels AND every matchExpression; empty matches all."""
-    if selector is None:
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, operator = expr.get("key", ""), expr.get("operator", "")
-        values = expr.get("values") or []
-        if operator == "In":
-            if key not in labels or labels[key] not in values:
-                return False
-        elif operator == "NotIn":
-            if key in labels and labels[key] in values:
-                return False
-        elif operator == "Exists":
-            if key not in labels:
-                return False
-        elif operator == "DoesNotExist":
-            if key in labels:
-                return False
-        else:
-            return False  # an invalid selector matches nothing
-    return True
+    """metav1.LabelSelector semantics: matchLabels AND every matchExpression; an absent or empty
+    selector matches all, an invalid one nothing."""
+    return selector is None or object_matches(selector, labels)
 
 
 def resource_selector_priority(template: Obj, selector: Mapping[str, Any]) -> int:
