@@ -21,6 +21,7 @@ loses nothing (`restore_marked`); a resumed run then redoes the unfinished step.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from tidal.engine import room, triggers
 from tidal.engine.events import BridgeStepped, RunWarning
 from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.outcome import WaveOutcome
+from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
 from tidal.engine.surging import wait_ready
@@ -266,13 +268,20 @@ def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
     raise Conflict(f"{kind}/{name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
+def _put_back(ctx: SwitchContext, record: BridgeRecord) -> None:
+    """The original placement back where the bridge still is, retried on 429/5xx/timeouts
+    within one waveTimeout (tidal.engine.patience)."""
+    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+              functools.partial(_place, ctx.client, record, bridge=False, only_from_bridge=True))
+
+
 def release(run: WaveRun) -> WaveOutcome | None:
     """The wave converged: give the bridge's room back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.bridge_for(back)
     if record is None or not record.active:
         return None
-    _place(ctx.client, record, bridge=False, only_from_bridge=True)  # (restored already)
+    _put_back(ctx, record)  # (restored already)
     record.advance(BridgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, run.wave, back)
@@ -289,7 +298,7 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
             if record is None or not record.active:
                 continue
             try:
-                _place(ctx.client, record, bridge=False, only_from_bridge=True)
+                _put_back(ctx, record)
             except KarmadaError as exc:  # best effort: a resume puts it back from the journal
                 ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
                                             message=f"bridge of wave {wave.index}: {exc}"))

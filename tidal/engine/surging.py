@@ -14,6 +14,7 @@ API error, rollback), keeping on a halt those whose removal would break a floor.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from tidal.engine import gates, room
 from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
+from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.karmada.bindings import key_of
@@ -272,10 +274,18 @@ def _wait_applied(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
+    """Delete the record's overrides, each retried on 429/5xx/timeouts within one
+    waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
+    list, so what an error leaves behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    for text in record.overrides:
-        delete_override(ctx.client, OverrideRef.parse(text))
+    deadline = ctx.clock.monotonic() + ctx.wave_timeout
+    for text in list(record.overrides):
+        ref = OverrideRef.parse(text)
+        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
+                  functools.partial(delete_override, ctx.client, ref))
+        record.overrides.remove(text)
+        ctx.save()
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, back)
