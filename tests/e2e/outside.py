@@ -28,9 +28,11 @@ def start_tidal(log: Path, *args: str | Path, env: dict[str, str] | None = None
                             stdout=log.open("wb"), stderr=subprocess.STDOUT, env=environ)
 
 
-def status_of(schedules: Path, kubeconfig: Path, name: str) -> dict[str, Any]:
+def status_of(schedules: Path, kubeconfig: Path, name: str, env: dict[str, str] | None = None
+              ) -> dict[str, Any]:
     """The `tidal status -o json` entry of schedule `name`."""
-    done = tidal("status", "--schedules", schedules, "--kubeconfig", kubeconfig, "-o", "json")
+    done = tidal("status", "--schedules", schedules, "--kubeconfig", kubeconfig, "-o", "json",
+                 env=env)
     assert done.returncode == 0, done.stderr
     entries = json.loads(done.stdout)["schedules"]
     found: dict[str, Any] = next(s for s in entries if s["name"] == name)

@@ -153,10 +153,10 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
     if record.step is BridgeStep.RESERVED:
         _step(run, record, BridgeStep.PLACING)
     if record.step is BridgeStep.PLACING:
-        _place(run.ctx.client, record, bridge=True)
+        _place(run.ctx.client, record, bridge=True, owner=owner_mark(run.ctx))
         _step(run, record, BridgeStep.TOUCHING)
-    if record.step is BridgeStep.TOUCHING:
-        _place(run.ctx.client, record, bridge=True)  # a resume: its recovery put it back
+    if record.step is BridgeStep.TOUCHING:  # a resume: its recovery put it back
+        _place(run.ctx.client, record, bridge=True, owner=owner_mark(run.ctx))
         outcome = _touch_and_wait(run, record)
         if outcome is not None:
             return outcome
@@ -226,14 +226,21 @@ def _short(run: WaveRun, record: BridgeRecord, gone: set[str]) -> list[str]:
     return out
 
 
+def owner_mark(ctx: SwitchContext) -> dict[str, str]:
+    """Who a bridge placement belongs to, in its mark: the sweeper finds it by them."""
+    return {"schedule": ctx.schedule, "runId": ctx.run_id, "purpose": "bridge",
+            "since": ctx.now_iso()}
+
+
 def _place(client: KarmadaClient, record: BridgeRecord, *, bridge: bool,
-           only_from_bridge: bool = False) -> None:
+           only_from_bridge: bool = False, owner: Mapping[str, str] | None = None) -> None:
     """Write the bridge placement (or put the original back) on every bridged policy;
     `only_from_bridge`: only where the policy still carries the bridge (a hand edit since
-    stays, for the drift check to report)."""
+    stays, for the drift check to report); `owner`: the run's mark (owner_mark)."""
     for p in record.policies:
         _write(client, p.kind, p.name, p.namespace, p.bridge if bridge else p.original,
-               mark={"original": p.original, "bridge": p.bridge} if bridge else None,
+               mark={**(owner or {}), "original": p.original, "bridge": p.bridge}
+               if bridge else None,
                expect=p.bridge if only_from_bridge else None)
 
 
@@ -323,18 +330,26 @@ def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
     back, found from its own annotation; a journalled bridge step is then redone. A placement
     edited since is left alone (the drift check reports it), only the mark goes."""
     for ref in sorted(schedule.policy_refs(), key=str):
-        obj = api.find_policy(client, ref.kind, ref.name, ref.namespace)
-        text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
-        if obj is None or text is None:
-            continue
-        try:
-            mark = json.loads(text)
-            original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
-        except (ValueError, KeyError, TypeError):
-            original = bridge_ = {}
-        now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
-        if original and now == triggers.normalize_placement(bridge_):
-            _write(client, ref.kind, ref.name, ref.namespace, original, mark=None, expect=None)
-        else:
-            _write(client, ref.kind, ref.name, ref.namespace,
-                   PolicyView(obj).spec.get("placement") or {}, mark=None, expect=None)
+        restore_policy(client, ref.kind, ref.name, ref.namespace)
+
+
+def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
+                   ) -> bool:
+    """The policy's placement from before the bridge back, from its mark (a placement
+    edited since stays: only the mark goes); False when it carries no mark."""
+    obj = api.find_policy(client, kind, name, namespace)
+    text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
+    if obj is None or text is None:
+        return False
+    try:
+        mark = json.loads(text)
+        original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
+    except (ValueError, KeyError, TypeError):
+        original = bridge_ = {}
+    now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
+    if original and now == triggers.normalize_placement(bridge_):
+        _write(client, kind, name, namespace, original, mark=None, expect=None)
+    else:
+        _write(client, kind, name, namespace, PolicyView(obj).spec.get("placement") or {},
+               mark=None, expect=None)
+    return True
