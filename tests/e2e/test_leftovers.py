@@ -38,7 +38,7 @@ def _slow_b(client: Any) -> None:
 
 def _killed_mid_switch(emu: Any, tmp: Path, path: Path, reached: Any, what: str) -> Path:
     """`tidal switch` started, SIGKILLed once `reached()`; the kubeconfig."""
-    kubeconfig = emu.write_kubeconfig(tmp / "kc")
+    kubeconfig: Path = emu.write_kubeconfig(tmp / "kc")
     proc = start_tidal(tmp / "switch.log", "switch", path, "--window", "night",
                        "--kubeconfig", kubeconfig, "--yes", env=SHORT_LOCK)
     try:
