@@ -28,6 +28,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
+from tidal.engine.surge_follow import refit_rescaled
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
@@ -133,7 +134,7 @@ def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
     overrides = []
     for index, name in enumerate(sorted(record.targets)):
         w = by_name.get(name)
-        if w is None:
+        if w is None or not record.targets[name]:  # (lifted: tidal.engine.surge_follow)
             continue
         key = w.key
         overrides.append(ReplicaOverride(
@@ -164,8 +165,13 @@ def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
 
 
 def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
-    """Until every surged replica is ready; a floor breached anywhere fails the wave."""
-    return wait_ready(run, lambda: _surged_short(run, record), "surged")
+    """Until every surged replica is ready; a floor breached anywhere fails the wave; a
+    workload scaled meanwhile has its override re-fitted (tidal.engine.surge_follow)."""
+    def short() -> list[str]:
+        refit_rescaled(run.ctx, run.wave, run.watch.cache)
+        return _surged_short(run, record)
+
+    return wait_ready(run, short, "surged")
 
 
 def wait_ready(run: WaveRun, short_of: Callable[[], list[str]],
@@ -261,6 +267,7 @@ def _wait_applied(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
     """Until every member runs the new split (see _not_applied), or the wave times out."""
     ctx = run.ctx
     while True:
+        refit_rescaled(ctx, run.wave, run.watch.cache)
         late = _not_applied(run, record)
         if not late:
             return None
@@ -325,6 +332,8 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
         return
     by_name = {w.name: w for w in ctx.everyone}
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
+    for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
+        refit_rescaled(ctx, wave, bindings, lift=True)
     for wave, record, back in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:

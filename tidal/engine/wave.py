@@ -27,6 +27,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload, selected_by
 from tidal.engine.states import Direction, FailureReason, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
+from tidal.engine.surge_follow import refit_rescaled
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of, list_bindings
 from tidal.karmada.client import KarmadaClient, Obj
@@ -298,6 +299,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
     while True:
+        refit_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
         report = tracker.report()
         _observe_floors(ctx, index, watch.cache, clusters)
         for gate in gates.GATES:
