@@ -242,6 +242,15 @@ class Metrics:
             "tidal_capacity_leased",
             "Surge capacity the daemon's waves hold in the cluster now (GPUs and pods as "
             "counts, cpu in cores, memory in bytes).", ("cluster", "resource"))
+        self.leftovers = gauge(
+            "tidal_leftover_objects",
+            "Temporary objects tidal wrote whose run is no longer active (surge overrides, "
+            "bridge placements, a temporary Lazy), after the last sweep.", ("kind", "schedule"))
+        self.leftovers_overdue = gauge(
+            "tidal_leftover_overdue_objects",
+            "Of tidal_leftover_objects, those older than TIDAL_SWEEPER__ALERT_AGE_SECONDS.",
+            ("kind", "schedule"))
+        self._leftover_series: set[tuple[str, str]] = set()
         for reason in WAIT_REASONS:
             self.schedules_waiting.labels(reason)
             self.wait_seconds.labels(reason)
@@ -355,6 +364,17 @@ class Metrics:
     def journal_lost(self, schedule: str) -> None:
         """Count an unfinished run whose run-state object was deleted under it."""
         self.journal_lost_total.labels(schedule).inc()
+
+    def set_leftovers(self, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
+        """(kind, schedule) -> (leftovers, overdue ones) after a sweep; series gone since
+        drop to 0."""
+        for key in self._leftover_series - set(counts):
+            self.leftovers.labels(*key).set(0)
+            self.leftovers_overdue.labels(*key).set(0)
+        for key, (count, overdue) in counts.items():
+            self.leftovers.labels(*key).set(count)
+            self.leftovers_overdue.labels(*key).set(overdue)
+        self._leftover_series |= set(counts)
 
     def set_policy_drift(self, schedule: str, policies: int) -> None:
         """How many policies of the window in force were edited since its run wrote them."""
@@ -507,6 +527,7 @@ class DaemonMetrics(Protocol):
     def switch_worker_error(self, schedule: str) -> None: ...
     def journal_lost(self, schedule: str) -> None: ...
     def set_policy_drift(self, schedule: str, policies: int) -> None: ...
+    def set_leftovers(self, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None: ...
     def schedule_unblocked(self, schedule: str) -> None: ...
     def restore_last_run(self, state: Any) -> None: ...
     def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None: ...
@@ -541,6 +562,9 @@ class NullMetrics:
         pass
 
     def set_policy_drift(self, schedule: str, policies: int) -> None:
+        pass
+
+    def set_leftovers(self, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
         pass
 
     def schedule_unblocked(self, schedule: str) -> None:

@@ -85,6 +85,19 @@ class SchedulerSettings(BaseModel):
     capacity_settle_seconds: float = Field(15.0, ge=0)
 
 
+class SweeperSettings(BaseModel):
+    """The daemon's sweep of leftovers: temporary objects of runs no longer active
+    (TIDAL_SWEEPER__*; tidal.daemon.sweeping)."""
+
+    model_config = FINITE
+
+    enabled: bool = True
+    interval_seconds: float = Field(60.0, gt=0)  # and once as soon as this replica leads
+    # a leftover older than this counts in tidal_leftover_overdue_objects (TidalLeftoverObjects)
+    alert_age_seconds: float = Field(900.0, gt=0)
+    budget_seconds: float = Field(30.0, gt=0)  # per call: 429/5xx/timeouts retried this long
+
+
 class ApiSettings(BaseModel):
     """How tidal talks to the Karmada apiserver (TIDAL_API__*)."""
 
@@ -146,6 +159,7 @@ class Settings(BaseSettings):
                           min_length=1)
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    sweeper: SweeperSettings = SweeperSettings()
     karmada: KarmadaSettings = KarmadaSettings()
     # Directory of the upstream Karmada CRDs (policy.karmada.io_*.yaml): policy patches and
     # swap manifests are checked against their schemas when set (TIDAL_KARMADA_CRDS).

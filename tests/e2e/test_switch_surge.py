@@ -37,6 +37,8 @@ from tests.e2e.switch_helpers import (
 )
 from tests.e2e.switch_helpers import switch as run_window
 from tidal.engine import events as ev
+from tidal.karmada.client import MERGE_PATCH
+from tidal.karmada.names import EXCLUDE
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
@@ -64,7 +66,8 @@ def test_small_workloads_are_switched_where_a_cluster_is_kept(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """3-4 replica workloads (2-3 in cluster-a, 1 in cluster-b by day) under 100% available:
     refused with strategy direct, switched with surge and never below their replicas. 1-2
-    replica workloads (nothing in cluster-b by day) are named by the plan: bridged."""
+    replica workloads (nothing in cluster-b by day) are named by the plan: bridged; a selector
+    leaving them out is refused until they are excluded."""
     emu = make_switch_emulator(team([3, 4, 3, 4, 1, 2]))
     client = client_for(emu, tmp_path)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
@@ -83,6 +86,11 @@ def test_small_workloads_are_switched_where_a_cluster_is_kept(
     assert not writes(emu)
     path = write_schedule(tmp_path, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY,
                                                   workloads=workloads))
+    assert invoke_cli("plan", path, kubeconfig).exit_code == 3  # web-4, web-5 missed: refused
+    res = client.resource_for("apps/v1", "Deployment")
+    for name in ("web-4", "web-5"):  # left out on purpose: excluded (their policy stays Lazy)
+        client.request("patch", res, "PATCH", res.path(NS, name), content_type=MERGE_PATCH,
+                       body={"metadata": {"annotations": {EXCLUDE: "true"}}})
     before = {w: split for w, split in splits(emu).items()
               if w.rsplit("-", 1)[-1] in "0123"}
     after = {w: {"cluster-b": sum(split.values())} for w, split in before.items()}

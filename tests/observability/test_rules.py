@@ -15,7 +15,7 @@ RULE_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yaml"))
 ALERTS = {"TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
           "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed",
           "TidalScheduleBlocked", "TidalSwitchRefused", "TidalSwitchWorkerErrors",
-          "TidalJournalLost", "TidalPolicyDrift", "TidalClockSkew"}
+          "TidalJournalLost", "TidalPolicyDrift", "TidalClockSkew", "TidalLeftoverObjects"}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -244,6 +244,16 @@ case("TidalPolicyDrift: two drifted policies for 15 minutes fire; quiet once put
                                            **E)]),
      chk("35m", "TidalPolicyDrift", [])])
 
+# --- TidalLeftoverObjects (fleet-wide: the schedule may no longer exist)
+LO: Obj = dict(kind="override", schedule="gone-team")
+case("TidalLeftoverObjects: overdue overrides of a removed schedule fire; quiet once swept", [
+    s("tidal_leftover_overdue_objects", "a", "0x5 2x10 0x10", **LO),
+    s("tidal_leftover_overdue_objects", "b", "0x25", **LO)],
+    [chk("3m", "TidalLeftoverObjects", []),
+     chk("8m", "TidalLeftoverObjects", [alert("TidalLeftoverObjects", value="2",
+                                              severity="warning", team="(all)", **LO)]),
+     chk("20m", "TidalLeftoverObjects", [])], info=False)
+
 # --- TidalClockSkew
 def cs() -> Obj:
     return alert("TidalClockSkew", severity="critical", schedule="(all)", window="(all)")

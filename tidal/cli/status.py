@@ -62,6 +62,15 @@ def last_run(entry: dict[str, Any]) -> dict[str, Any]:
     return {"window": run.get("window"), "start": run.get("startedAt"), "outcome": outcome}
 
 
+def leftover_note(items: list[dict[str, Any]]) -> str:
+    """`N leftover(s) (kinds), oldest Ns, runs ...`: what crashed or stopped runs left."""
+    ages = [x["ageSeconds"] for x in items if x.get("ageSeconds") is not None]
+    kinds = ", ".join(sorted({str(x["kind"]) for x in items}))
+    runs = ", ".join(sorted({str(x["runId"]) for x in items}))
+    oldest = f", oldest {max(ages)}s" if ages else ""
+    return f"{len(items)} leftover(s) ({kinds}{oldest}; run {runs})"
+
+
 @click.command("status")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
@@ -120,6 +129,8 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             flags.append(f"{held['policy']} held Lazy")
         for left in (s["lastRun"] or {}).get("overridesLeft") or []:
             flags.append(f"wave {left['wave']} override(s) left: {left['reason']}")
+        if s.get("leftovers"):
+            flags.append(leftover_note(s["leftovers"]))
         table.add_row(
             s["name"], f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})",
             f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
@@ -128,6 +139,12 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             ", ".join(d["policy"] for d in s["drift"]) or "-")
     # Piped or redirected: never cut a value at 80 columns.
     Console(width=None if sys.stdout.isatty() else 400).print(table)
+    known = {s["name"] for s in report["schedules"]}
+    orphans = [x for x in report["leftovers"]["items"] if x["schedule"] not in known]
+    if orphans:
+        click.echo(f"{leftover_note(orphans)} of schedules not loaded here "
+                   f"({', '.join(sorted({str(x['schedule']) for x in orphans}))}); "
+                   "`tidal cleanup` sweeps them")
     raise SystemExit(OK)
 
 

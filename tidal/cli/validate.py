@@ -93,9 +93,30 @@ def _against_clusters(schedules: list[Any], client: Any) -> list[LocatedError]:
 
     try:
         existing = {str((c.get("metadata") or {}).get("name")) for c in list_clusters(client)}
+        errors = [e for loaded in schedules for e in unknown_floor_clusters(loaded, existing)]
+        return errors + [e for loaded in schedules for e in _coverage(client, loaded)]
     except KarmadaError as exc:
         fail(f"Karmada API: {exc}")
-    return [e for loaded in schedules for e in unknown_floor_clusters(loaded, existing)]
+
+
+def _coverage(client: Any, loaded: Any) -> list[LocatedError]:
+    """Each window's templates claimed by its policies but missed by spec.workloads (or a
+    selector matching nothing), located at spec.workloads; a window whose policies cannot be
+    read is `tidal plan`'s to report."""
+    from tidal.engine.planning import coverage_refusals
+    from tidal.engine.resolve import ResolveError, resolve
+    from tidal.loading.coverage import workloads_errors
+
+    if not loaded.schedule.spec.workloads:
+        return []
+    errors: list[LocatedError] = []
+    for window in loaded.schedule.spec.windows:
+        try:
+            selection = resolve(client, loaded.schedule, window)
+        except ResolveError:
+            continue
+        errors += workloads_errors(loaded, window.name, coverage_refusals(selection))
+    return errors
 
 
 COMMANDS = [validate_command]

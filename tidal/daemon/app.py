@@ -31,6 +31,7 @@ from tidal.daemon.reconcile import Reconciler, RunOutcome, RunShare, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, loader_for
 from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
+from tidal.daemon.sweeping import SweepLoop
 from tidal.domain.clock import Clock, SystemClock
 from tidal.domain.windows import start_in_force, times_of
 from tidal.engine.budget import SurgeBudget
@@ -153,6 +154,11 @@ class Daemon:
         self._run_locks: dict[str, RunLock] = {}
         self._lock_store = lock_store
         self._elector_thread: threading.Thread | None = None
+        self.sweeper = SweepLoop(
+            client, settings.state_namespace, self.clock, settings.sweeper,
+            identity=self.identity, may_act=self.may_act,
+            loaded=lambda: set(self.directory.catalog.schedules), metrics=self.metrics,
+            stop=self._stop)
 
     # --- state of the process ---------------------------------------------------------------
     def may_act(self) -> bool:
@@ -328,6 +334,8 @@ class Daemon:
         self._first_load()
         if self.watcher is not None:
             self.watcher.start()
+        if self.settings.sweeper.enabled:  # after the first load: it leaves resumable runs
+            self.sweeper.start()
         if isinstance(self.elector, LeaderElector):
             self._elector_thread = threading.Thread(
                 target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
@@ -378,6 +386,7 @@ class Daemon:
         self.dispatcher.wait_idle(grace_seconds)
         self.dispatcher.stop(timeout=1)
         self.queue.stop()
+        self.sweeper.join(timeout=5)
         if self._elector_thread is not None:
             self._elector_thread.join(timeout=5)
         self.elector.release()

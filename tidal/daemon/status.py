@@ -8,11 +8,13 @@ from typing import Any
 
 from tidal.daemon.queue import read_queue
 from tidal.daemon.state import StateStore
+from tidal.daemon.sweeping import owners_of, run_active
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
 from tidal.engine.states import RunResult
+from tidal.engine.sweeper import find_leftovers
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
@@ -82,6 +84,7 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
     waiting_now = queue.get("waiting")
     if not isinstance(waiting_now, dict):
         waiting_now = {}
+    left = leftovers_now(client, namespace, runs, now)
     out: list[dict[str, Any]] = []
     for item in sorted(loaded, key=lambda s: s.schedule.name):
         schedule = item.schedule
@@ -122,7 +125,9 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
                         "waves": [{"index": w.index, "result": w.result.reported
                                    if w.result is not None else None}
                                   for w in run.waves],
-                        "overridesLeft": overrides_left(run)} if run else None,
+                        "overridesLeft": overrides_left(
+                            run, stopped=run.finished or not _held(left, name))}
+            if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
             "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
@@ -134,8 +139,10 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
             "blocked": {"reason": broken.reason, "message": str(broken),
                         "repair": broken.repair} if broken else None,
             "waiting": waiting_of(waiting_now.get(name)),
+            "leftovers": [x for x in left["items"] if x["schedule"] == name],
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out,
+            "leftovers": {"count": len(left["items"]), "items": left["items"]},
             "queue": {"updatedAt": queue.get("updatedAt"), "publishedBy": queue.get("publishedBy"),
                       "leased": queue.get("leased") or {}}}
 
@@ -150,16 +157,39 @@ def waiting_of(entry: Any) -> dict[str, Any] | None:
     return out
 
 
-def overrides_left(run: RunState) -> list[dict[str, Any]]:
+def leftovers_now(client: KarmadaClient, namespace: str, runs: dict[str, RunState],
+                  now: datetime) -> dict[str, Any]:
+    """{items: every tidal-owned temporary object whose run is not active (kind, object,
+    schedule, runId, since, ageSeconds), active: the schedules whose run lock is held}."""
+    try:
+        found = find_leftovers(client, owners_of(runs))
+    except KarmadaError as exc:
+        return {"items": [{"kind": "?", "object": "?", "schedule": None, "runId": None,
+                           "since": None, "ageSeconds": None,
+                           "reason": f"cannot check: {exc}"}], "active": set()}
+    active = {x.schedule for x in found
+              if x.schedule and run_active(client, namespace, x.schedule, now)}
+    return {"items": [x.to_json(now) for x in found if x.schedule not in active],
+            "active": active}
+
+
+def _held(left: dict[str, Any], schedule: str) -> bool:
+    return schedule in left["active"]
+
+
+def overrides_left(run: RunState, *, stopped: bool | None = None) -> list[dict[str, Any]]:
     """The surge overrides a stopped run left in place, per wave, and why (kept on a halt
-    because removing them would break a floor; or left by a run that stopped at once)."""
+    because removing them would break a floor; or left by a run that stopped at once, a crash
+    included). `stopped`: the run is not going on (default: it finished)."""
     out: list[dict[str, Any]] = []
+    stopped = run.finished if stopped is None else stopped
     for wave in run.waves:
         for back, record in ((False, wave.surge), (True, wave.surge_back)):
-            if record is None or not record.active or not run.finished:
+            if record is None or not record.active or not stopped:
                 continue
             out.append({"wave": wave.index, "rollback": back, "overrides": record.overrides,
                         "step": record.step.value,
                         "reason": record.kept or "the run stopped before releasing them; "
-                                                 "the next run removes them"})
+                                                 "the sweeper (or `tidal cleanup`) removes "
+                                                 "them"})
     return out

@@ -21,6 +21,7 @@ loses nothing (`restore_marked`); a resumed run then redoes the unfinished step.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from tidal.engine import room, triggers
 from tidal.engine.events import BridgeStepped, RunWarning
 from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.outcome import WaveOutcome
+from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
 from tidal.engine.surging import wait_ready
@@ -151,10 +153,10 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
     if record.step is BridgeStep.RESERVED:
         _step(run, record, BridgeStep.PLACING)
     if record.step is BridgeStep.PLACING:
-        _place(run.ctx.client, record, bridge=True)
+        _place(run.ctx.client, record, bridge=True, owner=owner_mark(run.ctx))
         _step(run, record, BridgeStep.TOUCHING)
-    if record.step is BridgeStep.TOUCHING:
-        _place(run.ctx.client, record, bridge=True)  # a resume: its recovery put it back
+    if record.step is BridgeStep.TOUCHING:  # a resume: its recovery put it back
+        _place(run.ctx.client, record, bridge=True, owner=owner_mark(run.ctx))
         outcome = _touch_and_wait(run, record)
         if outcome is not None:
             return outcome
@@ -224,14 +226,21 @@ def _short(run: WaveInFlight, record: BridgeRecord, gone: set[str]) -> list[str]
     return out
 
 
+def owner_mark(ctx: SwitchContext) -> dict[str, str]:
+    """Who a bridge placement belongs to, in its mark: the sweeper finds it by them."""
+    return {"schedule": ctx.schedule, "runId": ctx.run_id, "purpose": "bridge",
+            "since": ctx.now_iso()}
+
+
 def _place(client: KarmadaClient, record: BridgeRecord, *, bridge: bool,
-           only_from_bridge: bool = False) -> None:
+           only_from_bridge: bool = False, owner: Mapping[str, str] | None = None) -> None:
     """Write the bridge placement (or put the original back) on every bridged policy;
     `only_from_bridge`: only where the policy still carries the bridge (a hand edit since
-    stays, for the drift check to report)."""
+    stays, for the drift check to report); `owner`: the run's mark (owner_mark)."""
     for p in record.policies:
         _write(client, p.kind, p.name, p.namespace, p.bridge if bridge else p.original,
-               mark={"original": p.original, "bridge": p.bridge} if bridge else None,
+               mark={**(owner or {}), "original": p.original, "bridge": p.bridge}
+               if bridge else None,
                expect=p.bridge if only_from_bridge else None)
 
 
@@ -266,13 +275,20 @@ def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
     raise Conflict(f"{kind}/{name}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
+def _put_back(ctx: SwitchContext, record: BridgeRecord) -> None:
+    """The original placement back where the bridge still is, retried on 429/5xx/timeouts
+    within one waveTimeout (tidal.engine.patience)."""
+    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+              functools.partial(_place, ctx.client, record, bridge=False, only_from_bridge=True))
+
+
 def release(run: WaveInFlight) -> WaveOutcome | None:
     """The wave converged: give the bridge's room back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.bridge_for(back)
     if record is None or not record.active:
         return None
-    _place(ctx.client, record, bridge=False, only_from_bridge=True)  # (restored already)
+    _put_back(ctx, record)  # (restored already)
     record.advance(BridgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, run.wave, back)
@@ -289,7 +305,7 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
             if record is None or not record.active:
                 continue
             try:
-                _place(ctx.client, record, bridge=False, only_from_bridge=True)
+                _put_back(ctx, record)
             except KarmadaError as exc:  # best effort: a resume puts it back from the journal
                 ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
                                             message=f"bridge of wave {wave.index}: {exc}"))
@@ -314,18 +330,26 @@ def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
     back, found from its own annotation; a journalled bridge step is then redone. A placement
     edited since is left alone (the drift check reports it), only the mark goes."""
     for ref in sorted(schedule.policy_refs(), key=str):
-        obj = api.find_policy(client, ref.kind, ref.name, ref.namespace)
-        text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
-        if obj is None or text is None:
-            continue
-        try:
-            mark = json.loads(text)
-            original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
-        except (ValueError, KeyError, TypeError):
-            original = bridge_ = {}
-        now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
-        if original and now == triggers.normalize_placement(bridge_):
-            _write(client, ref.kind, ref.name, ref.namespace, original, mark=None, expect=None)
-        else:
-            _write(client, ref.kind, ref.name, ref.namespace,
-                   PolicyView(obj).spec.get("placement") or {}, mark=None, expect=None)
+        restore_policy(client, ref.kind, ref.name, ref.namespace)
+
+
+def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
+                   ) -> bool:
+    """The policy's placement from before the bridge back, from its mark (a placement
+    edited since stays: only the mark goes); False when it carries no mark."""
+    obj = api.find_policy(client, kind, name, namespace)
+    text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
+    if obj is None or text is None:
+        return False
+    try:
+        mark = json.loads(text)
+        original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
+    except (ValueError, KeyError, TypeError):
+        original = bridge_ = {}
+    now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
+    if original and now == triggers.normalize_placement(bridge_):
+        _write(client, kind, name, namespace, original, mark=None, expect=None)
+    else:
+        _write(client, kind, name, namespace, PolicyView(obj).spec.get("placement") or {},
+               mark=None, expect=None)
+    return True

@@ -60,11 +60,13 @@ def ready_by_cluster(binding: Mapping[str, Any] | None, ready_field: str | None 
 
 
 def live_replicas(workload: Workload, binding: BindingView) -> int | None:
-    """Desired replicas now (someone may scale a workload during the switch)."""
+    """The replicas a floor counts: the spec now (someone may scale a workload during the
+    switch), but no more than when the run planned it: a scale-up's new replicas are not
+    ready yet, and that is the user's doing, not a breach."""
     if workload.replicas is None:
         return None
     value = binding.replicas
-    return value if value is not None else workload.replicas
+    return min(value, workload.replicas) if value is not None else workload.replicas
 
 
 class TriggerRule(Protocol):

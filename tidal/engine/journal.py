@@ -135,6 +135,8 @@ class SurgeRecord:
     step: SurgeStep = SurgeStep.NONE
     overrides: list[str] = field(default_factory=list)  # kind/namespace/name
     kept: str = ""  # why overrides were left on a halt
+    # workloads scaled while surged -> the replicas their targets were re-fitted for
+    rescaled: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.step = SurgeStep(self.step)
@@ -149,7 +151,8 @@ class SurgeRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {"targets": self.targets, "need": self.need, "step": self.step.value,
-                "overrides": list(self.overrides), "kept": self.kept}
+                "overrides": list(self.overrides), "kept": self.kept,
+                **({"rescaled": dict(self.rescaled)} if self.rescaled else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SurgeRecord:
@@ -158,7 +161,8 @@ class SurgeRecord:
                    need={c: {r: float(q) for r, q in a.items()}
                          for c, a in (d.get("need") or {}).items()},
                    step=SurgeStep(d.get("step", SurgeStep.NONE)),
-                   overrides=list(d.get("overrides") or []), kept=d.get("kept", ""))
+                   overrides=list(d.get("overrides") or []), kept=d.get("kept", ""),
+                   rescaled={w: int(n) for w, n in (d.get("rescaled") or {}).items()})
 
 
 @dataclass

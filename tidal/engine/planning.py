@@ -152,6 +152,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
         plan.capacity
     scope_warnings, refusals = scope_report(selection.policies)
+    refusals += coverage_refusals(selection)
     warnings += scope_warnings
     for s in selection.skipped:
         warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
@@ -160,6 +161,24 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     in_waves = [by_name[p.name] for p in plan.workloads]
     return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
                       in_waves, noop=not pending and done, warnings=warnings, refusals=refusals)
+
+
+def coverage_refusals(selection: Selection) -> list[str]:
+    """spec.workloads must select every template the window's policies move: one it misses
+    moves all at once when the Lazy is lifted (no waves, floors or surge); and a selector
+    matching nothing is a mistake, not a no-op. Rule: refused, never widened silently."""
+    out = []
+    if selection.selector_empty:
+        out.append("spec.workloads: selects no template at all; fix the selector (kind, "
+                   "namespace, labels) or remove it to take every template the policies claim")
+    for key, names in sorted(selection.outside_selector.items()):
+        shown = ", ".join(sorted(names)[:10]) + (f" and {len(names) - 10} more"
+                                                  if len(names) > 10 else "")
+        out.append(f"spec.workloads: {key} claims {len(names)} template(s) the selector "
+                   f"misses ({shown}); they would move all at once, outside the waves, floors "
+                   "and surge; widen spec.workloads to select them, or give them their own "
+                   "policy (or annotate them tidal.io/exclude: \"true\")")
+    return out
 
 
 def scope_report(targets: list[PolicyTarget]) -> tuple[list[str], list[str]]:

@@ -126,6 +126,10 @@ class Selection:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     excluded_claimed: dict[str, list[str]] = field(default_factory=dict)  # policy key -> names
+    # templates a window's policy claims (and selects) that spec.workloads misses: policy key
+    # -> names (they would move all at once when the Lazy is lifted: the plan refuses them)
+    outside_selector: dict[str, list[str]] = field(default_factory=dict)
+    selector_empty: bool = False  # spec.workloads is given and selects no template at all
 
 
 def assignment(binding: Mapping[str, Any] | None) -> dict[str, int]:
@@ -220,6 +224,7 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
     seen: set[str] = set()
     selectors = schedule.spec.workloads
     listed: list[Obj] | None = None  # what spec.workloads selects, listed once
+    every = _every_template(client)
     for target in targets:
         policy = target.current
         assert policy is not None
@@ -233,6 +238,8 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
         if selectors:
             if listed is None:
                 listed = _select_templates(client, selectors)
+                selection.selector_empty = not listed
+            _claimed_outside(selection, target, listed, every)
             for tpl in listed:
                 if _claimed_by(tpl, policy):
                     found.append(tpl)
@@ -269,6 +276,41 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
             f"{policy_key} claims excluded templates ({', '.join(sorted(names))}); they pick "
             "up the change at their next edit: give them their own policy")
     return selection
+
+
+def _every_template(client: KarmadaClient) -> Callable[[str, str, str | None], list[Obj]]:
+    """Every template of (apiVersion, kind, namespace), each listed once."""
+    cache: dict[tuple[str, str, str | None], list[Obj]] = {}
+
+    def templates(api_version: str, kind: str, namespace: str | None) -> list[Obj]:
+        key = (api_version, kind, namespace)
+        if key not in cache:
+            cache[key] = list_templates(client, api_version, kind, namespace, None)
+        return cache[key]
+
+    return templates
+
+
+def _claimed_outside(selection: Selection, target: PolicyTarget, listed: list[Obj],
+                     templates: Callable[[str, str, str | None], list[Obj]]) -> None:
+    """The templates `target`'s policy claims and selects that spec.workloads did not list:
+    outside the waves (excluded ones: kept Lazy, as those the selector lists). `templates`:
+    every template of (apiVersion, kind, namespace), listed once for all policies."""
+    policy = target.current
+    assert policy is not None
+    chosen = {_key_text(t) for t in listed}
+    for api_version, kind, namespace in _kinds_of(policy):
+        for tpl in templates(api_version, kind, namespace):
+            name = _key_text(tpl)
+            if name in chosen or not _claimed_by(tpl, policy) or not selected_by(
+                    tpl, target.target_spec.get("resourceSelectors")):
+                continue
+            annotations = (tpl.get("metadata") or {}).get("annotations") or {}
+            into = selection.excluded_claimed if annotations.get(EXCLUDE) == "true" \
+                else selection.outside_selector
+            names = into.setdefault(target.key, [])
+            if name not in names:
+                names.append(name)
 
 
 def _key(tpl: Obj) -> WorkloadKey:

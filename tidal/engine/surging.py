@@ -14,6 +14,7 @@ API error, rollback), keeping on a halt those whose removal would break a floor.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -24,8 +25,10 @@ from tidal.engine import gates, room
 from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.outcome import WaveOutcome
+from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
+from tidal.engine.surge_follow import refit_rescaled
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
@@ -131,7 +134,7 @@ def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool) -> None
     overrides = []
     for index, name in enumerate(sorted(record.targets)):
         w = by_name.get(name)
-        if w is None:
+        if w is None or not record.targets[name]:  # (lifted: tidal.engine.surge_follow)
             continue
         key = w.key
         overrides.append(ReplicaOverride(
@@ -162,8 +165,13 @@ def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
 
 
 def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
-    """Until every surged replica is ready; a floor breached anywhere fails the wave."""
-    return wait_ready(run, lambda: _surged_short(run, record), "surged")
+    """Until every surged replica is ready; a floor breached anywhere fails the wave; a
+    workload scaled meanwhile has its override re-fitted (tidal.engine.surge_follow)."""
+    def short() -> list[str]:
+        refit_rescaled(run.ctx, run.wave, run.watch.cache)
+        return _surged_short(run, record)
+
+    return wait_ready(run, short, "surged")
 
 
 def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
@@ -259,6 +267,7 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every member runs the new split (see _not_applied), or the wave times out."""
     ctx = run.ctx
     while True:
+        refit_rescaled(ctx, run.wave, run.watch.cache)
         late = _not_applied(run, record)
         if not late:
             return None
@@ -272,10 +281,18 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
+    """Delete the record's overrides, each retried on 429/5xx/timeouts within one
+    waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
+    list, so what an error leaves behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    for text in record.overrides:
-        delete_override(ctx.client, OverrideRef.parse(text))
+    deadline = ctx.clock.monotonic() + ctx.wave_timeout
+    for text in list(record.overrides):
+        ref = OverrideRef.parse(text)
+        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
+                  functools.partial(delete_override, ctx.client, ref))
+        record.overrides.remove(text)
+        ctx.save()
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, back)
@@ -315,6 +332,8 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
         return
     by_name = {w.name: w for w in ctx.everyone}
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
+    for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
+        refit_rescaled(ctx, wave, bindings, lift=True)
     for wave, record, back in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:

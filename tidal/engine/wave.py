@@ -20,6 +20,7 @@ from tidal.engine.journal import WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, Gate
+from tidal.engine.surge_follow import refit_rescaled
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import Obj
@@ -166,6 +167,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
     while True:
+        refit_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
         report = tracker.report()
         _observe_floors(ctx, index, watch.cache, clusters)
         for gate in gates.GATES:

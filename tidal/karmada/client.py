@@ -176,6 +176,7 @@ class KarmadaClient:
             (r.api_version, r.kind): r for r in KNOWN
         }
         self._lock = threading.Lock()
+        self._local = threading.local()  # per thread: whether a caller retries (single_attempt)
 
     # construction -------------------------------------------------------------------------
     @classmethod
@@ -278,6 +279,18 @@ class KarmadaClient:
         """From now on, acting writes depend on `gate` (None: on nothing)."""
         self.write_gate = gate
 
+    @contextlib.contextmanager
+    def single_attempt(self) -> Iterator[None]:
+        """Within the block (this thread), each request is sent once: its caller retries,
+        with a budget of its own (tidal.engine.patience), so a long Retry-After is waited out
+        there, the lock renewed meanwhile, instead of giving a gated write up."""
+        before = getattr(self._local, "single", False)
+        self._local.single = True
+        try:
+            yield
+        finally:
+            self._local.single = before
+
     def _delay(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, Throttled) and exc.retry_after is not None:
@@ -345,6 +358,8 @@ class KarmadaClient:
                 return True
             return isinstance(exc, KarmadaError) and exc.retryable
 
+        if getattr(self._local, "single", False):  # its caller retries (single_attempt)
+            return once()
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(retryable),
             stop=tenacity.stop_after_attempt(self.retry.attempts),

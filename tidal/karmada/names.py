@@ -25,6 +25,10 @@ ACTIVATION_BEFORE_LAZY = "tidal.io/activation-before-lazy"
 # "bridge": placement}, written in the same patch, so that the placement can be put back even
 # when the run's journal is lost.
 BRIDGE_PLACEMENT = "tidal.io/bridge-placement"
+# On everything a run writes that must not outlive it (overrides; the bridge mark holds the
+# same in its JSON): what it is for (surge | bridge). With the schedule and run it names the
+# owner the sweeper (tidal.engine.sweeper) checks for a live run.
+PURPOSE = "tidal.io/purpose"
 
 # Labels of the OverridePolicies a surge wave owns (found again by them after a crash).
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"

@@ -28,7 +28,14 @@ from tidal.karmada.client import (
     Resource,
 )
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
-from tidal.karmada.names import LABEL_MANAGED_BY, LABEL_RUN, LABEL_SCHEDULE, LABEL_WAVE, MANAGER
+from tidal.karmada.names import (
+    LABEL_MANAGED_BY,
+    LABEL_RUN,
+    LABEL_SCHEDULE,
+    LABEL_WAVE,
+    MANAGER,
+    PURPOSE,
+)
 from tidal.karmada.paging import list_paged
 from tidal.karmada.views import OverrideView
 
@@ -62,7 +69,7 @@ class Owner:
                 LABEL_RUN: label_value(self.run_id), LABEL_WAVE: str(self.wave)}
 
     def annotations(self) -> dict[str, str]:
-        return {LABEL_SCHEDULE: self.schedule, LABEL_RUN: self.run_id}
+        return {LABEL_SCHEDULE: self.schedule, LABEL_RUN: self.run_id, PURPOSE: "surge"}
 
 
 def label_value(value: str) -> str:

@@ -15,6 +15,7 @@ from tidal.karmada.client import MERGE_PATCH as MERGE_PATCH  # the policy writes
 from tidal.karmada.client import STRICT as STRICT
 from tidal.karmada.errors import NotFound
 from tidal.karmada.names import CPP_KIND, claim_label
+from tidal.karmada.paging import list_paged
 
 # Every policy write names unknown fields as an error: the apiserver would otherwise drop a
 # typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
@@ -82,3 +83,9 @@ def claim_selector(policy: Obj) -> str | None:
     """`label=value` selecting the templates this policy claims."""
     pid = permanent_id(policy)
     return f"{claim_label(str(policy.get('kind')))}={pid}" if pid else None
+
+
+def list_policies(client: KarmadaClient, kind: str) -> list[Obj]:
+    """Every policy of `kind` (PropagationPolicies of all namespaces), each with its kind."""
+    items, _ = list_paged(client, resource(kind))
+    return [{**item, "kind": kind} for item in items]
