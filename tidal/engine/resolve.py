@@ -68,6 +68,8 @@ class Workload:
     template: Obj
     binding: Obj | None
     policy: str  # PolicyTarget.key
+    # where a surge override sets its member replicas (tidal.engine.custom_kinds)
+    replica_paths: tuple[str, ...] = ("/spec/replicas",)
 
     @property
     def name(self) -> str:

@@ -137,7 +137,7 @@ def _write_overrides(run: WaveRun, record: SurgeRecord, back: bool) -> None:
         overrides.append(ReplicaOverride(
             override_name(owner, index, back=back), owner,
             (TemplateRef(key.api_version, key.kind, key.name, key.namespace),),
-            dict(record.targets[name])))
+            dict(record.targets[name]), paths=w.replica_paths))
     record.overrides = [str(o.ref) for o in overrides]
     ctx.save()
     for override in overrides:
