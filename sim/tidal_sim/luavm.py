@@ -137,13 +137,15 @@ class LuaVM:
 
     def _resource_add(self, *quantities: Any) -> str:
         total = Decimal(0)
-        binary = False
+        binary: bool | None = None  # the format of the first non-zero operand (Quantity.Add)
         for q in quantities:
             if q is None:
                 continue
-            total += _quantity(q)
-            binary = binary or str(q).endswith("i")
-        return quantity_text(total, binary=binary)
+            amount = _quantity(q)
+            if binary is None and amount:
+                binary = str(q).endswith("i")
+            total += amount
+        return quantity_text(total, binary=bool(binary))
 
     def _accurate_pod_requirements(self, *args: Any) -> Any:
         if len(args) != 1:
@@ -179,14 +181,18 @@ def _quantity(value: Any) -> Decimal:
 
 
 def quantity_text(amount: Decimal, *, binary: bool = False) -> str:
-    """A canonical quantity string (resource.Quantity.String, for the forms scripts add)."""
+    """resource.Quantity.String() for the two formats scripts add: BinarySI (`Ki`..`Ei` when a
+    whole multiple) and DecimalSI (the largest of `k`..`E` that leaves a whole number, else
+    `m`, `u`, `n`)."""
     if amount == amount.to_integral_value():
         whole = int(amount)
-        if binary and whole:
-            for suffix, factor in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40),
-                                   ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-                if whole % factor == 0:
-                    return f"{whole // factor}{suffix}"
+        suffixes = ((("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),
+                     ("Mi", 2**20), ("Ki", 2**10)) if binary else
+                    (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6),
+                     ("k", 10**3)))
+        for suffix, factor in suffixes:
+            if whole and whole % factor == 0:
+                return f"{whole // factor}{suffix}"
         return str(whole)
     for suffix, factor in (("m", 10**3), ("u", 10**6), ("n", 10**9)):
         scaled = amount * factor

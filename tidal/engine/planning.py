@@ -25,7 +25,6 @@ from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.informer import SharedReads
-from tidal.karmada.interpreters import DEFAULT_REPLICA_PATHS
 from tidal.karmada.views import BindingView, PolicyView
 
 
@@ -143,7 +142,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
                 prediction.problem, w.uid, prediction.short, prediction.pending, w.request,
                 candidates=frozenset(candidates(targets[w.policy].target_placement, clusters,
                                                 w.current)),
-                revisable=w.replica_paths != DEFAULT_REPLICA_PATHS))
+                revisable=bool(w.replica_paths)))
         for predictor in predictors.values():
             predictor.next_wave()
     if rollout.strategy == "surge":

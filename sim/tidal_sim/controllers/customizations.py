@@ -19,8 +19,8 @@ from enum import Enum
 from typing import Any
 
 from tidal_sim.controllers.common import Obj, clone
-from tidal_sim.controllers.quantity import format_list, resource_list
-from tidal_sim.luavm import LuaError, LuaVM, restore_empty, to_python
+from tidal_sim.controllers.quantity import QuantityError, parse_quantity
+from tidal_sim.luavm import LuaError, LuaVM, quantity_text, restore_empty, to_python
 
 RIC_API_VERSION = "config.karmada.io/v1alpha1"
 RIC_KIND = "ResourceInterpreterCustomization"
@@ -155,7 +155,8 @@ class Customizations:
         status = self._table(op, observed, result, "replica")
         return _as_object(restore_empty(status, []))
 
-    def aggregate_status(self, template: Obj, items: list[Obj]) -> Obj:
+    def aggregate_status(self, template: Obj, items: list[Obj] | None) -> Obj:
+        """`items` None crosses as nil (a binding without aggregatedStatus upstream)."""
         op = Operation.AGGREGATE_STATUS
         (result,) = self._run(op, template, 1, template, items)
         return _as_object(restore_empty(self._table(op, template, result, "requires"), []))
@@ -192,12 +193,17 @@ def _as_object(value: Any) -> Obj:
 
 
 def _requirements(table: Obj) -> Obj | None:
-    """The requirements as the binding stores them: quantities in canonical form."""
+    """The requirements as the binding stores them: quantities in canonical form (as
+    resource.Quantity prints them), zero amounts kept as the script gave them."""
     out = clone(table)
-    if isinstance(out.get("resourceRequest"), dict):
-        requests = format_list(resource_list(out["resourceRequest"]))
-        if requests:
-            out["resourceRequest"] = requests
-        else:
-            out.pop("resourceRequest")
+    requests = out.get("resourceRequest")
+    if isinstance(requests, dict):
+        canonical = {}
+        for name, value in requests.items():
+            try:
+                canonical[name] = quantity_text(parse_quantity(value),
+                                                binary=str(value).endswith("i"))
+            except QuantityError as exc:
+                raise InterpreterError(f"resourceRequest {name}: {exc}") from None
+        out["resourceRequest"] = canonical
     return out or None

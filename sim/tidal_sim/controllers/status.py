@@ -220,7 +220,8 @@ class StatusWriter:
         """statusAggregation: the script's object's status becomes the template's (an error
         leaves it as it was: rb_status_controller updateResourceStatus returns it)."""
         try:
-            aggregated = self.mgr.customizations.aggregate_status(template, items)
+            # none reported: nil, as the binding's omitted aggregatedStatus reads upstream
+            aggregated = self.mgr.customizations.aggregate_status(template, items or None)
         except InterpreterError as exc:
             log.info("sim binding status controller: %s", exc)
             return
