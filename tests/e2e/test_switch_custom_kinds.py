@@ -29,7 +29,7 @@ from tests.e2e.switch_helpers import (
 )
 from tidal.engine import events as ev
 from tidal.engine.refusal import PlanRefused
-from tidal.karmada.client import OVERRIDE_POLICIES
+from tidal.karmada.client import OVERRIDE_POLICIES, RESOURCE_BINDINGS
 from tidal.karmada.overrides import list_overrides
 from tidal_sim.topology import load_yaml_documents
 
@@ -203,3 +203,37 @@ def test_a_revision_that_writes_no_field_refuses_the_surge(
     assert any(f"surge: {KIND} ({API}): its replicaRevision script writes the replica count "
                "to no field" in p for p in refused.value.problems)
     assert writes(emu) == []
+
+
+def test_ready_replicas_reflected_under_another_name_are_counted_by_the_schedule_field(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """A customization reflecting ready replicas as status.readyInstances (not readyReplicas):
+    with `readyReplicasField: status.readyInstances` the surge waits for them, floors count
+    them, and the switch passes without a dip."""
+    topo = topology(DAY, count=4)
+    for d in topo:
+        if d["kind"] == "ResourceInterpreterCustomization":
+            rules = d["spec"]["customizations"]
+            rules["statusReflection"]["luaScript"] = rules["statusReflection"][
+                "luaScript"].replace("status.readyReplicas =", "status.readyInstances =")
+    emu = make_switch_emulator(topo)
+    client = client_for(emu, tmp_path)
+    workloads = WORKLOADS + "  readyReplicasField: status.readyInstances\n"
+    path = write_schedule(tmp_path, schedule_text("team-isvc", FULL_AVAILABILITY,
+                                                  windows=STATIC, workloads=workloads))
+    binding = client.request("get", RESOURCE_BINDINGS, "GET",
+                             RESOURCE_BINDINGS.path(NS, "llm-00-inferenceservice"))
+    item = binding["status"]["aggregatedStatus"][0]["status"]
+    assert "readyReplicas" not in item and item["readyInstances"] >= 1
+    (tmp_path / "unnamed").mkdir()
+    unnamed = write_schedule(tmp_path / "unnamed", schedule_text(
+        "team-isvc", FULL_AVAILABILITY, windows=STATIC, workloads=WORKLOADS))
+    with pytest.raises(PlanRefused, match="floor does not hold now"):
+        switch(client, unnamed, "night")  # counted as readyReplicas: none ready
+    day = {name(i): {"cluster-a": 4, "cluster-b": 1} for i in range(4)}
+    night = {w: {"cluster-b": 5} for w in day}
+    since = emu.clock.now()
+    record = switch(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    assert converge(emu, night) == night
+    assert dips(emu, since, day, night) == []

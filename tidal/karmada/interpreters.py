@@ -88,7 +88,8 @@ def merge_customizations(items: list[Obj]) -> dict[tuple[str, str], KindScripts]
     return {k: KindScripts(k[0], k[1], v) for k, v in merged.items()}
 
 
-def replica_paths(template: Obj, scripts: KindScripts | None) -> tuple[str, ...]:
+def replica_paths(template: Obj, scripts: KindScripts | None, *,
+                  timeout: float = _TIMEOUT_SECONDS) -> tuple[str, ...]:
     """JSON pointers of the fields Karmada's replica revision writes for this template."""
     api_version, kind = str(template.get("apiVersion", "")), str(template.get("kind", ""))
     if scripts is None or not scripts.has(REPLICA_REVISION):
@@ -102,7 +103,7 @@ def replica_paths(template: Obj, scripts: KindScripts | None) -> tuple[str, ...]
     found: set[str] | None = None
     for probe in _PROBES:
         try:
-            revised = _revise(scripts.scripts[REPLICA_REVISION], body, probe)
+            revised = _revise(scripts.scripts[REPLICA_REVISION], body, probe, timeout)
         except _ScriptError as exc:
             raise ReplicaFieldError(f"{kind} ({api_version}): its {REPLICA_REVISION} script "
                                     f"fails on {_name(template)}: {exc}") from None
@@ -154,7 +155,7 @@ return arm, disarm
 _lock = threading.Lock()
 
 
-def _revise(script: str, obj: Obj, replicas: int) -> Any:
+def _revise(script: str, obj: Obj, replicas: int, timeout: float) -> Any:
     from lupa import lua51  # imported on use: only switches of customized kinds need Lua
 
     with _lock:
@@ -164,7 +165,7 @@ def _revise(script: str, obj: Obj, replicas: int) -> Any:
         sandbox: Any = lua.execute(_SANDBOX)
         arm, disarm = sandbox
         try:
-            arm(_TIMEOUT_SECONDS, time.monotonic)
+            arm(timeout, time.monotonic)
             try:
                 lua.execute(script)
                 fn = lua.globals()["ReviseReplica"]
