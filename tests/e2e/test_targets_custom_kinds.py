@@ -143,16 +143,21 @@ class MemberOperator:
         for obj in items:
             meta, want = obj["metadata"], obj["spec"]["serving"].get("instances", 1)
             status = obj.get("status") or {}
-            if status.get("observedGeneration") == meta["generation"] and \
-                    status.get("readyReplicas") == want:
+            ready = status.get("readyReplicas")
+            if status.get("observedGeneration") == meta["generation"] and ready == want:
                 continue
             key = (cluster, meta["name"], meta["generation"])
             first = self.seen.setdefault(key, now)
-            if now - first < OPERATOR_DELAY:
+            if ready is not None and want < ready:
+                ready = want  # instances removed: not ready any more, at once
+            elif now - first >= OPERATOR_DELAY:
+                ready = want  # new instances ready after the delay
+            elif status.get("observedGeneration") == meta["generation"]:
                 continue
+            ready = ready or 0
             body = {"status": {"observedGeneration": meta["generation"], "replicas": want,
-                               "updatedReplicas": want, "readyReplicas": want,
-                               "availableReplicas": want, "updatedReadyReplicas": want}}
+                               "updatedReplicas": want, "readyReplicas": ready,
+                               "availableReplicas": ready, "updatedReadyReplicas": ready}}
             kubectl(kubeconfig, "patch", "inferenceservices.inference.tidal.io", meta["name"],
                     "-n", NS, "--subresource=status", "--type=merge", "-p", json.dumps(body))
 
@@ -214,3 +219,118 @@ def test_emulator_and_real_karmada_interpret_the_custom_kind_alike(
             mark = "=" if real.get(name, {}).get(key) == value else "!="
             print(f"  {name} {key}: {value} {mark} {real.get(name, {}).get(key)}")
     assert real == emulated
+
+
+class MemberSampler:
+    """Reads each member's InferenceServices a few times a second: (t, name, cluster, ready)."""
+
+    def __init__(self, members: dict[str, Path]) -> None:
+        self.members = members
+        self.samples: list[tuple[float, str, str, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True, name="isvc-sampler")
+        self.thread.start()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.3):
+            for member, kubeconfig in self.members.items():
+                try:
+                    items = json.loads(kubectl(kubeconfig, "get",
+                                               "inferenceservices.inference.tidal.io", "-n",
+                                               NS, "-o", "json", timeout=10))["items"]
+                except AssertionError:
+                    continue
+                now = time.time()
+                seen = {o["metadata"]["name"]: int((o.get("status") or {}).get(
+                    "readyReplicas") or 0) for o in items}
+                for name in self.names():
+                    self.samples.append((now, name, member, seen.get(name, 0)))
+
+    def names(self) -> list[str]:
+        return [f"rt-{i}" for i in range(REAL_WORKLOADS)]
+
+    def split(self) -> dict[str, dict[str, int]]:
+        last: dict[str, dict[str, int]] = {}
+        for _, name, member, ready in self.samples:
+            last.setdefault(name, {})[member] = ready
+        return {n: {c: r for c, r in split.items() if r} for n, split in last.items()}
+
+    def dips(self, since: float, keep: dict[str, int], replicas: int) -> list[str]:
+        """Moments after `since` a workload had fewer ready than `replicas` across members, or
+        a member fewer than the share it keeps."""
+        ready: dict[str, dict[str, int]] = {}
+        out = []
+        for t, name, member, n in self.samples:
+            ready.setdefault(name, {})[member] = n
+            if t < since or len(ready[name]) < len(self.members):
+                continue
+            if sum(ready[name].values()) < replicas:
+                out.append(f"{name} at {t:.1f}: {sum(ready[name].values())}/{replicas}")
+            for c, k in keep.items():
+                if ready[name].get(c, 0) < k:
+                    out.append(f"{name} {c} at {t:.1f}: {ready[name].get(c, 0)} < {k}")
+        return out
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+REAL_WORKLOADS = 6
+
+
+def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """On real Karmada: 6 InferenceServices 4:1 -> cluster-b -> 4:1 in surged waves under
+    minAvailablePercent 100: both runs succeed, no workload has fewer than 5 ready and
+    cluster-b never fewer than the 1 it keeps, as on the emulator (test_switch_custom_kinds)."""
+    if request.config.getoption("karmada") == "emulator":
+        pytest.skip("needs a real plane: run with --karmada=real or --karmada=both")
+    from tests.e2e.surge_helpers import FULL_AVAILABILITY
+    from tests.e2e.switch_helpers import DAY, schedule_text, switch, write_schedule
+    from tests.e2e.targets import RealTarget
+    from tests.e2e.test_switch_custom_kinds import STATIC, WORKLOADS
+    from tidal.karmada.client import KarmadaClient, RetryPolicy
+
+    plane = request.getfixturevalue("real_plane")
+    crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
+    for kubeconfig in (plane.kubeconfig, *plane.members.values()):
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
+        kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+                "crd/inferenceservices.inference.tidal.io")
+    ric = [d for d in kind_documents() if d["kind"] == "ResourceInterpreterCustomization"]
+    services = [inference_service(f"rt-{i}", 5, cpu="250m") for i in range(REAL_WORKLOADS)]
+    objs = [*ric, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            kind_cpp("team-cpp", DAY), *services]
+    kubectl(plane.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
+    operator, sampler = MemberOperator(plane.members), MemberSampler(plane.members)
+    try:
+        day = {f"rt-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(REAL_WORKLOADS)}
+        night = {n: {"cluster-b": 5} for n in day}
+        deadline = time.monotonic() + 180
+        while sampler.split() != day and time.monotonic() < deadline:
+            time.sleep(1)
+        assert sampler.split() == day
+        time.sleep(3)  # the status delay: bindings show what the members do
+        client = KarmadaClient.from_kubeconfig(plane.kubeconfig, None, retry=RetryPolicy(
+            attempts=8, base_delay=0.05, max_delay=1.0, max_retry_after=2.0))
+        rollout = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 3").replace(
+            "waveTimeout: 60s", "waveTimeout: 180s")
+        path = write_schedule(tmp_path, schedule_text("team-isvc-real", rollout,
+                                                      windows=STATIC, workloads=WORKLOADS))
+        for window, after, keep in (("night", night, {"cluster-b": 1}),
+                                    ("day", day, {"cluster-b": 1})):
+            since = time.time()
+            record = switch(client, path, window, policy_settle=RealTarget.policy_settle)
+            assert record.result == "succeeded", record.to_json()
+            deadline = time.monotonic() + 120
+            while sampler.split() != after and time.monotonic() < deadline:
+                time.sleep(1)
+            assert sampler.split() == after
+            assert sampler.dips(since, keep, 5) == []
+            time.sleep(3)
+    finally:
+        operator.close()
+        sampler.close()
+        kubectl(plane.kubeconfig, "delete", "-f", "-", "--wait=false", "--ignore-not-found",
+                stdin=yaml.safe_dump_all([o for o in objs if o["kind"] != "Namespace"]))
