@@ -7,24 +7,40 @@ an InferenceService's status as ready (as a real operator would)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.switch_helpers import NS, cluster, static_placement
-from tests.e2e.targets import kubectl
+from tests.e2e.surge_helpers import FULL_AVAILABILITY
+from tests.e2e.switch_helpers import (
+    DAY,
+    NS,
+    cluster,
+    dynamic_placement,
+    schedule_text,
+    static_placement,
+    switch,
+    write_schedule,
+)
+from tests.e2e.targets import RealTarget, kubectl
 from tests.e2e.test_switch_custom_kinds import (
     API,
+    DYNAMIC_NIGHT,
     KIND,
+    STATIC,
+    WORKLOADS,
     inference_service,
     kind_cpp,
     kind_documents,
 )
+from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -123,6 +139,7 @@ class MemberOperator:
 
     def __init__(self, members: dict[str, Path]) -> None:
         self.members = members
+        self.paused: set[str] = set()  # members whose operator stopped reporting
         self.seen: dict[tuple[str, str, int], float] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True, name="isvc-operator")
@@ -131,6 +148,8 @@ class MemberOperator:
     def run(self) -> None:
         while not self.stop.wait(0.5):
             for member, kubeconfig in self.members.items():
+                if member in self.paused:
+                    continue
                 try:
                     self.reconcile(member, kubeconfig)
                 except AssertionError:
@@ -279,20 +298,12 @@ class MemberSampler:
 REAL_WORKLOADS = 6
 
 
-def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    """On real Karmada: 6 InferenceServices 4:1 -> cluster-b -> 4:1 in surged waves under
-    minAvailablePercent 100: both runs succeed, no workload has fewer than 5 ready and
-    cluster-b never fewer than the 1 it keeps, as on the emulator (test_switch_custom_kinds)."""
-    if request.config.getoption("karmada") == "emulator":
-        pytest.skip("needs a real plane: run with --karmada=real or --karmada=both")
-    from tests.e2e.surge_helpers import FULL_AVAILABILITY
-    from tests.e2e.switch_helpers import DAY, schedule_text, switch, write_schedule
-    from tests.e2e.targets import RealTarget
-    from tests.e2e.test_switch_custom_kinds import STATIC, WORKLOADS
-    from tidal.karmada.client import KarmadaClient, RetryPolicy
-
-    plane = request.getfixturevalue("real_plane")
+@contextlib.contextmanager
+def real_team(plane: Any, placement: dict[str, Any], *, lazy: bool = False
+              ) -> Iterator[tuple[MemberOperator, MemberSampler]]:
+    """The CRD on the plane and its members, the customization, policy team-cpp and
+    REAL_WORKLOADS InferenceServices of 5, with the member operator and a sampler running;
+    everything but the namespace deleted afterwards."""
     crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
     for kubeconfig in (plane.kubeconfig, *plane.members.values()):
         kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
@@ -301,36 +312,110 @@ def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
     ric = [d for d in kind_documents() if d["kind"] == "ResourceInterpreterCustomization"]
     services = [inference_service(f"rt-{i}", 5, cpu="250m") for i in range(REAL_WORKLOADS)]
     objs = [*ric, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-            kind_cpp("team-cpp", DAY), *services]
+            kind_cpp("team-cpp", placement, lazy=lazy), *services]
     kubectl(plane.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
     operator, sampler = MemberOperator(plane.members), MemberSampler(plane.members)
     try:
-        day = {f"rt-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(REAL_WORKLOADS)}
-        night = {n: {"cluster-b": 5} for n in day}
-        deadline = time.monotonic() + 180
-        while sampler.split() != day and time.monotonic() < deadline:
-            time.sleep(1)
-        assert sampler.split() == day
-        time.sleep(3)  # the status delay: bindings show what the members do
-        client = KarmadaClient.from_kubeconfig(plane.kubeconfig, None, retry=RetryPolicy(
-            attempts=8, base_delay=0.05, max_delay=1.0, max_retry_after=2.0))
-        rollout = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 3").replace(
-            "waveTimeout: 60s", "waveTimeout: 180s")
-        path = write_schedule(tmp_path, schedule_text("team-isvc-real", rollout,
-                                                      windows=STATIC, workloads=WORKLOADS))
-        for window, after, keep in (("night", night, {"cluster-b": 1}),
-                                    ("day", day, {"cluster-b": 1})):
-            since = time.time()
-            record = switch(client, path, window, policy_settle=RealTarget.policy_settle)
-            assert record.result == "succeeded", record.to_json()
-            deadline = time.monotonic() + 120
-            while sampler.split() != after and time.monotonic() < deadline:
-                time.sleep(1)
-            assert sampler.split() == after
-            assert sampler.dips(since, keep, 5) == []
-            time.sleep(3)
+        yield operator, sampler
     finally:
         operator.close()
         sampler.close()
-        kubectl(plane.kubeconfig, "delete", "-f", "-", "--wait=false", "--ignore-not-found",
+        kubectl(plane.kubeconfig, "delete", "-f", "-", "--wait=true", "--ignore-not-found",
+                "--timeout=120s",
                 stdin=yaml.safe_dump_all([o for o in objs if o["kind"] != "Namespace"]))
+
+
+def wait_split(sampler: MemberSampler, want: Any, seconds: float) -> dict[str, dict[str, int]]:
+    """The members' ready split once `want(split)` holds, or as it is after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not want(sampler.split()) and time.monotonic() < deadline:
+        time.sleep(1)
+    return sampler.split()
+
+
+def real_client(plane: Any) -> Any:
+    from tidal.karmada.client import KarmadaClient, RetryPolicy
+
+    return KarmadaClient.from_kubeconfig(plane.kubeconfig, None, retry=RetryPolicy(
+        attempts=8, base_delay=0.05, max_delay=1.0, max_retry_after=2.0))
+
+
+def real_only(request: pytest.FixtureRequest) -> Any:
+    if request.config.getoption("karmada") == "emulator":
+        pytest.skip("needs a real plane: run with --karmada=real or --karmada=both")
+    return request.getfixturevalue("real_plane")
+
+
+ROLLOUT = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 3").replace(
+    "waveTimeout: 60s", "waveTimeout: 180s")
+
+
+def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """On real Karmada: 6 InferenceServices 4:1 -> cluster-b -> 4:1 in surged waves under
+    minAvailablePercent 100: both runs succeed, no workload has fewer than 5 ready and
+    cluster-b never fewer than the 1 it keeps, as on the emulator (test_switch_custom_kinds)."""
+    plane = real_only(request)
+    day = {f"rt-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(REAL_WORKLOADS)}
+    night = {n: {"cluster-b": 5} for n in day}
+    with real_team(plane, DAY) as (_, sampler):
+        assert wait_split(sampler, lambda s: s == day, 180) == day
+        time.sleep(3)  # the status delay: bindings show what the members do
+        client = real_client(plane)
+        path = write_schedule(tmp_path, schedule_text("team-isvc-real", ROLLOUT,
+                                                      windows=STATIC, workloads=WORKLOADS))
+        for window, after in (("night", night), ("day", day)):
+            since = time.time()
+            record = switch(client, path, window, policy_settle=RealTarget.policy_settle)
+            assert record.result == "succeeded", record.to_json()
+            assert wait_split(sampler, lambda s, a=after: s == a, 120) == after
+            assert sampler.dips(since, {"cluster-b": 1}, 5) == []
+            time.sleep(3)
+
+
+def test_real_karmada_moves_the_custom_kind_off_a_dynamic_weight_cluster_without_a_dip(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """A Lazy DynamicWeight policy over both members narrowed to cluster-b, wave by wave
+    under a full floor: every workload ends 5 in cluster-b, none below 5 ready on the way."""
+    plane = real_only(request)
+    with real_team(plane, dynamic_placement(), lazy=True) as (_, sampler):
+        before = wait_split(sampler, lambda s: len(s) == REAL_WORKLOADS and all(
+            sum(v.values()) == 5 for v in s.values()), 180)
+        assert all(sum(v.values()) == 5 for v in before.values()), before
+        time.sleep(3)
+        path = write_schedule(tmp_path, schedule_text("team-isvc-dyn", ROLLOUT,
+                                                      windows=DYNAMIC_NIGHT,
+                                                      workloads=WORKLOADS))
+        since = time.time()
+        record = switch(real_client(plane), path, "night",
+                        policy_settle=RealTarget.policy_settle)
+        assert record.result == "succeeded", record.to_json()
+        night = {n: {"cluster-b": 5} for n in before}
+        assert wait_split(sampler, lambda s: s == night, 120) == night
+        keep = {"cluster-b": min(v.get("cluster-b", 0) for v in before.values())}
+        assert sampler.dips(since, keep, 5) == []
+
+
+def test_real_karmada_member_whose_operator_stops_reporting_halts_the_switch(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """cluster-b's operator stops reporting: the first wave's surge in cluster-b never shows
+    ready, the wave fails within waveTimeout and the run halts; nothing left cluster-a (no
+    workload below 5 ready) and no override is left behind."""
+    plane = real_only(request)
+    day = {f"rt-{i}": {"cluster-a": 4, "cluster-b": 1} for i in range(REAL_WORKLOADS)}
+    with real_team(plane, DAY) as (operator, sampler):
+        assert wait_split(sampler, lambda s: s == day, 180) == day
+        time.sleep(3)
+        operator.paused.add("cluster-b")
+        rollout = ROLLOUT.replace("waveTimeout: 180s", "waveTimeout: 20s")
+        path = write_schedule(tmp_path, schedule_text("team-isvc-stop", rollout,
+                                                      windows=STATIC, workloads=WORKLOADS))
+        client = real_client(plane)
+        since = time.time()
+        record = switch(client, path, "night", policy_settle=RealTarget.policy_settle)
+        assert record.result == "failed", record.to_json()
+        assert len(record.waves) == 1 and "not ready within waveTimeout" in \
+            str(record.waves[0].reason)
+        assert sampler.dips(since, {"cluster-a": 4}, 5) == []
+        assert list_overrides(client, schedule="team-isvc-stop") == []
+        operator.paused.clear()
