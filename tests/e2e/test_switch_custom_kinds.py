@@ -237,3 +237,25 @@ def test_ready_replicas_reflected_under_another_name_are_counted_by_the_schedule
     assert record.result == "succeeded", record.to_json()
     assert converge(emu, night) == night
     assert dips(emu, since, day, night) == []
+
+
+def test_a_member_whose_custom_workloads_never_get_ready_halts_the_switch(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """cluster-b's pods never start (its operator reports nothing ready): the first wave's
+    surge times out, the run halts, nothing left cluster-a and no override is left."""
+    topo = topology(DAY, count=6)
+    emu = make_switch_emulator(topo)
+    client = client_for(emu, tmp_path)
+    day = {name(i): {"cluster-a": 4, "cluster-b": 1} for i in range(6)}
+    assert converge(emu, day) == day
+    emu.set_pods_fail("cluster-b", True)
+    rollout = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 3").replace(
+        "waveTimeout: 60s", "waveTimeout: 5s")
+    path = write_schedule(tmp_path, schedule_text("team-isvc-stop", rollout, windows=STATIC,
+                                                  workloads=WORKLOADS))
+    since = emu.clock.now()
+    record = switch(client, path, "night")
+    assert record.result == "failed", record.to_json()
+    assert len(record.waves) == 1 and "not ready within waveTimeout" in record.waves[0].reason
+    assert dips(emu, since, day, {w: {"cluster-a": 4} for w in day}) == []
+    assert list_overrides(client, schedule="team-isvc-stop") == []
