@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidal.domain.schedule import PolicyChange, TidalSchedule
+from tidal.karmada.interpreters import RIC_GROUP, RIC_PLURAL, is_custom_group
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 POLICY_GROUP = "policy.karmada.io"
@@ -266,6 +267,10 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
         grants.add(None, WORK_GROUP, "clusterresourcebindings", ("list", "watch"))
     # listed, and watched by the daemon's shared cache (one watch for all its switches)
     grants.add(None, "cluster.karmada.io", "clusters", ("list", "watch"))
+    if any(is_custom_group(t.api_group) for t in templates):
+        # a custom kind's replicas come from its ResourceInterpreterCustomization
+        # (tidal.engine.custom_kinds): listed at planning, cluster-scoped
+        grants.add(None, RIC_GROUP, RIC_PLURAL, ("list",))
     _grant_overrides(grants, templates)
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back

@@ -74,6 +74,11 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "apps.karmada.io", "v1alpha1", "WorkloadRebalancer", "workloadrebalancers",
         False, True, (), custom=True,
     ),
+    # Lua scripts interpreting a kind (controllers/customizations.py).
+    ResourceType(
+        "config.karmada.io", "v1alpha1", "ResourceInterpreterCustomization",
+        "resourceinterpretercustomizations", False, False, ("ric",), custom=True,
+    ),
     # Served by karmada-aggregated-apiserver upstream, not a CRD; strategic merge is refused
     # there as well, so it is treated like a custom kind.
     ResourceType(

@@ -423,3 +423,16 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
     # a deleted template: see NOT_EXERCISED
     unused = granted - used - {("deployments", "get")} - OVERRIDES_NOT_EXERCISED
     assert not unused, f"granted but never needed: {sorted(unused)}"
+
+
+def test_a_custom_template_kind_may_list_interpreter_customizations(tmp_path: Path) -> None:
+    """A schedule of a custom kind may list ResourceInterpreterCustomizations (its replicas
+    and replica field come from them); one of Deployments only may not."""
+    custom = PATCH_SCHEDULE.replace("{apiVersion: apps/v1, kind: Deployment}",
+                                    "{apiVersion: inference.tidal.io/v1alpha1, "
+                                    "kind: InferenceService, namespace: ai-app}")
+    objects = objects_of(run(str(write(tmp_path / "c", "team-9.yaml", custom))).stdout)
+    assert rules_by(objects, "resourceinterpretercustomizations") == [
+        Rule(None, "config.karmada.io", "resourceinterpretercustomizations", ("list",))]
+    plain = objects_of(run(str(write(tmp_path / "p", "team-9.yaml", PATCH_SCHEDULE))).stdout)
+    assert rules_by(plain, "resourceinterpretercustomizations") == []

@@ -39,6 +39,7 @@ class PlannedWorkload:
     surged: bool = False  # made before broken (tidal.domain.surge)
     candidates: frozenset[str] = frozenset()  # clusters the new placement admits
     bridged: bool = False  # its destination gets a member Work first (tidal.domain.bridge)
+    revisable: bool = False  # a custom kind whose replica field an override can set
 
     @property
     def name(self) -> str:

@@ -46,8 +46,14 @@ class SurgeSpec:
     bridge: bool = False  # the policy is Lazy during the run (trigger touch): bridges possible
 
 
-# kinds whose member replicas an override sets at /spec/replicas
+# kinds whose member replicas an override sets at /spec/replicas; a custom kind's override
+# sets the field its ResourceInterpreterCustomization revises (PlannedWorkload.revisable)
 SURGE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+
+
+def overridable(w: PlannedWorkload) -> bool:
+    """An override can set its member replicas."""
+    return w.key.kind in SURGE_KINDS or w.revisable
 
 
 def _delta(w: PlannedWorkload, c: str) -> int:
@@ -56,7 +62,7 @@ def _delta(w: PlannedWorkload, c: str) -> int:
 
 def surgeable(w: PlannedWorkload) -> bool:
     """It has replicas, an override can set them, and a member cluster changes share."""
-    return bool(w.replicas) and w.key.kind in SURGE_KINDS and \
+    return bool(w.replicas) and overridable(w) and \
         any(_delta(w, c) for c in w.members())
 
 
@@ -65,7 +71,7 @@ def bridgeable(w: PlannedWorkload) -> bool:
     surge could not keep all its replicas serving (its members hold fewer at the worst
     moment: e.g. none, 1 replica from cluster-a to cluster-b); a surge is preferred where it
     can, as it holds less."""
-    return bool(w.replicas) and w.key.kind in SURGE_KINDS and w.moves and \
+    return bool(w.replicas) and overridable(w) and w.moves and \
         needs_bridge(w.before, w.after) and sum(w.bridge().values()) < (w.replicas or 0)
 
 
@@ -286,7 +292,7 @@ def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
                             f"{', '.join(sorted(w.bridge_shares()))} until its destination "
                             "serves, then moved (Karmada builds no member for a cluster "
                             "assigned 0 replicas, so there is nothing to raise)")
-        elif w.replicas and w.moves and w.key.kind in SURGE_KINDS and not w.members() and \
+        elif w.replicas and w.moves and overridable(w) and not w.members() and \
                 w.name not in layout.no_room:
             why = "" if spec.bridge else "; a bridge needs trigger touch (the policy Lazy " \
                 "during the run), a rebalance moves it directly"

@@ -17,6 +17,7 @@ from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
 from tidal.domain.waves import ordered, split_waves
 from tidal.engine import policy_change, triggers
+from tidal.engine.custom_kinds import custom_kind_refusals
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
 from tidal.engine.states import Trigger
 from tidal.engine.strategies import strategy_for
@@ -107,6 +108,8 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     refused = dry_run_writes(client, selection.policies)
     if refused:
         raise PolicyWritesRefused(window.name, refused)
+    kind_refusals = custom_kind_refusals(client, schedule, selection.workloads,
+                                         surge=rollout.strategy == "surge")
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     strategy = strategy_for(chosen)
     lazy = strategy.marks_lazy
@@ -138,7 +141,8 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
                 w.key, w.replicas, w.current, prediction.assignment, prediction.exact,
                 prediction.problem, w.uid, prediction.short, prediction.pending, w.request,
                 candidates=frozenset(candidates(targets[w.policy].target_placement, clusters,
-                                                w.current))))
+                                                w.current)),
+                revisable=bool(w.replica_paths)))
         for predictor in predictors.values():
             predictor.next_wave()
     if rollout.strategy == "surge":
@@ -152,7 +156,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
         plan.capacity
     scope_warnings, refusals = scope_report(selection.policies)
-    refusals += coverage_refusals(selection)
+    refusals = kind_refusals + refusals + coverage_refusals(selection)
     warnings += scope_warnings
     for s in selection.skipped:
         warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail

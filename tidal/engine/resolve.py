@@ -68,6 +68,9 @@ class Workload:
     template: Obj
     binding: Obj | None
     policy: str  # PolicyTarget.key
+    # a custom kind's replica fields, found for a surge (tidal.engine.custom_kinds); empty:
+    # a built-in kind's /spec/replicas
+    replica_paths: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

@@ -34,6 +34,7 @@ from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
 from tidal.karmada.overrides import (
+    REPLICAS_PATH,
     OverrideRef,
     Owner,
     ReplicaOverride,
@@ -140,7 +141,7 @@ def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool) -> None
         overrides.append(ReplicaOverride(
             override_name(owner, index, back=back), owner,
             (TemplateRef(key.api_version, key.kind, key.name, key.namespace),),
-            dict(record.targets[name])))
+            dict(record.targets[name]), paths=w.replica_paths or (REPLICAS_PATH,)))
     record.overrides = [str(o.ref) for o in overrides]
     ctx.save()
     for override in overrides:

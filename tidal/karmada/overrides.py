@@ -125,9 +125,15 @@ class ReplicaOverride:
     owner: Owner
     templates: tuple[TemplateRef, ...]
     replicas: Mapping[str, int] = field(default_factory=dict)
+    # JSON pointers of the replica field(s): a custom kind's are those its
+    # ResourceInterpreterCustomization revises (tidal.karmada.interpreters)
+    paths: tuple[str, ...] = (REPLICAS_PATH,)
 
     def __post_init__(self) -> None:
         where = f"override {self.name!r}"
+        if not self.paths or not all(p.startswith("/") and len(p) > 1 for p in self.paths):
+            raise ValueError(f"{where}: replica paths {list(self.paths)} must be JSON "
+                             "pointers such as /spec/replicas")
         if not _NAME.match(self.name):
             raise ValueError(f"{where}: the name must be a DNS subdomain (lower case letters, "
                              "digits, '-', '.'; at most 253)")
@@ -173,7 +179,8 @@ def manifest(override: ReplicaOverride) -> Obj:
         by_count.setdefault(count, []).append(cluster)
     rules = [{"targetCluster": {"clusterNames": clusters},
               "overriders": {"plaintext": [
-                  {"path": REPLICAS_PATH, "operator": "replace", "value": count}]}}
+                  {"path": path, "operator": "replace", "value": count}
+                  for path in override.paths]}}
              for count, clusters in sorted(by_count.items(), key=lambda kv: kv[1])]
     meta: Obj = {"name": ref.name, "labels": override.owner.labels(),
                  "annotations": override.owner.annotations()}

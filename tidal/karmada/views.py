@@ -348,15 +348,16 @@ class OverrideView(ObjectView):
         return out
 
     def replicas(self) -> dict[str, int]:
-        """Member replicas each named cluster is set to (the last `replace /spec/replicas`
-        that names it, as Karmada applies rules in order)."""
+        """Member replicas each named cluster is set to (the last replica `replace` that
+        names it, as Karmada applies rules in order: tidal's overrides write only replica
+        fields, /spec/replicas or the field a custom kind's customization revises)."""
         out: dict[str, int] = {}
         for rule in _list(self.spec.get("overrideRules")):
             if not isinstance(rule, Mapping):
                 continue
             clusters = _list(_map(rule.get("targetCluster")).get("clusterNames"))
             for item in _list(_map(rule.get("overriders")).get("plaintext")):
-                if not isinstance(item, Mapping) or item.get("path") != "/spec/replicas" \
+                if not isinstance(item, Mapping) or not str(item.get("path", "")) \
                         or item.get("operator") not in ("replace", "add"):
                     continue
                 value = item.get("value")

@@ -139,6 +139,7 @@ class ApiServer:
             req.identity,
             _written_version(verb, result),
             req.query.get("dryRun") == "All",
+            req.query.get("fieldValidation") or "",
         )
         return result
 

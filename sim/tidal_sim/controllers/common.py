@@ -30,6 +30,7 @@ WORK_GROUP = "work.karmada.io/v1alpha2"
 PP_KIND, CPP_KIND = "PropagationPolicy", "ClusterPropagationPolicy"
 RB_KIND, CRB_KIND = "ResourceBinding", "ClusterResourceBinding"
 REBALANCER_KIND, CLUSTER_KIND = "WorkloadRebalancer", "Cluster"
+RIC_KIND = "ResourceInterpreterCustomization"
 OP_KIND, COP_KIND, WORK_KIND = "OverridePolicy", "ClusterOverridePolicy", "Work"
 NON_TEMPLATE_KINDS = frozenset(
     {
@@ -42,6 +43,8 @@ NON_TEMPLATE_KINDS = frozenset(
         CRB_KIND,
         REBALANCER_KIND,
         CLUSTER_KIND,
+        RIC_KIND,
+        "CustomResourceDefinition",
         "Namespace",
         "Event",
         "Lease",

@@ -11,6 +11,7 @@ binding of a template claimed by a Lazy policy.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from tidal_sim.controllers.common import (
     is_reserved_namespace,
     labels_of,
 )
+from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.matching import MISMATCH, selectors_priority
 from tidal_sim.controllers.policies import (
     cleanup_claim,
@@ -53,6 +55,8 @@ from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
     from tidal_sim.controllers.host import ControllerHost
+
+log = logging.getLogger(__name__)
 
 PolicyRef = tuple[str, str, str]  # kind, namespace ("" for CPP), name
 
@@ -138,6 +142,19 @@ class Detector:
         claim = self._claim(obj)
         lazy = claim is not None and self._lazy(self.policies.get(claim[0]))
         self.enqueue(key, change_by_karmada(old, obj) if lazy else False)
+
+    def on_customization(self, customization: Obj, old: Obj | None) -> None:
+        """A ResourceInterpreterCustomization changed: its kind's templates are interpreted
+        again (upstream retries a template whose interpretation failed; the emulator's scripts
+        are deterministic, so only a changed customization can change the answer)."""
+        targets = {
+            (str(t.get("apiVersion", "")), str(t.get("kind", "")))
+            for t in (((o or {}).get("spec") or {}).get("target") or {}
+                      for o in (customization, old))
+        }
+        for key in sorted(self.templates):
+            if key[:2] in targets:
+                self.enqueue(key, False)
 
     def on_policy(self, etype: str, policy: Obj, old: Obj | None) -> None:
         meta = policy["metadata"]
@@ -307,7 +324,13 @@ class Detector:
         btype = self.mgr.binding_type(bkind)
         namespace = key[2] or None
         name = binding_name(key[1], key[3])
-        desired = self._desired_spec(template, policy)
+        try:
+            desired = self._desired_spec(template, policy)
+        except InterpreterError as exc:
+            # detector.go BuildResourceBinding: GetReplicas failed, the binding is neither
+            # created nor updated (a GetReplicasFailed event upstream)
+            log.info("sim detector: %s", exc)
+            return
         pid = policy_id(policy)
         try:
             current = self.mgr.store.get(btype, namespace, name, copy_=False)
@@ -357,6 +380,18 @@ class Detector:
                 spec[field] = policy_spec[field]
         if policy_spec.get("suspension") is not None:
             spec["suspension"] = policy_spec["suspension"]
+        custom = self.mgr.customizations
+        if custom.enabled(template["apiVersion"], template["kind"], Operation.INTERPRET_REPLICA):
+            interpreted = custom.get_replicas(template)
+            if interpreted.count:
+                spec["replicas"] = interpreted.count
+            if interpreted.requirements is not None:
+                # detector.go sets the requirements' namespace to the template's
+                requirements = dict(interpreted.requirements)
+                if meta.get("namespace") and not requirements.get("namespace"):
+                    requirements["namespace"] = meta["namespace"]
+                spec["replicaRequirements"] = requirements
+            return spec
         replicas, requests = interpret_replicas(template)
         if replicas:
             spec["replicas"] = replicas

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 from tidal_sim.clock import Clock
+from tidal_sim.controllers.customizations import Customizations
 from tidal_sim.controllers.quantity import Resources
 from tidal_sim.controllers.team_estimator import TeamEstimator
 from tidal_sim.controllers.timeline import Timeline
@@ -69,6 +70,8 @@ class WorkSync(Protocol):
 
     def forget(self, bkey: BKey) -> None: ...
 
+    def manifest(self, bkey: BKey, cluster: str) -> dict[str, Any] | None: ...
+
 
 class ControllerHost(Protocol):
     """The manager's side of every controller: store, clock, settings, timers, writes."""
@@ -81,6 +84,7 @@ class ControllerHost(Protocol):
     policy_change_lag: float  # seconds before the detector reaches a policy change's templates
     team_estimator: TeamEstimator
     timeline: Timeline
+    customizations: Customizations
 
     @property
     def status(self) -> StatusMarks: ...

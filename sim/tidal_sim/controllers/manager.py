@@ -26,9 +26,11 @@ from tidal_sim.controllers.common import (
     PP_KIND,
     RB_KIND,
     REBALANCER_KIND,
+    RIC_KIND,
     due_time,
     type_key,
 )
+from tidal_sim.controllers.customizations import Customizations
 from tidal_sim.controllers.detector import Detector
 from tidal_sim.controllers.host import Pending
 from tidal_sim.controllers.members import Members
@@ -82,6 +84,7 @@ class ControllerManager:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._batches: dict[float, list[Pending]] = {}
+        self.customizations = Customizations()
         self.detector = Detector(self, seed)
         self.scheduler = Scheduler(self, scheduler_latency)
         self.rebalancer = RebalancerController(self)
@@ -248,12 +251,16 @@ class ControllerManager:
             self.members.on_cluster(event.type, obj)
         elif kind == REBALANCER_KIND:
             self.rebalancer.on_event(event.type, obj, old)
+        elif kind == RIC_KIND:
+            self.customizations.on_event(event.type, obj)
+            self.detector.on_customization(obj, old)
         elif kind not in NON_TEMPLATE_KINDS:
             self.detector.on_template(event.type, event.rtype, type_key(event.rtype, obj), obj, old)
 
 
 def _startup_order(rtype: ResourceType) -> int:
     """Clusters and policies first, then templates, then bindings (as caches fill upstream)."""
-    order = {CLUSTER_KIND: 0, CPP_KIND: 1, PP_KIND: 1, OP_KIND: 1, COP_KIND: 1, RB_KIND: 3,
+    order = {CLUSTER_KIND: 0, RIC_KIND: 0, CPP_KIND: 1, PP_KIND: 1, OP_KIND: 1, COP_KIND: 1,
+             RB_KIND: 3,
              CRB_KIND: 3, REBALANCER_KIND: 4}
     return order.get(rtype.kind, 2)

@@ -9,6 +9,7 @@ without surge: a replica taken from a cluster goes at once, its replacement star
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,11 +20,14 @@ from tidal_sim.controllers.common import (
     POD_STARTUP_ANNOTATION,
     PODS_FAIL_ANNOTATION,
     TERMINATION_ANNOTATION,
+    WORKLOAD_KINDS,
     Obj,
     annotations_of,
+    clone,
     due_time,
     member_reachable,
 )
+from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.quantity import Resources, resource_list
 from tidal_sim.store import NotFound
 
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
     from tidal_sim.controllers.host import ControllerHost
 
 BKey = tuple[str, str, str]  # binding kind, namespace, name
+# on the member's object: the template generation it was built from (binding controller)
+TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
+log = logging.getLogger(__name__)
 
 _seq = itertools.count()
 
@@ -116,6 +123,7 @@ class BindingState:
     template_generation: int
     members: dict[str, MemberWorkload] = field(default_factory=dict)
     replicas: dict[str, int] = field(default_factory=dict)  # per member, after overrides
+    kind: tuple[str, str] = ("", "")  # the template's apiVersion and kind
 
 
 def _add(into: Resources, request: Resources, sign: int = 1) -> None:
@@ -138,6 +146,7 @@ class Members:
         self.clusters: dict[str, ClusterState] = {}
         self.bindings: dict[BKey, BindingState] = {}
         self.by_template_name: dict[str, set[BKey]] = {}  # for policies that select by name
+        self._reflected: dict[tuple[BKey, str], dict[str, Any]] = {}  # last good items
         # pods due to become ready, grouped by (cluster, due time): one timer per group
         self._starting: dict[tuple[str, float], list[Pod]] = {}
 
@@ -220,7 +229,8 @@ class Members:
         if state is None:
             workload = "/".join(str(resource.get(k, "")) for k in ("namespace", "kind", "name"))
             state = self.bindings[bkey] = BindingState(
-                workload, is_workload, request, {}, resource_version, template_generation
+                workload, is_workload, request, {}, resource_version, template_generation,
+                kind=(str(resource.get("apiVersion", "")), str(resource.get("kind", ""))),
             )
             self.by_template_name.setdefault(str(resource.get("name", "")), set()).add(bkey)
         resynced = state.resource_version != resource_version
@@ -393,6 +403,8 @@ class Members:
             }
         ready = member.count("ready")
         replicas = len(member.pods)
+        if state.kind in self.mgr.customizations.kinds() and state.kind[1] not in WORKLOAD_KINDS:
+            return self._custom_status(bkey, state, cluster, member)
         raw = {
             "replicas": replicas,
             "updatedReplicas": replicas,
@@ -410,6 +422,57 @@ class Members:
             "health": ("Healthy" if healthy else "Unhealthy") if cluster.ready else "Unknown",
             "status": {k: v for k, v in raw.items() if v},  # Go's omitempty
         }
+
+    def _custom_status(
+        self, bkey: BKey, state: BindingState, cluster: ClusterState, member: MemberWorkload
+    ) -> dict[str, Any]:
+        """A customized kind's aggregatedStatus item: the member's object (its operator
+        reports like a Deployment's controller) through the kind's statusReflection (else
+        its whole .status) and healthInterpretation (else healthy), as the work status
+        controller does (work_status_controller.go reflectStatus, interpretHealth)."""
+        custom = self.mgr.customizations
+        observed = self._observed(bkey, cluster.name, member)
+        item: dict[str, Any] = {"clusterName": cluster.name, "applied": True}
+        status: Any = observed.get("status")
+        if custom.enabled(*state.kind, Operation.INTERPRET_STATUS):
+            try:
+                status = custom.reflect_status(observed)
+            except InterpreterError as exc:  # the Work keeps the status it last reflected
+                log.info("sim work status controller: %s", exc)
+                return self._reflected.get((bkey, cluster.name)) or {**item, "health": "Unknown"}
+        health = "Healthy"
+        if not cluster.ready:
+            health = "Unknown"
+        elif custom.enabled(*state.kind, Operation.INTERPRET_HEALTH):
+            try:
+                health = "Healthy" if custom.interpret_health(observed) else "Unhealthy"
+            except InterpreterError as exc:
+                log.info("sim work status controller: %s", exc)
+                health = "Unknown"
+        item["health"] = health
+        if status is not None:
+            item["status"] = status
+        self._reflected[(bkey, cluster.name)] = item
+        return item
+
+    def _observed(self, bkey: BKey, cluster: str, member: MemberWorkload) -> dict[str, Any]:
+        """The custom object as the member cluster holds it, status written by its operator."""
+        manifest: dict[str, Any] = clone(self.mgr.works.manifest(bkey, cluster) or {})
+        meta = manifest.setdefault("metadata", {})
+        meta["generation"] = member.generation
+        annotations = meta.setdefault("annotations", {})
+        annotations[TEMPLATE_GENERATION_ANNOTATION] = str(member.template_generation)
+        ready = member.count("ready")
+        replicas = len(member.pods)
+        manifest["status"] = {
+            "observedGeneration": member.generation,
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "updatedReadyReplicas": ready,
+        }
+        return manifest
 
     def cluster_usage(self, name: str) -> tuple[Resources, Resources]:
         """(allocated, allocating) of a member cluster, as integer amounts."""

@@ -13,6 +13,7 @@ template's generation only when every member has observed it.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from tidal_sim.controllers.common import (
@@ -22,13 +23,17 @@ from tidal_sim.controllers.common import (
     find_condition,
     set_condition,
 )
+from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.members import BKey
 from tidal_sim.controllers.modelings import allocatable_modelings
 from tidal_sim.controllers.quantity import format_list, resource_list
+from tidal_sim.kinds import ResourceType
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
     from tidal_sim.controllers.host import ControllerHost
+
+log = logging.getLogger(__name__)
 
 _COUNTERS = (
     "replicas",
@@ -152,7 +157,11 @@ class StatusWriter:
         self._flush_template(spec.get("resource") or {}, items)
 
     def _flush_template(self, resource: dict[str, Any], items: list[Obj]) -> None:
-        if resource.get("kind") not in WORKLOAD_KINDS:
+        custom = self.mgr.customizations
+        aggregate = resource.get("kind") not in WORKLOAD_KINDS and custom.enabled(
+            str(resource.get("apiVersion", "")), str(resource.get("kind", "")),
+            Operation.AGGREGATE_STATUS)
+        if resource.get("kind") not in WORKLOAD_KINDS and not aggregate:
             return
         rtype = self.mgr.store.kinds.by_kind(
             resource.get("apiVersion", ""), resource.get("kind", "")
@@ -165,6 +174,9 @@ class StatusWriter:
         except NotFound:
             return
         if template["metadata"].get("uid") != resource.get("uid"):
+            return
+        if aggregate:
+            self._aggregate(rtype, template, items)
             return
         generation = template["metadata"].get("generation", 1)
         old = template.get("status") or {}
@@ -203,6 +215,26 @@ class StatusWriter:
             change,
             subresource="status" if rtype.has_status else None,
         )
+
+    def _aggregate(self, rtype: ResourceType, template: Obj, items: list[Obj]) -> None:
+        """statusAggregation: the script's object's status becomes the template's (an error
+        leaves it as it was: rb_status_controller updateResourceStatus returns it)."""
+        try:
+            # none reported: nil, as the binding's omitted aggregatedStatus reads upstream
+            aggregated = self.mgr.customizations.aggregate_status(template, items or None)
+        except InterpreterError as exc:
+            log.info("sim binding status controller: %s", exc)
+            return
+        new = aggregated.get("status")
+        if not isinstance(new, dict) or new == (template.get("status") or {}):
+            return
+        meta = template["metadata"]
+
+        def change(obj: Obj) -> None:
+            obj["status"] = new
+
+        self.mgr.write(rtype, meta.get("namespace") or None, meta["name"], change,
+                       subresource="status" if rtype.has_status else None)
 
     # -- clusters ----------------------------------------------------------------------
     def _flush_cluster(self, name: str) -> None:

@@ -31,6 +31,7 @@ from tidal_sim.controllers.common import (
     Obj,
     clone,
 )
+from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.matching import MISMATCH
 from tidal_sim.controllers.overrides import (
     APPLIED_CLUSTER_OVERRIDES,
@@ -63,6 +64,7 @@ class Synced:
     key: tuple[Any, ...]
     replicas: dict[str, int] = field(default_factory=dict)
     works: dict[str, str] = field(default_factory=dict)  # cluster -> Work name
+    manifests: dict[str, Obj] = field(default_factory=dict)  # cluster -> what it runs
 
 
 def _selected_names(policy: Obj) -> set[str] | None:
@@ -176,6 +178,7 @@ class Works:
         template = self._template(resource)
         replicas: dict[str, int] = {}
         works: dict[str, str] = {}
+        manifests: dict[str, Obj] = {}
         for cluster, assigned in sorted(targets.items()):
             replicas[cluster] = assigned if is_workload else 0
             if template is None:
@@ -185,17 +188,24 @@ class Works:
                 if cluster in previous.works:
                     works[cluster] = previous.works[cluster]
                     replicas[cluster] = previous.replicas.get(cluster, 0)
+                    if cluster in previous.manifests:
+                        manifests[cluster] = previous.manifests[cluster]
                 else:
                     replicas[cluster] = 0
                 continue
-            works[cluster], count = built
+            works[cluster], count, manifests[cluster] = built
             if is_workload and count is not None:
                 replicas[cluster] = count
         for cluster, name in previous.works.items():
             if cluster not in targets:
                 self._delete_work(cluster, name)
-        self._synced[bkey] = self._last[bkey] = Synced(key, replicas, works)
+        self._synced[bkey] = self._last[bkey] = Synced(key, replicas, works, manifests)
         return dict(replicas)
+
+    def manifest(self, bkey: BKey, cluster: str) -> Obj | None:
+        """The object the binding's Work tells `cluster` to run (read it, never mutate it)."""
+        synced = self._last.get(bkey)
+        return synced.manifests.get(cluster) if synced is not None else None
 
     def forget(self, bkey: BKey) -> None:
         """The binding is gone: remove its Works."""
@@ -206,10 +216,18 @@ class Works:
 
     def _build(
         self, bkey: BKey, template: Obj, cluster: str, assigned: int, is_workload: bool
-    ) -> tuple[str, int | None] | None:
+    ) -> tuple[str, int | None, Obj] | None:
         manifest = _member_copy(template)
-        if is_workload and template.get("kind") in WORKLOAD_KINDS:
+        custom = self.mgr.customizations
+        kind = (str(template.get("apiVersion", "")), str(template.get("kind", "")))
+        if is_workload and kind[1] in WORKLOAD_KINDS:
             manifest.setdefault("spec", {})["replicas"] = assigned
+        elif is_workload and custom.enabled(*kind, Operation.REVISE_REPLICA):
+            try:  # binding/common.go ensureWork: a failed revision skips this cluster's Work
+                manifest = custom.revise_replica(manifest, assigned)
+            except InterpreterError as exc:
+                log.info("sim binding controller: %s", exc)
+                return None
         cluster_obj = self._cluster(cluster)
         if cluster_obj is None:
             return None
@@ -231,8 +249,21 @@ class Works:
         meta = template["metadata"]
         name = work_name(str(template.get("kind")), meta["name"], meta.get("namespace", ""))
         self._write_work(cluster, name, annotations, manifest)
+        return name, self._member_count(manifest, kind), manifest
+
+    def _member_count(self, manifest: Obj, kind: tuple[str, str]) -> int | None:
+        """The replicas a member runs for the manifest: spec.replicas of a built-in kind; for
+        a customized kind what its replica script reads from the member's object (the
+        operator reads the field the revision and any override wrote)."""
+        custom = self.mgr.customizations
+        if kind[1] not in WORKLOAD_KINDS and custom.enabled(*kind, Operation.INTERPRET_REPLICA):
+            try:
+                return max(0, custom.get_replicas(manifest).count)
+            except InterpreterError as exc:
+                log.info("sim member operator: %s", exc)
+                return None
         count = (manifest.get("spec") or {}).get("replicas")
-        return name, count if isinstance(count, int) and count >= 0 else None
+        return count if isinstance(count, int) and count >= 0 else None
 
     # -- store ------------------------------------------------------------------------
     def _template_of(self, bkey: BKey) -> Obj | None:
