@@ -40,12 +40,12 @@ def load_target(schedule_file: Path, window: str, crd_dir: Path | None = None) -
     return loaded
 
 
-def refused_writes(loaded: Any, exc: Any) -> NoReturn:
+def refused_writes(loaded: Any, exc: Any, crd_dir: Path | None = None) -> NoReturn:
     """The apiserver refused a dry run of the window's policy writes: each refusal located in
     the schedule file, exit 1; nothing was written."""
     from tidal.loading.refusals import locate_refusals
 
-    for error in locate_refusals(loaded.path, exc.window, exc.problems):
+    for error in locate_refusals(loaded.path, exc.window, exc.problems, crd_dir):
         click.echo(str(error), err=True)
     raise SystemExit(INVALID_INPUT)
 
@@ -195,7 +195,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
         sp = build_plan(client, loaded.schedule, window)
         check = preflight(sp, ready_field_of(sp))
     except PolicyWritesRefused as exc:
-        refused_writes(loaded, exc)
+        refused_writes(loaded, exc, settings.karmada_crds)
     except ResolveError as exc:
         fail(str(exc))
     except KarmadaError as exc:

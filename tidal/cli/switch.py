@@ -152,7 +152,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             click.echo(f"  {problem}", err=True)
         raise SystemExit(UNSAFE_PLAN) from None
     except PolicyWritesRefused as exc:
-        refused_writes(loaded, exc)
+        refused_writes(loaded, exc, settings.karmada_crds)
     except ResolveError as exc:
         fail(str(exc))
     except FencedOut as exc:
