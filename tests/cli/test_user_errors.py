@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+from tests.cli.test_status import _hold, _schedules, _status
 from tests.upstream import needs_upstream_crds
 from tidal.cli.main import cli
-from tidal_sim.emulator import DEFAULT_TOPOLOGY
+from tidal_sim.emulator import DEFAULT_TOPOLOGY, Emulator
 from tidal_sim.testing.plugin import MakeEmulator
 
 REPO = Path(__file__).parents[2]
@@ -84,3 +87,22 @@ def test_a_floor_above_the_workloads_replicas_is_one_line_with_a_count(
     (problem,) = json.loads(result.stdout)["problems"]
     assert problem.startswith("team-2001: floor minReadyReplicas 100 in [*] is above the "
                               "replicas of 20 workload(s) (largest: 4)")
+
+
+def test_every_kubeconfig_and_context_option_has_help() -> None:
+    """`--kubeconfig` and `--context` of every command say what they are in --help."""
+    bare = [f"{name} {param.opts[0]}" for name, command in cli.commands.items()
+            for param in command.params
+            if isinstance(param, click.Option) and param.name in ("kubeconfig", "context")
+            and not param.help]
+    assert bare == []
+
+
+def test_tables_honour_columns(emulator: Emulator, kubeconfig: Path, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """COLUMNS=70: the status table fits in 70 columns, piped or not."""
+    folder = _schedules(tmp_path)
+    _hold(emulator, kubeconfig, datetime.now(UTC) + timedelta(hours=2))
+    monkeypatch.setenv("COLUMNS", "70")
+    lines = _status(folder, kubeconfig).splitlines()
+    assert lines and max(len(line) for line in lines) <= 70

@@ -13,13 +13,13 @@ from zoneinfo import ZoneInfo
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.status import connect
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("--context", default=None)(f)
-    f = click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False),
-                     default=None)(f)
+    f = context_option(f)
+    f = kubeconfig_option(f)
     f = click.option("--schedules", type=click.Path(path_type=Path), default=None,
                      help="schedules directory (TIDAL_SCHEDULES)")(f)
     return click.argument("name")(f)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.options import context_option, kubeconfig_option, table_width
 
 
 def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
@@ -67,8 +68,8 @@ def last_run(entry: dict[str, Any]) -> dict[str, Any]:
               show_default=True)
 @click.option("--schedules", type=click.Path(path_type=Path), default=None,
               help="schedules directory (TIDAL_SCHEDULES)")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None)
+@kubeconfig_option
+@context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
 def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
                    context: str | None, utc: bool) -> None:
@@ -126,8 +127,8 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
             f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
             ", ".join(flags) or "active",
             ", ".join(d["policy"] for d in s["drift"]) or "-")
-    # Piped or redirected: never cut a value at 80 columns.
-    Console(width=None if sys.stdout.isatty() else 400).print(table)
+    # COLUMNS when set; piped or redirected, never cut a value at 80 columns.
+    Console(width=table_width(sys.stdout, settings.columns, 400)).print(table)
     raise SystemExit(OK)
 
 

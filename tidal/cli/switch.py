@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
+from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import (
     cli_settings,
     client_of,
@@ -94,8 +95,8 @@ class Progress:
 @click.command("switch")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to carry out now")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None, help="kubeconfig context")
+@kubeconfig_option
+@context_option
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: print the run record")
@@ -125,7 +126,8 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
             problems = check.problems + plan_problems(sp)  # root causes first
-            render_plan(sp, problems, sys.stderr if output == "json" else None)
+            render_plan(sp, problems, sys.stderr if output == "json" else None,
+                        settings.columns)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)
             if not click.confirm("carry out this switch now?", default=False, err=True):

@@ -299,6 +299,11 @@ class Daemon:
         for name, loaded in self.directory.catalog.schedules.items():
             self.scheduler.set_schedule(name, times_of(loaded.schedule))
         loaded_all = list(self.directory.catalog.schedules.values())
+        if not loaded_all:
+            log.warning("no_schedules", directory=str(self.settings.schedules),
+                        files=len(self.directory.catalog.valid_by_file),
+                        hint="the daemon has nothing to do: put TidalSchedule files (*.yaml) "
+                             "in the directory, or point --schedules/TIDAL_SCHEDULES at them")
         self.metrics.preset(loaded_all)
         self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
         self.resync("reload")
@@ -321,6 +326,7 @@ class Daemon:
         if serve_http:
             render = self.metrics.render
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render,
+                                     host=self.settings.listen_address,
                                      status=self.queue_status).start()
         self.queue.start(self.queue_status, self.may_act)
         self.dispatcher.start()
@@ -335,6 +341,7 @@ class Daemon:
         else:
             self.metrics.set_leader(True)
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
+                 address=self.settings.listen_address,
                  port=self.http.port if self.http else None)
         return self
 
