@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.exitcodes import INVALID_INPUT, OK, USAGE_ERROR
 from tidal.cli.options import context_option, kubeconfig_option, table_width
 
 
@@ -25,10 +25,15 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
 
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context)
-        client = KarmadaClient.from_settings(settings)
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
+    if not settings.schedules.exists():
+        click.echo(f"error: schedules {settings.schedules} does not exist; pass --schedules DIR "
+                   "or set TIDAL_SCHEDULES", err=True)
+        raise SystemExit(USAGE_ERROR)
+    try:
+        client = KarmadaClient.from_settings(settings)
     except KarmadaError as exc:
         click.echo(f"error: {exc}; pass --kubeconfig or set TIDAL_KUBECONFIG", err=True)
         raise SystemExit(INVALID_INPUT) from None
@@ -49,6 +54,15 @@ def _when(value: str | None, zone: tzinfo) -> str:
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return at.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _in_force(in_force: dict[str, Any], zone: tzinfo) -> str:
+    """`night (since ...)`, and what the schedule says when a switch by hand overrode it."""
+    text = f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})"
+    scheduled = in_force.get("scheduled")
+    if in_force.get("source") != "schedule" and scheduled and scheduled != in_force["window"]:
+        text += f", not {scheduled} as scheduled"
+    return text
 
 
 def last_run(entry: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +136,7 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         for left in (s["lastRun"] or {}).get("overridesLeft") or []:
             flags.append(f"wave {left['wave']} override(s) left: {left['reason']}")
         table.add_row(
-            s["name"], f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})",
+            s["name"], _in_force(in_force, zone),
             f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
             f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
             ", ".join(flags) or "active",
