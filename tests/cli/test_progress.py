@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console
 
@@ -10,7 +11,7 @@ from tidal.cli.progress import SwitchView
 from tidal.engine import events as ev
 from tidal.engine.states import Gate, RunResult, Trigger, WaveResult
 
-BASE = {"schedule": "team-a", "window": "day", "run_id": "r1"}
+BASE: dict[str, Any] = {"schedule": "team-a", "window": "day", "run_id": "r1"}
 
 
 def _text(view: SwitchView) -> str:

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 import click
 
@@ -55,7 +55,7 @@ def _progress(settings: Any) -> Iterator[Any]:
         return
     level = settings.log_level if settings.log_level == "DEBUG" else "WARNING"
     with LiveProgress(width=settings.columns) as progress:
-        configure_logging(settings.log_format, level, progress.log_stream())
+        configure_logging(settings.log_format, level, cast(TextIO, progress.log_stream()))
         try:
             yield progress
         finally:  # what is logged after the view (the lock released...) stays as quiet
