@@ -129,6 +129,11 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         if waiting:
             what = "a switch slot" if waiting["reason"] == "slot" else "surge capacity"
             flags.append(f"waiting for {what} since {_when(waiting['since'], zone)}")
+        control = s.get("runControl")
+        if control:
+            flags.append("aborting (tidal abort)" if control["aborted"] else
+                         "paused (tidal resume to go on)" if control["paused"] else
+                         "promoted: no more pauses" if control["promoted"] else "running")
         if s["blocked"]:
             flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:

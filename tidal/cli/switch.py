@@ -76,6 +76,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    context: str | None, yes: bool, output: str | None,
                    karmada_version: str | None) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
+    from tidal.daemon.interlude import OperatorInterlude
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
     from tidal.engine.journal import FencedOut, JournalLost
@@ -117,7 +118,9 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
 
             record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
                                 on_event=on_event,
-                                policy_settle=settings.karmada.policy_settle_seconds)
+                                policy_settle=settings.karmada.policy_settle_seconds,
+                                interlude=OperatorInterlude(journal.store, loaded.schedule.name,
+                                                            SystemClock()))
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:

@@ -9,7 +9,7 @@ from typing import Any
 from tidal.daemon.queue import read_queue
 from tidal.daemon.state import StateStore
 from tidal.domain.schedule import TidalSchedule
-from tidal.domain.windows import WindowStart, next_start, start_in_force, times_of
+from tidal.domain.windows import Controls, WindowStart, next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
 from tidal.engine.states import RunResult
@@ -150,10 +150,20 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
             "blocked": {"reason": broken.reason, "message": str(broken),
                         "repair": broken.repair} if broken else None,
             "waiting": waiting_of(waiting_now.get(name)),
+            "runControl": run_control_of(controls, run),
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out,
             "queue": {"updatedAt": queue.get("updatedAt"), "publishedBy": queue.get("publishedBy"),
                       "leased": queue.get("leased") or {}}}
+
+
+def run_control_of(controls: Controls | None, run: RunState | None) -> dict[str, Any] | None:
+    """The operator's commands to the run in flight (pause, abort, promote), while it runs."""
+    control = controls.run if controls is not None else None
+    if control is None or run is None or run.finished or control.run_id != run.run_id:
+        return None
+    return {"runId": control.run_id, "paused": control.paused, "aborted": control.aborted,
+            "promoted": control.promoted, "last": control.last, "at": _iso(control.at)}
 
 
 def waiting_of(entry: Any) -> dict[str, Any] | None:
