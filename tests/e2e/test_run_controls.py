@@ -146,3 +146,41 @@ def test_a_command_without_a_switch_in_flight_is_refused(
     assert result.exit_code == 1
     assert result.stderr.strip() == \
         f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+
+
+def test_abort_reaches_a_switch_the_daemon_runs(
+        make_emulator: Callable[..., object], tmp_path: Path) -> None:
+    """`tidal run` carries out a due night (pauseBetweenWaves 1h): aborted after wave 1, the
+    run halts there (onFailure halt) and says why; the daemon logs the command."""
+    from tests.e2e.daemon_helpers import (
+        STATE_NS,
+        settled_team,
+        start_daemon,
+        stop,
+        wait_for,
+        write_due_schedule,
+    )
+
+    emu = settled_team(make_emulator)
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, pause="1h", on_failure="halt")
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    store = StateStore(KarmadaClient.from_kubeconfig(kubeconfig), STATE_NS)
+    daemon = start_daemon(emu, tmp_path, "a", schedules)
+
+    def run() -> RunState:
+        return store.load("team-t1") or RunState("team-t1", "night", "none")
+
+    try:
+        wait_for(lambda: bool(run().waves) and run().waves[0].result == "succeeded", 60,
+                 "wave 1")
+        result = CliRunner().invoke(cli, ["abort", "team-t1", "--schedules", str(schedules),
+                                          "--kubeconfig", str(kubeconfig)],
+                                    env={"TIDAL_STATE_NAMESPACE": STATE_NS})
+        assert result.exit_code == 0, result.output
+        wait_for(lambda: run().finished, 60, "the aborted run to halt")
+        assert run().result == "failed" and "tidal abort" in run().reason
+        assert all(w.started_at is None for w in run().waves[1:])
+    finally:
+        stop(daemon)
+    assert '"run_aborted"' in (tmp_path / "a.log").read_text()
