@@ -184,3 +184,34 @@ def test_abort_reaches_a_switch_the_daemon_runs(
     finally:
         stop(daemon)
     assert '"run_aborted"' in (tmp_path / "a.log").read_text()
+
+
+def test_retry_re_runs_the_failed_wave(make_switch_emulator: MakeEmulator,
+                                       tmp_path: Path) -> None:
+    """A wave failed (cluster-b's pods failing) and the switch halted; once the pods start
+    again, `tidal retry NAME` runs the window again from that wave and succeeds; with
+    nothing failed, retry refuses in one line."""
+    emulator = make_switch_emulator()
+    path = write_schedule(tmp_path, schedule_text(NAME, """
+        waveSize: 2
+        pauseBetweenWaves: 0s
+        waveTimeout: 3s
+        onFailure: halt
+    """))
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    common = [NAME, "--schedules", str(path.parent), "--kubeconfig", str(kubeconfig), "--yes",
+              "-o", "json"]
+    emulator.set_pods_fail("cluster-b")
+    failed = CliRunner().invoke(cli, ["switch", str(path), "--window", "night", "--yes",
+                                      "--kubeconfig", str(kubeconfig), "-o", "json"])
+    assert failed.exit_code == 2, failed.output
+    assert json.loads(failed.stdout)["waves"][0]["result"] == "failed"
+    emulator.set_pods_fail("cluster-b", False)
+    retried = CliRunner().invoke(cli, ["retry", *common])
+    assert retried.exit_code == 0, retried.output
+    record = json.loads(retried.stdout)
+    assert record["result"] == "succeeded" and record["window"] == "night"
+    again = CliRunner().invoke(cli, ["retry", *common])
+    assert again.exit_code == 1
+    assert again.stderr.strip() == (f"error: {NAME}: no failed switch to retry (last run: "
+                                    "succeeded); `tidal status` shows it")

@@ -215,4 +215,39 @@ def _journal(client: Any, settings: Any) -> Any:
                             ElectionTimings.of(settings.leader_election))
 
 
-COMMANDS = [switch_command]
+@click.command("retry")
+@click.argument("name")
+@click.option("--schedules", type=click.Path(path_type=Path), default=None,
+              help="schedules directory (TIDAL_SCHEDULES)")
+@kubeconfig_option
+@context_option
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
+              help="as for `tidal switch`")
+@click.pass_context
+def retry_command(ctx: click.Context, name: str, schedules: Path | None,
+                  kubeconfig: Path | None, context: str | None, yes: bool,
+                  output: str | None) -> None:
+    """Re-run NAME's failed switch: its window again, from the wave that failed (the waves
+    done stay done), as `tidal switch` does; exits as `tidal switch`."""
+    from tidal.cli.status import connect
+    from tidal.daemon.state import StateStore
+    from tidal.engine.states import RunResult
+
+    settings, client, loaded = connect(schedules, kubeconfig, context)
+    item = next((s for s in loaded if s.schedule.name == name), None)
+    if item is None:
+        fail(f"no schedule {name!r} in {settings.schedules} "
+             f"(known: {', '.join(sorted(s.schedule.name for s in loaded)) or 'none'})")
+    run = StateStore(client, settings.state_namespace).load(name)
+    client.close()
+    if run is None or not run.finished or run.result is not RunResult.FAILED:
+        state = "running" if run is not None and not run.finished else \
+            str(run.result) if run is not None else "none"
+        fail(f"{name}: no failed switch to retry (last run: {state}); `tidal status` shows it")
+    ctx.invoke(switch_command, schedule_file=item.path, window=run.window,
+               kubeconfig=kubeconfig, context=context, yes=yes, output=output,
+               karmada_version=None)
+
+
+COMMANDS = [switch_command, retry_command]
