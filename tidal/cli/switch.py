@@ -20,10 +20,11 @@ import click
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
 from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import (
+    allow_unchecked_option,
     cli_settings,
-    client_of,
     fail,
     karmada_version_option,
+    load_checked,
     load_target,
     refused_writes,
     render_plan,
@@ -72,9 +73,10 @@ def _progress(settings: Any) -> Iterator[Any]:
               help="json: print the run record (the default when stdout is not a terminal); "
                    "text: one summary line")
 @karmada_version_option
+@allow_unchecked_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    context: str | None, yes: bool, output: str | None,
-                   karmada_version: str | None) -> None:
+                   karmada_version: str | None, allow_unchecked: bool) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.interlude import OperatorInterlude
     from tidal.daemon.manual import LockBusy
@@ -89,10 +91,10 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
 
     settings = cli_settings(kubeconfig, context, karmada_version)
     output = output or ("text" if stdout_is_terminal() else "json")  # scripts get one document
-    loaded = load_target(schedule_file, window, settings.karmada_crds)
     if not yes and not stdin_is_terminal():
+        load_target(schedule_file, window)
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
-    client = client_of(settings)
+    loaded, client = load_checked(schedule_file, window, settings, allow_unchecked)
     journal: Any = None
     try:
         if not yes:
@@ -127,7 +129,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             click.echo(f"  {problem}", err=True)
         raise SystemExit(UNSAFE_PLAN) from None
     except PolicyWritesRefused as exc:
-        refused_writes(loaded, exc, settings.karmada_crds)
+        refused_writes(loaded, exc)
     except ResolveError as exc:
         fail(str(exc))
     except FencedOut as exc:

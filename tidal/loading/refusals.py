@@ -10,7 +10,7 @@ from typing import Protocol
 
 from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate
-from tidal.loading.policies import allowed_fields, unknown_field
+from tidal.loading.policies import PolicySchemas, allowed_fields, unknown_field
 from tidal.loading.yamlfile import read_yaml_file
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -35,9 +35,9 @@ def field_parts(path: str) -> tuple[str | int, ...]:
 
 
 def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
-                    crd_dir: Path | None = None) -> list[LocatedError]:
+                    schemas: PolicySchemas | None = None) -> list[LocatedError]:
     """One located error per refused write (per field the server named, where it named any);
-    an unknown field lists the names the policy CRD allows there when `crd_dir` has it."""
+    an unknown field lists the names the policy schema allows there when `schemas` has it."""
     try:
         document = read_yaml_file(path)
     except YamlProblem:
@@ -58,11 +58,12 @@ def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
             (line, col), found = locate(document.tree, place) if document is not None \
                 else ((1, 1), place)
             errors.append(LocatedError(str(path), line, col, f"{dotted(found)}: " + _message(
-                refusal, what, field, crd_dir)))
+                refusal, what, field, schemas)))
     return errors
 
 
-def _message(refusal: Refusal, what: str, field: str | None, crd_dir: Path | None) -> str:
+def _message(refusal: Refusal, what: str, field: str | None,
+             schemas: PolicySchemas | None) -> str:
     head = f"the apiserver refuses this {what} of {refusal.policy} (server-side dry run)"
     if field is None:
         return f"{head}: {refusal.message}"
@@ -72,7 +73,7 @@ def _message(refusal: Refusal, what: str, field: str | None, crd_dir: Path | Non
     if f'unknown field "{field}"' in refusal.message:
         parts = field_parts(field)
         name = str(parts[-1])
-        allowed = allowed_fields(crd_dir, kind, parts[:-1])
+        allowed = allowed_fields(schemas, kind, parts[:-1])
         if allowed is not None:
             return f"{head}: {unknown_field(name, allowed)}"
         return f"{head}: unknown field `{name}` (it would be dropped); fix its name, " \
