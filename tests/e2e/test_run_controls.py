@@ -89,11 +89,12 @@ def switch(make_switch_emulator: MakeEmulator, tmp_path: Path
 
 def test_pause_holds_before_the_next_wave_until_resume(
         switch: Callable[[str, str], SwitchProcess]) -> None:
-    """Paused after wave 1: wave 2 does not start while paused, status says so; resumed, the
-    switch succeeds. The process logs run_paused and run_resumed."""
+    """Paused while wave 1 runs: wave 2 does not start while paused, status says so;
+    resumed, the switch succeeds. The process logs run_paused and run_resumed."""
     proc = switch("2s", "rollback")
-    proc.wait_for(_wave_done(0))
+    proc.wait_for(lambda run: bool(run.waves) and run.waves[0].started_at is not None)
     proc.command("pause")
+    proc.wait_for(_wave_done(0))
     time.sleep(3)  # longer than the 2s pause between waves: wave 2 would have started
     run = proc.run()
     assert run is not None and run.waves[1].started_at is None
