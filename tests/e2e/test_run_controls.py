@@ -149,42 +149,106 @@ def test_a_command_without_a_switch_in_flight_is_refused(
         f"error: no switch of {NAME} is running; `tidal status` shows its last run"
 
 
-def test_abort_reaches_a_switch_the_daemon_runs(
-        make_emulator: Callable[..., object], tmp_path: Path) -> None:
-    """`tidal run` carries out a due night (pauseBetweenWaves 1h): aborted after wave 1, the
-    run halts there (onFailure halt) and says why; the daemon logs the command."""
-    from tests.e2e.daemon_helpers import (
-        STATE_NS,
-        settled_team,
-        start_daemon,
-        stop,
-        wait_for,
-        write_due_schedule,
-    )
+class DaemonRun:
+    """`tidal run` carrying out team-t1's due night, its journal, and commands to it."""
 
-    emu = settled_team(make_emulator)
-    schedules = tmp_path / "schedules"
-    write_due_schedule(schedules, pause="1h", on_failure="halt")
-    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    store = StateStore(KarmadaClient.from_kubeconfig(kubeconfig), STATE_NS)
-    daemon = start_daemon(emu, tmp_path, "a", schedules)
+    def __init__(self, make_emulator: Callable[..., object], tmp_path: Path, pause: str,
+                 on_failure: str) -> None:
+        from tests.e2e.daemon_helpers import (
+            STATE_NS,
+            settled_team,
+            start_daemon,
+            write_due_schedule,
+        )
 
-    def run() -> RunState:
-        return store.load("team-t1") or RunState("team-t1", "night", "none")
+        emu = settled_team(make_emulator)
+        self.tmp, self.schedules = tmp_path, tmp_path / "schedules"
+        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure)
+        self.kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+        self.store = StateStore(KarmadaClient.from_kubeconfig(self.kubeconfig), STATE_NS)
+        self.namespace = STATE_NS
+        self.daemon = start_daemon(emu, tmp_path, "a", self.schedules)
 
-    try:
-        wait_for(lambda: bool(run().waves) and run().waves[0].result == "succeeded", 60,
-                 "wave 1")
-        result = CliRunner().invoke(cli, ["abort", "team-t1", "--schedules", str(schedules),
-                                          "--kubeconfig", str(kubeconfig)],
-                                    env={"TIDAL_STATE_NAMESPACE": STATE_NS})
+    def run(self) -> RunState:
+        return self.store.load("team-t1") or RunState("team-t1", "night", "none")
+
+    def wait(self, check: Callable[[RunState], bool], what: str) -> RunState:
+        from tests.e2e.daemon_helpers import wait_for
+
+        wait_for(lambda: check(self.run()), 60, what)
+        return self.run()
+
+    def command(self, verb: str) -> None:
+        result = CliRunner().invoke(cli, [verb, "team-t1", "--schedules", str(self.schedules),
+                                          "--kubeconfig", str(self.kubeconfig)],
+                                    env={"TIDAL_STATE_NAMESPACE": self.namespace})
         assert result.exit_code == 0, result.output
-        wait_for(lambda: run().finished, 60, "the aborted run to halt")
-        assert run().result == "failed" and "tidal abort" in run().reason
-        assert all(w.started_at is None for w in run().waves[1:])
-    finally:
-        stop(daemon)
-    assert '"run_aborted"' in (tmp_path / "a.log").read_text()
+
+    def stop(self) -> str:
+        from tests.e2e.daemon_helpers import stop
+
+        stop(self.daemon)
+        return (self.tmp / "a.log").read_text()
+
+
+@pytest.fixture
+def daemon_run(make_emulator: Callable[..., object], tmp_path: Path
+               ) -> Iterator[Callable[[str, str], DaemonRun]]:
+    made: list[DaemonRun] = []
+
+    def start(pause: str, on_failure: str = "halt") -> DaemonRun:
+        made.append(DaemonRun(make_emulator, tmp_path, pause, on_failure))
+        return made[-1]
+
+    yield start
+    for run in made:
+        if run.daemon.poll() is None:
+            run.stop()
+
+
+def _started(run: RunState) -> bool:
+    return bool(run.waves) and run.waves[0].started_at is not None
+
+
+def test_pause_and_resume_reach_a_switch_the_daemon_runs(
+        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    """The daemon's night (2s between waves), paused while wave 1 runs: wave 2 waits while
+    paused; resumed, the run succeeds; the daemon logs both commands."""
+    daemon = daemon_run("2s", "halt")
+    daemon.wait(_started, "wave 1")
+    daemon.command("pause")
+    daemon.wait(lambda run: run.waves[0].result == "succeeded", "wave 1 done")
+    time.sleep(3)  # past the 2s pause: wave 2 would have started
+    assert daemon.run().waves[1].started_at is None
+    daemon.command("resume")
+    run = daemon.wait(lambda run: run.finished, "the run to finish")
+    assert run.result == "succeeded"
+    log = daemon.stop()
+    assert '"run_paused"' in log and '"run_resumed"' in log
+
+
+def test_promote_reaches_a_switch_the_daemon_runs(
+        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    """The daemon's night (1h between waves), promoted after wave 1: the run succeeds now."""
+    daemon = daemon_run("1h", "halt")
+    daemon.wait(lambda run: bool(run.waves) and run.waves[0].result == "succeeded", "wave 1")
+    daemon.command("promote")
+    run = daemon.wait(lambda run: run.finished, "the promoted run to finish")
+    assert run.result == "succeeded"
+    assert '"run_promoted"' in daemon.stop()
+
+
+def test_abort_reaches_a_switch_the_daemon_runs(
+        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    """The daemon's night (1h between waves), aborted after wave 1: the run halts there
+    (onFailure halt) and says why; the daemon logs the command."""
+    daemon = daemon_run("1h", "halt")
+    daemon.wait(lambda run: bool(run.waves) and run.waves[0].result == "succeeded", "wave 1")
+    daemon.command("abort")
+    run = daemon.wait(lambda run: run.finished, "the aborted run to halt")
+    assert run.result == "failed" and "tidal abort" in run.reason
+    assert all(w.started_at is None for w in run.waves[1:])
+    assert '"run_aborted"' in daemon.stop()
 
 
 def test_retry_re_runs_the_failed_wave(make_switch_emulator: MakeEmulator,
