@@ -182,6 +182,10 @@ class Metrics:
             "tidal_last_switch_refused_timestamp_seconds",
             "When a switch to the window was last refused before any write, by reason.",
             (*sw, "reason"))
+        self.run_commands = counter(
+            "tidal_run_commands_total",
+            "Operator commands (pause, resume, abort, promote) a run in flight acted on.",
+            ("schedule", "command"))
         self.windows_missed = counter(
             "tidal_windows_missed_total",
             "Windows not carried out because their start was outside the catch-up window.", sw)
@@ -312,7 +316,8 @@ class Metrics:
                        self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
                        self.window_period, self.windows_missed, self.state_corrupt_total,
                        self.schedule_blocked, self.switches_refused, self.switch_worker_errors,
-                       self.journal_lost_total, self.policy_drift, self.schedule_info):
+                       self.journal_lost_total, self.policy_drift, self.schedule_info,
+                       self.run_commands):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -430,6 +435,10 @@ class Metrics:
         """Count a window whose start fell outside the catch-up window."""
         self.windows_missed.labels(schedule, window).inc()
 
+    def run_command(self, schedule: str, command: str) -> None:
+        """Count an operator's command a run in flight acted on (tidal.daemon.interlude)."""
+        self.run_commands.labels(schedule, command).inc()
+
     def set_clock_skew(self, skew: float, limit: float) -> None:
         """Publish the last measured clock skew and the limit it is held to."""
         self.clock_skew.set(skew)
@@ -533,6 +542,8 @@ class DaemonMetrics(Protocol):
     def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None: ...
     def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None: ...
     def window_missed(self, schedule: str, window: str) -> None: ...
+
+    def run_command(self, schedule: str, command: str) -> None: ...
     def set_clock_skew(self, skew: float, limit: float) -> None: ...
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
                       ) -> None: ...
@@ -580,6 +591,9 @@ class NullMetrics:
         pass
 
     def window_missed(self, schedule: str, window: str) -> None:
+        pass
+
+    def run_command(self, schedule: str, command: str) -> None:
         pass
 
     def set_clock_skew(self, skew: float, limit: float) -> None:

@@ -6,6 +6,7 @@ KUBECONFIG and KUBERNETES_SERVICE_HOST (where to look for a kubeconfig when none
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
@@ -152,6 +153,9 @@ class Settings(BaseSettings):
     context: str | None = None
     schedules: Path = Path("schedules")
     port: int = Field(8080, ge=0, le=65535)
+    # the address /healthz, /readyz, /metrics and /status are served on (0.0.0.0: every IPv4
+    # interface; 127.0.0.1: this host only; "::" every IPv6 one)
+    listen_address: str = "0.0.0.0"
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     state_namespace: str = "tidal-system"
@@ -169,6 +173,14 @@ class Settings(BaseSettings):
                                                                   "kubeconfig_env"))
     kubernetes_service_host: str = Field("", validation_alias=AliasChoices(
         "KUBERNETES_SERVICE_HOST", "kubernetes_service_host"))
+    # the terminal's COLUMNS (as `ls` and kubectl honour it): the width of tidal's tables
+    columns_env: str = Field("", validation_alias=AliasChoices("COLUMNS", "columns_env"))
+
+    @property
+    def columns(self) -> int | None:
+        """COLUMNS when it is a positive number of columns, else None (not set or garbled)."""
+        text = self.columns_env.strip()
+        return int(text) if text.isdigit() and int(text) > 0 else None
 
     def kubeconfig_sources(self) -> KubeconfigSources:
         """Where the access layer looks for a kubeconfig when `kubeconfig` is not set."""
@@ -176,6 +188,15 @@ class Settings(BaseSettings):
         return KubeconfigSources(listed, bool(self.kubernetes_service_host),
                                  Path.home() / ".kube" / "config")
     api: ApiSettings = ApiSettings()
+
+    @field_validator("listen_address")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            raise ValueError("expected an IP address to listen on, e.g. 0.0.0.0 (every "
+                             "interface) or 127.0.0.1 (this host only)") from None
 
     @field_validator("state_namespace")
     @classmethod

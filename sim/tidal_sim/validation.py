@@ -175,6 +175,8 @@ class SchemaValidator:
         unknown: list[str] = []
         if validator is not None:
             prune(self._schemas[key], obj, "", unknown, root=True)
+        elif rtype.kind in ("PropagationPolicy", "ClusterPropagationPolicy"):
+            unknown.extend(fallback_unknown(obj))
         problems = [*decoding, *(f'unknown field "{u}"' for u in sorted(unknown))]
         if problems and field_validation == "Strict":
             text = "strict decoding error: " + ", ".join(problems)
@@ -253,6 +255,27 @@ def _metadata_causes(obj: Obj) -> list[Cause]:
     return []
 
 
+_WEIGHTS = "spec.placement.replicaScheduling.weightPreference.staticWeightList"
+_WEIGHT_FIELDS = ("targetCluster", "weight")
+
+
+def fallback_unknown(obj: Obj) -> list[str]:
+    """Without the CRDs: the unknown fields of a policy's static weights (pruned, in place),
+    the one place a misspelt field changes what tidal's schedules do."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    weights = (((spec.get("placement") or {}).get("replicaScheduling") or {})
+               .get("weightPreference") or {}).get("staticWeightList") or []
+    unknown = []
+    for i, item in enumerate(weights if isinstance(weights, list) else []):
+        for key in [k for k in item if k not in _WEIGHT_FIELDS] if isinstance(item, dict) \
+                else []:
+            unknown.append(f"{_WEIGHTS}[{i}].{key}")
+            del item[key]
+    return unknown
+
+
 def fallback_causes(rtype: ResourceType, obj: Obj) -> list[Cause]:
     """The few schema rules tidal depends on, for when the upstream CRDs are not at hand."""
     spec = obj.get("spec")
@@ -281,7 +304,9 @@ def fallback_causes(rtype: ResourceType, obj: Obj) -> list[Cause]:
             field = (
                 f"spec.placement.replicaScheduling.weightPreference.staticWeightList[{i}].weight"
             )
-            if not isinstance(weight, int) or weight < 1:
+            if weight is None:
+                required(field)
+            elif not isinstance(weight, int) or weight < 1:
                 causes.append(
                     {
                         "reason": "FieldValueInvalid",

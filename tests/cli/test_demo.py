@@ -199,3 +199,36 @@ def test_the_demo_says_policy_actions_in_words(action: PolicyAction) -> None:
     line = describe(run, event, "", lambda schedule: {})  # type: ignore[arg-type]
     assert line is not None and line.startswith("team-1005 night: ClusterPropagationPolicy ")
     assert "_" not in line.split(": ", 2)[-1], line
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_status_after_demo_keep_shows_no_false_edit(tmp_path: Path) -> None:
+    """`tidal demo --keep` names the `tidal status` command for what it ran; that status
+    shows no "edit pending" (nothing was edited) and, from the cluster, day in force."""
+    import signal
+
+    demo = subprocess.Popen([*tidal_command(), "demo", "--keep", "--speed", "20"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert demo.stdout is not None
+        status = None
+        deadline = time.monotonic() + 170
+        for line in demo.stdout:
+            if line.strip().startswith("tidal status "):
+                status = line.split()[1:]
+            if "Ctrl-C to stop" in line or time.monotonic() > deadline:
+                break
+        assert status, "the demo's --keep hints name no `tidal status` command"
+        done = subprocess.run([*tidal_command(), *status, "-o", "json"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)["schedules"]
+        assert [s["name"] for s in report] == ["team-1005", "team-2001"]
+        for entry in report:
+            assert entry["editPending"] is None
+            assert (entry["windowInForce"]["window"], entry["windowInForce"]["source"]) == \
+                ("day", "cluster")
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=30)

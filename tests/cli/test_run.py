@@ -91,3 +91,25 @@ def test_until_parses_local_hh_mm_and_iso() -> None:
                                                                          tzinfo=UTC)
     with pytest.raises(ValueError, match="--until"):
         parse_until("tomorrow", tz, now)
+
+
+def test_run_listens_on_the_address_it_is_given(emulator: Any, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """TIDAL_LISTEN_ADDRESS=127.0.0.1 serves /healthz on loopback only; the default stays
+    0.0.0.0; a value that is not an IP address is a one-line setting error."""
+    from tidal.daemon.app import Daemon
+    from tidal.settings import SettingsError, load_settings
+
+    assert load_settings().listen_address == "0.0.0.0"
+    with pytest.raises(SettingsError, match=r"TIDAL_LISTEN_ADDRESS: .*IP address"):
+        load_settings(listen_address="every-interface")
+    monkeypatch.setenv("TIDAL_LISTEN_ADDRESS", "127.0.0.1")
+    (tmp_path / "schedules").mkdir()
+    settings = load_settings(schedules=tmp_path / "schedules", port=0, identity="a")
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"))
+    daemon = Daemon(settings, client=client, watch=False).start()
+    try:
+        assert daemon.http is not None
+        assert daemon.http.server.server_address[0] == "127.0.0.1"
+    finally:
+        daemon.shutdown(0)

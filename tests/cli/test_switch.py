@@ -166,17 +166,36 @@ def test_status_shows_manual_runs_and_manual_runs_write_events(
     assert {"SwitchStarted", "SwitchSucceeded", "SwitchFailed"} <= reasons, reasons
 
 
-def test_on_a_terminal_each_gate_is_printed_once(
+def test_on_a_terminal_the_live_view_shows_each_wave_and_no_log_line(
         make_switch_emulator: MakeEmulator, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the live progress on a terminal, engine events are not logged again at info level
-    (each gate shows once, as a progress line)."""
+    """With the live view on a terminal's stderr: each wave ends succeeded with all its
+    workloads converged and ready/desired per cluster, and no log line (JSON or not) is
+    mixed into it; stdout still carries the one result document."""
     from tidal.cli import switch as switch_cli
 
     _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
     monkeypatch.setattr(switch_cli, "stderr_is_terminal", lambda: True)
+    monkeypatch.setenv("COLUMNS", "160")
     result = invoke_cli("switch", path, kubeconfig, "--yes")
     assert result.exit_code == 0, result.output
-    lines = result.stderr.splitlines()
-    assert sum("gate converged passed" in line for line in lines) == 2  # one per wave
-    assert not any("gate_passed" in line for line in lines)
+    assert json.loads(result.stdout)["result"] == "succeeded"
+    rows = [line for line in result.stderr.splitlines() if "succeeded" in line and "│" in line]
+    assert len(rows) == 2, result.stderr  # one per wave, in the final view
+    for row in rows:
+        assert "2/2" in row and "cluster-b 10/10" in row, row  # 2 workloads x 5 replicas
+    assert "run succeeded" in result.stderr
+    assert not any(mark in result.stderr for mark in ('"event"', "gate_passed", "[info"))
+
+
+def test_off_a_terminal_stdout_is_one_result_document_and_logs_go_to_stderr(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """`tidal switch --yes` piped (no -o): stdout is exactly one JSON document, the run
+    record; every log line is on stderr."""
+    _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
+    result = invoke_cli("switch", path, kubeconfig, "--yes")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["result"] == "succeeded" and record["schedule"] == "team-s"
+    logged = [json.loads(line)["event"] for line in result.stderr.splitlines()]
+    assert "run_started" in logged and "run_finished" in logged

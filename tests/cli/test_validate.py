@@ -113,6 +113,7 @@ def test_with_a_kubeconfig_policies_are_checked_against_the_published_schemas(
     typo.write_text(source.replace("weightPreference:", "weightPreferences:", 1))
     result = CliRunner().invoke(cli, ["validate", str(typo), "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 1, result.output
-    assert "unknown field 'weightPreferences'" in result.stderr.splitlines()[0]
+    assert "unknown field `weightPreferences` (did you mean `weightPreference`?)" in \
+        result.stderr.splitlines()[0]
     plain = CliRunner().invoke(cli, ["validate", str(typo)])
     assert plain.exit_code == 0 and NOT_CHECKED in plain.stderr

@@ -109,6 +109,38 @@ def test_symlink_swap_in_configmap_style_directory_is_picked_up(tmp_path: Path) 
         watcher.stop()
 
 
+def test_git_sync_checkout_flips_are_reloaded_each_time(tmp_path: Path) -> None:
+    """Schedules read through git-sync's link (root/repo -> .worktrees/<commit>, the old
+    worktree removed on each sync): the first and a second flip are both reloaded."""
+    import shutil
+
+    from tidal.daemon.reload import ScheduleDirectory, watch_roots
+
+    root = tmp_path / "git"
+    for commit, night in (("c1", "23:00"), ("c2", "22:00"), ("c3", "21:00")):
+        (root / ".worktrees" / commit / "teams").mkdir(parents=True)
+        (root / ".worktrees" / commit / "teams" / "team-a.yaml").write_text(
+            schedule_yaml("team-a", night=night))
+    os.symlink(".worktrees/c1", root / "repo")
+    schedules = root / "repo" / "teams"
+    assert watch_roots(schedules) == [schedules, root]
+    directory = ScheduleDirectory(schedules)
+    directory.reload()
+    watcher = DirectoryWatcher(schedules, directory.reload, debounce_ms=50)
+    watcher.start()
+    try:
+        time.sleep(0.3)  # let the watcher arm
+        for old, new, night in (("c1", "c2", "22:00"), ("c2", "c3", "21:00")):
+            os.symlink(f".worktrees/{new}", root / "repo-tmp")
+            os.replace(root / "repo-tmp", root / "repo")
+            shutil.rmtree(root / ".worktrees" / old)
+            assert wait_for(
+                lambda night=night: directory.get("team-a").schedule.window("night").start
+                == night, 5)
+    finally:
+        watcher.stop()
+
+
 class _BrokenLeaseStore:
     """A Lease store that fails in a way the elector does not expect."""
 

@@ -17,6 +17,10 @@ needs_crds = needs_upstream_crds
 REPO = Path(__file__).parents[2]
 GOOD = (REPO / "schedules" / "team-3007.yaml").read_text()
 MANIFEST = (REPO / "schedules" / "policies" / "team-2001-cpp-day.yaml").read_text()
+# the fields of a policy spec (v1.18.2 CRD), as an unknown field in it lists them
+ALLOWED_SPEC = ("activationPreference, association, conflictResolution, dependentOverrides, "
+                "failover, placement, preemption, preserveResourcesOnDeletion, priority, "
+                "propagateDeps, resourceSelectors, schedulePriority, schedulerName, suspension")
 SWAP_SCHEDULE = """\
 apiVersion: tidal.io/v1alpha1
 kind: TidalSchedule
@@ -185,8 +189,9 @@ def test_symlink_inside_the_tree_is_fine(tmp_path: Path) -> None:
         marks=needs_crds),
     pytest.param(
         MANIFEST.replace("  placement:", "  placment:"),
-        ["16:3: spec.placment: unknown field 'placment' for a Karmada policy (Karmada would "
-         "drop it); fix the spelling or remove it (swapped in by s.yaml)"],
+        ["16:3: spec.placment: unknown field `placment` (did you mean `placement`?) for a "
+         "Karmada policy (Karmada would drop it); allowed: " + ALLOWED_SPEC + "; fix the "
+         "spelling or remove it (swapped in by s.yaml)"],
         marks=needs_crds),
 ])
 def test_manifest_that_is_not_a_valid_policy(tmp_path: Path, manifest: str,

@@ -41,7 +41,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "monitoring": {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"},
+                               "runbookBaseUrl": "https://git.example.com/tidal/blob/main/"},
         }
     },
     "dashboard": {"dashboard": {"enabled": True, "namespace": "grafana", "folder": "Platform"}},
@@ -71,6 +72,27 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                        "whenUnsatisfiable": "ScheduleAnyway",
                                        "labelSelector": {"matchLabels": {
                                            "app.kubernetes.io/name": "tidal"}}}],
+    },
+    "git-sync": {
+        "schedules": {"gitSync": {"enabled": True, "repo": "https://git.example.com/ops/sched",
+                                  "ref": "main", "period": "30s", "subPath": "teams/",
+                                  "auth": {"secretName": "git-creds"}}},
+    },
+    "git-sync-ssh": {
+        "schedules": {"gitSync": {"enabled": True, "repo": "git@git.example.com:ops/sched.git",
+                                  "auth": {"secretName": "git-ssh", "type": "ssh"}}},
+    },
+    "extras": {
+        "extraContainers": [{
+            "name": "shipper", "image": "registry.example.com/shipper:1",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 10002,
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                                "readOnlyRootFilesystem": True},
+            "volumeMounts": [{"name": "spool", "mountPath": "/spool"}]}],
+        "extraVolumes": [{"name": "spool", "emptyDir": {}}],
+        "extraVolumeMounts": [{"name": "spool", "mountPath": "/spool", "readOnly": True}],
     },
     "values-schedules": {
         "schedules": {
@@ -336,7 +358,9 @@ def test_service_monitor_and_prometheus_rule(render: Render) -> None:
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
     rule = one(objects, "PrometheusRule")
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rule["spec"]["groups"] == yaml.safe_load(rules_file.read_text())["groups"]
+    base = VARIANTS["monitoring"]["metrics"]["prometheusRule"]["runbookBaseUrl"]
+    assert rule["spec"]["groups"] == yaml.safe_load(rules_file.read_text().replace(
+        "runbook_url: docs/", f"runbook_url: {base}docs/"))["groups"]
     for group in rule["spec"]["groups"]:
         assert group["name"] and group["rules"]
         for r in group["rules"]:
@@ -346,10 +370,11 @@ def test_service_monitor_and_prometheus_rule(render: Render) -> None:
 
 
 def test_chart_alert_rules_are_the_package_rules_file() -> None:
-    """The chart's files/tidal-alerts.yaml links to tidal/rules/tidal-alerts.yaml: no copy."""
-    rules_file = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
-    needs_file(rules_file)
-    link = CHART / "files" / "tidal-alerts.yaml"
+    """The chart holds the rules file itself (files/tidal-alerts.yaml); the package's
+    tidal/rules/tidal-alerts.yaml links to it: one source, no copy."""
+    rules_file = CHART / "files" / "tidal-alerts.yaml"
+    assert rules_file.is_file() and not rules_file.is_symlink()
+    link = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
     assert link.is_symlink()
     assert link.resolve() == rules_file.resolve()
 
@@ -518,7 +543,7 @@ def test_network_policy_admits_only_probes_and_reaches_only_dns_and_the_apiserve
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
     assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["http"]
     egress_ports = sorted({p["port"] for r in policy["spec"]["egress"] for p in r["ports"]})
-    assert egress_ports == [53, 443, 5443, 6443]
+    assert egress_ports == [53, 443, 5443, 6443, 32443]
     peer = {"ipBlock": {"cidr": "10.0.0.10/32"}}
     narrowed = one(render({"networkPolicy": {"apiserverPorts": [5443], "apiserverPeers": [peer],
                                              "metricsFrom": [{"podSelector": {}}]}}),

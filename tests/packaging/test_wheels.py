@@ -62,6 +62,7 @@ def test_product_wheel_registers_no_commands(product_wheel: zipfile.ZipFile) -> 
     entry_points = product_wheel.read("tidal-0.1.0.dist-info/entry_points.txt").decode()
     assert "tidal.commands" not in entry_points
     assert "tidal = tidal.cli.main:main" in entry_points
+    assert "kubectl-tidal = tidal.cli.main:kubectl_main" in entry_points  # the kubectl plugin
 
 
 def test_sim_wheel_carries_emulator_demo_and_commands(sim_wheel: zipfile.ZipFile) -> None:

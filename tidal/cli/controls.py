@@ -1,10 +1,11 @@
 """Operator controls persisted in the state (hold across restarts and replicas):
 `tidal suspend NAME`, `tidal resume NAME`, `tidal skip NAME`, `tidal hold NAME --window W
---until TIME`."""
+--until TIME`; and of the switch in flight: `tidal pause|abort|promote NAME` (`resume` too)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,21 +14,22 @@ from zoneinfo import ZoneInfo
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.status import connect
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("--context", default=None)(f)
-    f = click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False),
-                     default=None)(f)
+    f = context_option(f)
+    f = kubeconfig_option(f)
     f = click.option("--schedules", type=click.Path(path_type=Path), default=None,
                      help="schedules directory (TIDAL_SCHEDULES)")(f)
     return click.argument("name")(f)
 
 
 def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
-           change: Callable[[Any, Any, datetime], Any], done: str | Callable[[], str]
-           ) -> None:
+           change: Callable[..., Any], done: str | Callable[[], str], *,
+           with_run: bool = False) -> None:
+    """Write `change(controls, schedule, now[, run in the journal])` into NAME's controls."""
     from tidal.daemon.state import StateStore
     from tidal.domain.clock import SystemClock
     from tidal.karmada.errors import KarmadaError
@@ -42,7 +44,8 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
     now = SystemClock().now()
     store = StateStore(client, settings.state_namespace)
     try:
-        store.update_controls(name, lambda c: change(c, item.schedule, now))
+        run = (store.load(name),) if with_run else ()
+        store.update_controls(name, lambda c: change(c, item.schedule, now, *run))
     except KarmadaError as exc:
         click.echo(f"error: cannot write the controls of {name}: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
@@ -54,17 +57,22 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
 
 
 def _suspension(command: str, suspended: bool, outcome: str, help_text: str) -> click.Command:
-    """`tidal suspend` / `tidal resume`: set or clear the persisted suspension."""
+    """`tidal suspend` / `tidal resume`: set or clear the persisted suspension (resume also
+    lets a paused switch in flight go on)."""
 
     @click.command(command, help=help_text)
     @_common
     def set_suspended(name: str, schedules: Path | None, kubeconfig: Path | None,
                       context: str | None) -> None:
-        from tidal.domain.windows import Controls
+        from tidal.domain.run_control import RunCommand
 
-        _apply(name, schedules, kubeconfig, context,
-               lambda c, s, now: Controls(suspended, c.skip_start, c.hold),
-               f"{name}: {outcome}")
+        def change(c: Any, schedule: Any, now: datetime) -> Any:
+            run = c.run
+            if not suspended and run is not None and run.paused:
+                run = run.apply(RunCommand.RESUME, now)
+            return replace(c, suspended=suspended, run=run)
+
+        _apply(name, schedules, kubeconfig, context, change, f"{name}: {outcome}")
 
     return set_suspended
 
@@ -74,7 +82,45 @@ suspend_command = _suspension(
     "Stop running NAME's windows until `tidal resume NAME` (persisted).")
 resume_command = _suspension(
     "resume", False, "resumed",
-    "Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs).")
+    "Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs), and let a "
+    "switch of NAME paused by `tidal pause NAME` go on.")
+
+
+def _run_command(command: str, outcome: str, help_text: str) -> click.Command:
+    """`tidal pause|abort|promote NAME`: a command to the switch of NAME in flight (run by the
+    daemon or by `tidal switch`), which acts on it before its next wave."""
+
+    @click.command(command, help=help_text)
+    @_common
+    def give(name: str, schedules: Path | None, kubeconfig: Path | None,
+             context: str | None) -> None:
+        from tidal.domain.run_control import RunCommand, command_for
+
+        def change(c: Any, schedule: Any, now: datetime, run: Any) -> Any:
+            if run is None or run.finished:
+                raise ValueError(f"no switch of {name} is running; `tidal status` shows its "
+                                 "last run")
+            return replace(c, run=command_for(c.run, run.run_id, RunCommand(command), now))
+
+        _apply(name, schedules, kubeconfig, context, change, f"{name}: {outcome}",
+               with_run=True)
+
+    return give
+
+
+pause_command = _run_command(
+    "pause", "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
+    "Hold NAME's switch in flight before its next wave, until `tidal resume NAME`, "
+    "`tidal promote NAME` or `tidal abort NAME`.")
+abort_command = _run_command(
+    "abort", "the switch in flight stops before its next wave, rolled back or halted as its "
+             "onFailure says",
+    "Stop NAME's switch in flight before its next wave: rolled back (onFailure: rollback) or "
+    "halted (onFailure: halt).")
+promote_command = _run_command(
+    "promote", "the switch in flight goes on without its remaining pauses between waves",
+    "Let NAME's switch in flight go on at once, skipping its remaining pauses between waves "
+    "(and a `tidal pause`).")
 
 
 @click.command("skip")
@@ -82,7 +128,7 @@ resume_command = _suspension(
 def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
                  context: str | None) -> None:
     """Skip NAME's next window start only; the window in force stays."""
-    from tidal.domain.windows import Controls, next_start, times_of
+    from tidal.domain.windows import next_start, times_of
 
     chosen: list[str] = []
 
@@ -91,7 +137,7 @@ def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
         if upcoming is None:
             raise ValueError(f"{name} has no upcoming window start to skip")
         chosen.append(f"{upcoming.window} at {upcoming.at.isoformat()}")
-        return Controls(c.suspended, upcoming.at, c.hold)
+        return replace(c, skip_start=upcoming.at)
 
     _apply(name, schedules, kubeconfig, context, change,
            lambda: f"{name}: the start of {chosen[-1]} will be skipped")
@@ -123,7 +169,7 @@ def hold_command(name: str, schedules: Path | None, kubeconfig: Path | None, con
                  window: str, until: str) -> None:
     """Keep WINDOW in force for NAME until a time (running it now if it is not), then resume
     the normal schedule."""
-    from tidal.domain.windows import Controls, Hold
+    from tidal.domain.windows import Hold
 
     def change(c: Any, schedule: Any, now: datetime) -> Any:
         try:
@@ -133,10 +179,11 @@ def hold_command(name: str, schedules: Path | None, kubeconfig: Path | None, con
         end = parse_until(until, ZoneInfo(schedule.spec.time_zone), now)
         if end <= now:
             raise ValueError(f"--until {until!r} is in the past")
-        return Controls(c.suspended, c.skip_start, Hold(window, end, now))
+        return replace(c, hold=Hold(window, end, now))
 
     _apply(name, schedules, kubeconfig, context, change,
            f"{name}: window {window} held until {until}")
 
 
-COMMANDS = [suspend_command, resume_command, skip_command, hold_command]
+COMMANDS = [suspend_command, resume_command, skip_command, hold_command, pause_command,
+            abort_command, promote_command]

@@ -41,9 +41,14 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
+def main(prog_name: str = "tidal") -> None:
     try:
-        cli.main(prog_name="tidal", standalone_mode=True)
+        cli.main(prog_name=prog_name, standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+
+
+def kubectl_main() -> None:
+    """`kubectl-tidal`, the kubectl plugin: kubectl runs it for `kubectl tidal ...`."""
+    main(prog_name="kubectl tidal")

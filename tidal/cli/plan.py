@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
+from tidal.cli.options import context_option, kubeconfig_option, table_width
 from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 
 
@@ -145,13 +146,14 @@ def settings_and_client(kubeconfig: Path | None, context: str | None,
     return settings, client_of(settings)
 
 
-def render_plan(sp: Any, problems: list[str], out: Any = None) -> None:
+def render_plan(sp: Any, problems: list[str], out: Any = None,
+                columns: int | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     out = out or sys.stdout
     console = Console(file=out, soft_wrap=True, markup=False, highlight=False,
-                      width=None if out.isatty() else 160)
+                      width=table_width(out, columns, 160))
     plan = sp.plan
     console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
@@ -224,8 +226,8 @@ def _amounts(amounts: dict[str, dict[str, float]]) -> str:
 @click.command("plan")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to plan")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None, help="kubeconfig context")
+@kubeconfig_option
+@context_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 @karmada_version_option
@@ -261,7 +263,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
                      "problems": problems, "safe": not problems})
         click.echo(json.dumps(data, indent=2))
     else:
-        render_plan(sp, problems)
+        render_plan(sp, problems, columns=settings.columns)
     raise SystemExit(UNSAFE_PLAN if problems else OK)
 
 

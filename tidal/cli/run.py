@@ -11,22 +11,26 @@ from types import FrameType
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT
+from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import karmada_overrides, karmada_version_option
 
 
 @click.command("run")
 @click.option("--schedules", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="schedules directory (TIDAL_SCHEDULES)")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG)")
-@click.option("--context", default=None, help="kubeconfig context (TIDAL_CONTEXT)")
+@kubeconfig_option
+@context_option
 @click.option("--port", type=int, default=None,
               help="port for /healthz, /readyz and /metrics (TIDAL_PORT)")
+@click.option("--listen-address", default=None,
+              help="IP address to serve them on (TIDAL_LISTEN_ADDRESS; default 0.0.0.0, every "
+                   "interface; 127.0.0.1 for this host only)")
 @click.option("--identity", default=None,
               help="leader-election identity (TIDAL_IDENTITY; default hostname-pid)")
 @karmada_version_option
 def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | None,
-                port: int | None, identity: str | None, karmada_version: str | None) -> None:
+                port: int | None, listen_address: str | None, identity: str | None,
+                karmada_version: str | None) -> None:
     """Run the daemon: fire every window once, at the right local time, on one replica."""
     from tidal.daemon.app import Daemon
     from tidal.karmada.client import KarmadaClient
@@ -37,7 +41,7 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
 
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context,
-                                 port=port, identity=identity,
+                                 port=port, listen_address=listen_address, identity=identity,
                                  karmada=karmada_overrides(karmada_version))
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -64,8 +68,9 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
     try:
         daemon.start()
     except OSError as exc:
-        click.echo(f"error: cannot serve HTTP on port {settings.port}: {exc.strerror}; "
-                   "choose another with --port or TIDAL_PORT", err=True)
+        click.echo(f"error: cannot serve HTTP on {settings.listen_address} port "
+                   f"{settings.port}: {exc.strerror}; choose another with --port/TIDAL_PORT or "
+                   "--listen-address/TIDAL_LISTEN_ADDRESS", err=True)
         raise SystemExit(INVALID_INPUT) from None
     while not daemon.wait(0.5):
         pass

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from tidal.cli.exitcodes import INVALID_INPUT, OK
+from tidal.cli.exitcodes import INVALID_INPUT, OK, USAGE_ERROR
+from tidal.cli.options import context_option, kubeconfig_option, table_width
 
 
 def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
@@ -24,10 +25,15 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
 
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context)
-        client = KarmadaClient.from_settings(settings)
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
+    if not settings.schedules.exists():
+        click.echo(f"error: schedules {settings.schedules} does not exist; pass --schedules DIR "
+                   "or set TIDAL_SCHEDULES", err=True)
+        raise SystemExit(USAGE_ERROR)
+    try:
+        client = KarmadaClient.from_settings(settings)
     except KarmadaError as exc:
         click.echo(f"error: {exc}; pass --kubeconfig or set TIDAL_KUBECONFIG", err=True)
         raise SystemExit(INVALID_INPUT) from None
@@ -48,6 +54,15 @@ def _when(value: str | None, zone: tzinfo) -> str:
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return at.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _in_force(in_force: dict[str, Any], zone: tzinfo) -> str:
+    """`night (since ...)`, and what the schedule says when a switch by hand overrode it."""
+    text = f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})"
+    scheduled = in_force.get("scheduled")
+    if in_force.get("source") != "schedule" and scheduled and scheduled != in_force["window"]:
+        text += f", not {scheduled} as scheduled"
+    return text
 
 
 def last_run(entry: dict[str, Any]) -> dict[str, Any]:
@@ -76,8 +91,8 @@ def leftover_note(items: list[dict[str, Any]]) -> str:
               show_default=True)
 @click.option("--schedules", type=click.Path(path_type=Path), default=None,
               help="schedules directory (TIDAL_SCHEDULES)")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None)
+@kubeconfig_option
+@context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
 def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
                    context: str | None, utc: bool) -> None:
@@ -123,6 +138,11 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         if waiting:
             what = "a switch slot" if waiting["reason"] == "slot" else "surge capacity"
             flags.append(f"waiting for {what} since {_when(waiting['since'], zone)}")
+        control = s.get("runControl")
+        if control:
+            flags.append("aborting (tidal abort)" if control["aborted"] else
+                         "paused (tidal resume to go on)" if control["paused"] else
+                         "promoted: no more pauses" if control["promoted"] else "running")
         if s["blocked"]:
             flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
         for held in s["lazyHeld"]:
@@ -132,13 +152,13 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         if s.get("leftovers"):
             flags.append(leftover_note(s["leftovers"]))
         table.add_row(
-            s["name"], f"{in_force.get('window', '-')} ({_when(in_force.get('start'), zone)})",
+            s["name"], _in_force(in_force, zone),
             f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
             f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
             ", ".join(flags) or "active",
             ", ".join(d["policy"] for d in s["drift"]) or "-")
-    # Piped or redirected: never cut a value at 80 columns.
-    Console(width=None if sys.stdout.isatty() else 400).print(table)
+    # COLUMNS when set; piped or redirected, never cut a value at 80 columns.
+    Console(width=table_width(sys.stdout, settings.columns, 400)).print(table)
     known = {s["name"] for s in report["schedules"]}
     orphans = [x for x in report["leftovers"]["items"] if x["schedule"] not in known]
     if orphans:

@@ -1,20 +1,24 @@
 """`tidal switch SCHEDULE_FILE --window NAME`: run a window now, with live progress on a TTY.
 
 Asks for confirmation unless --yes; without --yes and without a terminal on stdin it refuses
-(exit 4). `-o json` prints the run record. Exit 0 on success, 2 when a wave failed (halted or
+(exit 4). `-o json` (the default when stdout is not a terminal) prints the run record, one JSON
+document, on stdout; logs go to stderr. Exit 0 on success, 2 when a wave failed (halted or
 rolled back), 3 when the plan is refused as unsafe (nothing written), 1 on invalid input,
 4 not a terminal, 5 declined at the prompt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
+from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import (
     allow_unchecked_option,
     cli_settings,
@@ -35,77 +39,46 @@ def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-class WarningsOnly:
-    """The engine's logger with its info and debug lines dropped (the progress shows them)."""
-
-    def __init__(self) -> None:
-        import structlog
-
-        self._log = structlog.get_logger("tidal.engine")
-
-    def __getattr__(self, level: str) -> Any:
-        if level in ("warning", "error", "critical", "exception"):
-            return getattr(self._log, level)
-        return lambda *args, **kwargs: None
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
 
 
-class Progress:
-    """Renders engine events as a compact live display (rich) on a terminal."""
+@contextlib.contextmanager
+def _progress(settings: Any) -> Iterator[Any]:
+    """The live view on a terminal's stderr (None elsewhere). While it shows, logs below
+    WARNING are not printed (the view says it; TIDAL_LOG_LEVEL=DEBUG keeps them) and those
+    that are print above the view, never through it."""
+    from tidal.cli.progress import LiveProgress
+    from tidal.logs import configure_logging
 
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console(file=sys.stderr, markup=False, highlight=False)
-
-    def say(self, text: str, style: str | None = None) -> None:
-        self.console.print(text, style=style)
-
-    def __call__(self, event: Any) -> None:
-        from tidal.engine import events as ev
-
-        if isinstance(event, ev.RunStarted):
-            self.say(f"switch {event.schedule}/{event.window} run {event.run_id}: "
-                     f"{event.workloads} workload(s), {event.waves} wave(s), "
-                     f"trigger {event.trigger}", "bold")
-        elif isinstance(event, ev.PolicyChanged):
-            self.say(f"  policy {event.kind} {event.policy}: {ev.policy_action_text(event.action)}"
-                     + (" (+Lazy)" if event.lazy_added else ""))
-        elif isinstance(event, ev.WaveStarted):
-            what = "rollback wave" if event.rollback else "wave"
-            self.say(f"{what} {event.wave}: {len(event.workloads)} workload(s)", "bold")
-        elif isinstance(event, ev.GatePassed):
-            self.say(f"    gate {event.gate} passed")
-        elif isinstance(event, ev.WaveProgress):
-            ready = " ".join(f"{k}={v}/{event.assigned.get(k, 0)}"
-                             for k, v in sorted(event.ready.items()))
-            self.say(f"    {event.converged}/{event.total} converged; ready {ready}", "dim")
-        elif isinstance(event, ev.FloorBreached):
-            self.say(f"    floor breached: {event.workload} {event.ready} ready in "
-                     f"{event.cluster}, needs {event.required}", "red")
-        elif isinstance(event, ev.WorkloadSkipped):
-            self.say(f"    left out {event.workload}: {event.reason}", "yellow")
-        elif isinstance(event, ev.WaveFinished):
-            self.say(f"  wave {event.wave} {event.result} {event.reason}",
-                     "red" if event.result == "failed" else "green")
-        elif isinstance(event, ev.RunFinished):
-            self.say(f"run {event.result} {event.reason}",
-                     "green" if event.result == "succeeded" else "red")
+    if not stderr_is_terminal():
+        yield None
+        return
+    level = settings.log_level if settings.log_level == "DEBUG" else "WARNING"
+    with LiveProgress(width=settings.columns) as progress:
+        configure_logging(settings.log_format, level, cast(TextIO, progress.log_stream()))
+        try:
+            yield progress
+        finally:  # what is logged after the view (the lock released...) stays as quiet
+            configure_logging(settings.log_format, level)
 
 
 @click.command("switch")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to carry out now")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None, help="kubeconfig context")
+@kubeconfig_option
+@context_option
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="json: print the run record")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
+              help="json: print the run record (the default when stdout is not a terminal); "
+                   "text: one summary line")
 @karmada_version_option
 @allow_unchecked_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
-                   context: str | None, yes: bool, output: str,
+                   context: str | None, yes: bool, output: str | None,
                    karmada_version: str | None, allow_unchecked: bool) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
+    from tidal.daemon.interlude import OperatorInterlude
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
     from tidal.engine.journal import FencedOut, JournalLost
@@ -117,6 +90,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.karmada.errors import KarmadaError
 
     settings = cli_settings(kubeconfig, context, karmada_version)
+    output = output or ("text" if stdout_is_terminal() else "json")  # scripts get one document
     if not yes and not stdin_is_terminal():
         load_target(schedule_file, window)
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
@@ -127,7 +101,8 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             sp = build_plan(client, loaded.schedule, window)
             check = preflight(sp, ready_field_of(sp))
             problems = check.problems + plan_problems(sp)  # root causes first
-            render_plan(sp, problems, sys.stderr if output == "json" else None)
+            render_plan(sp, problems, sys.stderr if output == "json" else None,
+                        settings.columns)
             if problems:
                 raise SystemExit(UNSAFE_PLAN)
             if not click.confirm("carry out this switch now?", default=False, err=True):
@@ -135,19 +110,19 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                 raise SystemExit(DECLINED)
         journal = _journal(client, settings)
         observers = [_events(client, settings, journal)]
-        logger = None
-        if stderr_is_terminal() and output != "json":
-            observers.append(Progress())
-            if settings.log_level == "INFO":  # the progress lines say it: no log twin
-                logger = WarningsOnly()
+        with _progress(settings) as progress:
+            if progress is not None:
+                observers.append(progress)
 
-        def on_event(event: Any) -> None:
-            for observer in observers:
-                observer(event)
+            def on_event(event: Any) -> None:
+                for observer in observers:
+                    observer(event)
 
-        record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                            on_event=on_event, logger=logger,
-                            policy_settle=settings.karmada.policy_settle_seconds)
+            record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
+                                on_event=on_event,
+                                policy_settle=settings.karmada.policy_settle_seconds,
+                                interlude=OperatorInterlude(journal.store, loaded.schedule.name,
+                                                            SystemClock()))
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:
@@ -179,9 +154,9 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         click.echo(f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
                    + (" (already in force)" if record.noop else "") + f"; waves {waves}"
                    + (f"; {record.reason}" if record.reason else ""))
-        if not record.succeeded:
-            for line in left_behind(record, loaded, kubeconfig, context):
-                click.echo(line, err=True)
+    if not record.succeeded:
+        for line in left_behind(record, loaded, kubeconfig, context):
+            click.echo(line, err=True)
     raise SystemExit(OK if record.succeeded else WAVE_FAILED)
 
 
@@ -242,4 +217,39 @@ def _journal(client: Any, settings: Any) -> Any:
                             ElectionTimings.of(settings.leader_election))
 
 
-COMMANDS = [switch_command]
+@click.command("retry")
+@click.argument("name")
+@click.option("--schedules", type=click.Path(path_type=Path), default=None,
+              help="schedules directory (TIDAL_SCHEDULES)")
+@kubeconfig_option
+@context_option
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
+              help="as for `tidal switch`")
+@click.pass_context
+def retry_command(ctx: click.Context, name: str, schedules: Path | None,
+                  kubeconfig: Path | None, context: str | None, yes: bool,
+                  output: str | None) -> None:
+    """Re-run NAME's failed switch: its window again, from the wave that failed (the waves
+    done stay done), as `tidal switch` does; exits as `tidal switch`."""
+    from tidal.cli.status import connect
+    from tidal.daemon.state import StateStore
+    from tidal.engine.states import RunResult
+
+    settings, client, loaded = connect(schedules, kubeconfig, context)
+    item = next((s for s in loaded if s.schedule.name == name), None)
+    if item is None:
+        fail(f"no schedule {name!r} in {settings.schedules} "
+             f"(known: {', '.join(sorted(s.schedule.name for s in loaded)) or 'none'})")
+    run = StateStore(client, settings.state_namespace).load(name)
+    client.close()
+    if run is None or not run.finished or run.result is not RunResult.FAILED:
+        state = "running" if run is not None and not run.finished else \
+            str(run.result) if run is not None else "none"
+        fail(f"{name}: no failed switch to retry (last run: {state}); `tidal status` shows it")
+    ctx.invoke(switch_command, schedule_file=item.path, window=run.window,
+               kubeconfig=kubeconfig, context=context, yes=yes, output=output,
+               karmada_version=None)
+
+
+COMMANDS = [switch_command, retry_command]

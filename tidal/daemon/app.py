@@ -52,19 +52,24 @@ EXIT_LOST_LEADERSHIP = 1
 class EngineRunSwitch:
     """tidal.engine.switch.run_switch with the daemon's settings for every run."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings,
+                 on_command: Callable[[str, str], None] | None = None) -> None:
         self.policy_settle = settings.karmada.policy_settle_seconds
+        self.on_command = on_command  # an operator's command a run acted on (metered)
 
     def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                  clock: Clock, journal: Journal, on_event: OnEvent,
                  run_id: str | None = None, resume: RunState | None = None,
                  budget: SurgeBudget | None = None, reads: SharedReads | None = None
                  ) -> RunOutcome:
+        from tidal.daemon.interlude import OperatorInterlude
         from tidal.engine.switch import run_switch
 
+        interlude = OperatorInterlude(journal, loaded.schedule.name, clock, self.on_command) \
+            if isinstance(journal, StateStore) else None
         return run_switch(client, loaded, window_name, clock=clock, journal=journal,
                           on_event=on_event, run_id=run_id, resume=resume, budget=budget,
-                          reads=reads, policy_settle=self.policy_settle)
+                          reads=reads, policy_settle=self.policy_settle, interlude=interlude)
 
 
 class _AlwaysLeader:
@@ -134,7 +139,8 @@ class Daemon:
                                    settle_seconds=settings.scheduler.capacity_settle_seconds)
         self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
-            client=client, state=self.state, run_switch=run_switch or EngineRunSwitch(settings),
+            client=client, state=self.state,
+            run_switch=run_switch or EngineRunSwitch(settings, self.metrics.run_command),
             clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
@@ -305,6 +311,11 @@ class Daemon:
         for name, loaded in self.directory.catalog.schedules.items():
             self.scheduler.set_schedule(name, times_of(loaded.schedule))
         loaded_all = list(self.directory.catalog.schedules.values())
+        if not loaded_all:
+            log.warning("no_schedules", directory=str(self.settings.schedules),
+                        files=len(self.directory.catalog.valid_by_file),
+                        hint="the daemon has nothing to do: put TidalSchedule files (*.yaml) "
+                             "in the directory, or point --schedules/TIDAL_SCHEDULES at them")
         self.metrics.preset(loaded_all)
         self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
         self.resync("reload")
@@ -327,6 +338,7 @@ class Daemon:
         if serve_http:
             render = self.metrics.render
             self.http = HealthServer(self.settings.port, self.healthy, self.ready, render,
+                                     host=self.settings.listen_address,
                                      status=self.queue_status).start()
         self.queue.start(self.queue_status, self.may_act)
         self.dispatcher.start()
@@ -343,6 +355,7 @@ class Daemon:
         else:
             self.metrics.set_leader(True)
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
+                 address=self.settings.listen_address,
                  port=self.http.port if self.http else None)
         return self
 

@@ -4,6 +4,7 @@ on one port (stdlib http.server on a thread)."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,10 @@ Check = Callable[[], tuple[bool, str]]
 
 def empty_metrics() -> bytes:
     return bytes(generate_latest(CollectorRegistry()))
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 class HealthServer:
@@ -53,7 +58,8 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # probes every few seconds would drown the logs
 
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        server = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self.server = server((host, port), Handler)
         self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, name="tidal-http",
                                         daemon=True)

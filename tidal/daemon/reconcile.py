@@ -79,18 +79,32 @@ def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -
     return base
 
 
-def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
-    """A finished run of the start's window that began after the start (`tidal switch`)
-    carried that start out: it is neither missed nor to be run again."""
-    if run is None or not run.finished or run.window != start.window or not run.started_at:
-        return False
+def started_at(run: RunState | None) -> datetime | None:
+    """When a finished run began (None: unfinished, or no readable time)."""
+    if run is None or not run.finished or not run.started_at:
+        return None
     try:
         started = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
     except ValueError:
-        return False
-    if started.tzinfo is None:
-        started = started.replace(tzinfo=UTC)
-    return started >= start.at
+        return None
+    return started if started.tzinfo is not None else started.replace(tzinfo=UTC)
+
+
+def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
+    """A finished run of the start's window that began after the start (`tidal switch`)
+    carried that start out: it is neither missed nor to be run again."""
+    started = started_at(run)
+    return started is not None and run is not None and run.window == start.window and \
+        started >= start.at
+
+
+def overtaken_by_hand(run: RunState | None, start: WindowStart) -> datetime | None:
+    """A finished run of another window that began after the start (`tidal switch`) is the
+    operator's intent: the start is neither missed nor run over it. When it began, else None."""
+    started = started_at(run)
+    if started is None or run is None or run.window == start.window or started < start.at:
+        return None
+    return started
 
 
 def result_of(record: RunOutcome) -> DaemonOutcome:
@@ -251,6 +265,16 @@ class Reconciler:
             self.state.record_handled(seen, HandledRecord(
                 start.window, start.at, result_of(unfinished), unfinished.run_id,
                 now))
+            return
+        overtaken = overtaken_by_hand(unfinished, start) if start is not None and \
+            decision.action in (Action.RUN, Action.MISSED) and decision.reason != "hold" \
+            else None
+        if overtaken is not None and unfinished is not None and start is not None:
+            log.info("window_overtaken_by_hand", schedule=name, window=start.window,
+                     start=start.at.isoformat(), by_window=unfinished.window,
+                     run_id=unfinished.run_id, result=unfinished.result)
+            self.state.record_handled(seen, HandledRecord(
+                unfinished.window, overtaken, result_of(unfinished), unfinished.run_id, now))
             return
         if decision.action is Action.RUN and start is not None:
             run_id = run_id_for(name, start, due=now - decision.late_by)

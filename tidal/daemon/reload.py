@@ -1,7 +1,8 @@
 """The schedules directory, loaded and reloaded: a broken file keeps its last good version.
 
 A Kubernetes ConfigMap volume updates by swapping a `..data` symlink, so the directory (not
-the files) is watched, recursively; hidden entries are ignored by the loader.
+the files) is watched, recursively; hidden entries are ignored by the loader. A git-sync
+checkout is reached through a link it re-points: the link's parent is watched too.
 """
 
 from __future__ import annotations
@@ -121,6 +122,20 @@ class ScheduleDirectory:
         return self.catalog.schedules.get(name)
 
 
+def watch_roots(directory: Path) -> list[Path]:
+    """The directory, and the parent of the first symbolic link on its path when there is one:
+    git-sync publishes each checkout by pointing a link at a new worktree (and removes the old
+    one), so the link's parent is where that change is seen."""
+    roots = [directory]
+    current = Path(directory.anchor) if directory.is_absolute() else Path()
+    for part in directory.parts[1:] if directory.is_absolute() else directory.parts:
+        current = current / part
+        if current.is_symlink():
+            roots.append(current.parent)
+            break
+    return roots
+
+
 class DirectoryWatcher:
     """Calls `on_change()` after files under the directory change (watchfiles, debounced)."""
 
@@ -140,7 +155,7 @@ class DirectoryWatcher:
         from watchfiles import watch
 
         try:
-            for _changes in watch(self.directory, stop_event=self._stop,
+            for _changes in watch(*watch_roots(self.directory), stop_event=self._stop,
                                   debounce=self.debounce_ms, recursive=True,
                                   rust_timeout=500, yield_on_timeout=False):
                 try:

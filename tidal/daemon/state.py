@@ -17,6 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TypedDict
 
+from tidal.domain.run_control import RunCommand, RunControl
 from tidal.domain.windows import Controls, Handled, Hold
 from tidal.engine.journal import JournalLost, RunState
 from tidal.karmada import state_objects as cm
@@ -75,12 +76,24 @@ class HoldData(TypedDict):
     since: str
 
 
+class RunControlData(TypedDict, total=False):
+    """data.controls.run: the commands given to the switch in flight."""
+
+    runId: str
+    paused: bool
+    promoted: bool
+    aborted: bool
+    last: str | None
+    at: str | None
+
+
 class ControlsData(TypedDict, total=False):
     """data.controls of the schedule object, as JSON."""
 
     suspended: bool
     skipStart: str | None
     hold: HoldData | None
+    run: RunControlData | None
 
 
 class HandledData(TypedDict, total=False):
@@ -99,16 +112,31 @@ def controls_to_dict(c: Controls) -> ControlsData:
     if c.hold is not None:
         hold = HoldData(window=c.hold.window, until=c.hold.until.isoformat(),
                         since=c.hold.since.isoformat())
-    return ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold)
+    run = None
+    if c.run is not None:
+        run = RunControlData(runId=c.run.run_id, paused=c.run.paused, promoted=c.run.promoted,
+                             aborted=c.run.aborted, last=c.run.last, at=_iso(c.run.at))
+    return ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold, run=run)
+
+
+def _command(value: str | None) -> RunCommand | None:
+    try:
+        return RunCommand(value) if value else None
+    except ValueError:  # written by a newer version: no command known here
+        return None
 
 
 def controls_from_dict(d: ControlsData) -> Controls:
-    hold = d.get("hold")
+    hold, run = d.get("hold"), d.get("run")
     return Controls(
         suspended=bool(d.get("suspended")),
         skip_start=_dt(d.get("skipStart")),
         hold=Hold(window=hold["window"], until=datetime.fromisoformat(hold["until"]),
                   since=datetime.fromisoformat(hold["since"])) if hold else None,
+        run=RunControl(run_id=run["runId"], paused=bool(run.get("paused")),
+                       promoted=bool(run.get("promoted")), aborted=bool(run.get("aborted")),
+                       last=_command(run.get("last")),
+                       at=_dt(run.get("at"))) if run else None,
     )
 
 

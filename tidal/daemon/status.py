@@ -10,7 +10,7 @@ from tidal.daemon.queue import read_queue
 from tidal.daemon.state import StateStore
 from tidal.daemon.sweeping import owners_of, run_active
 from tidal.domain.schedule import TidalSchedule
-from tidal.domain.windows import next_start, start_in_force, times_of
+from tidal.domain.windows import Controls, WindowStart, next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
 from tidal.engine.states import RunResult
@@ -73,6 +73,22 @@ def lazy_held(client: KarmadaClient, run: RunState | None, schedule: TidalSchedu
     return held
 
 
+def window_in_force(run: RunState | None, scheduled: WindowStart | None,
+                    drift: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """What is in force: the window of the last run when it succeeded and its policies are
+    still as it wrote them (`drift` checked and empty: source "cluster"; not checked:
+    "journal"), whoever ran it and whatever the clock says; else the window the schedule
+    puts in force now (source "schedule"). `scheduled` names the latter in every case."""
+    by_clock = scheduled.window if scheduled else None
+    if run is not None and run.finished and run.result is RunResult.SUCCEEDED and not drift:
+        return {"window": run.window, "start": run.started_at,
+                "source": "journal" if drift is None else "cluster", "scheduled": by_clock}
+    if scheduled is None:
+        return None
+    return {"window": scheduled.window, "start": _iso(scheduled.at), "source": "schedule",
+            "scheduled": by_clock}
+
+
 def build_status(client: KarmadaClient, namespace: str, lease_name: str,
                  loaded: list[LoadedSchedule],
                  now: datetime, *, check_drift: bool = True) -> dict[str, Any]:
@@ -99,12 +115,13 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
         broken = corrupt.get(name)
         drift: list[dict[str, Any]] = []
         held: list[dict[str, Any]] = []
+        checked: list[dict[str, Any]] | None = None
         if check_drift:
             try:
-                drift = policy_drift(client, run) if run is not None else []
+                drift = checked = policy_drift(client, run) if run is not None else []
                 held = lazy_held(client, run, schedule)
             except KarmadaError as exc:
-                drift = [{"policy": "?", "reason": f"cannot check: {exc}"}]
+                drift = checked = [{"policy": "?", "reason": f"cannot check: {exc}"}]
         hold = controls.hold if controls else None
         if hold is not None and hold.until <= now:
             hold = None  # expired: the normal schedule is back
@@ -112,8 +129,7 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
             "name": name,
             "file": str(item.path),
             "timeZone": schedule.spec.time_zone,
-            "windowInForce": {"window": in_force.window, "start": _iso(in_force.at)}
-            if in_force else None,
+            "windowInForce": window_in_force(run, in_force, checked),
             "lastHandled": {"window": handled.window, "start": _iso(handled.at),
                             "outcome": handled.outcome, "runId": handled.run_id,
                             "reason": handled.reason}
@@ -140,11 +156,21 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
                         "repair": broken.repair} if broken else None,
             "waiting": waiting_of(waiting_now.get(name)),
             "leftovers": [x for x in left["items"] if x["schedule"] == name],
+            "runControl": run_control_of(controls, run),
         })
     return {"leader": leader, "now": now.isoformat(), "schedules": out,
             "leftovers": {"count": len(left["items"]), "items": left["items"]},
             "queue": {"updatedAt": queue.get("updatedAt"), "publishedBy": queue.get("publishedBy"),
                       "leased": queue.get("leased") or {}}}
+
+
+def run_control_of(controls: Controls | None, run: RunState | None) -> dict[str, Any] | None:
+    """The operator's commands to the run in flight (pause, abort, promote), while it runs."""
+    control = controls.run if controls is not None else None
+    if control is None or run is None or run.finished or control.run_id != run.run_id:
+        return None
+    return {"runId": control.run_id, "paused": control.paused, "aborted": control.aborted,
+            "promoted": control.promoted, "last": control.last, "at": _iso(control.at)}
 
 
 def waiting_of(entry: Any) -> dict[str, Any] | None:

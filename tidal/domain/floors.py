@@ -92,6 +92,13 @@ def check_floors(
     return out
 
 
+def above_replicas(rule: FloorRule, replicas: int | None) -> bool:
+    """A minReadyReplicas floor that asks more of a workload than it has replicas in all:
+    it can never hold, before, during or after any switch."""
+    need = rule.min_ready_replicas
+    return bool(replicas) and need is not None and replicas is not None and need > replicas
+
+
 def floor_clusters(floors: Sequence[FloorRule]) -> list[str]:
     """The clusters named by floors (not "*")."""
     return sorted({c for rule in floors for c in rule.named_clusters()})

@@ -26,6 +26,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from tidal.domain.run_control import RunControl
+
 _HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 # Wall clock and UTC never differ by more than this around a transition (largest offset change
 # is 2 h; margin kept generous so enumeration never starts too late).
@@ -241,6 +243,7 @@ class Controls:
     suspended: bool = False
     skip_start: datetime | None = None  # the instant of the one start to skip
     hold: Hold | None = None
+    run: RunControl | None = None  # pause / abort / promote of the switch in flight
 
 
 @dataclass(frozen=True)

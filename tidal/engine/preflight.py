@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tidal.domain.floors import check_floors, floor_clusters
+from tidal.domain.floors import above_replicas, check_floors, floor_clusters
 from tidal.engine.gates import ready_by_cluster
 from tidal.engine.planning import SwitchPlan
 
@@ -39,12 +39,36 @@ def unusable_floor_clusters(sp: SwitchPlan) -> dict[str, str]:
     return out
 
 
+def unattainable_floors(sp: SwitchPlan) -> dict[str, dict[str, int]]:
+    """Per floor (as described in violations), the workloads whose replicas it exceeds, with
+    their replicas: every breach of it by them is a symptom of the floor, not of the switch."""
+    out: dict[str, dict[str, int]] = {}
+    for rule in sp.floors:
+        for w in sp.selection.workloads:
+            if w.replicas is not None and above_replicas(rule, w.replicas):
+                out.setdefault(rule.describe(), {})[w.name] = w.replicas
+    return out
+
+
+def _unattainable_lines(sp: SwitchPlan, explained: Counter[str]) -> list[str]:
+    lines = []
+    for floor, workloads in unattainable_floors(sp).items():
+        lines.append(f"{sp.schedule.name}: floor {floor} is above the replicas of "
+                     f"{len(workloads)} workload(s) (largest: {max(workloads.values())}), so it "
+                     f"can never hold; lower minReadyReplicas or narrow the floor's clusters; "
+                     f"this explains {explained[floor]} floor breach(es), not listed")
+    return lines
+
+
 def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport:
     """Root causes first (unusable floor clusters, each with the count of breaches it
     explains, which are not listed), then the floors that do not hold now."""
     report = PreflightReport()
     roots = unusable_floor_clusters(sp)
+    unattainable = unattainable_floors(sp)
     explained = Counter(v.cluster for _, v in sp.plan.violations if v.cluster in roots)
+    symptoms = {(v.floor, v.workload, v.cluster) for _, v in sp.plan.violations
+                if v.workload in unattainable.get(v.floor, {})}
     now: list[str] = []
     if sp.plan.waves:  # else nothing moves: no gate will watch the floors
         for w in sp.selection.workloads:
@@ -52,8 +76,11 @@ def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport
             for v in check_floors(w.name, w.replicas, ready, sp.floors, set(w.current)):
                 if v.cluster in roots:
                     explained[v.cluster] += 1
+                elif w.name in unattainable.get(v.floor, {}):
+                    symptoms.add((v.floor, v.workload, v.cluster))
                 else:
                     now.append(f"floor does not hold now: {v}")
+    report.problems.extend(_unattainable_lines(sp, Counter(f for f, _, _ in symptoms)))
     for name, line in roots.items():
         count = explained.get(name, 0)
         report.problems.append(line + (f"; this explains {count} floor breach(es) in {name}, "

@@ -4,7 +4,7 @@ plan breaks and every plan problem (PlanRefused carries them; nothing was writte
 from __future__ import annotations
 
 from tidal.engine.planning import SwitchPlan
-from tidal.engine.preflight import preflight, unusable_floor_clusters
+from tidal.engine.preflight import preflight, unattainable_floors, unusable_floor_clusters
 
 
 class PlanRefused(Exception):
@@ -19,13 +19,14 @@ class PlanRefused(Exception):
 
 def plan_problems(sp: SwitchPlan) -> list[str]:
     """Every floor violation (once, at the first step it shows) and every plan problem;
-    breaches in a floor cluster that is missing or not Ready are the preflight's root cause,
-    not listed here."""
+    breaches in a floor cluster that is missing or not Ready, or of a floor above the
+    workload's replicas, are the preflight's root causes, not listed here."""
     seen: set[str] = set()
     problems = []
     unusable = unusable_floor_clusters(sp)
+    unattainable = unattainable_floors(sp)
     for label, v in sp.plan.violations:
-        if v.cluster in unusable:
+        if v.cluster in unusable or v.workload in unattainable.get(v.floor, {}):
             continue
         if str(v) not in seen:
             seen.add(str(v))

@@ -107,9 +107,11 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
             resume: RunState | None = None,
             budget: SurgeBudget | None = None,
             reads: SharedReads | None = None,
-            policy_settle: float = 0.0) -> PreparedRun | Refusal | NoOp:
+            policy_settle: float = 0.0,
+            interlude: Interlude | None = None) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
-    that run) or plan a new one; `policy_settle`: detector_settle.py."""
+    that run) or plan a new one; `policy_settle`: detector_settle.py; `interlude`: what
+    happens between two waves (default: the rollout's pause)."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window and (run_id is None or previous.run_id == run_id)
@@ -148,7 +150,12 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                        for number, wave in sp.plan.numbered()]
         state.warnings = list(sp.warnings)
     return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
-                       budget or OwnBudget(), reads, policy_settle)
+                       budget or OwnBudget(), reads, policy_settle, interlude)
+
+
+# Between two waves: (run id, index of the wave just done, the rollout's pause in seconds)
+# -> None to go on, or why the run stops (tidal.daemon.interlude: the operator's controls).
+Interlude = Callable[[str, int, float], str | None]
 
 
 @dataclass
@@ -167,6 +174,7 @@ class PreparedRun:
     budget: SurgeBudget = field(default_factory=OwnBudget)
     reads: SharedReads | None = None  # the daemon's shared informers (alone: none)
     policy_settle: float = 0.0  # seconds a policy must be unchanged before a run patches it
+    interlude: Interlude | None = None  # between two waves (None: the rollout's pause)
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -353,7 +361,11 @@ def _waves(run: PreparedRun) -> Phase:
         emitter.emit(WaveFinished(**wbase, result=WaveResult.SUCCEEDED,
                                   duration_seconds=clock.monotonic() - started))
         if i < len(state.waves) - 1:
-            clock.sleep(sp.rollout.pause_between_waves.total_seconds())
+            pause = sp.rollout.pause_between_waves.total_seconds()
+            if run.interlude is None:
+                clock.sleep(pause)
+            elif stop := run.interlude(state.run_id, wave.index, pause):
+                return run.fail(stop)  # an operator's abort: rolled back or halted (onFailure)
     return Phase.FINISHING
 
 

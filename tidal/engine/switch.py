@@ -11,7 +11,7 @@ from tidal.engine.events import Emitter, OnEvent
 from tidal.engine.journal import Journal, RunState
 from tidal.engine.record import RunRecord
 from tidal.engine.refusal import PlanRefused, plan_problems
-from tidal.engine.run import NoOp, Refusal, carried_over, new_run_id, prepare
+from tidal.engine.run import Interlude, NoOp, Refusal, carried_over, new_run_id, prepare
 from tidal.engine.snapshot import ScheduleSource
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.informer import SharedReads
@@ -23,16 +23,18 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
                clock: Clock, journal: Journal, on_event: OnEvent | None = None,
                run_id: str | None = None, resume: RunState | None = None,
                logger: Any = None, budget: SurgeBudget | None = None,
-               reads: SharedReads | None = None, policy_settle: float = 0.0) -> RunRecord:
+               reads: SharedReads | None = None, policy_settle: float = 0.0,
+               interlude: Interlude | None = None) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
     capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
     waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
     own lists and watches); a policy changed less than `policy_settle` seconds ago is patched
-    only once it is that old (tidal.engine.detector_settle)."""
+    only once it is that old (tidal.engine.detector_settle); `interlude` runs between two
+    waves instead of the rollout's pause (an operator's pause, promote or abort)."""
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
                        emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                       reads=reads, policy_settle=policy_settle)
+                       reads=reads, policy_settle=policy_settle, interlude=interlude)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):

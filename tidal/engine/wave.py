@@ -194,6 +194,8 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         if until in report.passed:
             if until is Gate.CONVERGED:
                 ctx.emitter.emit(GatePassed(**base, gate=Gate.FLOORS))
+            ctx.emitter.emit(WaveProgress(**base, ready=report.ready, assigned=report.assigned,
+                                          converged=report.converged, total=len(targets)))
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
         if wave.rebalancers and Gate.TRIGGERED not in report.passed and \

@@ -221,14 +221,17 @@ class KarmadaClient:
 
     @staticmethod
     def _standard_kubeconfig(sources: KubeconfigSources) -> Path | None:
-        """kubectl's order: $KUBECONFIG (its first file), in-cluster config (None), then
-        ~/.kube/config; a KarmadaError naming everything tried when none is there."""
+        """kubectl's order: $KUBECONFIG (its first file; when set, nothing else is looked at),
+        in-cluster config (None), then ~/.kube/config; a KarmadaError naming everything tried
+        when none is there."""
         tried = []
         for candidate in sources.listed:
             if Path(candidate).expanduser().is_file():
                 return Path(candidate).expanduser()
-        tried.append(f"KUBECONFIG={os.pathsep.join(sources.listed)} (no such file)"
-                     if sources.listed else "KUBECONFIG (not set)")
+        if sources.listed:  # as kubectl: a set KUBECONFIG is the only place looked at
+            raise KarmadaError(f"no kubeconfig found: KUBECONFIG={os.pathsep.join(sources.listed)}"
+                               " names no existing file; fix or unset KUBECONFIG")
+        tried.append("KUBECONFIG (not set)")
         if sources.in_cluster:
             return None
         tried.append("in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)")

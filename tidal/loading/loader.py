@@ -228,12 +228,19 @@ def _error(file: str, document: YamlDocument, loc: Sequence[str | int], message:
     return LocatedError(file, line, col, f"{dotted(found)}: {message}")
 
 
+# How a file of a sub-directory is written as a ConfigMap key (the Helm chart's convention).
+CONFIGMAP_DIR_SEPARATOR = "__"
+
+
 def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[str | int, ...],
                    to: str, kind: str, schemas: PolicySchemas | None,
                    ) -> tuple[dict[str, Any] | None, bytes, list[LocatedError]]:
     name = str(schedule_path)
     base = schedule_path.parent
     target = base / to
+    flat = base / to.replace("/", CONFIGMAP_DIR_SEPARATOR)
+    if not target.exists() and "/" in to and flat.is_file():
+        target = flat  # a ConfigMap key cannot hold '/': policies/day.yaml is policies__day.yaml
     try:
         inside = target.resolve().is_relative_to(base.resolve())
     except (OSError, RuntimeError):  # symlink loops

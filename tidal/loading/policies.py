@@ -10,6 +10,7 @@ them.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -101,6 +102,30 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def unknown_field(name: str, allowed: list[str]) -> str:
+    """The one-line message for a field the policy CRD does not know, with the names it does."""
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f" (did you mean `{close[0]}`?)" if close else ""
+    names = f"; allowed: {', '.join(allowed)}" if allowed else ""
+    return (f"unknown field `{name}`{hint} for a Karmada policy (Karmada would drop it)"
+            f"{names}; fix the spelling or remove it")
+
+
+def allowed_fields(schemas: PolicySchemas | None, kind: str, path: tuple[str | int, ...]
+                   ) -> list[str] | None:
+    """The field names the policy schema allows in the object at `path` (None: unknown)."""
+    schema = schemas.schema(kind) if schemas is not None else None
+    for part in path:
+        if schema is None:
+            return None
+        key = "items" if isinstance(part, int) else None
+        schema = schema.get(key) if key else (schema.get("properties") or {}).get(part)
+        schema = schema if isinstance(schema, dict) else None
+    if schema is None or not isinstance(schema.get("properties"), dict):
+        return None
+    return sorted(schema["properties"])
+
+
 def _without_required(schema: Any) -> Any:
     if isinstance(schema, dict):
         return {k: _without_required(v) for k, v in schema.items() if k != "required"}
@@ -115,10 +140,9 @@ def _schema_problems(schema: dict[str, Any], document: Any) -> list[Problem]:
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
         path = tuple(error.absolute_path)
         if error.validator == "additionalProperties":
-            extras = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            for extra in extras:
-                problems.append(((*path, extra), f"unknown field {extra!r} for a Karmada "
-                                 "policy (Karmada would drop it); fix the spelling or remove it"))
+            known = sorted(error.schema.get("properties", {}))
+            for extra in sorted(set(error.instance) - set(known)):
+                problems.append(((*path, extra), unknown_field(extra, known)))
             continue
         message = " ".join(error.message.split())
         if len(message) > 160:

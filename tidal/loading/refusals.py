@@ -10,6 +10,7 @@ from typing import Protocol
 
 from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate
+from tidal.loading.policies import PolicySchemas, allowed_fields, unknown_field
 from tidal.loading.yamlfile import read_yaml_file
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -33,8 +34,10 @@ def field_parts(path: str) -> tuple[str | int, ...]:
     return tuple(int(index) if index else name for name, index in _PART.findall(path))
 
 
-def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal]) -> list[LocatedError]:
-    """One located error per refused write (per field the server named, where it named any)."""
+def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
+                    schemas: PolicySchemas | None = None) -> list[LocatedError]:
+    """One located error per refused write (per field the server named, where it named any);
+    an unknown field lists the names the policy schema allows there when `schemas` has it."""
     try:
         document = read_yaml_file(path)
     except YamlProblem:
@@ -55,11 +58,12 @@ def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal]) -> lis
             (line, col), found = locate(document.tree, place) if document is not None \
                 else ((1, 1), place)
             errors.append(LocatedError(str(path), line, col, f"{dotted(found)}: " + _message(
-                refusal, what, field)))
+                refusal, what, field, schemas)))
     return errors
 
 
-def _message(refusal: Refusal, what: str, field: str | None) -> str:
+def _message(refusal: Refusal, what: str, field: str | None,
+             schemas: PolicySchemas | None) -> str:
     head = f"the apiserver refuses this {what} of {refusal.policy} (server-side dry run)"
     if field is None:
         return f"{head}: {refusal.message}"
@@ -67,6 +71,11 @@ def _message(refusal: Refusal, what: str, field: str | None) -> str:
     parent = ".".join(str(p) for p in field_parts(field)[:-1] if isinstance(p, str))
     explain = f"kubectl explain {kind.lower()[:-1]}ies" + (f".{parent}" if parent else "")
     if f'unknown field "{field}"' in refusal.message:
-        return f'{head}: unknown field "{field}" (it would be dropped); fix its name, ' \
+        parts = field_parts(field)
+        name = str(parts[-1])
+        allowed = allowed_fields(schemas, kind, parts[:-1])
+        if allowed is not None:
+            return f"{head}: {unknown_field(name, allowed)}"
+        return f"{head}: unknown field `{name}` (it would be dropped); fix its name, " \
                f"`{explain}` lists the fields"
     return f"{head}: {refusal.message}; fix the value, `{explain}` describes it"

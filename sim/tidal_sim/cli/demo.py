@@ -87,10 +87,12 @@ def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:
     kc = result.kubeconfig
     schedules = Path("schedules") if (Path("schedules") / "team-1005.yaml").is_file() else \
         result.workdir / "schedules"
+    ran = result.workdir / "schedules"  # the copies the daemon ran: windows brought forward
     # Plain echo: commands must not be wrapped at the console's width (copy and paste).
     click.echo(f"\nThe emulator keeps running (simulated clock x{result.speed:g}; `tidal status`"
-               " reads the real clock, so it will disagree). Kubeconfig:\n"
+               " reads the real clock: its next starts are the real day's). Kubeconfig:\n"
                f"  {kc}\nTry:\n"
+               f"  tidal status --schedules {ran} --kubeconfig {kc}\n"
                f"  kubectl --kubeconfig {kc} get cpp\n"
                f"  kubectl --kubeconfig {kc} get deploy,rb -n ai-app\n"
                f"  kubectl --kubeconfig {kc} describe cpp team-1005-cpp   # the daemon's Events\n"
