@@ -1,6 +1,7 @@
 """The upstream Karmada CRDs for the tests that need them: the setting (TIDAL_KARMADA_CRDS),
-else ../shared/karmada/crds beside this checkout. A fresh clone has neither: those tests then
-skip, saying what to set, and the rest run with the built-in structural checks."""
+else ../shared/karmada/crds beside this checkout, else the ones the emulator fetched into the
+user's cache from the Go module proxy (tidal_sim.upstream_crds), as on a fresh machine. With
+none of these (offline and uncached) those tests skip, saying what to set."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ def upstream_crds() -> Path | None:
         configured = None
     if configured is not None:
         return configured if configured.is_dir() else None
-    return BESIDE_CHECKOUT if BESIDE_CHECKOUT.is_dir() else None
+    if BESIDE_CHECKOUT.is_dir():
+        return BESIDE_CHECKOUT
+    from tidal_sim.upstream_crds import find_crds
+
+    return find_crds().directory
 
 
 CRDS = upstream_crds()

@@ -64,10 +64,13 @@ class Emulator:
         self.store.admission.append(_namespace_active)
         self.faults = Faults(seed)
         self.accounting = RequestAccounting()
-        self.validator = SchemaValidator(crds_dir) if crds_dir else SchemaValidator.discover()
         self.topology: Topology = load_topology(topology)
         if karmada_version is not None:
             self.topology.settings.karmada_version = karmada_version
+        self.validator = (SchemaValidator(crds_dir) if crds_dir else
+                          SchemaValidator.discover(self.topology.settings.karmada_version))
+        if self.validator.source.notice:  # `tidal sim` and `tidal demo` print it
+            log.info("%s", self.validator.source.notice)
         manager = _load_controllers() if controllers else None
         self.controllers: Any = None
         if manager is not None:

@@ -1,7 +1,7 @@
 """Admission of objects written through the API: CRD defaults and openAPIV3Schema validation.
 
 Karmada kinds are checked against the upstream CRD schemas (the directory given to the
-Emulator, else env TIDAL_KARMADA_CRDS, tidal's own setting) as the real apiserver does: an
+Emulator, else the one tidal_sim.upstream_crds finds or fetches) as the real apiserver does: an
 object that violates the schema is refused 422 Invalid with one cause per field path, e.g.
 `spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight`. Defaults the
 schema declares are filled in. When the directory is absent a minimal built-in check of the
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,21 +22,13 @@ import jsonschema  # type: ignore[import-untyped]
 from tidal_sim.kinds import ResourceType
 from tidal_sim.store import Invalid, StoreError
 from tidal_sim.topology import load_yaml_documents
+from tidal_sim.upstream_crds import CrdSource, find_crds
+from tidal_sim.version import KarmadaVersion
 
 Obj = dict[str, Any]
 Cause = dict[str, str]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def find_crds_dir() -> Path | None:
-    """The upstream CRD directory named by $TIDAL_KARMADA_CRDS (the variable tidal's settings
-    read too), when it is one; nothing is guessed."""
-    env = os.environ.get("TIDAL_KARMADA_CRDS")
-    if env:
-        path = Path(env)
-        return path if path.is_dir() else None
-    return None
 
 
 def load_crd_schemas(directory: Path) -> dict[tuple[str, str, str], Obj]:
@@ -143,6 +134,7 @@ class SchemaValidator:
 
     def __init__(self, crds_dir: Path | None = None) -> None:
         self.crds_dir = crds_dir
+        self.source = CrdSource(crds_dir, "given" if crds_dir else "none")
         self._schemas: dict[tuple[str, str, str], Obj] = {}
         self._validators: dict[tuple[str, str, str], jsonschema.Draft7Validator] = {}
         if crds_dir is not None:
@@ -153,8 +145,16 @@ class SchemaValidator:
                 self._validators[key] = jsonschema.Draft7Validator(spec_only)
 
     @classmethod
-    def discover(cls) -> SchemaValidator:
-        return cls(find_crds_dir())
+    def discover(cls, version: KarmadaVersion | None = None) -> SchemaValidator:
+        """The validator of the CRDs found for `version` (tidal_sim.upstream_crds)."""
+        source = find_crds(version)
+        validator = cls(source.directory)
+        validator.source = source
+        return validator
+
+    def schema(self, group: str, version: str, kind: str) -> Obj | None:
+        """The openAPIV3Schema of a kind, when the upstream CRDs give one."""
+        return self._schemas.get((group, version, kind))
 
     @property
     def upstream(self) -> bool:

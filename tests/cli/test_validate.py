@@ -97,3 +97,22 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'bad-cron.yaml'}:9:7: ")
     assert "Traceback" not in done.stderr
+
+
+def test_with_a_kubeconfig_policies_are_checked_against_the_published_schemas(
+        emulator: Any, kubeconfig: Path, monkeypatch: Any) -> None:
+    """No CRD directory, but a control plane: `validate --kubeconfig` checks the patch against
+    the schema the apiserver publishes and locates a misspelt field."""
+    if not emulator.validator.upstream:
+        import pytest
+
+        pytest.skip("the emulator found no upstream CRDs to publish (offline, uncached)")
+    monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
+    source = (REPO / "schedules" / "team-1005.yaml").read_text()
+    typo = Path(kubeconfig.parent / "team-1005.yaml")
+    typo.write_text(source.replace("weightPreference:", "weightPreferences:", 1))
+    result = CliRunner().invoke(cli, ["validate", str(typo), "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 1, result.output
+    assert "unknown field 'weightPreferences'" in result.stderr.splitlines()[0]
+    plain = CliRunner().invoke(cli, ["validate", str(typo)])
+    assert plain.exit_code == 0 and NOT_CHECKED in plain.stderr

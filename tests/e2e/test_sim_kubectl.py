@@ -217,6 +217,42 @@ def test_tidal_sim_command_serves_until_sigterm(tmp_path: Path) -> None:
     assert code == 0
 
 
+@pytest.mark.parametrize("online", [True, False])
+def test_tidal_sim_says_where_its_schemas_come_from(tmp_path: Path, online: bool) -> None:
+    """With CRDs (the tests' setting) `tidal sim` names their folder and `kubectl explain`
+    reads them; with no source at all (offline, empty cache) it says so in one stderr line
+    and kubectl explain has nothing to show."""
+    from tests.upstream import CRDS
+
+    if online and CRDS is None:
+        pytest.skip("no upstream CRDs reachable here")
+    kc = tmp_path / "kc"
+    env: dict[str, Any] = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    if not online:
+        env.pop("TIDAL_KARMADA_CRDS", None)
+        env["GOPROXY"] = "off"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidal", "sim", "--kubeconfig-out", str(kc)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+        explained = kubectl(kc, "explain", "clusterpropagationpolicy.spec.placement",
+                            check=False)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+    errors = proc.stderr.read().splitlines()
+    if online:
+        assert lines[2].startswith("Karmada CRD schemas: ")
+        assert explained.returncode == 0 and "replicaScheduling" in explained.stdout
+    else:
+        (notice,) = [e for e in errors if e.startswith("tidal sim: ")]
+        assert "minimal built-in check" in notice
+        assert explained.returncode != 0
+
+
 def test_scale_json_patch_status_and_delete(demo: tuple[Emulator, Path]) -> None:
     """`kubectl scale`, `patch --type json`, `patch --subresource=status` and `delete` work."""
     emu, kc = demo

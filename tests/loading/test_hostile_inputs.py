@@ -9,6 +9,7 @@ import pytest
 
 from tests.upstream import CRDS, needs_upstream_crds
 from tidal.loading import load_schedule_file, load_schedules
+from tidal.loading.policies import PolicySchemas
 from tidal.loading.yamlfile import MAX_DEPTH, MAX_FILE_BYTES
 
 needs_crds = needs_upstream_crds
@@ -193,7 +194,7 @@ def test_manifest_that_is_not_a_valid_policy(tmp_path: Path, manifest: str,
     """Manifests of the wrong kind, another API, or against the CRD schema are located."""
     schedule = _swap_tree(tmp_path)
     target = write(tmp_path / "tree" / "policies", manifest, "day.yaml")
-    errors = load_schedule_file(schedule, crd_dir=CRDS)[1]
+    errors = load_schedule_file(schedule, schemas=PolicySchemas.from_crd_dir(CRDS))[1]
     assert [str(e) for e in errors] == [f"{target}:{line}" for line in expected]
 
 

@@ -15,7 +15,8 @@ from tests.upstream import CRDS, needs_upstream_crds
 from tidal_sim.emulator import Emulator
 from tidal_sim.kinds import KindRegistry
 from tidal_sim.store import Invalid
-from tidal_sim.validation import SchemaValidator, find_crds_dir
+from tidal_sim.upstream_crds import CrdSource, find_crds
+from tidal_sim.validation import SchemaValidator
 
 needs_crds = needs_upstream_crds
 WEIGHT_PATH = "spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight"
@@ -138,11 +139,13 @@ def test_fallback_checks_without_crds() -> None:
 
 
 def test_crds_dir_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """TIDAL_KARMADA_CRDS names the directory; a missing one means no upstream schemas."""
+    """TIDAL_KARMADA_CRDS names the directory and wins; a missing one means no upstream schemas,
+    said in one line."""
     monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "absent"))
-    assert find_crds_dir() is None
+    missing = find_crds()
+    assert missing.directory is None and "TIDAL_KARMADA_CRDS" in missing.notice
     monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path))
-    assert find_crds_dir() == tmp_path
+    assert find_crds() == CrdSource(tmp_path, "setting")
 
 
 def test_bad_object_name_is_invalid(emulator: Emulator) -> None:

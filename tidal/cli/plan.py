@@ -20,12 +20,20 @@ def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
     raise SystemExit(code)
 
 
-def load_target(schedule_file: Path, window: str, crd_dir: Path | None = None) -> Any:
-    """The one LoadedSchedule in the file, with `window` checked (policies against the CRDs
-    in `crd_dir` when given); exits 1 otherwise."""
+UNCHECKED_FLAG = "--allow-unchecked-fields"
+allow_unchecked_option = click.option(
+    UNCHECKED_FLAG, "allow_unchecked", is_flag=True,
+    help="write policy patches and swap manifests even when no Karmada schema can check their "
+         "fields (neither --crds/TIDAL_KARMADA_CRDS nor the apiserver's OpenAPI v3 gives one); "
+         "a misspelt field is then dropped by Karmada in silence")
+
+
+def load_target(schedule_file: Path, window: str, schemas: Any = None) -> Any:
+    """The one LoadedSchedule in the file, with `window` checked (policies against `schemas`
+    when given); exits 1 otherwise."""
     from tidal.loading import load_schedules
 
-    result = load_schedules([schedule_file], crd_dir=crd_dir)
+    result = load_schedules([schedule_file], schemas=schemas)
     if result.errors:
         for error in result.errors:
             click.echo(str(error), err=True)
@@ -38,6 +46,49 @@ def load_target(schedule_file: Path, window: str, crd_dir: Path | None = None) -
     except KeyError as exc:
         fail(f"{schedule_file}: {exc.args[0]}")
     return loaded
+
+
+def policy_schemas(settings: Any, client: Any) -> Any:
+    """The policy schemas to check against: the CRD directory of the settings when given (it
+    wins), else the ones the apiserver publishes; None when neither has them."""
+    from tidal.karmada.errors import KarmadaError
+    from tidal.karmada.schemas import published_schemas
+    from tidal.loading.policies import POLICY_KINDS, PolicySchemas
+
+    if settings.karmada_crds is not None:
+        local = PolicySchemas.from_crd_dir(settings.karmada_crds)
+        if local is None:
+            fail(f"{settings.karmada_crds}: no policy.karmada.io CRD files there; fix "
+                 "--crds/TIDAL_KARMADA_CRDS or unset it to use the apiserver's schemas")
+        return local
+    try:
+        return PolicySchemas.from_published(published_schemas(client, POLICY_KINDS))
+    except KarmadaError as exc:
+        fail(f"Karmada API: {exc}")
+
+
+def load_checked(schedule_file: Path, window: str, settings: Any, allow_unchecked: bool,
+                 ) -> tuple[Any, Any]:
+    """The schedule (load_target) and a client, the policy writes checked against
+    policy_schemas(); without a schema a window that writes policy fields is refused (exit 1)
+    unless `allow_unchecked`. A file that is invalid on its own fails before any request."""
+    loaded = load_target(schedule_file, window)
+    client = client_of(settings)
+    schemas = policy_schemas(settings, client)
+    if schemas is not None:
+        return load_target(schedule_file, window, schemas), client
+    writes = [c.name for c in loaded.schedule.window(window).policies
+              if c.patch or c.swap is not None]
+    what = (f"the policy fields of {', '.join(writes)} cannot be checked" if writes
+            else "the window writes no policy fields")
+    notice = ("no Karmada policy schema (the apiserver publishes no OpenAPI v3 for "
+              f"policy.karmada.io/v1alpha1 and no --crds/TIDAL_KARMADA_CRDS is set): {what}")
+    if writes and not allow_unchecked:
+        client.close()
+        fail(f"{schedule_file}: {notice}; set TIDAL_KARMADA_CRDS to the Karmada CRDs, or pass "
+             f"{UNCHECKED_FLAG} to write them unchecked")
+    click.echo(f"warning: {notice}" + (f" ({UNCHECKED_FLAG})" if writes else ""), err=True)
+    return loaded, client
 
 
 def refused_writes(loaded: Any, exc: Any) -> NoReturn:
@@ -178,8 +229,9 @@ def _amounts(amounts: dict[str, dict[str, float]]) -> str:
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 @karmada_version_option
+@allow_unchecked_option
 def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
-                 output: str, karmada_version: str | None) -> None:
+                 output: str, karmada_version: str | None, allow_unchecked: bool) -> None:
     """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -189,8 +241,7 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     from tidal.karmada.errors import KarmadaError
 
     settings = cli_settings(kubeconfig, context, karmada_version)
-    loaded = load_target(schedule_file, window, settings.karmada_crds)
-    client = client_of(settings)
+    loaded, client = load_checked(schedule_file, window, settings, allow_unchecked)
     try:
         sp = build_plan(client, loaded.schedule, window)
         check = preflight(sp, ready_field_of(sp))

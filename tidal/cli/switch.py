@@ -16,10 +16,11 @@ import click
 
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
 from tidal.cli.plan import (
+    allow_unchecked_option,
     cli_settings,
-    client_of,
     fail,
     karmada_version_option,
+    load_checked,
     load_target,
     refused_writes,
     render_plan,
@@ -100,9 +101,10 @@ class Progress:
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: print the run record")
 @karmada_version_option
+@allow_unchecked_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    context: str | None, yes: bool, output: str,
-                   karmada_version: str | None) -> None:
+                   karmada_version: str | None, allow_unchecked: bool) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
     from tidal.domain.clock import SystemClock
@@ -115,10 +117,10 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     from tidal.karmada.errors import KarmadaError
 
     settings = cli_settings(kubeconfig, context, karmada_version)
-    loaded = load_target(schedule_file, window, settings.karmada_crds)
     if not yes and not stdin_is_terminal():
+        load_target(schedule_file, window)
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
-    client = client_of(settings)
+    loaded, client = load_checked(schedule_file, window, settings, allow_unchecked)
     journal: Any = None
     try:
         if not yes:

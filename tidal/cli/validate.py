@@ -10,12 +10,13 @@ import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.loading import LocatedError, load_schedules
-from tidal.loading.policies import schemas_available
+from tidal.loading.policies import POLICY_KINDS, PolicySchemas
 
 NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
                "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
-               "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or run `tidal plan`, which "
-               "dry-runs every policy write on the Karmada apiserver")
+               "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or --kubeconfig to use the "
+               "control plane's published schemas, or run `tidal plan`, which dry-runs every "
+               "policy write on the Karmada apiserver")
 
 
 @click.command("validate")
@@ -27,7 +28,8 @@ NOT_CHECKED = ("note: policy patches and swap manifests were not checked against
               help="directory of the Karmada CRDs used to check policy manifests and patches "
                    "[default: TIDAL_KARMADA_CRDS]")
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="also check floor clusters against the Clusters of this control plane")
+              help="also check floor clusters against the Clusters of this control plane, and "
+                   "policies against its published schemas (when no --crds is given)")
 @click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
 def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
                      kubeconfig: Path | None, context: str | None) -> None:
@@ -35,6 +37,7 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
 
     Exit 0 when everything is valid, 1 otherwise.
     """
+    from tidal.cli.plan import settings_and_client
     from tidal.settings import SettingsError, load_settings
 
     try:
@@ -42,9 +45,19 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    result = load_schedules(paths, crd_dir=crds)
+    schemas = PolicySchemas.from_crd_dir(crds)
+    client = None
     if kubeconfig is not None or context is not None:
-        result.errors += _against_clusters(result.schedules, kubeconfig, context)
+        _, client = settings_and_client(kubeconfig, context)
+        if schemas is None:  # the control plane's own schemas (OpenAPI v3)
+            schemas = _published(client)
+    try:
+        result = load_schedules(paths, schemas=schemas)
+        if client is not None:
+            result.errors += _against_clusters(result.schedules, client)
+    finally:
+        if client is not None:
+            client.close()
     if output == "json":
         click.echo(json.dumps([error.to_json() for error in result.errors], indent=2))
     else:
@@ -53,7 +66,7 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
         if result.ok:
             names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
             click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
-            if not schemas_available(crds):
+            if schemas is None:
                 click.echo(NOT_CHECKED, err=True)
         else:
             files = len({error.file for error in result.errors})
@@ -61,20 +74,27 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
     raise SystemExit(OK if result.ok else INVALID_INPUT)
 
 
-def _against_clusters(schedules: list[Any], kubeconfig: Path | None, context: str | None
-                      ) -> list[LocatedError]:
-    from tidal.cli.plan import fail, settings_and_client
+def _published(client: Any) -> PolicySchemas | None:
+    from tidal.cli.plan import fail
+    from tidal.karmada.errors import KarmadaError
+    from tidal.karmada.schemas import published_schemas
+
+    try:
+        return PolicySchemas.from_published(published_schemas(client, POLICY_KINDS))
+    except KarmadaError as exc:
+        fail(f"Karmada API: {exc}")
+
+
+def _against_clusters(schedules: list[Any], client: Any) -> list[LocatedError]:
+    from tidal.cli.plan import fail
     from tidal.karmada.clusters import list_clusters
     from tidal.karmada.errors import KarmadaError
     from tidal.loading.clusters import unknown_floor_clusters
 
-    _, client = settings_and_client(kubeconfig, context)
     try:
         existing = {str((c.get("metadata") or {}).get("name")) for c in list_clusters(client)}
     except KarmadaError as exc:
         fail(f"Karmada API: {exc}")
-    finally:
-        client.close()
     return [e for loaded in schedules for e in unknown_floor_clusters(loaded, existing)]
 
 

@@ -125,7 +125,7 @@ class Daemon:
         self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
                                 writer=f"daemon:{settings.identity}")
         self.directory = ScheduleDirectory(Path(settings.schedules),
-                                           load or loader_for(settings.karmada_crds))
+                                           load or loader_for(settings.karmada_crds, client))
         api = settings.api
         self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
             if api.shared_watch else None

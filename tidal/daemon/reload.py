@@ -19,15 +19,38 @@ log = structlog.get_logger("tidal.daemon.reload")
 Loader = Callable[[list[Path]], Any]  # -> tidal.loading.LoadResult
 
 
-def loader_for(crd_dir: Path | None) -> Loader:
-    """The schedule loader, checking policies against the CRDs in `crd_dir` when given."""
+def loader_for(crd_dir: Path | None, client: Any = None) -> Loader:
+    """The schedule loader, checking policies against the CRDs in `crd_dir` when given, else
+    against the schemas `client`'s apiserver publishes (read once per load)."""
 
     def load(paths: list[Path]) -> Any:
         from tidal.loading.loader import load_schedules
+        from tidal.loading.policies import PolicySchemas
 
-        return load_schedules(paths, crd_dir=crd_dir)
+        schemas = PolicySchemas.from_crd_dir(crd_dir)
+        if schemas is None and client is not None:
+            schemas = _published(client)
+        return load_schedules(paths, schemas=schemas)
 
     return load
+
+
+def _published(client: Any) -> Any:
+    from tidal.karmada.errors import KarmadaError
+    from tidal.karmada.schemas import published_schemas
+    from tidal.loading.policies import POLICY_KINDS, PolicySchemas
+
+    try:
+        schemas = PolicySchemas.from_published(published_schemas(client, POLICY_KINDS))
+    except KarmadaError as exc:
+        log.warning("policy_schemas_unavailable", reason=str(exc))
+        return None
+    if schemas is None:
+        log.warning("policy_schemas_unavailable",
+                    reason="the apiserver publishes no OpenAPI v3 policy schemas and no "
+                           "TIDAL_KARMADA_CRDS is set: policy fields are checked by the "
+                           "apiserver's dry run only")
+    return schemas
 
 
 @dataclass

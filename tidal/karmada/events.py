@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 import structlog
 
-from tidal.karmada.client import KNOWN, KarmadaClient, RetryPolicy
+from tidal.karmada.client import KNOWN, STRICT, KarmadaClient, RetryPolicy
 
 log = structlog.get_logger(__name__)
 
@@ -147,7 +147,8 @@ class EventRecorder:
             if not self._may_write():  # asked again: the uid lookup is a round trip
                 log.debug("kube_event_skipped", reason=reason, why="not the acting replica")
                 return False
-            self._client.request("create", _EVENTS, "POST", _EVENTS.path(namespace), body=body)
+            self._client.request("create", _EVENTS, "POST", _EVENTS.path(namespace), body=body,
+                                 query=STRICT)
         except Exception as exc:  # best-effort: never let an Event break a switch
             log.warning("kube_event_failed", reason=reason, kind=involved.kind,
                         name=involved.name, namespace=involved.namespace, error=str(exc))

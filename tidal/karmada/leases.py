@@ -6,7 +6,7 @@ another replica wrote first, which is exactly what the elector must learn.
 
 from __future__ import annotations
 
-from tidal.karmada.client import KNOWN, KarmadaClient, Resource
+from tidal.karmada.client import KNOWN, STRICT, KarmadaClient, Resource
 from tidal.karmada.objects import Obj
 
 LEASES: Resource = next(r for r in KNOWN if r.kind == "Lease")
@@ -21,11 +21,12 @@ def create_lease(client: KarmadaClient, namespace: str, name: str, spec: Obj) ->
     """Create the Lease (AlreadyExists when another replica created it first)."""
     body = {"apiVersion": LEASES.api_version, "kind": "Lease",
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
-    return client.request("create", LEASES, "POST", LEASES.path(namespace), body=body)
+    return client.request("create", LEASES, "POST", LEASES.path(namespace), body=body,
+                          query=STRICT)
 
 
 def update_lease(client: KarmadaClient, lease: Obj) -> Obj:
     """Replace the Lease; its metadata.resourceVersion makes a stale write a Conflict."""
     meta = lease["metadata"]
     return client.request("update", LEASES, "PUT", LEASES.path(meta["namespace"], meta["name"]),
-                          body=lease)
+                          body=lease, query=STRICT)

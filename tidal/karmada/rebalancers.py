@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient
+from tidal.karmada.client import STRICT, WORKLOAD_REBALANCERS, KarmadaClient
 from tidal.karmada.errors import AlreadyExists, NotFound
 from tidal.karmada.objects import RebalancerWorkload, WorkloadRebalancer
 
@@ -23,7 +23,8 @@ def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[Reba
     res = WORKLOAD_REBALANCERS
     try:
         return cast(WorkloadRebalancer,
-                    client.request("create", res, "POST", res.path(), body=body))
+                    client.request("create", res, "POST", res.path(), body=body,
+                                   query=STRICT))
     except AlreadyExists:
         return get_rebalancer(client, name)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
-from tidal.karmada.client import KNOWN, KarmadaClient, Resource
+from tidal.karmada.client import KNOWN, STRICT, KarmadaClient, Resource
 from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
 from tidal.karmada.objects import Obj
 from tidal.karmada.paging import list_paged
@@ -35,14 +35,16 @@ def create_configmap(client: KarmadaClient, namespace: str, name: str, data: dic
     body = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
             "data": data}
-    return client.request("create", CONFIGMAPS, "POST", CONFIGMAPS.path(namespace), body=body)
+    return client.request("create", CONFIGMAPS, "POST", CONFIGMAPS.path(namespace), body=body,
+                          query=STRICT)
 
 
 def update_configmap(client: KarmadaClient, configmap: Obj) -> Obj:
     """Replace the ConfigMap; a stale metadata.resourceVersion is a Conflict."""
     meta = configmap["metadata"]
     return client.request("update", CONFIGMAPS, "PUT",
-                          CONFIGMAPS.path(meta["namespace"], meta["name"]), body=configmap)
+                          CONFIGMAPS.path(meta["namespace"], meta["name"]), body=configmap,
+                          query=STRICT)
 
 
 def ensure_namespace(client: KarmadaClient, name: str) -> None:
@@ -56,4 +58,5 @@ def ensure_namespace(client: KarmadaClient, name: str) -> None:
         return
     with contextlib.suppress(AlreadyExists, Forbidden):
         client.request("create", NAMESPACES, "POST", NAMESPACES.path(),
-                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                       query=STRICT)

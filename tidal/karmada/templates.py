@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tidal.karmada.client import MERGE_PATCH, KarmadaClient, Obj
+from tidal.karmada.client import MERGE_PATCH, STRICT, KarmadaClient, Obj
 from tidal.karmada.names import SWITCH_RUN, SWITCHED_AT
 from tidal.karmada.paging import list_paged
 
@@ -24,4 +24,4 @@ def touch(client: KarmadaClient, api_version: str, kind: str, namespace: str | N
     res = client.resource_for(api_version, kind)
     body = {"metadata": {"annotations": {SWITCHED_AT: stamp, SWITCH_RUN: run_id}}}
     return client.request("patch", res, "PATCH", res.path(namespace, name), body=body,
-                          content_type=MERGE_PATCH, retry_conflict=True)
+                          content_type=MERGE_PATCH, retry_conflict=True, query=STRICT)

@@ -19,6 +19,7 @@ from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate, validation_problems
 from tidal.loading.policies import (
     POLICY_KINDS,
+    PolicySchemas,
     manifest_problems,
     patch_problems,
 )
@@ -80,13 +81,16 @@ def collect_files(
     return list(unique.values()), errors
 
 
-def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None) -> LoadResult:
+def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None,
+                   schemas: PolicySchemas | None = None) -> LoadResult:
     """Load every schedule under `paths`; invalid files appear only in `errors`. Policy patches
-    and manifests are checked against the CRD schemas in `crd_dir` when given."""
+    and manifests are checked against `schemas`, else the CRD schemas in `crd_dir`, when
+    given."""
     files, errors = collect_files(paths)
     result = LoadResult(errors=list(errors))
+    schemas = schemas or PolicySchemas.from_crd_dir(crd_dir)
     for path, explicit in files:
-        loaded, file_errors = load_schedule_file(path, crd_dir=crd_dir,
+        loaded, file_errors = load_schedule_file(path, schemas=schemas,
                                                  only_schedules=not explicit)
         result.errors += file_errors
         if loaded is not None and not file_errors:
@@ -96,13 +100,13 @@ def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None) 
     return result
 
 
-def load_schedule_file(path: Path, *, crd_dir: Path | None = None,
+def load_schedule_file(path: Path, *, schemas: PolicySchemas | None = None,
                        only_schedules: bool = False,
                        ) -> tuple[LoadedSchedule | None, list[LocatedError]]:
     """One file. With only_schedules, documents of other API groups are skipped silently."""
     name = str(path)
     try:
-        return _load(path, crd_dir, only_schedules)
+        return _load(path, schemas, only_schedules)
     except YamlProblem as problem:
         return None, [LocatedError(name, problem.line, problem.col, problem.message)]
     except Exception as exc:  # last line of defence: never a traceback for a user's file
@@ -110,7 +114,7 @@ def load_schedule_file(path: Path, *, crd_dir: Path | None = None,
                                                f"({type(exc).__name__}: {exc}); please report")]
 
 
-def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
+def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
           ) -> tuple[LoadedSchedule | None, list[LocatedError]]:
     name = str(path)
     document = read_yaml_file(path)
@@ -125,7 +129,7 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
     if not isinstance(data, dict):
         return None, [LocatedError(name, 1, 1, f"the file holds a {type(data).__name__}, "
                                                f"not a {KIND} mapping; write one TidalSchedule")]
-    errors = _patch_errors(name, document, crd_dir)
+    errors = _patch_errors(name, document, schemas)
     try:
         schedule = TidalSchedule.model_validate(data)
     except ValidationError as exc:
@@ -145,7 +149,7 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
                 continue
             assert change.swap is not None
             manifest, manifest_bytes, manifest_errors = _swap_manifest(
-                path, document, (*at, "swap", "to"), change.swap.to, change.kind, crd_dir)
+                path, document, (*at, "swap", "to"), change.swap.to, change.kind, schemas)
             errors += manifest_errors
             if manifest is None:
                 changes.append(change)
@@ -177,7 +181,7 @@ def _load(path: Path, crd_dir: Path | None, only_schedules: bool,
     return LoadedSchedule(path, final, digest.hexdigest(), locations), []
 
 
-def _patch_errors(name: str, document: YamlDocument, crd_dir: Path | None,
+def _patch_errors(name: str, document: YamlDocument, schemas: PolicySchemas | None,
                   ) -> list[LocatedError]:
     """Merge patches checked against the policy CRD, even when the rest of the file is invalid."""
     errors: list[LocatedError] = []
@@ -191,7 +195,7 @@ def _patch_errors(name: str, document: YamlDocument, crd_dir: Path | None,
             patch = change.get("patch")
             if isinstance(patch, dict) and patch:
                 at = ("spec", "windows", w_index, "policies", p_index, "patch")
-                for sub, message in patch_problems(patch, change["kind"], crd_dir):
+                for sub, message in patch_problems(patch, change["kind"], schemas):
                     errors.append(_error(name, document, (*at, *sub), message))
     return errors
 
@@ -225,7 +229,7 @@ def _error(file: str, document: YamlDocument, loc: Sequence[str | int], message:
 
 
 def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[str | int, ...],
-                   to: str, kind: str, crd_dir: Path | None,
+                   to: str, kind: str, schemas: PolicySchemas | None,
                    ) -> tuple[dict[str, Any] | None, bytes, list[LocatedError]]:
     name = str(schedule_path)
     base = schedule_path.parent
@@ -246,7 +250,7 @@ def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[st
         manifest_doc = read_yaml_file(target)
     except YamlProblem as problem:
         return None, b"", [LocatedError(str(target), problem.line, problem.col, problem.message)]
-    problems = manifest_problems(manifest_doc.data, kind, crd_dir)
+    problems = manifest_problems(manifest_doc.data, kind, schemas)
     if problems:
         return None, b"", [_error(str(target), manifest_doc, loc,
                                   f"{message} (swapped in by {schedule_path.name})")

@@ -1,14 +1,17 @@
 """Karmada policy documents: the swap manifests a schedule points to, and its merge patches.
 
-Validated against the upstream CRD schema (openAPIV3Schema) when given the directory of the CRD
-files (the settings' karmada_crds, TIDAL_KARMADA_CRDS, or `tidal validate --crds`); otherwise a
-structural check only. Fields the CRD does not know are refused: Karmada would silently drop them.
+Validated against the policy schemas (`PolicySchemas`): those of a directory of upstream CRD
+files (the settings' karmada_crds, TIDAL_KARMADA_CRDS, or `--crds`), which win when given, else
+the ones the apiserver publishes (OpenAPI v3, read by tidal.karmada.schemas); without either, a
+structural check only. Fields the schema does not know are refused: Karmada would silently drop
+them.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,10 +30,43 @@ _CRD_FILES = {
 Problem = tuple[tuple[str | int, ...], str]
 
 
-def schemas_available(crd_dir: Path | None) -> bool:
-    """Whether both policy CRD schemas can be read from `crd_dir`."""
-    return crd_dir is not None and all(_crd_schema(str(crd_dir), kind) is not None
-                                       for kind in POLICY_KINDS)
+@dataclass(frozen=True)
+class PolicySchemas:
+    """The schema of each policy kind, closed (unknown fields refused), and where it came from."""
+
+    closed: Mapping[str, dict[str, Any]]
+    origin: str  # for messages: "the CRDs in DIR", "the apiserver's OpenAPI v3"
+
+    @classmethod
+    def from_crd_dir(cls, crd_dir: Path | None) -> PolicySchemas | None:
+        """Both policy CRD schemas of `crd_dir`, or None when it lacks either."""
+        if crd_dir is None:
+            return None
+        found = {kind: _crd_schema(str(crd_dir), kind) for kind in POLICY_KINDS}
+        if any(schema is None for schema in found.values()):
+            return None
+        return cls({k: v for k, v in found.items() if v is not None}, f"the CRDs in {crd_dir}")
+
+    @classmethod
+    def from_published(cls, published: Mapping[str, Any]) -> PolicySchemas | None:
+        """The apiserver's OpenAPI v3 component schemas by kind, or None when one is missing."""
+        if not all(isinstance(published.get(kind), dict) for kind in POLICY_KINDS):
+            return None
+        closed = {kind: _closed(_without_refs(copy.deepcopy(published[kind])))
+                  for kind in POLICY_KINDS}
+        return cls(closed, "the apiserver's OpenAPI v3")
+
+    def schema(self, kind: str) -> dict[str, Any] | None:
+        return self.closed.get(kind)
+
+
+def _without_refs(schema: Any) -> Any:
+    """A published schema refers to shared components (ObjectMeta); those parts go unchecked."""
+    if isinstance(schema, dict):
+        return {k: _without_refs(v) for k, v in schema.items() if k != "$ref"}
+    if isinstance(schema, list):
+        return [_without_refs(v) for v in schema]
+    return schema
 
 
 @lru_cache(maxsize=8)
@@ -91,7 +127,7 @@ def _schema_problems(schema: dict[str, Any], document: Any) -> list[Problem]:
     return problems
 
 
-def manifest_problems(manifest: Any, kind: str, crd_dir: Path | None) -> list[Problem]:
+def manifest_problems(manifest: Any, kind: str, schemas: PolicySchemas | None) -> list[Problem]:
     """Problems of a swap manifest that must be a Karmada policy of `kind`."""
     if not isinstance(manifest, dict):
         return [((), "a swap manifest must be one Karmada policy (a mapping); "
@@ -118,7 +154,7 @@ def manifest_problems(manifest: Any, kind: str, crd_dir: Path | None) -> list[Pr
         problems.append((("spec",), "the policy needs a spec; add spec.resourceSelectors"))
     if problems:
         return problems
-    schema = _crd_schema(str(crd_dir), kind) if crd_dir is not None else None
+    schema = schemas.schema(kind) if schemas is not None else None
     if schema is not None:
         problems += _schema_problems(schema, manifest)
     elif not manifest["spec"].get("resourceSelectors"):
@@ -126,9 +162,10 @@ def manifest_problems(manifest: Any, kind: str, crd_dir: Path | None) -> list[Pr
     return problems
 
 
-def patch_problems(patch: dict[str, Any], kind: str, crd_dir: Path | None) -> list[Problem]:
-    """Problems of a merge patch: its fields must exist in the policy CRD (nulls delete)."""
-    schema = _crd_schema(str(crd_dir), kind) if crd_dir is not None else None
+def patch_problems(patch: dict[str, Any], kind: str, schemas: PolicySchemas | None,
+                   ) -> list[Problem]:
+    """Problems of a merge patch: its fields must exist in the policy schema (nulls delete)."""
+    schema = schemas.schema(kind) if schemas is not None else None
     if schema is None:
         return []
     return _schema_problems(_without_required(schema), _drop_nulls(patch))

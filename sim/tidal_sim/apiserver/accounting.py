@@ -32,6 +32,7 @@ class RequestRecord:
     # the store's order (None for other requests)
     resource_version: int | None = None
     dry_run: bool = False  # dryRun=All: validated, nothing stored
+    field_validation: str = ""  # the request's fieldValidation query parameter, as sent
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +60,7 @@ class RequestAccounting:
         identity: str = "",
         resource_version: int | None = None,
         dry_run: bool = False,
+        field_validation: str = "",
     ) -> None:
         with self._lock:
             self._seq += 1
@@ -78,6 +80,7 @@ class RequestAccounting:
                     identity,
                     resource_version,
                     dry_run,
+                    field_validation,
                 )
             )
 

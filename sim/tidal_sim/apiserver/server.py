@@ -144,8 +144,13 @@ class ApiServer:
             req.identity,
             _written_version(verb, result),
             req.query.get("dryRun") == "All",
+            req.query.get("fieldValidation") or "",
         )
         return result
+
+    def _schema_of(self, group: str, version: str, kind: str) -> dict[str, Any] | None:
+        admitter = self.rest.admitter
+        return admitter.schema(group, version, kind) if admitter is not None else None
 
     def _non_resource(self, req: Request) -> Response:
         if req.method != "GET":
@@ -170,9 +175,9 @@ class ApiServer:
         elif parts == ["openapi", "v3"]:
             doc = openapi.root(kinds)
         elif parts[:3] == ["openapi", "v3", "api"] and len(parts) == 4:
-            doc = openapi.group_version(kinds, "", parts[3])
+            doc = openapi.group_version(kinds, "", parts[3], self._schema_of)
         elif parts[:3] == ["openapi", "v3", "apis"] and len(parts) == 5:
-            doc = openapi.group_version(kinds, parts[3], parts[4])
+            doc = openapi.group_version(kinds, parts[3], parts[4], self._schema_of)
         if doc is None:
             raise not_found_path(req.path)
         return Response(200, doc)

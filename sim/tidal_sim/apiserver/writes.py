@@ -32,6 +32,9 @@ class Admitter(Protocol):
         """Prune, default and validate an object written through the API, in place; returns
         warnings; raises a StoreError (Invalid, or BadRequest for Strict unknown fields)."""
 
+    def schema(self, group: str, version: str, kind: str) -> Obj | None:
+        """The kind's openAPIV3Schema (published in /openapi/v3), if the admitter has one."""
+
 
 class WriteVerbs:
     """Mixed into RestHandlers: everything that changes stored objects."""

@@ -100,6 +100,11 @@ def sim_command(
             nl=True,
         )
         click.echo(f"kubeconfig: {path}")
+        crds = emulator.validator.source
+        if crds.notice:
+            click.echo(f"tidal sim: {crds.notice}", err=True)
+        elif crds.directory is not None:
+            click.echo(f"Karmada CRD schemas: {crds.directory} (from the {crds.origin})")
         click.echo(f"try: kubectl --kubeconfig {path} get clusters,cpp")
         while not stop.wait(0.5):
             pass

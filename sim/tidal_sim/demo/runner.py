@@ -169,6 +169,8 @@ class Demo:
             # The workloads start spread by the general estimator alone; each team's capacity
             # is pinned once its schedules are read (_pin_before_first_windows).
             emulator.topology.settings.team_estimator.suspended = True
+            if emulator.validator.source.notice:
+                sys.stderr.write(f"tidal demo: {emulator.validator.source.notice}\n")
             self.emulator = emulator.start()
         except OSError as exc:
             raise DemoError(f"cannot start the emulator on loopback: {exc}") from None
