@@ -79,6 +79,9 @@ def upstream_crds() -> Path:
     return CRDS
 
 
+WORKERS_PER_CORE = 2
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tidal")
     group.addoption("--karmada", choices=("emulator", "real", "both"), default="emulator",
@@ -90,6 +93,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fidelity-out", default=None,
                     help="directory where target-parametrised scenarios write their per-wave "
                          "placements (JSON) for docs/fidelity.md")
+
+
+@pytest.hookimpl(optionalhook=True)  # (the hook exists only with pytest-xdist loaded)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers `-n auto` (pyproject's addopts) starts. The emulator suite
+    mostly waits (emulated pods start, watches and gates wait on the emulator's clock), so a
+    run over a directory (the whole suite included) gets WORKERS_PER_CORE workers a core, each
+    with its own emulators on their own ports and its own tmp_path. Test files named one by one
+    run in this process (a worker's start-up would outlast them), and so does a run with a real
+    Karmada as a target (`--karmada real|both`): its scenarios share one plane."""
+    import os
+
+    if config.getoption("karmada") != "emulator":
+        return 0
+    if not any(Path(str(arg).split("::")[0]).is_dir() for arg in config.args):
+        return 0
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -346,7 +346,8 @@ def test_unknown_path_is_404_status(emulator: Emulator) -> None:
 
 
 def test_ten_thousand_objects_list_fast(make_emulator: Any) -> None:
-    """A list of 10,000 bindings is served in well under two seconds."""
+    """A list of 10,000 bindings is served in well under two seconds of CPU (this process's:
+    the server's thread and the client's; the wall clock would count other processes too)."""
     import time
 
     emulator = make_emulator(controllers=False)
@@ -372,11 +373,11 @@ def test_ten_thousand_objects_list_fast(make_emulator: Any) -> None:
                 },
             },
         )
-    start = time.perf_counter()
+    start = time.process_time()
     data = kube.custom(api_client).list_namespaced_custom_object(
         "work.karmada.io", "v1alpha2", "default", "resourcebindings"
     )
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert len(data["items"]) == 10_000
     assert elapsed < 2.0, elapsed
 

@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
+# How often the serving loop looks whether stop() asked it to end: what stopping waits at most
+# (every emulator a test starts is stopped at its teardown).
+SHUTDOWN_POLL_SECONDS = 0.01
+
+
 class ApiServer:
     """Serves `store` over the Kubernetes REST API on host:port (0 picks a free port)."""
 
@@ -81,7 +86,7 @@ class ApiServer:
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             name="sim-apiserver",
-            kwargs={"poll_interval": 0.1},
+            kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
             daemon=True,
         )
         self._thread.start()

@@ -92,6 +92,16 @@ def obj_key(obj: Obj) -> ObjKey:
     )
 
 
+def reference_key(resource: Obj) -> ObjKey:
+    """The key of the template a binding's `spec.resource` refers to (as obj_key keys it)."""
+    return (
+        resource.get("apiVersion", ""),
+        resource.get("kind", ""),
+        resource.get("namespace") or "",
+        resource.get("name", ""),
+    )
+
+
 def type_key(rtype: ResourceType, obj: Obj) -> ObjKey:
     meta = obj.get("metadata", {})
     return (rtype.api_version, rtype.kind, meta.get("namespace") or "", meta.get("name", ""))

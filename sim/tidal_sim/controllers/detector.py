@@ -42,6 +42,7 @@ from tidal_sim.controllers.common import (
     binding_name,
     is_reserved_namespace,
     labels_of,
+    reference_key,
 )
 from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.matching import MISMATCH, selectors_priority
@@ -78,13 +79,7 @@ class Detector:
 
     # -- lookups -----------------------------------------------------------------------
     def template_generation(self, resource: dict[str, Any]) -> int:
-        key = (
-            resource.get("apiVersion", ""),
-            resource.get("kind", ""),
-            resource.get("namespace") or "",
-            resource.get("name", ""),
-        )
-        template = self.templates.get(key)
+        template = self.templates.get(reference_key(resource))
         return int(template["metadata"].get("generation", 1)) if template else 0
 
     def _claim(self, template: Obj) -> tuple[PolicyRef, str] | None:

@@ -26,6 +26,7 @@ from tidal_sim.controllers.common import (
     ObjKey,
     binding_name,
     labels_of,
+    reference_key,
 )
 from tidal_sim.controllers.matching import MISMATCH
 from tidal_sim.kinds import ResourceType
@@ -47,12 +48,7 @@ def handle_policy_change(det: Detector, policy: Obj) -> None:
         if binding is None:
             continue
         resource = (binding.get("spec") or {}).get("resource") or {}
-        tkey = (
-            resource.get("apiVersion", ""),
-            resource.get("kind", ""),
-            resource.get("namespace") or "",
-            resource.get("name", ""),
-        )
+        tkey = reference_key(resource)
         template = det.templates.get(tkey)
         if template is not None and det._matches(template, policy) == MISMATCH:
             if labels_of(template).get(id_label) == pid:

@@ -30,6 +30,7 @@ from tidal_sim.controllers.common import (
     WORKLOAD_KINDS,
     Obj,
     clone,
+    reference_key,
 )
 from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.matching import MISMATCH
@@ -271,9 +272,7 @@ class Works:
         return self._template(((binding or {}).get("spec") or {}).get("resource") or {})
 
     def _template(self, resource: Obj) -> Obj | None:
-        key = (resource.get("apiVersion", ""), resource.get("kind", ""),
-               resource.get("namespace") or "", resource.get("name", ""))
-        return self.mgr.detector.templates.get(key)
+        return self.mgr.detector.templates.get(reference_key(resource))
 
     def _binding(self, bkey: BKey) -> Obj | None:
         try:
