@@ -10,12 +10,13 @@ from pathlib import Path
 import click
 
 from tidal.cli.exitcodes import OK, WAVE_FAILED
+from tidal.cli.options import context_option, kubeconfig_option
 
 
 @click.command("cleanup")
 @click.option("--dry-run", is_flag=True, help="say what would be swept; write nothing")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--context", default=None, help="kubeconfig context")
+@kubeconfig_option
+@context_option
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 def cleanup_command(dry_run: bool, kubeconfig: Path | None, context: str | None,
