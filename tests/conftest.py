@@ -54,6 +54,16 @@ def _upstream_crds_in_settings() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_terminal_width_from_the_runner() -> Iterator[None]:
+    """pytest-xdist workers inherit COLUMNS=80 from their launcher, and tidal's tables honour
+    COLUMNS: tests see no terminal width unless they set one themselves."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("COLUMNS", raising=False)
+        patch.delenv("LINES", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_policy_settle_on_the_emulator() -> Iterator[None]:
     """The emulator's detector reaches a changed policy's templates at once (unless a topology
     sets policyChangeLagSeconds, and those tests pass their own settle): runs in-process and in
