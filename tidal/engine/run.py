@@ -336,7 +336,8 @@ def _waves(run: PreparedRun) -> Phase:
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
         outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
                                           ctx.list_clusters) or \
-            run_wave(ctx, wave, workloads, placements=placements)
+            run_wave(ctx, wave, workloads, placements=placements,
+                     destinations=wave_checks.destinations(planned))
         wave.finished_at = iso_now(clock)
         wbase = ctx.event_base(wave.index)
         if not outcome.ok:

@@ -3,9 +3,10 @@
 cluster's surged replicas in proportion, rounded up), so the override never caps the new
 scale (spec 10 pinned at 5 in its destination) nor holds more than it needs (9 against 5),
 and the workload still moves make-before-break; when the run stops instead (a halt), the
-override of a rescaled workload is lifted, never kept. Floors count the smaller of the
-planned and the current spec (tidal.engine.gates.live_replicas). The room the wave reserved
-is not re-counted: a scale-up takes its extra from what the clusters have free.
+override of a rescaled workload is lifted, never kept. Floors count the spec at the time of
+the check (tidal.engine.gates.live_replicas; the halt's keep-or-remove check too). The room
+the wave reserved is not re-counted: a scale-up takes its extra from what the clusters have
+free.
 
 Called from every wait of a surging wave (surged replicas, the move's gates, the applied
 split), so a change is followed within one pass of the watch (at most 5 s)."""

@@ -184,6 +184,9 @@ def wait_ready(run: WaveRun, short_of: Callable[[], list[str]],
                                 ctx.ready_field).load(run.watch.cache)
     ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
+        down = run.health.check()
+        if down is not None:
+            return down
         report = tracker.report()
         if report.violations:
             for v in report.violations:
@@ -314,7 +317,8 @@ def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str
         ready = view.ready(ctx.ready_field)
         after = {c: min(ready.get(c, 0), assigned.get(c, 0)) for c in ready}
         kept = set(ctx.before.get(name, {})) & set(assigned)
-        found = check_floors(name, w.replicas, after, ctx.floors, kept)
+        replicas = view.replicas if view.replicas is not None else w.replicas  # spec now
+        found = check_floors(name, replicas, after, ctx.floors, kept)
         if found:
             return str(found[0])
     return ""
