@@ -161,8 +161,10 @@ def _sweep_one(client: KarmadaClient, clock: Clock, leftover: Leftover, dry_run:
             return SweepAction(leftover, SweepResult.WOULD_SWEEP,
                                "the placement from before the bridge goes back")
         kind, namespace, name = _parse_policy_ref(leftover.ref)
-        patiently(client, clock, budget,
-                  functools.partial(restore_policy, client, kind, name, namespace))
+        restored = patiently(client, clock, budget, functools.partial(
+            restore_policy, client, kind, name, namespace, run_id=leftover.run_id))
+        if not restored:
+            return SweepAction(leftover, SweepResult.KEPT, "bridged again by another run since")
         return SweepAction(leftover, SweepResult.RESTORED)
     ref = OverrideRef.parse(leftover.ref)
     why = _short_without(client, ref)
