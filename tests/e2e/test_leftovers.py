@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import json
 import signal
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.daemon_helpers import start_daemon, stop_all, wait_for
+from tests.e2e.daemon_helpers import (
+    daemon_metrics,
+    log_events,
+    start_daemon,
+    stop_all,
+    wait_for,
+)
 from tests.e2e.outside import start_tidal, status_of, tidal
 from tests.e2e.surge_helpers import FULL_AVAILABILITY, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for
@@ -142,13 +147,10 @@ def test_a_daemon_sweeps_leftovers_of_a_schedule_that_no_longer_exists(
     proc = start_daemon(emu, tmp_path, "a", schedules, TIDAL_SWEEPER__INTERVAL_SECONDS="1")
     try:
         wait_for(lambda: not _surged(client), 60, "the daemon to sweep the overrides")
-        events = [json.loads(line) for line in (tmp_path / "a.log").read_text().splitlines()
-                  if line.startswith("{")]
+        events = log_events(tmp_path / "a.log")
         swept = [e for e in events if e.get("event") == "leftover_swept"]
         assert swept and all(e["schedule"] == "team-s" for e in swept)
-        port = next(e["port"] for e in events if e.get("event") == "daemon_started")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-            metrics = answer.read().decode()
-        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in metrics
+        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in \
+            daemon_metrics(events)
     finally:
         stop_all([proc])

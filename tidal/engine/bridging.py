@@ -163,7 +163,8 @@ def bridge(run: WaveRun) -> WaveOutcome | None:
         if run.wave.surge_for(run.direction is Direction.BACK) is None:
             room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
-    _place(run.ctx.client, record, bridge=False)
+    patiently(run.ctx.client, run.ctx.clock, run.ctx.wave_timeout,
+              functools.partial(_place, run.ctx.client, record, bridge=False))
     _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
     return None

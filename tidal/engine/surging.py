@@ -397,6 +397,7 @@ def remove_leftovers(ctx: SwitchContext) -> None:
             ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept",
                                         message=note))
             continue
-        delete_override(ctx.client, ref)
+        patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+                  functools.partial(delete_override, ctx.client, ref))
         ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_leftover",
                                     message=f"{ref} left by run {view.run_id}: removed"))
