@@ -68,7 +68,8 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Killed while the surged replicas start: status shows the overrides (lastRun
     overridesLeft and leftovers, with owner and age), `cleanup --dry-run` writes nothing,
-    `cleanup` deletes them, and a second cleanup finds none to remove."""
+    `cleanup` deletes them (status then shows only the temporary Lazy), and a second cleanup
+    finds none to remove."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
     _slow_b(client)
@@ -101,6 +102,9 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
                if a["result"] == "removed"}
     assert removed == standing, done.stdout + done.stderr
     assert not _surged(client)
+    after = status_of(tmp_path, kubeconfig, "team-s", env=SHORT_LOCK)
+    assert after["lastRun"]["overridesLeft"] == []
+    assert [x["kind"] for x in after["leftovers"]] == ["lazy"]  # lifted by a run of its window
     again = tidal("cleanup", "--kubeconfig", kubeconfig, "-o", "json", env=SHORT_LOCK)
     assert not [a for a in json.loads(again.stdout)["actions"] if a["result"] == "removed"]
 
