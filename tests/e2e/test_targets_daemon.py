@@ -4,6 +4,7 @@ completed wave run again and the cluster-b floor held throughout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import yaml
 
 from tests.e2e.daemon_helpers import STATE_NS, stop_all, wait_for
 from tests.e2e.scenario_checks import floor_breaches
-from tests.e2e.targets import RealTarget, Target
+from tests.e2e.targets import RealTarget, Target, kubectl
 from tests.e2e.test_targets_static import REPO, _day_ready, _night_ready, team_objects
 from tidal.daemon.state import StateStore
 from tidal.engine.journal import RunState
@@ -41,18 +42,30 @@ def due_schedule(directory: Path, wave_timeout: float) -> None:
     (directory / "team-1005.yaml").write_text(yaml.safe_dump(doc))
 
 
-def start_replica(target: Target, tmp: Path, who: str, schedules: Path
-                  ) -> subprocess.Popen[bytes]:
+def start_replica(target: Target, tmp: Path, who: str, schedules: Path, *,
+                  sweep_seconds: float = 60.0) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
                TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
                TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
                TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
                TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+               TIDAL_SWEEPER__INTERVAL_SECONDS=str(sweep_seconds),
                TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle))
     return subprocess.Popen(
         [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
          str(target.kubeconfig), "--port", "0", "--identity", who],
         stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=env)
+
+
+def fresh_state(target: Target) -> None:
+    """On real Karmada: the scenario objects reset, no Lease or state ConfigMap left."""
+    if not isinstance(target, RealTarget):
+        return
+    target.reset()
+    for kind in ("leases", "configmaps"):
+        with contextlib.suppress(AssertionError):
+            kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
+                    "--ignore-not-found")
 
 
 def _run(client: KarmadaClient) -> RunState | None:
@@ -77,15 +90,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     """a leads, b stands by; SIGKILL a after wave 1: b finishes, each wave succeeds once."""
     from tidal.karmada.leases import get_lease
 
-    if isinstance(target, RealTarget):
-        target.reset()
-        for kind in ("leases", "configmaps"):
-            try:
-                from tests.e2e.targets import kubectl
-                kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
-                        "--ignore-not-found")
-            except AssertionError:
-                pass
+    fresh_state(target)
     objs = team_objects()
     target.apply(objs)
     replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
