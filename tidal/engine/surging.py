@@ -28,7 +28,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
-from tidal.engine.surge_follow import refit_rescaled
+from tidal.engine.surge_follow import lift_rescaled
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
@@ -166,9 +166,9 @@ def _surged_short(run: WaveRun, record: SurgeRecord) -> list[str]:
 
 def _wait_surged(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
     """Until every surged replica is ready; a floor breached anywhere fails the wave; a
-    workload scaled meanwhile has its override re-fitted (tidal.engine.surge_follow)."""
+    workload scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
     def short() -> list[str]:
-        refit_rescaled(run.ctx, run.wave, run.watch.cache)
+        lift_rescaled(run.ctx, run.wave, run.watch.cache)
         return _surged_short(run, record)
 
     return wait_ready(run, short, "surged")
@@ -270,7 +270,10 @@ def _wait_applied(run: WaveRun, record: SurgeRecord) -> WaveOutcome | None:
     """Until every member runs the new split (see _not_applied), or the wave times out."""
     ctx = run.ctx
     while True:
-        refit_rescaled(ctx, run.wave, run.watch.cache)
+        lift_rescaled(ctx, run.wave, run.watch.cache)
+        down = run.health.check()
+        if down is not None:
+            return down
         late = _not_applied(run, record)
         if not late:
             return None
@@ -337,7 +340,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     by_name = {w.name: w for w in ctx.everyone}
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
-        refit_rescaled(ctx, wave, bindings, lift=True)
+        lift_rescaled(ctx, wave, bindings)
     for wave, record, back in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:

@@ -28,7 +28,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload, selected_by
 from tidal.engine.states import Direction, FailureReason, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
-from tidal.engine.surge_follow import refit_rescaled
+from tidal.engine.surge_follow import lift_rescaled
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of, list_bindings
 from tidal.karmada.client import KarmadaClient, Obj
@@ -312,7 +312,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
     while True:
-        refit_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
+        lift_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
         down = health.check() if health is not None else None
         if down is not None:
             return down
