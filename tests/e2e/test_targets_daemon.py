@@ -5,7 +5,6 @@ completed wave run again and the cluster-b floor held throughout."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.daemon_helpers import STATE_NS, stop_all, wait_for
+from tests.e2e.daemon_helpers import STATE_NS, log_events, stop_all, wait_for
 from tests.e2e.scenario_checks import floor_breaches
 from tests.e2e.targets import RealTarget, Target, kubectl
 from tests.e2e.test_targets_static import REPO, _day_ready, _night_ready, team_objects
@@ -75,14 +74,16 @@ def _run(client: KarmadaClient) -> RunState | None:
         return None
 
 
-def _events(log: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+def day_team(target: Target) -> dict[str, int]:
+    """Team 1005 on a fresh target, in its day placement, all ready; its replicas by
+    workload."""
+    fresh_state(target)
+    objs = team_objects()
+    target.apply(objs)
+    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+                for d in objs if d["kind"] == "Deployment"}
+    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    return replicas
 
 
 def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[str, Any],
@@ -90,12 +91,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     """a leads, b stands by; SIGKILL a after wave 1: b finishes, each wave succeeds once."""
     from tidal.karmada.leases import get_lease
 
-    fresh_state(target)
-    objs = team_objects()
-    target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
-    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    replicas = day_team(target)
     schedules = tmp_path / "schedules"
     due_schedule(schedules, target.patience)
     client = target.client()
@@ -121,7 +117,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     assert floor_breaches(target.timeline(), t0, "cluster-b", set(replicas), 1) == []
     done: dict[int, list[str]] = {}
     for who in ("a", "b"):
-        for e in _events(tmp_path / f"{who}.log"):
+        for e in log_events(tmp_path / f"{who}.log"):
             if e.get("event") == "wave_succeeded":
                 done.setdefault(int(e["wave"]), []).append(who)
     assert done and all(len(v) == 1 for v in done.values()), done

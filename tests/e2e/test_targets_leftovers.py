@@ -14,8 +14,7 @@ import pytest
 
 from tests.e2e.daemon_helpers import log_events, stop_all, wait_for
 from tests.e2e.targets import Target
-from tests.e2e.test_targets_daemon import due_schedule, fresh_state, start_replica
-from tests.e2e.test_targets_static import _day_ready, team_objects
+from tests.e2e.test_targets_daemon import day_team, due_schedule, start_replica
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -25,12 +24,7 @@ def test_a_crashed_surge_of_a_removed_schedule_is_swept(target: Target, tmp_path
                                                         ) -> None:
     """SIGKILL while the overrides stand, schedule file removed, daemon restarted: no override
     left, each workload's members add up to its spec, the sweep logged per override."""
-    fresh_state(target)
-    objs = team_objects()
-    target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
-    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    replicas = day_team(target)
     schedules = tmp_path / "schedules"
     due_schedule(schedules, target.patience)
     client = target.client()
