@@ -286,6 +286,13 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
                (lease_name, *run_locks))
     for namespace in sorted(event_namespaces):
         grants.add(namespace, "", "events", ("create",))
+    # the sweep of leftovers (the daemon's and `tidal cleanup`): bridge marks and temporary
+    # Lazy are found on any policy, whatever schedule wrote them (one removed since too), and
+    # the run lock of any schedule is read to tell an active run (policies hold no secrets;
+    # the state namespace holds only tidal's Leases)
+    for resource in ("propagationpolicies", "clusterpropagationpolicies"):
+        grants.add(None, POLICY_GROUP, resource, ("list",))
+    grants.add(state_namespace, "coordination.k8s.io", "leases", ("get",))
     # the daemon checks that its state namespace exists (it never creates namespaces)
     grants.add(None, "", "namespaces", ("get",), (state_namespace,))
     return grants.rules()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.soak.leftovers import LeftoverWatch
 from benchmarks.soak.promises import Promise
 from benchmarks.soak.scenario import (
     FLOOR_CLUSTER,
@@ -29,7 +30,9 @@ from tidal_sim.store import Gone, Store, WatchEvent
 
 Obj = dict[str, Any]
 WATCHED = {"configmaps", "leases", "resourcebindings", "deployments", "workloadrebalancers",
-           "clusterpropagationpolicies", "clusters"}
+           "clusterpropagationpolicies", "clusters", "overridepolicies"}
+SWEEP_SECONDS = float(daemon_env("x")["TIDAL_SWEEPER__INTERVAL_SECONDS"])
+CAP_GRACE_SECONDS = 15.0  # a move scheduled before its override is re-fitted (one settle pass)
 LEADER_LEASE = "tidal-leader"
 FINAL_RESULTS = {"succeeded", "failed", "rolledBack"}
 # Outcomes that record a start that did not run; each must carry its reason.
@@ -147,6 +150,11 @@ class Checker:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="soak-checker", daemon=True)
         self.events = 0
+        # promise 9; the slack: a sweep of the leader after the interval, and one lease to
+        # elect a new leader after a crash
+        self.leftovers = LeftoverWatch(
+            SWEEP_SECONDS + 2 * LEASE_SECONDS + 5.0, CAP_GRACE_SECONDS,
+            lambda text: self.violation(text, Promise.LEFTOVERS))
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> Checker:
@@ -226,8 +234,13 @@ class Checker:
             text = (obj.get("data") or {}).get("run")
             if text:
                 self._on_run_state(json.loads(text), now, event.resource_version)
+                self.leftovers.on_run_state(json.loads(text), now)
         elif plural == "resourcebindings" and meta.get("namespace") == NS:
             self._on_binding(event, now)
+            self.leftovers.on_binding(_workload_of_binding(obj),
+                                      None if event.type == "DELETED" else obj, now)
+        elif plural == "overridepolicies" and meta.get("namespace") == NS:
+            self.leftovers.on_override(event.type, obj, now)
         elif plural == "deployments" and meta.get("namespace") == NS:
             ann = meta.get("annotations") or {}
             stamp, run = ann.get("tidal.io/switched-at"), ann.get("tidal.io/switch-run")

@@ -195,6 +195,7 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
                            fleet.metric_total("tidal_wave_failures_total"),
                            scraped_after=scraped_after)
         lazy_checked = _no_leftovers(emu, checker)
+        checker.leftovers.finish(time.time())
         secret_places = _no_secrets(emu, fleet, checker, metrics)
         rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)
         for who, code in codes.items():

@@ -169,4 +169,5 @@ def daemon_env(identity: str) -> dict[str, str]:
         "TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS": "0.5",
         "TIDAL_SCHEDULER__RESYNC_SECONDS": "5",
         "TIDAL_SCHEDULER__MAX_CONCURRENT_SWITCHES": "2",
+        "TIDAL_SWEEPER__INTERVAL_SECONDS": "10",
     }

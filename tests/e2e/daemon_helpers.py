@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -144,3 +146,22 @@ def stored_run(client: KarmadaClient, schedule: str = "team-t1") -> RunState | N
         return StateStore(client, STATE_NS).load(schedule)
     except Exception:
         return None
+
+
+def log_events(path: Path) -> list[dict[str, Any]]:
+    """The JSON log lines of a `tidal run` log file (other lines skipped)."""
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def daemon_metrics(events: list[dict[str, Any]]) -> str:
+    """The /metrics text of the daemon whose log `events` are (its daemon_started port)."""
+    port = next(e["port"] for e in events if e.get("event") == "daemon_started")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text: str = answer.read().decode()
+    return text

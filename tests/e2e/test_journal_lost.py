@@ -4,8 +4,6 @@ moved, the Lazy taken off, the run recorded as succeeded."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,8 @@ import pytest
 from tests.e2e.daemon_helpers import (
     STATE_NS,
     WORKLOADS,
+    daemon_metrics,
+    log_events,
     settled_team,
     start_daemon,
     stop_all,
@@ -28,16 +28,6 @@ from tidal.karmada.client import KNOWN, KarmadaClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CONFIGMAPS = next(r for r in KNOWN if r.plural == "configmaps")
-
-
-def _log_events(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
@@ -80,12 +70,9 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
         assert all(now.get((w, "cluster-a"), (0, 0))[0] == 0
                    for w in {w for w, _ in now}), now
         assert len({w for w, _ in now}) == WORKLOADS
-        events = _log_events(tmp_path / "a.log")
+        events = log_events(tmp_path / "a.log")
         lost = [e for e in events if e.get("event") == "journal_lost"]
         assert lost and lost[0]["reason"] == "journal_lost" and lost[0]["level"] == "error"
-        port = next(e["port"] for e in events if e.get("event") == "daemon_started")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-            metrics = answer.read().decode()
-        assert 'tidal_journal_lost_total{schedule="team-t1"} 1.0' in metrics
+        assert 'tidal_journal_lost_total{schedule="team-t1"} 1.0' in daemon_metrics(events)
     finally:
         stop_all([proc])

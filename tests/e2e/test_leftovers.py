@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import json
 import signal
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.daemon_helpers import start_daemon, stop_all, wait_for
+from tests.e2e.daemon_helpers import (
+    daemon_metrics,
+    log_events,
+    start_daemon,
+    stop_all,
+    wait_for,
+)
 from tests.e2e.outside import start_tidal, status_of, tidal
 from tests.e2e.surge_helpers import FULL_AVAILABILITY, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for
@@ -63,7 +68,8 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
         make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """Killed while the surged replicas start: status shows the overrides (lastRun
     overridesLeft and leftovers, with owner and age), `cleanup --dry-run` writes nothing,
-    `cleanup` deletes them, and a second cleanup finds none to remove."""
+    `cleanup` deletes them (status then shows only the temporary Lazy), and a second cleanup
+    finds none to remove."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
     _slow_b(client)
@@ -96,6 +102,9 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
                if a["result"] == "removed"}
     assert removed == standing, done.stdout + done.stderr
     assert not _surged(client)
+    after = status_of(tmp_path, kubeconfig, "team-s", env=SHORT_LOCK)
+    assert after["lastRun"]["overridesLeft"] == []
+    assert [x["kind"] for x in after["leftovers"]] == ["lazy"]  # lifted by a run of its window
     again = tidal("cleanup", "--kubeconfig", kubeconfig, "-o", "json", env=SHORT_LOCK)
     assert not [a for a in json.loads(again.stdout)["actions"] if a["result"] == "removed"]
 
@@ -142,13 +151,10 @@ def test_a_daemon_sweeps_leftovers_of_a_schedule_that_no_longer_exists(
     proc = start_daemon(emu, tmp_path, "a", schedules, TIDAL_SWEEPER__INTERVAL_SECONDS="1")
     try:
         wait_for(lambda: not _surged(client), 60, "the daemon to sweep the overrides")
-        events = [json.loads(line) for line in (tmp_path / "a.log").read_text().splitlines()
-                  if line.startswith("{")]
+        events = log_events(tmp_path / "a.log")
         swept = [e for e in events if e.get("event") == "leftover_swept"]
         assert swept and all(e["schedule"] == "team-s" for e in swept)
-        port = next(e["port"] for e in events if e.get("event") == "daemon_started")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-            metrics = answer.read().decode()
-        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in metrics
+        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in \
+            daemon_metrics(events)
     finally:
         stop_all([proc])

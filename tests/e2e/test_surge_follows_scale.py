@@ -1,7 +1,7 @@
 """Surge that follows the user (issue 25, defect 3): Deployments scaled while their wave's
 overrides are in force (5 -> 10 and 5 -> 2, as an autoscaler would) get their overrides
-re-fitted, or lifted when the run halts: whatever the run's end, no override caps the new
-scale or holds more than it, and a switch whose floors hold succeeds with nothing left.
+lifted: whatever the run's end, no override caps the new scale or holds more than it, and a
+switch whose floors hold succeeds with nothing left.
 
 (A template edit under the night's Lazy moves that workload at once, as Karmada does: with a
 100% floor the user's own scale breaks the floor and the run halts.)"""

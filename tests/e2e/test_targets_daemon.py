@@ -4,7 +4,7 @@ completed wave run again and the cluster-b floor held throughout."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.daemon_helpers import STATE_NS, stop_all, wait_for
+from tests.e2e.daemon_helpers import STATE_NS, log_events, stop_all, wait_for
 from tests.e2e.scenario_checks import floor_breaches
-from tests.e2e.targets import RealTarget, Target
+from tests.e2e.targets import RealTarget, Target, kubectl
 from tests.e2e.test_targets_static import REPO, _day_ready, _night_ready, team_objects
 from tidal.daemon.state import StateStore
 from tidal.engine.journal import RunState
@@ -41,18 +41,30 @@ def due_schedule(directory: Path, wave_timeout: float) -> None:
     (directory / "team-1005.yaml").write_text(yaml.safe_dump(doc))
 
 
-def start_replica(target: Target, tmp: Path, who: str, schedules: Path
-                  ) -> subprocess.Popen[bytes]:
+def start_replica(target: Target, tmp: Path, who: str, schedules: Path, *,
+                  sweep_seconds: float = 60.0) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
                TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
                TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
                TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
                TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+               TIDAL_SWEEPER__INTERVAL_SECONDS=str(sweep_seconds),
                TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle))
     return subprocess.Popen(
         [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
          str(target.kubeconfig), "--port", "0", "--identity", who],
         stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=env)
+
+
+def fresh_state(target: Target) -> None:
+    """On real Karmada: the scenario objects reset, no Lease or state ConfigMap left."""
+    if not isinstance(target, RealTarget):
+        return
+    target.reset()
+    for kind in ("leases", "configmaps"):
+        with contextlib.suppress(AssertionError):
+            kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
+                    "--ignore-not-found")
 
 
 def _run(client: KarmadaClient) -> RunState | None:
@@ -62,14 +74,16 @@ def _run(client: KarmadaClient) -> RunState | None:
         return None
 
 
-def _events(log: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+def day_team(target: Target) -> dict[str, int]:
+    """Team 1005 on a fresh target, in its day placement, all ready; its replicas by
+    workload."""
+    fresh_state(target)
+    objs = team_objects()
+    target.apply(objs)
+    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+                for d in objs if d["kind"] == "Deployment"}
+    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    return replicas
 
 
 def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[str, Any],
@@ -77,20 +91,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     """a leads, b stands by; SIGKILL a after wave 1: b finishes, each wave succeeds once."""
     from tidal.karmada.leases import get_lease
 
-    if isinstance(target, RealTarget):
-        target.reset()
-        for kind in ("leases", "configmaps"):
-            try:
-                from tests.e2e.targets import kubectl
-                kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
-                        "--ignore-not-found")
-            except AssertionError:
-                pass
-    objs = team_objects()
-    target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
-    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    replicas = day_team(target)
     schedules = tmp_path / "schedules"
     due_schedule(schedules, target.patience)
     client = target.client()
@@ -116,7 +117,7 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
     assert floor_breaches(target.timeline(), t0, "cluster-b", set(replicas), 1) == []
     done: dict[int, list[str]] = {}
     for who in ("a", "b"):
-        for e in _events(tmp_path / f"{who}.log"):
+        for e in log_events(tmp_path / f"{who}.log"):
             if e.get("event") == "wave_succeeded":
                 done.setdefault(int(e["wave"]), []).append(who)
     assert done and all(len(v) == 1 for v in done.values()), done

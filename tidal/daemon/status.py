@@ -14,7 +14,7 @@ from tidal.domain.windows import Controls, WindowStart, next_start, start_in_for
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
 from tidal.engine.states import RunResult
-from tidal.engine.sweeper import find_leftovers
+from tidal.engine.sweeper import LeftoverKind, find_leftovers
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
@@ -142,7 +142,8 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
                                    if w.result is not None else None}
                                   for w in run.waves],
                         "overridesLeft": overrides_left(
-                            run, stopped=run.finished or not _held(left, name))}
+                            run, stopped=run.finished or not _held(left, name),
+                            standing=left["standing"])}
             if run else None,
             "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
             if upcoming else None,
@@ -192,28 +193,35 @@ def leftovers_now(client: KarmadaClient, namespace: str, runs: dict[str, RunStat
     except KarmadaError as exc:
         return {"items": [{"kind": "?", "object": "?", "schedule": None, "runId": None,
                            "since": None, "ageSeconds": None,
-                           "reason": f"cannot check: {exc}"}], "active": set()}
+                           "reason": f"cannot check: {exc}"}], "active": set(),
+                "standing": None}
     active = {x.schedule for x in found
               if x.schedule and run_active(client, namespace, x.schedule, now)}
     return {"items": [x.to_json(now) for x in found if x.schedule not in active],
-            "active": active}
+            "active": active,
+            "standing": {x.ref for x in found if x.kind is LeftoverKind.OVERRIDE}}
 
 
 def _held(left: dict[str, Any], schedule: str) -> bool:
     return schedule in left["active"]
 
 
-def overrides_left(run: RunState, *, stopped: bool | None = None) -> list[dict[str, Any]]:
+def overrides_left(run: RunState, *, stopped: bool | None = None,
+                   standing: set[str] | None = None) -> list[dict[str, Any]]:
     """The surge overrides a stopped run left in place, per wave, and why (kept on a halt
     because removing them would break a floor; or left by a run that stopped at once, a crash
-    included). `stopped`: the run is not going on (default: it finished)."""
+    included). `stopped`: the run is not going on (default: it finished); `standing`: the
+    overrides that exist (None: not known), so one swept since is not shown."""
     out: list[dict[str, Any]] = []
     stopped = run.finished if stopped is None else stopped
     for wave in run.waves:
         for back, record in ((False, wave.surge), (True, wave.surge_back)):
             if record is None or not record.active or not stopped:
                 continue
-            out.append({"wave": wave.index, "rollback": back, "overrides": record.overrides,
+            there = [o for o in record.overrides if standing is None or o in standing]
+            if not there:
+                continue
+            out.append({"wave": wave.index, "rollback": back, "overrides": there,
                         "step": record.step.value,
                         "reason": record.kept or "the run stopped before releasing them; "
                                                  "the sweeper (or `tidal cleanup`) removes "

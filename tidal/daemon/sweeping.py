@@ -22,7 +22,14 @@ from tidal.daemon.lease import run_lock_name
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock
 from tidal.engine.journal import RunState
-from tidal.engine.sweeper import Leftover, SweepAction, SweepResult, find_leftovers, sweep
+from tidal.engine.sweeper import (
+    Leftover,
+    LeftoverKind,
+    SweepAction,
+    SweepResult,
+    find_leftovers,
+    sweep,
+)
 from tidal.karmada import state_objects as cm
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import AlreadyExists, Conflict, KarmadaError, LeaseLost
@@ -56,14 +63,19 @@ class SweepReport:
         return [a.leftover for a in self.actions
                 if a.result in (SweepResult.KEPT, SweepResult.WOULD_SWEEP)]
 
-    def counts(self, alert_age: float) -> dict[tuple[str, str], tuple[int, int]]:
-        """(kind, schedule) -> (idle leftovers, those older than `alert_age` seconds)."""
+    def counts(self, alert_age: float, loaded: Collection[str] = ()
+               ) -> dict[tuple[str, str], tuple[int, int]]:
+        """(kind, schedule) -> (idle leftovers, those older than `alert_age` seconds). A
+        temporary Lazy of a schedule in `loaded` is never overdue: a run of its window lifts
+        it (a halt holds it on purpose; `tidal status` shows it held)."""
         out: dict[tuple[str, str], tuple[int, int]] = {}
         for x in self.idle:
             key = (x.kind.value, x.schedule)
             count, overdue = out.get(key, (0, 0))
             age = x.age_seconds(self.at)
-            out[key] = (count + 1, overdue + int(age is not None and age > alert_age))
+            late = age is not None and age > alert_age and not (
+                x.kind is LeftoverKind.LAZY and x.schedule in loaded)
+            out[key] = (count + 1, overdue + int(late))
         return out
 
     @property
@@ -173,7 +185,8 @@ class SweepLoop:
         except (KarmadaError, LeaseLost) as exc:
             log.warning("sweep_failed", error=str(exc), error_class=type(exc).__name__)
             return None
-        self.metrics.set_leftovers(report.counts(self.settings.alert_age_seconds))
+        self.metrics.set_leftovers(report.counts(self.settings.alert_age_seconds,
+                                                 self.loaded()))
         return report
 
     def _loop(self) -> None:

@@ -163,7 +163,8 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
         if run.wave.surge_for(run.direction is Direction.BACK) is None:
             room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
-    _place(run.ctx.client, record, bridge=False)
+    patiently(run.ctx.client, run.ctx.clock, run.ctx.wave_timeout,
+              functools.partial(_place, run.ctx.client, record, bridge=False))
     _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
     return None
@@ -333,10 +334,11 @@ def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
         restore_policy(client, ref.kind, ref.name, ref.namespace)
 
 
-def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
-                   ) -> bool:
+def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None, *,
+                   run_id: str | None = None) -> bool:
     """The policy's placement from before the bridge back, from its mark (a placement
-    edited since stays: only the mark goes); False when it carries no mark."""
+    edited since stays: only the mark goes); False when it carries no mark, or (`run_id`)
+    when the mark is another run's (a new run bridged it since it was found)."""
     obj = api.find_policy(client, kind, name, namespace)
     text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
     if obj is None or text is None:
@@ -345,7 +347,9 @@ def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str |
         mark = json.loads(text)
         original, bridge_ = dict(mark["original"]), dict(mark["bridge"])
     except (ValueError, KeyError, TypeError):
-        original = bridge_ = {}
+        mark, original, bridge_ = {}, {}, {}
+    if run_id is not None and isinstance(mark, dict) and mark.get("runId", "") != run_id:
+        return False
     now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
     if original and now == triggers.normalize_placement(bridge_):
         _write(client, kind, name, namespace, original, mark=None, expect=None)

@@ -60,13 +60,11 @@ def ready_by_cluster(binding: Mapping[str, Any] | None, ready_field: str | None 
 
 
 def live_replicas(workload: Workload, binding: BindingView) -> int | None:
-    """The replicas a floor counts: the spec now (someone may scale a workload during the
-    switch), but no more than when the run planned it: a scale-up's new replicas are not
-    ready yet, and that is the user's doing, not a breach."""
+    """Desired replicas now (someone may scale a workload during the switch)."""
     if workload.replicas is None:
         return None
     value = binding.replicas
-    return min(value, workload.replicas) if value is not None else workload.replicas
+    return value if value is not None else workload.replicas
 
 
 class TriggerRule(Protocol):

@@ -13,6 +13,7 @@ from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule
 from tidal.engine import gates, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
+from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import Emitter, EventBase, WorkloadSkipped
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.resolve import Workload, selected_by
@@ -109,8 +110,9 @@ class WaveInFlight:
 
     def __init__(self, ctx: SwitchContext, wave: WaveState, live: Sequence[Workload],
                  placements: Mapping[str, object], watch: BindingWatch,
-                 direction: Direction) -> None:
+                 direction: Direction, health: DestinationHealth | None = None) -> None:
         self.ctx, self.wave, self.watch, self.direction = ctx, wave, watch, direction
+        self.health = health or DestinationHealth(ctx, wave.index, ())
         self.live = list(live)
         self.placements = placements
         self.targets = {w.name: gates.WaveTarget(w, rule=ctx.strategy) for w in live}

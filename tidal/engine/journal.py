@@ -135,7 +135,7 @@ class SurgeRecord:
     step: SurgeStep = SurgeStep.NONE
     overrides: list[str] = field(default_factory=list)  # kind/namespace/name
     kept: str = ""  # why overrides were left on a halt
-    # workloads scaled while surged -> the replicas their targets were re-fitted for
+    # workloads scaled while surged (their override lifted) -> their replicas then
     rescaled: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -9,6 +9,7 @@ FencedOut, stop at once."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from tidal.engine.events import (
 )
 from tidal.engine.inflight import SwitchContext, iso_now, leave_out
 from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
+from tidal.engine.patience import patiently
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import ready_field_of
 from tidal.engine.record import RunRecord
@@ -276,7 +278,8 @@ def remove_rebalancers(ctx: SwitchContext) -> None:
     for wave in ctx.state.waves:
         for name in wave.rebalancers:
             try:
-                delete_rebalancer(ctx.client, name)
+                patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+                          functools.partial(delete_rebalancer, ctx.client, name))
             except KarmadaError as exc:  # best effort: the TTL removes it anyway
                 ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
                                             message=f"WorkloadRebalancer {name}: {exc}"))
@@ -345,7 +348,8 @@ def _waves(run: PreparedRun) -> Phase:
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
         outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
                                           ctx.list_clusters) or \
-            run_wave(ctx, wave, workloads, placements=placements)
+            run_wave(ctx, wave, workloads, placements=placements,
+                     destinations=wave_checks.destinations(planned))
         wave.finished_at = iso_now(clock)
         wbase = ctx.event_base(wave.index)
         if not outcome.ok:
@@ -373,7 +377,8 @@ def _finishing(run: PreparedRun) -> Phase:
     """Lift the temporary Lazy, mark the policies completed, remove the rebalancers."""
     ctx = run.ctx
     for record in run.state.policies:
-        action = policy_change.finish(ctx.client, record, run_id=ctx.run_id, save=run.save)
+        action = patiently(ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(
+            policy_change.finish, ctx.client, record, run_id=ctx.run_id, save=run.save))
         if action is PolicyAction.LAZY_RESTORED:
             ctx.emitter.emit(PolicyChanged(**ctx.event_base(None), kind=record.kind,
                                            policy=policy_ref(record.namespace, record.name),

@@ -28,7 +28,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
-from tidal.engine.surge_follow import refit_rescaled
+from tidal.engine.surge_follow import lift_rescaled
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
@@ -167,9 +167,9 @@ def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
 
 def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every surged replica is ready; a floor breached anywhere fails the wave; a
-    workload scaled meanwhile has its override re-fitted (tidal.engine.surge_follow)."""
+    workload scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
     def short() -> list[str]:
-        refit_rescaled(run.ctx, run.wave, run.watch.cache)
+        lift_rescaled(run.ctx, run.wave, run.watch.cache)
         return _surged_short(run, record)
 
     return wait_ready(run, short, "surged")
@@ -185,6 +185,9 @@ def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
                                 ctx.ready_field).load(run.watch.cache)
     ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
+        down = run.health.check()
+        if down is not None:
+            return down
         report = tracker.report()
         if report.violations:
             for v in report.violations:
@@ -268,7 +271,10 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every member runs the new split (see _not_applied), or the wave times out."""
     ctx = run.ctx
     while True:
-        refit_rescaled(ctx, run.wave, run.watch.cache)
+        lift_rescaled(ctx, run.wave, run.watch.cache)
+        down = run.health.check()
+        if down is not None:
+            return down
         late = _not_applied(run, record)
         if not late:
             return None
@@ -315,7 +321,8 @@ def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str
         ready = view.ready(ctx.ready_field)
         after = {c: min(ready.get(c, 0), assigned.get(c, 0)) for c in ready}
         kept = set(ctx.before.get(name, {})) & set(assigned)
-        found = check_floors(name, w.replicas, after, ctx.floors, kept)
+        replicas = view.replicas if view.replicas is not None else w.replicas  # spec now
+        found = check_floors(name, replicas, after, ctx.floors, kept)
         if found:
             return str(found[0])
     return ""
@@ -334,7 +341,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     by_name = {w.name: w for w in ctx.everyone}
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
-        refit_rescaled(ctx, wave, bindings, lift=True)
+        lift_rescaled(ctx, wave, bindings)
     for wave, record, back in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:
@@ -394,6 +401,7 @@ def remove_leftovers(ctx: SwitchContext) -> None:
             ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept",
                                         message=note))
             continue
-        delete_override(ctx.client, ref)
+        patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+                  functools.partial(delete_override, ctx.client, ref))
         ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_leftover",
                                     message=f"{ref} left by run {view.run_id}: removed"))

@@ -36,7 +36,7 @@ from tidal.engine.patience import patiently
 from tidal.karmada import bindings as bindings_api
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import KarmadaError
+from tidal.karmada.errors import Forbidden, KarmadaError
 from tidal.karmada.names import BRIDGE_PLACEMENT, CPP_KIND, PP_KIND, binding_name
 from tidal.karmada.overrides import COP_KIND, OverrideRef, delete_override, list_overrides
 from tidal.karmada.views import BindingView, OverrideView, PolicyView, parse_time
@@ -105,7 +105,11 @@ def find_leftovers(client: KarmadaClient, lazy_owners: Mapping[str, str]) -> lis
                     v.schedule or "", v.run_id or "", v.created)
            for v in list_overrides(client)]
     for kind in (CPP_KIND, PP_KIND):
-        for obj in policies_api.list_policies(client, kind):
+        try:
+            listed = policies_api.list_policies(client, kind)
+        except Forbidden:  # an RBAC from before the sweep: overrides are still found
+            continue
+        for obj in listed:
             view = PolicyView(obj)
             ref = _policy_ref(kind, view.metadata.get("namespace"), view.name)
             text = view.annotations.get(BRIDGE_PLACEMENT)
@@ -157,8 +161,10 @@ def _sweep_one(client: KarmadaClient, clock: Clock, leftover: Leftover, dry_run:
             return SweepAction(leftover, SweepResult.WOULD_SWEEP,
                                "the placement from before the bridge goes back")
         kind, namespace, name = _parse_policy_ref(leftover.ref)
-        patiently(client, clock, budget,
-                  functools.partial(restore_policy, client, kind, name, namespace))
+        restored = patiently(client, clock, budget, functools.partial(
+            restore_policy, client, kind, name, namespace, run_id=leftover.run_id))
+        if not restored:
+            return SweepAction(leftover, SweepResult.KEPT, "bridged again by another run since")
         return SweepAction(leftover, SweepResult.RESTORED)
     ref = OverrideRef.parse(leftover.ref)
     why = _short_without(client, ref)

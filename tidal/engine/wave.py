@@ -3,11 +3,12 @@ a floor breaks, or waveTimeout runs out. Used for forward waves and for rollback
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from tidal.domain.floors import floor_clusters
 from tidal.domain.waves import WorkloadKey
 from tidal.engine import bridging, gates, rebalancing, room, stall, surging, triggers
+from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import (
     FloorBreached,
     FloorObserved,
@@ -20,7 +21,7 @@ from tidal.engine.journal import WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, Gate
-from tidal.engine.surge_follow import refit_rescaled
+from tidal.engine.surge_follow import lift_rescaled
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import Obj
@@ -65,9 +66,12 @@ def gone_reason(ctx: SwitchContext, name: str, api_versions: Mapping[str, str]) 
 
 def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload], *,
              placements: Mapping[str, object],
-             direction: Direction = Direction.FORWARD) -> WaveOutcome:
+             direction: Direction = Direction.FORWARD,
+             destinations: Collection[str] = ()) -> WaveOutcome:
     """Trigger the wave's workloads with the run's strategy and gate them. `placements`:
-    policy key -> normalized target placement (what a touched binding must carry)."""
+    policy key -> normalized target placement (what a touched binding must carry);
+    `destinations`: the clusters it moves replicas into, which must stay Ready to its end
+    (tidal.engine.destinations)."""
     live = [w for w in workloads if w.name not in ctx.skipped]
     ctx.emitter.emit(WaveStarted(**ctx.event_base(wave.index),
                                  workloads=tuple(w.name for w in live),
@@ -78,14 +82,21 @@ def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload],
     keys = {w.binding_key for w in ctx.everyone or live} | {w.binding_key for w in live}
     watch = ctx.binding_watch(namespace, cluster_scoped, keys=keys)
     watch.start()
-    run = WaveRun(ctx, wave, live, placements, watch, direction)
+    run = WaveRun(ctx, wave, live, placements, watch, direction,
+                  DestinationHealth(ctx, wave.index, destinations))
     outcome = ctx.strategy.arm(run)
     if outcome is not None and not outcome.ok:
         return outcome
     outcome = run.gate(until=Gate.CONVERGED)
     if not outcome.ok:
         return outcome
-    return ctx.strategy.settle(run) or outcome
+    down = run.health.check(now=True)  # before the surge is released
+    if down is not None:
+        return down
+    settled = ctx.strategy.settle(run)
+    if settled is not None and not settled.ok:
+        return settled
+    return run.health.check(now=True) or outcome  # and before `succeeded`
 
 
 class WaveRun(WaveInFlight):
@@ -115,7 +126,7 @@ class WaveRun(WaveInFlight):
 
     def gate(self, until: Gate) -> WaveOutcome:
         return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until,
-                     passed=self.passed)
+                     passed=self.passed, health=self.health)
 
     def scheduled(self) -> WaveOutcome:
         return self.gate(until=Gate.SCHEDULED)
@@ -157,7 +168,8 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
 
 def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
           watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED, *,
-          passed: set[Gate] | None = None) -> WaveOutcome:
+          passed: set[Gate] | None = None,
+          health: DestinationHealth | None = None) -> WaveOutcome:
     """Until every target passed `until`; `passed`: the gates this wave announced already
     (each gate_passed event once per wave)."""
     index = wave.index
@@ -167,7 +179,10 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
     last_check = ctx.clock.monotonic()
     tracker = _tracker(ctx, targets, watch)
     while True:
-        refit_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
+        lift_rescaled(ctx, wave, watch.cache)  # a surge follows the user's scale
+        down = health.check() if health is not None else None
+        if down is not None:
+            return down
         report = tracker.report()
         _observe_floors(ctx, index, watch.cache, clusters)
         for gate in gates.GATES:
