@@ -50,6 +50,17 @@ class Limit(Enum):
     NONE = "none"  # no source configured or none limits the request: cannot tell
 
 
+def clock_time(text: str) -> time:
+    """A time of day written HH:MM; ValueError saying how to write it."""
+    hours, _, minutes = text.partition(":")
+    try:
+        if len(minutes) == 2 and hours.isdigit() and minutes.isdigit():
+            return time(int(hours), int(minutes))
+    except ValueError:
+        pass
+    raise ValueError(f"{text!r} is not a time of day; write HH:MM, e.g. 22:00")
+
+
 @dataclass(frozen=True)
 class CapacityWindow:
     """A time of day with its own replica cap ([start, end), may span midnight)."""
