@@ -140,6 +140,9 @@ class EstimatorSettings(BaseModel):
     # a view older than this answers "cannot tell" (a member unreadable for that long)
     stale_seconds: float = Field(60.0, gt=0, le=86400)
     workers: int = Field(16, ge=1, le=256)  # gRPC handler threads
+    # `tidal plan`: the running estimator's HTTP address, to say which clusters
+    # karmada-scheduler has not asked it about (None: not checked)
+    status_url: str | None = None
 
     @model_validator(mode="after")
     def _bound(self) -> EstimatorSettings:

@@ -26,7 +26,7 @@ down to minus the binding's own replicas there: a capacity of 0 then empties the
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import time
 from enum import Enum
@@ -34,6 +34,10 @@ from enum import Enum
 from tidal.domain.prediction import whole
 
 CANNOT_TELL = -1  # karmada-scheduler's UnauthenticReplica: the estimator has no answer
+
+# The planner's view of a team estimator: (namespace, kind, name, per-replica request, cluster
+# names) -> the answer per cluster (-1 or absent: cannot tell).
+TeamEstimate = Callable[[str, str, str, Mapping[str, float], Sequence[str]], Mapping[str, int]]
 
 # Quota keys that stand for a requested resource (k8s.io/apiserver quota evaluators): the plain
 # name for the native compute resources, `requests.<name>` for every resource.
