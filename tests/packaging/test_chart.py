@@ -72,6 +72,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                        "labelSelector": {"matchLabels": {
                                            "app.kubernetes.io/name": "tidal"}}}],
     },
+    "estimator": {"estimator": {"enabled": True, "clusters": ["cluster-a", "cluster-b"],
+                                "teams": {"apiVersion": "tidal.io/v1alpha1",
+                                          "kind": "TeamCapacity", "spec": {"teams": []}}}},
     "values-schedules": {
         "schedules": {
             "files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}
