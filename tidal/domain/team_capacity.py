@@ -162,6 +162,7 @@ class TeamFacts:
     cap: int | None = None
     held: int = 0  # replicas the team's bindings hold on the cluster (the cap's `used`)
     own: int = 0  # replicas of the asking binding there (a Fresh reschedule adds them back)
+    pool_fit: int | None = None  # pool_replicas(claim, pool), when the caller has it already
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,11 @@ def node_fit(claim: ReplicaClaim, node: NodeView) -> int:
     return max(0, min(fits))
 
 
+def pool_replicas(claim: ReplicaClaim, pool: Sequence[NodeView]) -> int:
+    """Replicas the pool holds, node by node."""
+    return sum(node_fit(claim, node) for node in pool)
+
+
 def team_estimate(claim: ReplicaClaim, facts: TeamFacts) -> Estimate:
     """The team's answer on one cluster (see the module doc); -1 when nothing can tell."""
     found: list[tuple[int, Limit]] = []
@@ -249,8 +255,10 @@ def team_estimate(claim: ReplicaClaim, facts: TeamFacts) -> Estimate:
         fit = _quota_fit(quota, claim.request)
         if fit is not None:
             found.append((fit, Limit.QUOTA))
-    if facts.pool is not None:
-        found.append((sum(node_fit(claim, node) for node in facts.pool), Limit.POOL))
+    if facts.pool_fit is not None:
+        found.append((facts.pool_fit, Limit.POOL))
+    elif facts.pool is not None:
+        found.append((pool_replicas(claim, facts.pool), Limit.POOL))
     if facts.cap is not None:
         found.append((facts.cap - facts.held, Limit.CAP))
     if not found:

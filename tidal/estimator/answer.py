@@ -20,21 +20,27 @@ a scheduling pass when one cluster's call fails (karmada #6815), so "cannot tell
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from tidal.domain.selectors import label_selector_matches
 from tidal.domain.team_capacity import (
     CANNOT_TELL,
     Limit,
+    NodeView,
     ReplicaClaim,
     TeamFacts,
+    pool_replicas,
     team_estimate,
 )
 from tidal.domain.teams import ClusterRule, Teams
 from tidal.estimator.cache import Snapshot
 from tidal.estimator.wire import Workload
+from tidal.karmada.members import MemberView
 from tidal.karmada.names import binding_name
 
 
@@ -72,9 +78,9 @@ def _own(snapshot: Snapshot, cluster: str, workload: Workload | None) -> int:
 
 
 def _facts(snapshot: Snapshot, teams: Teams, rule: ClusterRule, cluster: str, namespace: str,
-           now: datetime, bound: timedelta) -> TeamFacts | Reason:
+           claim: ReplicaClaim, now: datetime, bound: timedelta) -> TeamFacts | Reason:
     member = snapshot.members.get(cluster)
-    quotas = pool = None
+    quotas = None
     if rule.reads_member:
         if member is None or member.view is None:
             return Reason.MEMBER_UNREADABLE
@@ -82,14 +88,49 @@ def _facts(snapshot: Snapshot, teams: Teams, rule: ClusterRule, cluster: str, na
             return Reason.STALE
         if rule.quota:
             quotas = member.view.quotas.get(namespace, ())
-        if rule.pool is not None:
-            nodes = member.view.nodes or ()
-            pool = [n for n in nodes if label_selector_matches(rule.pool, n.labels)]
+    fit = None
+    if rule.pool is not None and member is not None and member.view is not None:
+        fit = POOLS.fit(member.view, rule.pool, claim)
     cap = teams.cap(rule, now)
     if cap is not None and (snapshot.read_at is None or now - snapshot.read_at > bound):
         return Reason.STALE
     held = sum(snapshot.held.get((cluster, ns), 0) for ns in _namespaces(teams, namespace))
-    return TeamFacts(quotas, pool, cap, held)
+    return TeamFacts(quotas, None, cap, held, pool_fit=fit)
+
+
+class PoolFits:
+    """Per member view: the pool's nodes per selector, and the pool's fit per claim, worked
+    out once (a pass of the scheduler asks about many bindings of few shapes). Bounded; a new
+    view (the next refresh) starts afresh."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._view: MemberView | None = None
+        self._nodes: dict[str, list[NodeView]] = {}
+        self._fits: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def fit(self, view: MemberView, selector: Mapping[str, Any], claim: ReplicaClaim) -> int:
+        skey, ckey = repr(sorted(selector.items())), repr(claim)
+        with self._lock:
+            if self._view is not view:
+                self._view, self._nodes, self._fits = view, {}, {}
+            known = self._fits.get((skey, ckey))
+            if known is not None:
+                return known
+            nodes = self._nodes.get(skey)
+        if nodes is None:
+            nodes = [n for n in view.nodes or () if label_selector_matches(selector, n.labels)]
+        fit = pool_replicas(claim, nodes)
+        with self._lock:
+            if self._view is view:
+                self._nodes[skey] = nodes
+                if len(self._fits) < self._limit:
+                    self._fits[(skey, ckey)] = fit
+        return fit
+
+
+POOLS = PoolFits()
 
 
 def _namespaces(teams: Teams, namespace: str) -> frozenset[str]:
@@ -116,12 +157,11 @@ def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim |
         return _cannot(Reason.NO_RULE, team.name)
     if claim is None:
         return _cannot(Reason.BAD_REQUEST, team.name)
-    facts = _facts(snapshot, teams, rule, cluster, namespace, now, bound)
+    facts = _facts(snapshot, teams, rule, cluster, namespace, claim, now, bound)
     if isinstance(facts, Reason):
         return _cannot(facts, team.name)
     own = _own(snapshot, cluster, workload)
-    estimate = team_estimate(claim, TeamFacts(facts.quotas, facts.pool, facts.cap, facts.held,
-                                              own))
+    estimate = team_estimate(claim, replace(facts, own=own))
     if estimate.limit is Limit.NONE:
         return _cannot(Reason.NO_LIMIT, team.name)
     return Answer(estimate.replicas, Reason.ANSWERED, estimate.limit, team.name)
