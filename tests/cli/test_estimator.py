@@ -75,3 +75,29 @@ def test_check_reports_per_cluster(make_emulator: MakeEmulator, tmp_path: Path) 
             in second.output
     finally:
         app.stop(0)
+
+
+def test_teams_file_is_reread_when_it_changes(tmp_path: Path) -> None:
+    """The serving estimator reads a changed teams file again; a broken edit keeps the last
+    good teams and says so in a log event."""
+    import os
+
+    from structlog.testing import capture_logs
+
+    from tidal.cli.estimator import _reloader
+
+    path = tmp_path / "teams.yaml"
+    text = "apiVersion: tidal.io/v1alpha1\nkind: TeamCapacity\nspec: {teams: []}\n"
+    path.write_text(text)
+    reload = _reloader(path)
+    assert reload() is None  # unchanged
+    path.write_text(text.replace("teams: []", "teams: [{name: t, namespaces: [t], "
+                                               "clusters: {'*': {quota: true}}}]"))
+    os.utime(path, (1, 1))
+    teams = reload()
+    assert teams is not None and teams.of_namespace("t") is not None
+    path.write_text("kind: nonsense\n")
+    os.utime(path, (2, 2))
+    with capture_logs() as logs:
+        assert reload() is None
+    assert [e["event"] for e in logs] == ["estimator_teams_invalid"]

@@ -75,20 +75,51 @@ def estimator_command(ctx: click.Context, teams: Path | None, kubeconfig: Path |
         rules = load_teams(settings.estimator.teams)
     except TeamsFileError as exc:
         fail(str(exc))
-    app = EstimatorApp(settings.estimator, _client(settings), rules, http_port=settings.port)
+    app = EstimatorApp(settings.estimator, _client(settings), rules, http_port=settings.port,
+                       reload=_reloader(settings.estimator.teams))
     try:
         app.start()
     except OSError as exc:
         fail(f"cannot listen ({exc}); choose other ports with --grpc-port and --port")
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        app._stop.set()
+        app.stop_requested()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     while not app.wait(0.5):
         pass
     app.stop()
+
+
+def _reloader(path: Path) -> Any:
+    """Reads the teams file again when it changed; a broken edit keeps the last good teams."""
+    import structlog
+
+    from tidal.loading.teams import TeamsFileError, load_teams
+
+    log = structlog.get_logger("tidal.estimator")
+
+    def stamp() -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    seen = [stamp()]
+
+    def reload() -> Any:
+        now = stamp()
+        if now == seen[0]:
+            return None
+        seen[0] = now
+        try:
+            return load_teams(path)
+        except TeamsFileError as exc:
+            log.warning("estimator_teams_invalid", error=str(exc).splitlines()[0])
+            return None
+
+    return reload
 
 
 @estimator_command.command("check")

@@ -33,13 +33,15 @@ class EstimatorApp:
     "cannot tell" (not_ready) until the first refresh is in."""
 
     def __init__(self, settings: EstimatorSettings, client: KarmadaClient, teams: Teams, *,
-                 http_port: int, now: Callable[[], datetime] = _utcnow) -> None:
+                 http_port: int, now: Callable[[], datetime] = _utcnow,
+                 reload: Callable[[], Teams | None] | None = None) -> None:
         self.settings = settings
         self.metrics = EstimatorMetrics()
         self.cache = MemberCache(client, teams, now=now, on_member=self.metrics.on_member)
         self.estimator = Estimator(teams, self.cache, self.metrics, now=now,
                                    stale_seconds=settings.stale_seconds)
         self._http_port = http_port
+        self._reload = reload  # a changed teams file, read again (None: unchanged or invalid)
         self._stop = threading.Event()
         self._grpc: grpc.Server | None = None
         self._http: HttpServer | None = None
@@ -55,11 +57,23 @@ class EstimatorApp:
             self._grpc.stop(0)
             raise
         self.http_port = int(self._http.server_address[1])
-        threading.Thread(target=self.cache.run, args=(self._stop, s.refresh_seconds),
+        threading.Thread(target=self._refresh_loop, args=(s.refresh_seconds,),
                          name="estimator-refresh", daemon=True).start()
         log.info("estimator_started", grpc_port=self.grpc_port, http_port=self.http_port,
                  teams=len(self.cache.teams.teams))
         return self
+
+    def _refresh_loop(self, interval: float) -> None:
+        while not self._stop.is_set():
+            teams = self._reload() if self._reload is not None else None
+            if teams is not None:
+                self.cache.teams = self.estimator.teams = teams
+                log.info("estimator_teams_reloaded", teams=len(teams.teams))
+            self.cache.refresh()
+            self._stop.wait(interval)
+
+    def stop_requested(self) -> None:
+        self._stop.set()
 
     def wait(self, seconds: float) -> bool:
         return self._stop.wait(seconds)
