@@ -118,6 +118,7 @@ class Estimator:
             "ready": snap.read_at is not None,
             "readAt": snap.read_at.isoformat() if snap.read_at else None,
             "clusters": sorted(snap.clusters),
+            "teams": [t.name for t in self.teams.teams],
             "asked": asked,
             "members": {name: {"readable": not m.error, "error": m.error,
                                "readAt": m.read_at.isoformat() if m.read_at else None}
