@@ -46,6 +46,29 @@ def services(clusters: list[str], grpc_port: int) -> list[dict[str, Any]]:
             for c in clusters]
 
 
+def rbac(user: str) -> list[dict[str, Any]]:
+    """The estimator's Karmada-side RBAC, bound to `user` (the plane's admin). Binding
+    `clusters/proxy` also makes karmada-controller-manager's unified-auth controller let each
+    member's karmada-impersonator impersonate that user
+    (pkg/controllers/unifiedauth/unified_auth_controller.go); without it the proxy answers 403
+    "cannot impersonate resource users", even for a system:masters user."""
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": NAME},
+         "rules": [{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
+                    "verbs": ["get", "list"]},
+                   {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"],
+                    "verbs": ["get"]},
+                   {"apiGroups": ["work.karmada.io"], "resources": ["resourcebindings"],
+                    "verbs": ["list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": NAME},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": NAME},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]},
+    ]
+
+
 def args(kubeconfig: Path, teams: Path, grpc_port: int, http_port: int) -> list[str]:
     return [sys.executable, "-m", "tidal", "estimator", "--teams", str(teams),
             "--kubeconfig", str(kubeconfig), "--address", "127.0.0.1",

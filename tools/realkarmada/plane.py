@@ -275,7 +275,8 @@ class Bringup:
         grpc_port, http_port = self.ports["estimator-grpc"], self.ports["estimator-http"]
         teams = self.work / "teams.yaml"
         teams.write_text(estimator.NO_TEAMS)
-        _apply(self.kubeconfig, estimator.services(list(MEMBERS), grpc_port))
+        _apply(self.kubeconfig, estimator.services(list(MEMBERS), grpc_port)
+               + estimator.rbac("admin"))
         args = estimator.args(self.kubeconfig, teams, grpc_port, http_port)
         self.sup.state["estimator"] = {"grpc": grpc_port, "http": http_port,
                                        "teams": str(teams), "args": args}
