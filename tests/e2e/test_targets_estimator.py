@@ -179,3 +179,99 @@ def test_estimator_killed_the_scheduler_falls_back(target: Target, plane_work: P
             assert isinstance(target, EmulatorTarget)
             target.emu.topology.settings.team_estimator.suspended = False
             _emulator_capacity(target, None)
+
+
+CAP_A = """\
+apiVersion: tidal.io/v1alpha1
+kind: TeamCapacity
+metadata: {name: e2e}
+spec:
+  teams:
+    - name: team-2001
+      namespaces: [ai-app]
+      clusters:
+        cluster-a: {replicas: 0}
+"""
+
+
+def _team_capacity(target: Target, plane_work: Path | None, teams: str,
+                   on_a: int | None) -> None:
+    """The team's cluster-a capacity: `teams` for tidal estimator on real Karmada, `on_a`
+    replicas (None: no limit) for the emulator's own team estimator."""
+    if isinstance(target, RealTarget):
+        from tools.realkarmada import estimator
+
+        assert plane_work is not None
+        estimator.set_teams(plane_work, teams)
+        return
+    from tidal_sim.controllers.team_estimator import parse_team_estimator
+
+    assert isinstance(target, EmulatorTarget)
+    spec = {"teams": [] if on_a is None else [{
+        "name": "team-2001@cluster-a", "cluster": "cluster-a",
+        "teamSelector": {"matchLabels": {"atms-app/teamid": "2001"}}, "replicas": on_a}]}
+    target.emu.topology.settings.team_estimator.teams = parse_team_estimator(spec).teams
+
+
+def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
+        target: Target, plane_work: Path | None, fidelity: dict[str, Any],
+        tmp_path: Path) -> None:
+    """At night the team's cluster-a capacity goes to 0: the rebalance waves move every
+    replica of team 2001 to cluster-b with each workload ready throughout (the schedule's floor),
+    exactly where `tidal plan` with the same team capacity said; in the morning (no cap) the day
+    window spreads them over both clusters again."""
+    from datetime import UTC, datetime
+
+    from tests.e2e.scenario_checks import split
+    from tests.e2e.switch_helpers import load_one, switch
+    from tests.e2e.test_targets_dynamic import _all_ready, fast_schedule
+    from tidal.engine.planning import build_plan
+    from tidal.estimator.planned import team_estimate
+    from tidal.loading.teams import load_teams
+
+    if isinstance(target, RealTarget):
+        target.reset()
+        target.model_gpus()
+    objs = team_objects()
+    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+                for d in objs if d["kind"] == "Deployment"}
+    names = sorted(replicas)
+    try:
+        target.apply(objs)
+        before = target.wait_for(_all_ready(replicas), "team 2001 all ready")
+        in_a = sum(n for (w, c), (n, _) in before.items() if c == "cluster-a" and w in replicas)
+        assert in_a > 0, "the day spread left cluster-a empty already"
+        _team_capacity(target, plane_work, CAP_A, 0)
+        path = fast_schedule(tmp_path, target.patience,
+                             "10s" if isinstance(target, RealTarget) else "1s")
+        teams_file = tmp_path / "teams.yaml"
+        teams_file.write_text(CAP_A)
+        team = team_estimate(target.client(), load_teams(teams_file),
+                             lambda: datetime.now(UTC), 60.0)
+        plan = build_plan(target.client(), load_one(path).schedule, "night", team=team)
+        predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
+        record = switch(target.client(), path, "night", policy_settle=target.policy_settle)
+        # succeeded: no wave broke the schedule's floor (onFailure: halt would have stopped it)
+        assert record.result == "succeeded", record.to_json()
+        night = target.wait_for(_all_ready(replicas), "team 2001 all ready at night", 60)
+        actual = {w: {c: n for c, (n, _) in split(night, [w], CLUSTERS)[w].items() if n}
+                  for w in names}
+        fidelity["night"] = {"final": split(night, names, CLUSTERS), "predicted": predicted}
+        assert all(set(a) == {"cluster-b"} for a in actual.values()), actual
+        assert {w: predicted.get(w) for w in names} == actual
+
+        _team_capacity(target, plane_work, estimator_no_teams(), None)
+        record = switch(target.client(), path, "day", policy_settle=target.policy_settle)
+        assert record.result == "succeeded", record.to_json()
+        day = target.wait_for(_all_ready(replicas), "team 2001 all ready in the morning", 60)
+        fidelity["day"] = split(day, names, CLUSTERS)
+        assert sum(n for (w, c), (n, _) in day.items()
+                   if c == "cluster-a" and w in replicas) > 0
+    finally:
+        _team_capacity(target, plane_work, estimator_no_teams(), None)
+
+
+def estimator_no_teams() -> str:
+    from tools.realkarmada.estimator import NO_TEAMS
+
+    return NO_TEAMS
