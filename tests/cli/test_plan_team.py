@@ -93,3 +93,28 @@ def test_bad_teams_file_exits_1(make_switch_emulator: MakeEmulator, tmp_path: Pa
     result = invoke_cli("plan", path, kubeconfig, "--teams", str(teams))
     assert result.exit_code == 1
     assert f"{teams}:" in result.output and "replicas" in result.output
+
+
+def test_models_without_gpu_grades_are_named_per_cluster(make_switch_emulator: MakeEmulator,
+                                                         tmp_path: Path) -> None:
+    """Clusters whose resource models grade cpu only, and DynamicWeight workloads requesting a
+    GPU: one warning line per cluster, naming the resource (the general estimator answers 0)."""
+    inf = "9223372036854775807"
+    topo = [cluster("cluster-a", cpu="40"), cluster("cluster-b", cpu="40")]
+    for c in topo:
+        c["spec"]["resourceModels"] = [{"grade": 0, "ranges": [{"name": "cpu", "min": "0",
+                                                                 "max": inf}]}]
+        c["status"]["resourceSummary"]["allocatableModelings"] = [{"grade": 0, "count": 2}]
+    jobs = [deployment(f"job-{i}", "t2", 2, cpu="1") for i in range(2)]
+    for job in jobs:
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
+            "nvidia.com/gpu"] = "1"
+    emu = make_switch_emulator([*topo, namespace(), cpp("dyn-day", "t2", dynamic_placement()),
+                                *jobs])
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    night = policy_file(cpp("dyn-night", "t2", dynamic_placement()))
+    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
+    result = invoke_cli("plan", path, kubeconfig, "-o", "json")
+    warnings = [w for w in json.loads(result.stdout)["warnings"] if "resource models" in w]
+    assert len(warnings) == 2, result.stdout
+    assert all("grade no nvidia.com/gpu" in w and "2 workload(s)" in w for w in warnings)
