@@ -28,14 +28,14 @@ QUOTA = MemberView(quotas={"t-a": (QuotaView("q", {"requests.nvidia.com/gpu": 10
 SNAP = Snapshot(
     NOW, frozenset({"cluster-a", "cluster-b", "cluster-c", "cluster-d"}),
     {"cluster-b": MemberState(QUOTA, NOW)},
-    held={("cluster-a", "t-a"): 10, ("cluster-a", "t-b"): 5, ("cluster-a", "other"): 99},
+    held={("cluster-a", "t"): 15, ("cluster-a", "other-team"): 99},
     bindings={("t-a", "scorer-deployment"): {"cluster-a": 10}},
 )
 SCORER = Workload("Deployment", "t-a", "scorer")
 
 
 def test_day_cap_minus_what_the_team_holds() -> None:
-    """By day: 40 - (10 + 5) held by the team's namespaces; other namespaces do not count."""
+    """By day: 40 - the 15 the team holds there; other teams' replicas do not count."""
     got = answer(SNAP, TEAMS, "cluster-a", GPU, "t-a", SCORER, NOW, BOUND)
     assert (got.replicas, got.reason, got.limit) == (25, Reason.ANSWERED, Limit.CAP)
 
@@ -70,3 +70,25 @@ def test_cannot_tell_table(snap: Snapshot, cluster: str, claim: ReplicaClaim | N
     """Each case of the documented table answers -1 with its reason."""
     got = answer(snap, TEAMS, cluster, claim, namespace, None, now, BOUND)
     assert (got.replicas, got.reason) == (-1, reason)
+
+
+def test_teams_told_apart_by_template_labels() -> None:
+    """Two teams in one namespace, told apart by their templates' labels: each answer is its
+    own team's cap minus its own team's holdings; a workload of neither team cannot tell."""
+    teams = Teams((
+        TeamRule("t1", frozenset({"ai"}), {"cluster-a": ClusterRule(cap=ReplicaCap(10))},
+                 {"matchLabels": {"team": "1"}}),
+        TeamRule("t2", frozenset({"ai"}), {"cluster-a": ClusterRule(cap=ReplicaCap(20))},
+                 {"matchLabels": {"team": "2"}}),
+    ))
+    snap = Snapshot(NOW, frozenset({"cluster-a"}), {},
+                    held={("cluster-a", "t1"): 4, ("cluster-a", "t2"): 7},
+                    labels={("ai", "Deployment", "one"): {"team": "1"},
+                            ("ai", "Deployment", "two"): {"team": "2"},
+                            ("ai", "Deployment", "three"): {"team": "3"}})
+
+    def ask(name: str) -> int:
+        return answer(snap, teams, "cluster-a", GPU, "ai", Workload("Deployment", "ai", name),
+                      NOW, BOUND).replicas
+
+    assert (ask("one"), ask("two"), ask("three")) == (6, 13, -1)

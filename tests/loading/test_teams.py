@@ -53,7 +53,7 @@ def test_good_file(tmp_path: Path) -> None:
     ('from: "22:00"', 'from: "25:99"', "not a time of day; write HH:MM"),
     ("replicas: 40", "replicas: -1", "spec.teams.0.clusters.cluster-a.replicas"),
     ("quota: true\n          nodePool", "qouta: true\n          nodePool", "qouta: Extra"),
-    ("namespaces: [team-2001]", "namespaces: []", "spec.teams.0.namespaces"),
+    ("namespaces: [team-2001]", "namespaces: []", "namespaces, its templateSelector"),
     ("kind: TeamCapacity", "kind: TidalSchedule", "kind: Input should be 'TeamCapacity'"),
 ])
 def test_bad_fields_are_located(tmp_path: Path, old: str, new: str, expected: str) -> None:
@@ -80,3 +80,22 @@ def test_not_yaml(tmp_path: Path) -> None:
     """A file that is not YAML is one located error."""
     with pytest.raises(TeamsFileError, match=r"teams.yaml:\d+:\d+: "):
         load_teams(_write(tmp_path, "spec: [unclosed"))
+
+
+def test_teams_by_template_labels_may_share_a_namespace(tmp_path: Path) -> None:
+    """templateSelector tells teams of one namespace apart; a team naming neither namespaces
+    nor a selector is refused."""
+    text = GOOD.replace("namespaces: [team-2001]", "namespaces: [ai-app]\n"
+                        "      templateSelector: {matchLabels: {atms-app/teamid: '2001'}}")
+    text += """\
+    - name: team-4004
+      namespaces: [ai-app]
+      templateSelector: {matchLabels: {atms-app/teamid: '4004'}}
+      clusters: {"*": {quota: true}}
+"""
+    teams = load_teams(_write(tmp_path, text))
+    owner = teams.team_of("ai-app", {"atms-app/teamid": "4004"})
+    assert owner is not None and owner.name == "team-4004"
+    assert teams.team_of("ai-app", {"atms-app/teamid": "9"}) is None
+    with pytest.raises(TeamsFileError, match="namespaces, its templateSelector"):
+        load_teams(_write(tmp_path, GOOD.replace("      namespaces: [team-2001]\n", "")))

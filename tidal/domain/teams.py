@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tidal.domain.selectors import label_selector_matches
 from tidal.domain.team_capacity import ReplicaCap
 
 ANY_CLUSTER = "*"  # a cluster rule for every member without one of its own
@@ -30,12 +31,24 @@ class ClusterRule:
 
 @dataclass(frozen=True)
 class TeamRule:
+    """A team: the workloads of its namespaces (every namespace when none is listed) whose
+    templates match `selector` (a LabelSelector; None: every workload there)."""
+
     name: str
     namespaces: frozenset[str]
     clusters: Mapping[str, ClusterRule] = field(default_factory=dict)
+    selector: Mapping[str, Any] | None = None
 
     def on(self, cluster: str) -> ClusterRule | None:
         return self.clusters.get(cluster) or self.clusters.get(ANY_CLUSTER)
+
+    def owns(self, namespace: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether a workload of `namespace` with template `labels` (None: not known) is ours."""
+        if self.namespaces and namespace not in self.namespaces:
+            return False
+        if self.selector is None:
+            return True
+        return labels is not None and label_selector_matches(self.selector, labels)
 
 
 @dataclass(frozen=True)
@@ -44,7 +57,17 @@ class Teams:
     zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
 
     def of_namespace(self, namespace: str) -> TeamRule | None:
-        return next((t for t in self.teams if namespace in t.namespaces), None)
+        return self.team_of(namespace, None)
+
+    def team_of(self, namespace: str, labels: Mapping[str, str] | None) -> TeamRule | None:
+        """The first team owning the workload (teams with a template selector first match by
+        labels, so list the narrower teams first)."""
+        return next((t for t in self.teams if t.owns(namespace, labels)), None)
+
+    @property
+    def by_labels(self) -> bool:
+        """Whether any team needs the templates' labels."""
+        return any(t.selector is not None for t in self.teams)
 
     def cap(self, rule: ClusterRule, now: datetime) -> int | None:
         """The rule's replica cap in force at `now` (an aware datetime) in the teams' zone."""

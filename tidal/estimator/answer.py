@@ -78,7 +78,8 @@ def _own(snapshot: Snapshot, cluster: str, workload: Workload | None) -> int:
 
 
 def _facts(snapshot: Snapshot, teams: Teams, rule: ClusterRule, cluster: str, namespace: str,
-           claim: ReplicaClaim, now: datetime, bound: timedelta) -> TeamFacts | Reason:
+           team: str, claim: ReplicaClaim, now: datetime, bound: timedelta
+           ) -> TeamFacts | Reason:
     member = snapshot.members.get(cluster)
     quotas = None
     if rule.reads_member:
@@ -94,8 +95,7 @@ def _facts(snapshot: Snapshot, teams: Teams, rule: ClusterRule, cluster: str, na
     cap = teams.cap(rule, now)
     if cap is not None and (snapshot.read_at is None or now - snapshot.read_at > bound):
         return Reason.STALE
-    held = sum(snapshot.held.get((cluster, ns), 0) for ns in _namespaces(teams, namespace))
-    return TeamFacts(quotas, None, cap, held, pool_fit=fit)
+    return TeamFacts(quotas, None, cap, snapshot.held.get((cluster, team), 0), pool_fit=fit)
 
 
 class PoolFits:
@@ -133,11 +133,6 @@ class PoolFits:
 POOLS = PoolFits()
 
 
-def _namespaces(teams: Teams, namespace: str) -> frozenset[str]:
-    team = teams.of_namespace(namespace)
-    return team.namespaces if team else frozenset({namespace})
-
-
 def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim | None,
            namespace: str, workload: Workload | None, now: datetime,
            bound: timedelta) -> Answer:
@@ -149,7 +144,9 @@ def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim |
         return _cannot(Reason.UNKNOWN_CLUSTER)
     if not namespace:
         return _cannot(Reason.NO_NAMESPACE)
-    team = teams.of_namespace(namespace)
+    labels = snapshot.labels.get((namespace, workload.kind, workload.name)) \
+        if workload is not None and workload.namespace in ("", namespace) else None
+    team = teams.team_of(namespace, labels)
     if team is None:
         return _cannot(Reason.NO_TEAM)
     rule = team.on(cluster)
@@ -157,7 +154,7 @@ def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim |
         return _cannot(Reason.NO_RULE, team.name)
     if claim is None:
         return _cannot(Reason.BAD_REQUEST, team.name)
-    facts = _facts(snapshot, teams, rule, cluster, namespace, claim, now, bound)
+    facts = _facts(snapshot, teams, rule, cluster, namespace, team.name, claim, now, bound)
     if isinstance(facts, Reason):
         return _cannot(facts, team.name)
     own = _own(snapshot, cluster, workload)

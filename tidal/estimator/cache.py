@@ -21,7 +21,7 @@ import structlog
 
 from tidal.domain.teams import Teams
 from tidal.karmada.bindings import list_bindings
-from tidal.karmada.client import CLUSTERS, KarmadaClient
+from tidal.karmada.client import CLUSTERS, KarmadaClient, Obj
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.members import MemberView, read_member
 from tidal.karmada.paging import list_paged
@@ -43,27 +43,59 @@ class Snapshot:
     read_at: datetime | None = None
     clusters: frozenset[str] = frozenset()
     members: Mapping[str, MemberState] = field(default_factory=dict)
-    # replicas the bindings hold: (cluster, namespace) -> sum; (namespace, binding) -> per cluster
+    # replicas the bindings hold: (cluster, team) -> sum; (namespace, binding) -> per cluster
     held: Mapping[tuple[str, str], int] = field(default_factory=dict)
     bindings: Mapping[tuple[str, str], Mapping[str, int]] = field(default_factory=dict)
     error: str = ""  # Karmada itself could not be read
+    # the templates' labels, (namespace, kind, name) -> labels, where a team needs them
+    labels: Mapping[tuple[str, str, str], Mapping[str, str]] = field(default_factory=dict)
 
 
-def _held(bindings: list[dict[str, object]]
+def _placed(obj: Obj) -> tuple[str, str, dict[str, str], dict[str, int]]:
+    """A binding's namespace, name, template reference and replicas per cluster."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    placed = {str(t.get("name")): int(t.get("replicas") or 0)
+              for t in spec.get("clusters") or [] if isinstance(t, dict)}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+            dict(spec.get("resource") or {}), placed)
+
+
+def _held(bindings: list[Obj], teams: Teams,
+          labels: Mapping[tuple[str, str, str], Mapping[str, str]]
           ) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], dict[str, int]]]:
     held: dict[tuple[str, str], int] = {}
     per_binding: dict[tuple[str, str], dict[str, int]] = {}
     for obj in bindings:
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        assert isinstance(meta, dict) and isinstance(spec, dict)
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        placed = {str(t.get("name")): int(t.get("replicas") or 0)
-                  for t in spec.get("clusters") or [] if isinstance(t, dict)}
+        namespace, name, ref, placed = _placed(obj)
         per_binding[(namespace, name)] = placed
+        team = teams.team_of(namespace, labels.get(
+            (namespace, str(ref.get("kind")), str(ref.get("name")))))
+        if team is None:
+            continue
         for cluster, replicas in placed.items():
-            held[(cluster, namespace)] = held.get((cluster, namespace), 0) + replicas
+            held[(cluster, team.name)] = held.get((cluster, team.name), 0) + replicas
     return held, per_binding
+
+
+def template_labels(client: KarmadaClient, teams: Teams, bindings: list[Obj]
+                    ) -> dict[tuple[str, str, str], Mapping[str, str]]:
+    """Labels of the bindings' templates in the namespaces of teams told apart by labels: one
+    list per (kind, namespace)."""
+    if not teams.by_labels:
+        return {}
+    wanted = [t for t in teams.teams if t.selector is not None]
+    kinds: set[tuple[str, str, str]] = set()
+    for obj in bindings:
+        namespace, _, ref, _ = _placed(obj)
+        if any(not t.namespaces or namespace in t.namespaces for t in wanted):
+            kinds.add((str(ref.get("apiVersion")), str(ref.get("kind")), namespace))
+    found: dict[tuple[str, str, str], Mapping[str, str]] = {}
+    for api_version, kind, namespace in sorted(kinds):
+        res = client.resource_for(api_version, kind)
+        for item in list_paged(client, res, namespace)[0]:
+            meta = item.get("metadata") or {}
+            found[(namespace, kind, str(meta.get("name")))] = dict(meta.get("labels") or {})
+    return found
 
 
 class MemberCache:
@@ -88,11 +120,14 @@ class MemberCache:
             try:
                 clusters = frozenset(str((c.get("metadata") or {}).get("name"))
                                      for c in list_paged(self.client, CLUSTERS)[0])
-                held, per_binding = _held(list_bindings(self.client)[0])
+                bindings = list_bindings(self.client)[0]
+                labels = template_labels(self.client, self.teams, bindings)
+                held, per_binding = _held(bindings, self.teams, labels)
             except KarmadaError as exc:
                 log.warning("estimator_karmada_unreadable", error=str(exc))
                 self.snapshot = Snapshot(previous.read_at, previous.clusters, previous.members,
-                                         previous.held, previous.bindings, str(exc))
+                                         previous.held, previous.bindings, str(exc),
+                                         previous.labels)
                 return self.snapshot
             wanted = sorted(c for c in clusters
                             if self.teams.pools(c) or self.teams.quota_namespaces(c))
@@ -100,7 +135,8 @@ class MemberCache:
                                     ) as pool:
                 states = dict(zip(wanted, pool.map(
                     lambda c: self._read(c, previous.members.get(c)), wanted), strict=True))
-            self.snapshot = Snapshot(self._now(), clusters, states, held, per_binding)
+            self.snapshot = Snapshot(self._now(), clusters, states, held, per_binding,
+                                     labels=labels)
             return self.snapshot
 
     def _read(self, cluster: str, before: MemberState | None) -> MemberState:

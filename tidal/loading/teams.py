@@ -7,7 +7,8 @@
       timeZone: Europe/Berlin            # of the windows' times of day
       teams:
         - name: team-2001
-          namespaces: [team-2001]
+          namespaces: [team-2001]        # and/or
+          templateSelector: {matchLabels: {atms-app/teamid: "2001"}}   # templates' labels
           clusters:
             cluster-a:
               quota: true                # the namespace's ResourceQuotas on cluster-a
@@ -25,7 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tidal.domain.team_capacity import CapacityWindow, ReplicaCap, clock_time
 from tidal.domain.teams import ClusterRule, TeamRule, Teams
@@ -68,8 +76,15 @@ class _Cluster(BaseModel):
 class _Team(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1)
-    namespaces: list[str] = Field(min_length=1)
+    namespaces: list[str] = []
+    template_selector: dict[str, Any] | None = Field(None, alias="templateSelector")
     clusters: dict[str, _Cluster] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _who(self) -> _Team:
+        if not self.namespaces and self.template_selector is None:
+            raise ValueError("name the team's namespaces, its templateSelector, or both")
+        return self
 
 
 class _Spec(BaseModel):
@@ -118,7 +133,8 @@ def _rules(spec: _Spec) -> Teams:
                     for w in c.windows)))
             for name, c in team.clusters.items()
         }
-        teams.append(TeamRule(team.name, frozenset(team.namespaces), clusters))
+        teams.append(TeamRule(team.name, frozenset(team.namespaces), clusters,
+                              team.template_selector))
     return Teams(tuple(teams), ZoneInfo(spec.time_zone))
 
 
@@ -140,6 +156,8 @@ def load_teams(path: Path) -> Teams:
         raise TeamsFileError(problems) from None
     seen: dict[str, str] = {}
     for i, team in enumerate(parsed.spec.teams):
+        if team.template_selector is not None:
+            continue  # teams sharing a namespace are told apart by their templates' labels
         for ns in team.namespaces:
             if ns in seen:
                 line, col = _where(doc.tree, ("spec", "teams", i, "namespaces"))
