@@ -17,6 +17,7 @@ from tests.e2e.switch_helpers import (
     deployment,
     dynamic_placement,
     invoke_cli,
+    latest,
     namespace,
     policy_file,
     schedule_text,
@@ -118,3 +119,32 @@ def test_models_without_gpu_grades_are_named_per_cluster(make_switch_emulator: M
     warnings = [w for w in json.loads(result.stdout)["warnings"] if "resource models" in w]
     assert len(warnings) == 2, result.stdout
     assert all("grade no nvidia.com/gpu" in w and "2 workload(s)" in w for w in warnings)
+
+
+def test_switch_with_teams_ends_where_the_plan_said(make_switch_emulator: MakeEmulator,
+                                                    tmp_path: Path) -> None:
+    """`tidal switch --teams` with the emulator's own team estimator holding the same capacity
+    (none on cluster-a): the waves succeed and end where `tidal plan --teams` said."""
+    from tidal_sim.controllers.team_estimator import parse_team_estimator
+
+    topo = [cluster("cluster-a", cpu="40"), cluster("cluster-b", cpu="40"), namespace(),
+            cpp("dyn-day", "t2", dynamic_placement())]
+    topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(4)]
+    emu = make_switch_emulator(topo)
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    night = policy_file(cpp("dyn-night", "t2", dynamic_placement()))
+    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
+    teams = tmp_path / "teams.yaml"
+    teams.write_text(TEAMS)
+    plan = json.loads(invoke_cli("plan", path, kubeconfig, "-o", "json", "--teams",
+                                 str(teams)).stdout)
+    emu.topology.settings.team_estimator.teams = parse_team_estimator({"teams": [{
+        "name": "t2@cluster-a", "cluster": "cluster-a",
+        "teamSelector": {"matchLabels": {"team": "t2"}}, "replicas": 0}]}).teams
+    result = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json", "--teams", str(teams))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["result"] == "succeeded"
+    final: dict[str, int] = {}
+    for (_, member), (assigned, _) in latest(emu).items():
+        final[member] = final.get(member, 0) + assigned
+    assert {k: v for k, v in final.items() if v} == _end(plan) == {"cluster-b": 16}

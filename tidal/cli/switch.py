@@ -23,6 +23,7 @@ from tidal.cli.plan import (
     load_target,
     refused_writes,
     render_plan,
+    team_estimate_of,
 )
 
 
@@ -99,9 +100,12 @@ class Progress:
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: print the run record")
+@click.option("--teams", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="the team estimator's TeamCapacity file, when one is deployed "
+                   "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account")
 @karmada_version_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
-                   context: str | None, yes: bool, output: str,
+                   context: str | None, yes: bool, output: str, teams: Path | None,
                    karmada_version: str | None) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
@@ -120,9 +124,10 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
     client = client_of(settings)
     journal: Any = None
+    team = team_estimate_of(settings, client, teams)
     try:
         if not yes:
-            sp = build_plan(client, loaded.schedule, window)
+            sp = build_plan(client, loaded.schedule, window, team=team)
             check = preflight(sp, ready_field_of(sp))
             problems = check.problems + plan_problems(sp)  # root causes first
             render_plan(sp, problems, sys.stderr if output == "json" else None)
@@ -145,7 +150,7 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
 
         record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
                             on_event=on_event, logger=logger,
-                            policy_settle=settings.karmada.policy_settle_seconds)
+                            policy_settle=settings.karmada.policy_settle_seconds, team=team)
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:

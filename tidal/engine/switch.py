@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidal.domain.clock import Clock
+from tidal.domain.team_capacity import TeamEstimate
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import Emitter, OnEvent
 from tidal.engine.journal import Journal, RunState
@@ -23,7 +24,8 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
                clock: Clock, journal: Journal, on_event: OnEvent | None = None,
                run_id: str | None = None, resume: RunState | None = None,
                logger: Any = None, budget: SurgeBudget | None = None,
-               reads: SharedReads | None = None, policy_settle: float = 0.0) -> RunRecord:
+               reads: SharedReads | None = None, policy_settle: float = 0.0,
+               team: TeamEstimate | None = None) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
     capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
     waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
@@ -32,7 +34,7 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
                        emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                       reads=reads, policy_settle=policy_settle)
+                       reads=reads, policy_settle=policy_settle, team=team)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):
