@@ -67,9 +67,12 @@ class EstimatorApp:
         while not self._stop.is_set():
             teams = self._reload() if self._reload is not None else None
             if teams is not None:
-                self.cache.teams = self.estimator.teams = teams
-                log.info("estimator_teams_reloaded", teams=len(teams.teams))
+                self.cache.teams = teams
             self.cache.refresh()
+            if teams is not None:  # answers take the new teams with a snapshot read for them
+                self.estimator.teams = teams
+                self.estimator.teams_loaded_at = self.estimator.now()
+                log.info("estimator_teams_reloaded", teams=len(teams.teams))
             self._stop.wait(interval)
 
     def stop_requested(self) -> None:

@@ -73,7 +73,11 @@ class Estimator:
         self._now = now
         self._bound = timedelta(seconds=stale_seconds)
         self.asked: dict[str, dict[str, Any]] = {}  # cluster -> {count, last}
+        self.teams_loaded_at = now()  # when the teams answered with were (re)loaded
         self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        return self._now()
 
     def max_available(self, request: Any, metadata: Any) -> int:
         started = time.perf_counter()
@@ -119,6 +123,7 @@ class Estimator:
             "readAt": snap.read_at.isoformat() if snap.read_at else None,
             "clusters": sorted(snap.clusters),
             "teams": [t.name for t in self.teams.teams],
+            "teamsLoadedAt": self.teams_loaded_at.isoformat(),
             "asked": asked,
             "members": {name: {"readable": not m.error, "error": m.error,
                                "readAt": m.read_at.isoformat() if m.read_at else None}

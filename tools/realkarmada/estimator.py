@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,14 +106,17 @@ def status(work: Path) -> dict[str, Any] | None:
 
 
 def set_teams(work: Path, text: str, timeout: float = 30.0) -> None:
-    """Write the estimator's TeamCapacity and wait until it serves those teams."""
+    """Write the estimator's TeamCapacity and wait until it answers with it (loaded after the
+    write, and the members read for it)."""
     est = info(work)
+    written = datetime.now(UTC)
     Path(est["teams"]).write_text(text)
     names = sorted(t["name"] for t in (_teams_of(text)))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         seen = status(work)
-        if seen is not None and sorted(seen.get("teams") or []) == names:
+        if seen is not None and sorted(seen.get("teams") or []) == names and \
+                datetime.fromisoformat(seen["teamsLoadedAt"]) >= written:
             return
         time.sleep(0.5)
     raise PlaneError(f"tidal estimator did not take teams {names} within {timeout:.0f}s")
