@@ -21,6 +21,7 @@ BENCHMARKS = {
     "b4": ("benchmarks.b4_overhead", "B4: engine overhead per wave"),
     "b5": ("benchmarks.b5_platform", "B5: the platform-wide night"),
     "sim": ("benchmarks.sim_throughput", "Emulator throughput"),
+    "estimator": ("benchmarks.estimator", "tidal estimator: answer latency and member cost"),
 }
 
 

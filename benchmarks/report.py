@@ -25,6 +25,7 @@ REQUIRED_KEYS = (
     "b5.shared.peak_overcommit_gpus", "b5.shared.makespan_seconds", "b5.capacity_bound_seconds",
     "b5.shared.requests", "b5.shared.peak_rss_mb", "b5.shared.max_wait_seconds",
     "b5.shared.min_wait_seconds",
+    "estimator.p99_ms", "estimator.requests_to_members_per_answer",
 )
 
 

@@ -141,6 +141,31 @@ class KarmadaSettings(BaseModel):
         return KarmadaRelease.parse(value)
 
 
+class EstimatorSettings(BaseModel):
+    """`tidal estimator`, the team-level scheduler-estimator (TIDAL_ESTIMATOR__*)."""
+
+    model_config = FINITE
+
+    teams: Path | None = None  # the TeamCapacity file
+    address: str = "0.0.0.0"  # karmada-scheduler dials it from another pod
+    # karmada-scheduler's --scheduler-estimator-port default
+    grpc_port: int = Field(10352, ge=0, le=65535)
+    refresh_seconds: float = Field(15.0, gt=0, le=3600)  # members and bindings re-read
+    # a view older than this answers "cannot tell" (a member unreadable for that long)
+    stale_seconds: float = Field(60.0, gt=0, le=86400)
+    workers: int = Field(16, ge=1, le=256)  # gRPC handler threads
+    # `tidal plan`: the running estimator's HTTP address, to say which clusters
+    # karmada-scheduler has not asked it about (None: not checked)
+    status_url: str | None = None
+
+    @model_validator(mode="after")
+    def _bound(self) -> EstimatorSettings:
+        if self.stale_seconds < self.refresh_seconds:
+            raise ValueError("expected STALE_SECONDS >= REFRESH_SECONDS (got "
+                             f"{self.stale_seconds:g} < {self.refresh_seconds:g})")
+        return self
+
+
 class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
@@ -188,6 +213,7 @@ class Settings(BaseSettings):
         return KubeconfigSources(listed, bool(self.kubernetes_service_host),
                                  Path.home() / ".kube" / "config")
     api: ApiSettings = ApiSettings()
+    estimator: EstimatorSettings = EstimatorSettings()
 
     @field_validator("listen_address")
     @classmethod

@@ -14,6 +14,7 @@ from tidal.domain.prediction import (
     candidates,
     frees_a_grade,
     graded_replicas,
+    models_lack,
     parse_quantity,
     placement_mode,
 )
@@ -282,3 +283,12 @@ def test_static_moves_that_do_not_fit_are_reported_per_cluster() -> None:
                                      request={"cpu": 1.0}))
     assert second.short == {"cluster-b": {"cpu": 2.0}}
     assert second.pending == {"cluster-b": 2}  # 2 of the 4 fit in the 2 cpu left
+
+
+def test_models_lack_names_the_resources_no_grade_measures() -> None:
+    """A GPU request against models grading only cpu and memory: nvidia.com/gpu is named; a
+    cluster without models lacks nothing (the summary answers)."""
+    graded = ClusterFacts("a", model_nodes=(ModelNodes(2, {"cpu": 8.0, "memory": 2.0**35}),))
+    request = {"cpu": 1.0, "nvidia.com/gpu": 1.0, "pods": 1.0}
+    assert models_lack(graded, request) == ["nvidia.com/gpu"]
+    assert models_lack(ClusterFacts("b"), request) == []

@@ -94,6 +94,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "extraVolumes": [{"name": "spool", "emptyDir": {}}],
         "extraVolumeMounts": [{"name": "spool", "mountPath": "/spool", "readOnly": True}],
     },
+    "estimator": {"estimator": {"enabled": True, "clusters": ["cluster-a", "cluster-b"],
+                                "teams": {"apiVersion": "tidal.io/v1alpha1",
+                                          "kind": "TeamCapacity", "spec": {"teams": []}}}},
     "values-schedules": {
         "schedules": {
             "files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}

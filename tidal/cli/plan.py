@@ -223,6 +223,25 @@ def _amounts(amounts: dict[str, dict[str, float]]) -> str:
     return describe(amounts) or "-"
 
 
+def team_estimate_of(settings: Any, client: Any, teams: Path | None) -> Any:
+    """The team estimate when a TeamCapacity file is given (flag or setting); exits 1 on a bad
+    file; None without one."""
+    path = teams or settings.estimator.teams
+    if path is None:
+        return None
+    from datetime import UTC, datetime
+
+    from tidal.estimator.planned import team_estimate
+    from tidal.loading.teams import TeamsFileError, load_teams
+
+    try:
+        rules = load_teams(path)
+    except TeamsFileError as exc:
+        fail(str(exc))
+    return team_estimate(client, rules, lambda: datetime.now(UTC),
+                         settings.estimator.stale_seconds)
+
+
 @click.command("plan")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to plan")
@@ -230,10 +249,14 @@ def _amounts(amounts: dict[str, dict[str, float]]) -> str:
 @context_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@click.option("--teams", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="the team estimator's TeamCapacity file, when one is deployed "
+                   "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account")
 @karmada_version_option
 @allow_unchecked_option
 def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
-                 output: str, karmada_version: str | None, allow_unchecked: bool) -> None:
+                 output: str, teams: Path | None, karmada_version: str | None,
+                 allow_unchecked: bool) -> None:
     """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -245,7 +268,13 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     settings = cli_settings(kubeconfig, context, karmada_version)
     loaded, client = load_checked(schedule_file, window, settings, allow_unchecked)
     try:
-        sp = build_plan(client, loaded.schedule, window)
+        team = team_estimate_of(settings, client, teams)
+        sp = build_plan(client, loaded.schedule, window, team=team)
+        if team is not None and settings.estimator.status_url:
+            from tidal.estimator.planned import asked_warnings
+
+            sp.warnings.extend(asked_warnings(settings.estimator.status_url,
+                                              [c.name for c in sp.clusters]))
         check = preflight(sp, ready_field_of(sp))
     except PolicyWritesRefused as exc:
         refused_writes(loaded, exc)

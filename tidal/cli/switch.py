@@ -28,6 +28,7 @@ from tidal.cli.plan import (
     load_target,
     refused_writes,
     render_plan,
+    team_estimate_of,
 )
 
 
@@ -72,11 +73,15 @@ def _progress(settings: Any) -> Iterator[Any]:
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
               help="json: print the run record (the default when stdout is not a terminal); "
                    "text: one summary line")
+@click.option("--teams", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="the team estimator's TeamCapacity file, when one is deployed "
+                   "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account")
 @karmada_version_option
 @allow_unchecked_option
 def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    context: str | None, yes: bool, output: str | None,
-                   karmada_version: str | None, allow_unchecked: bool) -> None:
+                   teams: Path | None, karmada_version: str | None,
+                   allow_unchecked: bool) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.interlude import OperatorInterlude
     from tidal.daemon.manual import LockBusy
@@ -96,9 +101,10 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
         fail("not a terminal: pass --yes to run without confirmation", NOT_A_TERMINAL)
     loaded, client = load_checked(schedule_file, window, settings, allow_unchecked)
     journal: Any = None
+    team = team_estimate_of(settings, client, teams)
     try:
         if not yes:
-            sp = build_plan(client, loaded.schedule, window)
+            sp = build_plan(client, loaded.schedule, window, team=team)
             check = preflight(sp, ready_field_of(sp))
             problems = check.problems + plan_problems(sp)  # root causes first
             render_plan(sp, problems, sys.stderr if output == "json" else None,
@@ -122,7 +128,8 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                                 on_event=on_event,
                                 policy_settle=settings.karmada.policy_settle_seconds,
                                 interlude=OperatorInterlude(journal.store, loaded.schedule.name,
-                                                            SystemClock()))
+                                                            SystemClock()),
+                                team=team)
     except PlanRefused as exc:
         click.echo("refused: the plan is unsafe; nothing was written:", err=True)
         for problem in exc.problems[:50]:

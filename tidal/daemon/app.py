@@ -33,6 +33,7 @@ from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.daemon.sweeping import SweepLoop
 from tidal.domain.clock import Clock, SystemClock
+from tidal.domain.team_capacity import TeamEstimate
 from tidal.domain.windows import start_in_force, times_of
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import EngineEvent, OnEvent
@@ -56,6 +57,7 @@ class EngineRunSwitch:
                  on_command: Callable[[str, str], None] | None = None) -> None:
         self.policy_settle = settings.karmada.policy_settle_seconds
         self.on_command = on_command  # an operator's command a run acted on (metered)
+        self.estimator = settings.estimator  # its teams file: dynamic splits take it in
 
     def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
                  clock: Clock, journal: Journal, on_event: OnEvent,
@@ -69,7 +71,26 @@ class EngineRunSwitch:
             if isinstance(journal, StateStore) else None
         return run_switch(client, loaded, window_name, clock=clock, journal=journal,
                           on_event=on_event, run_id=run_id, resume=resume, budget=budget,
-                          reads=reads, policy_settle=self.policy_settle, interlude=interlude)
+                          reads=reads, policy_settle=self.policy_settle, interlude=interlude,
+                          team=self._team(client))
+
+    def _team(self, client: KarmadaClient) -> TeamEstimate | None:
+        """The team estimate for this run (the teams file read now, the members once); None
+        without a teams file, or with one that does not load (logged)."""
+        if self.estimator.teams is None:
+            return None
+        from datetime import UTC, datetime
+
+        from tidal.estimator.planned import team_estimate
+        from tidal.loading.teams import TeamsFileError, load_teams
+
+        try:
+            teams = load_teams(self.estimator.teams)
+        except TeamsFileError as exc:
+            log.warning("estimator_teams_invalid", error=str(exc).splitlines()[0])
+            return None
+        return team_estimate(client, teams, lambda: datetime.now(UTC),
+                             self.estimator.stale_seconds)
 
 
 class _AlwaysLeader:

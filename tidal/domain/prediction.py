@@ -133,6 +133,9 @@ class WorkloadFacts:
     replicas: int | None  # None: a kind without replicas
     current: Mapping[str, int] = field(default_factory=dict)  # binding spec.clusters
     request: Mapping[str, float] = field(default_factory=dict)  # per replica
+    # a team estimator's answer per cluster (tidal.domain.team_capacity; -1 or absent: none):
+    # karmada-scheduler keeps the minimum of it and the general estimate
+    team: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,17 @@ def frees_a_grade(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> 
     return True
 
 
+def models_lack(cluster: ClusterFacts, request: Mapping[str, float]) -> list[str]:
+    """Requested resources the cluster's resource models grade nowhere: with models, v1.18's
+    general estimator fits such a request on no model node (general.go
+    getMaximumReplicasBasedOnResourceModels), so it answers 0 for the cluster."""
+    if not cluster.model_nodes:
+        return []
+    graded = {name for grade in cluster.model_nodes for name in grade.minimums}
+    return sorted(name for name, need in request.items()
+                  if need > 0 and _limits_a_node(name) and name not in graded)
+
+
 def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
                        model_nodes: Sequence[ModelNodes] = (),
                        release: KarmadaRelease = LATEST_RELEASE, *, placed: int = 0) -> int:
@@ -323,7 +337,8 @@ class Predictor:
             avail = available_replicas(self._seen_free.get(name, {}), workload.request,
                                        self._models.get(name, ()), self.release,
                                        placed=self._seen_placed.get(name, 0))
-            available.append((name, avail))
+            team = workload.team.get(name, -1)
+            available.append((name, avail if team == -1 else min(avail, team)))
         try:
             result = dynamic_divide(total, available, dict(workload.current),
                                     mode="Fresh" if fresh else "Steady",

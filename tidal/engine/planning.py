@@ -12,9 +12,16 @@ from typing import Any
 from tidal.domain.floors import FloorRule
 from tidal.domain.patch_scope import added_selectors, beyond_placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
-from tidal.domain.prediction import ClusterFacts, Predictor, WorkloadFacts, candidates
+from tidal.domain.prediction import (
+    ClusterFacts,
+    Predictor,
+    WorkloadFacts,
+    candidates,
+    models_lack,
+)
 from tidal.domain.schedule import Rollout, TidalSchedule, Window
 from tidal.domain.surge import Room, SurgeSpec, make_surge_plan
+from tidal.domain.team_capacity import TeamEstimate
 from tidal.domain.waves import ordered, split_waves
 from tidal.engine import policy_change, triggers
 from tidal.engine.custom_kinds import custom_kind_refusals
@@ -92,15 +99,41 @@ def _gc_paused() -> Iterator[None]:
 
 
 def build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-               trigger: Trigger | None = None, reads: SharedReads | None = None) -> SwitchPlan:
+               trigger: Trigger | None = None, reads: SharedReads | None = None,
+               team: TeamEstimate | None = None) -> SwitchPlan:
     """Read the control plane and plan the window's switch (writes nothing); bindings come
-    from `reads` (the daemon's shared informers) when given."""
+    from `reads` (the daemon's shared informers) when given. With `team` (a team estimator
+    deployed beside karmada-scheduler), DynamicWeight and Aggregated splits are predicted from
+    the minimum of the general estimate and the team's, as the scheduler takes it."""
     with _gc_paused():
-        return _build_plan(client, schedule, window_name, trigger=trigger, reads=reads)
+        return _build_plan(client, schedule, window_name, trigger=trigger, reads=reads,
+                           team=team)
+
+
+def _model_warnings(planned: list[PlannedWorkload], clusters: list[ClusterFacts],
+                    modes: dict[str, str]) -> list[str]:
+    """One line per cluster whose resource models grade none of a resource that workloads
+    spread by capacity request: the general estimator answers 0 there for them."""
+    lacking: dict[str, tuple[set[str], set[str]]] = {}
+    by_name = {c.name: c for c in clusters}
+    for p in planned:
+        if modes.get(p.name) not in ("dynamic", "aggregated"):
+            continue
+        for name in sorted(p.candidates):
+            missing = models_lack(by_name[name], p.request) if name in by_name else []
+            if missing:
+                resources, workloads = lacking.setdefault(name, (set(), set()))
+                resources.update(missing)
+                workloads.add(p.name)
+    return [f"cluster {name}: its resource models grade no {', '.join(sorted(res))}, so "
+            f"Karmada's general estimator answers 0 replicas there for {len(wl)} workload(s) "
+            "requesting it; add grades for it to the Cluster's spec.resourceModels "
+            "(docs/deploying.md)" for name, (res, wl) in sorted(lacking.items())]
 
 
 def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str, *,
-                trigger: Trigger | None, reads: SharedReads | None = None) -> SwitchPlan:
+                trigger: Trigger | None, reads: SharedReads | None = None,
+                team: TeamEstimate | None = None) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(client, schedule, window,
@@ -133,10 +166,16 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     # predicted in the order the waves run, each wave against the capacity at its start
     waves = split_waves(ordered(pending, key=lambda w: w.key, replicas=lambda w: w.replicas,
                                 order=rollout.order), size) if pending else []
+    modes: dict[str, str] = {}
     for wave in waves:
         for w in wave:
+            names = candidates(targets[w.policy].target_placement, clusters, w.current)
+            estimates = team(w.key.namespace, w.key.kind, w.key.name, w.request, names) \
+                if team is not None and w.replicas is not None else {}
+            modes[w.name] = predictors[w.policy].mode
             prediction = predictors[w.policy].predict(
-                WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request), fresh=fresh)
+                WorkloadFacts(w.name, w.uid, w.replicas, w.current, w.request, estimates),
+                fresh=fresh)
             planned.append(PlannedWorkload(
                 w.key, w.replicas, w.current, prediction.assignment, prediction.exact,
                 prediction.problem, w.uid, prediction.short, prediction.pending, w.request,
@@ -154,7 +193,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     else:
         plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
     warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
-        plan.capacity
+        plan.capacity + _model_warnings(planned, clusters, modes)
     scope_warnings, refusals = scope_report(selection.policies)
     refusals = kind_refusals + refusals + coverage_refusals(selection)
     warnings += scope_warnings

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
+from tidal.domain.team_capacity import TeamEstimate
 from tidal.engine import bridging, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.detector_settle import let_detector_settle
@@ -110,10 +111,12 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
             budget: SurgeBudget | None = None,
             reads: SharedReads | None = None,
             policy_settle: float = 0.0,
-            interlude: Interlude | None = None) -> PreparedRun | Refusal | NoOp:
+            interlude: Interlude | None = None,
+            team: TeamEstimate | None = None) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one; `policy_settle`: detector_settle.py; `interlude`: what
-    happens between two waves (default: the rollout's pause)."""
+    happens between two waves (default: the rollout's pause); `team`: a deployed team
+    estimator's answers, which the plan's dynamic splits take into account."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window and (run_id is None or previous.run_id == run_id)
@@ -127,7 +130,8 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
                      f"({previous.schedule_hash}); the edit applies from the next start")
     bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
     sp = build_plan(client, schedule, window,
-                    trigger=previous.trigger if resuming and previous else None, reads=reads)
+                    trigger=previous.trigger if resuming and previous else None, reads=reads,
+                    team=team)
     if resuming and previous is not None:
         state = previous
     else:

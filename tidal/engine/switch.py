@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidal.domain.clock import Clock
+from tidal.domain.team_capacity import TeamEstimate
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import Emitter, OnEvent
 from tidal.engine.journal import Journal, RunState
@@ -24,7 +25,8 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
                run_id: str | None = None, resume: RunState | None = None,
                logger: Any = None, budget: SurgeBudget | None = None,
                reads: SharedReads | None = None, policy_settle: float = 0.0,
-               interlude: Interlude | None = None) -> RunRecord:
+               interlude: Interlude | None = None,
+               team: TeamEstimate | None = None) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
     capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
     waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
@@ -34,7 +36,8 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
     emitter = Emitter(on_event, logger)
     prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
                        emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                       reads=reads, policy_settle=policy_settle, interlude=interlude)
+                       reads=reads, policy_settle=policy_settle, interlude=interlude,
+                       team=team)
     if isinstance(prepared, Refusal):
         raise prepared.error
     if isinstance(prepared, NoOp):

@@ -1,4 +1,5 @@
-"""`python -m tools.realkarmada build|up|down|modules`: the real-Karmada tier's command line."""
+"""`python -m tools.realkarmada build|up|down|modules|load-demo|estimator`: the real-Karmada
+tier's command line."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--work-dir", type=Path)
     ld = sub.add_parser("load-demo", help="apply the demo topology's teams to a running plane")
     ld.add_argument("--kubeconfig", type=Path, required=True)
+    ld.add_argument("--work-dir", type=Path, help="the plane's work dir (its tidal estimator)")
+    e = sub.add_parser("estimator", help="where the plane's tidal estimator listens, and its "
+                                         "teams file (read again when it changes)")
+    e.add_argument("--work-dir", type=Path)
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -53,14 +58,28 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.cmd == "load-demo":
         from tools.realkarmada.demo import load_demo
+        from tools.realkarmada.procs import PlaneError
 
         try:
-            print(f"applied {load_demo(args.kubeconfig)} objects of the demo topology")
-        except plane.PlaneError as e:
+            print(f"applied {load_demo(args.kubeconfig, args.work_dir)} objects of the demo "
+                  "topology, GPU resource models, and the demo's team capacity")
+        except PlaneError as e:
             print(f"realkarmada load-demo: {e}", file=sys.stderr)
             return 1
         return 0
 
+    if args.cmd == "estimator":
+        from tools.realkarmada import estimator
+        from tools.realkarmada.procs import PlaneError
+
+        try:
+            info = estimator.info(args.work_dir or plane.default_work_dir())
+        except (PlaneError, OSError) as e:
+            print(f"realkarmada estimator: {e}", file=sys.stderr)
+            return 1
+        print(f"grpc 127.0.0.1:{info['grpc']} http http://127.0.0.1:{info['http']} "
+              f"teams {info['teams']}")
+        return 0
     if args.cmd == "up":
         return plane.up_command(args.karmada_version, args.kubeconfig_out, args.work_dir)
     return plane.down_command(args.work_dir)

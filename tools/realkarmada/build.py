@@ -31,7 +31,10 @@ from tools.realkarmada.versions import (
 )
 
 # Bump when the build flags or the set of binaries change: part of the cache key.
-BUILD_FLAGS_REVISION = "1"
+BUILD_FLAGS_REVISION = "2"  # 2: karmada-scheduler built with SCHEDULER_TAGS
+# upstream's hack/build.sh builds Karmada with this tag; without it karmada-scheduler panics
+# encoding scheduler-estimator messages (their Kubernetes fields need the protobuf messages)
+SCHEDULER_TAGS = "kubernetes_protomessage_one_more_release"
 BINARIES = ("etcd", *CONTROLPLANE_TOOLS, *KWOK_TOOLS)
 # Both the Go build cache and the install cache live here unless TIDAL_REALKARMADA_CACHE says else.
 DEFAULT_CACHE = Path.home() / ".cache" / "tidal-realkarmada"
@@ -107,8 +110,11 @@ def build(karmada: str = DEFAULT_KARMADA, log: Path | None = None) -> Built:
     shutil.rmtree(out, ignore_errors=True)
     partial.mkdir(parents=True)
     log = log or out / "build.log"
-    _go_build(modules / "controlplane", ["-trimpath", "-ldflags", ldflags(release, stamp)],
-              {"etcd": f"./{ETCD_MAIN}", **CONTROLPLANE_TOOLS}, partial, log)
+    flags = ["-trimpath", "-ldflags", ldflags(release, stamp)]
+    tools = {"etcd": f"./{ETCD_MAIN}", **CONTROLPLANE_TOOLS}
+    scheduler = {"karmada-scheduler": tools.pop("karmada-scheduler")}
+    _go_build(modules / "controlplane", flags, tools, partial, log)
+    _go_build(modules / "controlplane", [*flags, "-tags", SCHEDULER_TAGS], scheduler, partial, log)
     _go_build(modules / "kwok", ["-trimpath", "-ldflags", "-s -w"], KWOK_TOOLS, partial, log)
     (partial / "DONE").write_text(f"{release.karmada} {release.kubernetes} {release.staging}\n")
     partial.rename(out / "bin")

@@ -2,8 +2,9 @@
 
 Order: certificates, etcd, karmada-apiserver (kube-apiserver), CRDs, kube-controller-manager,
 karmada-aggregated-apiserver behind its APIService, karmada-webhook and its configurations,
-karmada-controller-manager, karmada-scheduler, then each member (kwokctl, fake GPU nodes) joined
-with karmadactl. `up` returns once both Clusters are Ready with a resourceSummary.
+karmada-controller-manager, `tidal estimator` (tools/realkarmada/estimator.py), karmada-scheduler
+with its scheduler-estimator flags, then each member (kwokctl, fake GPU nodes) joined with
+karmadactl. `up` returns once both Clusters are Ready with a resourceSummary.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from tools.realkarmada import upstream
+from tools.realkarmada import estimator, upstream
 from tools.realkarmada.build import Built, build, cache_root
 from tools.realkarmada.pki import Pki
 from tools.realkarmada.procs import (
@@ -137,7 +138,8 @@ class Bringup:
         self.pki = Pki(work / "pki")
         self.ports = {n: free_port() for n in (
             "etcd", "etcd-peer", "apiserver", "aggregated", "webhook", "webhook-health",
-            "webhook-metrics", "kcm", "cm-health", "cm-metrics", "sched-health", "sched-metrics")}
+            "webhook-metrics", "kcm", "cm-health", "cm-metrics", "sched-health", "sched-metrics",
+            "estimator-grpc", "estimator-http")}
         self.sup.state.update(version=self.version, ports=self.ports, members={},
                               bin_dir=str(built.bin_dir),
                               kwok_workdir=str(work / "kwok"))
@@ -155,6 +157,7 @@ class Bringup:
         self.kube_controller_manager()
         self.aggregated_apiserver()
         self.webhook()
+        self.team_estimator()
         self.karmada_controllers()
         for name, labels in MEMBERS.items():
             self.member(name, labels)
@@ -266,6 +269,21 @@ class Bringup:
         _apply(self.kubeconfig, upstream.karmada_webhook_configurations(
             self.version, f"https://127.0.0.1:{self.ports['webhook']}", self.pki.ca_pem()))
 
+    def team_estimator(self) -> None:
+        """`tidal estimator` (no teams yet) and the Services karmada-scheduler dials it by,
+        before the scheduler starts: it dials each member's estimator once the Cluster exists."""
+        grpc_port, http_port = self.ports["estimator-grpc"], self.ports["estimator-http"]
+        teams = self.work / "teams.yaml"
+        teams.write_text(estimator.NO_TEAMS)
+        _apply(self.kubeconfig, estimator.services(list(MEMBERS), grpc_port)
+               + estimator.rbac("admin"))
+        args = estimator.args(self.kubeconfig, teams, grpc_port, http_port)
+        self.sup.state["estimator"] = {"grpc": grpc_port, "http": http_port,
+                                       "teams": str(teams), "args": args}
+        self.sup.start(estimator.NAME, args, env=estimator.env())
+        self.sup.wait(estimator.NAME, functools.partial(
+            http_ok, f"http://127.0.0.1:{http_port}/healthz"), 60)
+
     def karmada_controllers(self) -> None:
         k, p = str(self.kubeconfig), self.ports
         cm, sched = self._b("karmada-controller-manager"), self._b("karmada-scheduler")
@@ -274,7 +292,8 @@ class Bringup:
             "--cluster-status-update-frequency=10s"])
         self.sup.start("karmada-scheduler", [
             sched, f"--kubeconfig={k}",
-            *serving_flags(sched, p["sched-health"], p["sched-metrics"])])
+            *serving_flags(sched, p["sched-health"], p["sched-metrics"]),
+            *estimator.scheduler_flags()])
         for name, port in (("karmada-controller-manager", "cm-health"),
                            ("karmada-scheduler", "sched-health")):
             self.sup.wait(name, functools.partial(

@@ -110,3 +110,15 @@ replaced by "__" and mapped back to its path by the volume's items.
 {{- end }}
 {{- $key }}
 {{- end }}
+
+{{/* The estimator's pods: their own name label, so that no selector of the daemon's (its
+Deployment, Service, PodDisruptionBudget, NetworkPolicy) takes them in. */}}
+{{- define "tidal.estimatorSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-estimator" (include "tidal.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: estimator
+{{- end }}
+
+{{- define "tidal.estimatorName" -}}
+{{- printf "%s-estimator" (include "tidal.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}

@@ -20,6 +20,8 @@ from tidal_sim.apiserver.admin import AdminApi
 from tidal_sim.apiserver.authz import Authorizer
 from tidal_sim.apiserver.errors import ApiError, not_found_path
 from tidal_sim.apiserver.jsonenc import dumps
+from tidal_sim.apiserver.proxy import PATH as PROXY_PATH
+from tidal_sim.apiserver.proxy import ClusterProxy
 from tidal_sim.apiserver.request import Request, Response, StreamResponse
 from tidal_sim.apiserver.rest import Admitter, RestHandlers, error_response, verb_of
 from tidal_sim.apiserver.routing import UnknownResource, parse_route
@@ -64,6 +66,7 @@ class ApiServer:
             store, self.faults, self.watches, admitter, on_created, bookmark_interval
         )
         self.admin = AdminApi(self.accounting, self.faults, timeline, team_capacity)
+        self.members = ClusterProxy(store, self.accounting)  # clusters/<name>/proxy
         self.faults.on_drop_watch = self._drop_watches
         self._host, self._port = host, port
         self._httpd: _HttpServer | None = None
@@ -116,6 +119,8 @@ class ApiServer:
         try:
             if req.path.startswith(ADMIN_PREFIX):
                 return self.admin.handle(req)
+            if PROXY_PATH.match(req.path):
+                return self.members.handle(req)
             try:
                 route = parse_route(self.store.kinds, req.path)
             except UnknownResource:

@@ -1,0 +1,1 @@
+"""tidal estimator: Karmada's scheduler-estimator protocol answered with team-level capacity."""
