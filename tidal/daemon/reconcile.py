@@ -99,10 +99,12 @@ def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
 
 
 def overtaken_by_hand(run: RunState | None, start: WindowStart) -> datetime | None:
-    """A finished run of another window that began after the start (`tidal switch`) is the
-    operator's intent: the start is neither missed nor run over it. When it began, else None."""
+    """A finished run of another window that `tidal switch` began after the start is the
+    operator's intent: the start is neither missed nor run over it. When it began, else None.
+    A daemon's own run that began late (a catch-up, a retry) overtakes nothing."""
     started = started_at(run)
-    if started is None or run is None or run.window == start.window or started < start.at:
+    if started is None or run is None or run.window == start.window or started < start.at \
+            or (run.started_by or "").startswith("daemon:"):
         return None
     return started
 
