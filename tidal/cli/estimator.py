@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
-from tidal.cli.plan import fail
+from tidal.cli.plan import client_of, fail
 
 
 def _settings(kubeconfig: Path | None, context: str | None, port: int | None,
@@ -27,16 +27,6 @@ def _settings(kubeconfig: Path | None, context: str | None, port: int | None,
         fail(str(exc))
     configure_logging(settings.log_format, settings.log_level)
     return settings
-
-
-def _client(settings: Any) -> Any:
-    from tidal.karmada.client import KarmadaClient
-    from tidal.karmada.errors import KarmadaError
-
-    try:
-        return KarmadaClient.from_settings(settings)
-    except KarmadaError as exc:
-        fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -75,7 +65,7 @@ def estimator_command(ctx: click.Context, teams: Path | None, kubeconfig: Path |
         rules = load_teams(settings.estimator.teams)
     except TeamsFileError as exc:
         fail(str(exc))
-    app = EstimatorApp(settings.estimator, _client(settings), rules, http_port=settings.port,
+    app = EstimatorApp(settings.estimator, client_of(settings), rules, http_port=settings.port,
                        reload=_reloader(settings.estimator.teams))
     try:
         app.start()
@@ -144,7 +134,7 @@ def check_command(kubeconfig: Path | None, context: str | None, address: str, st
     from tidal.karmada.errors import KarmadaError
 
     settings = _settings(kubeconfig, context, None, {})
-    client = _client(settings)
+    client = client_of(settings)
     try:
         clusters = sorted(str((c.get("metadata") or {}).get("name"))
                           for c in list_clusters(client))
