@@ -4,10 +4,11 @@ from the journal (the state ConfigMap) and the bindings at every refresh.
 The view model is pure: `run_rows(state, bindings)` turns a journal and a snapshot of the
 run's bindings (keyed "namespace/Kind/name" of the template they bind) into the rows of
 tidal.cli.progress (the live view of `tidal switch`, drawn the same way): ready over desired
-per cluster, every cluster the run touches on every row (the destination before any of its
-pods is ready), ready pods beyond what a cluster keeps counted as leaving, converged counts from
-the bindings for the wave in flight and the journal for the waves done. `floor_notes` says the
-lowest ready replicas per floor cluster against the floor. `document` is the same as JSON.
+per cluster; every cluster the run touches on every row (the destination before any of its
+pods is ready, a cluster it left after its last pod went: from the journal's samples); ready
+pods beyond what a cluster keeps counted as leaving; converged counts from the bindings for the
+wave in flight and from the journal for the waves done. `floor_notes` says the lowest ready
+replicas per floor cluster against the floor; `document` is the same as JSON.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
             row.converged = 0
         clusters |= set(row.ready) | set(row.desired)
         rows.append(row)
+    for wave in state.waves:  # and those the run's samples saw (a cluster it left)
+        for sample in wave.samples:
+            clusters |= set(sample.get("desired") or {}) | set(sample.get("ready") or {})
     for row in rows:  # every cluster of the run on every row
         for c in clusters:
             row.desired.setdefault(c, 0)
