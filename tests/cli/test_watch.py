@@ -12,6 +12,7 @@ from rich.console import Console
 from tidal.cli.progress import WaveState
 from tidal.cli.watch import document, floor_notes, run_rows, template_key, view_of
 from tidal.domain.floors import FloorRule
+from tidal.domain.waves import WorkloadKey
 from tidal.engine.journal import RunState
 from tidal.engine.journal import WaveState as WaveRecord
 from tidal.engine.states import Phase, WaveResult
@@ -32,10 +33,10 @@ def _binding(name: str, assigned: dict[str, int], ready: dict[str, int], *,
 def _day_run(wave_two: WaveResult | None = None) -> RunState:
     """A day switch of ten 5-replica workloads in two waves of five, back to cluster-a: wave 1
     done, wave 2 under way."""
-    waves = [WaveRecord(1, [f"{NS}/Deployment/w{i}" for i in range(5)],
+    waves = [WaveRecord(1, [WorkloadKey.parse(f"{NS}/Deployment/w{i}") for i in range(5)],
                         result=WaveResult.SUCCEEDED, started_at="2026-12-05T06:00:00Z",
                         finished_at="2026-12-05T06:01:00Z"),
-             WaveRecord(2, [f"{NS}/Deployment/w{i}" for i in range(5, 10)],
+             WaveRecord(2, [WorkloadKey.parse(f"{NS}/Deployment/w{i}") for i in range(5, 10)],
                         result=wave_two, started_at="2026-12-05T06:01:00Z")]
     return RunState("team-2001", "day", "r1", phase=Phase.WAVES, waves=waves,
                     started_at="2026-12-05T06:00:00Z")
@@ -95,8 +96,9 @@ def test_a_wave_not_started_waits_and_still_lists_every_cluster_of_the_run() -> 
     """A night run's wave 2 not started: waiting, 0/5, and its row names cluster-b (where
     wave 1 went) at 0/0 beside its own cluster-a figures."""
     state = RunState("team-2001", "night", "r2", phase=Phase.WAVES, waves=[
-        WaveRecord(1, ["ai-app/Deployment/w0"], started_at="2026-12-05T22:00:00Z"),
-        WaveRecord(2, ["ai-app/Deployment/w1"])])
+        WaveRecord(1, [WorkloadKey.parse("ai-app/Deployment/w0")],
+                   started_at="2026-12-05T22:00:00Z"),
+        WaveRecord(2, [WorkloadKey.parse("ai-app/Deployment/w1")])])
     snapshot = {"ai-app/Deployment/w0": _binding("w0", {"cluster-b": 5}, {"cluster-a": 5}),
                 "ai-app/Deployment/w1": _binding("w1", {"cluster-a": 5}, {"cluster-a": 5})}
     one, two = run_rows(state, snapshot)
@@ -141,7 +143,7 @@ def test_a_cluster_the_run_left_stays_listed_from_the_journals_samples() -> None
     """Every pod gone from cluster-a (the bindings name only cluster-b): the row still says
     cluster-a 0/0, since the run's samples saw it."""
     state = RunState("team-2001", "night", "r3", phase=Phase.DONE, waves=[
-        WaveRecord(1, ["ai-app/Deployment/w0"], result=WaveResult.SUCCEEDED,
+        WaveRecord(1, [WorkloadKey.parse("ai-app/Deployment/w0")], result=WaveResult.SUCCEEDED,
                    started_at="2026-12-05T22:00:00Z",
                    samples=[{"t": 1.0, "ready": {"cluster-a": 5}, "desired": {"cluster-b": 5},
                              "lowest": {}}])])
