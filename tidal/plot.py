@@ -103,7 +103,8 @@ def _draw(ax: Any, panel: Panel) -> None:
     ax.set_ylabel("replicas")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if panel.series or panel.floors:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
 def draw(path: Path, panels: Sequence[Panel], *, xlabel: str = "seconds since the run began",
