@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tidal.domain.floors import FloorRule
+
 INSTALL = "pip install 'tidal[plot]'"
 COLORS = {"cluster-a": "tab:blue", "cluster-b": "tab:orange", "cluster-c": "tab:green",
           "total": "tab:gray"}
@@ -79,7 +81,24 @@ class Panel:
     notes: tuple[str, ...] = field(default=())  # lines under the title (e.g. % floors)
 
 
-def _draw(ax: Any, panel: Panel) -> None:
+def floor_lines(floors: Sequence[FloorRule]) -> tuple[tuple[FloorLine, ...], tuple[str, ...]]:
+    """Lines for ready-replica floors (per workload, so a line at k), notes for the others."""
+    lines: list[FloorLine] = []
+    notes: list[str] = []
+    for rule in floors:
+        if rule.min_available_percent is not None:
+            notes.append(f"floor: {rule.min_available_percent:g}% of each workload's replicas "
+                         "ready")
+            continue
+        k = rule.min_ready_replicas or 0
+        if rule.every_cluster:
+            lines.append(FloorLine(k, f"floor: {k} ready per workload, each cluster kept"))
+        for cluster in rule.named_clusters():
+            lines.append(FloorLine(k, f"floor: {k} ready per workload in {cluster}", cluster))
+    return tuple(lines), tuple(notes)
+
+
+def _draw(ax: Any, panel: Panel, legend: bool = True) -> None:
     names = [s.cluster for s in panel.series]
     for span in panel.waves:
         ax.axvspan(span.start, max(span.end, span.start + 0.1), alpha=0.10,
@@ -103,20 +122,25 @@ def _draw(ax: Any, panel: Panel) -> None:
     ax.set_ylabel("replicas")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    if panel.series or panel.floors:
+    if legend and (panel.series or panel.floors):
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
-def draw(path: Path, panels: Sequence[Panel], *, xlabel: str = "seconds since the run began",
-         title: str = "") -> Path:
-    """Write the panels, one above the other, as a PNG at `path` (PlotUnavailable without
-    matplotlib)."""
+def draw(path: Path, panels: Sequence[Panel], *, columns: int = 1,
+         xlabel: str = "seconds since the run began", title: str = "") -> Path:
+    """Write the panels as a PNG at `path`, `columns` to a row (each row's legend at its
+    right); PlotUnavailable without matplotlib."""
     plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8.0, 2.9 * len(panels) + 0.4),
+    rows = max(1, -(-len(panels) // columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns + 2.6, 2.7 * rows + 0.5),
                              squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
-        _draw(ax, panel)
-    axes[-1, 0].set_xlabel(xlabel)
+    for i, panel in enumerate(panels):
+        row, column = divmod(i, columns)
+        _draw(axes[row, column], panel, legend=column == columns - 1 or i == len(panels) - 1)
+    for i in range(len(panels), rows * columns):
+        axes[divmod(i, columns)].axis("off")
+    for ax in axes[-1, :]:
+        ax.set_xlabel(xlabel, fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

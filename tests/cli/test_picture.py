@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidal.cli.picture import floor_lines, run_panel
+from tidal.cli.picture import run_panel
 from tidal.domain.floors import FloorRule
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.states import Phase, RunResult, WaveResult
-from tidal.plot import FloorLine, Series, WaveSpan, draw
+from tidal.plot import FloorLine, Series, WaveSpan, draw, floor_lines
 
 W = [WorkloadKey.parse("ai-app/Deployment/w0")]
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from tidal.domain.floors import FloorRule
 from tidal.engine.journal import RunState
-from tidal.plot import FloorLine, Panel, Series, WaveSpan
+from tidal.plot import Panel, Series, WaveSpan, floor_lines
 
 
 def _at(started_at: str | None, when: str | None) -> float | None:
@@ -18,23 +18,6 @@ def _at(started_at: str | None, when: str | None) -> float | None:
     start = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
     return round((datetime.fromisoformat(when.replace("Z", "+00:00")) - start).total_seconds(),
                  1)
-
-
-def floor_lines(floors: Sequence[FloorRule]) -> tuple[tuple[FloorLine, ...], tuple[str, ...]]:
-    """Lines for ready-replica floors (per workload, so a line at k), notes for the others."""
-    lines: list[FloorLine] = []
-    notes: list[str] = []
-    for rule in floors:
-        if rule.min_available_percent is not None:
-            notes.append(f"floor: {rule.min_available_percent:g}% of each workload's replicas "
-                         "ready")
-            continue
-        k = rule.min_ready_replicas or 0
-        if rule.every_cluster:
-            lines.append(FloorLine(k, f"floor: {k} ready per workload, each cluster kept"))
-        for cluster in rule.named_clusters():
-            lines.append(FloorLine(k, f"floor: {k} ready per workload in {cluster}", cluster))
-    return tuple(lines), tuple(notes)
 
 
 def run_panel(state: RunState, floors: Sequence[FloorRule]) -> Panel:
