@@ -37,7 +37,8 @@ def _day_run(wave_two: WaveResult | None = None) -> RunState:
                         result=WaveResult.SUCCEEDED, started_at="2026-12-05T06:00:00Z",
                         finished_at="2026-12-05T06:01:00Z"),
              WaveRecord(2, [WorkloadKey.parse(f"{NS}/Deployment/w{i}") for i in range(5, 10)],
-                        result=wave_two, started_at="2026-12-05T06:01:00Z")]
+                        result=wave_two, started_at="2026-12-05T06:01:00Z",
+                        triggered=[f"{NS}/Deployment/w{i}" for i in range(5, 10)])]
     return RunState("team-2001", "day", "r1", phase=Phase.WAVES, waves=waves,
                     started_at="2026-12-05T06:00:00Z")
 
@@ -150,3 +151,15 @@ def test_a_cluster_the_run_left_stays_listed_from_the_journals_samples() -> None
     (row,) = run_rows(state, {"ai-app/Deployment/w0": _binding("w0", {"cluster-b": 5},
                                                                {"cluster-b": 5})})
     assert _clusters(row) == "cluster-a 0/0  cluster-b 5/5"
+
+
+def test_a_wave_that_has_not_written_its_triggers_converges_nothing() -> None:
+    """Wave 2 started but its touches not written yet: its bindings, ready on their old
+    placement, count 0/5 converged (not 5/5); once three are touched, 3/5."""
+    state = _day_run()
+    state.waves[1].triggered = []
+    assert run_rows(state, _snapshot(5))[1].converged == 0
+    state.waves[1].triggered = [f"{NS}/Deployment/w{i}" for i in range(5, 8)]
+    assert run_rows(state, _snapshot(5))[1].converged == 3
+    state.waves[1].triggered, state.waves[1].rebalancers = [], ["tidal-r1-2"]
+    assert run_rows(state, _snapshot(5))[1].converged == 5

@@ -7,7 +7,8 @@ tidal.cli.progress (the live view of `tidal switch`, drawn the same way): ready 
 per cluster; every cluster the run touches on every row (the destination before any of its
 pods is ready, a cluster it left after its last pod went: from the journal's samples); ready
 pods beyond what a cluster keeps counted as leaving; converged counts from the bindings for the
-wave in flight and from the journal for the waves done. `floor_notes` says the lowest ready
+wave in flight (once the wave wrote a workload's trigger) and from the journal for the waves
+done. `floor_notes` says the lowest ready
 replicas per floor cluster against the floor; `document` is the same as JSON.
 """
 
@@ -49,6 +50,12 @@ def converged(binding: Mapping[str, Any] | None, ready_field: str | None = None)
     return all(ready.get(c, 0) >= n for c, n in assigned.items())
 
 
+def moved(wave: WaveRecord, key: object) -> bool:
+    """The wave wrote the workload's trigger (its touch, or the wave's rebalancer): before
+    that a binding converged on its old placement is not converged for the wave."""
+    return bool(wave.rebalancers) or str(key) in wave.triggered
+
+
 def _state(wave: WaveRecord, running: bool) -> WaveState:
     if wave.result is not None:
         return _DONE.get(wave.result, WaveState.FAILED)
@@ -72,7 +79,8 @@ def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
                 row.ready[c] = row.ready.get(c, 0) + n
             for c, n in view.assignment().items():
                 row.desired[c] = row.desired.get(c, 0) + n
-            if row.state is not WaveState.SUCCEEDED and converged(binding, ready_field):
+            if row.state is not WaveState.SUCCEEDED and moved(wave, key) and \
+                    converged(binding, ready_field):
                 row.converged += 1
         if row.state is WaveState.SUCCEEDED:
             row.converged = row.total
