@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import RunFinished, RunStarted, WaveFinished, WaveStarted
@@ -42,7 +43,7 @@ def _tracker() -> Tracker:
     tracker = Tracker([night], {("team-2001", "night"): [FloorRule(("*",), 1)]},
                       {"team-2001": {W0, W1}}, lambda: now[0],
                       totals=lambda s: {"cluster-a": (0, 0), "cluster-b": (50, 50)})
-    base = {"schedule": "team-2001", "window": "night", "run_id": "r"}
+    base: dict[str, Any] = {"schedule": "team-2001", "window": "night", "run_id": "r"}
     now[0] = 100.0
     tracker.on_event(RunStarted(**base, workloads=2, waves=1, trigger=Trigger.REBALANCE))
     tracker.on_event(WaveStarted(**base, wave=1, workloads=(W0, W1), trigger=Trigger.REBALANCE))
