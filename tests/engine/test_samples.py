@@ -37,6 +37,15 @@ def test_a_full_wave_is_thinned_to_every_other_sample_keeping_both_ends() -> Non
     assert kept[0]["t"] == 0.0 and kept[-1]["t"] == float(samples.MAX_SAMPLES)
 
 
+def test_a_run_of_many_waves_keeps_fewer_samples_a_wave() -> None:
+    """10 waves keep 48 a wave; 100 keep 4 (RUN_SAMPLES over the run, MIN_SAMPLES a wave)."""
+    assert samples.limit(10) == 48 and samples.limit(100) == 4 and samples.limit(0) == 48
+    kept: list[samples.Sample] = []
+    for i in range(20):
+        samples.keep(kept, _sample(float(i), i), samples.limit(100))
+    assert len(kept) <= 4 and kept[0]["t"] == 0.0 and kept[-1]["t"] == 19.0
+
+
 def test_the_sampler_waits_between_samples_unless_forced() -> None:
     """A second sample within EVERY_SECONDS is not due; a forced one is."""
     sampler = samples.Sampler()

@@ -5,8 +5,9 @@ watches (no request of its own) and kept in the wave's journal record, which the
 at the wave's end anyway.
 
 A sample is `{"t": seconds since the run started, "ready": {cluster: n}, "desired": {cluster:
-n}, "lowest": {cluster: n}}`; a wave keeps at most MAX_SAMPLES (every other one is dropped
-when full, so that the spacing doubles and the whole wave stays covered).
+n}, "lowest": {cluster: n}}`; a wave keeps at most MAX_SAMPLES, fewer when the run has many
+waves (RUN_SAMPLES over the run, at least MIN_SAMPLES a wave): every other one is dropped when
+full, so that the spacing doubles and the whole wave stays covered.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from tidal.karmada.views import BindingView
 
 Sample = dict[str, Any]
 MAX_SAMPLES = 48
+RUN_SAMPLES = 480  # over the whole run (a ConfigMap holds 1 MiB): fewer per wave when many
+MIN_SAMPLES = 4
 EVERY_SECONDS = 2.0  # the least time between two samples of a wave (the last one is always kept)
 
 
@@ -51,9 +54,14 @@ def seconds_since(started_at: str | None, now: datetime) -> float:
     return round(max(0.0, (now - start).total_seconds()), 1)
 
 
-def keep(samples: list[Sample], sample: Sample) -> None:
-    """Append `sample` (replacing the last one when the figures are the same), thinning a full
-    list to every other sample (the first and the last kept)."""
+def limit(waves: int) -> int:
+    """Samples a wave keeps in a run of `waves` waves."""
+    return max(MIN_SAMPLES, min(MAX_SAMPLES, RUN_SAMPLES // max(1, waves)))
+
+
+def keep(samples: list[Sample], sample: Sample, most: int = MAX_SAMPLES) -> None:
+    """Append `sample` (replacing the last one when the figures are the same), thinning a list
+    of more than `most` to every other sample (the first and the last kept)."""
     figures = {k: v for k, v in sample.items() if k != "t"}
     if samples and samples[-1] == sample:
         return
@@ -64,7 +72,7 @@ def keep(samples: list[Sample], sample: Sample) -> None:
             samples[-1] = sample
             return
     samples.append(sample)
-    if len(samples) > MAX_SAMPLES:
+    while len(samples) > most:
         samples[:] = samples[:-1:2] + samples[-1:]
 
 

@@ -254,7 +254,8 @@ def _sample(ctx: SwitchContext, wave: WaveState, cache: dict[str, Obj],
     ready, desired = samples.totals(ctx.everyone, cache, ctx.ready_field)
     samples.keep(wave.samples, {"t": samples.seconds_since(ctx.state.started_at, ctx.clock.now()),
                                 "ready": ready, "desired": desired,
-                                "lowest": dict(sorted(ctx.floor_seen.items()))})
+                                "lowest": dict(sorted(ctx.floor_seen.items()))},
+                 samples.limit(len(ctx.state.waves)))
 
 
 def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
