@@ -133,7 +133,7 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
                 raise SystemExit(OK)
             raise SystemExit(status_live.watch(
                 status_live.Watcher(client, store, loaded), interval=interval,
-                until_done=until_done, width=settings.columns))
+                until_done=until_done, width=settings.columns, lines=output == "json"))
         except KarmadaError as exc:
             click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
             raise SystemExit(INVALID_INPUT) from None

@@ -3,9 +3,10 @@ every --interval seconds and show tidal.cli.watch's view) and `--plot FILE` (the
 schedule's latest run, tidal.cli.picture drawn by tidal.plot).
 
 Watching on a terminal draws the view in place on stdout (logs stay on stderr); off a terminal
-it prints one JSON document a line, `{"at": ..., "runs": [...]}`, at the first refresh and at
-every refresh whose figures changed. Ctrl-C ends it (exit 0); `--until-done` ends it when every
-watched run has finished (exit 0 all succeeded, 2 one did not).
+(or with `-o json`) it prints one JSON document a line, `{"at": ..., "runs": [...]}`, at the
+first refresh and at every refresh whose figures changed. Ctrl-C ends it (exit 0);
+`--until-done` ends it when every watched run has finished (exit 0 all succeeded, 2 one did
+not).
 """
 
 from __future__ import annotations
@@ -89,10 +90,11 @@ def _finished(runs: list[tuple[RunState, list[Any], list[str]]]) -> int | None:
 
 
 def watch(watcher: Watcher, *, interval: float, until_done: bool, width: int | None,
-          sleep: Callable[[float], None] = time.sleep) -> int:
-    """Refresh until Ctrl-C (or, with until_done, the runs' end); the exit code."""
+          lines: bool = False, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Refresh until Ctrl-C (or, with until_done, the runs' end); the exit code. `lines`: JSON
+    lines even on a terminal (`-o json`)."""
     try:
-        if sys.stdout.isatty():
+        if sys.stdout.isatty() and not lines:
             return _watch_live(watcher, interval, until_done, width, sleep)
         return _watch_lines(watcher, interval, until_done, sleep)
     except KeyboardInterrupt:
