@@ -6,13 +6,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from tidal.plot import COLORS, pyplot
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+plt = pyplot()  # the Agg backend and the cluster colours of tidal's own run pictures
 
 Steps = Mapping[str, Sequence[tuple[float, float]]]
-COLORS = {"cluster-a": "tab:blue", "cluster-b": "tab:orange", "total": "tab:gray"}
 
 
 def _steps(ax: Any, series: Steps, *, total: float | None = None) -> None:

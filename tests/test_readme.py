@@ -41,3 +41,13 @@ def test_every_test_cited_as_proof_exists(doc: str) -> None:
         assert target.exists(), path
         if name:
             assert f"def {name}(" in target.read_text(), f"{path}::{name}"
+
+
+def test_the_quick_start_shows_the_demo_picture() -> None:
+    """README shows the picture of a demo run, committed under docs/img and small."""
+    text = README.read_text()
+    assert "](docs/img/tidal-demo.png)" in text
+    png = README.parent / "docs" / "img" / "tidal-demo.png"
+    data = png.read_bytes()
+    assert data[:4] == b"\x89PNG" and len(data) < 150_000
+    assert text.index("docs/img/tidal-demo.png") < text.index("## Onboard a team")

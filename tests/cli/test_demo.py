@@ -41,7 +41,8 @@ def tidal_command() -> list[str]:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
-    """`tidal demo -o json` (no checkout in the cwd): four switches succeed, no floor breached."""
+    """`tidal demo -o json` (no checkout in the cwd): four switches succeed, no floor breached;
+    each team's start and end split with the reason, and the picture written."""
     done = subprocess.run([*tidal_command(), "demo", "-o", "json"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=170, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -73,6 +74,18 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
         assert full and full[0]["minReady"] == 100, full
     assert summary["wallSeconds"] < 120
     assert summary["kubeconfig"] is None  # nothing left behind without --keep
+    # where each team started and ended, and why team 2001's day split is not its start's
+    splits = {s["schedule"]: s for s in summary["splits"]}
+    assert splits["team-1005"]["start"] == splits["team-1005"]["end"]
+    assert "ends where it started" in splits["team-1005"]["why"]
+    team = splits["team-2001"]
+    assert sum(team["start"].values()) == sum(team["end"].values()) > 0
+    assert team["after"]["night"]["cluster-a"] == 0
+    if team["start"] != team["end"]:
+        assert "dynamicWeight" in team["why"] and "not its start's" in team["why"]
+    # the picture, written where the demo ran (its path printed in the summary)
+    assert summary["picture"] == "tidal-demo.png"
+    assert (tmp_path / "tidal-demo.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_packaged_examples_are_the_repository_examples() -> None:

@@ -3,7 +3,9 @@ volumes, the alert rules it carries, and the ports its NetworkPolicy opens."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,28 @@ def test_nested_schedule_folders_survive_an_existing_configmap(tmp_path: Path,
     result = load_schedules([tmp_path])
     assert [str(e) for e in result.errors] == []
     assert [s.schedule.name for s in result.schedules] == ["team-2001"]
+
+
+def test_nothing_in_the_chart_points_outside_it() -> None:
+    """No symlink under charts/tidal (a link leaving the chart breaks `helm package` of a clean
+    clone's chart directory, and a link inside it is copied as what it points to anyway)."""
+    assert [str(p.relative_to(CHART)) for p in CHART.rglob("*") if p.is_symlink()] == []
+    for template in (CHART / "templates").iterdir():
+        text = template.read_text()
+        for path in re.findall(r'\.Files\.Get\s+"([^"]+)"', text):
+            assert (CHART / path).resolve().is_relative_to(CHART.resolve()), (template, path)
+            assert (CHART / path).is_file(), (template.name, path)
+
+
+def test_the_packaged_chart_holds_only_files_a_clean_clone_has(tmp_path: Path) -> None:
+    """Every file `helm package` puts in the archive is tracked by git, so a clean clone
+    packages the same chart."""
+    tracked = subprocess.run(["git", "ls-files", "charts/tidal"], cwd=CHART.parents[1],
+                             capture_output=True, text=True, check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    archive = helm_python.package(CHART, destination=tmp_path)
+    with tarfile.open(archive) as tar:
+        packed = {f"charts/{m.name}" for m in tar.getmembers() if m.isfile()}
+    assert packed - set(tracked) == set()
+    assert "charts/tidal/files/tidal-alerts.yaml" in packed

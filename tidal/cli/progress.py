@@ -20,14 +20,15 @@ from tidal.engine.states import Gate, WaveResult
 
 
 class WaveState(StrEnum):
+    WAITING = "waiting"  # not started yet (tidal status --watch)
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     ROLLED_BACK = "rolled back"
 
 
-_STYLE = {WaveState.RUNNING: "bold", WaveState.SUCCEEDED: "green", WaveState.FAILED: "red",
-          WaveState.ROLLED_BACK: "yellow"}
+_STYLE = {WaveState.WAITING: "dim", WaveState.RUNNING: "bold", WaveState.SUCCEEDED: "green",
+          WaveState.FAILED: "red", WaveState.ROLLED_BACK: "yellow"}
 
 
 @dataclass

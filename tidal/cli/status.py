@@ -94,15 +94,49 @@ def leftover_note(items: list[dict[str, Any]]) -> str:
 @kubeconfig_option
 @context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
+@click.argument("name", required=False)
+@click.option("--watch", "watching", is_flag=True,
+              help="a live view of the latest run per wave and cluster, refreshed every "
+                   "--interval (Ctrl-C ends it); off a terminal one JSON line per change")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              help="seconds between two refreshes of --watch")
+@click.option("--until-done", is_flag=True,
+              help="with --watch: stop when the runs watched have finished (exit 0: all "
+                   "succeeded, 2: one did not)")
+@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="FILE",
+              help="write a PNG of NAME's latest run (ready vs desired per cluster, floors, "
+                   "waves) to FILE; needs matplotlib (pip install 'tidal[plot]')")
 def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
-                   context: str | None, utc: bool) -> None:
-    """Show every schedule: window in force, last run and result, next start, suspended,
-    holds and skips, policy drift, and the current leader."""
+                   context: str | None, utc: bool, name: str | None, watching: bool,
+                   interval: float, until_done: bool, plot: Path | None) -> None:
+    """Show every schedule (or NAME): window in force, last run and result, next start,
+    suspended, holds and skips, policy drift, and the current leader. --watch follows the
+    latest run live; --plot FILE draws it."""
     from tidal.daemon.status import build_status
     from tidal.domain.clock import SystemClock
     from tidal.karmada.errors import KarmadaError
 
+    if until_done and not watching:
+        raise click.BadParameter("only with --watch", param_hint="--until-done")
     settings, client, loaded = connect(schedules, kubeconfig, context)
+    if name is not None or plot is not None:
+        loaded = _one(loaded, name, settings.schedules, required=plot is not None)
+    if watching or plot is not None:
+        from tidal.cli import status_live
+        from tidal.daemon.state import StateStore
+
+        store = StateStore(client, settings.state_namespace)
+        try:
+            if plot is not None:
+                click.echo(f"wrote {status_live.plot(store, loaded[0], plot)}")
+                raise SystemExit(OK)
+            raise SystemExit(status_live.watch(
+                status_live.Watcher(client, store, loaded), interval=interval,
+                until_done=until_done, width=settings.columns, lines=output == "json"))
+        except KarmadaError as exc:
+            click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
+            raise SystemExit(INVALID_INPUT) from None
     try:
         report = build_status(client, settings.state_namespace,
                               settings.leader_election.lease_name, loaded, SystemClock().now())
@@ -166,6 +200,23 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
                    f"({', '.join(sorted({str(x['schedule']) for x in orphans}))}); "
                    "`tidal cleanup` sweeps them")
     raise SystemExit(OK)
+
+
+def _one(loaded: list[Any], name: str | None, where: Path, *, required: bool) -> list[Any]:
+    """The loaded schedule called `name` (the only one when `name` is None and `required`)."""
+    known = sorted(item.schedule.name for item in loaded)
+    if name is None:
+        if len(loaded) == 1:
+            return loaded
+        click.echo(f"error: --plot draws one schedule: name it (tidal status NAME --plot FILE; "
+                   f"known in {where}: {', '.join(known) or 'none'})", err=True)
+        raise SystemExit(USAGE_ERROR)
+    chosen = [item for item in loaded if item.schedule.name == name]
+    if not chosen:
+        click.echo(f"error: no schedule {name!r} in {where} (known: {', '.join(known) or 'none'})",
+                   err=True)
+        raise SystemExit(USAGE_ERROR)
+    return chosen
 
 
 COMMANDS = [status_command]

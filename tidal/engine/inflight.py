@@ -17,6 +17,7 @@ from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import Emitter, EventBase, WorkloadSkipped
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.resolve import Workload, selected_by
+from tidal.engine.samples import Sampler
 from tidal.engine.states import Direction, Gate, Trigger
 from tidal.engine.strategies import TriggerStrategy
 from tidal.karmada.bindings import BindingWatch, list_bindings
@@ -48,6 +49,7 @@ class SwitchContext:
     wave_timeout: float = 600.0
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
+    sampler: Sampler = field(default_factory=Sampler)  # the run's replicas over time
     # make-before-break: the plan's override per surged workload (cluster -> replicas), the
     # capacity budget surges reserve from, and the headroom they leave in each destination
     surges: dict[str, dict[str, int]] = field(default_factory=dict)

@@ -240,6 +240,8 @@ class WaveState:
     surge_back: SurgeRecord | None = None  # rollback
     bridge: BridgeRecord | None = None  # forward
     bridge_back: BridgeRecord | None = None  # rollback
+    # the run's replicas per cluster while this wave ran (tidal.engine.samples)
+    samples: list[dict[str, Any]] = field(default_factory=list)
 
     def surge_for(self, back: bool) -> SurgeRecord | None:
         return self.surge_back if back else self.surge
@@ -271,6 +273,7 @@ class WaveState:
             **({"bridge": self.bridge.to_dict()} if self.bridge is not None else {}),
             **({"bridgeBack": self.bridge_back.to_dict()}
                if self.bridge_back is not None else {}),
+            **({"samples": list(self.samples)} if self.samples else {}),
         }
 
     @classmethod
@@ -290,6 +293,7 @@ class WaveState:
             surge_back=SurgeRecord.from_dict(d["surgeBack"]) if d.get("surgeBack") else None,
             bridge=BridgeRecord.from_dict(d["bridge"]) if d.get("bridge") else None,
             bridge_back=BridgeRecord.from_dict(d["bridgeBack"]) if d.get("bridgeBack") else None,
+            samples=[dict(x) for x in d.get("samples") or [] if isinstance(x, dict)],
         )
 
 

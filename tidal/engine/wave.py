@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from tidal.domain.floors import floor_clusters
 from tidal.domain.waves import WorkloadKey
-from tidal.engine import bridging, gates, rebalancing, room, stall, surging, triggers
+from tidal.engine import bridging, gates, rebalancing, room, samples, stall, surging, triggers
 from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import (
     FloorBreached,
@@ -211,6 +211,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 ctx.emitter.emit(GatePassed(**base, gate=Gate.FLOORS))
             ctx.emitter.emit(WaveProgress(**base, ready=report.ready, assigned=report.assigned,
                                           converged=report.converged, total=len(targets)))
+            _sample(ctx, wave, watch.cache, force=True)
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
         if wave.rebalancers and Gate.TRIGGERED not in report.passed and \
@@ -234,6 +235,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
         ctx.emitter.emit(WaveProgress(**base, ready=report.ready,
                                       assigned=report.assigned, converged=report.converged,
                                       total=len(targets)))
+        _sample(ctx, wave, watch.cache)
         for obj, deleted in watch.changes(min(remaining, 5.0)):
             tracker.update(key_of(obj), None if deleted else obj)
             probe = tracker.report()
@@ -242,6 +244,18 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 break
             if ctx.clock.monotonic() >= deadline:
                 break
+
+
+def _sample(ctx: SwitchContext, wave: WaveState, cache: dict[str, Obj],
+            force: bool = False) -> None:
+    """The run's replicas per cluster now, into the wave's record (saved with it)."""
+    if not ctx.sampler.due(wave.index, ctx.clock.monotonic(), force):
+        return
+    ready, desired = samples.totals(ctx.everyone, cache, ctx.ready_field)
+    samples.keep(wave.samples, {"t": samples.seconds_since(ctx.state.started_at, ctx.clock.now()),
+                                "ready": ready, "desired": desired,
+                                "lowest": dict(sorted(ctx.floor_seen.items()))},
+                 samples.limit(len(ctx.state.waves)))
 
 
 def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],

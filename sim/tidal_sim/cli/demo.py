@@ -25,18 +25,24 @@ INTERRUPTED = 130  # as the shell reports a SIGINT, and as tidal.cli.main does
               help="summary format; with json, progress goes to stderr and stdout is the JSON")
 @click.option("--speed", type=float, default=10.0, show_default=True,
               help="simulated seconds per real second")
-def demo_command(keep: bool, output: str, speed: float) -> None:
+@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False),
+              default=Path("tidal-demo.png"), show_default=True, metavar="FILE",
+              help="where to write the picture of the demo (replicas per cluster over time, "
+                   "waves, floors); needs matplotlib (pip install 'tidal[plot]')")
+def demo_command(keep: bool, output: str, speed: float, plot: Path) -> None:
     """Run a night switch and a day switch of two teams against the built-in emulator.
 
     No cluster needed: the emulator (tidal sim) starts with the default topology, the example
     schedules (./schedules/ if present, else the copies shipped with tidal) get their windows
     brought forward to the next minutes, and the real daemon carries them out while you watch
-    waves, gates, ready replicas per cluster and floors. Ends with a summary; exit 0 when every
-    switch succeeded without breaching a floor (2: a switch failed, 3: one was refused).
+    waves, gates, ready replicas per cluster and floors. Ends with a summary, where each team
+    started and ended per cluster (and why a split differs from the start), and a picture of
+    the replicas over time (--plot); exit 0 when every switch succeeded without breaching a
+    floor (2: a switch failed, 3: one was refused).
     """
     from rich.console import Console
 
-    from tidal_sim.demo.render import LiveProgress, PlainProgress, summary_table
+    from tidal_sim.demo.render import LiveProgress, PlainProgress, splits_table, summary_table
     from tidal_sim.demo.runner import Demo, DemoError, DemoOptions, Progress
 
     if speed <= 0:
@@ -66,10 +72,18 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
         demo.close(remove=False)  # keeps the daemon log of whatever went wrong
         raise
     kept = (keep or not result.ok) and not result.interrupted
+    picture, no_picture = _picture(result, plot)
     if output == "json":
-        click.echo(json.dumps(result.to_json(kept=kept), indent=2))
+        click.echo(json.dumps({**result.to_json(kept=kept),
+                               "picture": str(picture) if picture else None}, indent=2))
+        if no_picture:
+            click.echo(no_picture, err=True)
     else:
         console.print(summary_table(result.tracker))
+        console.print(splits_table(result.splits))
+        for split in result.splits:
+            console.print(f"{split.why}.")
+        console.print(f"picture: {picture}" if picture else no_picture)
         verdict = "every switch succeeded, no floor breached" if result.ok else \
             "interrupted" if result.interrupted else \
             f"NOT all switches succeeded (daemon log: {result.log})"
@@ -80,6 +94,18 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
     if result.interrupted:
         sys.exit(INTERRUPTED)
     sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
+
+
+def _picture(result: Any, path: Path) -> tuple[Path | None, str]:
+    """The demo's picture, or None and a one-line note saying why not."""
+    from tidal.plot import PlotUnavailable
+
+    try:
+        return result.picture(path), ""
+    except PlotUnavailable as exc:
+        return None, f"no picture: {exc}"
+    except OSError as exc:
+        return None, f"no picture: cannot write {path}: {exc.strerror or exc}; pass --plot FILE"
 
 
 def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:

@@ -30,6 +30,7 @@ from tidal.engine.events import (
     WorkloadSkipped,
     policy_action_text,
 )
+from tidal_sim.demo.picture import TeamSplit, split_text
 from tidal_sim.demo.tracking import FloorVerdict, Tracker, WindowRun
 
 Totals = Callable[[str], dict[str, tuple[int, int]]]  # schedule -> cluster -> (ready, assigned)
@@ -211,4 +212,17 @@ def summary_table(tracker: Tracker) -> Table:
         table.add_row(run.planned.schedule, run.planned.window, result,
                       f"{run.waves_done}/{run.waves_total}", floors, lowest,
                       Text(breached, style="bold red" if run.floor_breached else "green"))
+    return table
+
+
+def splits_table(splits: list[TeamSplit]) -> Table:
+    """Where each team's ready replicas were per cluster: at the start, after each switch."""
+    windows = list(dict.fromkeys(w for s in splits for w in s.after))
+    table = Table(title="where each team ran (ready replicas per cluster)",
+                  title_justify="left")
+    for name in ("schedule", "at the start", *(f"after {w}" for w in windows)):
+        table.add_column(name)
+    for split in splits:
+        table.add_row(split.schedule, split_text(split.start),
+                      *(split_text(split.after.get(w)) for w in windows))
     return table

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -25,6 +25,7 @@ import structlog
 from tidal.domain.floors import FloorRule
 from tidal.engine.events import EngineEvent
 from tidal_sim.demo.clock import DaemonClock, DemoClock
+from tidal_sim.demo.picture import TeamSplit, draw_demo, team_splits
 from tidal_sim.demo.scenario import (
     DemoWindow,
     ScenarioError,
@@ -72,6 +73,14 @@ class DemoResult:
     wall_seconds: float
     emulator: Any = None
     interrupted: bool = False
+    splits: list[TeamSplit] = field(default_factory=list)
+    clock_end: float = 0.0  # simulated time when the last switch ended
+
+    def picture(self, path: Path) -> Path:
+        """The demo's picture at `path` (tidal.plot.PlotUnavailable without matplotlib)."""
+        samples = self.emulator.controllers.timeline.samples() \
+            if self.emulator is not None and self.emulator.controllers is not None else []
+        return draw_demo(path, self.tracker, samples, self.clock_end)
 
     @property
     def ok(self) -> bool:
@@ -92,6 +101,7 @@ class DemoResult:
             "wallSeconds": round(self.wall_seconds, 1),
             "kubeconfig": str(self.kubeconfig) if kept else None,
             "log": str(self.log) if kept else None,
+            "splits": [s.to_json() for s in self.splits],
         }
 
 
@@ -213,6 +223,8 @@ class Demo:
         metrics = Metrics()
         client = KarmadaClient.from_kubeconfig(kubeconfig, on_request=metrics.on_request)
         floors = self._read_teams(client, loaded, windows)
+        start_split = {name: {c: ready for c, (ready, _) in self.totals(name).items()}
+                       for name in self.members}
         self._pin_before_first_windows(windows)
         progress = self.make_progress(self.totals, self.sim_now)
         tracker = Tracker(windows, floors, self.members, self.sim_now, listener=progress.on_run,
@@ -238,9 +250,37 @@ class Demo:
             progress.stop()
         tracker.judge(emulator.controllers.timeline.samples()
                       if emulator.controllers is not None else [])
+        splits = team_splits(tracker, start_split, self._dynamic(),
+                             {name: bool(self._team_limits(m)) for name, m in self.members.items()})
         return DemoResult(tracker, label, self.workdir, kubeconfig, log_path,
                           self.options.speed, time.monotonic() - began, emulator,
-                          interrupted=self.interrupted)
+                          interrupted=self.interrupted, splits=splits,
+                          clock_end=self.sim_now())
+
+    def _dynamic(self) -> dict[str, bool]:
+        """Each team whose bindings divide by free capacity (dynamicWeight) now."""
+        from tidal.karmada.views import BindingView
+
+        if self.emulator is None:
+            return {}
+        rtype = self.emulator.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
+        items, _ = self.emulator.store.list(rtype, copy_=False)
+        dynamic: set[str] = set()
+        for item in items:
+            view = BindingView.of(item)
+            weights = ((view.placement or {}).get("replicaScheduling") or {}).get(
+                "weightPreference") or {}
+            if weights.get("dynamicWeight"):
+                ref = view.spec.get("resource") or {}
+                dynamic.add(f"{ref.get('namespace')}/{ref.get('kind')}/{ref.get('name')}")
+        return {name: bool(members & dynamic) for name, members in self.members.items()}
+
+    def _team_limits(self, members: set[str]) -> list[Any]:
+        """The team estimator's entries for these workloads (none: no team estimate)."""
+        if self.emulator is None or not self.emulator.team_capacity():
+            return []
+        return list(self.emulator.topology.settings.team_estimator.teams_of(
+            self.emulator._template_labels(members)))
 
     def _read_teams(self, client: Any, loaded: list[Any], windows: list[DemoWindow]
                     ) -> dict[tuple[str, str], list[FloorRule]]:

@@ -59,6 +59,8 @@ class WindowRun:
     engine_min: dict[str, int] = field(default_factory=dict)
     verdicts: list[FloorVerdict] = field(default_factory=list)
     ready_after: dict[str, int] | None = None  # ready replicas per cluster when it finished
+    # (wave, simulated start, simulated end or None, result) of each forward wave
+    wave_spans: list[tuple[int, float, float | None, str]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -131,6 +133,7 @@ class Tracker:
         elif isinstance(event, WaveStarted):
             if not event.rollback:
                 run.wave, run.gates = event.wave, []
+                run.wave_spans.append((event.wave or 0, self._now(), None, "running"))
         elif isinstance(event, GatePassed):
             run.gates.append(event.gate)
         elif isinstance(event, FloorObserved):
@@ -141,6 +144,9 @@ class Tracker:
             run.engine_breaches.append(f"{event.workload}: {event.ready} ready in "
                                        f"{event.cluster}, floor {event.required}")
         elif isinstance(event, WaveFinished):
+            if not event.rollback and run.wave_spans and run.wave_spans[-1][2] is None:
+                index, began, _, _ = run.wave_spans[-1]
+                run.wave_spans[-1] = (index, began, self._now(), str(event.result))
             if event.result == "succeeded" and not event.rollback:
                 run.waves_done += 1
             elif event.result == "failed":
