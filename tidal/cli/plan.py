@@ -14,6 +14,7 @@ import click
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
 from tidal.cli.options import context_option, kubeconfig_option, table_width
 from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
+from tidal.domain.outcomes import Strategy
 
 
 def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
@@ -159,7 +160,7 @@ def render_plan(sp: Any, problems: list[str], out: Any = None,
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
                   f"trigger {sp.trigger}, strategy {plan.strategy}"
                   + (", Lazy during the switch" if sp.lazy else ""))
-    surge = plan.strategy == "surge"
+    surge = plan.strategy is Strategy.SURGE
     for index, wave in plan.numbered():
         table = Table(title=f"wave {index}", title_justify="left")
         table.add_column("workload")

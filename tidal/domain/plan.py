@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from tidal.domain.bridge import bridge_clusters, bridge_shares
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
+from tidal.domain.outcomes import Strategy
 from tidal.domain.waves import Order, WorkloadKey, ordered, split_waves
 
 Amounts: TypeAlias = dict[str, dict[str, float]]  # cluster -> resource -> amount
@@ -135,7 +136,7 @@ class Plan:
     floors: tuple[FloorRule, ...]
     problems: list[str] = field(default_factory=list)  # unschedulable and the like
     capacity: list[str] = field(default_factory=list)  # warnings: moves that do not fit
-    strategy: str = "direct"  # surge | direct
+    strategy: Strategy = Strategy.DIRECT
     rooms: list[WaveRoom] = field(default_factory=list)  # surge: per wave
     no_room: dict[str, Amounts] = field(default_factory=dict)  # surge: workload -> lacking
 
@@ -169,7 +170,7 @@ class Plan:
             waves.append(entry)
         return {
             "safe": self.safe,
-            "strategy": self.strategy,
+            "strategy": str(self.strategy),
             "waves": waves,
             "steps": [
                 {"step": s.label, "wave": s.wave, "assigned": s.assigned,
@@ -279,7 +280,7 @@ def make_plan(
     floors: Sequence[FloorRule] = (),
     order: Order = "name",
     waves: list[list[PlannedWorkload]] | None = None,
-    strategy: str = "direct",
+    strategy: Strategy = Strategy.DIRECT,
 ) -> Plan:
     """Cut the workloads into waves (or take `waves`, already cut and ordered) and check every
     floor before, during and after each.
@@ -312,7 +313,7 @@ def make_plan(
         after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
-        surging = strategy == "surge" and any(w.surged or w.bridged for w in waves[index])
+        surging = strategy is Strategy.SURGE and any(w.surged or w.bridged for w in waves[index])
         steps.append(_step(f"wave {index + 1}", index + 1,
                            [*after[:index], flight[index], *before[index + 1:]], clusters,
                            peak_of=index if surging else None))

@@ -26,7 +26,7 @@ from tidal.domain.waves import ordered, split_waves
 from tidal.engine import policy_change, triggers
 from tidal.engine.custom_kinds import custom_kind_refusals
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
-from tidal.engine.states import Trigger
+from tidal.engine.states import Strategy, Trigger
 from tidal.engine.strategies import strategy_for
 from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
@@ -142,7 +142,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     if refused:
         raise PolicyWritesRefused(window.name, refused)
     kind_refusals = custom_kind_refusals(client, schedule, selection.workloads,
-                                         surge=rollout.strategy == "surge")
+                                         surge=Strategy(rollout.strategy) is Strategy.SURGE)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     strategy = strategy_for(chosen)
     lazy = strategy.marks_lazy
@@ -184,7 +184,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
                 revisable=bool(w.replica_paths)))
         for predictor in predictors.values():
             predictor.next_wave()
-    if rollout.strategy == "surge":
+    if Strategy(rollout.strategy) is Strategy.SURGE:
         plan = make_surge_plan(
             planned, wave_size=size, floors=floors, order=rollout.order,
             rooms={c.name: Room(c.free, c.model_nodes) for c in clusters},

@@ -46,6 +46,7 @@ from tidal.engine.states import (
     Phase,
     PolicyAction,
     RunResult,
+    Strategy,
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
@@ -186,7 +187,7 @@ class PreparedRun:
 
     def __post_init__(self) -> None:
         sp, state = self.plan, self.state
-        surge = state.strategy == "surge"
+        surge = state.strategy is Strategy.SURGE
         self.ctx = SwitchContext(
             client=self.client, clock=self.clock, emitter=self.emitter, state=state,
             save=self.save, strategy=strategy_for(state.trigger, surge=surge),
