@@ -241,7 +241,7 @@ def retry_command(ctx: click.Context, name: str, schedules: Path | None,
     done stay done), as `tidal switch` does; exits as `tidal switch`."""
     from tidal.cli.status import connect
     from tidal.daemon.state import StateStore
-    from tidal.engine.states import RunResult
+    from tidal.domain.outcomes import RunResult
 
     settings, client, loaded = connect(schedules, kubeconfig, context)
     item = next((s for s in loaded if s.schedule.name == name), None)

@@ -18,6 +18,7 @@ from tidal.daemon.lease import RunLock
 from tidal.daemon.refusal import explain
 from tidal.daemon.state import CorruptState, DaemonOutcome, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
+from tidal.domain.outcomes import RunResult
 from tidal.domain.windows import (
     Action,
     WindowStart,
@@ -30,7 +31,6 @@ from tidal.domain.windows import (
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import OnEvent
 from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
-from tidal.engine.states import RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads

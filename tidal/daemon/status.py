@@ -9,11 +9,11 @@ from typing import Any
 from tidal.daemon.queue import read_queue
 from tidal.daemon.state import StateStore
 from tidal.daemon.sweeping import owners_of, run_active
+from tidal.domain.outcomes import RunResult
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import Controls, WindowStart, next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
-from tidal.engine.states import RunResult
 from tidal.engine.sweeper import LeftoverKind, find_leftovers
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
