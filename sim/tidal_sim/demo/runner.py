@@ -190,7 +190,7 @@ class Demo:
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> DemoResult:
-        from tidal.daemon.app import Daemon
+        from tidal.daemon.app import Daemon, Wiring
         from tidal.karmada.client import KarmadaClient
         from tidal.logs import configure_logging
         from tidal.metrics import Metrics
@@ -221,9 +221,9 @@ class Demo:
             settings = self._settings()
         except SettingsError as exc:
             raise DemoError(str(exc)) from None
-        daemon = Daemon(settings, client=client, clock=DaemonClock(self.clock),
-                        run_switch=_observed_run_switch(tracker), metrics=metrics,
-                        on_event=tracker.on_event, watch=False)
+        wiring = Wiring(clock=DaemonClock(self.clock), run_switch=_observed_run_switch(tracker),
+                        metrics=metrics, on_event=tracker.on_event, watch=False)
+        daemon = Daemon(settings, client=client, wiring=wiring)
         progress.start(tracker)
         progress.note(f"emulator up at {emulator.url} (simulated clock x{self.options.speed:g});"
                       f" schedules from {label}")
