@@ -272,23 +272,7 @@ class Metrics:
             labels = item if isinstance(item, ScheduleLabels) else labels_of(item)
             s = labels.name
             for w in labels.windows:
-                for result in RUN_RESULTS:
-                    self.switch_runs.labels(s, w, result)
-                for wave_result in WAVE_RESULTS:
-                    self.waves.labels(s, w, wave_result)
-                for reason in WAVE_FAILURE_REASONS:
-                    self.wave_failures.labels(s, w, reason)
-                    self.last_wave_failure.labels(s, w, reason)
-                self.switch_duration.labels(s, w)
-                self.wave_duration.labels(s, w)
-                self.last_success.labels(s, w)
-                self.next_run.labels(s, w)
-                self.windows_missed.labels(s, w)
-                for refused in REFUSED_REASONS:
-                    self.switches_refused.labels(s, w, refused)
-                if w in labels.periods or (s, w) not in self._published_periods:
-                    self.window_period.labels(s, w).set(
-                        labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+                self._preset_window(labels, w)
             for key in [k for k in self.schedule_info._metrics if k[0] == s]:
                 self.schedule_info.remove(*key)
             self.schedule_info.labels(s, labels.team or s, labels.file).set(1)
@@ -302,6 +286,25 @@ class Metrics:
                 self.floor_breaches.labels(s, c)
                 self.floor_min_ready.labels(s, c)
                 self.floor_required.labels(s, c)
+
+    def _preset_window(self, labels: ScheduleLabels, w: str) -> None:
+        """Every series of one window of a schedule, at 0 (its period published once)."""
+        s = labels.name
+        for result in RUN_RESULTS:
+            self.switch_runs.labels(s, w, result)
+        for wave_result in WAVE_RESULTS:
+            self.waves.labels(s, w, wave_result)
+        for reason in WAVE_FAILURE_REASONS:
+            self.wave_failures.labels(s, w, reason)
+            self.last_wave_failure.labels(s, w, reason)
+        for metric in (self.switch_duration, self.wave_duration, self.last_success,
+                       self.next_run, self.windows_missed):
+            metric.labels(s, w)
+        for refused in REFUSED_REASONS:
+            self.switches_refused.labels(s, w, refused)
+        if w in labels.periods or (s, w) not in self._published_periods:
+            self.window_period.labels(s, w).set(
+                labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
 
     def forget_schedule(self, name: str) -> None:
         """Drop every series of a schedule that was removed from the schedules directory."""
