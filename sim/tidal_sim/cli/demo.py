@@ -36,7 +36,7 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
     """
     from rich.console import Console
 
-    from tidal_sim.demo.render import LiveProgress, PlainProgress, summary_table
+    from tidal_sim.demo.render import LiveProgress, PlainProgress
     from tidal_sim.demo.runner import Demo, DemoError, DemoOptions, Progress
 
     if speed <= 0:
@@ -66,20 +66,31 @@ def demo_command(keep: bool, output: str, speed: float) -> None:
         demo.close(remove=False)  # keeps the daemon log of whatever went wrong
         raise
     kept = (keep or not result.ok) and not result.interrupted
-    if output == "json":
-        click.echo(json.dumps(result.to_json(kept=kept), indent=2))
-    else:
-        console.print(summary_table(result.tracker))
-        verdict = "every switch succeeded, no floor breached" if result.ok else \
-            "interrupted" if result.interrupted else \
-            f"NOT all switches succeeded (daemon log: {result.log})"
-        console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
+    _summary(result, console, output, kept=kept, speed=speed)
     if keep and not result.interrupted:
         _keep(result, console, to_stderr=output == "json")
     demo.close(remove=not kept or keep)  # a failed run keeps its daemon log for a look
+    sys.exit(_exit_code(result))
+
+
+def _exit_code(result: Any) -> int:
     if result.interrupted:
-        sys.exit(INTERRUPTED)
-    sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
+        return INTERRUPTED
+    return OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED
+
+
+def _summary(result: Any, console: Any, output: str, *, kept: bool, speed: float) -> None:
+    """The result as JSON on stdout, or the summary table and a verdict line."""
+    from tidal_sim.demo.render import summary_table
+
+    if output == "json":
+        click.echo(json.dumps(result.to_json(kept=kept), indent=2))
+        return
+    console.print(summary_table(result.tracker))
+    verdict = "every switch succeeded, no floor breached" if result.ok else \
+        "interrupted" if result.interrupted else \
+        f"NOT all switches succeeded (daemon log: {result.log})"
+    console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
 
 
 def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:
