@@ -42,3 +42,11 @@ def test_a_rolled_back_run_loads_with_typed_results() -> None:
     assert state.result is RunResult.ROLLED_BACK
     assert [w.result for w in state.waves] == [WaveResult.ROLLED_BACK,
                                                WaveResult.FAILED_ROLLED_BACK]
+
+
+def test_an_unknown_strategy_is_named_in_one_line() -> None:
+    """A journal naming a strategy this release does not know is refused, naming it."""
+    stored = json.loads(SURGE_MID_RUN.read_text())
+    stored["strategy"] = "canary"
+    with pytest.raises(ValueError, match="unknown run strategy 'canary'"):
+        RunState.from_dict(stored)

@@ -357,6 +357,11 @@ class RunState:
             phase = Phase(d.get("phase", Phase.PLANNED))
         except ValueError:
             raise ValueError(f"unknown run phase {d.get('phase')!r}") from None
+        try:
+            strategy = Strategy(d.get("strategy") or Strategy.DIRECT)
+        except ValueError:
+            raise ValueError(f"unknown run strategy {d.get('strategy')!r} (surge or direct; "
+                             "a journal without one is direct)") from None
         result = d.get("result")
         return cls(
             schedule=d["schedule"], window=d["window"], run_id=d["runId"], phase=phase,
@@ -366,7 +371,7 @@ class RunState:
             reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
-            started_by=d.get("startedBy"), strategy=Strategy(d.get("strategy") or Strategy.DIRECT),
+            started_by=d.get("startedBy"), strategy=strategy,
             warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
             schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
         )
