@@ -15,6 +15,7 @@ from typing import Any, Final, Literal, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from tidal.domain.outcomes import FailureReason, RunResult, WaveResult
 from tidal.domain.windows import WindowTimes, next_start_of, start_in_force
 
 __all__ = [
@@ -34,20 +35,14 @@ __all__ = [
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
-RunResult = Literal["succeeded", "failed", "rolled_back"]
-WaveResult = Literal["succeeded", "failed", "rolled_back"]
-WaveFailureReason = Literal[
-    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
-    "cluster_not_ready", "policy_drift",
-]
 SchedulerEvent = Literal["error", "missed", "max_instances"]
 
-RUN_RESULTS: Final[tuple[RunResult, ...]] = ("succeeded", "failed", "rolled_back")
-WAVE_RESULTS: Final[tuple[WaveResult, ...]] = ("succeeded", "failed", "rolled_back")
-WAVE_FAILURE_REASONS: Final[tuple[WaveFailureReason, ...]] = (
-    "floor_breach", "timeout", "unschedulable", "binding_not_found", "api_error",
-    "cluster_not_ready", "policy_drift",
-)
+# The label values of tidal_switch_runs_total, tidal_waves_total and the failure reasons, from
+# the shared enums (a failed wave that was moved back is counted as failed).
+RUN_RESULTS: Final[tuple[str, ...]] = tuple(r.metric_label for r in RunResult)
+WAVE_RESULTS: Final[tuple[str, ...]] = tuple(
+    dict.fromkeys(r.metric_label for r in WaveResult))
+WAVE_FAILURE_REASONS: Final[tuple[FailureReason, ...]] = tuple(FailureReason)
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
 BLOCKED_REASONS: Final = ("state_corrupt",)
 # Why a start was refused: an unsafe plan, a bad schedule or API answer, anything else.
@@ -277,23 +272,7 @@ class Metrics:
             labels = item if isinstance(item, ScheduleLabels) else labels_of(item)
             s = labels.name
             for w in labels.windows:
-                for result in RUN_RESULTS:
-                    self.switch_runs.labels(s, w, result)
-                for wave_result in WAVE_RESULTS:
-                    self.waves.labels(s, w, wave_result)
-                for reason in WAVE_FAILURE_REASONS:
-                    self.wave_failures.labels(s, w, reason)
-                    self.last_wave_failure.labels(s, w, reason)
-                self.switch_duration.labels(s, w)
-                self.wave_duration.labels(s, w)
-                self.last_success.labels(s, w)
-                self.next_run.labels(s, w)
-                self.windows_missed.labels(s, w)
-                for refused in REFUSED_REASONS:
-                    self.switches_refused.labels(s, w, refused)
-                if w in labels.periods or (s, w) not in self._published_periods:
-                    self.window_period.labels(s, w).set(
-                        labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+                self._preset_window(labels, w)
             for key in [k for k in self.schedule_info._metrics if k[0] == s]:
                 self.schedule_info.remove(*key)
             self.schedule_info.labels(s, labels.team or s, labels.file).set(1)
@@ -307,6 +286,25 @@ class Metrics:
                 self.floor_breaches.labels(s, c)
                 self.floor_min_ready.labels(s, c)
                 self.floor_required.labels(s, c)
+
+    def _preset_window(self, labels: ScheduleLabels, w: str) -> None:
+        """Every series of one window of a schedule, at 0 (its period published once)."""
+        s = labels.name
+        for result in RUN_RESULTS:
+            self.switch_runs.labels(s, w, result)
+        for wave_result in WAVE_RESULTS:
+            self.waves.labels(s, w, wave_result)
+        for reason in WAVE_FAILURE_REASONS:
+            self.wave_failures.labels(s, w, reason)
+            self.last_wave_failure.labels(s, w, reason)
+        for metric in (self.switch_duration, self.wave_duration, self.last_success,
+                       self.next_run, self.windows_missed):
+            metric.labels(s, w)
+        for refused in REFUSED_REASONS:
+            self.switches_refused.labels(s, w, refused)
+        if w in labels.periods or (s, w) not in self._published_periods:
+            self.window_period.labels(s, w).set(
+                labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
 
     def forget_schedule(self, name: str) -> None:
         """Drop every series of a schedule that was removed from the schedules directory."""
@@ -328,22 +326,22 @@ class Metrics:
     def run_finished(self, schedule: str, window: str, result: RunResult,
                      duration_seconds: float, finished_at: float) -> None:
         """Count a finished switch; a success also moves the window's last-success time."""
-        self.switch_runs.labels(schedule, window, result).inc()
+        self.switch_runs.labels(schedule, window, result.metric_label).inc()
         self.switch_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
-        if result == "succeeded":
+        if result is RunResult.SUCCEEDED:
             self.set_last_success(schedule, window, finished_at)
 
     def wave_finished(self, schedule: str, window: str, result: WaveResult,
-                      duration_seconds: float, reason: WaveFailureReason | None = None,
+                      duration_seconds: float, reason: FailureReason | None = None,
                       finished_at: float | None = None) -> None:
         """Count a finished wave; a failed one is also counted, and timed, under its reason."""
-        self.waves.labels(schedule, window, result).inc()
+        self.waves.labels(schedule, window, result.metric_label).inc()
         self.wave_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
-        if result == "failed":
-            self.wave_failures.labels(schedule, window, reason or "api_error").inc()
+        if result.metric_label == WaveResult.FAILED:
+            cause = reason or FailureReason.API_ERROR
+            self.wave_failures.labels(schedule, window, cause).inc()
             if finished_at is not None:
-                self.last_wave_failure.labels(schedule, window, reason or "api_error").set(
-                    finished_at)
+                self.last_wave_failure.labels(schedule, window, cause).set(finished_at)
 
     def floor_observed(self, schedule: str, cluster: str, min_ready: int, required: int) -> None:
         """Record the lowest ready replicas seen in a cluster against its floor."""
@@ -401,7 +399,8 @@ class Metrics:
         A finished success moves the window's last-success time (never backwards), so a
         restarted or newly elected replica does not report "never" for a window that ran.
         """
-        if getattr(state, "result", None) != "succeeded" or not getattr(state, "finished_at", None):
+        result, finished_at = getattr(state, "result", None), getattr(state, "finished_at", None)
+        if result != RunResult.SUCCEEDED or not finished_at:
             return
         try:
             finished = datetime.fromisoformat(str(state.finished_at).replace("Z", "+00:00"))

@@ -17,6 +17,7 @@ from typing import Final
 
 import structlog
 
+from tidal.domain.outcomes import FailureReason, RunResult, WaveResult
 from tidal.engine.events import (
     EngineEvent,
     FloorBreached,
@@ -38,7 +39,7 @@ from tidal.karmada.events import (
     ObjectRef,
     policy_ref,
 )
-from tidal.metrics import WAVE_FAILURE_REASONS, Metrics, RunResult, WaveFailureReason, WaveResult
+from tidal.metrics import Metrics
 
 log = structlog.get_logger(__name__)
 
@@ -46,10 +47,6 @@ log = structlog.get_logger(__name__)
 # policy write) would otherwise leave no Event at all.
 SWITCH_FAILED: Final = "SwitchFailed"
 
-_RESULTS: Final[dict[str, RunResult]] = {
-    "succeeded": "succeeded", "failed": "failed", "rolledBack": "rolled_back",
-    "rolled_back": "rolled_back",
-}
 _CHANGING_ACTIONS: Final = frozenset({"patch", "swap", "restore", "lazy_restored"})
 
 StateObject = Callable[[str], ObjectRef | None]
@@ -142,32 +139,33 @@ class EngineObserver:
                      f"{event.run_id})", event_type="Warning")
 
     def _wave_finished(self, event: WaveFinished) -> None:
-        result: WaveResult = _RESULTS.get(event.result, "failed")
-        reason: WaveFailureReason | None = None
-        if result == "failed":
-            reason = next((r for r in WAVE_FAILURE_REASONS if r == event.failure), "api_error")
+        # a failed wave that was moved back is counted, and reported, as failed
+        result = WaveResult(WaveResult(event.result).reported)
+        reason: FailureReason | None = None
+        if result is WaveResult.FAILED:
+            reason = event.failure or FailureReason.API_ERROR
         self.metrics.wave_finished(event.schedule, event.window, result, event.duration_seconds,
                                    reason, finished_at=self._wall_clock())
         where = f"schedule {event.schedule}, window {event.window}, run {event.run_id}"
-        if result == "succeeded":
+        if result is WaveResult.SUCCEEDED:
             self._record(event, WAVE_SUCCEEDED,
                          f"Wave {event.wave} succeeded in {event.duration_seconds:.0f}s ({where})")
-        elif result == "failed":
+        elif result is WaveResult.FAILED:
             detail = f": {event.reason}" if event.reason else ""
             self._record(event, WAVE_FAILED, f"Wave {event.wave} failed ({reason}){detail} "
                          f"({where})", event_type="Warning")
 
     def _run_finished(self, event: RunFinished) -> None:
-        result = _RESULTS.get(event.result, "failed")
+        result = RunResult(event.result)
         self.metrics.run_finished(event.schedule, event.window, result, event.duration_seconds,
                                   self._wall_clock())
         where = f"schedule {event.schedule} to window {event.window} (run {event.run_id})"
         detail = f": {event.reason}" if event.reason else ""
-        if result == "succeeded":
+        if result is RunResult.SUCCEEDED:
             noop = ", nothing to do" if event.noop else ""
             self._record(event, SWITCH_SUCCEEDED,
                          f"Switch of {where} succeeded in {event.duration_seconds:.0f}s{noop}")
-        elif result == "rolled_back":
+        elif result is RunResult.ROLLED_BACK:
             self._record(event, ROLLED_BACK, f"Switch of {where} was rolled back{detail}",
                          event_type="Warning")
         else:

@@ -230,29 +230,26 @@ def _uses_rebalancers(schedule: TidalSchedule) -> bool:
     return any(w.trigger != "touch" for w in schedule.spec.windows)
 
 
-def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
-                 lease_name: str = "tidal-leader",
-                 extra_templates: Sequence[TemplateKind] = ()) -> list[Rule]:
-    """Every rule tidal needs in the Karmada apiserver to run these schedules."""
-    grants = _Grants()
-    templates: list[TemplateKind] = list(extra_templates)
-    event_namespaces = {state_namespace}
-    rebalancers = False
-    for schedule in schedules:
-        templates += template_kinds(schedule)
-        rebalancers = rebalancers or _uses_rebalancers(schedule)
-        for window in schedule.spec.windows:
-            for change in window.policies:
-                resource = _policy_resource(change)
-                names = [ref.name for ref in change.policy_refs()]
-                namespace = change.policy_namespace
-                event_namespaces.add(namespace or CLUSTER_EVENT_NAMESPACE)
-                # read, patch (and patch back to the pre-image on rollback)
-                grants.add(namespace, POLICY_GROUP, resource, ("get", "patch"), names)
-                if change.swap is not None:
-                    # swap deletes `from` and creates `to`; rollback does the reverse
-                    grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
-                    grants.add(namespace, POLICY_GROUP, resource, ("create",))
+def _grant_policies(grants: _Grants, schedule: TidalSchedule) -> set[str]:
+    """The named policies a schedule's windows change; the namespaces of their Events."""
+    event_namespaces: set[str] = set()
+    for window in schedule.spec.windows:
+        for change in window.policies:
+            resource = _policy_resource(change)
+            names = [ref.name for ref in change.policy_refs()]
+            namespace = change.policy_namespace
+            event_namespaces.add(namespace or CLUSTER_EVENT_NAMESPACE)
+            # read, patch (and patch back to the pre-image on rollback)
+            grants.add(namespace, POLICY_GROUP, resource, ("get", "patch"), names)
+            if change.swap is not None:
+                # swap deletes `from` and creates `to`; rollback does the reverse
+                grants.add(namespace, POLICY_GROUP, resource, ("delete",), names)
+                grants.add(namespace, POLICY_GROUP, resource, ("create",))
+    return event_namespaces
+
+
+def _grant_reads(grants: _Grants, templates: Sequence[TemplateKind]) -> None:
+    """The templates, their bindings, the clusters and the custom kinds' interpreters."""
     for template in templates:
         # list by label selector (paged) to resolve a window; patch to touch a wave; get when
         # a wave's binding vanishes, to tell a deleted template from a lost binding
@@ -271,6 +268,21 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
         # a custom kind's replicas come from its ResourceInterpreterCustomization
         # (tidal.engine.custom_kinds): listed at planning, cluster-scoped
         grants.add(None, RIC_GROUP, RIC_PLURAL, ("list",))
+
+
+def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
+                 lease_name: str = "tidal-leader",
+                 extra_templates: Sequence[TemplateKind] = ()) -> list[Rule]:
+    """Every rule tidal needs in the Karmada apiserver to run these schedules."""
+    grants = _Grants()
+    templates: list[TemplateKind] = list(extra_templates)
+    event_namespaces = {state_namespace}
+    rebalancers = False
+    for schedule in schedules:
+        templates += template_kinds(schedule)
+        rebalancers = rebalancers or _uses_rebalancers(schedule)
+        event_namespaces |= _grant_policies(grants, schedule)
+    _grant_reads(grants, templates)
     _grant_overrides(grants, templates)
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back

@@ -222,37 +222,47 @@ def replica_requirements(template: dict[str, Any]) -> dict[str, Any] | None:
     return out or None
 
 
+# (field of the source, kind it names, field holding the name) per place a pod names an object
+_Refs = tuple[tuple[str, str, str], ...]
+_ENV_REFS: _Refs = (("configMapKeyRef", "ConfigMap", "name"), ("secretKeyRef", "Secret", "name"))
+_ENV_FROM: _Refs = (("configMapRef", "ConfigMap", "name"), ("secretRef", "Secret", "name"))
+_VOLUMES: _Refs = (("configMap", "ConfigMap", "name"), ("secret", "Secret", "secretName"),
+                   ("persistentVolumeClaim", "PersistentVolumeClaim", "claimName"))
+_PROJECTED: _Refs = (("configMap", "ConfigMap", "name"), ("secret", "Secret", "name"))
+
+
+def _named(source: dict[str, Any], table: _Refs) -> set[tuple[str, str]]:
+    """(kind, name) of each object `source` names by the places in `table`."""
+    return {(kind, str(name)) for key, kind, field in table
+            if (name := (source.get(key) or {}).get(field))}
+
+
+def _container_refs(spec: dict[str, Any]) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        for env in container.get("env") or []:
+            found |= _named(env.get("valueFrom") or {}, _ENV_REFS)
+        for env_from in container.get("envFrom") or []:
+            found |= _named(env_from, _ENV_FROM)
+    return found
+
+
+def _volume_refs(spec: dict[str, Any]) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for volume in spec.get("volumes") or []:
+        found |= _named(volume, _VOLUMES)
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            found |= _named(source, _PROJECTED)
+    return found
+
+
 def pod_dependencies(template: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
     """The ConfigMaps, Secrets, PersistentVolumeClaims and ServiceAccount a pod template names
     (helper.GetDependenciesFromPodTemplate)."""
     spec = template.get("spec") or {}
-    found: set[tuple[str, str]] = set()
-    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-    for container in containers:
-        for env in container.get("env") or []:
-            source = env.get("valueFrom") or {}
-            for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
-                if (source.get(key) or {}).get("name"):
-                    found.add((kind, source[key]["name"]))
-        for env_from in container.get("envFrom") or []:
-            for key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
-                if (env_from.get(key) or {}).get("name"):
-                    found.add((kind, env_from[key]["name"]))
-    for volume in spec.get("volumes") or []:
-        if (volume.get("configMap") or {}).get("name"):
-            found.add(("ConfigMap", volume["configMap"]["name"]))
-        if (volume.get("secret") or {}).get("secretName"):
-            found.add(("Secret", volume["secret"]["secretName"]))
-        if (volume.get("persistentVolumeClaim") or {}).get("claimName"):
-            found.add(("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]))
-        for source in (volume.get("projected") or {}).get("sources") or []:
-            if (source.get("configMap") or {}).get("name"):
-                found.add(("ConfigMap", source["configMap"]["name"]))
-            if (source.get("secret") or {}).get("name"):
-                found.add(("Secret", source["secret"]["name"]))
-    for ref in spec.get("imagePullSecrets") or []:
-        if ref.get("name"):
-            found.add(("Secret", ref["name"]))
+    found = _container_refs(spec) | _volume_refs(spec)
+    found |= {("Secret", str(ref["name"])) for ref in spec.get("imagePullSecrets") or []
+              if ref.get("name")}
     account = spec.get("serviceAccountName")
     if account and account != "default":
         found.add(("ServiceAccount", account))

@@ -156,10 +156,7 @@ class Store:
             type_key = (rtype.group, rtype.version, rtype.plural)
             bucket = self._by_type.get(type_key, {})
             order = self._order.get(type_key, [])
-            start = (namespace or "", "") if namespace else ("", "")
-            lo = bisect.bisect_right(order, after) if after and after >= start else (
-                bisect.bisect_left(order, start))
-            hi = bisect.bisect_left(order, (namespace + "\0", "")) if namespace else len(order)
+            lo, hi = _bounds(order, namespace, after)
             items: builtins.list[Obj] = []
             position = lo
             while position < hi and (not limit or limit <= 0 or len(items) < limit):
@@ -168,9 +165,8 @@ class Store:
                 if accepts is None or accepts(obj):
                     items.append(obj)
                 position += 1
-            if position >= hi:
-                remaining: int | None = 0
-            else:
+            remaining: int | None = 0
+            if position < hi:
                 remaining = hi - position if accepts is None else None
             rv = self._rv
         return ([_clone(o) for o in items] if copy_ else items), rv, remaining
@@ -416,6 +412,17 @@ def _clone_obj(obj: Obj) -> Obj:
     """_clone for a stored object (typed)."""
     cloned: Obj = _clone(obj)
     return cloned
+
+
+def _bounds(order: list[tuple[str, str]], namespace: str | None,
+            after: tuple[str, str] | None) -> tuple[int, int]:
+    """The slice of the sorted (namespace, name) keys a list reads: the namespace's (all
+    when None), starting after the key `after`."""
+    start = (namespace, "") if namespace else ("", "")
+    lo = bisect.bisect_right(order, after) if after and after >= start else (
+        bisect.bisect_left(order, start))
+    hi = bisect.bisect_left(order, (namespace + "\0", "")) if namespace else len(order)
+    return lo, hi
 
 
 def _clone(value: Any) -> Any:

@@ -276,54 +276,60 @@ def fallback_unknown(obj: Obj) -> list[str]:
     return unknown
 
 
+def _required(field: str) -> Cause:
+    return {"reason": "FieldValueRequired", "field": field, "message": "Required value"}
+
+
 def fallback_causes(rtype: ResourceType, obj: Obj) -> list[Cause]:
     """The few schema rules tidal depends on, for when the upstream CRDs are not at hand."""
     spec = obj.get("spec")
-    causes: list[Cause] = []
-
-    def required(field: str) -> None:
-        causes.append({"reason": "FieldValueRequired", "field": field, "message": "Required value"})
-
     if rtype.kind in ("PropagationPolicy", "ClusterPropagationPolicy"):
         if not isinstance(spec, dict):
-            required("spec")
-            return causes
-        selectors = spec.get("resourceSelectors")
-        if not selectors:
-            required("spec.resourceSelectors")
-        for i, sel in enumerate(selectors or []):
-            for key in ("apiVersion", "kind"):
-                if not isinstance(sel, dict) or not sel.get(key):
-                    required(f"spec.resourceSelectors[{i}].{key}")
-        weights = (
-            ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference")
-            or {}
-        ).get("staticWeightList") or []
-        for i, item in enumerate(weights):
-            weight = item.get("weight") if isinstance(item, dict) else None
-            field = (
-                f"spec.placement.replicaScheduling.weightPreference.staticWeightList[{i}].weight"
-            )
-            if weight is None:
-                required(field)
-            elif not isinstance(weight, int) or weight < 1:
-                causes.append(
-                    {
-                        "reason": "FieldValueInvalid",
-                        "field": field,
-                        "message": f"Invalid value: {weight}: {field} in body should be "
-                        "greater than or equal to 1",
-                    }
-                )
-    elif rtype.kind == "WorkloadRebalancer":
+            return [_required("spec")]
+        return _selector_causes(spec) + _weight_causes(spec)
+    if rtype.kind == "WorkloadRebalancer":
         if not isinstance(spec, dict) or not spec.get("workloads"):
-            required("spec.workloads")
-    elif rtype.kind in ("ResourceBinding", "ClusterResourceBinding"):
+            return [_required("spec.workloads")]
+        return []
+    if rtype.kind in ("ResourceBinding", "ClusterResourceBinding"):
         resource = spec.get("resource") if isinstance(spec, dict) else None
         if not isinstance(resource, dict):
-            required("spec.resource")
-        else:
-            for key in ("apiVersion", "kind", "name"):
-                if not resource.get(key):
-                    required(f"spec.resource.{key}")
+            return [_required("spec.resource")]
+        return [_required(f"spec.resource.{key}") for key in ("apiVersion", "kind", "name")
+                if not resource.get(key)]
+    return []
+
+
+def _selector_causes(spec: Obj) -> list[Cause]:
+    """A policy's resourceSelectors: at least one, each with apiVersion and kind."""
+    selectors = spec.get("resourceSelectors")
+    causes = [] if selectors else [_required("spec.resourceSelectors")]
+    for i, sel in enumerate(selectors or []):
+        for key in ("apiVersion", "kind"):
+            if not isinstance(sel, dict) or not sel.get(key):
+                causes.append(_required(f"spec.resourceSelectors[{i}].{key}"))
+    return causes
+
+
+def _weight_causes(spec: Obj) -> list[Cause]:
+    """A policy's static weights: each given, an integer of at least 1."""
+    weights = (
+        ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference")
+        or {}
+    ).get("staticWeightList") or []
+    causes: list[Cause] = []
+    for i, item in enumerate(weights):
+        weight = item.get("weight") if isinstance(item, dict) else None
+        field = f"spec.placement.replicaScheduling.weightPreference.staticWeightList[{i}].weight"
+        if weight is None:
+            causes.append(_required(field))
+        elif not isinstance(weight, int) or weight < 1:
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "field": field,
+                    "message": f"Invalid value: {weight}: {field} in body should be "
+                    "greater than or equal to 1",
+                }
+            )
     return causes

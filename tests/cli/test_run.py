@@ -97,7 +97,7 @@ def test_run_listens_on_the_address_it_is_given(emulator: Any, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """TIDAL_LISTEN_ADDRESS=127.0.0.1 serves /healthz on loopback only; the default stays
     0.0.0.0; a value that is not an IP address is a one-line setting error."""
-    from tidal.daemon.app import Daemon
+    from tidal.daemon.app import Daemon, Wiring
     from tidal.settings import SettingsError, load_settings
 
     assert load_settings().listen_address == "0.0.0.0"
@@ -107,7 +107,7 @@ def test_run_listens_on_the_address_it_is_given(emulator: Any, tmp_path: Path,
     (tmp_path / "schedules").mkdir()
     settings = load_settings(schedules=tmp_path / "schedules", port=0, identity="a")
     client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"))
-    daemon = Daemon(settings, client=client, watch=False).start()
+    daemon = Daemon(settings, client=client, wiring=Wiring(watch=False)).start()
     try:
         assert daemon.http is not None
         assert daemon.http.server.server_address[0] == "127.0.0.1"

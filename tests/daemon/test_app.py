@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.daemon.test_daemon import NS, FakeEngine, schedule_yaml
-from tidal.daemon.app import Daemon
+from tidal.daemon.app import Daemon, Wiring
 from tidal.daemon.reload import DirectoryWatcher
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import FakeClock
@@ -58,8 +58,8 @@ def test_daemon_fires_window_via_scheduler_and_serves_probes(
     clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
-                    watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                           metrics=metrics, watch=False))
     daemon.start()
     try:
         assert wait_for(lambda: engine.calls, 5)
@@ -162,8 +162,8 @@ def test_dead_lease_thread_makes_the_replica_unready_and_is_logged(
     sched = tmp_path / "schedules"
     sched.mkdir()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
-    daemon = Daemon(settings, client=client, run_switch=FakeEngine(), watch=False,
-                    lease_store=_BrokenLeaseStore())
+    daemon = Daemon(settings, client=client, wiring=Wiring(run_switch=FakeEngine(), watch=False,
+                                                           lease_store=_BrokenLeaseStore()))
     with capture_logs() as logs:
         daemon.start()
         try:
@@ -206,8 +206,8 @@ def test_hostile_schedule_files_do_not_stall_the_daemon(
     clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
-                    watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                           metrics=metrics, watch=False))
     started = time.monotonic()
     daemon.start()
     try:
@@ -240,8 +240,9 @@ def test_a_stuck_load_blocks_neither_probes_nor_a_stop(client: KarmadaClient,
     sched = tmp_path / "schedules"
     sched.mkdir()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
-    daemon = Daemon(settings, client=client, clock=FakeClock(NIGHT), metrics=Metrics(),
-                    load=stuck_loader, watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=FakeClock(NIGHT),
+                                                           metrics=Metrics(), load=stuck_loader,
+                                                           watch=False))
     starter = threading.Thread(target=daemon.start)
     starter.start()
     try:

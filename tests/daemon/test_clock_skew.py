@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from tests.daemon.test_app import NIGHT, wait_for
 from tests.daemon.test_daemon import NS, FakeEngine, schedule_yaml
-from tidal.daemon.app import Daemon
+from tidal.daemon.app import Daemon, Wiring
 from tidal.domain.clock import FakeClock
 from tidal.karmada.client import KarmadaClient
 from tidal.metrics import Metrics
@@ -38,8 +38,9 @@ def test_skewed_clock_refuses_to_act_until_the_clocks_agree(emulator: Any,
     (sched / "team-a.yaml").write_text(schedule_yaml("team-a"))
     engine, metrics = FakeEngine(), Metrics()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
-    daemon = Daemon(settings, client=client, clock=FakeClock(NIGHT + timedelta(seconds=5)),
-                    run_switch=engine, metrics=metrics, watch=False)
+    skewed = FakeClock(NIGHT + timedelta(seconds=5))
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=skewed, run_switch=engine,
+                                                           metrics=metrics, watch=False))
     with capture_logs() as logs:
         daemon.start(serve_http=False)
         try:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from tidal.daemon.app import Daemon
+from tidal.daemon.app import Daemon, Wiring
 from tidal.daemon.reconcile import RunSwitch
 from tidal.daemon.state import DaemonOutcome, StateStore
 from tidal.domain.clock import FakeClock
@@ -99,8 +99,8 @@ def make_daemon(client: KarmadaClient, sched_dir: Path, clock: FakeClock, engine
                 identity: str = "a", metrics: Metrics | None = None) -> Daemon:
     """A leading daemon over `sched_dir` on a fake clock and engine (no watcher thread)."""
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity=identity)
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False,
-                    metrics=metrics)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                           watch=False, metrics=metrics))
     daemon.directory.reload()
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     return daemon
@@ -170,7 +170,8 @@ def test_standby_does_nothing(client: KarmadaClient, sched_dir: Path) -> None:
     clock, engine = FakeClock(NIGHT), FakeEngine()
     make_daemon(client, sched_dir, clock, engine, identity="a")
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="b")
-    standby = Daemon(settings, client=client, clock=clock, run_switch=engine, watch=False)
+    standby = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                            watch=False))
     standby.directory.reload()
     assert not standby.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     standby.reconciler("team-a", "startup")
@@ -448,8 +449,8 @@ def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
-                    watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                           metrics=metrics, watch=False))
     daemon.reload()
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     daemon.reconciler("team-a", "startup")
@@ -475,8 +476,8 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
     clock = FakeClock(NIGHT)
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=refusing, metrics=metrics,
-                    watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=refusing,
+                                                           metrics=metrics, watch=False))
     daemon.directory.reload()
     metrics.preset(daemon.directory.catalog.schedules.values())
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from tidal.daemon.app import Daemon
+from tidal.daemon.app import Daemon, Wiring
 from tidal.karmada.client import KarmadaClient
 from tidal.settings import load_settings
 
@@ -21,7 +21,7 @@ def test_an_empty_schedule_directory_warns_at_start(emulator: Any, tmp_path: Pat
     empty = tmp_path / "schedules"
     empty.mkdir()
     settings = load_settings(schedules=empty, port=0, identity="a")
-    daemon = Daemon(settings, client=client, watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(watch=False))
     with capture_logs() as logs:
         daemon.start(serve_http=False)
     daemon.shutdown(0)

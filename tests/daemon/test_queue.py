@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from tests.daemon.test_app import get, wait_for
 from tests.daemon.test_daemon import NIGHT, NS, schedule_yaml
-from tidal.daemon.app import Daemon
+from tidal.daemon.app import Daemon, Wiring
 from tidal.daemon.status import build_status
 from tidal.domain.clock import FakeClock
 from tidal.engine.journal import RunState
@@ -76,8 +76,8 @@ def start(client: KarmadaClient, sched: Path, engine: SurgingEngine, slots: int
                                         "resync_seconds": 3600,
                                         "capacity_settle_seconds": 0})
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, clock=clock, run_switch=engine, metrics=metrics,
-                    watch=False)
+    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
+                                                           metrics=metrics, watch=False))
     daemon.queue.interval = 0.0
     daemon.start()
     return daemon, metrics, clock

@@ -14,6 +14,7 @@ from tidal.engine.states import (
     Phase,
     PolicyStage,
     RunResult,
+    Strategy,
     Trigger,
     WaveResult,
 )
@@ -120,12 +121,12 @@ def test_a_wave_surge_round_trips_through_the_journal() -> None:
                              {"cluster-b": {"pods": 4.0}}, SurgeStep.SURGED,
                              ["OverridePolicy/ns/tidal-x-w1-0"])
     wave.surge_back = SurgeRecord({"ns/Deployment/a": {"cluster-a": 4}}, kept="floor")
-    state = RunState("team", "night", "r1", waves=[wave], strategy="surge")
+    state = RunState("team", "night", "r1", waves=[wave], strategy=Strategy.SURGE)
     again = RunState.from_dict(state.to_dict())
-    assert again.strategy == "surge"
+    assert again.strategy is Strategy.SURGE and state.to_dict()["strategy"] == "surge"
     assert again.waves[0].surge == wave.surge and again.waves[0].surge_back == wave.surge_back
-    assert RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy == \
-        "direct"
+    assert RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy is \
+        Strategy.DIRECT
 
 
 def test_bridge_steps_move_only_along_their_table() -> None:

@@ -14,6 +14,7 @@ import click
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
 from tidal.cli.options import context_option, kubeconfig_option, table_width
 from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
+from tidal.domain.outcomes import Strategy
 
 
 def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
@@ -149,7 +150,6 @@ def settings_and_client(kubeconfig: Path | None, context: str | None,
 def render_plan(sp: Any, problems: list[str], out: Any = None,
                 columns: int | None = None) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     out = out or sys.stdout
     console = Console(file=out, soft_wrap=True, markup=False, highlight=False,
@@ -159,32 +159,65 @@ def render_plan(sp: Any, problems: list[str], out: Any = None,
                   f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
                   f"trigger {sp.trigger}, strategy {plan.strategy}"
                   + (", Lazy during the switch" if sp.lazy else ""))
-    surge = plan.strategy == "surge"
     for index, wave in plan.numbered():
-        table = Table(title=f"wave {index}", title_justify="left")
-        table.add_column("workload")
-        table.add_column("replicas", justify="right")
-        table.add_column("before")
-        table.add_column("after")
-        if surge:
-            table.add_column("surge (override, or bridge)")
-        for w in wave:
-            row = [w.name, str(w.replicas if w.replicas is not None else "-"),
-                   _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)")]
-            if surge:
-                row.append(_dist(w.surge()) if w.surged else
-                           f"bridge {_dist(w.bridge_shares())}" if w.bridged else
-                           "none (no room)" if w.name in plan.no_room else "none")
-            table.add_row(*row)
-        console.print(table)
+        console.print(_wave_table(plan, index, wave))
         if index <= len(plan.rooms):
-            room = plan.rooms[index - 1]
-            console.print(f"  surge takes: {_amounts(room.surge)}"
-                          + (" (bridges included)" if any(w.bridged for w in wave) else ""))
-            console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the "
-                          "steady state)")
-            console.print(f"  free before: {_amounts(room.free_before)}")
-            console.print(f"  free after:  {_amounts(room.free_after)}")
+            _print_room(console, plan.rooms[index - 1], any(w.bridged for w in wave))
+    console.print(_steps_table(plan))
+    for warning in sp.warnings:
+        console.print(f"warning: {warning}")
+    if problems:
+        console.print(f"UNSAFE: {len(problems)} problem(s); nothing will be written:")
+        for p in problems[:50]:
+            console.print(f"  {p}")
+    else:
+        console.print("safe: every floor holds before, during and after each wave")
+
+
+def _surge_cell(plan: Any, w: Any) -> str:
+    if w.surged:
+        return _dist(w.surge())
+    if w.bridged:
+        return f"bridge {_dist(w.bridge_shares())}"
+    return "none (no room)" if w.name in plan.no_room else "none"
+
+
+def _wave_table(plan: Any, index: int, wave: list[Any]) -> Any:
+    """One wave's workloads: replicas, split before and after, and the surge of each."""
+    from rich.table import Table
+
+    surge = plan.strategy is Strategy.SURGE
+    table = Table(title=f"wave {index}", title_justify="left")
+    table.add_column("workload")
+    table.add_column("replicas", justify="right")
+    table.add_column("before")
+    table.add_column("after")
+    if surge:
+        table.add_column("surge (override, or bridge)")
+    for w in wave:
+        row = [w.name, str(w.replicas if w.replicas is not None else "-"),
+               _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)")]
+        if surge:
+            row.append(_surge_cell(plan, w))
+        table.add_row(*row)
+    return table
+
+
+def _print_room(console: Any, room: Any, bridged: bool) -> None:
+    """What a surge wave takes of the destinations' free capacity."""
+    console.print(f"  surge takes: {_amounts(room.surge)}"
+                  + (" (bridges included)" if bridged else ""))
+    console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the "
+                  "steady state)")
+    console.print(f"  free before: {_amounts(room.free_before)}")
+    console.print(f"  free after:  {_amounts(room.free_after)}")
+
+
+def _steps_table(plan: Any) -> Any:
+    """Predicted replicas per cluster at each step, the lowest ready and the floors."""
+    from rich.table import Table
+
+    surge = plan.strategy is Strategy.SURGE
     clusters = sorted({c for s in plan.steps for c in s.assigned})
     steps = Table(title="predicted replicas per cluster (assigned / ready)",
                   title_justify="left")
@@ -201,15 +234,7 @@ def render_plan(sp: Any, problems: list[str], out: Any = None,
             row.append(_dist(s.surged))
         steps.add_row(*row, _dist(s.lowest_ready), "ok" if not s.violations else
                       f"{len(s.violations)} breach(es)")
-    console.print(steps)
-    for warning in sp.warnings:
-        console.print(f"warning: {warning}")
-    if problems:
-        console.print(f"UNSAFE: {len(problems)} problem(s); nothing will be written:")
-        for p in problems[:50]:
-            console.print(f"  {p}")
-    else:
-        console.print("safe: every floor holds before, during and after each wave")
+    return steps
 
 
 def _dist(d: dict[str, int]) -> str:

@@ -15,8 +15,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tidal.domain.outcomes import Gate, RunResult, WaveResult
 from tidal.engine import events as ev
-from tidal.engine.states import Gate, WaveResult
 
 
 class WaveState(StrEnum):
@@ -83,7 +83,7 @@ class SwitchView:
         if isinstance(event, ev.RunFinished):
             self.result = str(event.result)
             return (f"run {event.result}" + (f": {event.reason}" if event.reason else ""),
-                    "green" if event.result == "succeeded" else "red")
+                    "green" if event.result == RunResult.SUCCEEDED else "red")
         self._wave(event)
         return None
 

@@ -89,6 +89,24 @@ def _live_template_kinds(schedule: TidalSchedule, kubeconfig: Path,
     return kinds
 
 
+def _kinds_of_unnamed(loaded_schedules: list[Any], kubeconfig: Path | None,
+                      context: str | None, *, warn: bool) -> list[TemplateKind]:
+    """The template kinds of schedules that name none, read from the control plane (with a
+    kubeconfig); a warning for each schedule left without any (unless `warn` is off)."""
+    extra: list[TemplateKind] = []
+    for loaded in loaded_schedules:
+        if not unknown_template_kinds(loaded.schedule):
+            continue
+        live = _live_template_kinds(loaded.schedule, kubeconfig, context) if kubeconfig else []
+        extra += live
+        if not live and warn:
+            click.echo(f"{loaded.path}: warning: schedule {loaded.schedule.name} names no "
+                       "template kind (no spec.workloads, and its patched policies' "
+                       "resourceSelectors are not in the file); add spec.workloads, "
+                       "--template-resource RESOURCE.GROUP or --kubeconfig", err=True)
+    return extra
+
+
 @click.command("rbac")
 @click.argument("schedules_dir", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=True))
@@ -141,16 +159,7 @@ def rbac_command(schedules_dir: tuple[Path, ...], state_namespace: str | None,
         click.echo("no RBAC printed: fix the schedules first (tidal validate)", err=True)
         raise SystemExit(INVALID_INPUT)
     schedules = [loaded.schedule for loaded in result.schedules]
-    for loaded in result.schedules:
-        if not unknown_template_kinds(loaded.schedule):
-            continue
-        live = _live_template_kinds(loaded.schedule, kubeconfig, context) if kubeconfig else []
-        extra += live
-        if not live and not templates:
-            click.echo(f"{loaded.path}: warning: schedule {loaded.schedule.name} names no "
-                       "template kind (no spec.workloads, and its patched policies' "
-                       "resourceSelectors are not in the file); add spec.workloads, "
-                       "--template-resource RESOURCE.GROUP or --kubeconfig", err=True)
+    extra += _kinds_of_unnamed(result.schedules, kubeconfig, context, warn=not templates)
     rules = derive_rules(schedules, state_namespace=namespace, extra_templates=extra,
                          lease_name=lease_name or settings.leader_election.lease_name)
     objects = rbac_manifests(rules, name=name, subject=subject)

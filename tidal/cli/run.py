@@ -32,7 +32,7 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
                 port: int | None, listen_address: str | None, identity: str | None,
                 karmada_version: str | None) -> None:
     """Run the daemon: fire every window once, at the right local time, on one replica."""
-    from tidal.daemon.app import Daemon
+    from tidal.daemon.app import Daemon, Wiring
     from tidal.karmada.client import KarmadaClient
     from tidal.karmada.errors import KarmadaError
     from tidal.logs import configure_logging
@@ -58,7 +58,7 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
     except KarmadaError as exc:
         click.echo(f"error: {exc}; set --kubeconfig or TIDAL_KUBECONFIG", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    daemon = Daemon(settings, client=client, metrics=metrics)
+    daemon = Daemon(settings, client=client, wiring=Wiring(metrics=metrics))
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         daemon.request_stop()

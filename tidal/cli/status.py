@@ -7,12 +7,15 @@ import json
 import sys
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, USAGE_ERROR
 from tidal.cli.options import context_option, kubeconfig_option, table_width
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
@@ -86,6 +89,65 @@ def leftover_note(items: list[dict[str, Any]]) -> str:
     return f"{len(items)} leftover(s) ({kinds}{oldest}; run {runs})"
 
 
+def state_flags(s: dict[str, Any], zone: tzinfo) -> list[str]:
+    """The `state` column of one schedule: suspended, holds, skips, waits, run controls,
+    blocks, Lazy held, overrides and leftovers left (empty: active)."""
+    flags = []
+    if s["suspended"]:
+        flags.append("suspended")
+    if s["hold"]:
+        flags.append(f"hold {s['hold']['window']} until {_when(s['hold']['until'], zone)}")
+    if s["skipStart"]:
+        flags.append(f"skip {_when(s['skipStart'], zone)}")
+    if s["editPending"]:
+        flags.append("edit pending (applies from the next start)")
+    waiting = s.get("waiting")
+    if waiting:
+        what = "a switch slot" if waiting["reason"] == "slot" else "surge capacity"
+        flags.append(f"waiting for {what} since {_when(waiting['since'], zone)}")
+    control = s.get("runControl")
+    if control:
+        flags.append(_control_note(control))
+    if s["blocked"]:
+        flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
+    flags += [f"{held['policy']} held Lazy" for held in s["lazyHeld"]]
+    flags += [f"wave {left['wave']} override(s) left: {left['reason']}"
+              for left in (s["lastRun"] or {}).get("overridesLeft") or []]
+    if s.get("leftovers"):
+        flags.append(leftover_note(s["leftovers"]))
+    return flags
+
+
+def _control_note(control: dict[str, Any]) -> str:
+    if control["aborted"]:
+        return "aborting (tidal abort)"
+    if control["paused"]:
+        return "paused (tidal resume to go on)"
+    return "promoted: no more pauses" if control["promoted"] else "running"
+
+
+def status_table(report: dict[str, Any], utc: bool) -> Table:
+    """The rich table of `tidal status` (times in each schedule's zone, or UTC)."""
+    from zoneinfo import ZoneInfo
+
+    from rich.table import Table
+
+    table = Table(title=f"leader: {report['leader'] or '(none)'}")
+    for col in ("schedule", "in force", "last run", "result", "next start", "state", "drift"):
+        table.add_column(col)
+    for s in report["schedules"]:
+        zone: tzinfo = UTC if utc else ZoneInfo(s["timeZone"])
+        last = last_run(s)
+        nxt = s["nextStart"] or {}
+        table.add_row(
+            s["name"], _in_force(s["windowInForce"] or {}, zone),
+            f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
+            f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
+            ", ".join(state_flags(s, zone)) or "active",
+            ", ".join(d["policy"] for d in s["drift"]) or "-")
+    return table
+
+
 @click.command("status")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
@@ -123,20 +185,8 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
     if name is not None or plot is not None:
         loaded = _one(loaded, name, settings.schedules, required=plot is not None)
     if watching or plot is not None:
-        from tidal.cli import status_live
-        from tidal.daemon.state import StateStore
-
-        store = StateStore(client, settings.state_namespace)
-        try:
-            if plot is not None:
-                click.echo(f"wrote {status_live.plot(store, loaded[0], plot)}")
-                raise SystemExit(OK)
-            raise SystemExit(status_live.watch(
-                status_live.Watcher(client, store, loaded), interval=interval,
-                until_done=until_done, width=settings.columns, lines=output == "json"))
-        except KarmadaError as exc:
-            click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
-            raise SystemExit(INVALID_INPUT) from None
+        raise SystemExit(_live(settings, client, loaded, plot=plot, interval=interval,
+                               until_done=until_done, lines=output == "json"))
     try:
         report = build_status(client, settings.state_namespace,
                               settings.leader_election.lease_name, loaded, SystemClock().now())
@@ -147,50 +197,8 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
         click.echo(json.dumps(report, indent=2))
         raise SystemExit(OK)
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"leader: {report['leader'] or '(none)'}")
-    from zoneinfo import ZoneInfo
-
-    for col in ("schedule", "in force", "last run", "result", "next start", "state", "drift"):
-        table.add_column(col)
-    for s in report["schedules"]:
-        zone: tzinfo = UTC if utc else ZoneInfo(s["timeZone"])
-        in_force = s["windowInForce"] or {}
-        last = last_run(s)
-        nxt = s["nextStart"] or {}
-        flags = []
-        if s["suspended"]:
-            flags.append("suspended")
-        if s["hold"]:
-            flags.append(f"hold {s['hold']['window']} until {_when(s['hold']['until'], zone)}")
-        if s["skipStart"]:
-            flags.append(f"skip {_when(s['skipStart'], zone)}")
-        if s["editPending"]:
-            flags.append("edit pending (applies from the next start)")
-        waiting = s.get("waiting")
-        if waiting:
-            what = "a switch slot" if waiting["reason"] == "slot" else "surge capacity"
-            flags.append(f"waiting for {what} since {_when(waiting['since'], zone)}")
-        control = s.get("runControl")
-        if control:
-            flags.append("aborting (tidal abort)" if control["aborted"] else
-                         "paused (tidal resume to go on)" if control["paused"] else
-                         "promoted: no more pauses" if control["promoted"] else "running")
-        if s["blocked"]:
-            flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
-        for held in s["lazyHeld"]:
-            flags.append(f"{held['policy']} held Lazy")
-        for left in (s["lastRun"] or {}).get("overridesLeft") or []:
-            flags.append(f"wave {left['wave']} override(s) left: {left['reason']}")
-        if s.get("leftovers"):
-            flags.append(leftover_note(s["leftovers"]))
-        table.add_row(
-            s["name"], _in_force(in_force, zone),
-            f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
-            f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
-            ", ".join(flags) or "active",
-            ", ".join(d["policy"] for d in s["drift"]) or "-")
+    table = status_table(report, utc)
     # COLUMNS when set; piped or redirected, never cut a value at 80 columns.
     Console(width=table_width(sys.stdout, settings.columns, 400)).print(table)
     known = {s["name"] for s in report["schedules"]}
@@ -200,6 +208,25 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
                    f"({', '.join(sorted({str(x['schedule']) for x in orphans}))}); "
                    "`tidal cleanup` sweeps them")
     raise SystemExit(OK)
+
+
+def _live(settings: Any, client: Any, loaded: list[Any], *, plot: Path | None,
+          interval: float, until_done: bool, lines: bool) -> int:
+    """--plot FILE (NAME's latest run drawn) or --watch (the live view); the exit code."""
+    from tidal.cli import status_live
+    from tidal.daemon.state import StateStore
+    from tidal.karmada.errors import KarmadaError
+
+    store = StateStore(client, settings.state_namespace)
+    try:
+        if plot is not None:
+            click.echo(f"wrote {status_live.plot(store, loaded[0], plot)}")
+            return OK
+        return status_live.watch(status_live.Watcher(client, store, loaded), interval=interval,
+                                 until_done=until_done, width=settings.columns, lines=lines)
+    except KarmadaError as exc:
+        click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
+        return INVALID_INPUT
 
 
 def _one(loaded: list[Any], name: str | None, where: Path, *, required: bool) -> list[Any]:

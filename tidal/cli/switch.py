@@ -13,7 +13,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 import click
 
@@ -83,14 +83,10 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
                    teams: Path | None, karmada_version: str | None,
                    allow_unchecked: bool) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
-    from tidal.daemon.interlude import OperatorInterlude
     from tidal.daemon.manual import LockBusy
-    from tidal.domain.clock import SystemClock
     from tidal.engine.journal import FencedOut, JournalLost
-    from tidal.engine.planning import build_plan
-    from tidal.engine.preflight import preflight, ready_field_of
     from tidal.engine.resolve import ResolveError
-    from tidal.engine.switch import PlanRefused, plan_problems, run_switch
+    from tidal.engine.switch import PlanRefused
     from tidal.engine.write_check import PolicyWritesRefused
     from tidal.karmada.errors import KarmadaError
 
@@ -104,67 +100,101 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
     team = team_estimate_of(settings, client, teams)
     try:
         if not yes:
-            sp = build_plan(client, loaded.schedule, window, team=team)
-            check = preflight(sp, ready_field_of(sp))
-            problems = check.problems + plan_problems(sp)  # root causes first
-            render_plan(sp, problems, sys.stderr if output == "json" else None,
-                        settings.columns)
-            if problems:
-                raise SystemExit(UNSAFE_PLAN)
-            if not click.confirm("carry out this switch now?", default=False, err=True):
-                click.echo("declined: nothing written", err=True)
-                raise SystemExit(DECLINED)
+            _confirm(client, loaded, window, team, output, settings)
         journal = _journal(client, settings)
-        observers = [_events(client, settings, journal)]
-        with _progress(settings) as progress:
-            if progress is not None:
-                observers.append(progress)
-
-            def on_event(event: Any) -> None:
-                for observer in observers:
-                    observer(event)
-
-            record = run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                                on_event=on_event,
-                                policy_settle=settings.karmada.policy_settle_seconds,
-                                interlude=OperatorInterlude(journal.store, loaded.schedule.name,
-                                                            SystemClock()),
-                                team=team)
-    except PlanRefused as exc:
-        click.echo("refused: the plan is unsafe; nothing was written:", err=True)
-        for problem in exc.problems[:50]:
-            click.echo(f"  {problem}", err=True)
-        raise SystemExit(UNSAFE_PLAN) from None
-    except PolicyWritesRefused as exc:
-        refused_writes(loaded, exc)
-    except ResolveError as exc:
-        fail(str(exc))
-    except FencedOut as exc:
-        fail(str(exc), WAVE_FAILED)
-    except JournalLost as exc:
-        fail(f"{exc}; stopped at once: run `tidal switch` again to carry the switch on",
-             WAVE_FAILED)
-    except LockBusy as exc:
-        fail(str(exc))
-    except KarmadaError as exc:
-        fail(f"Karmada API: {exc}")
+        record = _carry_out(client, loaded, window, team, journal, settings)
+    except (PlanRefused, PolicyWritesRefused, ResolveError, FencedOut, JournalLost, LockBusy,
+            KarmadaError) as exc:
+        _exit_for(exc, loaded)
     finally:
         if journal is not None:
             journal.close()
         client.close()
-    if output == "json":
-        click.echo(record.to_json())
-    else:
-        for warning in record.warnings:
-            click.echo(f"warning: {warning}", err=True)
-        waves = ", ".join(f"{w.index}:{w.result}" for w in record.waves) or "none"
-        click.echo(f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
-                   + (" (already in force)" if record.noop else "") + f"; waves {waves}"
-                   + (f"; {record.reason}" if record.reason else ""))
+    _report(record, output)
     if not record.succeeded:
         for line in left_behind(record, loaded, kubeconfig, context):
             click.echo(line, err=True)
     raise SystemExit(OK if record.succeeded else WAVE_FAILED)
+
+
+def _exit_for(exc: Exception, loaded: Any) -> NoReturn:
+    """The one-line error and exit code of a switch that stopped on `exc`."""
+    from tidal.engine.journal import FencedOut, JournalLost
+    from tidal.engine.switch import PlanRefused
+    from tidal.engine.write_check import PolicyWritesRefused
+    from tidal.karmada.errors import KarmadaError
+
+    if isinstance(exc, PlanRefused):
+        click.echo("refused: the plan is unsafe; nothing was written:", err=True)
+        for problem in exc.problems[:50]:
+            click.echo(f"  {problem}", err=True)
+        raise SystemExit(UNSAFE_PLAN) from None
+    if isinstance(exc, PolicyWritesRefused):
+        refused_writes(loaded, exc)
+    if isinstance(exc, FencedOut):
+        fail(str(exc), WAVE_FAILED)
+    if isinstance(exc, JournalLost):
+        fail(f"{exc}; stopped at once: run `tidal switch` again to carry the switch on",
+             WAVE_FAILED)
+    if isinstance(exc, KarmadaError):
+        fail(f"Karmada API: {exc}")
+    fail(str(exc))  # ResolveError, LockBusy
+
+
+def _confirm(client: Any, loaded: Any, window: str, team: Any, output: str,
+             settings: Any) -> None:
+    """Show the plan and ask before anything is written (exits when unsafe or declined)."""
+    from tidal.engine.planning import build_plan
+    from tidal.engine.preflight import preflight, ready_field_of
+    from tidal.engine.switch import plan_problems
+
+    sp = build_plan(client, loaded.schedule, window, team=team)
+    check = preflight(sp, ready_field_of(sp))
+    problems = check.problems + plan_problems(sp)  # root causes first
+    render_plan(sp, problems, sys.stderr if output == "json" else None, settings.columns)
+    if problems:
+        raise SystemExit(UNSAFE_PLAN)
+    if not click.confirm("carry out this switch now?", default=False, err=True):
+        click.echo("declined: nothing written", err=True)
+        raise SystemExit(DECLINED)
+
+
+def _carry_out(client: Any, loaded: Any, window: str, team: Any, journal: Any,
+               settings: Any) -> Any:
+    """Run the switch with its Events, the live progress on a terminal, and the operator's
+    pause/promote/abort between waves; the run record."""
+    from tidal.daemon.interlude import OperatorInterlude
+    from tidal.domain.clock import SystemClock
+    from tidal.engine.switch import run_switch
+
+    observers = [_events(client, settings, journal)]
+    with _progress(settings) as progress:
+        if progress is not None:
+            observers.append(progress)
+
+        def on_event(event: Any) -> None:
+            for observer in observers:
+                observer(event)
+
+        return run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
+                          on_event=on_event,
+                          policy_settle=settings.karmada.policy_settle_seconds,
+                          interlude=OperatorInterlude(journal.store, loaded.schedule.name,
+                                                      SystemClock()),
+                          team=team)
+
+
+def _report(record: Any, output: str) -> None:
+    """The run record as JSON, or warnings and one summary line."""
+    if output == "json":
+        click.echo(record.to_json())
+        return
+    for warning in record.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    waves = ", ".join(f"{w.index}:{w.result}" for w in record.waves) or "none"
+    click.echo(f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
+               + (" (already in force)" if record.noop else "") + f"; waves {waves}"
+               + (f"; {record.reason}" if record.reason else ""))
 
 
 def left_behind(record: Any, loaded: Any, kubeconfig: Path | None, context: str | None
@@ -241,7 +271,7 @@ def retry_command(ctx: click.Context, name: str, schedules: Path | None,
     done stay done), as `tidal switch` does; exits as `tidal switch`."""
     from tidal.cli.status import connect
     from tidal.daemon.state import StateStore
-    from tidal.engine.states import RunResult
+    from tidal.domain.outcomes import RunResult
 
     settings, client, loaded = connect(schedules, kubeconfig, context)
     item = next((s for s in loaded if s.schedule.name == name), None)

@@ -61,17 +61,22 @@ def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
     if output == "json":
         click.echo(json.dumps([error.to_json() for error in result.errors], indent=2))
     else:
-        for error in result.errors:
-            click.echo(str(error), err=True)
-        if result.ok:
-            names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
-            click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
-            if schemas is None:
-                click.echo(NOT_CHECKED, err=True)
-        else:
-            files = len({error.file for error in result.errors})
-            click.echo(f"{len(result.errors)} error(s) in {files} file(s)", err=True)
+        _print_result(result, checked=schemas is not None)
     raise SystemExit(OK if result.ok else INVALID_INPUT)
+
+
+def _print_result(result: Any, *, checked: bool) -> None:
+    """Each error on stderr, then one line: the valid schedules, or the error count."""
+    for error in result.errors:
+        click.echo(str(error), err=True)
+    if result.ok:
+        names = ", ".join(s.schedule.name for s in result.schedules) or "none found"
+        click.echo(f"ok: {len(result.schedules)} schedule(s) valid ({names})")
+        if not checked:
+            click.echo(NOT_CHECKED, err=True)
+    else:
+        files = len({error.file for error in result.errors})
+        click.echo(f"{len(result.errors)} error(s) in {files} file(s)", err=True)
 
 
 def _published(client: Any) -> PolicySchemas | None:

@@ -65,29 +65,9 @@ def _state(wave: WaveRecord, running: bool) -> WaveState:
 def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
              ) -> list[WaveRow]:
     """One row per wave of the run, with the figures of its workloads' bindings now."""
-    clusters: set[str] = set()
-    rows = []
     running = not state.finished
-    for wave in state.waves:
-        row = WaveRow(wave.index, False, len(wave.workloads), _state(wave, running))
-        for key in wave.workloads:
-            binding = bindings.get(str(key))
-            if binding is None:
-                continue
-            view = BindingView.of(binding)
-            for c, n in view.ready(ready_field).items():
-                row.ready[c] = row.ready.get(c, 0) + n
-            for c, n in view.assignment().items():
-                row.desired[c] = row.desired.get(c, 0) + n
-            if row.state is not WaveState.SUCCEEDED and moved(wave, key) and \
-                    converged(binding, ready_field):
-                row.converged += 1
-        if row.state is WaveState.SUCCEEDED:
-            row.converged = row.total
-        elif row.state is WaveState.WAITING:
-            row.converged = 0
-        clusters |= set(row.ready) | set(row.desired)
-        rows.append(row)
+    rows = [_wave_row(wave, running, bindings, ready_field) for wave in state.waves]
+    clusters = {c for row in rows for c in (*row.ready, *row.desired)}
     for wave in state.waves:  # and those the run's samples saw (a cluster it left)
         for sample in wave.samples:
             clusters |= set(sample.get("desired") or {}) | set(sample.get("ready") or {})
@@ -95,6 +75,29 @@ def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
         for c in clusters:
             row.desired.setdefault(c, 0)
     return rows
+
+
+def _wave_row(wave: WaveRecord, running: bool, bindings: Bindings, ready_field: str | None
+              ) -> WaveRow:
+    """A wave's row: its workloads' ready and desired per cluster, and how many converged."""
+    row = WaveRow(wave.index, False, len(wave.workloads), _state(wave, running))
+    for key in wave.workloads:
+        binding = bindings.get(str(key))
+        if binding is None:
+            continue
+        view = BindingView.of(binding)
+        for c, n in view.ready(ready_field).items():
+            row.ready[c] = row.ready.get(c, 0) + n
+        for c, n in view.assignment().items():
+            row.desired[c] = row.desired.get(c, 0) + n
+        if row.state is not WaveState.SUCCEEDED and moved(wave, key) and \
+                converged(binding, ready_field):
+            row.converged += 1
+    if row.state is WaveState.SUCCEEDED:
+        row.converged = row.total
+    elif row.state is WaveState.WAITING:
+        row.converged = 0
+    return row
 
 
 def floor_notes(state: RunState, bindings: Bindings, floors: Sequence[FloorRule],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tidal.daemon.lease import (
     RunLock,
     run_lock_name,
 )
+from tidal.daemon.lifecycle import Lifecycle, Stage
 from tidal.daemon.queue import QueuePublisher, queue_report
 from tidal.daemon.reconcile import Reconciler, RunOutcome, RunShare, RunSwitch
 from tidal.daemon.reload import DirectoryWatcher, Loader, ScheduleDirectory, loader_for
@@ -97,6 +99,7 @@ class _AlwaysLeader:
     """Leader election disabled (single replica): always leading."""
 
     holder: str | None = None
+    api_reachable = True  # it asks the API nothing
 
     def __init__(self, identity: str) -> None:
         self.holder = identity
@@ -108,51 +111,42 @@ class _AlwaysLeader:
         pass
 
 
+@dataclass(frozen=True)
+class Wiring:
+    """What a daemon may be given instead of its defaults (tests, the demo): each None is the
+    production part built from the settings."""
+
+    clock: Clock | None = None
+    run_switch: RunSwitch | None = None  # default: EngineRunSwitch over the engine
+    metrics: Metrics | None = None  # default: no metrics, no observer, no Events
+    load: Loader | None = None  # default: the loader of the settings' CRDs
+    lease_store: LeaseStore | None = None  # default: the leader Lease in Karmada
+    lock_store: Callable[[str], LeaseStore] | None = None  # default: run-lock Leases
+    on_event: OnEvent | None = None  # one more engine-event observer
+    watch: bool = True  # watch the schedules directory for changes
+
+
 class Daemon:
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: KarmadaClient,
-        clock: Clock | None = None,
-        run_switch: RunSwitch | None = None,
-        metrics: Metrics | None = None,
-        load: Loader | None = None,
-        lease_store: LeaseStore | None = None,
-        lock_store: Callable[[str], LeaseStore] | None = None,
-        on_event: OnEvent | None = None,
-        watch: bool = True,
-    ) -> None:
+    def __init__(self, settings: Settings, *, client: KarmadaClient,
+                 wiring: Wiring = Wiring()) -> None:
         self.settings = settings
         self.client = client
-        self.clock = clock or SystemClock()
-        self.exporter = metrics  # the engine observer reports through it (and makes Events)
-        self.metrics: DaemonMetrics = metrics if metrics is not None else NullMetrics()
+        self.clock = wiring.clock or SystemClock()
+        self.exporter = wiring.metrics  # the engine observer reports through it (and Events)
+        self.metrics: DaemonMetrics = wiring.metrics if wiring.metrics is not None \
+            else NullMetrics()
         self.identity = settings.identity
         self._stop = threading.Event()
         self._stopping = False
         self._exit_code = EXIT_OK
         self._lock = threading.Lock()
-        self._observers = [o for o in (on_event, self._observer()) if o is not None]
-
-        le = settings.leader_election
-        self.timings = ElectionTimings.of(le)  # the leader lease's and the run locks'
-        self.elector: LeaderElector | _AlwaysLeader
-        if le.enabled:
-            self.elector = LeaderElector(
-                lease_store or KarmadaLeaseStore(client, settings.state_namespace, le.lease_name),
-                self.identity, self.clock, self.timings,
-                on_started_leading=self._started_leading,
-                on_stopped_leading=self._stopped_leading)
-            gate_writes = getattr(client, "gate_writes", None)
-            if gate_writes is not None:  # every acting write needs the Lease, retries too
-                gate_writes(self.elector)
-        else:
-            self.elector = _AlwaysLeader(self.identity)
+        self._observers = [o for o in (wiring.on_event, self._observer()) if o is not None]
+        self.timings = ElectionTimings.of(settings.leader_election)  # the lease's and locks'
+        self.elector = self._elector(wiring.lease_store)
         self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
                                 writer=f"daemon:{settings.identity}")
-        self.directory = ScheduleDirectory(Path(settings.schedules),
-                                           load or loader_for(settings.karmada_crds, client))
+        self.directory = ScheduleDirectory(
+            Path(settings.schedules), wiring.load or loader_for(settings.karmada_crds, client))
         api = settings.api
         self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
             if api.shared_watch else None
@@ -161,7 +155,7 @@ class Daemon:
         self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
             client=client, state=self.state,
-            run_switch=run_switch or EngineRunSwitch(settings, self.metrics.run_command),
+            run_switch=wiring.run_switch or EngineRunSwitch(settings, self.metrics.run_command),
             clock=self.clock,
             get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
             on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
@@ -176,16 +170,34 @@ class Daemon:
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
             resync_seconds=settings.scheduler.resync_seconds, resync=self.resync,
             on_event=self.metrics.on_scheduler_event)
-        self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) if watch else None
+        self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) \
+            if wiring.watch else None
         self.http: HealthServer | None = None
+        self._serve_http = True
         self._run_locks: dict[str, RunLock] = {}
-        self._lock_store = lock_store
+        self._lock_store = wiring.lock_store
         self._elector_thread: threading.Thread | None = None
         self.sweeper = SweepLoop(
             client, settings.state_namespace, self.clock, settings.sweeper,
             identity=self.identity, may_act=self.may_act,
             loaded=lambda: set(self.directory.catalog.schedules), metrics=self.metrics,
             stop=self._stop)
+        self.lifecycle = Lifecycle(self._stages())
+
+    def _elector(self, lease_store: LeaseStore | None) -> LeaderElector | _AlwaysLeader:
+        """The leader elector of the settings; with one, every acting write (retries too)
+        needs the Lease."""
+        le = self.settings.leader_election
+        if not le.enabled:
+            return _AlwaysLeader(self.identity)
+        elector = LeaderElector(
+            lease_store or KarmadaLeaseStore(self.client, self.settings.state_namespace,
+                                             le.lease_name),
+            self.identity, self.clock, self.timings,
+            on_started_leading=self._started_leading,
+            on_stopped_leading=self._stopped_leading)
+        self.client.gate_writes(elector)
+        return elector
 
     # --- state of the process ---------------------------------------------------------------
     def may_act(self) -> bool:
@@ -204,8 +216,7 @@ class Daemon:
         thread = self._elector_thread
         if thread is not None and not thread.is_alive() and not self._stop.is_set():
             return False, "leader election is not running (see the lease_thread_died log)"
-        reachable = getattr(self.elector, "api_reachable", True)
-        if not reachable:
+        if not self.elector.api_reachable:
             return False, "Karmada API not reachable"
         role = "leader" if self.elector.is_leader() else "standby"
         return True, f"ready ({role})"
@@ -274,8 +285,7 @@ class Daemon:
         self._queue_changed()
 
     def _queue_changed(self) -> None:
-        dispatcher = getattr(self, "dispatcher", None)  # the budget may report before it exists
-        slots = dispatcher.waiting() if dispatcher is not None else {}
+        slots = self.dispatcher.waiting()
         capacity, leased, now = self.budget.waiting(), self.budget.leased(), self.clock.now()
         self.metrics.set_queue(slots, capacity, leased, now)
         self.queue.notify()
@@ -347,7 +357,41 @@ class Daemon:
             self.metrics.publish_window_times(name, times_of(loaded.schedule), now)
 
     # --- life cycle --------------------------------------------------------------------------
+    def _stages(self) -> list[Stage]:
+        """The lifecycle table: start order top to bottom; `stop_rank` orders the shutdown."""
+        return [
+            Stage("state namespace", self._ensure_namespace),
+            Stage("http", self._start_http, lambda _: self._stop_http(),
+                  "stopped last, so probes answer until the end", stop_rank=7,
+                  enabled=lambda: self._serve_http),
+            Stage("queue publisher", lambda: self.queue.start(self.queue_status, self.may_act),
+                  lambda _: self.queue.stop(), "its stop flag; thread joined 2 s", stop_rank=4),
+            Stage("dispatcher", self.dispatcher.start, self._drain,
+                  "waits for the in-flight passes (the grace), then its workers stop",
+                  stop_rank=3),
+            Stage("window scheduler", self.scheduler.start, lambda _: self.scheduler.shutdown(),
+                  "shut down first: no window fires any more", stop_rank=1),
+            Stage("first load", self._first_load),
+            Stage("schedules watcher", self._start_watcher, lambda _: self._stop_watcher(),
+                  "its stop event; thread joined 2 s", stop_rank=2,
+                  enabled=lambda: self.watcher is not None),
+            Stage("sweeper", self.sweeper.start, lambda _: self.sweeper.join(timeout=5),
+                  "the daemon's stop event; thread joined 5 s", stop_rank=5,
+                  enabled=lambda: self.settings.sweeper.enabled),
+            Stage("leadership", self._lead, lambda _: self._step_down(),
+                  "the stop event ends the lease thread (joined 5 s); the Lease is released "
+                  "once the runs are stopped", stop_rank=6),
+        ]
+
     def start(self, *, serve_http: bool = True) -> Daemon:
+        self._serve_http = serve_http
+        self.lifecycle.start()
+        log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
+                 address=self.settings.listen_address,
+                 port=self.http.port if self.http else None)
+        return self
+
+    def _ensure_namespace(self) -> None:
         from tidal.karmada.errors import KarmadaError
         from tidal.karmada.state_objects import ensure_namespace
 
@@ -356,29 +400,42 @@ class Daemon:
         except KarmadaError as exc:  # reported; readiness shows whether the API answers
             log.warning("state_namespace_unavailable", namespace=self.settings.state_namespace,
                         error=str(exc))
-        if serve_http:
-            render = self.metrics.render
-            self.http = HealthServer(self.settings.port, self.healthy, self.ready, render,
-                                     host=self.settings.listen_address,
-                                     status=self.queue_status).start()
-        self.queue.start(self.queue_status, self.may_act)
-        self.dispatcher.start()
-        self.scheduler.start()
-        self._first_load()
+
+    def _start_http(self) -> None:
+        self.http = HealthServer(self.settings.port, self.healthy, self.ready,
+                                 self.metrics.render, host=self.settings.listen_address,
+                                 status=self.queue_status).start()
+
+    def _stop_http(self) -> None:
+        if self.http is not None:
+            self.http.stop()
+
+    def _start_watcher(self) -> None:
         if self.watcher is not None:
             self.watcher.start()
-        if self.settings.sweeper.enabled:  # after the first load: it leaves resumable runs
-            self.sweeper.start()
+
+    def _stop_watcher(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def _drain(self, grace_seconds: float) -> None:
+        self.dispatcher.wait_idle(grace_seconds)
+        self.dispatcher.stop(timeout=1)
+
+    def _lead(self) -> None:
+        """Run the lease thread (leader election on), or lead at once (off)."""
         if isinstance(self.elector, LeaderElector):
             self._elector_thread = threading.Thread(
                 target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
             self._elector_thread.start()
         else:
             self.metrics.set_leader(True)
-        log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
-                 address=self.settings.listen_address,
-                 port=self.http.port if self.http else None)
-        return self
+
+    def _step_down(self) -> None:
+        if self._elector_thread is not None:
+            self._elector_thread.join(timeout=5)
+        self.elector.release()
+        self.metrics.set_leader(False)
 
     def _elect(self, elector: LeaderElector) -> None:
         """The lease thread: a crash is logged and makes the replica unready (never silent)."""
@@ -414,18 +471,6 @@ class Daemon:
     def shutdown(self, grace_seconds: float = 20.0) -> int:
         """Finish the in-flight step, persist, release the lease; the exit code."""
         self.request_stop()
-        self.scheduler.shutdown()
-        if self.watcher is not None:
-            self.watcher.stop()
-        self.dispatcher.wait_idle(grace_seconds)
-        self.dispatcher.stop(timeout=1)
-        self.queue.stop()
-        self.sweeper.join(timeout=5)
-        if self._elector_thread is not None:
-            self._elector_thread.join(timeout=5)
-        self.elector.release()
-        self.metrics.set_leader(False)
-        if self.http is not None:
-            self.http.stop()
+        self.lifecycle.stop(grace_seconds)
         log.info("daemon_stopped", identity=self.identity, exit_code=self._exit_code)
         return self._exit_code

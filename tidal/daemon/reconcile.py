@@ -18,8 +18,10 @@ from tidal.daemon.lease import RunLock
 from tidal.daemon.refusal import explain
 from tidal.daemon.state import CorruptState, DaemonOutcome, HandledRecord, ScheduleState, StateStore
 from tidal.domain.clock import Clock
+from tidal.domain.outcomes import RunResult
 from tidal.domain.windows import (
     Action,
+    Decision,
     WindowStart,
     WindowTimes,
     decide,
@@ -30,7 +32,6 @@ from tidal.domain.windows import (
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import OnEvent
 from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
-from tidal.engine.states import RunResult
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
@@ -205,8 +206,7 @@ class Reconciler:
         return now
 
     def _pass(self, name: str, loaded: LoadedSchedule, reason: str) -> None:
-        schedule = loaded.schedule
-        times = times_of(schedule)
+        times = times_of(loaded.schedule)
         seen = self.state.read(name)
         if seen.handled is not None:
             self.handled_at[name] = seen.handled.at
@@ -216,102 +216,146 @@ class Reconciler:
         if unfinished is not None:
             self.metrics.restore_last_run(unfinished)  # also a run `tidal switch` made
         if unfinished is not None and not unfinished.finished:
-            with self._locked(name) as ok:
-                if not ok:
-                    return
-                log.info("run_resuming", schedule=name, window=unfinished.window,
-                         run_id=unfinished.run_id, phase=unfinished.phase)
-                with self._shared(loaded) as shared:
-                    record = self.run_switch(self.client, loaded, unfinished.window,
-                                             clock=self.clock, journal=self.state,
-                                             on_event=self.on_event, run_id=unfinished.run_id,
-                                             resume=unfinished, **shared)
-                self._finish(seen, name, unfinished.window, record, unfinished.run_id)
+            self._resume(name, loaded, seen, unfinished)
             return
         now = self._now(times, reason)
         claimed = seen.handled
         if claimed is not None and claimed.outcome is DaemonOutcome.STARTED and claimed.run_id:
-            if unfinished is not None and unfinished.run_id == claimed.run_id:
-                # The run finished but its outcome was never recorded (crash in between).
-                self._finish(seen, name, unfinished.window, unfinished, claimed.run_id)
-                return
-            # Claimed, but the engine wrote nothing: the claimant died before its first step.
-            in_force = start_in_force(times, now)
-            still_due = (in_force is not None and (in_force.window, in_force.at) ==
-                         (claimed.window, claimed.at)) or \
-                now - claimed.at <= times.catch_up_window
-            if still_due or self._under_way(loaded, claimed.window, claimed.run_id):
-                log.info("run_restarting", schedule=name, window=claimed.window,
-                         run_id=claimed.run_id, reason="claimed but never started")
-                restart = WindowStart(at=claimed.at, window=claimed.window,
-                                    local=claimed.at.replace(tzinfo=None))
-                self._start(name, loaded, seen, seen, restart, claimed.run_id)
-                return
-            self.state.record_handled(seen, HandledRecord(
-                claimed.window, claimed.at, DaemonOutcome.ABANDONED, claimed.run_id, now,
-                reason="claimed, but the claimant died before its first step and the start "
-                       "is no longer due"))
+            self._claimed(name, loaded, seen, unfinished, now)
             return
         decision = decide(times, now, seen.handled.handled if seen.handled else None,
-                          seen.controls, suspended_in_spec=schedule.spec.suspend)
+                          seen.controls, suspended_in_spec=loaded.schedule.spec.suspend)
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
+        if decision.start is not None:
+            self._act(name, loaded, seen, unfinished, decision, now, reason)
+
+    def _act(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
+             unfinished: RunState | None, decision: Decision, now: datetime,
+             reason: str) -> None:
+        """Carry the decision about a start out: run, miss, skip it, or watch for drift."""
         start = decision.start
-        if start is not None and decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
+        assert start is not None
+        if decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
             self.handled_at[name] = start.at  # dealt with in this pass, one way or another
-        if decision.action in (Action.RUN, Action.MISSED) and start is not None and \
-                ran_by_hand(unfinished, start):
-            assert unfinished is not None
-            log.info("window_run_by_hand", schedule=name, window=start.window,
-                     run_id=unfinished.run_id, result=unfinished.result,
-                     start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, result_of(unfinished), unfinished.run_id,
-                now))
+        if decision.action in (Action.RUN, Action.MISSED) and \
+                self._handled_by_hand(name, seen, unfinished, decision, now):
             return
-        overtaken = overtaken_by_hand(unfinished, start) if start is not None and \
-            decision.action in (Action.RUN, Action.MISSED) and decision.reason != "hold" \
-            else None
-        if overtaken is not None and unfinished is not None and start is not None:
-            log.info("window_overtaken_by_hand", schedule=name, window=start.window,
-                     start=start.at.isoformat(), by_window=unfinished.window,
-                     run_id=unfinished.run_id, result=unfinished.result)
-            self.state.record_handled(seen, HandledRecord(
-                unfinished.window, overtaken, result_of(unfinished), unfinished.run_id, now))
-            return
-        if decision.action is Action.RUN and start is not None:
-            run_id = run_id_for(name, start, due=now - decision.late_by)
-            log.info("window_due", schedule=name, window=start.window, run_id=run_id,
-                     start=start.at.isoformat(), reason=decision.reason,
-                     late_seconds=decision.late_by.total_seconds(), trigger=reason)
-            with self._locked(name) as ok:
-                if not ok:
-                    return
-                claim = self.state.record_handled(
-                    seen, HandledRecord(start.window, start.at, DaemonOutcome.STARTED, run_id, now))
-                self._start(name, loaded, seen, claim, start, run_id)
-        elif decision.action is Action.MISSED and start is not None and \
-                seen.handled is None and unfinished is None:
-            # A schedule tidal never ran: its last start was before tidal managed it.
-            log.info("window_before_first_run", schedule=name, window=start.window,
-                     start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, DaemonOutcome.BEFORE_FIRST_RUN, None, now))
-        elif decision.action is Action.MISSED and start is not None:
-            log.warning("window_missed", schedule=name, window=start.window,
-                        start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, DaemonOutcome.MISSED, None, now, reason=decision.reason))
-            self.metrics.window_missed(name, start.window)
+        if decision.action is Action.RUN:
+            self._run_due(name, loaded, seen, decision, now, reason)
+        elif decision.action is Action.MISSED:
+            self._missed(name, seen, start, decision, first=seen.handled is None and
+                         unfinished is None, now=now)
         elif decision.action is Action.NOTHING and unfinished is not None and \
-                start is not None and unfinished.window == start.window:
+                unfinished.window == start.window:
             self._check_drift(name, unfinished)
-        elif decision.action is Action.SKIP and start is not None:
+        elif decision.action is Action.SKIP:
             log.info("window_skipped", schedule=name, window=start.window,
                      start=start.at.isoformat())
             self.state.record_handled(seen, HandledRecord(
                 start.window, start.at, DaemonOutcome.SKIPPED, None, now,
                 reason=decision.reason))
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
+
+    def _resume(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
+                unfinished: RunState) -> None:
+        """Carry an unfinished run on from its journal, under the schedule's run lock."""
+        with self._locked(name) as ok:
+            if not ok:
+                return
+            log.info("run_resuming", schedule=name, window=unfinished.window,
+                     run_id=unfinished.run_id, phase=unfinished.phase)
+            with self._shared(loaded) as shared:
+                record = self.run_switch(self.client, loaded, unfinished.window,
+                                         clock=self.clock, journal=self.state,
+                                         on_event=self.on_event, run_id=unfinished.run_id,
+                                         resume=unfinished, **shared)
+            self._finish(seen, name, unfinished.window, record, unfinished.run_id)
+
+    def _claimed(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
+                 unfinished: RunState | None, now: datetime) -> None:
+        """A start claimed ("started") by a pass: record its finished run, restart it when the
+        claimant died before its first step and it is still due, else abandon it."""
+        claimed = seen.handled
+        assert claimed is not None and claimed.run_id is not None
+        if unfinished is not None and unfinished.run_id == claimed.run_id:
+            # The run finished but its outcome was never recorded (crash in between).
+            self._finish(seen, name, unfinished.window, unfinished, claimed.run_id)
+            return
+        # Claimed, but the engine wrote nothing: the claimant died before its first step.
+        times = times_of(loaded.schedule)
+        in_force = start_in_force(times, now)
+        still_due = (in_force is not None and (in_force.window, in_force.at) ==
+                     (claimed.window, claimed.at)) or \
+            now - claimed.at <= times.catch_up_window
+        if still_due or self._under_way(loaded, claimed.window, claimed.run_id):
+            log.info("run_restarting", schedule=name, window=claimed.window,
+                     run_id=claimed.run_id, reason="claimed but never started")
+            restart = WindowStart(at=claimed.at, window=claimed.window,
+                                  local=claimed.at.replace(tzinfo=None))
+            self._start(name, loaded, seen, seen, restart, claimed.run_id)
+            return
+        self.state.record_handled(seen, HandledRecord(
+            claimed.window, claimed.at, DaemonOutcome.ABANDONED, claimed.run_id, now,
+            reason="claimed, but the claimant died before its first step and the start "
+                   "is no longer due"))
+
+    def _handled_by_hand(self, name: str, seen: ScheduleState, unfinished: RunState | None,
+                         decision: Decision, now: datetime) -> bool:
+        """A due or missed start that `tidal switch` carried out, or overtook with another
+        window: recorded as such (True), never run over it."""
+        start = decision.start
+        if start is None or unfinished is None:
+            return False
+        if ran_by_hand(unfinished, start):
+            log.info("window_run_by_hand", schedule=name, window=start.window,
+                     run_id=unfinished.run_id, result=unfinished.result,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, result_of(unfinished), unfinished.run_id,
+                now))
+            return True
+        overtaken = overtaken_by_hand(unfinished, start) if decision.reason != "hold" else None
+        if overtaken is None:
+            return False
+        log.info("window_overtaken_by_hand", schedule=name, window=start.window,
+                 start=start.at.isoformat(), by_window=unfinished.window,
+                 run_id=unfinished.run_id, result=unfinished.result)
+        self.state.record_handled(seen, HandledRecord(
+            unfinished.window, overtaken, result_of(unfinished), unfinished.run_id, now))
+        return True
+
+    def _run_due(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
+                 decision: Decision, now: datetime, reason: str) -> None:
+        """Claim the due start ("started", under the run lock), then run it."""
+        start = decision.start
+        assert start is not None
+        run_id = run_id_for(name, start, due=now - decision.late_by)
+        log.info("window_due", schedule=name, window=start.window, run_id=run_id,
+                 start=start.at.isoformat(), reason=decision.reason,
+                 late_seconds=decision.late_by.total_seconds(), trigger=reason)
+        with self._locked(name) as ok:
+            if not ok:
+                return
+            claim = self.state.record_handled(
+                seen, HandledRecord(start.window, start.at, DaemonOutcome.STARTED, run_id, now))
+            self._start(name, loaded, seen, claim, start, run_id)
+
+    def _missed(self, name: str, seen: ScheduleState, start: WindowStart, decision: Decision,
+                *, first: bool, now: datetime) -> None:
+        """A start too late to run: missed (counted), or, for a schedule tidal never ran,
+        a start before its first run."""
+        if first:
+            # A schedule tidal never ran: its last start was before tidal managed it.
+            log.info("window_before_first_run", schedule=name, window=start.window,
+                     start=start.at.isoformat())
+            self.state.record_handled(seen, HandledRecord(
+                start.window, start.at, DaemonOutcome.BEFORE_FIRST_RUN, None, now))
+            return
+        log.warning("window_missed", schedule=name, window=start.window,
+                    start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
+        self.state.record_handled(seen, HandledRecord(
+            start.window, start.at, DaemonOutcome.MISSED, None, now, reason=decision.reason))
+        self.metrics.window_missed(name, start.window)
 
     def _start(self, name: str, loaded: LoadedSchedule, before: ScheduleState, seen: ScheduleState,
                start: WindowStart, run_id: str) -> None:

@@ -87,20 +87,12 @@ class ScheduleDirectory:
             broken: dict[str, list[str]] = {}
             for err in result.errors:
                 broken.setdefault(err.file, []).append(str(err))
-            new: dict[str, Any] = {}
-            for loaded in result.schedules:
-                new[loaded.schedule.name] = loaded
+            new: dict[str, Any] = {loaded.schedule.name: loaded for loaded in result.schedules}
             # A broken file keeps its last good version (if it had one).
             for name, old in self.catalog.schedules.items():
                 if str(old.path) in broken and name not in new:
                     new[name] = old
-            old_names = set(self.catalog.schedules)
-            added = set(new) - old_names
-            removed = old_names - set(new)
-            changed = {n for n in set(new) & old_names
-                       if getattr(new[n], "digest", None) != getattr(
-                           self.catalog.schedules[n], "digest", None)
-                       or new[n].schedule != self.catalog.schedules[n].schedule}
+            outcome = self._outcome(new, broken)
             valid = {str(s.path): True for s in result.schedules}
             valid.update({f: False for f in broken})
             newly_broken = {f: e for f, e in broken.items() if self.catalog.broken.get(f) != e}
@@ -110,13 +102,20 @@ class ScheduleDirectory:
             for line in lines:
                 log.error("schedule_invalid", file=file, error=line,
                           kept_last_good=any(str(s.path) == file for s in new.values()))
-        for name in sorted(added):
-            log.info("schedule_loaded", schedule=name)
-        for name in sorted(changed):
-            log.info("schedule_changed", schedule=name)
-        for name in sorted(removed):
-            log.info("schedule_removed", schedule=name)
-        return ReloadOutcome(added, changed, removed, broken)
+        for event, names in (("schedule_loaded", outcome.added),
+                             ("schedule_changed", outcome.changed),
+                             ("schedule_removed", outcome.removed)):
+            for name in sorted(names):
+                log.info(event, schedule=name)
+        return outcome
+
+    def _outcome(self, new: dict[str, Any], broken: dict[str, list[str]]) -> ReloadOutcome:
+        """What a load adds, changes (file digest or schedule) and removes against the last."""
+        old = self.catalog.schedules
+        changed = {n for n in set(new) & set(old)
+                   if getattr(new[n], "digest", None) != getattr(old[n], "digest", None)
+                   or new[n].schedule != old[n].schedule}
+        return ReloadOutcome(set(new) - set(old), changed, set(old) - set(new), broken)
 
     def get(self, name: str) -> Any:
         return self.catalog.schedules.get(name)

@@ -3,17 +3,18 @@ policy drift, and the current leader; computed from the schedule files plus the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from tidal.daemon.queue import read_queue
-from tidal.daemon.state import StateStore
+from tidal.daemon.state import CorruptState, ScheduleState, StateStore
 from tidal.daemon.sweeping import owners_of, run_active
+from tidal.domain.outcomes import RunResult
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.windows import Controls, WindowStart, next_start, start_in_force, times_of
 from tidal.engine.journal import RunState
 from tidal.engine.snapshot import schedule_hash
-from tidal.engine.states import RunResult
 from tidal.engine.sweeper import LeftoverKind, find_leftovers
 from tidal.engine.wave_checks import edited_policies
 from tidal.karmada import policies as policies_api
@@ -101,68 +102,103 @@ def build_status(client: KarmadaClient, namespace: str, lease_name: str,
     if not isinstance(waiting_now, dict):
         waiting_now = {}
     left = leftovers_now(client, namespace, runs, now)
-    out: list[dict[str, Any]] = []
-    for item in sorted(loaded, key=lambda s: s.schedule.name):
-        schedule = item.schedule
-        name = schedule.name
-        times = times_of(schedule)
-        in_force = start_in_force(times, now)
-        upcoming = next_start(times, now)
-        state = states.get(name)
-        controls = state.controls if state else None
-        handled = state.handled if state else None
-        run = runs.get(name)
-        broken = corrupt.get(name)
-        drift: list[dict[str, Any]] = []
-        held: list[dict[str, Any]] = []
-        checked: list[dict[str, Any]] | None = None
-        if check_drift:
-            try:
-                drift = checked = policy_drift(client, run) if run is not None else []
-                held = lazy_held(client, run, schedule)
-            except KarmadaError as exc:
-                drift = checked = [{"policy": "?", "reason": f"cannot check: {exc}"}]
-        hold = controls.hold if controls else None
-        if hold is not None and hold.until <= now:
-            hold = None  # expired: the normal schedule is back
-        out.append({
-            "name": name,
-            "file": str(item.path),
-            "timeZone": schedule.spec.time_zone,
-            "windowInForce": window_in_force(run, in_force, checked),
-            "lastHandled": {"window": handled.window, "start": _iso(handled.at),
-                            "outcome": handled.outcome, "runId": handled.run_id,
-                            "reason": handled.reason}
-            if handled else None,
-            "lastRun": {"runId": run.run_id, "window": run.window, "phase": run.phase,
-                        "result": run.result, "startedAt": run.started_at,
-                        "finishedAt": run.finished_at, "reason": run.reason,
-                        "startedBy": run.started_by,
-                        "waves": [{"index": w.index, "result": w.result.reported
-                                   if w.result is not None else None}
-                                  for w in run.waves],
-                        "overridesLeft": overrides_left(
-                            run, stopped=run.finished or not _held(left, name),
-                            standing=left["standing"])}
-            if run else None,
-            "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
-            if upcoming else None,
-            "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
-            "skipStart": _iso(controls.skip_start) if controls else None,
-            "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
-            "drift": drift,
-            "lazyHeld": held,
-            "editPending": edit_pending(run, item) if run is not None else None,
-            "blocked": {"reason": broken.reason, "message": str(broken),
-                        "repair": broken.repair} if broken else None,
-            "waiting": waiting_of(waiting_now.get(name)),
-            "leftovers": [x for x in left["items"] if x["schedule"] == name],
-            "runControl": run_control_of(controls, run),
-        })
+    found = _Found(states, runs, corrupt, left, waiting_now)
+    out = [_schedule_entry(client, item, now, found, check_drift=check_drift)
+           for item in sorted(loaded, key=lambda s: s.schedule.name)]
     return {"leader": leader, "now": now.isoformat(), "schedules": out,
             "leftovers": {"count": len(left["items"]), "items": left["items"]},
             "queue": {"updatedAt": queue.get("updatedAt"), "publishedBy": queue.get("publishedBy"),
                       "leased": queue.get("leased") or {}}}
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the status read once for all schedules."""
+
+    states: dict[str, ScheduleState]
+    runs: dict[str, RunState]
+    corrupt: dict[str, CorruptState]
+    left: dict[str, Any]  # leftovers_now
+    waiting: dict[str, Any]  # the queue's waiting entries
+
+
+def _checked_policies(client: KarmadaClient, run: RunState | None, schedule: TidalSchedule
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None,
+                                 list[dict[str, Any]]]:
+    """(drift, drift as checked or None when it could not be, policies held Lazy)."""
+    try:
+        drift = policy_drift(client, run) if run is not None else []
+        return drift, drift, lazy_held(client, run, schedule)
+    except KarmadaError as exc:
+        cannot = [{"policy": "?", "reason": f"cannot check: {exc}"}]
+        return cannot, cannot, []
+
+
+def _last_run(run: RunState, found: _Found, name: str) -> dict[str, Any]:
+    return {"runId": run.run_id, "window": run.window, "phase": run.phase,
+            "result": run.result, "startedAt": run.started_at,
+            "finishedAt": run.finished_at, "reason": run.reason,
+            "startedBy": run.started_by,
+            "waves": [{"index": w.index,
+                       "result": w.result.reported if w.result is not None else None}
+                      for w in run.waves],
+            "overridesLeft": overrides_left(
+                run, stopped=run.finished or not _held(found.left, name),
+                standing=found.left["standing"])}
+
+
+def _controls_entry(schedule: TidalSchedule, controls: Controls | None, now: datetime
+                    ) -> dict[str, Any]:
+    """suspended, skipStart and hold (an expired hold is none: the schedule is back)."""
+    hold = controls.hold if controls else None
+    if hold is not None and hold.until <= now:
+        hold = None
+    return {
+        "suspended": bool(schedule.spec.suspend or (controls and controls.suspended)),
+        "skipStart": _iso(controls.skip_start) if controls else None,
+        "hold": {"window": hold.window, "until": _iso(hold.until)} if hold else None,
+    }
+
+
+def _schedule_entry(client: KarmadaClient, item: LoadedSchedule, now: datetime, found: _Found,
+                    *, check_drift: bool) -> dict[str, Any]:
+    """One schedule's entry of the status."""
+    schedule = item.schedule
+    name = schedule.name
+    times = times_of(schedule)
+    upcoming = next_start(times, now)
+    state = found.states.get(name)
+    controls = state.controls if state else None
+    handled = state.handled if state else None
+    run = found.runs.get(name)
+    broken = found.corrupt.get(name)
+    drift: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    checked: list[dict[str, Any]] | None = None
+    if check_drift:
+        drift, checked, held = _checked_policies(client, run, schedule)
+    return {
+        "name": name,
+        "file": str(item.path),
+        "timeZone": schedule.spec.time_zone,
+        "windowInForce": window_in_force(run, start_in_force(times, now), checked),
+        "lastHandled": {"window": handled.window, "start": _iso(handled.at),
+                        "outcome": handled.outcome, "runId": handled.run_id,
+                        "reason": handled.reason}
+        if handled else None,
+        "lastRun": _last_run(run, found, name) if run else None,
+        "nextStart": {"window": upcoming.window, "start": _iso(upcoming.at)}
+        if upcoming else None,
+        **_controls_entry(schedule, controls, now),
+        "drift": drift,
+        "lazyHeld": held,
+        "editPending": edit_pending(run, item) if run is not None else None,
+        "blocked": {"reason": broken.reason, "message": str(broken),
+                    "repair": broken.repair} if broken else None,
+        "waiting": waiting_of(found.waiting.get(name)),
+        "leftovers": [x for x in found.left["items"] if x["schedule"] == name],
+        "runControl": run_control_of(controls, run),
+    }
 
 
 def run_control_of(controls: Controls | None, run: RunState | None) -> dict[str, Any] | None:

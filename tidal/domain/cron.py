@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -56,11 +57,8 @@ class Start:
             return weekday_ok
         return True
 
-    def trigger_fields(self) -> dict[str, str]:
-        """Fields for APScheduler 3.x CronTrigger (weekday names, so no 0=Monday mix-up)."""
-        days: list[str] = [str(d) for d in sorted(self.days or ())]
-        if self.last_day:
-            days.append("last")
+    def _weekday_names(self) -> list[str]:
+        """APScheduler's names of the weekdays ("mon"; "2nd mon" for an nth weekday)."""
         weekdays: list[str] = []
         for wd in sorted(self.weekdays or ()):
             if wd in self.nth_weekdays:
@@ -68,6 +66,14 @@ class Start:
                              for n in sorted(self.nth_weekdays[wd])]
             else:
                 weekdays.append(_WEEKDAY_NAMES[wd])
+        return weekdays
+
+    def trigger_fields(self) -> dict[str, str]:
+        """Fields for APScheduler 3.x CronTrigger (weekday names, so no 0=Monday mix-up)."""
+        days: list[str] = [str(d) for d in sorted(self.days or ())]
+        if self.last_day:
+            days.append("last")
+        weekdays = self._weekday_names()
         fields = {
             "minute": ",".join(str(m) for m in sorted(self.minutes)),
             "hour": ",".join(str(h) for h in sorted(self.hours)),
@@ -85,9 +91,9 @@ class Start:
         return fields
 
 
-@lru_cache(maxsize=1024)
-def parse_start(text: str) -> Start:
-    """Parse a window start or raise ValueError with a one-line reason and the fix."""
+def _cron_of(text: object) -> str:
+    """The 5-field cron expression of a start ("HH:MM", "cron: ..." or a cron expression);
+    ValueError with a one-line reason and the fix."""
     if not isinstance(text, str):
         raise ValueError(f"start must be a string; {START_HINT}")
     value = text.strip()
@@ -98,13 +104,23 @@ def parse_start(text: str) -> Start:
         hour, minute = int(hh_mm.group(1)), int(hh_mm.group(2))
         if hour > 23 or minute > 59:
             raise ValueError(f"{text!r} is not a time of day (00:00 to 23:59); {START_HINT}")
-        expr = f"{minute} {hour} * * *"
-    else:
-        if ":" in value:
-            raise ValueError(f"{text!r} is not a valid time; {START_HINT}")
-        if len(value.split()) != 5:
-            raise ValueError(f"{text!r} is not a 5-field cron expression; {START_HINT}")
-        expr = " ".join(value.split())
+        return f"{minute} {hour} * * *"
+    if ":" in value:
+        raise ValueError(f"{text!r} is not a valid time; {START_HINT}")
+    if len(value.split()) != 5:
+        raise ValueError(f"{text!r} is not a 5-field cron expression; {START_HINT}")
+    return " ".join(value.split())
+
+
+def _values(field_: list[Any], every: range) -> frozenset[int]:
+    """A cron field's values ("*": all of `every`)."""
+    return frozenset(every) if field_ == ["*"] else frozenset(int(v) for v in field_)
+
+
+@lru_cache(maxsize=1024)
+def parse_start(text: str) -> Start:
+    """Parse a window start or raise ValueError with a one-line reason and the fix."""
+    expr = _cron_of(text)
     try:
         expanded, nth = croniter.expand(expr)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -113,17 +129,14 @@ def parse_start(text: str) -> Start:
             f"{text!r} is not a valid cron expression ({reason}); {START_HINT}") from exc
     minutes, hours, days_field, months_field, weekdays_field = expanded
     days = frozenset(d for d in days_field if isinstance(d, int))
-    last_day = "l" in days_field
     start = Start(
         text=text,
         cron=expr,
-        minutes=frozenset(range(60)) if minutes == ["*"]
-        else frozenset(int(m) for m in minutes),
-        hours=frozenset(range(24)) if hours == ["*"] else frozenset(int(h) for h in hours),
+        minutes=_values(minutes, range(60)),
+        hours=_values(hours, range(24)),
         days=None if days_field == ["*"] or not days else days,
-        last_day=last_day,
-        months=frozenset(range(1, 13)) if months_field == ["*"]
-        else frozenset(int(m) for m in months_field),
+        last_day="l" in days_field,
+        months=_values(months_field, range(1, 13)),
         weekdays=None if weekdays_field == ["*"]
         else frozenset(int(w) % 7 for w in weekdays_field),
         nth_weekdays={int(k) % 7: frozenset(int(n) for n in v) for k, v in nth.items()},

@@ -205,6 +205,21 @@ def _sorted_desc(pool: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return sorted(pool, key=lambda item: -item[1])
 
 
+def _fewest_clusters(target: int, pool: list[tuple[str, int]],
+                     scheduled: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Aggregated: the clusters already scheduled first, then the rest, cut where their
+    available replicas first reach the target."""
+    prior = [item for item in pool if scheduled.get(item[0], 0) > 0]
+    rest = [item for item in pool if scheduled.get(item[0], 0) <= 0]
+    pool = prior + rest
+    running = 0
+    for index, (_, replicas) in enumerate(pool):
+        running += replicas
+        if running >= target:
+            return pool[: index + 1]
+    return pool
+
+
 def _divide(
     target: int,
     pool: list[tuple[str, int]],
@@ -216,15 +231,7 @@ def _divide(
     if total_available < target:
         raise Unschedulable(total_available)
     if aggregated:
-        prior = [item for item in pool if scheduled.get(item[0], 0) > 0]
-        rest = [item for item in pool if scheduled.get(item[0], 0) <= 0]
-        pool = prior + rest
-        running = 0
-        for index, (_, replicas) in enumerate(pool):
-            running += replicas
-            if running >= target:
-                pool = pool[: index + 1]
-                break
+        pool = _fewest_clusters(target, pool, scheduled)
     fresh = webster_divide(target, dict(pool), tie_uid) if target > 0 else {}
     merged: dict[str, int] = {}
     for name, replicas in fresh.items():

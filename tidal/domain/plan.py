@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from tidal.domain.bridge import bridge_clusters, bridge_shares
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
+from tidal.domain.outcomes import Strategy
 from tidal.domain.waves import Order, WorkloadKey, ordered, split_waves
 
 Amounts: TypeAlias = dict[str, dict[str, float]]  # cluster -> resource -> amount
@@ -135,7 +136,7 @@ class Plan:
     floors: tuple[FloorRule, ...]
     problems: list[str] = field(default_factory=list)  # unschedulable and the like
     capacity: list[str] = field(default_factory=list)  # warnings: moves that do not fit
-    strategy: str = "direct"  # surge | direct
+    strategy: Strategy = Strategy.DIRECT
     rooms: list[WaveRoom] = field(default_factory=list)  # surge: per wave
     no_room: dict[str, Amounts] = field(default_factory=dict)  # surge: workload -> lacking
 
@@ -169,7 +170,7 @@ class Plan:
             waves.append(entry)
         return {
             "safe": self.safe,
-            "strategy": self.strategy,
+            "strategy": str(self.strategy),
             "waves": waves,
             "steps": [
                 {"step": s.label, "wave": s.wave, "assigned": s.assigned,
@@ -279,7 +280,7 @@ def make_plan(
     floors: Sequence[FloorRule] = (),
     order: Order = "name",
     waves: list[list[PlannedWorkload]] | None = None,
-    strategy: str = "direct",
+    strategy: Strategy = Strategy.DIRECT,
 ) -> Plan:
     """Cut the workloads into waves (or take `waves`, already cut and ordered) and check every
     floor before, during and after each.
@@ -293,30 +294,7 @@ def make_plan(
     else:
         sorted_ = [w for wave in waves for w in wave]
     clusters = sorted({c for w in sorted_ for c in (*w.before, *w.after)})
-    before: list[_WaveState] = []
-    flight: list[_WaveState] = []
-    after: list[_WaveState] = []
-    for wave in waves:
-        olds = [dict(w.before) for w in wave]
-        news = [dict(w.after) for w in wave]
-        ready = [w.ready_after() for w in wave]
-        lows = [w.in_flight() for w in wave]
-        # a surged workload: before, at the bridge (kept clusters at their larger share), after
-        # bridged: its destinations serve before its sources go (worst: just moved)
-        in_flight = [[w.before, w.bridge(), w.ready_after()] if w.surged
-                     else [w.before, w.ready_after()] if w.bridged
-                     else [w.in_flight()] for w in wave]
-        before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
-        flight.append(_wave_state(wave, in_flight, lows, news, floors, clusters,
-                                  [_peak(w) for w in wave]))
-        after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
-    steps = [_step("before", None, before, clusters)]
-    for index in range(len(waves)):
-        surging = strategy == "surge" and any(w.surged or w.bridged for w in waves[index])
-        steps.append(_step(f"wave {index + 1}", index + 1,
-                           [*after[:index], flight[index], *before[index + 1:]], clusters,
-                           peak_of=index if surging else None))
-    steps.append(_step("end", None, after, clusters))
+    steps = _steps(waves, floors, clusters, strategy)
     problems = [f"{w.name}: {w.problem}" for w in sorted_ if w.problem]
     capacity: list[str] = []
     breaking = {v.workload for step in steps for v in step.violations}
@@ -325,6 +303,43 @@ def make_plan(
             # a floor these Pending replicas break refuses the switch; otherwise a warning
             (problems if breaking & set(names) else capacity).append(note)
     return Plan(waves, steps, tuple(floors), problems, capacity, strategy)
+
+
+def _flight_checks(w: PlannedWorkload) -> list[Mapping[str, int]]:
+    """The ready maps a workload's floors must hold in while it moves: a surged workload
+    before, at the bridge (kept clusters at their larger share), after; a bridged one before
+    and just moved (its destinations serve before its sources go); else its lowest."""
+    if w.surged:
+        return [w.before, w.bridge(), w.ready_after()]
+    if w.bridged:
+        return [w.before, w.ready_after()]
+    return [w.in_flight()]
+
+
+def _steps(waves: Sequence[Sequence[PlannedWorkload]], floors: Sequence[FloorRule],
+           clusters: Sequence[str], strategy: Strategy) -> list[PlanStep]:
+    """The plan's steps: before, each wave in flight (earlier waves after, later before),
+    end."""
+    before: list[_WaveState] = []
+    flight: list[_WaveState] = []
+    after: list[_WaveState] = []
+    for wave in waves:
+        olds = [dict(w.before) for w in wave]
+        news = [dict(w.after) for w in wave]
+        ready = [w.ready_after() for w in wave]
+        lows = [w.in_flight() for w in wave]
+        before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
+        flight.append(_wave_state(wave, [_flight_checks(w) for w in wave], lows, news, floors,
+                                  clusters, [_peak(w) for w in wave]))
+        after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
+    steps = [_step("before", None, before, clusters)]
+    for index in range(len(waves)):
+        surging = strategy is Strategy.SURGE and any(w.surged or w.bridged for w in waves[index])
+        steps.append(_step(f"wave {index + 1}", index + 1,
+                           [*after[:index], flight[index], *before[index + 1:]], clusters,
+                           peak_of=index if surging else None))
+    steps.append(_step("end", None, after, clusters))
+    return steps
 
 
 def amount_text(resource: str, value: float) -> str:

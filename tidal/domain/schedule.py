@@ -199,6 +199,13 @@ class PolicyChange(_Model):
             allowed = [f for f in self.allow_fields if allow_field_problem(f) is None]
             problems += [(("patch", *loc), message) for loc, message
                          in scope_problems(self.patch, allowed)]
+        problems += self._shape_problems()
+        raise_problems(problems)
+        return self
+
+    def _shape_problems(self) -> list[Problem]:
+        """Patch xor swap, and the names and namespace each needs."""
+        problems: list[Problem] = []
         if self.patch is not None and self.swap is not None:
             problems.append((("swap",), "patch and swap are exclusive; keep one of them"))
         elif self.patch is None and self.swap is None:
@@ -210,14 +217,17 @@ class PolicyChange(_Model):
         if self.swap is not None and self.name is not None:
             problems.append((("name",), "a swap takes its names from swap.from and the `to` "
                                         "manifest; remove name"))
+        return problems + self._scope_problems()
+
+    def _scope_problems(self) -> list[Problem]:
+        """A ClusterPropagationPolicy has no namespace; a patched PropagationPolicy one."""
         if self.kind == "ClusterPropagationPolicy" and self.namespace is not None:
-            problems.append((("namespace",), "a ClusterPropagationPolicy is cluster-scoped; "
-                                             "remove namespace"))
+            return [(("namespace",), "a ClusterPropagationPolicy is cluster-scoped; "
+                                     "remove namespace")]
         if (self.kind == "PropagationPolicy" and self.namespace is None
                 and self.swap is None):
-            problems.append(((), "a PropagationPolicy needs its namespace; add namespace: <ns>"))
-        raise_problems(problems)
-        return self
+            return [((), "a PropagationPolicy needs its namespace; add namespace: <ns>")]
+        return []
 
     @property
     def policy_name(self) -> str:

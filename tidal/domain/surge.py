@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from tidal.domain.bridge import bridge_clusters, bridge_growth, needs_bridge
 from tidal.domain.floors import FloorRule
+from tidal.domain.outcomes import Strategy
 from tidal.domain.plan import Amounts, Plan, PlannedWorkload, WaveRoom, amount_text, make_plan
 from tidal.domain.prediction import ModelNodes, available_replicas
 from tidal.domain.waves import Order, ordered
@@ -277,7 +278,7 @@ def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
                       order=order)
     layout = size_waves(sorted_, max_size=wave_size, rooms=rooms, spec=spec)
     plan = make_plan(sorted_, wave_size=wave_size, floors=floors, waves=layout.waves,
-                     strategy="surge")
+                     strategy=Strategy.SURGE)
     problems, capacity = list(plan.problems), list(plan.capacity)
     for name, lacking in sorted(layout.no_room.items()):
         note = f"{name}: its surge never fits (short of {describe(lacking)})"

@@ -274,6 +274,21 @@ class Decision:
     late_by: timedelta = timedelta(0)
 
 
+def _during_hold(times: WindowTimes, hold: Hold, last: Handled | None) -> Decision:
+    """While a hold is on: its window is run, unless it is in force already (handled since
+    the hold began, or put in force by the normal schedule)."""
+    local = hold.since.astimezone(times.tz).replace(tzinfo=None)
+    held = WindowStart(at=hold.since, window=hold.window, local=local)
+    if last is not None and last.window == hold.window and last.at >= hold.since:
+        return Decision(Action.NOTHING, held, "held window already in force")
+    if last is not None and last.window == hold.window:
+        # The held window is what the normal schedule already put in force.
+        scheduled = start_in_force(times, hold.since)
+        if scheduled and scheduled.window == hold.window and last.at >= scheduled.at:
+            return Decision(Action.NOTHING, held, "held window already in force")
+    return Decision(Action.RUN, held, "hold")
+
+
 def decide(
     times: WindowTimes,
     now: datetime,
@@ -292,33 +307,33 @@ def decide(
         return Decision(Action.SUSPENDED, None, "suspended")
     hold = controls.hold
     if hold is not None and hold.since <= now < hold.until:
-        local = hold.since.astimezone(times.tz).replace(tzinfo=None)
-        held = WindowStart(at=hold.since, window=hold.window, local=local)
-        if last is not None and last.window == hold.window and last.at >= hold.since:
-            return Decision(Action.NOTHING, held, "held window already in force")
-        if last is not None and last.window == hold.window:
-            # The held window is what the normal schedule already put in force.
-            scheduled = start_in_force(times, hold.since)
-            if scheduled and scheduled.window == hold.window and last.at >= scheduled.at:
-                return Decision(Action.NOTHING, held, "held window already in force")
-        return Decision(Action.RUN, held, "hold")
+        return _during_hold(times, hold, last)
     start = start_in_force(times, now)
     if start is None:
         return Decision(Action.NOTHING, None, "no window has started yet")
-    due = start.at
-    threshold = start.at
-    covered = hold is not None and start.at < hold.until <= now
-    if hold is not None and covered:
-        due = max(start.at, hold.until)
-        threshold = min(start.at, hold.since)
-    if last is not None and last.window == start.window and last.at >= threshold:
-        return Decision(Action.NOTHING, start, "already handled")
-    if last is not None and last.at > start.at and not covered:
-        # A manual run after the start is operator intent: never silently reverted.
-        return Decision(Action.NOTHING, start, "a later run was already handled")
+    # a start the hold covered is due from its end, and handled by a run since the hold began
+    covered = hold if hold is not None and start.at < hold.until <= now else None
+    due = max(start.at, covered.until) if covered is not None else start.at
+    handled = _handled(start, last, covered)
+    if handled is not None:
+        return handled
     if controls.skip_start is not None and controls.skip_start == start.at:
         return Decision(Action.SKIP, start, "skip requested")
     late = now - due
     if late <= times.catch_up_window:
         return Decision(Action.RUN, start, "due" if late < ON_TIME else "catch-up", late)
     return Decision(Action.MISSED, start, "start older than catchUpWindow", late)
+
+
+def _handled(start: WindowStart, last: Handled | None, covered: Hold | None
+             ) -> Decision | None:
+    """Nothing to do when the start was handled already, or a later run was (a manual run
+    after the start is operator intent: never silently reverted); else None."""
+    if last is None:
+        return None
+    threshold = min(start.at, covered.since) if covered is not None else start.at
+    if last.window == start.window and last.at >= threshold:
+        return Decision(Action.NOTHING, start, "already handled")
+    if last.at > start.at and covered is None:
+        return Decision(Action.NOTHING, start, "a later run was already handled")
+    return None

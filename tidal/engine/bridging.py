@@ -170,21 +170,34 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
     return None
 
 
+def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Workload]:
+    """The run's workloads, outside the bridged and live ones, whose bindings carry the
+    bridge placement."""
+    bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
+    live = {w.name for w in run.live}
+    return [w for w in run.ctx.everyone if w.name not in record.targets and w.name not in live
+            and triggers.normalize_placement(
+                BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges]
+
+
+def _moved(run: WaveInFlight) -> set[str]:
+    """The workloads of waves already moved (going forward; none going back)."""
+    if run.direction is not Direction.FORWARD:
+        return set()
+    return {str(k) for wave in run.ctx.state.waves if wave.result is not None
+            for k in wave.workloads}
+
+
 def _strays(run: WaveInFlight, record: BridgeRecord) -> None:
     """Templates other than the bridged ones that picked up the bridge placement (changed by
     someone, e.g. an autoscaler, while it was on their Lazy policy): those of waves already
     moved are touched again (back to the window's placement, where they were); the others
     keep serving everywhere until their own wave moves them. Each is named in a warning."""
     ctx = run.ctx
-    bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
-    live = {w.name for w in run.live}
-    strays = [w for w in ctx.everyone if w.name not in record.targets and w.name not in live
-              and triggers.normalize_placement(
-                  BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges]
+    strays = _with_bridge_placement(run, record)
     if not strays:
         return
-    moved = {str(k) for wave in ctx.state.waves if wave.result is not None
-             for k in wave.workloads} if run.direction is Direction.FORWARD else set()
+    moved = _moved(run)
     again = [w for w in strays if w.name in moved]
     if again:
         triggers.touch_wave(ctx.client, again, stamp=ctx.now_iso(), run_id=ctx.run_id)

@@ -26,6 +26,7 @@ from tidal.engine.states import (
     Phase,
     PolicyStage,
     RunResult,
+    Strategy,
     SurgeStep,
     Trigger,
     WaveResult,
@@ -319,10 +320,11 @@ class RunState:
     schedule_snapshot: dict[str, Any] | None = field(default=None, repr=False)
     journal_token: str | None = field(default=None, compare=False)
     started_by: str | None = None  # daemon:<identity> | cli:<identity>
-    strategy: str = "direct"  # surge | direct (a journal from before surges: direct)
+    strategy: Strategy = Strategy.DIRECT  # a journal from before surges: direct
 
     def __post_init__(self) -> None:
         self.phase, self.trigger = Phase(self.phase), Trigger(self.trigger)
+        self.strategy = Strategy(self.strategy)
         if self.result is not None:
             self.result = RunResult(self.result)
 
@@ -350,7 +352,7 @@ class RunState:
             "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
             "startedBy": self.started_by,
             # only surges are marked: a journal without the key is a direct run (0.1.0 too)
-            **({"strategy": self.strategy} if self.strategy != "direct" else {}),
+            **({"strategy": str(self.strategy)} if self.strategy is not Strategy.DIRECT else {}),
         }
 
     @classmethod
@@ -359,6 +361,11 @@ class RunState:
             phase = Phase(d.get("phase", Phase.PLANNED))
         except ValueError:
             raise ValueError(f"unknown run phase {d.get('phase')!r}") from None
+        try:
+            strategy = Strategy(d.get("strategy") or Strategy.DIRECT)
+        except ValueError:
+            raise ValueError(f"unknown run strategy {d.get('strategy')!r} (surge or direct; "
+                             "a journal without one is direct)") from None
         result = d.get("result")
         return cls(
             schedule=d["schedule"], window=d["window"], run_id=d["runId"], phase=phase,
@@ -368,7 +375,7 @@ class RunState:
             reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
-            started_by=d.get("startedBy"), strategy=str(d.get("strategy", "direct")),
+            started_by=d.get("startedBy"), strategy=strategy,
             warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
             schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
         )

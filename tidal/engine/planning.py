@@ -26,7 +26,7 @@ from tidal.domain.waves import ordered, split_waves
 from tidal.engine import policy_change, triggers
 from tidal.engine.custom_kinds import custom_kind_refusals
 from tidal.engine.resolve import PolicyTarget, Selection, Workload, resolve
-from tidal.engine.states import Trigger
+from tidal.engine.states import Strategy, Trigger
 from tidal.engine.strategies import strategy_for
 from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
@@ -142,7 +142,7 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     if refused:
         raise PolicyWritesRefused(window.name, refused)
     kind_refusals = custom_kind_refusals(client, schedule, selection.workloads,
-                                         surge=rollout.strategy == "surge")
+                                         surge=Strategy(rollout.strategy) is Strategy.SURGE)
     chosen = trigger or triggers.choose(window.trigger, selection.policies, selection.workloads)
     strategy = strategy_for(chosen)
     lazy = strategy.marks_lazy
@@ -150,22 +150,47 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
     clusters = [ClusterFacts.from_cluster(c) for c in listed]
     floors = [FloorRule.from_model(f) for f in rollout.floors]
     targets = {t.key: t for t in selection.policies}
-    done = all(policy_change.is_done(t.to_obj if t.swap_from else t.current, t, window.name)
-               for t in selection.policies)
-    release = client.karmada_release  # the release whose scheduler rules the plan follows
-    predictors = {key: Predictor(t.target_placement, clusters, release)
-                  for key, t in targets.items()}
     placements = {key: triggers.normalize_placement(t.target_placement)
                   for key, t in targets.items()}
-    placement_of = _BindingPlacements()
-    pending = [w for w in selection.workloads
-               if needs_move(chosen, w, placements[w.policy], done, placement_of=placement_of)]
+    pending, done = _pending(chosen, selection, placements, window.name)
     size = rollout.wave_size.for_total(len(pending)) if pending else 1
-    fresh = strategy.fresh
-    planned = []
     # predicted in the order the waves run, each wave against the capacity at its start
     waves = split_waves(ordered(pending, key=lambda w: w.key, replicas=lambda w: w.replicas,
                                 order=rollout.order), size) if pending else []
+    # the release whose scheduler rules the plan follows
+    predictors = {key: Predictor(t.target_placement, clusters, client.karmada_release)
+                  for key, t in targets.items()}
+    planned, modes = _predict(waves, targets, clusters, predictors, team, fresh=strategy.fresh)
+    plan = _cut(planned, rollout, size, floors, clusters, bridge=chosen is Trigger.TOUCH)
+    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
+        plan.capacity + _model_warnings(planned, clusters, modes)
+    scope_warnings, refusals = scope_report(selection.policies)
+    refusals = kind_refusals + refusals + coverage_refusals(selection)
+    warnings += scope_warnings + _skipped_warnings(selection)
+    by_name = {w.name: w for w in pending}
+    in_waves = [by_name[p.name] for p in plan.workloads]
+    return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
+                      in_waves, noop=not pending and done, warnings=warnings, refusals=refusals)
+
+
+def _pending(chosen: Trigger, selection: Selection, placements: dict[str, object],
+             window: str) -> tuple[list[Workload], bool]:
+    """The workloads that still need the window's change; and whether every policy has it."""
+    done = all(policy_change.is_done(t.to_obj if t.swap_from else t.current, t, window)
+               for t in selection.policies)
+    placement_of = _BindingPlacements()
+    pending = [w for w in selection.workloads
+               if needs_move(chosen, w, placements[w.policy], done, placement_of=placement_of)]
+    return pending, done
+
+
+def _predict(waves: list[list[Workload]], targets: dict[str, PolicyTarget],
+             clusters: list[ClusterFacts], predictors: dict[str, Predictor],
+             team: TeamEstimate | None, *, fresh: bool
+             ) -> tuple[list[PlannedWorkload], dict[str, str]]:
+    """Each workload's predicted split, wave by wave (each wave against the capacity at its
+    start); and each workload's division mode."""
+    planned: list[PlannedWorkload] = []
     modes: dict[str, str] = {}
     for wave in waves:
         for w in wave:
@@ -179,31 +204,27 @@ def _build_plan(client: KarmadaClient, schedule: TidalSchedule, window_name: str
             planned.append(PlannedWorkload(
                 w.key, w.replicas, w.current, prediction.assignment, prediction.exact,
                 prediction.problem, w.uid, prediction.short, prediction.pending, w.request,
-                candidates=frozenset(candidates(targets[w.policy].target_placement, clusters,
-                                                w.current)),
-                revisable=bool(w.replica_paths)))
+                candidates=frozenset(names), revisable=bool(w.replica_paths)))
         for predictor in predictors.values():
             predictor.next_wave()
-    if rollout.strategy == "surge":
-        plan = make_surge_plan(
+    return planned, modes
+
+
+def _cut(planned: list[PlannedWorkload], rollout: Rollout, size: int, floors: list[FloorRule],
+         clusters: list[ClusterFacts], *, bridge: bool) -> Plan:
+    """The plan of the predicted workloads by the rollout's strategy."""
+    if Strategy(rollout.strategy) is Strategy.SURGE:
+        return make_surge_plan(
             planned, wave_size=size, floors=floors, order=rollout.order,
             rooms={c.name: Room(c.free, c.model_nodes) for c in clusters},
             spec=SurgeSpec(rollout.surge.headroom_percent, rollout.surge.when_no_room,
-                           bridge=chosen is Trigger.TOUCH))
-    else:
-        plan = make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
-    warnings = list(selection.warnings) + _swap_warnings(selection.policies, placements) + \
-        plan.capacity + _model_warnings(planned, clusters, modes)
-    scope_warnings, refusals = scope_report(selection.policies)
-    refusals = kind_refusals + refusals + coverage_refusals(selection)
-    warnings += scope_warnings
-    for s in selection.skipped:
-        warnings.append(f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail
-                                                                else ""))
-    by_name = {w.name: w for w in pending}
-    in_waves = [by_name[p.name] for p in plan.workloads]
-    return SwitchPlan(schedule, window, rollout, selection, chosen, lazy, floors, clusters, plan,
-                      in_waves, noop=not pending and done, warnings=warnings, refusals=refusals)
+                           bridge=bridge))
+    return make_plan(planned, wave_size=size, floors=floors, order=rollout.order)
+
+
+def _skipped_warnings(selection: Selection) -> list[str]:
+    return [f"{s.workload} left out: {s.reason}" + (f" ({s.detail})" if s.detail else "")
+            for s in selection.skipped]
 
 
 def coverage_refusals(selection: Selection) -> list[str]:

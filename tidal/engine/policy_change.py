@@ -216,40 +216,53 @@ def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         return PolicyAction.UNCHANGED  # no pre-image of `from`: deleting `to` would leave none
     save()
     if record.action is ChangeKind.SWAP:
-        assert record.swap_from is not None
-        api.delete_policy(client, record.kind, record.name, record.namespace)
-        if record.pre_image is not None:
-            manifest = copy.deepcopy(record.pre_image)
-            labels = manifest.setdefault("metadata", {}).get("labels") or {}
-            for key in claim_labels():
-                labels.pop(key, None)
-            spec = manifest.setdefault("spec", {})
-            if lazy and spec.get("activationPreference") != LAZY:
-                original = original_activation(record)
-                spec["activationPreference"] = LAZY
-                manifest["metadata"].setdefault("annotations", {}).update(
-                    _lazy_marks(run_id, original))
-            with contextlib.suppress(AlreadyExists):
-                api.create_policy(client, manifest)
+        _unswap(client, record, run_id=run_id, lazy=lazy)
     else:
-        current = api.get_policy(client, record.kind, record.name, record.namespace)
-        wanted = copy.deepcopy(record.pre_image or {})
-        body: dict[str, Any] = {}
-        if lazy:
-            wanted["activationPreference"] = LAZY
-            original = original_activation(record)
-            if original != LAZY and PolicyView(current).lazy_added_by is None:
-                body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
-        diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
-        if diff:
-            body["spec"] = diff
-        if PolicyView(current).run == run_id:  # the policy no longer is this run's window
-            body.setdefault("metadata", {}).setdefault("annotations", {}).update(
-                {POLICY_WINDOW: None, POLICY_RUN: None})
-        if body:
-            _patch_retrying(client, record, body)
+        _unpatch(client, record, run_id=run_id, lazy=lazy)
     record.stage = PolicyStage.RESTORED
     return PolicyAction.RESTORE
+
+
+def _unswap(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool) -> None:
+    """Delete the swap's `to` policy and create `from` again from its pre-image (Lazy, with
+    the run's marks, while waves move workloads back)."""
+    assert record.swap_from is not None
+    api.delete_policy(client, record.kind, record.name, record.namespace)
+    if record.pre_image is None:
+        return
+    manifest = copy.deepcopy(record.pre_image)
+    labels = manifest.setdefault("metadata", {}).get("labels") or {}
+    for key in claim_labels():
+        labels.pop(key, None)
+    spec = manifest.setdefault("spec", {})
+    if lazy and spec.get("activationPreference") != LAZY:
+        original = original_activation(record)
+        spec["activationPreference"] = LAZY
+        manifest["metadata"].setdefault("annotations", {}).update(
+            _lazy_marks(run_id, original))
+    with contextlib.suppress(AlreadyExists):
+        api.create_policy(client, manifest)
+
+
+def _unpatch(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool) -> None:
+    """Patch the policy's spec back to its pre-image (Lazy kept while waves move back) and
+    drop the run's window marks."""
+    current = api.get_policy(client, record.kind, record.name, record.namespace)
+    wanted = copy.deepcopy(record.pre_image or {})
+    body: dict[str, Any] = {}
+    if lazy:
+        wanted["activationPreference"] = LAZY
+        original = original_activation(record)
+        if original != LAZY and PolicyView(current).lazy_added_by is None:
+            body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
+    diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
+    if diff:
+        body["spec"] = diff
+    if PolicyView(current).run == run_id:  # the policy no longer is this run's window
+        body.setdefault("metadata", {}).setdefault("annotations", {}).update(
+            {POLICY_WINDOW: None, POLICY_RUN: None})
+    if body:
+        _patch_retrying(client, record, body)
 
 
 def original_activation(record: PolicyRecord) -> str | None:

@@ -237,48 +237,61 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
                 f"{target.key} has no claim label yet (Karmada has not processed it): "
                 "it claims no templates")
             continue
-        found: list[Obj] = []
         if selectors:
             if listed is None:
                 listed = _select_templates(client, selectors)
                 selection.selector_empty = not listed
             _claimed_outside(selection, target, listed, every)
-            for tpl in listed:
-                if _claimed_by(tpl, policy):
-                    found.append(tpl)
-                elif _claimed_by_other(tpl):
-                    selection.skipped.append(Skipped(_key_text(tpl), "foreign",
-                                                     "claimed by another policy"))
-                elif len(targets) == 1:
-                    selection.skipped.append(Skipped(_key_text(tpl), "unbound",
-                                                     "claimed by no policy"))
+            found = _claimed_of_listed(selection, policy, listed, alone=len(targets) == 1)
         else:
-            for api_version, kind, namespace in _kinds_of(policy):
-                found.extend(list_templates(client, api_version, kind, namespace, claim))
+            found = [tpl for api_version, kind, namespace in _kinds_of(policy)
+                     for tpl in list_templates(client, api_version, kind, namespace, claim)]
         for tpl in found:
             name = _key_text(tpl)
-            if name in seen:
-                continue
-            seen.add(name)
-            annotations = (tpl.get("metadata") or {}).get("annotations") or {}
-            if annotations.get(EXCLUDE) == "true":
-                selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
-                selection.excluded_claimed.setdefault(target.key, []).append(name)
-                continue
-            if not selected_by(tpl, target.target_spec.get("resourceSelectors")):
-                why = f"claimed by {target.key}, matched by none of its resourceSelectors"
-                selection.skipped.append(Skipped(name, "unmatched", why))
-                selection.warnings.append(
-                    f"{name}: {why} (labels changed?): Karmada applies that policy to it no "
-                    "more, so it stays where it is; fix its labels or the selectors")
-                continue
-            selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
+            if name not in seen:
+                seen.add(name)
+                _take(selection, target, tpl, name)
     _attach_bindings(client, selection, bindings)
     for policy_key, names in selection.excluded_claimed.items():
         selection.warnings.append(
             f"{policy_key} claims excluded templates ({', '.join(sorted(names))}); they pick "
             "up the change at their next edit: give them their own policy")
     return selection
+
+
+def _claimed_of_listed(selection: Selection, policy: Obj, listed: list[Obj], *,
+                       alone: bool) -> list[Obj]:
+    """The templates spec.workloads selects that `policy` claims; the others are left out
+    (claimed by another policy; or by none, when the window changes this policy alone)."""
+    found: list[Obj] = []
+    for tpl in listed:
+        if _claimed_by(tpl, policy):
+            found.append(tpl)
+        elif _claimed_by_other(tpl):
+            selection.skipped.append(Skipped(_key_text(tpl), "foreign",
+                                             "claimed by another policy"))
+        elif alone:
+            selection.skipped.append(Skipped(_key_text(tpl), "unbound",
+                                             "claimed by no policy"))
+    return found
+
+
+def _take(selection: Selection, target: PolicyTarget, tpl: Obj, name: str) -> None:
+    """A claimed template joins the workloads, unless excluded by its annotation or matched
+    by none of the policy's resourceSelectors (left out, with a warning)."""
+    annotations = (tpl.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(EXCLUDE) == "true":
+        selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
+        selection.excluded_claimed.setdefault(target.key, []).append(name)
+        return
+    if not selected_by(tpl, target.target_spec.get("resourceSelectors")):
+        why = f"claimed by {target.key}, matched by none of its resourceSelectors"
+        selection.skipped.append(Skipped(name, "unmatched", why))
+        selection.warnings.append(
+            f"{name}: {why} (labels changed?): Karmada applies that policy to it no "
+            "more, so it stays where it is; fix its labels or the selectors")
+        return
+    selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
 
 
 def _every_template(client: KarmadaClient) -> Callable[[str, str, str | None], list[Obj]]:

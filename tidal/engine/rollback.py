@@ -34,58 +34,83 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
     edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
     if edited:  # restoring would overwrite a hand edit: leave everything as it is
         return False, f"not rolled back: {wave_checks.drift_reason(edited)}"
-    lazy = ctx.strategy.marks_lazy
+    placements = _restore_policies(ctx)
+    # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
+    # placement to go back to: its workloads already follow it, nothing of theirs is undone.
+    changed = {r.key for r in state.policies if r.applied}
+    stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
+    for wave in _waves_to_undo(state.waves, stray):
+        names = [str(key) for key in wave.workloads]
+        if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
+            names = [n for n in names if n in stray or n in _bridged(wave)]
+        workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
+        failed = _undo_wave(ctx, wave, workloads, placements)
+        if failed:
+            return False, failed
+    _lift_lazy(ctx)
+    return True, ""
+
+
+def _restore_policies(ctx: SwitchContext) -> dict[str, object]:
+    """Put each changed policy back (last first); policy key -> its previous placement."""
     placements: dict[str, object] = {}
-    for record in reversed(state.policies):
-        action = policy_change.rollback(ctx.client, record, run_id=ctx.run_id, lazy=lazy,
-                                          save=ctx.save)
+    for record in reversed(ctx.state.policies):
+        action = policy_change.rollback(ctx.client, record, run_id=ctx.run_id,
+                                        lazy=ctx.strategy.marks_lazy, save=ctx.save)
         ctx.save()
         placements[record.key] = previous_placement(record)
         if action is not PolicyAction.UNCHANGED:
             ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),
                                            kind=record.kind,
                                            policy=policy_ref(record.namespace,
-                                                       record.swap_from or record.name),
+                                                             record.swap_from or record.name),
                                            action=PolicyAction.RESTORE))
-    # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
-    # placement to go back to: its workloads already follow it, nothing of theirs is undone.
-    changed = {r.key for r in state.policies if r.applied}
-    stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
-    # a wave whose bridge touched templates moved those (to the bridge): they go back too
-    undo = [w for w in state.waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-                                       and (w.triggered or w.rebalancers or _bridged(w)))
+    return placements
+
+
+def _waves_to_undo(waves: Sequence[WaveState], stray: set[str]) -> list[WaveState]:
+    """The waves to move back, in order: the run's own moves first (last wave first), then
+    what Karmada moved of untriggered waves (a floor such a workload breaks, a scale past
+    capacity, must not keep the triggered waves where the run put them). A wave whose bridge
+    touched templates moved those (to the bridge): they go back too."""
+    undo = [w for w in waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
+                                 and (w.triggered or w.rebalancers or _bridged(w)))
             or stray.intersection(str(k) for k in w.workloads)]
-    # the run's own moves first (last wave first), then what Karmada moved of untriggered
-    # waves: a floor such a workload breaks (a scale past capacity) must not keep the
-    # triggered waves where the run put them
     ours = [w for w in undo if w.triggered or w.rebalancers]
-    for wave in [*reversed(ours), *reversed([w for w in undo if w not in ours])]:
-        names = [str(key) for key in wave.workloads]
-        if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
-            names = [n for n in names if n in stray or n in _bridged(wave)]
-        workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
-        started = ctx.clock.monotonic()
-        outcome = run_wave(ctx, wave, workloads,
-                           placements={w.policy: placements.get(w.policy) for w in workloads},
-                           direction=Direction.BACK) if workloads else None
-        base = ctx.event_base(wave.index)
-        if outcome is not None and not outcome.ok:
-            wave.reason = f"rollback failed: {outcome.reason}"
-            ctx.save()
-            ctx.emitter.emit(WaveFinished(**base, result=WaveResult.FAILED,
-                                          reason=wave.reason, failure=outcome.failure,
-                                          duration_seconds=ctx.clock.monotonic() - started,
-                                          rollback=True))
-            return False, wave.reason
-        if wave.result in (WaveResult.SUCCEEDED, WaveResult.FAILED):  # else never started
-            wave.result = wave.result.after_rollback()
-        wave.finished_at = ctx.now_iso()
+    return [*reversed(ours), *reversed([w for w in undo if w not in ours])]
+
+
+def _undo_wave(ctx: SwitchContext, wave: WaveState, workloads: list[Workload],
+               placements: Mapping[str, object]) -> str:
+    """Move one wave's workloads back under the floors; the failure reason, or ""."""
+    started = ctx.clock.monotonic()
+    outcome = run_wave(ctx, wave, workloads,
+                       placements={w.policy: placements.get(w.policy) for w in workloads},
+                       direction=Direction.BACK) if workloads else None
+    base = ctx.event_base(wave.index)
+    if outcome is not None and not outcome.ok:
+        wave.reason = f"rollback failed: {outcome.reason}"
         ctx.save()
-        ctx.emitter.emit(WaveFinished(**base, result=WaveResult.ROLLED_BACK,
-                                      reason=wave.reason,
+        ctx.emitter.emit(WaveFinished(**base, result=WaveResult.FAILED,
+                                      reason=wave.reason, failure=outcome.failure,
                                       duration_seconds=ctx.clock.monotonic() - started,
                                       rollback=True))
-    for record in state.policies:
+        return wave.reason
+    if wave.result in (WaveResult.SUCCEEDED, WaveResult.FAILED):  # else never started
+        wave.result = wave.result.after_rollback()
+    wave.finished_at = ctx.now_iso()
+    ctx.save()
+    ctx.emitter.emit(WaveFinished(**base, result=WaveResult.ROLLED_BACK,
+                                  reason=wave.reason,
+                                  duration_seconds=ctx.clock.monotonic() - started,
+                                  rollback=True))
+    return ""
+
+
+def _lift_lazy(ctx: SwitchContext) -> None:
+    """Lift the temporary Lazy of each policy, unless lifting would move templates at once
+    (then it is kept, with a warning)."""
+    for record in ctx.state.policies:
         # also a Lazy this run adopted from an earlier run it did not change the policy for
         if not (record.applied or record.lazy.added):
             continue
@@ -97,7 +122,6 @@ def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
         if record.lazy.added:
             record.lazy = LazyMark.LIFTED
             ctx.save()
-    return True, ""
 
 
 def _bridged(wave: WaveState) -> set[str]:

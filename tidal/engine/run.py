@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
+from tidal.domain.plan import PlannedWorkload
+from tidal.domain.schedule import TidalSchedule
 from tidal.domain.team_capacity import TeamEstimate
 from tidal.engine import bridging, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
@@ -37,6 +39,7 @@ from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import ready_field_of
 from tidal.engine.record import RunRecord
 from tidal.engine.refusal import PlanRefused, refusal_problems
+from tidal.engine.resolve import Workload
 from tidal.engine.rollback import roll_back
 from tidal.engine.snapshot import ScheduleSource, schedule_hash, schedule_of, snapshot_of
 from tidal.engine.snapshot import restore as restore_schedule
@@ -46,6 +49,7 @@ from tidal.engine.states import (
     Phase,
     PolicyAction,
     RunResult,
+    Strategy,
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
@@ -120,43 +124,60 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
     resuming = previous is not None and not previous.finished and \
         previous.window == window and (run_id is None or previous.run_id == run_id)
-    schedule = schedule_of(source)
-    notes: list[str] = []
-    if resuming and previous is not None and previous.schedule_snapshot is not None and \
-            previous.schedule_hash != schedule_hash(schedule):
-        schedule = restore_schedule(previous.schedule_snapshot)
-        notes.append(f"schedule {schedule.name} was edited during the run: this run "
-                     f"finishes against the version it started with "
-                     f"({previous.schedule_hash}); the edit applies from the next start")
+    schedule, notes = _schedule_of_run(source, previous if resuming else None)
     bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
     sp = build_plan(client, schedule, window,
                     trigger=previous.trigger if resuming and previous else None, reads=reads,
                     team=team)
+    ready_field = ready_field_of(sp)
     if resuming and previous is not None:
         state = previous
     else:
-        state = RunState(schedule.name, window, run_id or new_run_id(clock), trigger=sp.trigger,
-                         journal_token=previous.journal_token if previous else None)
-        state.policies = carried_over(previous, window)
-        state.schedule_hash, state.schedule_snapshot = \
-            schedule_hash(schedule), snapshot_of(schedule)
-        state.strategy = sp.plan.strategy
-    base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
-    ready_field = ready_field_of(sp)
-    if not resuming:
-        problems = refusal_problems(sp, ready_field)
-        if problems:
-            return Refusal(PlanRefused(sp, problems))
-        # in force already, unless another run left overrides of this schedule behind (then
-        # the run goes through its phases, writing nothing but their removal)
-        if sp.noop and not surging.leftovers_exist(client, schedule.name):
-            return NoOp(sp, base, clock.now().isoformat())
-        state.started_at = iso_now(clock)
-        state.waves = [WaveState(number, [w.key for w in wave])
-                       for number, wave in sp.plan.numbered()]
-        state.warnings = list(sp.warnings)
+        started = _start_new(client, sp, previous, run_id, clock, ready_field)
+        if not isinstance(started, RunState):
+            return started
+        state = started
     return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
                        budget or OwnBudget(), reads, policy_settle, interlude)
+
+
+def _schedule_of_run(source: ScheduleSource, previous: RunState | None
+                     ) -> tuple[TidalSchedule, list[str]]:
+    """The schedule a run goes by: a resumed run's own snapshot when the file was edited
+    since it started (with a note saying so), else the file's."""
+    schedule = schedule_of(source)
+    if previous is None or previous.schedule_snapshot is None or \
+            previous.schedule_hash == schedule_hash(schedule):
+        return schedule, []
+    return restore_schedule(previous.schedule_snapshot), [
+        f"schedule {schedule.name} was edited during the run: this run finishes against the "
+        f"version it started with ({previous.schedule_hash}); the edit applies from the next "
+        "start"]
+
+
+def _start_new(client: KarmadaClient, sp: SwitchPlan, previous: RunState | None,
+               run_id: str | None, clock: Clock, ready_field: str | None
+               ) -> RunState | Refusal | NoOp:
+    """A new run's state, planned waves and all; or its refusal, or a no-op."""
+    schedule, window = sp.schedule, sp.window.name
+    state = RunState(schedule.name, window, run_id or new_run_id(clock), trigger=sp.trigger,
+                     journal_token=previous.journal_token if previous else None)
+    state.policies = carried_over(previous, window)
+    state.schedule_hash, state.schedule_snapshot = schedule_hash(schedule), snapshot_of(schedule)
+    state.strategy = sp.plan.strategy
+    problems = refusal_problems(sp, ready_field)
+    if problems:
+        return Refusal(PlanRefused(sp, problems))
+    # in force already, unless another run left overrides of this schedule behind (then
+    # the run goes through its phases, writing nothing but their removal)
+    if sp.noop and not surging.leftovers_exist(client, schedule.name):
+        base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
+        return NoOp(sp, base, clock.now().isoformat())
+    state.started_at = iso_now(clock)
+    state.waves = [WaveState(number, [w.key for w in wave])
+                   for number, wave in sp.plan.numbered()]
+    state.warnings = list(sp.warnings)
+    return state
 
 
 # Between two waves: (run id, index of the wave just done, the rollout's pause in seconds)
@@ -186,7 +207,7 @@ class PreparedRun:
 
     def __post_init__(self) -> None:
         sp, state = self.plan, self.state
-        surge = state.strategy == "surge"
+        surge = state.strategy is Strategy.SURGE
         self.ctx = SwitchContext(
             client=self.client, clock=self.clock, emitter=self.emitter, state=state,
             save=self.save, strategy=strategy_for(state.trigger, surge=surge),
@@ -327,54 +348,77 @@ def _policies(run: PreparedRun) -> Phase:
     return Phase.WAVES
 
 
+@dataclass(frozen=True)
+class _WaveInputs:
+    """What every wave of a run looks its workloads up in."""
+
+    placements: dict[str, object]  # policy key -> the window's normalized placement
+    by_name: dict[str, Workload]
+    planned_by_name: dict[str, PlannedWorkload]
+    why_gone: dict[str, str]  # left out at planning: why
+    api_versions: dict[str, str]  # kind -> apiVersion
+
+    @classmethod
+    def of(cls, sp: SwitchPlan) -> _WaveInputs:
+        return cls({t.key: normalize_placement(t.target_placement)
+                    for t in sp.selection.policies}, sp.by_name,
+                   {w.name: w for w in sp.plan.workloads},
+                   {s.workload: s.reason for s in sp.selection.skipped},
+                   {w.key.kind: w.key.api_version for w in sp.selection.workloads})
+
+
 def _waves(run: PreparedRun) -> Phase:
     """Each wave not yet succeeded, in order: checks, trigger, gates."""
-    ctx, state, sp = run.ctx, run.state, run.plan
-    clock, emitter = ctx.clock, ctx.emitter
-    placements = {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies}
-    by_name = sp.by_name
-    planned_by_name = {w.name: w for w in sp.plan.workloads}
-    why_gone = {s.workload: s.reason for s in sp.selection.skipped}
-    api_versions = {w.key.kind: w.key.api_version for w in sp.selection.workloads}
-    for i, wave in enumerate(state.waves):
+    inputs = _WaveInputs.of(run.plan)
+    waves = run.state.waves
+    for i, wave in enumerate(waves):
         if wave.result is WaveResult.SUCCEEDED:
             continue
-        if wave.started_at is None:
-            wave.started_at = iso_now(clock)
-        run.save()
-        started = clock.monotonic()
-        names = [str(key) for key in wave.workloads]
-        workloads = [by_name[n] for n in names if n in by_name]
-        for name in names:  # journalled, gone since (a resume): deleted or no longer selected
-            if name not in by_name and name not in ctx.skipped:
-                leave_out(ctx, wave.index, name,
-                          why_gone.get(name) or gone_reason(ctx, name, api_versions))
-        planned = [planned_by_name[n] for n in names if n in planned_by_name]
-        outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
-                                          ctx.list_clusters) or \
-            run_wave(ctx, wave, workloads, placements=placements,
-                     destinations=wave_checks.destinations(planned))
-        wave.finished_at = iso_now(clock)
-        wbase = ctx.event_base(wave.index)
-        if not outcome.ok:
-            wave.result, wave.reason = WaveResult.FAILED, outcome.reason
-            run.save()
-            emitter.emit(WaveFinished(**wbase, result=WaveResult.FAILED, reason=outcome.reason,
-                                      failure=outcome.failure,
-                                      duration_seconds=clock.monotonic() - started))
-            return run.fail(outcome.reason,
-                            halt=outcome.failure is FailureReason.POLICY_DRIFT)
-        wave.result = WaveResult.SUCCEEDED
-        run.save()
-        emitter.emit(WaveFinished(**wbase, result=WaveResult.SUCCEEDED,
-                                  duration_seconds=clock.monotonic() - started))
-        if i < len(state.waves) - 1:
-            pause = sp.rollout.pause_between_waves.total_seconds()
+        failed = _one_wave(run, wave, inputs)
+        if failed is not None:
+            return failed
+        if i < len(waves) - 1:
+            pause = run.plan.rollout.pause_between_waves.total_seconds()
             if run.interlude is None:
-                clock.sleep(pause)
-            elif stop := run.interlude(state.run_id, wave.index, pause):
+                run.ctx.clock.sleep(pause)
+            elif stop := run.interlude(run.state.run_id, wave.index, pause):
                 return run.fail(stop)  # an operator's abort: rolled back or halted (onFailure)
     return Phase.FINISHING
+
+
+def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase | None:
+    """Run one wave to its end (journalled, reported); the run's next phase if it failed."""
+    ctx = run.ctx
+    clock, emitter = ctx.clock, ctx.emitter
+    if wave.started_at is None:
+        wave.started_at = iso_now(clock)
+    run.save()
+    started = clock.monotonic()
+    names = [str(key) for key in wave.workloads]
+    workloads = [inputs.by_name[n] for n in names if n in inputs.by_name]
+    for name in names:  # journalled, gone since (a resume): deleted or no longer selected
+        if name not in inputs.by_name and name not in ctx.skipped:
+            leave_out(ctx, wave.index, name,
+                      inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions))
+    planned = [inputs.planned_by_name[n] for n in names if n in inputs.planned_by_name]
+    outcome = wave_checks.before_wave(ctx.client, run.state.policies, planned,
+                                      ctx.list_clusters) or \
+        run_wave(ctx, wave, workloads, placements=inputs.placements,
+                 destinations=wave_checks.destinations(planned))
+    wave.finished_at = iso_now(clock)
+    wbase = ctx.event_base(wave.index)
+    if not outcome.ok:
+        wave.result, wave.reason = WaveResult.FAILED, outcome.reason
+        run.save()
+        emitter.emit(WaveFinished(**wbase, result=WaveResult.FAILED, reason=outcome.reason,
+                                  failure=outcome.failure,
+                                  duration_seconds=clock.monotonic() - started))
+        return run.fail(outcome.reason, halt=outcome.failure is FailureReason.POLICY_DRIFT)
+    wave.result = WaveResult.SUCCEEDED
+    run.save()
+    emitter.emit(WaveFinished(**wbase, result=WaveResult.SUCCEEDED,
+                              duration_seconds=clock.monotonic() - started))
+    return None
 
 
 def _finishing(run: PreparedRun) -> Phase:

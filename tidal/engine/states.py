@@ -1,8 +1,10 @@
-"""The run's vocabulary and its state machine, in one place.
+"""The run's state machines (phases, surge and bridge steps) and the engine's own vocabulary.
 
-Every value a run journals, resumes on, reports or alerts on is a StrEnum here; its value is
-the string stored in the journal and printed by `tidal switch -o json` (so old journals read
-back unchanged). A run moves between phases only along `TRANSITIONS`; any other move raises
+The outcome vocabulary shared with metrics, status and the CLI (results, failure reasons,
+gates, triggers, strategies) lives in tidal.domain.outcomes and is re-exported here. Every
+value a run journals, resumes on, reports or alerts on is a StrEnum; its value is the string
+stored in the journal and printed by `tidal switch -o json` (so old journals read back
+unchanged). A run moves between phases only along `TRANSITIONS`; any other move raises
 IllegalTransition.
 
     planned -> policies -> waves -> finishing -> done
@@ -16,6 +18,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final, TypeVar
+
+from tidal.domain.outcomes import (
+    AUTO,
+    NOT_STARTED,
+    FailureReason,
+    Gate,
+    RunResult,
+    Strategy,
+    Trigger,
+    WaveResult,
+)
+
+__all__ = [
+    "AUTO", "BRIDGE_TRANSITIONS", "NOT_STARTED", "SURGE_TRANSITIONS", "TRANSITIONS", "BridgeStep",
+    "ChangeKind", "Direction", "FailureReason", "Gate", "IllegalBridgeStep", "IllegalSurgeStep",
+    "IllegalTransition", "LazyMark", "Phase", "PolicyAction", "PolicyStage", "RunResult",
+    "Strategy", "SurgeStep", "Trigger", "WaveResult", "check_bridge_step", "check_surge_step",
+    "check_transition",
+]
 
 _S = TypeVar("_S", bound=StrEnum)
 
@@ -63,61 +84,6 @@ def check_transition(current: Phase, wanted: Phase) -> Phase:
     return wanted
 
 
-class RunResult(StrEnum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    ROLLED_BACK = "rolledBack"
-
-    @classmethod
-    def _missing_(cls, value: object) -> RunResult | None:
-        return cls.ROLLED_BACK if value == "rolled_back" else None
-
-    @property
-    def metric_label(self) -> str:
-        """The Prometheus label value (snake_case)."""
-        return "rolled_back" if self is RunResult.ROLLED_BACK else self.value
-
-
-class WaveResult(StrEnum):
-    """A wave's end; a rolled back wave is one value (the old journal kept a flag beside)."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    ROLLED_BACK = "rolledBack"  # it had succeeded, and was moved back
-    FAILED_ROLLED_BACK = "failedRolledBack"  # it had failed, and what it moved was moved back
-
-    @classmethod
-    def _missing_(cls, value: object) -> WaveResult | None:
-        return cls.ROLLED_BACK if value == "rolled_back" else None
-
-    @property
-    def reported(self) -> str:
-        """What the run record and events say (a failed wave stays failed once undone)."""
-        return WaveResult.FAILED.value if self is WaveResult.FAILED_ROLLED_BACK else self.value
-
-    @property
-    def rolled_back(self) -> bool:
-        return self in (WaveResult.ROLLED_BACK, WaveResult.FAILED_ROLLED_BACK)
-
-    def after_rollback(self) -> WaveResult:
-        return WaveResult.FAILED_ROLLED_BACK if self is WaveResult.FAILED else \
-            WaveResult.ROLLED_BACK
-
-
-NOT_STARTED: Final = "notStarted"  # the run record's result of a wave not yet finished
-
-
-class Trigger(StrEnum):
-    """The trigger a run uses, resolved from the window's setting (which may say `auto`)."""
-
-    TOUCH = "touch"
-    REBALANCE = "rebalance"
-    BOTH = "both"
-
-
-AUTO: Final = "auto"  # the configured trigger that asks the planner to choose
-
-
 class Direction(StrEnum):
     """Which way a wave moves its workloads."""
 
@@ -160,18 +126,6 @@ class LazyMark(StrEnum):
     @property
     def added(self) -> bool:
         return self is not LazyMark.NONE
-
-
-class FailureReason(StrEnum):
-    """Why a wave failed (the `reason` label of tidal_wave_failures_total)."""
-
-    FLOOR_BREACH = "floor_breach"
-    TIMEOUT = "timeout"
-    UNSCHEDULABLE = "unschedulable"
-    BINDING_NOT_FOUND = "binding_not_found"
-    API_ERROR = "api_error"
-    CLUSTER_NOT_READY = "cluster_not_ready"
-    POLICY_DRIFT = "policy_drift"
 
 
 class SurgeStep(StrEnum):
@@ -254,12 +208,3 @@ def check_bridge_step(current: BridgeStep, wanted: BridgeStep) -> BridgeStep:
     if not _legal(BRIDGE_TRANSITIONS, current, wanted):
         raise IllegalBridgeStep(current, wanted)
     return wanted
-
-
-class Gate(StrEnum):
-    """What a wave waits for, in order."""
-
-    TRIGGERED = "triggered"
-    SCHEDULED = "scheduled"
-    CONVERGED = "converged"
-    FLOORS = "floors"

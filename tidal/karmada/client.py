@@ -147,6 +147,32 @@ class RetryPolicy:
     max_retry_after: float = 30.0
 
 
+def _client_from_file(path: str | Path, context: str | None, configuration: Any) -> Any:
+    """The kubernetes ApiClient of a kubeconfig file; a one-line KarmadaError for a file
+    that cannot be read, parsed or used."""
+    import yaml
+    from kubernetes import config
+
+    try:
+        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(path) if path else None, context=context, persist_config=False,
+            client_configuration=configuration,
+        )
+    except config.ConfigException as exc:
+        raise KarmadaError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
+    except yaml.YAMLError as exc:  # the client parses the file with PyYAML
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise KarmadaError(f"kubeconfig {path or '(default)'} is not valid YAML{at}: "
+                           f"{getattr(exc, 'problem', None) or exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KarmadaError(f"cannot read kubeconfig {path}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from exc
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # odd shapes
+        raise KarmadaError(f"kubeconfig {path or '(default)'} is not a kubeconfig "
+                           f"(apiVersion v1, kind Config): {exc!r}") from exc
+
+
 class KarmadaClient:
     """A thin, error-translating, retrying JSON client for the Karmada apiserver."""
 
@@ -184,7 +210,6 @@ class KarmadaClient:
                         sources: KubeconfigSources | None = None, **kw: Any) -> KarmadaClient:
         """A client from the kubeconfig at `path`; with no path, from the first of `sources`
         (the settings' KUBECONFIG, in-cluster, ~/.kube/config) that is there."""
-        import yaml
         from kubernetes import client as k8s
         from kubernetes import config
 
@@ -199,25 +224,7 @@ class KarmadaClient:
             path = found
         if path and not Path(path).is_file():
             raise KarmadaError(f"kubeconfig {path} does not exist or is not a file")
-        try:
-            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(path) if path else None, context=context, persist_config=False,
-                client_configuration=configuration,
-            )
-        except config.ConfigException as exc:
-            raise KarmadaError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
-        except yaml.YAMLError as exc:  # the client parses the file with PyYAML
-            where = getattr(exc, "problem_mark", None)
-            at = f" at line {where.line + 1}" if where is not None else ""
-            raise KarmadaError(f"kubeconfig {path or '(default)'} is not valid YAML{at}: "
-                               f"{getattr(exc, 'problem', None) or exc}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KarmadaError(f"cannot read kubeconfig {path}: "
-                               f"{getattr(exc, 'strerror', None) or exc}") from exc
-        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # odd shapes
-            raise KarmadaError(f"kubeconfig {path or '(default)'} is not a kubeconfig "
-                               f"(apiVersion v1, kind Config): {exc!r}") from exc
-        return cls(api, **kw)
+        return cls(_client_from_file(path, context, configuration), **kw)
 
     @staticmethod
     def _standard_kubeconfig(sources: KubeconfigSources) -> Path | None:

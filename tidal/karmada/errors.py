@@ -158,33 +158,45 @@ def error_for_status(
 ) -> KarmadaError:
     """The error for an HTTP error answer, from its `kind: Status` body where there is one."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
-    reason, message = "", text.strip()[:300] or f"HTTP {code}"
-    retry_after: float | None = None
-    fields: tuple[str, ...] = ()
-    try:
-        status = json.loads(text) if text else None
-    except ValueError:
-        status = None
-    if isinstance(status, dict):
-        reason = str(status.get("reason") or "")
-        message = str(status.get("message") or message)
-        details = status.get("details")
-        if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:
-            retry_after = parse_retry_after(details.get("retryAfterSeconds"))
-        fields = _fields_of(details, message)
+    reason, message, retry_after, fields = _status_of(text, code)
     if headers is not None:
         header = headers.get("Retry-After") if hasattr(headers, "get") else None
         retry_after = parse_retry_after(header) if header is not None else retry_after
-    cls = _BY_REASON.get(reason) or _BY_CODE.get(code)
-    if cls is None:
-        cls = ServerError if code >= 500 else KarmadaError
-    if cls is Conflict and reason == "AlreadyExists":
-        cls = AlreadyExists
+    cls = _class_of(code, reason)
     kw: dict[str, Any] = {"code": code, "reason": reason or str(code), "verb": verb,
                           "resource": resource, "fields": fields}
     if cls is Throttled:
         return Throttled(message, retry_after=retry_after, **kw)
     return cls(message, **kw)
+
+
+def _status_of(text: str, code: int) -> tuple[str, str, float | None, tuple[str, ...]]:
+    """(reason, message, retryAfterSeconds, fields) of an answer's body: a `kind: Status`
+    document, or text."""
+    reason, message = "", text.strip()[:300] or f"HTTP {code}"
+    try:
+        status = json.loads(text) if text else None
+    except ValueError:
+        status = None
+    if not isinstance(status, dict):
+        return reason, message, None, ()
+    reason = str(status.get("reason") or "")
+    message = str(status.get("message") or message)
+    details = status.get("details")
+    retry_after = None
+    if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:
+        retry_after = parse_retry_after(details.get("retryAfterSeconds"))
+    return reason, message, retry_after, _fields_of(details, message)
+
+
+def _class_of(code: int, reason: str) -> type[KarmadaError]:
+    """The error class of a Status reason, else of the HTTP code."""
+    cls = _BY_REASON.get(reason) or _BY_CODE.get(code)
+    if cls is None:
+        cls = ServerError if code >= 500 else KarmadaError
+    if cls is Conflict and reason == "AlreadyExists":
+        cls = AlreadyExists
+    return cls
 
 
 def _fields_of(details: Any, message: str) -> tuple[str, ...]:

@@ -85,19 +85,20 @@ def node_views(nodes: Iterable[Obj], pods: Iterable[Obj]) -> tuple[NodeView, ...
         bucket = requested.setdefault(where, {})
         for name, qty in pod_requests(pod).items():
             bucket[name] = bucket.get(name, 0.0) + qty
-    views = []
-    for node in nodes:
-        meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
-        name = str(meta.get("name"))
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in status.get("conditions") or [])
-        taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "")),
-                             str(t.get("effect", ""))) for t in spec.get("taints") or [])
-        views.append(NodeView(name, dict(meta.get("labels") or {}),
-                              _resources(status.get("allocatable")), requested.get(name, {}),
-                              counts.get(name, 0), ready and not spec.get("unschedulable"),
-                              taints))
-    return tuple(views)
+    return tuple(_node_view(node, requested, counts) for node in nodes)
+
+
+def _node_view(node: Obj, requested: dict[str, dict[str, float]],
+               counts: dict[str, int]) -> NodeView:
+    meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    name = str(meta.get("name"))
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [])
+    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "")),
+                         str(t.get("effect", ""))) for t in spec.get("taints") or [])
+    return NodeView(name, dict(meta.get("labels") or {}),
+                    _resources(status.get("allocatable")), requested.get(name, {}),
+                    counts.get(name, 0), ready and not spec.get("unschedulable"), taints)
 
 
 def quota_view(obj: Obj) -> QuotaView:

@@ -11,7 +11,7 @@ from typing import Protocol
 from tidal.loading.errors import LocatedError, YamlProblem
 from tidal.loading.locate import dotted, locate
 from tidal.loading.policies import PolicySchemas, allowed_fields, unknown_field
-from tidal.loading.yamlfile import read_yaml_file
+from tidal.loading.yamlfile import YamlDocument, read_yaml_file
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -34,6 +34,15 @@ def field_parts(path: str) -> tuple[str | int, ...]:
     return tuple(int(index) if index else name for name, index in _PART.findall(path))
 
 
+def _window_index(document: YamlDocument | None, window: str) -> int:
+    """The index of the window under spec.windows (0 when the file does not say)."""
+    if document is None or not isinstance(document.data, dict):
+        return 0
+    windows = (document.data.get("spec") or {}).get("windows")
+    return next((i for i, w in enumerate(windows or [])
+                 if isinstance(w, dict) and w.get("name") == window), 0)
+
+
 def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
                     schemas: PolicySchemas | None = None) -> list[LocatedError]:
     """One located error per refused write (per field the server named, where it named any);
@@ -42,10 +51,7 @@ def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
         document = read_yaml_file(path)
     except YamlProblem:
         document = None
-    windows = (document.data.get("spec") or {}).get("windows") if document is not None and \
-        isinstance(document.data, dict) else None
-    w_index = next((i for i, w in enumerate(windows or [])
-                    if isinstance(w, dict) and w.get("name") == window), 0)
+    w_index = _window_index(document, window)
     errors = []
     for refusal in refusals:
         at: tuple[str | int, ...] = ("spec", "windows", w_index, "policies", refusal.index)

@@ -169,6 +169,18 @@ def position(node: Any, key_or_index: Any, fallback: tuple[int, int]) -> tuple[i
         return fallback
 
 
+def _plain_map(node: CommentedMap, depth: int, budget: list[int],
+               where: tuple[int, int]) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    for key in node:
+        at = position(node, key, where)
+        if isinstance(key, bool) or key is None or not isinstance(key, str | int | float):
+            raise YamlProblem(*at, f"mapping key {key!r} is not text; use a plain key")
+        plain_key = str(key) if isinstance(key, str) else key
+        result[plain_key] = _plain(node[key], depth + 1, budget, at)
+    return result
+
+
 def _plain(node: Any, depth: int, budget: list[int], where: tuple[int, int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
@@ -178,25 +190,15 @@ def _plain(node: Any, depth: int, budget: list[int], where: tuple[int, int]) -> 
         raise YamlProblem(*where, f"nesting deeper than {MAX_DEPTH} levels (a recursive "
                                   "alias?); flatten the file")
     if isinstance(node, CommentedMap):
-        result: dict[Any, Any] = {}
-        for key in node:
-            at = position(node, key, where)
-            if isinstance(key, bool) or key is None or not isinstance(key, str | int | float):
-                raise YamlProblem(*at, f"mapping key {key!r} is not text; use a plain key")
-            plain_key = str(key) if isinstance(key, str) else key
-            result[plain_key] = _plain(node[key], depth + 1, budget, at)
-        return result
+        return _plain_map(node, depth, budget, where)
     if isinstance(node, CommentedSeq):
         return [_plain(item, depth + 1, budget, position(node, index, where))
                 for index, item in enumerate(node)]
     if node is None or isinstance(node, bool):
         return node
-    if isinstance(node, str):
-        return str(node)
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
+    for kind in (str, int, float):  # plain values of ruamel's own subclasses
+        if isinstance(node, kind):
+            return kind(node)
     if isinstance(node, datetime | date):
         return node.isoformat()
     raise YamlProblem(*where, f"unsupported YAML value of type {type(node).__name__} "

@@ -53,6 +53,16 @@ class AdminApi:
     def handle(self, req: Request) -> Response:
         parts = [p for p in req.path[len(PREFIX) :].split("/") if p]
         method = req.method
+        if parts[:1] in (["timeline"], ["requests"], ["requestlog"]):
+            return self._accounting(method, parts, req)
+        if parts[:1] == ["faults"]:
+            return self._faults(method, parts[1:], req)
+        if parts == ["teamcapacity"] and self.team_capacity is not None:
+            return self._team_capacity(method, req)
+        raise ApiError(404, f"no such emulator endpoint: {method} {req.path}")
+
+    def _accounting(self, method: str, parts: list[str], req: Request) -> Response:
+        """The timeline of ready replicas, and the request counts and log."""
         if parts == ["timeline"] and method == "GET":
             return Response(200, self._timeline(req))
         if parts == ["requests"] and method == "GET":
@@ -63,10 +73,6 @@ class AdminApi:
         if parts == ["requestlog"] and method == "GET":
             since = req.int_param("since") or 0
             return Response(200, {"items": [r.to_json() for r in self.accounting.log(since)]})
-        if parts[:1] == ["faults"]:
-            return self._faults(method, parts[1:], req)
-        if parts == ["teamcapacity"] and self.team_capacity is not None:
-            return self._team_capacity(method, req)
         raise ApiError(404, f"no such emulator endpoint: {method} {req.path}")
 
     def _team_capacity(self, method: str, req: Request) -> Response:
@@ -109,20 +115,22 @@ class AdminApi:
         if method == "GET" and not rest:
             return Response(200, {"items": [f.to_json() for f in self.faults.list()]})
         if method == "POST" and not rest:
-            try:
-                data = json.loads(req.body or b"{}")
-                specs = data if isinstance(data, list) else [data]
-                added = [self.faults.inject(Fault.from_json(spec)) for spec in specs]
-            except (ValueError, TypeError, AttributeError) as exc:
-                message = str(exc) if isinstance(exc, FaultError) else f"bad fault body: {exc}"
-                raise ApiError(400, message) from exc
-            body: Any = (
-                [f.to_json() for f in added] if isinstance(data, list) else added[0].to_json()
-            )
-            return Response(201, body)
+            return self._inject(req)
         if method == "DELETE":
             removed = self.faults.clear(rest[0] if rest else None)
             if rest and not removed:
                 raise ApiError(404, f"no fault with id {rest[0]!r}")
             return Response(200, {"removed": removed})
         raise ApiError(405, f"{method} is not allowed on /sim/v1/faults")
+
+    def _inject(self, req: Request) -> Response:
+        """POST /sim/v1/faults: one fault or a list of them."""
+        try:
+            data = json.loads(req.body or b"{}")
+            specs = data if isinstance(data, list) else [data]
+            added = [self.faults.inject(Fault.from_json(spec)) for spec in specs]
+        except (ValueError, TypeError, AttributeError) as exc:
+            message = str(exc) if isinstance(exc, FaultError) else f"bad fault body: {exc}"
+            raise ApiError(400, message) from exc
+        body: Any = [f.to_json() for f in added] if isinstance(data, list) else added[0].to_json()
+        return Response(201, body)

@@ -32,6 +32,24 @@ def _group_version(parts: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def _namespace_of(kinds: KindRegistry, group: str, version: str, segs: list[str]
+                  ) -> tuple[str | None, list[str]]:
+    """(namespace, the segments after it) of `namespaces/NS/PLURAL/...` when PLURAL is a
+    namespaced kind; (None, segs) otherwise."""
+    if segs[0] == "namespaces" and len(segs) >= 3:
+        candidate = kinds.by_plural(group, version, segs[2])
+        if candidate is not None and candidate.namespaced:
+            return segs[1], segs[2:]
+    return None, segs
+
+
+def _serves(rtype: ResourceType, sub: str) -> bool:
+    """Whether the kind serves the subresource (status; scale for Deployments and
+    StatefulSets)."""
+    scalable = (rtype.group, rtype.plural) in {("apps", "deployments"), ("apps", "statefulsets")}
+    return (sub == "status" and rtype.has_status) or (sub == "scale" and scalable)
+
+
 def parse_route(kinds: KindRegistry, path: str) -> Route | None:
     """The route of a resource path; None when the path is not a resource path at all.
 
@@ -44,11 +62,7 @@ def parse_route(kinds: KindRegistry, path: str) -> Route | None:
     group, version, segs = gv
     if not segs:
         return None
-    namespace: str | None = None
-    if segs[0] == "namespaces" and len(segs) >= 3:
-        candidate = kinds.by_plural(group, version, segs[2])
-        if candidate is not None and candidate.namespaced:
-            namespace, segs = segs[1], segs[2:]
+    namespace, segs = _namespace_of(kinds, group, version, segs)
     plural, rest = segs[0], segs[1:]
     rtype = kinds.by_plural(group, version, plural)
     if rtype is None or len(rest) > 2:
@@ -57,9 +71,6 @@ def parse_route(kinds: KindRegistry, path: str) -> Route | None:
         raise UnknownResource(path)  # a namespaced object needs its namespace in the path
     name = rest[0] if rest else None
     sub = rest[1] if len(rest) == 2 else None
-    scalable = (rtype.group, rtype.plural) in {("apps", "deployments"), ("apps", "statefulsets")}
-    if sub is not None and not (
-        (sub == "status" and rtype.has_status) or (sub == "scale" and scalable)
-    ):
+    if sub is not None and not _serves(rtype, sub):
         raise UnknownResource(path)
     return Route(rtype, namespace, name, sub)

@@ -161,31 +161,40 @@ class ApiServer:
         if req.method != "GET":
             raise ApiError(405, f"method {req.method} not allowed on {req.path}")
         parts = [p for p in req.path.split("/") if p]
-        kinds = self.store.kinds
-        doc: Any = None
-        if parts == ["version"]:
-            doc = discovery.VERSION_INFO
-        elif parts in (["healthz"], ["livez"], ["readyz"]):
+        if parts in (["healthz"], ["livez"], ["readyz"]):
             return Response(200, "ok")
-        elif parts == ["api"]:
-            doc = discovery.core_versions()
-        elif parts == ["apis"]:
-            doc = discovery.group_list(kinds)
-        elif len(parts) == 2 and parts[0] == "api":
-            doc = discovery.resource_list(kinds, "", parts[1])
-        elif len(parts) == 2 and parts[0] == "apis":
-            doc = discovery.group(kinds, parts[1])
-        elif len(parts) == 3 and parts[0] == "apis":
-            doc = discovery.resource_list(kinds, parts[1], parts[2])
-        elif parts == ["openapi", "v3"]:
-            doc = openapi.root(kinds)
-        elif parts[:3] == ["openapi", "v3", "api"] and len(parts) == 4:
-            doc = openapi.group_version(kinds, "", parts[3], self._schema_of)
-        elif parts[:3] == ["openapi", "v3", "apis"] and len(parts) == 5:
-            doc = openapi.group_version(kinds, parts[3], parts[4], self._schema_of)
+        doc = self._discovery(parts) if parts[:1] != ["openapi"] else self._openapi(parts)
         if doc is None:
             raise not_found_path(req.path)
         return Response(200, doc)
+
+    def _discovery(self, parts: list[str]) -> Any:
+        """The version and discovery documents (None: no such path)."""
+        kinds = self.store.kinds
+        if parts == ["version"]:
+            return discovery.VERSION_INFO
+        if parts == ["api"]:
+            return discovery.core_versions()
+        if parts == ["apis"]:
+            return discovery.group_list(kinds)
+        if len(parts) == 2 and parts[0] == "api":
+            return discovery.resource_list(kinds, "", parts[1])
+        if len(parts) == 2 and parts[0] == "apis":
+            return discovery.group(kinds, parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.resource_list(kinds, parts[1], parts[2])
+        return None
+
+    def _openapi(self, parts: list[str]) -> Any:
+        """The OpenAPI v3 documents (None: no such path)."""
+        kinds = self.store.kinds
+        if parts == ["openapi", "v3"]:
+            return openapi.root(kinds)
+        if parts[:3] == ["openapi", "v3", "api"] and len(parts) == 4:
+            return openapi.group_version(kinds, "", parts[3], self._schema_of)
+        if parts[:3] == ["openapi", "v3", "apis"] and len(parts) == 5:
+            return openapi.group_version(kinds, parts[3], parts[4], self._schema_of)
+        return None
 
 
 def _written_version(verb: str, result: Response | StreamResponse) -> int | None:

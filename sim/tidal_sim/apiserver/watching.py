@@ -6,7 +6,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from tidal_sim.apiserver.errors import status_body
 from tidal_sim.apiserver.jsonenc import dumps
@@ -155,6 +155,46 @@ def _nothing() -> None:
     pass
 
 
+def _initial_events(render: Callable[[Obj], Obj] | None, initial: list[Obj]
+                    ) -> Iterator[bytes]:
+    """The list a watch starts with, as ADDED events, 200 to a chunk."""
+    batch: list[bytes] = []
+    for obj in initial:
+        batch.append(_line("ADDED", render(obj) if render else obj))
+        if len(batch) >= 200:
+            yield b"".join(batch)
+            batch = []
+    if batch:
+        yield b"".join(batch)
+
+
+def _progress_bookmark(store: Store, sub: Subscription, rtype: ResourceType) -> Iterator[bytes]:
+    """A BOOKMARK at the version the subscription has drained to (none before any)."""
+    current = store.drained_version(sub)
+    if current is not None:
+        yield _bookmark(rtype, current)
+
+
+_EMPTY: Final = object()  # no event came within the wait
+
+
+def _wait_for(to_deadline: float, to_bookmark: float | None) -> float:
+    """How long to wait for the next event: at most a poll, and not past the next bookmark."""
+    wait = min(to_deadline, _POLL)
+    return wait if to_bookmark is None else min(wait, max(0.0, to_bookmark))
+
+
+def _next_event(sub: Subscription, wait: float, idle: Callable[[float], None] | None) -> Any:
+    """The subscription's next event (None: closed by the store), or _EMPTY. With `idle` (a
+    simulated clock) the queue is only looked at, and time moves on when it is empty."""
+    try:
+        return sub.events.get(timeout=wait) if idle is None else sub.events.get_nowait()
+    except queue.Empty:
+        if idle is not None:
+            idle(max(wait, 0.001))  # time moves; the controllers' work may send events
+        return _EMPTY
+
+
 def _stream(
     render: Callable[[Obj], Obj] | None,
     store: Store,
@@ -179,36 +219,18 @@ def _stream(
         deadline = min(deadline, start + cut_after)
     next_bookmark = start + bookmark_interval
     try:
-        batch: list[bytes] = []
-        for obj in initial:
-            batch.append(_line("ADDED", render(obj) if render else obj))
-            if len(batch) >= 200:
-                yield b"".join(batch)
-                batch = []
-        if batch:
-            yield b"".join(batch)
+        yield from _initial_events(render, initial)
         if send_initial and bookmarks:
             yield _bookmark(rtype, rv, initial_end=True)
-        while True:
-            now = clock()
-            if now >= deadline:
-                return
-            wait = min(deadline - now, _POLL)
-            if bookmarks:
-                wait = min(wait, max(0.0, next_bookmark - now))
-            try:
-                event = sub.events.get(timeout=wait) if idle is None else \
-                    sub.events.get_nowait()
-            except queue.Empty:
-                if idle is not None:
-                    idle(max(wait, 0.001))  # time moves; the controllers' work may send events
+        while (now := clock()) < deadline:
+            wait = _wait_for(deadline - now, next_bookmark - now if bookmarks else None)
+            event = _next_event(sub, wait, idle)
+            if event is _EMPTY:
                 if is_closed():
                     return
                 if bookmarks and clock() >= next_bookmark:
                     next_bookmark = clock() + bookmark_interval
-                    current = store.drained_version(sub)
-                    if current is not None:
-                        yield _bookmark(rtype, current)
+                    yield from _progress_bookmark(store, sub, rtype)
                 continue
             if event is None:
                 return  # closed by the store (shutdown or a drop-watch fault)

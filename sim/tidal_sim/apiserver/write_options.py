@@ -47,13 +47,19 @@ def write_options(kind: str, req: Request, *, body_checked: bool = True) -> Writ
                        details={"group": "meta.k8s.io", "kind": kind, "causes": [
                            {"reason": "FieldValueNotSupported", "field": f, "message": m}
                            for f, m in causes]})
-    content_type = (req.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-    decoding: tuple[str, ...] = ()
-    if body_checked and content_type in _JSON_TYPES:
-        decoding = tuple(f'duplicate field "{d}"' for d in duplicate_fields(req.body))
-    elif body_checked and content_type == JSON_PATCH:
-        decoding = json_patch_problems(req.body)
+    decoding = _decoding_problems(req) if body_checked else ()
     return WriteOptions(directive or "Warn", dry_run == "All", decoding)
+
+
+def _decoding_problems(req: Request) -> tuple[str, ...]:
+    """What strict decoding finds in the body: duplicate fields of a JSON body, or bad keys
+    of JSON patch operations."""
+    content_type = (req.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if content_type in _JSON_TYPES:
+        return tuple(f'duplicate field "{d}"' for d in duplicate_fields(req.body))
+    if content_type == JSON_PATCH:
+        return json_patch_problems(req.body)
+    return ()
 
 
 def json_patch_problems(body: bytes) -> tuple[str, ...]:

@@ -36,6 +36,18 @@ class Admitter(Protocol):
         """The kind's openAPIV3Schema (published in /openapi/v3), if the admitter has one."""
 
 
+def _patched_meta(route: Route, patched: Obj) -> Obj:
+    """The patched object's metadata; an error when the patch changed its name or namespace."""
+    meta = patched.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise ApiError(422, "metadata must be an object", reason="Invalid")
+    if meta.get("name") != route.name or (
+        route.rtype.namespaced and meta.get("namespace") != route.namespace
+    ):
+        raise ApiError(400, "the patch may not change the object's name or namespace")
+    return meta
+
+
 class WriteVerbs:
     """Mixed into RestHandlers: everything that changes stored objects."""
 
@@ -192,34 +204,26 @@ class WriteVerbs:
         for _ in range(5):  # the real server retries a patch that lost a race
             current = self.store.get(rtype, route.namespace, route.name or "")
             patched = patching.apply_patch(rtype, current, content_type, req.body)
-            meta = patched.setdefault("metadata", {})
-            if not isinstance(meta, dict):
-                raise ApiError(422, "metadata must be an object", reason="Invalid")
-            if meta.get("name") != route.name or (
-                rtype.namespaced and meta.get("namespace") != route.namespace
-            ):
-                raise ApiError(400, "the patch may not change the object's name or namespace")
-            if route.subresource == "status":
-                if options.dry_run:
-                    return Response(200, patched)
-                try:
-                    return Response(200, self.store.update(rtype, patched, subresource="status"))
-                except Conflict as exc:
-                    last = exc
-                    if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
-                        raise
-                    continue
-            headers = self._admit(rtype, patched, options, patch=True)
-            if options.dry_run:
-                return Response(200, patched, headers)
+            meta = _patched_meta(route, patched)
             try:
-                return Response(200, self.store.update(rtype, patched), headers)
+                return self._write_patched(route, patched, options)
             except Conflict as exc:
                 last = exc
                 if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
                     raise  # the patch itself carried a stale resourceVersion: a real conflict
         assert last is not None
         raise last
+
+    def _write_patched(self, route: Route, patched: Obj, options: WriteOptions) -> Response:
+        """Admit and store a patched object (its status alone for the status subresource)."""
+        if route.subresource == "status":
+            if options.dry_run:
+                return Response(200, patched)
+            return Response(200, self.store.update(route.rtype, patched, subresource="status"))
+        headers = self._admit(route.rtype, patched, options, patch=True)
+        if options.dry_run:
+            return Response(200, patched, headers)
+        return Response(200, self.store.update(route.rtype, patched), headers)
 
     def _server_side_apply(self, route: Route, req: Request, options: WriteOptions
                            ) -> Response:
@@ -257,22 +261,27 @@ class WriteVerbs:
         options = json.loads(req.body) if req.body.strip() else {}
         preconditions = options.get("preconditions") or {} if isinstance(options, dict) else {}
         if preconditions:
-            current = self.store.get(rtype, route.namespace, route.name or "", copy_=False)
-            want_rv = preconditions.get("resourceVersion")
-            want_uid = preconditions.get("uid")
-            if (want_rv and want_rv != current["metadata"]["resourceVersion"]) or (
-                want_uid and want_uid != current["metadata"]["uid"]
-            ):
-                raise Conflict(
-                    f"Operation cannot be fulfilled on {rtype.plural}.{rtype.group} "
-                    f'"{route.name}": '
-                    "Precondition failed"
-                )
+            self._check_preconditions(route, preconditions)
         if dry_run:
             return Response(200, self.store.get(rtype, route.namespace, route.name or ""))
         if rtype.group == "" and rtype.plural == "namespaces":
             self._empty_namespace(route.name or "")
         return Response(200, self.store.delete(rtype, route.namespace, route.name or ""))
+
+    def _check_preconditions(self, route: Route, preconditions: dict[str, Any]) -> None:
+        """A delete's preconditions (resourceVersion, uid): a Conflict when one fails."""
+        rtype = route.rtype
+        current = self.store.get(rtype, route.namespace, route.name or "", copy_=False)
+        want_rv = preconditions.get("resourceVersion")
+        want_uid = preconditions.get("uid")
+        if (want_rv and want_rv != current["metadata"]["resourceVersion"]) or (
+            want_uid and want_uid != current["metadata"]["uid"]
+        ):
+            raise Conflict(
+                f"Operation cannot be fulfilled on {rtype.plural}.{rtype.group} "
+                f'"{route.name}": '
+                "Precondition failed"
+            )
 
     def _empty_namespace(self, namespace: str) -> None:
         for rtype in self.store.kinds.all():

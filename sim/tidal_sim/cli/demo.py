@@ -42,7 +42,7 @@ def demo_command(keep: bool, output: str, speed: float, plot: Path) -> None:
     """
     from rich.console import Console
 
-    from tidal_sim.demo.render import LiveProgress, PlainProgress, splits_table, summary_table
+    from tidal_sim.demo.render import LiveProgress, PlainProgress
     from tidal_sim.demo.runner import Demo, DemoError, DemoOptions, Progress
 
     if speed <= 0:
@@ -72,28 +72,41 @@ def demo_command(keep: bool, output: str, speed: float, plot: Path) -> None:
         demo.close(remove=False)  # keeps the daemon log of whatever went wrong
         raise
     kept = (keep or not result.ok) and not result.interrupted
+    _summary(result, console, output, kept=kept, speed=speed, plot=plot)
+    if keep and not result.interrupted:
+        _keep(result, console, to_stderr=output == "json")
+    demo.close(remove=not kept or keep)  # a failed run keeps its daemon log for a look
+    sys.exit(_exit_code(result))
+
+
+def _exit_code(result: Any) -> int:
+    if result.interrupted:
+        return INTERRUPTED
+    return OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED
+
+
+def _summary(result: Any, console: Any, output: str, *, kept: bool, speed: float,
+             plot: Path) -> None:
+    """The result as JSON on stdout, or the summary table, the splits, the picture's path and
+    a verdict line."""
+    from tidal_sim.demo.render import splits_table, summary_table
+
     picture, no_picture = _picture(result, plot)
     if output == "json":
         click.echo(json.dumps({**result.to_json(kept=kept),
                                "picture": str(picture) if picture else None}, indent=2))
         if no_picture:
             click.echo(no_picture, err=True)
-    else:
-        console.print(summary_table(result.tracker))
-        console.print(splits_table(result.splits))
-        for split in result.splits:
-            console.print(f"{split.why}.")
-        console.print(f"picture: {picture}" if picture else no_picture)
-        verdict = "every switch succeeded, no floor breached" if result.ok else \
-            "interrupted" if result.interrupted else \
-            f"NOT all switches succeeded (daemon log: {result.log})"
-        console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
-    if keep and not result.interrupted:
-        _keep(result, console, to_stderr=output == "json")
-    demo.close(remove=not kept or keep)  # a failed run keeps its daemon log for a look
-    if result.interrupted:
-        sys.exit(INTERRUPTED)
-    sys.exit(OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED)
+        return
+    console.print(summary_table(result.tracker))
+    console.print(splits_table(result.splits))
+    for split in result.splits:
+        console.print(f"{split.why}.")
+    console.print(f"picture: {picture}" if picture else no_picture)
+    verdict = "every switch succeeded, no floor breached" if result.ok else \
+        "interrupted" if result.interrupted else \
+        f"NOT all switches succeeded (daemon log: {result.log})"
+    console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
 
 
 def _picture(result: Any, path: Path) -> tuple[Path | None, str]:

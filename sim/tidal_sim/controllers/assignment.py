@@ -151,12 +151,9 @@ def assign(
     replicas = int(spec.get("replicas") or 0)
     request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
     workload = is_workload(spec)
-    available: dict[str, int] = {}
-    for name in candidates:
-        if replicas == 0:
-            available[name] = replicas  # estimators are skipped for non-workloads
-        else:
-            available[name] = estimate(clusters[name], request, binding)
+    # estimators are skipped for non-workloads
+    available = {name: estimate(clusters[name], request, binding) if replicas else 0
+                 for name in candidates}
     candidates = order_candidates(candidates, available, current)
     candidates = _spread_by_cluster(
         placement,
@@ -166,26 +163,45 @@ def assign(
     )
     if not workload:
         return [{"name": n} for n in candidates]
-    kind = replica_scheduling_type(placement)
+    return _attach(_divide(clusters, binding, candidates, available, current), candidates,
+                   keep_empty)
+
+
+def _divide(clusters: dict[str, Obj], binding: Obj, candidates: list[str],
+            available: dict[str, int], current: dict[str, int]) -> list[Obj]:
+    """The replicas of a workload binding over its candidate clusters, by its placement's
+    replica scheduling (duplicated, static weights, dynamic weights or aggregated)."""
+    spec = binding.get("spec") or {}
+    placement = spec.get("placement") or {}
+    replicas = int(spec.get("replicas") or 0)
     strategy = placement.get("replicaScheduling") or {}
     uid = str((spec.get("resource") or {}).get("uid", ""))
-    if kind == "Duplicated":
-        return _attach([_target(n, replicas) for n in candidates if replicas > 0], candidates,
-                       keep_empty)
+    if replica_scheduling_type(placement) == "Duplicated":
+        return [_target(n, replicas) for n in candidates if replicas > 0]
     preference = strategy.get("replicaDivisionPreference")
     weights = strategy.get("weightPreference") or {}
     if preference == "Weighted" and not weights.get("dynamicWeight"):
         static = static_weights(clusters, candidates, weights.get("staticWeightList"))
         result = divide_static(replicas, candidates, static, uid)
-        return _attach([_target(n, r) for n, r in result.items()], candidates, keep_empty)
+        return [_target(n, r) for n, r in result.items()]
     if preference not in ("Weighted", "Aggregated"):
         raise SchedulerError(f"unsupported replica division preference {preference!r}")
+    result = _divide_dynamic(binding, candidates, available, current,
+                             aggregated=preference == "Aggregated")
+    return [_target(n, r) for n, r in result.items()]
+
+
+def _divide_dynamic(binding: Obj, candidates: list[str], available: dict[str, int],
+                    current: dict[str, int], *, aggregated: bool) -> dict[str, int]:
+    """Dynamic weights or aggregated: by what the estimators say is available; the error
+    names the step that failed (fresh scale, scale down or up) as karmada-scheduler does."""
+    spec = binding.get("spec") or {}
+    replicas = int(spec.get("replicas") or 0)
     fresh = reschedule_required(
         spec.get("rescheduleTriggeredAt"),
         (binding.get("status") or {}).get("lastScheduledTime"),
     )
-    previous = {n: r for n, r in current.items() if n in available}
-    assigned = sum(previous.values())
+    assigned = sum(r for n, r in current.items() if n in available)
     step = (
         "failed to do fresh scale"
         if fresh
@@ -194,17 +210,16 @@ def assign(
         else "failed to scale up"
     )
     try:
-        result = divide_dynamic(
+        return divide_dynamic(
             replicas,
             [(n, available[n]) for n in candidates],
             current,
             fresh=fresh,
-            aggregated=preference == "Aggregated",
-            uid=uid,
+            aggregated=aggregated,
+            uid=str((spec.get("resource") or {}).get("uid", "")),
         )
     except NotEnoughReplicas as exc:
         raise _wrapped(exc, step) from exc
-    return _attach([_target(n, r) for n, r in result.items()], candidates, keep_empty)
 
 
 def _attach(targets: list[Obj], candidates: list[str], keep_empty: bool) -> list[Obj]:
@@ -258,6 +273,33 @@ def filter_clusters(
     return out
 
 
+def _static_weights(placement: Obj) -> bool:
+    """Divided by static weights (or by equal weights: no weightPreference)."""
+    strategy = placement.get("replicaScheduling") or {}
+    weights = strategy.get("weightPreference") or {}
+    return bool(
+        strategy.get("replicaSchedulingType") == "Divided"
+        and strategy.get("replicaDivisionPreference") == "Weighted"
+        and (not weights or (weights.get("staticWeightList") and not weights.get("dynamicWeight")))
+    )
+
+
+def _roomier(chosen: list[str], rest: list[str], available: dict[str, int],
+             replicas: int) -> list[str]:
+    """While the chosen clusters cannot hold the replicas, swap the last chosen ones (last
+    first) for the roomiest of the rest that has more room."""
+    index = len(chosen) - 1
+    while sum(available[n] for n in chosen) < replicas and index >= 0:
+        best, best_value = None, available[chosen[index]]
+        for i, name in enumerate(rest):
+            if available[name] > best_value:
+                best, best_value = i, available[name]
+        if best is not None:
+            chosen[index], rest[best] = rest[best], chosen[index]
+        index -= 1
+    return chosen
+
+
 def _spread_by_cluster(
     placement: Obj, candidates: list[str], available: dict[str, int], replicas: int
 ) -> list[str]:
@@ -265,16 +307,8 @@ def _spread_by_cluster(
     most maxGroups of the best candidates, swapping in roomier ones when replicas don't fit.
     Region/zone/provider spreading is not emulated (all candidates are kept)."""
     constraints = {c.get("spreadByField"): c for c in placement.get("spreadConstraints") or []}
-    strategy = placement.get("replicaScheduling") or {}
-    weights = strategy.get("weightPreference") or {}
-    if "cluster" not in constraints or "region" in constraints:
-        return candidates
-    if (
-        strategy.get("replicaSchedulingType") == "Divided"
-        and strategy.get("replicaDivisionPreference") == "Weighted"
-        and (not weights or (weights.get("staticWeightList") and not weights.get("dynamicWeight")))
-    ):
-        return candidates  # static weights ignore spread constraints
+    if "cluster" not in constraints or "region" in constraints or _static_weights(placement):
+        return candidates  # (static weights ignore spread constraints)
     constraint = constraints["cluster"]
     min_groups = int(constraint.get("minGroups") or 0)
     max_groups = int(constraint.get("maxGroups") or 0) or len(candidates)
@@ -286,16 +320,7 @@ def _spread_by_cluster(
     need = min(len(candidates), max_groups)
     if replica_scheduling_type(placement) == "Duplicated":
         return candidates[:need]
-    chosen, rest = list(candidates[:need]), list(candidates[need:])
-    index = len(chosen) - 1
-    while sum(available[n] for n in chosen) < replicas and index >= 0:
-        best, best_value = None, available[chosen[index]]
-        for i, name in enumerate(rest):
-            if available[name] > best_value:
-                best, best_value = i, available[name]
-        if best is not None:
-            chosen[index], rest[best] = rest[best], chosen[index]
-        index -= 1
+    chosen = _roomier(list(candidates[:need]), list(candidates[need:]), available, replicas)
     if sum(available[n] for n in chosen) < replicas:
         raise SchedulerError(
             f"failed to select clusters: no enough resource when selecting {need} clusters"

@@ -52,6 +52,26 @@ def change_by_karmada(old: Obj, new: Obj) -> bool:
     return _strip(old, karmada=True) == _strip(new, karmada=True)
 
 
+def _strip_karmada_keys(meta: Obj) -> None:
+    """Drop the generation and Karmada's own labels and annotations (the namespace's
+    skip-auto-propagation label stays: a user sets it)."""
+    meta.pop("generation", None)
+    labels = {
+        k: v
+        for k, v in (meta.get("labels") or {}).items()
+        if _KARMADA_KEY not in k or k == NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL
+    }
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if _KARMADA_KEY not in k
+    }
+    meta.pop("labels", None)
+    meta.pop("annotations", None)
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+
+
 def _strip(obj: Obj, *, karmada: bool) -> Obj:
     out = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
     meta = {
@@ -60,21 +80,7 @@ def _strip(obj: Obj, *, karmada: bool) -> Obj:
         if k not in ("managedFields", "resourceVersion")
     }
     if karmada:
-        meta.pop("generation", None)
-        labels = {
-            k: v
-            for k, v in (meta.get("labels") or {}).items()
-            if _KARMADA_KEY not in k or k == NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL
-        }
-        annotations = {
-            k: v for k, v in (meta.get("annotations") or {}).items() if _KARMADA_KEY not in k
-        }
-        meta.pop("labels", None)
-        meta.pop("annotations", None)
-        if labels:
-            meta["labels"] = labels
-        if annotations:
-            meta["annotations"] = annotations
+        _strip_karmada_keys(meta)
     out["metadata"] = meta
     return out
 
@@ -133,7 +139,16 @@ def merge_binding(obj: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) 
 
 def binding_current(current: Obj, desired: Obj, template: Obj, policy: Obj, pid: str) -> bool:
     """True when merge_binding would change nothing (saves a write per unchanged binding)."""
-    spec = current.get("spec") or {}
+    if not _spec_current(current.get("spec") or {}, desired):
+        return False
+    meta = current["metadata"]
+    if meta.get("ownerReferences") != [owner_reference(template)]:
+        return False
+    return _claimed_by(meta, policy, pid)
+
+
+def _spec_current(spec: Obj, desired: Obj) -> bool:
+    """The binding's spec has the desired fields (suspension: merged in)."""
     for field in _BINDING_SPEC_FIELDS:
         if field == "suspension":
             if "suspension" in desired and {
@@ -144,9 +159,11 @@ def binding_current(current: Obj, desired: Obj, template: Obj, policy: Obj, pid:
             continue
         if spec.get(field) != desired.get(field):
             return False
-    meta = current["metadata"]
-    if meta.get("ownerReferences") != [owner_reference(template)]:
-        return False
+    return True
+
+
+def _claimed_by(meta: Obj, policy: Obj, pid: str) -> bool:
+    """The binding carries the policy's claim labels and annotations (and no other's)."""
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     if policy["kind"] == PP_KIND:
         return (

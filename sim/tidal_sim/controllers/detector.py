@@ -262,22 +262,27 @@ class Detector:
                 if kind == PP_KIND
                 else [p for r, p in self.policies.items() if r[0] == CPP_KIND]
             )
-            best: tuple[int, int, str] | None = None
-            chosen: Obj | None = None
-            for policy in candidates:
-                implicit = self._matches(template, policy)
-                if implicit == MISMATCH:
-                    continue
-                rank = (
-                    -int((policy.get("spec") or {}).get("priority") or 0),
-                    -implicit,
-                    policy["metadata"]["name"],
-                )
-                if best is None or rank < best:
-                    best, chosen = rank, policy
+            chosen = self._highest(template, candidates)
             if chosen is not None:
                 return chosen
         return None
+
+    def _highest(self, template: Obj, candidates: list[Obj]) -> Obj | None:
+        """The matching policy of highest priority, then most explicit match, then name."""
+        best: tuple[int, int, str] | None = None
+        chosen: Obj | None = None
+        for policy in candidates:
+            implicit = self._matches(template, policy)
+            if implicit == MISMATCH:
+                continue
+            rank = (
+                -int((policy.get("spec") or {}).get("priority") or 0),
+                -implicit,
+                policy["metadata"]["name"],
+            )
+            if best is None or rank < best:
+                best, chosen = rank, policy
+        return chosen
 
     # -- applying a policy -------------------------------------------------------------
     def _apply(self, key: ObjKey, policy: Obj, by_karmada: bool) -> None:

@@ -56,16 +56,28 @@ def general_estimate(
         return min(pods, MAX_INT32)
     modelings = summary.get("allocatableModelings") or []
     if resource_modeling and modelings:
-        models = spec.get("resourceModels") or []
-        try:
-            if version >= KarmadaVersion.V1_18:
-                by_models = _fit_model_nodes(models, modelings, wanted)
-            else:
-                by_models = _fit_model_grades(models, modelings, wanted)
-        except _ModelsLack:
-            pass
-        else:
+        by_models = _by_models(spec.get("resourceModels") or [], modelings, wanted, version)
+        if by_models is not None:
             return min(pods, by_models, MAX_INT32)
+    return min(_by_summary(pods, wanted, allocatable, allocated, allocating), MAX_INT32)
+
+
+def _by_models(models: list[Obj], modelings: list[Obj], wanted: Resources,
+               version: KarmadaVersion) -> int | None:
+    """Replicas by the resource models (v1.18: model nodes; before: grades); None when the
+    models miss a requested resource (upstream falls back to the summary)."""
+    try:
+        if version >= KarmadaVersion.V1_18:
+            return _fit_model_nodes(models, modelings, wanted)
+        return _fit_model_grades(models, modelings, wanted)
+    except _ModelsLack:
+        return None
+
+
+def _by_summary(pods: int, wanted: Resources, allocatable: Resources, allocated: Resources,
+                allocating: Resources) -> int:
+    """Replicas by the resource summary: the scarcest requested resource (0 when one is
+    missing or exhausted)."""
     best = pods
     for name, amount in wanted.items():
         if name not in allocatable:
@@ -74,7 +86,7 @@ def general_estimate(
         if free <= 0:
             return 0
         best = min(best, free // amount)
-    return min(best, MAX_INT32)
+    return best
 
 
 def _model_minimums(model: Obj) -> Resources:

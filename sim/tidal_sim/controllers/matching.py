@@ -59,15 +59,21 @@ def cluster_matches(cluster: Obj, affinity: Mapping[str, Any] | None) -> bool:
     labels = meta.get("labels") or {}
     if label_selector is not None and not label_selector_matches(label_selector, labels):
         return False
-    field_selector = affinity.get("fieldSelector")
-    if field_selector:
-        fields = {"provider": spec.get("provider"), "region": spec.get("region")}
-        zones = list(spec.get("zones") or ([spec["zone"]] if spec.get("zone") else []))
-        for expr in field_selector.get("matchExpressions") or []:
-            if not _field_matches(expr, fields, zones):
-                return False
+    if not _fields_match(affinity.get("fieldSelector"), spec):
+        return False
     names = affinity.get("clusterNames") or []
     return not names or name in names
+
+
+def _fields_match(field_selector: Mapping[str, Any] | None, spec: Mapping[str, Any]) -> bool:
+    """Every expression of the affinity's fieldSelector holds for the cluster's provider,
+    region and zones (none given: true)."""
+    if not field_selector:
+        return True
+    fields = {"provider": spec.get("provider"), "region": spec.get("region")}
+    zones = list(spec.get("zones") or ([spec["zone"]] if spec.get("zone") else []))
+    return all(_field_matches(expr, fields, zones)
+               for expr in field_selector.get("matchExpressions") or [])
 
 
 def _field_matches(expr: Mapping[str, Any], fields: Mapping[str, Any], zones: list[str]) -> bool:

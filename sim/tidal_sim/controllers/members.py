@@ -155,10 +155,7 @@ class Members:
         name = cluster["metadata"]["name"]
         state = self.clusters.get(name)
         if etype == "DELETED":
-            if state is not None:
-                state.exists = False
-                for bkey in state.bindings:
-                    self.mgr.status.mark_binding(bkey)
+            self._cluster_gone(state)
             return
         if state is None:
             state = self.clusters[name] = ClusterState(name)
@@ -180,11 +177,7 @@ class Members:
         state.allocatable, state.startup, state.termination = allocatable, startup, termination
         state.pods_fail, state.ready, state.exists = pods_fail, ready, True
         if recovered:
-            for bkey in list(state.bindings):
-                member = self.bindings[bkey].members.get(name) if bkey in self.bindings else None
-                for pod in member.pods if member else []:
-                    if pod.state == "starting" and not pod.armed:
-                        self._arm_start(state, pod)
+            self._rearm(state)
         if grew:
             self._start_pending(state)
         if etype == "ADDED" or changed_health:
@@ -193,17 +186,25 @@ class Members:
         # allocatable and allocatableModelings come from the same status collection upstream
         self.mgr.status.mark_cluster(name, urgent=resized)
 
+    def _cluster_gone(self, state: ClusterState | None) -> None:
+        if state is not None:
+            state.exists = False
+            for bkey in state.bindings:
+                self.mgr.status.mark_binding(bkey)
+
+    def _rearm(self, state: ClusterState) -> None:
+        """Pods fail no more in the cluster: its starting pods not yet timed get their timer."""
+        for bkey in list(state.bindings):
+            member = self.bindings[bkey].members.get(state.name) if bkey in self.bindings \
+                else None
+            for pod in member.pods if member else []:
+                if pod.state == "starting" and not pod.armed:
+                    self._arm_start(state, pod)
+
     def on_binding(self, etype: str, bkey: BKey, binding: Obj) -> None:
         state = self.bindings.get(bkey)
         if etype == "DELETED":
-            if state is not None:
-                for cluster in list(state.members):
-                    self._set_desired(bkey, state, cluster, 0)
-                    self.clusters.get(cluster, ClusterState(cluster)).bindings.discard(bkey)
-                del self.bindings[bkey]
-                named = self.by_template_name.get(state.workload.rsplit("/", 1)[-1], set())
-                named.discard(bkey)
-            self.mgr.works.forget(bkey)
+            self._binding_gone(bkey, state)
             return
         spec = binding.get("spec") or {}
         resource = spec.get("resource") or {}
@@ -215,45 +216,61 @@ class Members:
         }
         resource_version = str(resource.get("resourceVersion", ""))
         replicas = self.mgr.works.replicas(bkey, binding, targets, is_workload)
-        if (
-            state is not None
-            and state.targets == targets
-            and state.resource_version == resource_version
-            and state.is_workload == is_workload
-            and state.replicas == replicas
-        ):
+        if state is not None and (state.targets, state.resource_version, state.is_workload,
+                                  state.replicas) == (targets, resource_version, is_workload,
+                                                      replicas):
             return
         request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
         request["pods"] = 1
         template_generation = self.mgr.detector.template_generation(resource)
         if state is None:
-            workload = "/".join(str(resource.get(k, "")) for k in ("namespace", "kind", "name"))
-            state = self.bindings[bkey] = BindingState(
-                workload, is_workload, request, {}, resource_version, template_generation,
-                kind=(str(resource.get("apiVersion", "")), str(resource.get("kind", ""))),
-            )
-            self.by_template_name.setdefault(str(resource.get("name", "")), set()).add(bkey)
+            state = self._new_binding(bkey, resource, is_workload, request, template_generation)
         resynced = state.resource_version != resource_version
         state.is_workload, state.request = is_workload, request
         state.resource_version, state.template_generation = resource_version, template_generation
         old_targets, state.targets = state.targets, targets
         state.replicas = replicas
         for cluster in sorted(set(old_targets) | set(targets)):
-            member = state.members.get(cluster)
-            if member is None:
-                member = state.members[cluster] = MemberWorkload(generation=1)
-                member.template_generation = template_generation
-            elif resynced:
-                member.generation += 1
-                member.template_generation = template_generation
-            self.clusters.setdefault(cluster, ClusterState(cluster, exists=False)).bindings.add(
-                bkey
-            )
-            self._set_desired(bkey, state, cluster, replicas.get(cluster, 0) if is_workload else 0)
-            if cluster not in targets and not member.pods:
-                del state.members[cluster]
-                self.clusters[cluster].bindings.discard(bkey)
+            self._member(bkey, state, cluster, resynced=resynced)
         self.mgr.status.mark_binding(bkey)
+
+    def _new_binding(self, bkey: BKey, resource: Obj, is_workload: bool,
+                     request: Resources, template_generation: int) -> BindingState:
+        workload = "/".join(str(resource.get(k, "")) for k in ("namespace", "kind", "name"))
+        state = self.bindings[bkey] = BindingState(
+            workload, is_workload, request, {}, str(resource.get("resourceVersion", "")),
+            template_generation,
+            kind=(str(resource.get("apiVersion", "")), str(resource.get("kind", ""))),
+        )
+        self.by_template_name.setdefault(str(resource.get("name", "")), set()).add(bkey)
+        return state
+
+    def _binding_gone(self, bkey: BKey, state: BindingState | None) -> None:
+        if state is not None:
+            for cluster in list(state.members):
+                self._set_desired(bkey, state, cluster, 0)
+                self.clusters.get(cluster, ClusterState(cluster)).bindings.discard(bkey)
+            del self.bindings[bkey]
+            named = self.by_template_name.get(state.workload.rsplit("/", 1)[-1], set())
+            named.discard(bkey)
+        self.mgr.works.forget(bkey)
+
+    def _member(self, bkey: BKey, state: BindingState, cluster: str, *, resynced: bool) -> None:
+        """One member cluster of a binding: its workload (a new generation when the template
+        changed), its desired replicas, and forgotten once neither assigned nor holding pods."""
+        member = state.members.get(cluster)
+        if member is None:
+            member = state.members[cluster] = MemberWorkload(generation=1)
+            member.template_generation = state.template_generation
+        elif resynced:
+            member.generation += 1
+            member.template_generation = state.template_generation
+        self.clusters.setdefault(cluster, ClusterState(cluster, exists=False)).bindings.add(bkey)
+        wanted = state.replicas.get(cluster, 0) if state.is_workload else 0
+        self._set_desired(bkey, state, cluster, wanted)
+        if cluster not in state.targets and not member.pods:
+            del state.members[cluster]
+            self.clusters[cluster].bindings.discard(bkey)
 
     def resync(self, bkey: BKey) -> None:
         """Rebuild one binding's Works (an override policy selecting it changed)."""

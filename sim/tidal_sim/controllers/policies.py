@@ -33,7 +33,7 @@ from tidal_sim.kinds import ResourceType
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
-    from tidal_sim.controllers.detector import Detector
+    from tidal_sim.controllers.detector import Detector, PolicyRef
 
 REMATCH_DELAY_SECONDS = 1.0  # mean detector latency between a policy's cleanup and a re-match
 
@@ -81,9 +81,23 @@ def named_templates(policy: Obj) -> list[ObjKey]:
     return keys
 
 
+def _outranks(det: Detector, policy: Obj, holder_ref: PolicyRef) -> bool:
+    """Whether `policy` takes a template from the policy that claims it: another policy of
+    the same kind with a lower priority, or a ClusterPropagationPolicy (a CPP never preempts
+    a PP)."""
+    is_pp: bool = policy["kind"] == PP_KIND
+    own = (policy["kind"], policy["metadata"].get("namespace", "") if is_pp else "",
+           policy["metadata"]["name"])
+    holder = det.policies.get(holder_ref)
+    if holder_ref == own or holder is None:
+        return False
+    if holder_ref[0] == policy["kind"]:
+        priority = int((policy.get("spec") or {}).get("priority") or 0)
+        return priority > int((holder.get("spec") or {}).get("priority") or 0)
+    return is_pp
+
+
 def preempt(det: Detector, policy: Obj) -> None:
-    priority = int((policy.get("spec") or {}).get("priority") or 0)
-    is_pp = policy["kind"] == PP_KIND
     for key in named_templates(policy):
         template = det.templates.get(key)
         if template is None or template["metadata"].get("deletionTimestamp"):
@@ -91,21 +105,8 @@ def preempt(det: Detector, policy: Obj) -> None:
         if det._matches(template, policy) == MISMATCH:
             continue
         claim = det._claim(template)
-        if claim is None or claim[0] == (
-            policy["kind"],
-            policy["metadata"].get("namespace", "") if is_pp else "",
-            policy["metadata"]["name"],
-        ):
-            continue
-        holder = det.policies.get(claim[0])
-        if holder is None:
-            continue
-        if claim[0][0] == policy["kind"]:
-            if priority <= int((holder.get("spec") or {}).get("priority") or 0):
-                continue
-        elif not is_pp:
-            continue  # a CPP never preempts a PP
-        reclaim(det, key, policy)
+        if claim is not None and _outranks(det, policy, claim[0]):
+            reclaim(det, key, policy)
 
 
 def reclaim(det: Detector, key: ObjKey, policy: Obj) -> None:

@@ -94,20 +94,20 @@ def format_list(resources: Resources) -> dict[str, str]:
     return {name: format_units(name, amount) for name, amount in sorted(resources.items())}
 
 
+def _container_requests(container: dict[str, Any] | None) -> Resources:
+    return resource_list(((container or {}).get("resources") or {}).get("requests"))
+
+
 def pod_template_requests(template: dict[str, Any]) -> Resources:
     """Per-replica requests of a pod template: sum over containers, at least each init container,
     plus pod overhead (as Karmada's GenerateReplicaRequirements); zero entries dropped."""
     spec = (template or {}).get("spec") or {}
     total: Resources = {}
     for container in spec.get("containers") or []:
-        for name, amount in resource_list(
-            ((container or {}).get("resources") or {}).get("requests")
-        ).items():
+        for name, amount in _container_requests(container).items():
             total[name] = total.get(name, 0) + amount
     for container in spec.get("initContainers") or []:
-        for name, amount in resource_list(
-            ((container or {}).get("resources") or {}).get("requests")
-        ).items():
+        for name, amount in _container_requests(container).items():
             total[name] = max(total.get(name, 0), amount)
     for name, amount in resource_list(spec.get("overhead")).items():
         total[name] = total.get(name, 0) + amount

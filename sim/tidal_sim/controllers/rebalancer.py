@@ -26,6 +26,21 @@ def _workload_sort_key(item: dict[str, Any]) -> str:
     return " ".join(str(w.get(k, "")) for k in ("apiVersion", "kind", "namespace", "name"))
 
 
+def _still_wanted(items: list[Obj], wanted: list[Obj]) -> tuple[list[Obj], list[Obj]]:
+    """(the observed items kept: those the spec still names, and the Successful ones; the
+    wanted workloads not observed yet)."""
+    remaining = list(wanted)
+    observed: list[Obj] = []
+    for item in items:
+        workload = item.get("workload") or {}
+        if workload in remaining:
+            observed.append({k: (dict(v) if isinstance(v, dict) else v) for k, v in item.items()})
+            remaining = [w for w in remaining if w != workload]
+        elif item.get("result") == "Successful":
+            observed.append(dict(item))
+    return observed, remaining
+
+
 class RebalancerController:
     def __init__(self, mgr: ControllerHost) -> None:
         self.mgr = mgr
@@ -52,18 +67,7 @@ class RebalancerController:
             return
         old_status = rebalancer.get("status") or {}
         observed = self._sync_from_spec(rebalancer)
-        created = rebalancer["metadata"].get("creationTimestamp", "")
-        retry = 0
-        for item in observed:
-            if item.get("result") in ("Successful", "Failed"):
-                continue
-            outcome = self._trigger(item["workload"], created)
-            if outcome == "retry":
-                retry += 1
-            elif outcome == "missing":
-                item["result"], item["reason"] = "Failed", "ReferencedBindingNotFound"
-            else:
-                item["result"] = "Successful"
+        retry = self._trigger_all(observed, rebalancer["metadata"].get("creationTimestamp", ""))
         new_status: Obj = {
             "observedWorkloads": observed,
             "observedGeneration": rebalancer["metadata"].get("generation", 1),
@@ -81,6 +85,26 @@ class RebalancerController:
         if retry:
             self.mgr.after(1.0, lambda: self.reconcile(name))
             return
+        self._expire_after_ttl(name, rebalancer)
+
+    def _trigger_all(self, observed: list[Obj], created: str) -> int:
+        """Trigger each workload not yet done (Successful, or Failed when its binding is
+        missing); how many must be tried again."""
+        retry = 0
+        for item in observed:
+            if item.get("result") in ("Successful", "Failed"):
+                continue
+            outcome = self._trigger(item["workload"], created)
+            if outcome == "retry":
+                retry += 1
+            elif outcome == "missing":
+                item["result"], item["reason"] = "Failed", "ReferencedBindingNotFound"
+            else:
+                item["result"] = "Successful"
+        return retry
+
+    def _expire_after_ttl(self, name: str, rebalancer: Obj) -> None:
+        """Delete a finished rebalancer once its ttlSecondsAfterFinished has passed."""
         ttl = (rebalancer.get("spec") or {}).get("ttlSecondsAfterFinished")
         finish = (rebalancer.get("status") or {}).get("finishTime")
         if ttl is None or not finish:
@@ -104,22 +128,9 @@ class RebalancerController:
 
     def _sync_from_spec(self, rebalancer: Obj) -> list[Obj]:
         wanted = [dict(w) for w in (rebalancer.get("spec") or {}).get("workloads") or []]
-        remaining = list(wanted)
-        observed: list[Obj] = []
-        for item in (rebalancer.get("status") or {}).get("observedWorkloads") or []:
-            workload = item.get("workload") or {}
-            if workload in remaining:
-                observed.append(
-                    {k: (dict(v) if isinstance(v, dict) else v) for k, v in item.items()}
-                )
-                remaining = [w for w in remaining if w != workload]
-            elif item.get("result") == "Successful":
-                observed.append(dict(item))
-        seen: list[Obj] = []
-        for workload in remaining:
-            if workload not in seen:
-                seen.append(workload)
-                observed.append({"workload": workload})
+        observed, remaining = _still_wanted(
+            (rebalancer.get("status") or {}).get("observedWorkloads") or [], wanted)
+        observed += [{"workload": w} for i, w in enumerate(remaining) if w not in remaining[:i]]
         observed.sort(key=_workload_sort_key)
         return observed
 

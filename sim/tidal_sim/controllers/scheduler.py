@@ -160,11 +160,26 @@ class Scheduler:
             return
         if not self._accepts(binding):
             return
+        if self._needs_schedule(binding):
+            self.schedule(bkey, binding)
+            return
+        status = binding.get("status") or {}
+        generation = binding["metadata"].get("generation", 1)
+        if status.get("schedulerObservedGeneration") != generation:
+
+            def observe(obj: Obj) -> None:
+                obj.setdefault("status", {})["schedulerObservedGeneration"] = generation
+
+            self.mgr.write(rtype, bkey[1] or None, bkey[2], observe, subresource="status")
+
+    def _needs_schedule(self, binding: Obj) -> bool:
+        """Whether the binding is scheduled again: its placement or replicas changed, a
+        reschedule was asked for, it is no divided workload, or a cluster of it is gone."""
         spec = binding.get("spec") or {}
         status = binding.get("status") or {}
         placement = spec.get("placement") or {}
         applied = (binding["metadata"].get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION)
-        if (
+        return bool(
             placement_changed(placement, applied, status.get("schedulerObservedAffinityName", ""))
             or replicas_changed(spec, placement)
             or reschedule_required(
@@ -173,16 +188,7 @@ class Scheduler:
             or not is_workload(spec)
             or replica_scheduling_type(placement) == "Duplicated"
             or any(c.get("name") not in self.clusters for c in spec.get("clusters") or [])
-        ):
-            self.schedule(bkey, binding)
-            return
-        generation = binding["metadata"].get("generation", 1)
-        if status.get("schedulerObservedGeneration") != generation:
-
-            def observe(obj: Obj) -> None:
-                obj.setdefault("status", {})["schedulerObservedGeneration"] = generation
-
-            self.mgr.write(rtype, bkey[1] or None, bkey[2], observe, subresource="status")
+        )
 
     def schedule(self, bkey: BKey, binding: Obj) -> None:
         rtype = self.mgr.binding_type(bkey[0])

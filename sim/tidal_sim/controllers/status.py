@@ -44,6 +44,51 @@ _COUNTERS = (
 )
 
 
+def _fully_applied(conditions: list[Obj], items: list[Obj], now: str) -> list[Obj]:
+    """The binding's conditions with FullyApplied set from its members (none: unchanged)."""
+    if not items:
+        return conditions
+    all_applied = all(i.get("applied") for i in items)
+    return set_condition(
+        conditions,
+        "FullyApplied",
+        "True" if all_applied else "False",
+        "FullyAppliedSuccess" if all_applied else "FullyAppliedFailed",
+        "All works have been successfully applied"
+        if all_applied
+        else "Failed to apply all works, see status.aggregatedStatus for details",
+        now,
+    )
+
+
+def _summed_status(old: Obj, items: list[Obj], generation: int) -> Obj:
+    """A workload template's status: its members' counters summed, and observedGeneration
+    the template's once every member observed it (zeros left out)."""
+    sums = dict.fromkeys(_COUNTERS, 0)
+    observed_latest = 0
+    for item in items:
+        member = item.get("status")
+        if member is None:
+            continue
+        if (
+            member.get("observedGeneration", 0) >= member.get("generation", 0)
+            and member.get("resourceTemplateGeneration", 0) >= generation
+        ):
+            observed_latest += 1
+        for counter in _COUNTERS:
+            sums[counter] += int(member.get(counter, 0))
+    new = dict(old)
+    new_observed = (
+        generation if observed_latest == len(items) else old.get("observedGeneration", 0)
+    )
+    for key, value in [*sums.items(), ("observedGeneration", new_observed)]:
+        if value:
+            new[key] = value
+        else:
+            new.pop(key, None)
+    return new
+
+
 class StatusWriter:
     def __init__(
         self, mgr: ControllerHost, *, status_delay: float = 0.0, cluster_interval: float = 0.0
@@ -119,26 +164,10 @@ class StatusWriter:
         except NotFound:
             return
         spec = binding.get("spec") or {}
-        items = []
-        for cluster in sorted({c.get("name", "") for c in spec.get("clusters") or []}):
-            item = self.mgr.members.member_status(bkey, cluster)
-            if item is not None:
-                items.append(item)
+        items = self._member_statuses(bkey, spec)
         status = binding.get("status") or {}
-        now = self.mgr.clock.rfc3339()
-        conditions = list(status.get("conditions") or [])
-        if items:
-            all_applied = all(i.get("applied") for i in items)
-            conditions = set_condition(
-                conditions,
-                "FullyApplied",
-                "True" if all_applied else "False",
-                "FullyAppliedSuccess" if all_applied else "FullyAppliedFailed",
-                "All works have been successfully applied"
-                if all_applied
-                else "Failed to apply all works, see status.aggregatedStatus for details",
-                now,
-            )
+        conditions = _fully_applied(list(status.get("conditions") or []), items,
+                                    self.mgr.clock.rfc3339())
         if (
             status.get("aggregatedStatus", []) != items
             or (status.get("conditions") or []) != conditions
@@ -156,17 +185,24 @@ class StatusWriter:
             self.mgr.write(rtype, namespace or None, name, change, subresource="status")
         self._flush_template(spec.get("resource") or {}, items)
 
+    def _member_statuses(self, bkey: BKey, spec: Obj) -> list[Obj]:
+        """The aggregatedStatus items of a binding, one per member cluster that reports."""
+        items = []
+        for cluster in sorted({c.get("name", "") for c in spec.get("clusters") or []}):
+            item = self.mgr.members.member_status(bkey, cluster)
+            if item is not None:
+                items.append(item)
+        return items
+
     def _flush_template(self, resource: dict[str, Any], items: list[Obj]) -> None:
         custom = self.mgr.customizations
         aggregate = resource.get("kind") not in WORKLOAD_KINDS and custom.enabled(
             str(resource.get("apiVersion", "")), str(resource.get("kind", "")),
             Operation.AGGREGATE_STATUS)
-        if resource.get("kind") not in WORKLOAD_KINDS and not aggregate:
-            return
         rtype = self.mgr.store.kinds.by_kind(
             resource.get("apiVersion", ""), resource.get("kind", "")
         )
-        if rtype is None:
+        if (resource.get("kind") not in WORKLOAD_KINDS and not aggregate) or rtype is None:
             return
         namespace = resource.get("namespace") or None
         try:
@@ -178,30 +214,8 @@ class StatusWriter:
         if aggregate:
             self._aggregate(rtype, template, items)
             return
-        generation = template["metadata"].get("generation", 1)
         old = template.get("status") or {}
-        sums = dict.fromkeys(_COUNTERS, 0)
-        observed_latest = 0
-        for item in items:
-            member = item.get("status")
-            if member is None:
-                continue
-            if (
-                member.get("observedGeneration", 0) >= member.get("generation", 0)
-                and member.get("resourceTemplateGeneration", 0) >= generation
-            ):
-                observed_latest += 1
-            for counter in _COUNTERS:
-                sums[counter] += int(member.get(counter, 0))
-        new = dict(old)
-        new_observed = (
-            generation if observed_latest == len(items) else old.get("observedGeneration", 0)
-        )
-        for key, value in [*sums.items(), ("observedGeneration", new_observed)]:
-            if value:
-                new[key] = value
-            else:
-                new.pop(key, None)
+        new = _summed_status(old, items, template["metadata"].get("generation", 1))
         if new == old:
             return
 
@@ -254,12 +268,10 @@ class StatusWriter:
         want_modelings = allocatable_modelings(
             cluster, resource_list(summary.get("allocatable")), allocated
         )
-        if (
-            (summary.get("allocated") or {}) == want_allocated
-            and (summary.get("allocating") or {}) == want_allocating
-            and (want_modelings is None or summary.get("allocatableModelings") == want_modelings)
-            and not needs_ready
-        ):
+        unchanged = (summary.get("allocated") or {}, summary.get("allocating") or {}) == (
+            want_allocated, want_allocating)
+        if unchanged and want_modelings in (None, summary.get("allocatableModelings")) and \
+                not needs_ready:
             return
         now = self.mgr.clock.rfc3339()
 

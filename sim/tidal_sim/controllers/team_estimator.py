@@ -164,6 +164,30 @@ def _count(where: str, value: Any) -> int:
     return value
 
 
+def _team(where: str, index: int, raw: Any) -> TeamCapacity:
+    """One teamEstimator.teams entry: cluster, teamSelector, replicas and its schedule."""
+    if not isinstance(raw, dict) or not raw.get("cluster"):
+        raise TeamEstimatorError(f"{where}: needs cluster, teamSelector and replicas")
+    selector = raw.get("teamSelector") or {}
+    if not isinstance(selector, dict):
+        raise TeamEstimatorError(f"{where}.teamSelector: must be a label selector")
+    schedule = [_window(f"{where}.schedule[{j}]", window)
+                for j, window in enumerate(raw.get("schedule") or [])]
+    name = str(raw.get("name") or f"team-{index}@{raw['cluster']}")
+    return TeamCapacity(name, str(raw["cluster"]), selector,
+                        _count(f"{where}.replicas", raw.get("replicas")), tuple(schedule))
+
+
+def _window(at: str, window: Any) -> CapacityWindow:
+    if not isinstance(window, dict):
+        raise TeamEstimatorError(f"{at}: write {{from: HH:MM, to: HH:MM, replicas: N}}")
+    return CapacityWindow(
+        _clock_time(f"{at}.from", window.get("from")),
+        _clock_time(f"{at}.to", window.get("to")),
+        _count(f"{at}.replicas", window.get("replicas")),
+    )
+
+
 def parse_team_estimator(spec: Any) -> TeamEstimator:
     """The teamEstimator setting; TeamEstimatorError naming the field on a bad one."""
     if spec is None:
@@ -179,34 +203,6 @@ def parse_team_estimator(spec: Any) -> TeamEstimator:
         raise TeamEstimatorError(
             f"teamEstimator.timeZone: unknown time zone {spec.get('timeZone')!r}"
         ) from None
-    teams: list[TeamCapacity] = []
-    for i, raw in enumerate(spec.get("teams") or []):
-        where = f"teamEstimator.teams[{i}]"
-        if not isinstance(raw, dict) or not raw.get("cluster"):
-            raise TeamEstimatorError(f"{where}: needs cluster, teamSelector and replicas")
-        selector = raw.get("teamSelector") or {}
-        if not isinstance(selector, dict):
-            raise TeamEstimatorError(f"{where}.teamSelector: must be a label selector")
-        schedule = []
-        for j, window in enumerate(raw.get("schedule") or []):
-            at = f"{where}.schedule[{j}]"
-            if not isinstance(window, dict):
-                raise TeamEstimatorError(f"{at}: write {{from: HH:MM, to: HH:MM, replicas: N}}")
-            schedule.append(
-                CapacityWindow(
-                    _clock_time(f"{at}.from", window.get("from")),
-                    _clock_time(f"{at}.to", window.get("to")),
-                    _count(f"{at}.replicas", window.get("replicas")),
-                )
-            )
-        name = str(raw.get("name") or f"team-{i}@{raw['cluster']}")
-        teams.append(
-            TeamCapacity(
-                name,
-                str(raw["cluster"]),
-                selector,
-                _count(f"{where}.replicas", raw.get("replicas")),
-                tuple(schedule),
-            )
-        )
+    teams = [_team(f"teamEstimator.teams[{i}]", i, raw)
+             for i, raw in enumerate(spec.get("teams") or [])]
     return TeamEstimator(tuple(teams), zone)

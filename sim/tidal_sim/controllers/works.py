@@ -85,6 +85,18 @@ def work_name(kind: str, name: str, namespace: str) -> str:
     return f"{base}-{zlib.crc32(key.lower().encode()):x}"
 
 
+def _keep_last(previous: Synced, cluster: str, works: dict[str, str],
+               manifests: dict[str, Obj]) -> int:
+    """A member whose Work could not be built keeps its last one (none: nothing runs there);
+    the replicas it runs."""
+    if cluster not in previous.works:
+        return 0
+    works[cluster] = previous.works[cluster]
+    if cluster in previous.manifests:
+        manifests[cluster] = previous.manifests[cluster]
+    return previous.replicas.get(cluster, 0)
+
+
 class Works:
     """Builds and writes Works; tells members how many replicas each cluster runs."""
 
@@ -186,13 +198,7 @@ class Works:
                 continue
             built = self._build(bkey, template, cluster, assigned, is_workload)
             if built is None:  # an override failed: the member keeps its last Work, if any
-                if cluster in previous.works:
-                    works[cluster] = previous.works[cluster]
-                    replicas[cluster] = previous.replicas.get(cluster, 0)
-                    if cluster in previous.manifests:
-                        manifests[cluster] = previous.manifests[cluster]
-                else:
-                    replicas[cluster] = 0
+                replicas[cluster] = _keep_last(previous, cluster, works, manifests)
                 continue
             works[cluster], count, manifests[cluster] = built
             if is_workload and count is not None:

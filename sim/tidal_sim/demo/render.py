@@ -66,13 +66,22 @@ def describe(run: WindowRun, event: EngineEvent | None, note: str, totals: Total
         return (f"{who}: {kind} {event.wave}/{run.waves_total}: {len(event.workloads)} "
                 f"workloads, trigger {event.trigger}")
     if isinstance(event, WaveFinished):
-        if event.result == "succeeded":
-            floors = "  ".join(f"floor {c}: min {m}" for c, m in sorted(run.engine_min.items()))
-            return (f"{who}: wave {event.wave}/{run.waves_total} succeeded in "
-                    f"{event.duration_seconds:.0f}s, gates {' > '.join(run.gates)}; ready "
-                    f"{ready_text(totals(run.planned.schedule))}"
-                    + (f"; {floors}" if floors else ""))
+        return _wave_finished(who, run, event, totals)
+    return _run_line(who, event)
+
+
+def _wave_finished(who: str, run: WindowRun, event: WaveFinished, totals: Totals) -> str:
+    if event.result != "succeeded":
         return f"{who}: wave {event.wave} {event.result}: {event.reason}"
+    floors = "  ".join(f"floor {c}: min {m}" for c, m in sorted(run.engine_min.items()))
+    return (f"{who}: wave {event.wave}/{run.waves_total} succeeded in "
+            f"{event.duration_seconds:.0f}s, gates {' > '.join(run.gates)}; ready "
+            f"{ready_text(totals(run.planned.schedule))}"
+            + (f"; {floors}" if floors else ""))
+
+
+def _run_line(who: str, event: EngineEvent) -> str | None:
+    """Floor breaches, the run's end, workloads left out and warnings (None: no line)."""
     if isinstance(event, FloorBreached):
         return (f"{who}: FLOOR BREACHED in {event.cluster}: {event.workload} has "
                 f"{event.ready} ready, needs {event.required} ({event.floor})")
@@ -170,21 +179,24 @@ class LiveProgress:
             state = Text(f"starts {run.planned.at:%H:%M:%S}Z", style=STYLE["waiting"])
         else:
             state = Text(run.state, style=STYLE.get(run.state, ""))
-        if run.state == "waiting":
-            totals = {}
-        else:
-            totals = self._final.get(run.key) or self.totals(run.planned.schedule)
+        totals = {} if run.state == "waiting" else (
+            self._final.get(run.key) or self.totals(run.planned.schedule))
         ready = "\n".join(f"{c} {r}/{a}" for c, (r, a) in totals.items())
-        required = {c: rule.min_ready_replicas for rule in run.floors
-                    for c in rule.named_clusters()}
-        lines = [f"{c} {m} (needs {required.get(c, '?')})"
-                 for c, m in sorted(run.engine_min.items())]
-        lines += [f"each kept cluster (needs {rule.min_ready_replicas})" for rule in run.floors
-                  if rule.every_cluster and run.state != "waiting"]
-        if run.engine_breaches:
-            lines.append("BREACHED")
-        floor = "\n".join(lines)
+        floor = _floor_cell(run)
         return [run.planned.schedule, run.planned.window, state, wave, gates, ready, floor]
+
+
+def _floor_cell(run: WindowRun) -> str:
+    """The floor column: each cluster's lowest ready against its floor, and BREACHED."""
+    required = {c: rule.min_ready_replicas for rule in run.floors
+                for c in rule.named_clusters()}
+    lines = [f"{c} {m} (needs {required.get(c, '?')})"
+             for c, m in sorted(run.engine_min.items())]
+    lines += [f"each kept cluster (needs {rule.min_ready_replicas})" for rule in run.floors
+              if rule.every_cluster and run.state != "waiting"]
+    if run.engine_breaches:
+        lines.append("BREACHED")
+    return "\n".join(lines)
 
 
 def floor_text(verdict: FloorVerdict) -> str:

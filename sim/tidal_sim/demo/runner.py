@@ -200,7 +200,7 @@ class Demo:
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> DemoResult:
-        from tidal.daemon.app import Daemon
+        from tidal.daemon.app import Daemon, Wiring
         from tidal.karmada.client import KarmadaClient
         from tidal.logs import configure_logging
         from tidal.metrics import Metrics
@@ -233,9 +233,9 @@ class Demo:
             settings = self._settings()
         except SettingsError as exc:
             raise DemoError(str(exc)) from None
-        daemon = Daemon(settings, client=client, clock=DaemonClock(self.clock),
-                        run_switch=_observed_run_switch(tracker), metrics=metrics,
-                        on_event=tracker.on_event, watch=False)
+        wiring = Wiring(clock=DaemonClock(self.clock), run_switch=_observed_run_switch(tracker),
+                        metrics=metrics, on_event=tracker.on_event, watch=False)
+        daemon = Daemon(settings, client=client, wiring=wiring)
         progress.start(tracker)
         progress.note(f"emulator up at {emulator.url} (simulated clock x{self.options.speed:g});"
                       f" schedules from {label}")
@@ -259,19 +259,17 @@ class Demo:
 
     def _dynamic(self) -> dict[str, bool]:
         """Each team whose bindings divide by free capacity (dynamicWeight) now."""
-        from tidal.karmada.views import BindingView
-
         if self.emulator is None:
             return {}
         rtype = self.emulator.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
         items, _ = self.emulator.store.list(rtype, copy_=False)
         dynamic: set[str] = set()
         for item in items:
-            view = BindingView.of(item)
-            weights = ((view.placement or {}).get("replicaScheduling") or {}).get(
+            spec = item.get("spec") or {}
+            weights = ((spec.get("placement") or {}).get("replicaScheduling") or {}).get(
                 "weightPreference") or {}
             if weights.get("dynamicWeight"):
-                ref = view.spec.get("resource") or {}
+                ref = spec.get("resource") or {}
                 dynamic.add(f"{ref.get('namespace')}/{ref.get('kind')}/{ref.get('name')}")
         return {name: bool(members & dynamic) for name, members in self.members.items()}
 

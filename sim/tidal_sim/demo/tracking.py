@@ -93,6 +93,31 @@ class WindowRun:
         }
 
 
+def _wave_event(run: WindowRun, event: EngineEvent, now: float) -> None:
+    """A wave's start, gates, floors and end, as the run's row shows them (at `now`)."""
+    if isinstance(event, WaveStarted):
+        if not event.rollback:
+            run.wave, run.gates = event.wave, []
+            run.wave_spans.append((event.wave or 0, now, None, "running"))
+    elif isinstance(event, GatePassed):
+        run.gates.append(event.gate)
+    elif isinstance(event, FloorObserved):
+        low = run.engine_min.get(event.cluster)
+        run.engine_min[event.cluster] = event.min_ready if low is None else \
+            min(low, event.min_ready)
+    elif isinstance(event, FloorBreached):
+        run.engine_breaches.append(f"{event.workload}: {event.ready} ready in "
+                                   f"{event.cluster}, floor {event.required}")
+    elif isinstance(event, WaveFinished):
+        if not event.rollback and run.wave_spans and run.wave_spans[-1][2] is None:
+            index, began, _, _ = run.wave_spans[-1]
+            run.wave_spans[-1] = (index, began, now, str(event.result))
+        if event.result == "succeeded" and not event.rollback:
+            run.waves_done += 1
+        elif event.result == "failed":
+            run.reason = event.reason
+
+
 class Tracker:
     """Thread-safe: the daemon's workers report, the demo's main loop reads."""
 
@@ -126,42 +151,29 @@ class Tracker:
 
     def _apply(self, run: WindowRun, event: EngineEvent) -> str:
         if isinstance(event, RunStarted):
-            run.state, run.run_id, run.trigger = "running", event.run_id, event.trigger
-            run.waves_total, run.started = event.waves, self._now()
-            if self._totals is not None:
-                self._clusters_seen[run.key] = set(self._totals(run.planned.schedule))
-        elif isinstance(event, WaveStarted):
-            if not event.rollback:
-                run.wave, run.gates = event.wave, []
-                run.wave_spans.append((event.wave or 0, self._now(), None, "running"))
-        elif isinstance(event, GatePassed):
-            run.gates.append(event.gate)
-        elif isinstance(event, FloorObserved):
-            low = run.engine_min.get(event.cluster)
-            run.engine_min[event.cluster] = event.min_ready if low is None else \
-                min(low, event.min_ready)
-        elif isinstance(event, FloorBreached):
-            run.engine_breaches.append(f"{event.workload}: {event.ready} ready in "
-                                       f"{event.cluster}, floor {event.required}")
-        elif isinstance(event, WaveFinished):
-            if not event.rollback and run.wave_spans and run.wave_spans[-1][2] is None:
-                index, began, _, _ = run.wave_spans[-1]
-                run.wave_spans[-1] = (index, began, self._now(), str(event.result))
-            if event.result == "succeeded" and not event.rollback:
-                run.waves_done += 1
-            elif event.result == "failed":
-                run.reason = event.reason
+            self._started(run, event)
         elif isinstance(event, RunFinished):
-            run.state, run.finished = event.result, self._now()
-            if self._totals is not None:
-                ready = {c: v[0] for c, v in self._totals(run.planned.schedule).items()}
-                for cluster in self._clusters_seen.get(run.key, set()):
-                    ready.setdefault(cluster, 0)  # a cluster the team left: none ready there
-                run.ready_after = dict(sorted(ready.items()))
-            run.reason = event.reason or run.reason
-            if event.noop:
-                run.reason = run.reason or "already in force"
+            self._finished(run, event)
+        else:
+            _wave_event(run, event, self._now())
         return ""
+
+    def _started(self, run: WindowRun, event: RunStarted) -> None:
+        run.state, run.run_id, run.trigger = "running", event.run_id, event.trigger
+        run.waves_total, run.started = event.waves, self._now()
+        if self._totals is not None:
+            self._clusters_seen[run.key] = set(self._totals(run.planned.schedule))
+
+    def _finished(self, run: WindowRun, event: RunFinished) -> None:
+        run.state, run.finished = event.result, self._now()
+        if self._totals is not None:
+            ready = {c: v[0] for c, v in self._totals(run.planned.schedule).items()}
+            for cluster in self._clusters_seen.get(run.key, set()):
+                ready.setdefault(cluster, 0)  # a cluster the team left: none ready there
+            run.ready_after = dict(sorted(ready.items()))
+        run.reason = event.reason or run.reason
+        if event.noop:
+            run.reason = run.reason or "already in force"
 
     def refused(self, schedule: str, window: str, error: BaseException) -> None:
         """The engine raised: before the run started, the daemon refused it (a plan or
