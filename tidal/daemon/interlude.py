@@ -19,7 +19,7 @@ log = structlog.get_logger("tidal.daemon.interlude")
 POLL_SECONDS = 1.0  # how often the controls are read while a run waits between waves
 ABORTED = "aborted by the operator (tidal abort) before wave {wave}"
 
-OnCommand = Callable[[str, str], None]  # (schedule, command) -> metric
+OnCommand = Callable[[str, str, str], None]  # (schedule, command, source) -> metric
 EVENTS = {RunCommand.PAUSE: "run_paused", RunCommand.RESUME: "run_resumed",
           RunCommand.ABORT: "run_aborted", RunCommand.PROMOTE: "run_promoted"}
 
@@ -58,7 +58,8 @@ class OperatorInterlude:
         if control != self._seen and control.last is not None:
             self._seen = control
             log.info(EVENTS[control.last], schedule=self.schedule, run_id=run_id,
-                     after_wave=wave, command=control.last.value)
+                     after_wave=wave, command=control.last.value,
+                     source=control.source or "cli")
             if self.on_command is not None:
-                self.on_command(self.schedule, control.last.value)
+                self.on_command(self.schedule, control.last.value, control.source or "cli")
         return control.verdict()

@@ -16,6 +16,7 @@ Rules (as client-go, but on monotonic time):
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,31 @@ from tidal.karmada.views import LeaseView
 from tidal.settings import LeaderElectionSettings
 
 log = structlog.get_logger("tidal.daemon.lease")
+
+# The leader's command API (tidal.daemon.command_api), on its Lease: {"holder": identity,
+# "url": "http://host:port"}; read only while `holder` is still the Lease's holder.
+API_ANNOTATION = "tidal.io/command-api"
+
+
+def api_annotation(identity: str, url: str) -> dict[str, str]:
+    return {API_ANNOTATION: json.dumps({"holder": identity, "url": url}, sort_keys=True)}
+
+
+def leader_api_url(lease: Obj | None) -> str | None:
+    """The command API address the Lease's current holder published; None when the Lease has
+    no holder or its holder published none."""
+    view = LeaseView.of(lease)
+    text = (view.metadata.get("annotations") or {}).get(API_ANNOTATION)
+    if view.holder is None or not text:
+        return None
+    try:
+        published = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(published, dict) or published.get("holder") != view.holder:
+        return None  # a former holder's address
+    url = published.get("url")
+    return url if isinstance(url, str) and url else None
 
 
 class LeaseStore(Protocol):
@@ -99,8 +125,10 @@ class LeaderElector:
         on_started_leading: Callable[[], None] = lambda: None,
         on_stopped_leading: Callable[[], None] = lambda: None,
         preempt: Callable[[str], bool] = lambda holder: False,
+        publish: Callable[[], dict[str, str]] = dict,
     ) -> None:
         self.store = store
+        self.publish = publish  # annotations the holder keeps on the Lease (its API address)
         self.identity = identity
         self.clock = clock
         self.timings = timings
@@ -151,7 +179,10 @@ class LeaderElector:
                 self._step_down("lease no longer names us")
                 return False
             if lease is None:
-                self.store.create(self._spec(None))
+                created = self.store.create(self._spec(None))
+                if self.publish():
+                    self._annotate(created)
+                    self.store.update(created)
                 self._won(now_m)
                 return True
             view = LeaseView(lease)
@@ -167,6 +198,7 @@ class LeaderElector:
                     self._step_down(f"lease taken by {holder}")
                 return False
             lease["spec"] = self._spec(dict(view.spec))
+            self._annotate(lease)
             updated = self.store.update(lease)
             self._observed_record = LeaseView(updated).record()
             self._observed_at = now_m
@@ -191,6 +223,13 @@ class LeaderElector:
             "renewTime": now,
             "leaseTransitions": transitions if mine or previous is None else transitions + 1,
         }
+
+    def _annotate(self, lease: Obj) -> None:
+        """Put what this holder publishes on the Lease (the annotations it sets, replaced)."""
+        published = self.publish()
+        if published:
+            meta = lease.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **published}
 
     def _won(self, now_m: float) -> None:
         with self._lock:

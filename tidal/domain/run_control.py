@@ -36,8 +36,10 @@ class RunControl:
     aborted: bool = False
     last: RunCommand | None = None
     at: datetime | None = None
+    source: str | None = None  # how the last command came: "api" (the daemon's) or "cli"
 
-    def apply(self, command: RunCommand, at: datetime) -> RunControl:
+    def apply(self, command: RunCommand, at: datetime, source: str | None = None
+              ) -> RunControl:
         if command is RunCommand.PAUSE:
             changed = replace(self, paused=True)
         elif command is RunCommand.RESUME:
@@ -46,7 +48,7 @@ class RunControl:
             changed = replace(self, paused=False, promoted=True)
         else:
             changed = replace(self, aborted=True)
-        return replace(changed, last=command, at=at)
+        return replace(changed, last=command, at=at, source=source)
 
     def verdict(self) -> Verdict:
         if self.aborted:
@@ -57,8 +59,8 @@ class RunControl:
 
 
 def command_for(control: RunControl | None, run_id: str, command: RunCommand,
-                at: datetime) -> RunControl:
+                at: datetime, source: str | None = None) -> RunControl:
     """`control` after `command` to run `run_id` (a control of another run is dropped)."""
     current = control if control is not None and control.run_id == run_id \
         else RunControl(run_id)
-    return current.apply(command, at)
+    return current.apply(command, at, source)
