@@ -18,7 +18,7 @@ import structlog
 
 from tidal.daemon.budget import SharedBudget
 from tidal.daemon.command_api import Answer, CommandServer, advertised_url, error
-from tidal.daemon.commands import CommandRefused, Source, Verb, ask_retry, give, no_schedule
+from tidal.daemon.commands import CommandRefused, ask_retry, give, no_schedule
 from tidal.daemon.http import HealthServer
 from tidal.daemon.lease import (
     ElectionTimings,
@@ -37,6 +37,7 @@ from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.daemon.sweeping import SweepLoop
 from tidal.domain.clock import Clock, SystemClock
+from tidal.domain.run_control import Source, Verb
 from tidal.domain.team_capacity import TeamEstimate
 from tidal.domain.windows import start_in_force, times_of
 from tidal.engine.budget import SurgeBudget

@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from tidal.daemon.commands import Verb
+from tidal.domain.run_control import Verb
 
 log = structlog.get_logger("tidal.daemon.command_api")
 

@@ -11,42 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from enum import StrEnum
 
 from tidal.daemon.state import StateStore
-from tidal.domain.run_control import RunCommand, command_for
+from tidal.domain.run_control import OUTCOMES, RunCommand, Source, Verb, command_for
 from tidal.domain.windows import Controls
 from tidal.engine.journal import RunState
 from tidal.engine.states import RunResult
 
 ControlsChange = Callable[[Controls], Controls]
-
-
-class Verb(StrEnum):
-    """What an operator may say to a schedule's switch (the API's path segment, the CLI's
-    command name)."""
-
-    PAUSE = "pause"
-    RESUME = "resume"
-    ABORT = "abort"
-    PROMOTE = "promote"
-    RETRY = "retry"
-
-
-class Source(StrEnum):
-    """How a command reached the controls (the `source` label of tidal_run_commands_total)."""
-
-    API = "api"  # the daemon's command API
-    CLI = "cli"  # `tidal pause ...` writing the state object itself
-
-
-OUTCOMES = {
-    Verb.PAUSE: "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
-    Verb.RESUME: "resumed",
-    Verb.ABORT: "the switch in flight stops before its next wave, rolled back or halted as its "
-                "onFailure says",
-    Verb.PROMOTE: "the switch in flight goes on without its remaining pauses between waves",
-}
 
 
 class CommandRefused(ValueError):

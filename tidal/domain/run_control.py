@@ -64,3 +64,30 @@ def command_for(control: RunControl | None, run_id: str, command: RunCommand,
     current = control if control is not None and control.run_id == run_id \
         else RunControl(run_id)
     return current.apply(command, at, source)
+
+
+class Verb(StrEnum):
+    """What an operator may say to a schedule's switch (the API's path segment, the CLI's
+    command name)."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    ABORT = "abort"
+    PROMOTE = "promote"
+    RETRY = "retry"
+
+
+class Source(StrEnum):
+    """How a command reached the controls (the `source` label of tidal_run_commands_total)."""
+
+    API = "api"  # the daemon's command API
+    CLI = "cli"  # `tidal pause ...` writing the state object itself
+
+
+OUTCOMES = {
+    Verb.PAUSE: "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
+    Verb.RESUME: "resumed",
+    Verb.ABORT: "the switch in flight stops before its next wave, rolled back or halted as its "
+                "onFailure says",
+    Verb.PROMOTE: "the switch in flight goes on without its remaining pauses between waves",
+}
