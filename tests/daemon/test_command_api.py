@@ -84,7 +84,7 @@ def test_a_missing_or_wrong_token_is_401(token_file: Path, replicas: list[Replic
     replicas.append(leader)
     with capture_logs() as logs:
         code, body = post(leader.url, "/v1/schedules/team-a/abort", token)
-    assert code == 401 and "bearer token" in body["error"] and "\n" not in body["error"]
+    assert code == 401 and "wrong credentials" in body["error"] and "\n" not in body["error"]
     assert leader.given == []
     assert [(e["event"], e["code"]) for e in logs] == [("command_request", 401)]
 

@@ -75,8 +75,9 @@ def send(url: str, token_file: Path | None, name: str, verb: str) -> dict[str, A
     except urllib.error.HTTPError as exc:
         body = _body(exc.read())
         why = body.get("error") or f"HTTP {exc.code}"
-        if exc.code == 401 and token_file is None:
-            why += "; pass --token-file FILE (or set TIDAL_DAEMON_TOKEN_FILE)"
+        if exc.code == 401:
+            why = "the daemon refused the request (missing or wrong credentials): pass the " \
+                  "file holding its API token as --token-file FILE (TIDAL_DAEMON_TOKEN_FILE)"
         fail(f"{why} (daemon {url}, HTTP {exc.code})" if exc.code in (401, 502, 503)
              else why)
     except (OSError, ValueError) as exc:

@@ -153,8 +153,8 @@ class CommandServer:
         scheme, _, given = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
                                                                  token.encode()):
-            return error(401, "missing or wrong bearer token: send `Authorization: Bearer "
-                              "<token>` (tidal ... --token-file FILE)")
+            return error(401, "missing or wrong credentials: send the API token as a bearer "
+                              "token (tidal ... --daemon URL --token-file FILE)")
         if match is None:
             return error(404, f"unknown path; use {USAGE}")
         name, verb_text = match.groups()

@@ -12,7 +12,7 @@ import structlog
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.run_control import RunCommand, RunControl, Verdict
-from tidal.karmada.errors import KarmadaError
+from tidal.karmada.errors import Conflict, KarmadaError
 
 log = structlog.get_logger("tidal.daemon.interlude")
 
@@ -37,6 +37,9 @@ class OperatorInterlude:
     def __call__(self, run_id: str, wave: int, pause: float) -> str | None:
         deadline = self.clock.monotonic() + pause
         while True:
+            if not self.store.guard():  # stopping, or the lease/lock lost: as a refused save
+                raise Conflict(f"run {run_id} of {self.schedule} waits between waves: this "
+                               "process may no longer act", code=409, reason="NotLeader")
             verdict = self._verdict(run_id, wave)
             if verdict is Verdict.STOP:
                 return ABORTED.format(wave=wave + 1)
