@@ -41,10 +41,13 @@ class Replicas:
     """Two `tidal run` replicas with the command API on, running team-t1's due night."""
 
     def __init__(self, make_emulator: Callable[..., Any], tmp: Path, pause: str,
-                 on_failure: str) -> None:
+                 on_failure: str, before: Callable[[Any], None] = lambda emu: None,
+                 **kw: str) -> None:
         emu = settled_team(make_emulator)
+        before(emu)
+        self.emu = emu
         self.tmp, self.schedules = tmp, tmp / "schedules"
-        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure)
+        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure, **kw)
         self.kubeconfig = emu.write_kubeconfig(tmp / "kubeconfig")
         self.client = KarmadaClient.from_kubeconfig(self.kubeconfig)
         self.store = StateStore(self.client, STATE_NS)
@@ -63,7 +66,8 @@ class Replicas:
 
     def leader(self) -> str | None:
         lease = get_lease(self.client, STATE_NS, "tidal-leader")
-        return (lease or {}).get("spec", {}).get("holderIdentity")
+        holder = (lease or {}).get("spec", {}).get("holderIdentity")
+        return str(holder) if holder else None
 
     def standby_url(self) -> str:
         """The command API of the replica that does NOT lead."""
@@ -104,11 +108,11 @@ class Replicas:
 
 @pytest.fixture
 def replicas(make_emulator: Callable[..., Any], tmp_path: Path
-             ) -> Iterator[Callable[[str, str], Replicas]]:
+             ) -> Iterator[Callable[..., Replicas]]:
     made: list[Replicas] = []
 
-    def start(pause: str, on_failure: str = "halt") -> Replicas:
-        made.append(Replicas(make_emulator, tmp_path, pause, on_failure))
+    def start(pause: str, on_failure: str = "halt", **kw: Any) -> Replicas:
+        made.append(Replicas(make_emulator, tmp_path, pause, on_failure, **kw))
         return made[-1]
 
     yield start
@@ -124,7 +128,7 @@ def _wave_one_done(run: RunState) -> bool:
     return bool(run.waves) and run.waves[0].result == "succeeded"
 
 
-def test_pause_and_resume_through_a_standby(replicas: Callable[[str, str], Replicas],
+def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
                                             tmp_path: Path) -> None:
     """Paused through the standby while wave 1 runs: wave 2 waits, status says paused (source
     api); a wrong token is refused with 401 and changes nothing; resumed, the run succeeds."""
@@ -156,7 +160,7 @@ def test_pause_and_resume_through_a_standby(replicas: Callable[[str, str], Repli
         == [200, 200]  # the 401 never reached the leader
 
 
-def test_promote_through_a_standby(replicas: Callable[[str, str], Replicas]) -> None:
+def test_promote_through_a_standby(replicas: Callable[..., Replicas]) -> None:
     """1h between waves, promoted through the standby after wave 1: the run succeeds now; the
     leader counts the command with source api."""
     daemons = replicas("1h", "halt")
@@ -172,7 +176,7 @@ def test_promote_through_a_standby(replicas: Callable[[str, str], Replicas]) -> 
 
 @pytest.mark.parametrize(("on_failure", "result"), [("halt", "failed"),
                                                     ("rollback", "rolledBack")])
-def test_abort_through_a_standby(replicas: Callable[[str, str], Replicas], on_failure: str,
+def test_abort_through_a_standby(replicas: Callable[..., Replicas], on_failure: str,
                                  result: str) -> None:
     """1h between waves, aborted through the standby after wave 1: no wave 2; halted or
     rolled back as onFailure says, the reason naming the abort; status shows the last run."""
@@ -188,3 +192,28 @@ def test_abort_through_a_standby(replicas: Callable[[str, str], Replicas], on_fa
     assert again.exit_code == 1
     assert again.stderr.strip() == \
         f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+
+
+def test_retry_through_a_standby_re_runs_the_failed_window(
+        replicas: Callable[..., Replicas]) -> None:
+    """cluster-b's pods fail, the night halts on its first wave; once they start again, retry
+    through the standby: 202-taken, the leader runs the night again and it succeeds; a second
+    retry finds nothing failed and says so in one line (exit 1)."""
+    daemons = replicas("0s", "halt", before=lambda emu: emu.set_pods_fail("cluster-b"),
+                       wave_timeout="3s")
+    failed = daemons.wait(lambda run: run.finished, "the night to fail")
+    assert failed.result == "failed"
+    daemons.emu.set_pods_fail("cluster-b", False)
+    retried = daemons.command("retry")
+    assert retried.exit_code == 0, retried.output
+    assert retried.stdout.strip().startswith(f"{NAME}: the daemon runs window night again")
+    run = daemons.wait(lambda run: run.run_id != failed.run_id and run.finished,
+                       "the retried night to finish")
+    assert run.result == "succeeded" and run.window == "night"
+    assert daemons.status()["lastRun"]["result"] == "succeeded"
+    again = daemons.command("retry")
+    assert again.exit_code == 1
+    assert again.stderr.strip() == (f"error: {NAME}: no failed switch to retry (last run: "
+                                    "succeeded); `tidal status` shows it")
+    events = [e["event"] for e in daemons.leader_events()]
+    assert events.count("run_retrying") == 1
