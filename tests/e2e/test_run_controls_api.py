@@ -42,12 +42,13 @@ class Replicas:
 
     def __init__(self, make_emulator: Callable[..., Any], tmp: Path, pause: str,
                  on_failure: str, before: Callable[[Any], None] = lambda emu: None,
-                 **kw: str) -> None:
+                 wave_timeout: str = "60s") -> None:
         emu = settled_team(make_emulator)
         before(emu)
         self.emu = emu
         self.tmp, self.schedules = tmp, tmp / "schedules"
-        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure, **kw)
+        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure,
+                           wave_timeout=wave_timeout)
         self.kubeconfig = emu.write_kubeconfig(tmp / "kubeconfig")
         self.client = KarmadaClient.from_kubeconfig(self.kubeconfig)
         self.store = StateStore(self.client, STATE_NS)
