@@ -89,8 +89,8 @@ class Replicas:
         wait_for(lambda: check(self.run()), 60, what)
         return self.run()
 
-    def command(self, verb: str, token: Path | None = None) -> Result:
-        return CliRunner().invoke(cli, [verb, NAME, "--daemon", self.standby_url(),
+    def command(self, verb: str, token: Path | None = None, name: str = NAME) -> Result:
+        return CliRunner().invoke(cli, [verb, name, "--daemon", self.standby_url(),
                                         "--token-file", str(token or self.token)])
 
     def status(self) -> dict[str, Any]:
@@ -132,7 +132,8 @@ def _wave_one_done(run: RunState) -> bool:
 def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
                                             tmp_path: Path) -> None:
     """Paused through the standby while wave 1 runs: wave 2 waits, status says paused (source
-    api); a wrong token is refused with 401 and changes nothing; resumed, the run succeeds."""
+    api); a wrong token is refused with 401 and changes nothing, an unknown schedule is the
+    leader's 404 (exit 1, one line); resumed, the run succeeds."""
     daemons = replicas("2s", "halt")
     daemons.wait(_started, "wave 1")
     paused = daemons.command("pause")
@@ -151,6 +152,10 @@ def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
     assert refused.stderr.startswith("error: the daemon refused the request") and \
         "HTTP 401" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert daemons.status()["runControl"]["paused"] is True
+    unknown = daemons.command("pause", name="team-nope")
+    assert unknown.exit_code == 1
+    assert unknown.stderr.strip() == \
+        f"error: no schedule 'team-nope' in {daemons.schedules} (known: {NAME})"
     resumed = daemons.command("resume")
     assert (resumed.exit_code, resumed.stdout.strip()) == (0, f"{NAME}: resumed")
     run = daemons.wait(lambda run: run.finished, "the run to finish")
@@ -158,7 +163,7 @@ def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
     events = [e["event"] for e in daemons.leader_events()]
     assert "run_paused" in events and "run_resumed" in events
     assert [e["code"] for e in daemons.leader_events() if e["event"] == "command_request"] \
-        == [200, 200]  # the 401 never reached the leader
+        == [200, 404, 200]  # the 401 never reached the leader
 
 
 def test_promote_through_a_standby(replicas: Callable[..., Replicas]) -> None:
