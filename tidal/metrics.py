@@ -179,8 +179,14 @@ class Metrics:
             (*sw, "reason"))
         self.run_commands = counter(
             "tidal_run_commands_total",
-            "Operator commands (pause, resume, abort, promote) a run in flight acted on.",
-            ("schedule", "command"))
+            "Operator commands (pause, resume, abort, promote) a run in flight acted on, by "
+            "how they came (api: the daemon's command API; cli: written to the state object).",
+            ("schedule", "command", "source"))
+        self.command_requests = counter(
+            "tidal_command_requests_total",
+            "Requests to the daemon's command API, by command and HTTP status code (a standby "
+            "counts the ones it forwarded, with the leader's code).",
+            ("command", "code"))
         self.windows_missed = counter(
             "tidal_windows_missed_total",
             "Windows not carried out because their start was outside the catch-up window.", sw)
@@ -434,9 +440,13 @@ class Metrics:
         """Count a window whose start fell outside the catch-up window."""
         self.windows_missed.labels(schedule, window).inc()
 
-    def run_command(self, schedule: str, command: str) -> None:
+    def run_command(self, schedule: str, command: str, source: str) -> None:
         """Count an operator's command a run in flight acted on (tidal.daemon.interlude)."""
-        self.run_commands.labels(schedule, command).inc()
+        self.run_commands.labels(schedule, command, source).inc()
+
+    def command_request(self, command: str, code: int) -> None:
+        """Count a request the command API answered (tidal.daemon.command_api)."""
+        self.command_requests.labels(command, str(code)).inc()
 
     def set_clock_skew(self, skew: float, limit: float) -> None:
         """Publish the last measured clock skew and the limit it is held to."""
@@ -542,7 +552,8 @@ class DaemonMetrics(Protocol):
     def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None: ...
     def window_missed(self, schedule: str, window: str) -> None: ...
 
-    def run_command(self, schedule: str, command: str) -> None: ...
+    def run_command(self, schedule: str, command: str, source: str) -> None: ...
+    def command_request(self, command: str, code: int) -> None: ...
     def set_clock_skew(self, skew: float, limit: float) -> None: ...
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
                       ) -> None: ...
@@ -592,7 +603,10 @@ class NullMetrics:
     def window_missed(self, schedule: str, window: str) -> None:
         pass
 
-    def run_command(self, schedule: str, command: str) -> None:
+    def run_command(self, schedule: str, command: str, source: str) -> None:
+        pass
+
+    def command_request(self, command: str, code: int) -> None:
         pass
 
     def set_clock_skew(self, skew: float, limit: float) -> None:

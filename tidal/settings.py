@@ -114,6 +114,27 @@ class ApiSettings(BaseModel):
     shared_watch_seconds: float = Field(60.0, ge=1, le=3600)  # one watch request's length
 
 
+class CommandApiSettings(BaseModel):
+    """The daemon's command API: `POST /v1/schedules/NAME/VERB` on a port of its own, for
+    `tidal pause|resume|abort|promote|retry NAME --daemon URL` (TIDAL_COMMANDS__*;
+    tidal.daemon.command_api). Off unless enabled; enabled, it needs a token file."""
+
+    enabled: bool = False
+    port: int = Field(8081, ge=0, le=65535)
+    # the bearer token callers must send (the chart mounts a Secret here); read at each request
+    token_file: Path | None = None
+    # the host other replicas forward a command to while this one leads (the chart gives the
+    # pod IP); None: the listen address, or this host's address when that is a wildcard
+    advertise_host: str | None = None
+
+    @model_validator(mode="after")
+    def _token(self) -> CommandApiSettings:
+        if self.enabled and self.token_file is None:
+            raise ValueError("the command API needs a bearer token: set TOKEN_FILE to a file "
+                             "holding it (the chart mounts its Secret), or ENABLED=false")
+        return self
+
+
 @dataclass(frozen=True)
 class KubeconfigSources:
     """Where to look for a kubeconfig when none is given, in kubectl's order: the files
@@ -214,6 +235,11 @@ class Settings(BaseSettings):
                                  Path.home() / ".kube" / "config")
     api: ApiSettings = ApiSettings()
     estimator: EstimatorSettings = EstimatorSettings()
+    commands: CommandApiSettings = CommandApiSettings()
+    # `tidal pause|resume|abort|promote|retry NAME`: send the command to this daemon's command
+    # API (e.g. http://tidal.tidal-system:8081) instead of writing the state object
+    daemon_url: str | None = None
+    daemon_token_file: Path | None = None  # the bearer token sent with it
 
     @field_validator("listen_address")
     @classmethod

@@ -43,3 +43,16 @@ def test_the_plugin_has_every_verb_of_tidal(tmp_path: Path) -> None:
     assert verbs == set(cli.commands)
     switch = _plugin(tmp_path, "switch", "--help")
     assert switch.stdout.startswith("Usage: kubectl tidal switch ")
+
+
+def test_the_plugin_sends_commands_to_a_daemon(tmp_path: Path) -> None:
+    """`kubectl tidal pause|resume|abort|promote|retry` take --daemon and --token-file; a
+    daemon that does not answer is one line and exit 1."""
+    for verb in ("pause", "resume", "abort", "promote", "retry"):
+        helped = _plugin(tmp_path, verb, "--help")
+        assert helped.stdout.startswith(f"Usage: kubectl tidal {verb} ")
+        assert "--daemon URL" in helped.stdout and "--token-file" in helped.stdout
+    refused = _plugin(tmp_path, "abort", "team-1", "--daemon", "http://127.0.0.1:1")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: the daemon at http://127.0.0.1:1 did not answer")
+    assert len(refused.stderr.strip().splitlines()) == 1

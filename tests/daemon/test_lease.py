@@ -120,3 +120,18 @@ def test_run_lock_holding_yields_whether_it_was_taken_and_releases_after(
     assert not mine.held()
     with other.holding() as held:
         assert held and other.holder == "cli:b"
+
+
+def test_the_leader_publishes_its_command_api_on_the_lease(clock: FakeClock,
+                                                           lease_store: Any) -> None:
+    """A leader with a command API annotates the Lease from its first acquire; a standby reads
+    that address; once released, no address is read."""
+    from tidal.daemon.lease import api_annotation, leader_api_url
+
+    leader = LeaderElector(lease_store, "a", clock, publish=lambda: api_annotation(
+        "a", "http://10.0.0.1:8081"))
+    standby = LeaderElector(lease_store, "b", clock)
+    assert leader.try_acquire_or_renew() and not standby.try_acquire_or_renew()
+    assert leader_api_url(lease_store.get()) == "http://10.0.0.1:8081"
+    leader.release()
+    assert leader_api_url(lease_store.get()) is None

@@ -1,6 +1,7 @@
 """Operator controls persisted in the state (hold across restarts and replicas):
 `tidal suspend NAME`, `tidal resume NAME`, `tidal skip NAME`, `tidal hold NAME --window W
---until TIME`; and of the switch in flight: `tidal pause|abort|promote NAME` (`resume` too)."""
+--until TIME`; and of the switch in flight: `tidal pause|abort|promote NAME` (`resume` too),
+written to the state object or, with --daemon URL, sent to a daemon's command API."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from zoneinfo import ZoneInfo
 
 import click
 
+from tidal.cli.daemon_api import daemon_options, routed
+from tidal.cli.daemon_api import give as send_command
 from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.status import connect
+from tidal.domain.run_control import Verb
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,76 +53,62 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
     except KarmadaError as exc:
         click.echo(f"error: cannot write the controls of {name}: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
-    except ValueError as exc:
+    except ValueError as exc:  # CommandRefused too
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
     click.echo(done if isinstance(done, str) else done())
     raise SystemExit(OK)
 
 
-def _suspension(command: str, suspended: bool, outcome: str, help_text: str) -> click.Command:
-    """`tidal suspend` / `tidal resume`: set or clear the persisted suspension (resume also
-    lets a paused switch in flight go on)."""
+@click.command("suspend")
+@_common
+def suspend_command(name: str, schedules: Path | None, kubeconfig: Path | None,
+                    context: str | None) -> None:
+    """Stop running NAME's windows until `tidal resume NAME` (persisted)."""
+    _apply(name, schedules, kubeconfig, context,
+           lambda c, schedule, now: replace(c, suspended=True), f"{name}: suspended")
 
-    @click.command(command, help=help_text)
+
+def _run_command(verb: Verb, help_text: str) -> click.Command:
+    """`tidal pause|resume|abort|promote NAME`: a command to the switch of NAME in flight (run
+    by the daemon or by `tidal switch`), which acts on it before its next wave; written to the
+    state object, or sent to a daemon's command API with --daemon."""
+
+    @click.command(verb.value, help=help_text)
     @_common
-    def set_suspended(name: str, schedules: Path | None, kubeconfig: Path | None,
-                      context: str | None) -> None:
-        from tidal.domain.run_control import RunCommand
+    @daemon_options
+    def given(name: str, schedules: Path | None, kubeconfig: Path | None,
+              context: str | None, daemon_url: str | None, token_file: Path | None) -> None:
+        from tidal.daemon.commands import change_for
+        from tidal.domain.run_control import OUTCOMES, Source
 
-        def change(c: Any, schedule: Any, now: datetime) -> Any:
-            run = c.run
-            if not suspended and run is not None and run.paused:
-                run = run.apply(RunCommand.RESUME, now)
-            return replace(c, suspended=suspended, run=run)
+        route = routed(daemon_url, token_file)
+        if route is not None:
+            send_command(*route, name, verb.value)
 
-        _apply(name, schedules, kubeconfig, context, change, f"{name}: {outcome}")
+        def change(c: Any, schedule: Any, now: datetime, run: Any = None) -> Any:
+            return change_for(name, verb, run, now, Source.CLI)(c)
 
-    return set_suspended
+        _apply(name, schedules, kubeconfig, context, change, f"{name}: {OUTCOMES[verb]}",
+               with_run=verb is not Verb.RESUME)
+
+    return given
 
 
-suspend_command = _suspension(
-    "suspend", True, "suspended",
-    "Stop running NAME's windows until `tidal resume NAME` (persisted).")
-resume_command = _suspension(
-    "resume", False, "resumed",
+resume_command = _run_command(
+    Verb.RESUME,
     "Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs), and let a "
     "switch of NAME paused by `tidal pause NAME` go on.")
-
-
-def _run_command(command: str, outcome: str, help_text: str) -> click.Command:
-    """`tidal pause|abort|promote NAME`: a command to the switch of NAME in flight (run by the
-    daemon or by `tidal switch`), which acts on it before its next wave."""
-
-    @click.command(command, help=help_text)
-    @_common
-    def give(name: str, schedules: Path | None, kubeconfig: Path | None,
-             context: str | None) -> None:
-        from tidal.domain.run_control import RunCommand, command_for
-
-        def change(c: Any, schedule: Any, now: datetime, run: Any) -> Any:
-            if run is None or run.finished:
-                raise ValueError(f"no switch of {name} is running; `tidal status` shows its "
-                                 "last run")
-            return replace(c, run=command_for(c.run, run.run_id, RunCommand(command), now))
-
-        _apply(name, schedules, kubeconfig, context, change, f"{name}: {outcome}",
-               with_run=True)
-
-    return give
-
-
 pause_command = _run_command(
-    "pause", "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
+    Verb.PAUSE,
     "Hold NAME's switch in flight before its next wave, until `tidal resume NAME`, "
     "`tidal promote NAME` or `tidal abort NAME`.")
 abort_command = _run_command(
-    "abort", "the switch in flight stops before its next wave, rolled back or halted as its "
-             "onFailure says",
+    Verb.ABORT,
     "Stop NAME's switch in flight before its next wave: rolled back (onFailure: rollback) or "
     "halted (onFailure: halt).")
 promote_command = _run_command(
-    "promote", "the switch in flight goes on without its remaining pauses between waves",
+    Verb.PROMOTE,
     "Let NAME's switch in flight go on at once, skipping its remaining pauses between waves "
     "(and a `tidal pause`).")
 

@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 import click
 
+from tidal.cli.daemon_api import daemon_options
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
 from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import (
@@ -263,27 +264,33 @@ def _journal(client: Any, settings: Any) -> Any:
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
               help="as for `tidal switch`")
+@daemon_options
 @click.pass_context
 def retry_command(ctx: click.Context, name: str, schedules: Path | None,
                   kubeconfig: Path | None, context: str | None, yes: bool,
-                  output: str | None) -> None:
+                  output: str | None, daemon_url: str | None, token_file: Path | None) -> None:
     """Re-run NAME's failed switch: its window again, from the wave that failed (the waves
-    done stay done), as `tidal switch` does; exits as `tidal switch`."""
+    done stay done), as `tidal switch` does; exits as `tidal switch`. With --daemon, the
+    daemon runs it (the command returns once the daemon has taken it)."""
+    from tidal.cli.daemon_api import give, routed
     from tidal.cli.status import connect
+    from tidal.daemon.commands import CommandRefused, failed_run
     from tidal.daemon.state import StateStore
-    from tidal.domain.outcomes import RunResult
 
+    route = routed(daemon_url, token_file)
+    if route is not None:
+        give(*route, name, "retry")
     settings, client, loaded = connect(schedules, kubeconfig, context)
     item = next((s for s in loaded if s.schedule.name == name), None)
     if item is None:
         fail(f"no schedule {name!r} in {settings.schedules} "
              f"(known: {', '.join(sorted(s.schedule.name for s in loaded)) or 'none'})")
-    run = StateStore(client, settings.state_namespace).load(name)
-    client.close()
-    if run is None or not run.finished or run.result is not RunResult.FAILED:
-        state = "running" if run is not None and not run.finished else \
-            str(run.result) if run is not None else "none"
-        fail(f"{name}: no failed switch to retry (last run: {state}); `tidal status` shows it")
+    try:
+        run = failed_run(StateStore(client, settings.state_namespace), name)
+    except CommandRefused as exc:
+        fail(str(exc))
+    finally:
+        client.close()
     ctx.invoke(switch_command, schedule_file=item.path, window=run.window,
                kubeconfig=kubeconfig, context=context, yes=yes, output=output,
                karmada_version=None)

@@ -18,6 +18,8 @@ from typing import Any
 import structlog
 
 from tidal.daemon.budget import SharedBudget
+from tidal.daemon.command_api import Answer, CommandServer, advertised_url, error
+from tidal.daemon.commands import CommandRefused, ask_retry, give, no_schedule
 from tidal.daemon.http import HealthServer
 from tidal.daemon.lease import (
     ElectionTimings,
@@ -25,6 +27,8 @@ from tidal.daemon.lease import (
     LeaderElector,
     LeaseStore,
     RunLock,
+    api_annotation,
+    leader_api_url,
     run_lock_name,
 )
 from tidal.daemon.lifecycle import Lifecycle, Stage
@@ -35,6 +39,7 @@ from tidal.daemon.scheduler import Dispatcher, WindowScheduler
 from tidal.daemon.state import StateStore
 from tidal.daemon.sweeping import SweepLoop
 from tidal.domain.clock import Clock, SystemClock
+from tidal.domain.run_control import Source, Verb
 from tidal.domain.team_capacity import TeamEstimate
 from tidal.domain.windows import start_in_force, times_of
 from tidal.engine.budget import SurgeBudget
@@ -56,7 +61,7 @@ class EngineRunSwitch:
     """tidal.engine.switch.run_switch with the daemon's settings for every run."""
 
     def __init__(self, settings: Settings,
-                 on_command: Callable[[str, str], None] | None = None) -> None:
+                 on_command: Callable[[str, str, str], None] | None = None) -> None:
         self.policy_settle = settings.karmada.policy_settle_seconds
         self.on_command = on_command  # an operator's command a run acted on (metered)
         self.estimator = settings.estimator  # its teams file: dynamic splits take it in
@@ -174,6 +179,8 @@ class Daemon:
             if wiring.watch else None
         self.http: HealthServer | None = None
         self._serve_http = True
+        self.commands: CommandServer | None = None
+        self._api_url: str | None = None  # this replica's command API, published while leading
         self._run_locks: dict[str, RunLock] = {}
         self._lock_store = wiring.lock_store
         self._elector_thread: threading.Thread | None = None
@@ -195,7 +202,7 @@ class Daemon:
                                              le.lease_name),
             self.identity, self.clock, self.timings,
             on_started_leading=self._started_leading,
-            on_stopped_leading=self._stopped_leading)
+            on_stopped_leading=self._stopped_leading, publish=self._published)
         self.client.gate_writes(elector)
         return elector
 
@@ -356,13 +363,63 @@ class Daemon:
         for name, loaded in list(self.directory.catalog.schedules.items()):
             self.metrics.publish_window_times(name, times_of(loaded.schedule), now)
 
+    # --- the command API (tidal.daemon.command_api) ------------------------------------------
+    def _published(self) -> dict[str, str]:
+        return api_annotation(self.identity, self._api_url) if self._api_url else {}
+
+    def leader_url(self) -> str | None:
+        """The command API address the leader published on its Lease (None: none known)."""
+        from tidal.karmada.errors import KarmadaError
+
+        if not isinstance(self.elector, LeaderElector):
+            return None
+        try:
+            return leader_api_url(self.elector.store.get())
+        except KarmadaError as exc:
+            log.warning("lease_unreadable", error=str(exc))
+            return None
+
+    def give_command(self, name: str, verb: Verb) -> Answer:
+        """Carry out one command to schedule NAME, as the leader (tidal.daemon.commands)."""
+        from tidal.karmada.errors import KarmadaError
+
+        if self.directory.get(name) is None:
+            return error(404, no_schedule(name, self.settings.schedules,
+                                          list(self.directory.catalog.schedules)))
+        try:
+            given = ask_retry(self.state, name) if verb is Verb.RETRY else \
+                give(self.state, name, verb, self.clock.now(), Source.API)
+        except CommandRefused as exc:
+            return error(409, str(exc))
+        except KarmadaError as exc:
+            return error(503, f"cannot write the controls of {name}: {exc}")
+        log.info("run_command_given", schedule=name, command=verb.value, run_id=given.run_id,
+                 source=Source.API.value)
+        if verb is Verb.RETRY:
+            self.dispatcher.submit(name, "retry")
+        return Answer(202 if verb is Verb.RETRY else 200, {
+            "message": given.message, "schedule": name, "command": verb.value,
+            "runId": given.run_id})
+
+    def _serve_commands(self) -> None:
+        api = self.settings.commands
+        if not api.enabled or api.token_file is None:
+            return
+        self.commands = CommandServer(
+            host=self.settings.listen_address, port=api.port, token_file=api.token_file,
+            identity=self.identity, is_leader=self.may_act, leader_url=self.leader_url,
+            give=self.give_command, on_answer=self.metrics.command_request).start()
+        self._api_url = advertised_url(api.advertise_host, self.settings.listen_address,
+                                       self.commands.port)
+
     # --- life cycle --------------------------------------------------------------------------
     def _stages(self) -> list[Stage]:
         """The lifecycle table: start order top to bottom; `stop_rank` orders the shutdown."""
         return [
             Stage("state namespace", self._ensure_namespace),
             Stage("http", self._start_http, lambda _: self._stop_http(),
-                  "stopped last, so probes answer until the end", stop_rank=7,
+                  "stopped last (the command API with it), so probes answer until the end",
+                  stop_rank=7,
                   enabled=lambda: self._serve_http),
             Stage("queue publisher", lambda: self.queue.start(self.queue_status, self.may_act),
                   lambda _: self.queue.stop(), "its stop flag; thread joined 2 s", stop_rank=4),
@@ -388,7 +445,7 @@ class Daemon:
         self.lifecycle.start()
         log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
                  address=self.settings.listen_address,
-                 port=self.http.port if self.http else None)
+                 port=self.http.port if self.http else None, command_api=self._api_url)
         return self
 
     def _ensure_namespace(self) -> None:
@@ -405,10 +462,13 @@ class Daemon:
         self.http = HealthServer(self.settings.port, self.healthy, self.ready,
                                  self.metrics.render, host=self.settings.listen_address,
                                  status=self.queue_status).start()
+        self._serve_commands()
 
     def _stop_http(self) -> None:
         if self.http is not None:
             self.http.stop()
+        if self.commands is not None:
+            self.commands.stop()
 
     def _start_watcher(self) -> None:
         if self.watcher is not None:

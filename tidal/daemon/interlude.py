@@ -12,14 +12,14 @@ import structlog
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.run_control import RunCommand, RunControl, Verdict
-from tidal.karmada.errors import KarmadaError
+from tidal.karmada.errors import Conflict, KarmadaError
 
 log = structlog.get_logger("tidal.daemon.interlude")
 
 POLL_SECONDS = 1.0  # how often the controls are read while a run waits between waves
 ABORTED = "aborted by the operator (tidal abort) before wave {wave}"
 
-OnCommand = Callable[[str, str], None]  # (schedule, command) -> metric
+OnCommand = Callable[[str, str, str], None]  # (schedule, command, source) -> metric
 EVENTS = {RunCommand.PAUSE: "run_paused", RunCommand.RESUME: "run_resumed",
           RunCommand.ABORT: "run_aborted", RunCommand.PROMOTE: "run_promoted"}
 
@@ -37,6 +37,9 @@ class OperatorInterlude:
     def __call__(self, run_id: str, wave: int, pause: float) -> str | None:
         deadline = self.clock.monotonic() + pause
         while True:
+            if not self.store.guard():  # stopping, or the lease/lock lost: as a refused save
+                raise Conflict(f"run {run_id} of {self.schedule} waits between waves: this "
+                               "process may no longer act", code=409, reason="NotLeader")
             verdict = self._verdict(run_id, wave)
             if verdict is Verdict.STOP:
                 return ABORTED.format(wave=wave + 1)
@@ -58,7 +61,8 @@ class OperatorInterlude:
         if control != self._seen and control.last is not None:
             self._seen = control
             log.info(EVENTS[control.last], schedule=self.schedule, run_id=run_id,
-                     after_wave=wave, command=control.last.value)
+                     after_wave=wave, command=control.last.value,
+                     source=control.source or "cli")
             if self.on_command is not None:
-                self.on_command(self.schedule, control.last.value)
+                self.on_command(self.schedule, control.last.value, control.source or "cli")
         return control.verdict()

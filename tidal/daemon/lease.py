@@ -16,6 +16,7 @@ Rules (as client-go, but on monotonic time):
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,31 @@ from tidal.karmada.views import LeaseView
 from tidal.settings import LeaderElectionSettings
 
 log = structlog.get_logger("tidal.daemon.lease")
+
+# The leader's command API (tidal.daemon.command_api), on its Lease: {"holder": identity,
+# "url": "http://host:port"}; read only while `holder` is still the Lease's holder.
+API_ANNOTATION = "tidal.io/command-api"
+
+
+def api_annotation(identity: str, url: str) -> dict[str, str]:
+    return {API_ANNOTATION: json.dumps({"holder": identity, "url": url}, sort_keys=True)}
+
+
+def leader_api_url(lease: Obj | None) -> str | None:
+    """The command API address the Lease's current holder published; None when the Lease has
+    no holder or its holder published none."""
+    view = LeaseView.of(lease)
+    text = (view.metadata.get("annotations") or {}).get(API_ANNOTATION)
+    if view.holder is None or not text:
+        return None
+    try:
+        published = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(published, dict) or published.get("holder") != view.holder:
+        return None  # a former holder's address
+    url = published.get("url")
+    return url if isinstance(url, str) and url else None
 
 
 class LeaseStore(Protocol):
@@ -99,8 +125,10 @@ class LeaderElector:
         on_started_leading: Callable[[], None] = lambda: None,
         on_stopped_leading: Callable[[], None] = lambda: None,
         preempt: Callable[[str], bool] = lambda holder: False,
+        publish: Callable[[], dict[str, str]] = dict,
     ) -> None:
         self.store = store
+        self.publish = publish  # annotations the holder keeps on the Lease (its API address)
         self.identity = identity
         self.clock = clock
         self.timings = timings
@@ -151,33 +179,46 @@ class LeaderElector:
                 self._step_down("lease no longer names us")
                 return False
             if lease is None:
-                self.store.create(self._spec(None))
-                self._won(now_m)
+                self._create(now_m)
                 return True
-            view = LeaseView(lease)
-            holder = view.holder
-            self.holder = holder
-            record = view.record()
-            if record != self._observed_record:
-                self._observed_record, self._observed_at = record, now_m
-            duration = view.duration_seconds or self.timings.lease_duration
-            if holder and holder != self.identity and now_m < self._observed_at + duration \
-                    and not self.preempt(holder):
-                if self._leading:
-                    self._step_down(f"lease taken by {holder}")
-                return False
-            lease["spec"] = self._spec(dict(view.spec))
-            updated = self.store.update(lease)
-            self._observed_record = LeaseView(updated).record()
-            self._observed_at = now_m
-            self._won(now_m)
-            return True
+            return self._take_or_keep(lease, now_m)
         except (Conflict, AlreadyExists):
             return False
         except KarmadaError as exc:
             self.api_reachable = exc.code != 0
             log.warning("lease_request_failed", error=str(exc), identity=self.identity)
             return False
+
+    def _create(self, now_m: float) -> None:
+        """No Lease yet: create it naming us (and publish our address on it)."""
+        created = self.store.create(self._spec(None))
+        if self.publish():
+            self._annotate(created)
+            self.store.update(created)
+        self._won(now_m)
+
+    def _take_or_keep(self, lease: Obj, now_m: float) -> bool:
+        """Renew our Lease or take one whose holder let it expire; False while another
+        holds it (stepping down if we thought we led)."""
+        view = LeaseView(lease)
+        holder = view.holder
+        self.holder = holder
+        record = view.record()
+        if record != self._observed_record:
+            self._observed_record, self._observed_at = record, now_m
+        duration = view.duration_seconds or self.timings.lease_duration
+        if holder and holder != self.identity and now_m < self._observed_at + duration \
+                and not self.preempt(holder):
+            if self._leading:
+                self._step_down(f"lease taken by {holder}")
+            return False
+        lease["spec"] = self._spec(dict(view.spec))
+        self._annotate(lease)
+        updated = self.store.update(lease)
+        self._observed_record = LeaseView(updated).record()
+        self._observed_at = now_m
+        self._won(now_m)
+        return True
 
     def _spec(self, previous: Obj | None) -> Obj:
         now = micro_time(self.clock.now())
@@ -191,6 +232,13 @@ class LeaderElector:
             "renewTime": now,
             "leaseTransitions": transitions if mine or previous is None else transitions + 1,
         }
+
+    def _annotate(self, lease: Obj) -> None:
+        """Put what this holder publishes on the Lease (the annotations it sets, replaced)."""
+        published = self.publish()
+        if published:
+            meta = lease.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **published}
 
     def _won(self, now_m: float) -> None:
         with self._lock:

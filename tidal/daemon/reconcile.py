@@ -218,6 +218,9 @@ class Reconciler:
         if unfinished is not None and not unfinished.finished:
             self._resume(name, loaded, seen, unfinished)
             return
+        if seen.controls.retry_run is not None:
+            self._retry(name, loaded, seen, unfinished)
+            return
         now = self._now(times, reason)
         claimed = seen.handled
         if claimed is not None and claimed.outcome is DaemonOutcome.STARTED and claimed.run_id:
@@ -381,6 +384,42 @@ class Reconciler:
             self._refused(seen, name, loaded, start, run_id, exc)
             return
         self._finish(seen, name, start.window, record, run_id)
+
+    def _retry(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
+               failed: RunState | None) -> None:
+        """`retry` through the daemon (controls.retry_run): the failed run's window again, from
+        the wave that failed; the request is cleared first, so it runs once at most."""
+        wanted = seen.controls.retry_run
+        self.state.update_controls(name, lambda c: replace(c, retry_run=None))
+        if failed is None or failed.run_id != wanted or failed.result is not RunResult.FAILED:
+            log.warning("retry_dropped", schedule=name, run_id=wanted,
+                        reason="that run is no longer the last failed run")
+            return
+        with self._locked(name) as ok:
+            if not ok:
+                return
+            log.info("run_retrying", schedule=name, window=failed.window, failed_run=wanted)
+            try:
+                with self._shared(loaded) as shared:
+                    record = self.run_switch(self.client, loaded, failed.window,
+                                             clock=self.clock, journal=self.state,
+                                             on_event=self.on_event, **shared)
+            except (Conflict, FencedOut, LeaseLost, JournalLost):
+                raise
+            except Exception as exc:  # a refused plan: logged, the failed run stays the last
+                log.error("retry_not_started", schedule=name, window=failed.window,
+                          error_class=type(exc).__name__, error=str(exc).splitlines()[0][:300]
+                          if str(exc) else "")
+                return
+            run = self.state.load(name)
+            handled = self.state.read(name)
+            if run is not None and handled.handled is not None and \
+                    handled.handled.run_id == wanted:
+                done = handled.handled
+                self.state.record_handled(handled, HandledRecord(
+                    done.window, done.at, result_of(record), run.run_id, self.clock.now()))
+            log.info("window_done", schedule=name, window=failed.window,
+                     run_id=run.run_id if run else None, result=result_of(record))
 
     def _check_drift(self, name: str, run: RunState) -> None:
         """Report (never revert) policies edited since the window in force wrote them."""

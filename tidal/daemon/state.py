@@ -85,6 +85,7 @@ class RunControlData(TypedDict, total=False):
     aborted: bool
     last: str | None
     at: str | None
+    source: str | None
 
 
 class ControlsData(TypedDict, total=False):
@@ -94,6 +95,7 @@ class ControlsData(TypedDict, total=False):
     skipStart: str | None
     hold: HoldData | None
     run: RunControlData | None
+    retryRun: str | None
 
 
 class HandledData(TypedDict, total=False):
@@ -115,8 +117,12 @@ def controls_to_dict(c: Controls) -> ControlsData:
     run = None
     if c.run is not None:
         run = RunControlData(runId=c.run.run_id, paused=c.run.paused, promoted=c.run.promoted,
-                             aborted=c.run.aborted, last=c.run.last, at=_iso(c.run.at))
-    return ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold, run=run)
+                             aborted=c.run.aborted, last=c.run.last, at=_iso(c.run.at),
+                             source=c.run.source)
+    data = ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold, run=run)
+    if c.retry_run:
+        data["retryRun"] = c.retry_run
+    return data
 
 
 def _command(value: str | None) -> RunCommand | None:
@@ -136,7 +142,8 @@ def controls_from_dict(d: ControlsData) -> Controls:
         run=RunControl(run_id=run["runId"], paused=bool(run.get("paused")),
                        promoted=bool(run.get("promoted")), aborted=bool(run.get("aborted")),
                        last=_command(run.get("last")),
-                       at=_dt(run.get("at"))) if run else None,
+                       at=_dt(run.get("at")), source=run.get("source")) if run else None,
+        retry_run=d.get("retryRun") or None,
     )
 
 

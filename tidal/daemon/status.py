@@ -207,7 +207,8 @@ def run_control_of(controls: Controls | None, run: RunState | None) -> dict[str,
     if control is None or run is None or run.finished or control.run_id != run.run_id:
         return None
     return {"runId": control.run_id, "paused": control.paused, "aborted": control.aborted,
-            "promoted": control.promoted, "last": control.last, "at": _iso(control.at)}
+            "promoted": control.promoted, "last": control.last, "at": _iso(control.at),
+            "source": control.source}
 
 
 def waiting_of(entry: Any) -> dict[str, Any] | None:

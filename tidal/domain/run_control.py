@@ -36,8 +36,10 @@ class RunControl:
     aborted: bool = False
     last: RunCommand | None = None
     at: datetime | None = None
+    source: str | None = None  # how the last command came: "api" (the daemon's) or "cli"
 
-    def apply(self, command: RunCommand, at: datetime) -> RunControl:
+    def apply(self, command: RunCommand, at: datetime, source: str | None = None
+              ) -> RunControl:
         if command is RunCommand.PAUSE:
             changed = replace(self, paused=True)
         elif command is RunCommand.RESUME:
@@ -46,7 +48,7 @@ class RunControl:
             changed = replace(self, paused=False, promoted=True)
         else:
             changed = replace(self, aborted=True)
-        return replace(changed, last=command, at=at)
+        return replace(changed, last=command, at=at, source=source)
 
     def verdict(self) -> Verdict:
         if self.aborted:
@@ -57,8 +59,35 @@ class RunControl:
 
 
 def command_for(control: RunControl | None, run_id: str, command: RunCommand,
-                at: datetime) -> RunControl:
+                at: datetime, source: str | None = None) -> RunControl:
     """`control` after `command` to run `run_id` (a control of another run is dropped)."""
     current = control if control is not None and control.run_id == run_id \
         else RunControl(run_id)
-    return current.apply(command, at)
+    return current.apply(command, at, source)
+
+
+class Verb(StrEnum):
+    """What an operator may say to a schedule's switch (the API's path segment, the CLI's
+    command name)."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    ABORT = "abort"
+    PROMOTE = "promote"
+    RETRY = "retry"
+
+
+class Source(StrEnum):
+    """How a command reached the controls (the `source` label of tidal_run_commands_total)."""
+
+    API = "api"  # the daemon's command API
+    CLI = "cli"  # `tidal pause ...` writing the state object itself
+
+
+OUTCOMES = {
+    Verb.PAUSE: "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
+    Verb.RESUME: "resumed",
+    Verb.ABORT: "the switch in flight stops before its next wave, rolled back or halted as its "
+                "onFailure says",
+    Verb.PROMOTE: "the switch in flight goes on without its remaining pauses between waves",
+}

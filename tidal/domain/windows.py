@@ -244,6 +244,7 @@ class Controls:
     skip_start: datetime | None = None  # the instant of the one start to skip
     hold: Hold | None = None
     run: RunControl | None = None  # pause / abort / promote of the switch in flight
+    retry_run: str | None = None  # `retry` through the daemon: the failed run to run again
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,8 @@ app.kubernetes.io/component: estimator
 {{- define "tidal.estimatorName" -}}
 {{- printf "%s-estimator" (include "tidal.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{/* The Secret holding the command API's bearer token (an existing one, or the chart's). */}}
+{{- define "tidal.commandTokenSecret" -}}
+{{- .Values.commandApi.token.existingSecret | default (printf "%s-command-token" (include "tidal.fullname" .)) -}}
+{{- end -}}
