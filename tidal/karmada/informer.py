@@ -82,6 +82,7 @@ class Informer:
         self._sleep = sleep
         self._lock = threading.Lock()
         self._synced = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)  # any event or listing
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
         # readers are held weakly: a finished wave drops its view and with it its subscriber
@@ -100,6 +101,7 @@ class Informer:
         self.lists = 0
         self.watches = 0
         self.error: KarmadaError | None = None
+        self._end_watch: Callable[[], None] | None = None  # ends the open watch at once
 
     # --- life cycle: runs while it has users ------------------------------------------------
     def acquire(self) -> None:
@@ -111,8 +113,13 @@ class Informer:
                 self._thread.start()
 
     def release(self) -> None:
+        """One user fewer; the last one ends the open watch at once (the thread then stops,
+        unless a new user came meanwhile: it then watches on from the same version)."""
         with self._lock:
             self._users = max(0, self._users - 1)
+            end = self._end_watch if self._users == 0 else None
+        if end is not None:
+            end()
 
     def _should_stop(self) -> bool:
         """With no users left, end the thread and drop the cache (the lock is held)."""
@@ -160,14 +167,23 @@ class Informer:
             for obj, deleted in changed:
                 self._publish(key_of(obj), obj, deleted)
             self._synced.notify_all()
+            self._changed.notify_all()
 
     def _watch(self) -> None:
         timeout = max(1, int(self.max_watch_seconds))
         query: dict[str, Any] = {"resourceVersion": self.version, "timeoutSeconds": timeout,
                                  "allowWatchBookmarks": True}
         self.watches += 1
+
+        def opened(end: Callable[[], None]) -> None:
+            with self._lock:
+                self._end_watch = end
+                gone = self._users == 0
+            if gone:  # released while the watch was opening
+                end()
+
         for event in self.client.stream(self.res, self.res.path(None), query,
-                                        read_timeout=timeout + 5.0):
+                                        read_timeout=timeout + 5.0, on_open=opened):
             obj = event.get("object") or {}
             with self._lock:
                 version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -182,6 +198,7 @@ class Informer:
                 else:
                     self._cache[key] = obj
                 self._publish(key, obj, deleted)
+                self._changed.notify_all()
                 if self._users == 0:
                     return
 
@@ -246,6 +263,12 @@ class Informer:
                 snapshot = {k: o for k in wanted
                             if (o := self._cache.get(k)) is not None and subscriber.wants(o)}
         return snapshot, subscriber
+
+    def wait_changed(self, version: str, timeout: float) -> bool:
+        """Until the cache's resourceVersion is no longer `version` (True), or `timeout`
+        seconds pass (False): a wait that wakes on the watch, not on a poll."""
+        with self._lock:
+            return self._changed.wait_for(lambda: self.version != version, max(0.0, timeout))
 
     def items(self, namespace: str | None = None) -> list[Obj]:
         """The cached objects (of one namespace, or all)."""
@@ -337,6 +360,10 @@ class SharedReads:
     def clusters_version(self) -> str:
         """The Cluster cache's resourceVersion: it changes with any Cluster's status."""
         return self._informer(CLUSTERS).version
+
+    def wait_clusters_changed(self, version: str, timeout: float) -> bool:
+        """Until any Cluster changes after `version` (True) or `timeout` seconds (False)."""
+        return self._informer(CLUSTERS).wait_changed(version, timeout)
 
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
