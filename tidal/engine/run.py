@@ -350,8 +350,11 @@ def _waves(run: PreparedRun) -> Phase:
                 leave_out(ctx, wave.index, name,
                           why_gone.get(name) or gone_reason(ctx, name, api_versions))
         planned = [planned_by_name[n] for n in names if n in planned_by_name]
+        # a run alone judges the destinations from a fresh listing (its cache may trail
+        # a change made a moment ago); the daemon's runs from the shared cache
+        fresh = ctx.reads is None or ctx.reads.private
         outcome = wave_checks.before_wave(ctx.client, state.policies, planned,
-                                          ctx.list_clusters) or \
+                                          None if fresh else ctx.list_clusters) or \
             run_wave(ctx, wave, workloads, placements=placements,
                      destinations=wave_checks.destinations(planned))
         wave.finished_at = iso_now(clock)

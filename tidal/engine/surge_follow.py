@@ -12,39 +12,21 @@ split), so a change is followed within one pass of the watch (at most 5 s)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tidal.engine.events import RunWarning
 from tidal.engine.journal import SurgeRecord, WaveState
-from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import SurgeStep
+from tidal.engine.surge_overrides import write_overrides
 from tidal.karmada.objects import Obj
-from tidal.karmada.overrides import (
-    COP_KIND,
-    OP_KIND,
-    OverrideRef,
-    Owner,
-    delete_override,
-    override_name,
-)
 from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext
 
 IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING)
-
-
-def override_ref(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload,
-                 back: bool) -> OverrideRef:
-    """Where workload `w`'s override lives (named by its rank among the record's targets, as
-    tidal.engine.surging writes it)."""
-    owner = Owner(ctx.schedule, ctx.run_id, wave.index)
-    name = override_name(owner, sorted(record.targets).index(w.name), back=back)
-    return OverrideRef(OP_KIND if w.key.namespace else COP_KIND, w.key.namespace, name)
 
 
 def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]
@@ -70,16 +52,15 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
 
 def _lift(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool,
           now: int) -> None:
-    ref = override_ref(ctx, wave, record, w, back)
     record.rescaled[w.name] = now
     record.targets[w.name] = {}
     ctx.save()
-    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-              functools.partial(delete_override, ctx.client, ref))
-    if str(ref) in record.overrides:
-        record.overrides.remove(str(ref))
+    left = set(record.overrides)
+    write_overrides(ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back)
+    gone = sorted(left - set(record.overrides))
+    where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
     ctx.save()
     ctx.emitter.emit(RunWarning(
         **ctx.event_base(wave.index), code="surge_rescaled",
         message=f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
-                f"its override {ref} is lifted; it moves without one"))
+                f"its override is lifted ({where}); it moves without one"))

@@ -38,7 +38,7 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
     if reads is None and client.background_watch:
         # alone: informers of the run's own, so the run lists and watches each kind once,
         # every wave reading the same cache (a wave of its own would list and watch again)
-        reads = SharedReads(client)
+        reads = SharedReads(client, private=True)
     with reads.in_use() if reads is not None else contextlib.nullcontext():
         prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
                            emitter=emitter, run_id=run_id, resume=resume, budget=budget,

@@ -318,7 +318,11 @@ class SharedReads:
     """The informers of one daemon (bindings, cluster bindings, clusters), each started on
     first use while at least one switch is `in_use`, stopped when the last one ends."""
 
-    def __init__(self, client: KarmadaClient, **informer_settings: Any) -> None:
+    def __init__(self, client: KarmadaClient, *, private: bool = False,
+                 **informer_settings: Any) -> None:
+        # private: the informers of one run alone (tidal.engine.switch), where a check that
+        # must see the latest state before acting lists afresh as such a run always did
+        self.private = private
         self.informers = {res.plural: Informer(client, res, **informer_settings)
                           for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
         self._lock = threading.Lock()

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from tidal.karmada.client import (
     CLUSTER_OVERRIDE_POLICIES,
+    MERGE_PATCH,
     OVERRIDE_POLICIES,
     STRICT,
     KarmadaClient,
@@ -221,6 +222,19 @@ def replace_override(client: KarmadaClient, override: ReplicaOverride) -> Overri
                 raise
             continue
         return OverrideView.of(replaced)
+
+
+def patch_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
+    """Set the spec and owner labels/annotations of the existing one in one merge patch (its
+    lists are replaced whole; NotFound if it is not there)."""
+    ref = override.ref
+    wanted = manifest(override)
+    meta = {part: wanted["metadata"][part] for part in ("labels", "annotations")}
+    patched = client.request("patch", ref.resource, "PATCH",
+                             ref.resource.path(ref.namespace or None, ref.name),
+                             body={"metadata": meta, "spec": wanted["spec"]}, query=STRICT,
+                             content_type=MERGE_PATCH)
+    return OverrideView.of(patched)
 
 
 def apply_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:

@@ -1,0 +1,140 @@
+"""A surging wave's overrides, grouped: one OverridePolicy (a ClusterOverridePolicy for
+cluster-scoped templates) per distinct override the wave needs, selecting every workload of the
+wave that needs exactly it, rather than one per workload.
+
+Why this shape: an override rule has no selector of its own (`overrideRules[]` is only
+`targetCluster` + `overriders`), so every template a policy's `resourceSelectors` select gets
+the same plaintext `replace /spec/replicas` value per cluster. Workloads can therefore share a
+policy exactly when they share namespace (an OverridePolicy acts in its own namespace only),
+replica paths and the replicas to set per cluster: that triple is the group's key. Karmada
+matches each selector independently (kind, namespace, name), so a policy naming a hundred
+templates applies to each as a policy naming it alone would, and a create, change or delete of
+the policy re-syncs exactly the bindings it selects. The number of groups is the number of
+distinct splits in the wave (bounded by the replica counts of the fleet), not the number of
+workloads, so a wave costs a few writes however large it is.
+
+Each group is named after its key (a digest) and carries the run's owner marks (schedule, run,
+wave, purpose) like any override, so issue 25's sweeper and a next run find a leftover by
+them. When membership changes (a fitted split moves a workload to another group; a lifted one
+leaves its group), the groups gaining a member are written first and the ones losing it after,
+so a workload is never for a moment without its override; a group left empty, or named by the
+journal from before (an older run's one-per-workload names too), is deleted last. Every name is
+journalled before it is written.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from tidal.engine.journal import SurgeRecord
+from tidal.engine.patience import patiently
+from tidal.engine.resolve import Workload
+from tidal.karmada.errors import AlreadyExists, NotFound
+from tidal.karmada.overrides import (
+    REPLICAS_PATH,
+    OverrideRef,
+    Owner,
+    ReplicaOverride,
+    TemplateRef,
+    create_override,
+    delete_override,
+    patch_override,
+)
+
+if TYPE_CHECKING:
+    from tidal.engine.inflight import SwitchContext
+
+Split = Mapping[str, int]
+GroupKey = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]  # namespace, paths, split
+
+
+def group_key(w: Workload, split: Split) -> GroupKey:
+    return (w.key.namespace, tuple(w.replica_paths or (REPLICAS_PATH,)),
+            tuple(sorted(split.items())))
+
+
+def group_name(owner: Owner, key: GroupKey, *, back: bool = False) -> str:
+    """`tidal-<schedule>-<run>-w<wave>[-back]-g<digest of the key>` (lower case)."""
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
+    suffix = "-back" if back else ""
+    return f"tidal-{owner.schedule}-{owner.run_id}-w{owner.wave}{suffix}-g{digest}".lower()
+
+
+def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]], *, back: bool
+            ) -> dict[str, ReplicaOverride]:
+    """One override per group key of `members` (workload, split), by reference text."""
+    by_key: dict[GroupKey, list[TemplateRef]] = {}
+    for w, split in members:
+        if not split:  # nothing to set (a lifted workload)
+            continue
+        refs = by_key.setdefault(group_key(w, split), [])
+        ref = TemplateRef(w.key.api_version, w.key.kind, w.key.name, w.key.namespace)
+        if ref not in refs:
+            refs.append(ref)
+    out: dict[str, ReplicaOverride] = {}
+    for group, refs in sorted(by_key.items()):
+        _namespace, paths, replicas = group
+        override = ReplicaOverride(group_name(owner, group, back=back), owner,
+                                   tuple(sorted(refs, key=lambda t: (t.kind, t.name))),
+                                   dict(replicas), paths=paths)
+        out[str(override.ref)] = override
+    return out
+
+
+def _members(workloads: Mapping[str, Workload], targets: Mapping[str, Split]
+             ) -> list[tuple[Workload, Split]]:
+    return [(workloads[name], split) for name, split in sorted(targets.items())
+            if name in workloads and split]
+
+
+def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
+                    workloads: Mapping[str, Workload], *, back: bool,
+                    before: Mapping[str, Split] | None = None) -> None:
+    """Make the wave's overrides those `record.targets` need; `before`: the targets they were
+    written for (None: as the journal names them), so that a workload moving to another group
+    is held by its old one until its new one holds it."""
+    owner = Owner(ctx.schedule, ctx.run_id, wave)
+    wanted = grouped(owner, _members(workloads, record.targets), back=back)
+    written = set(record.overrides)
+    stale = [ref for ref in record.overrides if ref not in wanted]
+    record.overrides = [*wanted, *stale]  # journalled before any write
+    ctx.save()
+    first = wanted
+    if before is not None:  # movers stay in their old group (if it stays) for the first pass
+        moving = [(workloads[n], dict(s)) for n, s in sorted(before.items())
+                  if n in workloads and s and record.targets.get(n) and
+                  dict(record.targets[n]) != dict(s)]
+        held = grouped(owner, [*_members(workloads, record.targets), *moving],
+                       back=back)
+        first = {ref: held[ref] for ref in wanted}
+    for ref, override in first.items():
+        _put(ctx, override, exists=ref in written)
+    for ref, override in wanted.items():
+        if first[ref].templates != override.templates:  # it held movers: let them go
+            _put(ctx, override, exists=True)
+    for ref in stale:
+        _delete(ctx, OverrideRef.parse(ref))
+        record.overrides.remove(ref)
+        ctx.save()
+
+
+def _put(ctx: SwitchContext, override: ReplicaOverride, *, exists: bool) -> None:
+    """Create it, or change the one there (one request either way when the guess is right)."""
+    if exists:
+        try:
+            patch_override(ctx.client, override)
+            return
+        except NotFound:
+            pass
+    try:
+        create_override(ctx.client, override)
+    except AlreadyExists:
+        patch_override(ctx.client, override)
+
+
+def _delete(ctx: SwitchContext, ref: OverrideRef) -> None:
+    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
+              functools.partial(delete_override, ctx.client, ref))
