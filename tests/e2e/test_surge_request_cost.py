@@ -19,8 +19,8 @@ from tidal.engine import events as ev
 pytestmark = pytest.mark.e2e
 
 # every wave of a touch-triggered surge: the drift check (get the policy), the destinations
-# check (a fresh Cluster listing), one override created and deleted per distinct split, and
-# one touch per template
+# check (a fresh Cluster listing), one override created per distinct split, one request
+# deleting them all (by their owner labels), and one touch per template
 PER_WAVE = {"get clusterpropagationpolicies": 1, "list clusters": 1}
 
 
@@ -65,7 +65,7 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
     assert len(waves) == 8 // wave_size
     for number, counts in enumerate(waves, 1):
         assert counts == Counter({**PER_WAVE, "create overridepolicies": 2,
-                                  "delete overridepolicies": 2,
+                                  "deletecollection overridepolicies": 1,
                                   "patch deployments": wave_size}), f"wave {number}"
     assert not any(key.startswith("watch") for counts in waves for key in counts)
     assert rest == Counter({  # plan, leftovers check, policy change (Lazy on, then off)
@@ -73,4 +73,40 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
         "list clusters": 1, "watch clusters": 1, "list overridepolicies": 2,
         "list clusteroverridepolicies": 2, "get clusterpropagationpolicies": 4,
         "patch clusterpropagationpolicies": 2})
+    no_overrides(client)
+
+
+def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
+        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    """As a user whose RBAC was printed before deletecollection was granted: the first release
+    is refused once (403), then every override is deleted one by one; the switch succeeds and
+    leaves none."""
+    import yaml
+    from click.testing import CliRunner
+
+    from tests.e2e.test_rbac_enforced import _post_as_admin
+    from tidal.cli.main import cli
+    from tidal.karmada.client import KarmadaClient
+
+    emu = make_switch_emulator(team([5, 6, 5, 6]))
+    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    printed = CliRunner().invoke(cli, ["rbac", str(path.parent), "--user", "tidal",
+                                       "--state-namespace", "default",
+                                       "--template-resource", "deployments.apps@ai-app"])
+    assert printed.exit_code == 0, printed.output
+    for obj in yaml.safe_load_all(printed.stdout):
+        for rule in (obj or {}).get("rules") or []:
+            rule["verbs"] = [v for v in rule["verbs"] if v != "deletecollection"]
+        if obj:
+            _post_as_admin(emu.url, obj)
+    emu.enforce_rbac(True)
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
+    emu.reset_requests()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    ours = [(r.verb, r.code) for r in emu.request_log()
+            if r.identity == "tidal" and r.resource == "overridepolicies"
+            and r.verb in ("deletecollection", "delete")]
+    assert ours == [("deletecollection", 403), ("delete", 200), ("delete", 200),
+                    ("delete", 200), ("delete", 200)]
     no_overrides(client)

@@ -49,12 +49,12 @@ from tidal.engine.states import (
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
-from tidal.engine.triggers import normalize_placement
+from tidal.engine.triggers import normalize_placement, rebalancer_selector
 from tidal.engine.wave import gone_reason, run_wave
-from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient
+from tidal.karmada.errors import Conflict, Forbidden, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
-from tidal.karmada.rebalancers import delete_rebalancer
+from tidal.karmada.rebalancers import delete_labelled, delete_rebalancer
 
 ALREADY_IN_FORCE: Final = "already in force"
 
@@ -278,7 +278,20 @@ class PreparedRun:
 
 
 def remove_rebalancers(ctx: SwitchContext) -> None:
-    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback)."""
+    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback),
+    all in one request by their owner labels, or one by one where the RBAC refuses that."""
+    if not any(wave.rebalancers for wave in ctx.state.waves):
+        return
+    plural = WORKLOAD_REBALANCERS.plural
+    if plural not in ctx.collection_refused:
+        try:
+            patiently(ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(
+                delete_labelled, ctx.client, rebalancer_selector(ctx.schedule, ctx.run_id)))
+            return
+        except Forbidden:
+            ctx.collection_refused.add(plural)
+        except KarmadaError:
+            pass  # one by one, each with its own retries and warning
     for wave in ctx.state.waves:
         for name in wave.rebalancers:
             try:

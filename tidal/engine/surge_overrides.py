@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from tidal.engine.journal import SurgeRecord
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
-from tidal.karmada.errors import AlreadyExists, NotFound
+from tidal.karmada.client import CLUSTER_OVERRIDE_POLICIES, OVERRIDE_POLICIES
+from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
 from tidal.karmada.overrides import (
     REPLICAS_PATH,
     OverrideRef,
@@ -41,7 +42,8 @@ from tidal.karmada.overrides import (
     TemplateRef,
     create_override,
     delete_override,
-    patch_override,
+    delete_owned,
+    replace_override,
 )
 
 if TYPE_CHECKING:
@@ -56,14 +58,14 @@ def group_key(w: Workload, split: Split) -> GroupKey:
             tuple(sorted(split.items())))
 
 
-def group_name(owner: Owner, key: GroupKey, *, back: bool = False) -> str:
+def group_name(owner: Owner, key: GroupKey) -> str:
     """`tidal-<schedule>-<run>-w<wave>[-back]-g<digest of the key>` (lower case)."""
     digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
-    suffix = "-back" if back else ""
+    suffix = "-back" if owner.back else ""
     return f"tidal-{owner.schedule}-{owner.run_id}-w{owner.wave}{suffix}-g{digest}".lower()
 
 
-def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]], *, back: bool
+def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]]
             ) -> dict[str, ReplicaOverride]:
     """One override per group key of `members` (workload, split), by reference text."""
     by_key: dict[GroupKey, list[TemplateRef]] = {}
@@ -77,7 +79,7 @@ def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]], *, back: bo
     out: dict[str, ReplicaOverride] = {}
     for group, refs in sorted(by_key.items()):
         _namespace, paths, replicas = group
-        override = ReplicaOverride(group_name(owner, group, back=back), owner,
+        override = ReplicaOverride(group_name(owner, group), owner,
                                    tuple(sorted(refs, key=lambda t: (t.kind, t.name))),
                                    dict(replicas), paths=paths)
         out[str(override.ref)] = override
@@ -96,8 +98,8 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
     """Make the wave's overrides those `record.targets` need; `before`: the targets they were
     written for (None: as the journal names them), so that a workload moving to another group
     is held by its old one until its new one holds it."""
-    owner = Owner(ctx.schedule, ctx.run_id, wave)
-    wanted = grouped(owner, _members(workloads, record.targets), back=back)
+    owner = Owner(ctx.schedule, ctx.run_id, wave, back)
+    wanted = grouped(owner, _members(workloads, record.targets))
     written = set(record.overrides)
     stale = [ref for ref in record.overrides if ref not in wanted]
     record.overrides = [*wanted, *stale]  # journalled before any write
@@ -107,8 +109,7 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
         moving = [(workloads[n], dict(s)) for n, s in sorted(before.items())
                   if n in workloads and s and record.targets.get(n) and
                   dict(record.targets[n]) != dict(s)]
-        held = grouped(owner, [*_members(workloads, record.targets), *moving],
-                       back=back)
+        held = grouped(owner, [*_members(workloads, record.targets), *moving])
         first = {ref: held[ref] for ref in wanted}
     for ref, override in first.items():
         _put(ctx, override, exists=ref in written)
@@ -122,19 +123,52 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
 
 
 def _put(ctx: SwitchContext, override: ReplicaOverride, *, exists: bool) -> None:
-    """Create it, or change the one there (one request either way when the guess is right)."""
+    """Create it, or replace the one there (read, then replaced: the verbs tidal's RBAC has
+    always granted), trying first what `exists` guesses."""
     if exists:
         try:
-            patch_override(ctx.client, override)
+            replace_override(ctx.client, override)
             return
         except NotFound:
             pass
     try:
         create_override(ctx.client, override)
     except AlreadyExists:
-        patch_override(ctx.client, override)
+        replace_override(ctx.client, override)
 
 
 def _delete(ctx: SwitchContext, ref: OverrideRef) -> None:
     patiently(ctx.client, ctx.clock, ctx.wave_timeout,
               functools.partial(delete_override, ctx.client, ref))
+
+
+def remove_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord, *, back: bool,
+                     deadline: float) -> None:
+    """Delete every override `record` names: one deletecollection by the owner labels per
+    namespace (and one for the cluster-scoped ones), then one by one whatever is still named
+    (one from before the direction label, or everything where deletecollection is not
+    granted); each one gone leaves the journalled list. Retried on 429/5xx/timeouts until
+    `deadline` (the clock's monotonic seconds)."""
+    owner = Owner(ctx.schedule, ctx.run_id, wave, back)
+    scopes = sorted({OverrideRef.parse(text).namespace for text in record.overrides})
+    for namespace in scopes:
+        plural = (OVERRIDE_POLICIES if namespace else CLUSTER_OVERRIDE_POLICIES).plural
+        if plural in ctx.collection_refused:
+            continue
+        try:
+            gone = patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
+                             functools.partial(delete_owned, ctx.client, owner,
+                                               namespace or None))
+        except Forbidden:
+            ctx.collection_refused.add(plural)  # an RBAC from before: one by one from now on
+            continue
+        left = [text for text in record.overrides if OverrideRef.parse(text) not in gone]
+        if left != record.overrides:
+            record.overrides = left
+            ctx.save()
+    for text in list(record.overrides):
+        ref = OverrideRef.parse(text)
+        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
+                  functools.partial(delete_override, ctx.client, ref))
+        record.overrides.remove(text)
+        ctx.save()

@@ -30,13 +30,12 @@ from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.engine.surge_follow import lift_rescaled
-from tidal.engine.surge_overrides import write_overrides
+from tidal.engine.surge_overrides import remove_overrides, write_overrides
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
 from tidal.karmada.overrides import (
-    OverrideRef,
     delete_override,
     list_overrides,
     ref_of,
@@ -272,18 +271,14 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
-    """Delete the record's overrides, each retried on 429/5xx/timeouts within one
+    """Delete the record's overrides (by owner labels, a request per namespace; see
+    tidal.engine.surge_overrides.remove_overrides), retried on 429/5xx/timeouts within one
     waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
     list, so what an error leaves behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    deadline = ctx.clock.monotonic() + ctx.wave_timeout
-    for text in list(record.overrides):
-        ref = OverrideRef.parse(text)
-        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
-                  functools.partial(delete_override, ctx.client, ref))
-        record.overrides.remove(text)
-        ctx.save()
+    remove_overrides(ctx, wave.index, record, back=back,
+                     deadline=ctx.clock.monotonic() + ctx.wave_timeout)
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, back)
