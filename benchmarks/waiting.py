@@ -67,9 +67,11 @@ class WaitMeter:
         """Measure the engine's waits (and `clock.sleep`) until the block ends."""
         from tidal.karmada import bindings, informer
 
-        patched = [(informer._Subscriber, "get", self.timed),
-                   (informer.Informer, "wait_changed", self.timed),
-                   (bindings.BindingWatch, "changes", self.timed_iterator)]
+        patched = [(owner, name, wrap) for owner, name, wrap in (
+            (informer._Subscriber, "get", self.timed),
+            (informer.Informer, "wait_changed", self.timed),
+            (bindings.BindingWatch, "changes", self.timed_iterator))
+            if hasattr(owner, name)]  # (an older engine, measured for comparison, has fewer)
         originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
         sleep = clock.sleep
         try:

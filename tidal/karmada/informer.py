@@ -74,12 +74,15 @@ class Informer:
 
     def __init__(self, client: KarmadaClient, res: Resource, *, max_watch_seconds: float = 60.0,
                  retry_seconds: float = 1.0, sync_timeout: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, fail_fast: bool = False) -> None:
         self.client, self.res = client, res
         self.max_watch_seconds = max_watch_seconds
         self.retry_seconds = retry_seconds
         self.sync_timeout = sync_timeout
         self._sleep = sleep
+        # a reader waiting for the first listing gets its error at once (a run alone: its own
+        # listing would have failed the same way), not after sync_timeout
+        self.fail_fast = fail_fast
         self._lock = threading.Lock()
         self._synced = threading.Condition(self._lock)
         self._changed = threading.Condition(self._lock)  # any event or listing
@@ -142,7 +145,9 @@ class Informer:
                 with self._lock:
                     self._is_synced = False  # too old a version: list again
             except KarmadaError as exc:
-                self.error = exc
+                with self._lock:
+                    self.error = exc
+                    self._synced.notify_all()
                 log.warning("shared_watch_failed", resource=self.res.plural, error=str(exc),
                             error_class=type(exc).__name__)
                 self._sleep(self.retry_seconds)
@@ -236,7 +241,9 @@ class Informer:
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
         """Wait for the first listing (the lock is held); its error if it does not come."""
-        if not self._synced.wait_for(lambda: self._is_synced, self.sync_timeout):
+        if not self._synced.wait_for(
+                lambda: self._is_synced or (self.fail_fast and self.error is not None),
+                self.sync_timeout) or not self._is_synced:
             raise self.error or KarmadaError(
                 f"the shared {self.res.plural} cache did not fill within "
                 f"{self.sync_timeout:g}s", verb="list", resource=self.res.plural)
@@ -323,6 +330,8 @@ class SharedReads:
         # private: the informers of one run alone (tidal.engine.switch), where a check that
         # must see the latest state before acting lists afresh as such a run always did
         self.private = private
+        if private:
+            informer_settings.setdefault("fail_fast", True)
         self.informers = {res.plural: Informer(client, res, **informer_settings)
                           for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
         self._lock = threading.Lock()
