@@ -52,11 +52,13 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
 
 def _lift(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool,
           now: int) -> None:
+    before = {name: dict(split) for name, split in record.targets.items()}
     record.rescaled[w.name] = now
     record.targets[w.name] = {}
     ctx.save()
     left = set(record.overrides)
-    write_overrides(ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back)
+    write_overrides(ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back,
+                    before=before)
     gone = sorted(left - set(record.overrides))
     where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
     ctx.save()

@@ -96,22 +96,27 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
                     workloads: Mapping[str, Workload], *, back: bool,
                     before: Mapping[str, Split] | None = None) -> None:
     """Make the wave's overrides those `record.targets` need; `before`: the targets they were
-    written for (None: as the journal names them), so that a workload moving to another group
-    is held by its old one until its new one holds it."""
+    written for (None: as the journal names them, every one written again), so that only the
+    groups that change are written, and a workload moving to another group is held by its old
+    one until its new one holds it."""
     owner = Owner(ctx.schedule, ctx.run_id, wave, back)
     wanted = grouped(owner, _members(workloads, record.targets))
     written = set(record.overrides)
     stale = [ref for ref in record.overrides if ref not in wanted]
     record.overrides = [*wanted, *stale]  # journalled before any write
     ctx.save()
-    first = wanted
+    first, previous = wanted, {}
     if before is not None:  # movers stay in their old group (if it stays) for the first pass
+        previous = grouped(owner, _members(workloads, before))
         moving = [(workloads[n], dict(s)) for n, s in sorted(before.items())
                   if n in workloads and s and record.targets.get(n) and
                   dict(record.targets[n]) != dict(s)]
         held = grouped(owner, [*_members(workloads, record.targets), *moving])
         first = {ref: held[ref] for ref in wanted}
     for ref, override in first.items():
+        if ref in previous and ref in written and \
+                previous[ref].templates == override.templates:
+            continue  # as written already
         _put(ctx, override, exists=ref in written)
     for ref, override in wanted.items():
         if first[ref].templates != override.templates:  # it held movers: let them go
