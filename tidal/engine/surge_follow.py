@@ -34,11 +34,12 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
     """Delete the override of every workload of the wave whose spec.replicas (its binding's,
     in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
     the record's `rescaled`), so a resume writes it no more."""
+    in_force = [(back, record) for back in (False, True)
+                if (record := wave.surge_for(back)) is not None and record.step in IN_FORCE]
+    if not in_force:
+        return
     by_name = {w.name: w for w in ctx.everyone}
-    for back in (False, True):
-        record = wave.surge_for(back)
-        if record is None or record.step not in IN_FORCE:
-            continue
+    for back, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
             binding = cache.get(w.binding_key) if w is not None else None

@@ -164,7 +164,7 @@ def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
     ctx = run.ctx
     base = ctx.event_base(run.wave.index)
     tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
-                                ctx.ready_field).load(run.watch.cache)
+                                ctx.ready_field, ctx.memo).load(run.watch.cache)
     ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
         down = run.health.check()

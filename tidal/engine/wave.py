@@ -247,7 +247,7 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
 def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
              watch: BindingWatch) -> gates.GateTracker:
     return gates.GateTracker(list(targets.values()), ctx.everyone, ctx.floors, ctx.before,
-                             ctx.ready_field).load(watch.cache)
+                             ctx.ready_field, ctx.memo).load(watch.cache)
 
 
 def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
@@ -274,7 +274,7 @@ def _observe_floors(ctx: SwitchContext, index: int, cache: dict[str, Obj],
                     clusters: Sequence[str]) -> None:
     if not clusters:
         return
-    lowest = gates.lowest_ready(ctx.everyone, cache, clusters, ctx.ready_field)
+    lowest = gates.lowest_ready(ctx.everyone, cache, clusters, ctx.ready_field, ctx.memo)
     required = {c: max((f.min_ready_replicas or 0) for f in ctx.floors
                        if c in f.named_clusters()) for c in clusters}
     for cluster, value in lowest.items():
