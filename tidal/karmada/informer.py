@@ -8,7 +8,8 @@ interface (`start`, `cache`, `changes`) served from the shared cache and a queue
 the reader has not seen. A reader may name the keys it reads (a wave: its team's bindings);
 it then holds and is woken for those only, found through an index by key, so a hundred teams
 in one namespace do not each copy and follow the whole namespace. `SharedReads` holds the
-informers of one daemon and runs them while at least one switch uses them.
+informers of one daemon and runs them while at least one switch uses them; a run alone
+(tidal.engine.switch) has `private` ones of its own, its bindings' one per namespace it reads.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class Informer:
 
     def __init__(self, client: KarmadaClient, res: Resource, *, max_watch_seconds: float = 60.0,
                  retry_seconds: float = 1.0, sync_timeout: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep, fail_fast: bool = False) -> None:
+                 sleep: Callable[[float], None] = time.sleep, fail_fast: bool = False,
+                 namespace: str | None = None) -> None:
         self.client, self.res = client, res
+        self.namespace = namespace if res.namespaced else None  # None: every namespace
         self.max_watch_seconds = max_watch_seconds
         self.retry_seconds = retry_seconds
         self.sync_timeout = sync_timeout
@@ -159,7 +162,7 @@ class Informer:
                 self._sleep(self.retry_seconds)
 
     def _list(self) -> None:
-        items, version = list_paged(self.client, self.res)
+        items, version = list_paged(self.client, self.res, self.namespace)
         fresh = {key_of(item): item for item in items}
         with self._lock:
             old = self._cache
@@ -187,7 +190,7 @@ class Informer:
             if gone:  # released while the watch was opening
                 end()
 
-        for event in self.client.stream(self.res, self.res.path(None), query,
+        for event in self.client.stream(self.res, self.res.path(self.namespace), query,
                                         read_timeout=timeout + 5.0, on_open=opened):
             obj = event.get("object") or {}
             with self._lock:
@@ -332,6 +335,10 @@ class SharedReads:
         self.private = private
         if private:
             informer_settings.setdefault("fail_fast", True)
+        self.client, self._settings = client, informer_settings
+        # the daemon's: one per kind, across namespaces; a run alone's bindings: one per
+        # namespace it reads (what its waves listed before; a hundred runs at once do not
+        # each hold every namespace's bindings), keyed "plural/namespace"
         self.informers = {res.plural: Informer(client, res, **informer_settings)
                           for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
         self._lock = threading.Lock()
@@ -352,11 +359,17 @@ class SharedReads:
                         self.informers[plural].release()
                     self._started.clear()
 
-    def _informer(self, res: Resource) -> Informer:
-        informer = self.informers[res.plural]
+    def _informer(self, res: Resource, namespace: str | None = None) -> Informer:
+        key = res.plural
+        if self.private and namespace is not None and res.namespaced:
+            key = f"{res.plural}/{namespace}"
         with self._lock:
-            if res.plural not in self._started:
-                self._started.add(res.plural)
+            informer = self.informers.get(key)
+            if informer is None:
+                informer = Informer(self.client, res, namespace=namespace, **self._settings)
+                self.informers[key] = informer
+            if key not in self._started:
+                self._started.add(key)
                 informer.acquire()
         return informer
 
@@ -364,8 +377,8 @@ class SharedReads:
                       keys: Iterable[str] | None = None) -> BindingWatch:
         """A view of the namespace's bindings (or all), or of only `keys` among them."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
-        return SharedBindingView(self._informer(res), None if cluster_scoped else namespace,
-                                 keys=keys)
+        scope = None if cluster_scoped else namespace
+        return SharedBindingView(self._informer(res, scope), scope, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
         return self._informer(CLUSTERS).items()
@@ -381,4 +394,5 @@ class SharedReads:
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
-        return self._informer(res).items(None if cluster_scoped else namespace)
+        scope = None if cluster_scoped else namespace
+        return self._informer(res, scope).items(scope)
