@@ -1,8 +1,11 @@
 """B4: the engine's own overhead per wave. 10 waves, zero pause, (near) zero simulated delays
-(pod start-up 0, termination 0, scheduler latency 0, clock at real speed): each wave's wall
-time minus the span in which the emulator's controllers were moving that wave's replicas
-(first to last timeline sample of its workloads) is what tidal itself spent: triggering,
-watching, gate evaluation, journal saves, events."""
+(pod start-up 0, termination 0, scheduler latency 0, clock at real speed), with the default
+make-before-break strategy: each wave's wall time minus the time the engine's thread spent
+blocked waiting for the emulated cluster (a watch event, a Cluster change, a sleep: measured
+by benchmarks.waiting) is what tidal itself spent: triggering, overrides, gate evaluation,
+journal saves, events. The older figure, wall time minus the span in which the emulator's
+controllers moved the wave's replicas, is kept beside it (it counts the emulator's status
+propagation as tidal's)."""
 
 from __future__ import annotations
 
@@ -19,9 +22,10 @@ from benchmarks import scenario as sc
 from benchmarks.harness import RunConfig, Section, SimEngineClock, karmada_client, wait_until
 from benchmarks.schedules import load_one, patch_window, write_schedule
 from benchmarks.timeline import settled
+from benchmarks.waiting import WaitMeter
 
 WORKLOADS, WAVES = 100, 10
-TARGET_MS = 100.0
+TARGET_MS = 50.0
 
 
 def _setup(workloads: int = WORKLOADS) -> tuple[Any, Any]:
@@ -52,14 +56,17 @@ def measure(profile: bool = False, workloads: int = WORKLOADS) -> dict[str, Any]
     emu, loaded = _setup(workloads)
     seen: list[tuple[float, Any]] = []
     profiler = cProfile.Profile() if profile else None
+    meter = WaitMeter()
     try:
         client = karmada_client(emu)
+        clock = SimEngineClock(emu.clock)
         t0 = time.time()
         if profiler:
             profiler.enable()
-        record = run_switch(client, loaded, "night", clock=SimEngineClock(emu.clock),
-                            journal=InMemoryJournal(),
-                            on_event=lambda e: seen.append((time.time(), e)))
+        with meter.active(clock):
+            record = run_switch(client, loaded, "night", clock=clock,
+                                journal=InMemoryJournal(),
+                                on_event=lambda e: seen.append((time.time(), e)))
         if profiler:
             profiler.disable()
         t_end = time.time()
@@ -79,7 +86,8 @@ def measure(profile: bool = False, workloads: int = WORKLOADS) -> dict[str, Any]
         times = [x["t"] - sim_offset for x in samples
                  if x["workload"] in names and s - 0.01 <= x["t"] - sim_offset <= f + 0.01]
         span = (max(times) - min(times)) if times else 0.0
-        rows.append((wave.index, f - s, span, (f - s) - span))
+        waited = meter.waited(s, f)
+        rows.append((wave.index, f - s, span, (f - s) - span, waited, (f - s) - waited))
     first_wave = min(starts.values()) if starts else t_end
     last_wave = max(ends.values()) if ends else t_end
     out: dict[str, Any] = {
@@ -107,8 +115,11 @@ def run(cfg: RunConfig) -> Section:
     rows = best["rows"]
     overhead = _mean(best)
     section.put("overhead_ms_per_wave", round(overhead, 1))
-    median = statistics.median(r[3] for r in rows)
+    section.put("wait_ms_per_wave", round(statistics.mean(r[4] for r in rows) * 1000, 1))
+    median = statistics.median(r[5] for r in rows)
     section.put("overhead_ms_per_wave_median", round(median * 1000, 1))
+    section.put("overhead_ms_per_wave_vs_span",
+                round(statistics.mean(r[3] for r in rows) * 1000, 1))
     section.put("wave_ms_mean", round(statistics.mean(r[1] for r in rows) * 1000, 1))
     section.put("emulator_ms_per_wave_mean", round(statistics.mean(r[2] for r in rows) * 1000, 1))
     section.put("before_waves_ms", round(best["before_waves_s"] * 1000, 1))
@@ -117,15 +128,20 @@ def run(cfg: RunConfig) -> Section:
     verdict = "met" if overhead < TARGET_MS else "MISSED"
     section.say(
         f"{workloads} Deployments (3-8 replicas), static 80/20 -> 0/100, touch trigger, "
-        f"{WAVES} waves of {workloads // WAVES}, pause 0, pod start-up/termination 0, scheduler "
-        "latency 0, emulator clock at real speed and in the same process as the engine "
-        f"(best of two runs). Switch result: {best['result']}.",
+        f"surge strategy (the default), {WAVES} waves of {workloads // WAVES}, pause 0, pod "
+        "start-up/termination 0, scheduler latency 0, emulator clock at real speed and in the "
+        f"same process as the engine (best of two runs). Switch result: {best['result']}.",
         "",
-        "| wave | wave wall ms | emulator span ms | tidal overhead ms |", "|---|---|---|---|",
-        *[f"| {i} | {w * 1000:.0f} | {e * 1000:.0f} | {o * 1000:.0f} |" for i, w, e, o in rows],
+        "| wave | wave wall ms | waiting for the cluster ms | tidal overhead ms | "
+        "emulator span ms | wall minus span ms |", "|---|---|---|---|---|---|",
+        *[f"| {i} | {w * 1000:.0f} | {wt * 1000:.0f} | {o * 1000:.1f} | {e * 1000:.0f} | "
+          f"{os_ * 1000:.0f} |" for i, w, e, os_, wt, o in rows],
         "",
-        f"Mean overhead per wave **{overhead:.0f} ms** (target under {TARGET_MS:g} ms: "
-        f"{verdict}); plan + preflight + policy change before the first wave "
+        f"Mean overhead per wave **{overhead:.1f} ms** (wall minus waiting; target under "
+        f"{TARGET_MS:g} ms: {verdict}); waiting for the cluster "
+        f"{statistics.mean(r[4] for r in rows) * 1000:.0f} ms per wave (mostly the emulator's "
+        "status propagation: a member's replicas reach the binding's aggregatedStatus about "
+        "a second after they change). Plan + preflight + policy change before the first wave "
         f"{best['before_waves_s'] * 1000:.0f} ms; finishing after the last "
         f"{best['after_waves_s'] * 1000:.0f} ms; whole switch {best['total_s']:.2f} s.",
     )
@@ -138,4 +154,4 @@ def run(cfg: RunConfig) -> Section:
 
 
 def _mean(got: dict[str, Any]) -> float:
-    return float(statistics.mean(r[3] for r in got["rows"])) * 1000
+    return float(statistics.mean(r[5] for r in got["rows"])) * 1000

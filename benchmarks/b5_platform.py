@@ -378,6 +378,8 @@ def run(cfg: RunConfig) -> Section:
     section.put("shared.peak_overcommit_gpus", shared["peak_overcommit_gpus"])
     section.put("shared.makespan_seconds", round(shared["makespan_seconds"], 1))
     section.put("capacity_bound_seconds", round(bound, 1))
+    section.put("shared.makespan_over_bound",
+                round(shared["makespan_seconds"] / bound, 2) if bound > 0 else 0.0)
     section.put("shared.requests", shared["requests"])
     section.put("shared.peak_rss_mb", round(shared["peak_rss_mb"], 1))
     section.put("shared.max_wait_seconds", round(shared["max_wait_seconds"], 1))

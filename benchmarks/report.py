@@ -21,6 +21,9 @@ REQUIRED_KEYS = (
     "b1.capacity_bound_seconds",
     "b2.plan_seconds_10k", "b2.peak_mb_10k", "b2.ratio_plan_over_list_10k",
     "b3.requests_tidal", "b3.requests_naive", "b4.overhead_ms_per_wave",
+    # issue 26's contract
+    "b3.requests_tidal_rebalance", "b3.requests_tidal_touch", "b3.watch_opens_tidal",
+    "b4.wait_ms_per_wave", "b1.surge.converge_over_bound", "b5.shared.makespan_over_bound",
     "b5.workloads", "b5.schedules", "b5.independent.peak_overcommit_gpus",
     "b5.shared.peak_overcommit_gpus", "b5.shared.makespan_seconds", "b5.capacity_bound_seconds",
     "b5.shared.requests", "b5.shared.peak_rss_mb", "b5.shared.max_wait_seconds",

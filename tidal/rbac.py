@@ -288,7 +288,8 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
         # one per wave (never reused: the trigger time is its creationTimestamp); read back
         # for the per-workload results when a wave fails; deleted when the run ends (the TTL
         # is only the safety net). Names are made per run, so resourceNames cannot narrow it.
-        grants.add(None, "apps.karmada.io", "workloadrebalancers", ("create", "get", "delete"))
+        grants.add(None, "apps.karmada.io", "workloadrebalancers",
+                   ("create", "get", "delete", "deletecollection"))
     # the daemon's own objects: run state, leader Lease, Events
     grants.add(state_namespace, "", "configmaps", ("create", "get", "list", "update"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
@@ -314,8 +315,10 @@ def _grant_overrides(grants: _Grants, templates: Sequence[TemplateKind]) -> None
     """Surge waves (tidal/karmada/overrides.py): an OverridePolicy per wave in each template
     namespace (a ClusterOverridePolicy for cluster-scoped templates), created, read, replaced
     on a resume and deleted on release; tidal's own are found after a crash by their owner
-    labels in one cluster-wide list of each kind. Names are made per run: no resourceNames."""
-    verbs = ("create", "delete", "get", "update")
+    labels in one cluster-wide list of each kind; a wave's are released with one
+    deletecollection by those labels (refused: one delete each). Names are made per run: no
+    resourceNames."""
+    verbs = ("create", "delete", "deletecollection", "get", "update")
     for namespace in sorted({t.namespace for t in templates}, key=lambda n: n or ""):
         grants.add(namespace, POLICY_GROUP, "overridepolicies", verbs)
     if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS

@@ -109,7 +109,7 @@ class ApiSettings(BaseModel):
     qps: float = Field(50.0, gt=0)
     burst: int = Field(100, ge=1)
     # the daemon lists and watches bindings and clusters once for all its switches (False: each
-    # wave of each switch watches on its own, as before; for comparison)
+    # switch lists and watches on its own, once for its run; for comparison)
     shared_watch: bool = True
     shared_watch_seconds: float = Field(60.0, ge=1, le=3600)  # one watch request's length
 

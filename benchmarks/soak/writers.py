@@ -201,6 +201,11 @@ def check_scope(records: Iterable[Any], violation: Callable[[str], None]) -> int
             # surge waves: the runs' own overrides (a POST carries no name)
             or (plural == "overridepolicies" and r.namespace == NS
                 and (r.verb == "create" or str(r.name or "").startswith("tidal-")))
+            # a wave's overrides and a run's rebalancers are deleted by their owner labels, in
+            # one request (a deletecollection carries no name; its selector names the run)
+            or (plural == "overridepolicies" and r.namespace == NS
+                and r.verb == "deletecollection")
+            or (plural == "workloadrebalancers" and r.verb == "deletecollection")
             or (plural in ("configmaps", "leases") and r.namespace == STATE_NS)
             or (plural == "namespaces" and r.verb == "create")
             or plural == "events"

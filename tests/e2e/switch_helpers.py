@@ -21,7 +21,7 @@ from tidal_sim.emulator import Emulator
 
 NS = "ai-app"
 MakeEmulator = Callable[..., Emulator]  # the type of the conftest emulator factories
-WRITE_VERBS = ("create", "update", "patch", "delete")
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 

@@ -147,16 +147,18 @@ def test_teams_at_the_same_minute_share_one_watch_and_a_broken_team_halts_alone(
     assert len(cluster_lists) == 1, cluster_lists
 
 
-def test_without_the_shared_watch_every_wave_watches_on_its_own(
+def test_without_the_shared_watch_every_switch_watches_on_its_own(
         make_emulator: Any, tmp_path: Path) -> None:
-    """The comparison arm (TIDAL_API__SHARED_WATCH=false, the behaviour before): the same night
-    lists and watches the bindings once per wave at least, in the team's namespace."""
+    """The comparison arm (TIDAL_API__SHARED_WATCH=false): each switch lists and watches the
+    bindings and the clusters on its own, once for the run (since issue 26, not once per
+    wave), so the daemon opens a watch of each kind per switch."""
     _, mine, _ = run_night(make_emulator, tmp_path, TIDAL_API__SHARED_WATCH="false")
-    binding_watches = [r for r in mine if r.verb == "watch" and r.resource == "resourcebindings"]
+    for resource in ("resourcebindings", "clusters"):
+        watches = [r for r in mine if r.verb == "watch" and r.resource == resource]
+        # one per switch (three), re-opened at most once a minute each; never one per wave
+        assert len(TEAMS) <= len(watches) < len(TEAMS) * PER_TEAM, (resource, len(watches))
     binding_lists = [r for r in mine if r.verb == "list" and r.resource == "resourcebindings"]
-    assert len(binding_watches) >= len(TEAMS) * PER_TEAM
-    assert len(binding_lists) >= len(TEAMS) * PER_TEAM
-    assert not [r for r in mine if r.verb == "watch" and r.resource == "clusters"]
+    assert len(TEAMS) <= len(binding_lists) < len(TEAMS) * PER_TEAM
 
 
 def test_a_cluster_going_not_ready_mid_night_halts_only_the_team_moving_there(

@@ -22,6 +22,7 @@ from tidal.karmada.overrides import (
     apply_override,
     create_override,
     delete_override,
+    delete_owned,
     get_override,
     list_overrides,
     manifest,
@@ -68,7 +69,7 @@ def test_manifest_has_one_rule_per_distinct_count_and_the_owner_labels() -> None
     assert obj["kind"] == OP_KIND and obj["metadata"]["namespace"] == NS
     assert obj["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-1",
-        "tidal.io/run": "r20260601", "tidal.io/wave": "1"}
+        "tidal.io/run": "r20260601", "tidal.io/wave": "1", "tidal.io/direction": "forward"}
     assert [s["name"] for s in obj["spec"]["resourceSelectors"]] == ["web-0", "web-1"]
     rules = obj["spec"]["overrideRules"]
     assert [(r["targetCluster"]["clusterNames"], r["overriders"]["plaintext"][0]["value"])
@@ -253,6 +254,8 @@ def test_printed_rbac_allows_every_override_request(
     assert found.replicas() == {"cluster-b": 4}
     assert get_override(client, ref_of(found)) is not None
     assert delete_override(client, ref_of(found))
+    apply_override(client, surge(name, {"cluster-b": 4}))
+    assert delete_owned(client, OWNER, NS) == [ref_of(found)]  # the wave's, by its labels
     elsewhere = ReplicaOverride("s", OWNER, (TemplateRef("apps/v1", "Deployment", "w",
                                                          "default"),), {"cluster-b": 1})
     with pytest.raises(E.Forbidden):

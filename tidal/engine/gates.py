@@ -21,10 +21,11 @@ Server timestamps are compared only with server timestamps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
 from tidal.engine.resolve import Workload
@@ -52,6 +53,8 @@ __all__ = [
 
 GATES = tuple(Gate)
 
+
+T = TypeVar("T")
 
 def ready_by_cluster(binding: Mapping[str, Any] | None, ready_field: str | None = None
                      ) -> dict[str, int]:
@@ -170,13 +173,34 @@ def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
     return triggered, scheduled, converged, problem
 
 
+class BindingMemo:
+    """What a run computed from each binding (its floor violations, its ready replicas), kept
+    while the binding's resourceVersion stays the same: each wait of a wave builds a tracker
+    over every workload of the run, and only the bindings changed since are read again. One
+    per run (its floors, pre-switch splits and ready field do not change)."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, str], tuple[str, object]] = {}
+
+    def get(self, what: str, key: str, binding: Obj, compute: Callable[[], T]) -> T:
+        version = str((binding.get("metadata") or {}).get("resourceVersion") or "")
+        if not version:
+            return compute()
+        hit = self._values.get((what, key))
+        if hit is not None and hit[0] == version:
+            return cast(T, hit[1])
+        value = compute()
+        self._values[(what, key)] = (version, value)
+        return value
+
+
 class GateTracker:
     """The gates of one wave, updated one binding at a time (a watch event costs O(1) work
     for the changed binding plus O(wave) to aggregate, never O(all workloads))."""
 
     def __init__(self, wave: Sequence[WaveTarget], everyone: Sequence[Workload],
                  floors: Sequence[FloorRule], before: Mapping[str, Mapping[str, int]],
-                 ready_field: str | None = None) -> None:
+                 ready_field: str | None = None, memo: BindingMemo | None = None) -> None:
         self.targets = {t.workload.binding_key: t for t in wave}
         self.people = {w.binding_key: w for w in everyone}
         self.floors = list(floors)
@@ -187,6 +211,7 @@ class GateTracker:
         self.ready: dict[str, dict[str, int]] = {}
         self.assigned: dict[str, dict[str, int]] = {}
         self.missing: set[str] = set(self.targets)
+        self.memo = memo
 
     def load(self, cache: Mapping[str, Obj]) -> GateTracker:
         for key in set(self.targets) | set(self.people):
@@ -212,14 +237,19 @@ class GateTracker:
             if binding is None:
                 self.violations.pop(key, None)
                 return
-            view = BindingView(binding)
-            kept = set(self.before.get(w.name, {})) & set(view.assignment())
-            found = check_floors(w.name, live_replicas(w, view), view.ready(self.ready_field),
-                                 self.floors, kept)
+            found = self._floors(key, w, binding) if self.memo is None else \
+                self.memo.get("floors", key, binding,
+                              functools.partial(self._floors, key, w, binding))
             if found:
                 self.violations[key] = found
             else:
                 self.violations.pop(key, None)
+
+    def _floors(self, key: str, w: Workload, binding: Obj) -> list[FloorViolation]:
+        view = BindingView(binding)
+        kept = set(self.before.get(w.name, {})) & set(view.assignment())
+        return check_floors(w.name, live_replicas(w, view), view.ready(self.ready_field),
+                            self.floors, kept)
 
     def shortfalls(self) -> list[tuple[str, dict[str, tuple[int, int]]]]:
         """Wave workloads not converged: cluster -> (ready, assigned) where ready < assigned."""
@@ -274,13 +304,17 @@ def evaluate(wave: Sequence[WaveTarget], everyone: Sequence[Workload],
 
 
 def lowest_ready(everyone: Sequence[Workload], cache: Mapping[str, Obj], clusters: Sequence[str],
-                 ready_field: str | None = None) -> dict[str, int]:
+                 ready_field: str | None = None, memo: BindingMemo | None = None
+                 ) -> dict[str, int]:
     """The lowest ready count of any replica-bearing workload per floor cluster."""
     out: dict[str, int] = {}
     for w in everyone:
         if not w.replicas:
             continue
-        ready = ready_by_cluster(cache.get(w.binding_key), ready_field)
+        binding = cache.get(w.binding_key)
+        ready = ready_by_cluster(binding, ready_field) if memo is None or binding is None \
+            else memo.get("ready", w.binding_key, binding,
+                          functools.partial(ready_by_cluster, binding, ready_field))
         for c in clusters:
             out[c] = min(out.get(c, ready.get(c, 0)), ready.get(c, 0))
     return out

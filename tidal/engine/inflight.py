@@ -61,6 +61,11 @@ class SwitchContext:
     reads: SharedReads | None = None
     # policy key -> its resourceSelectors as in force after the window
     selectors: dict[str, Any] = field(default_factory=dict)
+    # resources (plurals) whose deletecollection the RBAC refused: deleted one by one since
+    # (overrides and rebalancers are otherwise deleted by their owner labels, in one request)
+    collection_refused: set[str] = field(default_factory=set)
+    # per binding version: floor violations and ready counts already worked out this run
+    memo: gates.BindingMemo = field(default_factory=gates.BindingMemo)
 
     def binding_watch(self, namespace: str | None, cluster_scoped: bool,
                       keys: Collection[str] | None = None) -> BindingWatch:

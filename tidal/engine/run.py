@@ -53,12 +53,12 @@ from tidal.engine.states import (
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
-from tidal.engine.triggers import normalize_placement
+from tidal.engine.triggers import normalize_placement, rebalancer_selector
 from tidal.engine.wave import gone_reason, run_wave
-from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
+from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient
+from tidal.karmada.errors import Conflict, Forbidden, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
-from tidal.karmada.rebalancers import delete_rebalancer
+from tidal.karmada.rebalancers import delete_labelled, delete_rebalancer
 
 ALREADY_IN_FORCE: Final = "already in force"
 
@@ -299,7 +299,20 @@ class PreparedRun:
 
 
 def remove_rebalancers(ctx: SwitchContext) -> None:
-    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback)."""
+    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback),
+    all in one request by their owner labels, or one by one where the RBAC refuses that."""
+    if not any(wave.rebalancers for wave in ctx.state.waves):
+        return
+    plural = WORKLOAD_REBALANCERS.plural
+    if plural not in ctx.collection_refused:
+        try:
+            patiently(ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(
+                delete_labelled, ctx.client, rebalancer_selector(ctx.schedule, ctx.run_id)))
+            return
+        except Forbidden:
+            ctx.collection_refused.add(plural)
+        except KarmadaError:
+            pass  # one by one, each with its own retries and warning
     for wave in ctx.state.waves:
         for name in wave.rebalancers:
             try:
@@ -401,8 +414,11 @@ def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase |
             leave_out(ctx, wave.index, name,
                       inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions))
     planned = [inputs.planned_by_name[n] for n in names if n in inputs.planned_by_name]
+    # a run alone judges the destinations from a fresh listing (its cache may trail a change
+    # made a moment ago); the daemon's runs from the shared cache
+    fresh = ctx.reads is None or ctx.reads.private
     outcome = wave_checks.before_wave(ctx.client, run.state.policies, planned,
-                                      ctx.list_clusters) or \
+                                      None if fresh else ctx.list_clusters) or \
         run_wave(ctx, wave, workloads, placements=inputs.placements,
                  destinations=wave_checks.destinations(planned))
     wave.finished_at = iso_now(clock)

@@ -12,24 +12,15 @@ split), so a change is followed within one pass of the watch (at most 5 s)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tidal.engine.events import RunWarning
 from tidal.engine.journal import SurgeRecord, WaveState
-from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import SurgeStep
+from tidal.engine.surge_overrides import write_overrides
 from tidal.karmada.objects import Obj
-from tidal.karmada.overrides import (
-    COP_KIND,
-    OP_KIND,
-    OverrideRef,
-    Owner,
-    delete_override,
-    override_name,
-)
 from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
@@ -38,25 +29,17 @@ if TYPE_CHECKING:
 IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING)
 
 
-def override_ref(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload,
-                 back: bool) -> OverrideRef:
-    """Where workload `w`'s override lives (named by its rank among the record's targets, as
-    tidal.engine.surging writes it)."""
-    owner = Owner(ctx.schedule, ctx.run_id, wave.index)
-    name = override_name(owner, sorted(record.targets).index(w.name), back=back)
-    return OverrideRef(OP_KIND if w.key.namespace else COP_KIND, w.key.namespace, name)
-
-
 def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]
                   ) -> None:
     """Delete the override of every workload of the wave whose spec.replicas (its binding's,
     in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
     the record's `rescaled`), so a resume writes it no more."""
+    in_force = [(back, record) for back in (False, True)
+                if (record := wave.surge_for(back)) is not None and record.step in IN_FORCE]
+    if not in_force:
+        return
     by_name = {w.name: w for w in ctx.everyone}
-    for back in (False, True):
-        record = wave.surge_for(back)
-        if record is None or record.step not in IN_FORCE:
-            continue
+    for back, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
             binding = cache.get(w.binding_key) if w is not None else None
@@ -70,16 +53,17 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
 
 def _lift(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool,
           now: int) -> None:
-    ref = override_ref(ctx, wave, record, w, back)
+    before = {name: dict(split) for name, split in record.targets.items()}
     record.rescaled[w.name] = now
     record.targets[w.name] = {}
     ctx.save()
-    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-              functools.partial(delete_override, ctx.client, ref))
-    if str(ref) in record.overrides:
-        record.overrides.remove(str(ref))
+    left = set(record.overrides)
+    write_overrides(ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back,
+                    before=before)
+    gone = sorted(left - set(record.overrides))
+    where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
     ctx.save()
     ctx.emitter.emit(RunWarning(
         **ctx.event_base(wave.index), code="surge_rescaled",
         message=f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
-                f"its override {ref} is lifted; it moves without one"))
+                f"its override is lifted ({where}); it moves without one"))

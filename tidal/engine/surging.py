@@ -1,7 +1,8 @@
 """The steps of a make-before-break wave (tidal.engine.strategies.Surge drives them):
 
-1. with the wave's room held (tidal.engine.room), write one override per workload raising its
-   destinations to their new share;
+1. with the wave's room held (tidal.engine.room), write the overrides raising each workload's
+   destinations to their new share: one per distinct split, each selecting every workload of
+   the wave that needs it (tidal.engine.surge_overrides);
 2. wait until the surged replicas are ready in every destination, floors watched throughout;
 3. (the move is the inner strategy's trigger) once scheduled, raise an override wherever the
    scheduler assigned more than it sets (dynamic weights), so it never caps the new split;
@@ -29,20 +30,14 @@ from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.engine.surge_follow import lift_rescaled
+from tidal.engine.surge_overrides import remove_overrides, write_overrides
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
 from tidal.karmada.objects import Obj
 from tidal.karmada.overrides import (
-    REPLICAS_PATH,
-    OverrideRef,
-    Owner,
-    ReplicaOverride,
-    TemplateRef,
-    apply_override,
     delete_override,
     list_overrides,
-    override_name,
     ref_of,
 )
 from tidal.karmada.views import BindingView
@@ -127,25 +122,12 @@ def surge(run: WaveInFlight) -> WaveOutcome | None:
     return None
 
 
-def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool) -> None:
-    """One override per workload (names journalled first), created or replaced."""
-    ctx, wave = run.ctx, run.wave
-    by_name = {w.name: w for w in run.live}
-    owner = Owner(ctx.schedule, ctx.run_id, wave.index)
-    overrides = []
-    for index, name in enumerate(sorted(record.targets)):
-        w = by_name.get(name)
-        if w is None or not record.targets[name]:  # (lifted: tidal.engine.surge_follow)
-            continue
-        key = w.key
-        overrides.append(ReplicaOverride(
-            override_name(owner, index, back=back), owner,
-            (TemplateRef(key.api_version, key.kind, key.name, key.namespace),),
-            dict(record.targets[name]), paths=w.replica_paths or (REPLICAS_PATH,)))
-    record.overrides = [str(o.ref) for o in overrides]
-    ctx.save()
-    for override in overrides:
-        apply_override(ctx.client, override)
+def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool,
+                     before: Mapping[str, Mapping[str, int]] | None = None) -> None:
+    """The wave's overrides, one per distinct split (tidal.engine.surge_overrides), created
+    or changed (names journalled first); `before`: the targets they were written for."""
+    write_overrides(run.ctx, run.wave.index, record, {w.name: w for w in run.live},
+                    back=back, before=before)
 
 
 def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -182,7 +164,7 @@ def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
     ctx = run.ctx
     base = ctx.event_base(run.wave.index)
     tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
-                                ctx.ready_field).load(run.watch.cache)
+                                ctx.ready_field, ctx.memo).load(run.watch.cache)
     ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
         down = run.health.check()
@@ -220,6 +202,7 @@ def fit(run: WaveInFlight) -> None:
     record = run.wave.surge_for(back)
     if record is None or record.step is not SurgeStep.MOVING:
         return
+    before = {name: dict(split) for name, split in record.targets.items()}
     changed = False
     for w in run.live:
         wanted = record.targets.get(w.name)
@@ -231,7 +214,7 @@ def fit(run: WaveInFlight) -> None:
             record.targets[w.name] = raised
             changed = True
     if changed:
-        _write_overrides(run, record, back)
+        _write_overrides(run, record, back, before)
         ctx.save()
 
 
@@ -288,18 +271,14 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
-    """Delete the record's overrides, each retried on 429/5xx/timeouts within one
+    """Delete the record's overrides (by owner labels, a request per namespace; see
+    tidal.engine.surge_overrides.remove_overrides), retried on 429/5xx/timeouts within one
     waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
     list, so what an error leaves behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    deadline = ctx.clock.monotonic() + ctx.wave_timeout
-    for text in list(record.overrides):
-        ref = OverrideRef.parse(text)
-        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
-                  functools.partial(delete_override, ctx.client, ref))
-        record.overrides.remove(text)
-        ctx.save()
+    remove_overrides(ctx, wave.index, record, back=back,
+                     deadline=ctx.clock.monotonic() + ctx.wave_timeout)
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, back)

@@ -35,7 +35,7 @@ from tidal.engine.bridging import restore_policy
 from tidal.engine.patience import patiently
 from tidal.karmada import bindings as bindings_api
 from tidal.karmada import policies as policies_api
-from tidal.karmada.client import KarmadaClient
+from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.errors import Forbidden, KarmadaError
 from tidal.karmada.names import BRIDGE_PLACEMENT, CPP_KIND, PP_KIND, binding_name
 from tidal.karmada.overrides import COP_KIND, OverrideRef, delete_override, list_overrides
@@ -182,10 +182,20 @@ def _short_without(client: KarmadaClient, ref: OverrideRef) -> str:
     found = client.find(ref.resource, ref.namespace or None, ref.name)
     if found is None:
         return ""
-    for _api, kind, namespace, name in OverrideView.of({**found, "kind": ref.kind}).templates():
-        cluster_scoped = ref.kind == COP_KIND
-        binding = client.find(bindings_api.resource(cluster_scoped),
-                              None if cluster_scoped else namespace, binding_name(name, kind))
+    templates = OverrideView.of({**found, "kind": ref.kind}).templates()
+    cluster_scoped = ref.kind == COP_KIND
+    listed: dict[str, Obj] | None = None
+    if len(templates) > 1:  # a wave's override (one per split): one listing, not a GET each
+        items, _ = bindings_api.list_bindings(client, ref.namespace or None,
+                                              cluster_scoped=cluster_scoped)
+        listed = {bindings_api.key_of(item): item for item in items}
+    for _api, kind, namespace, name in templates:
+        scope = None if cluster_scoped else namespace
+        if listed is not None:
+            binding = listed.get(f"{scope or ''}/{binding_name(name, kind)}")
+        else:
+            binding = client.find(bindings_api.resource(cluster_scoped), scope,
+                                  binding_name(name, kind))
         if binding is None:
             continue  # its template is gone: nothing to serve
         view = BindingView.of(binding)

@@ -3,6 +3,7 @@ it, returning the run record; an unsafe plan raises PlanRefused (nothing written
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from tidal.domain.clock import Clock
@@ -34,12 +35,17 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
     only once it is that old (tidal.engine.detector_settle); `interlude` runs between two
     waves instead of the rollout's pause (an operator's pause, promote or abort)."""
     emitter = Emitter(on_event, logger)
-    prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
-                       emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                       reads=reads, policy_settle=policy_settle, interlude=interlude,
-                       team=team)
-    if isinstance(prepared, Refusal):
-        raise prepared.error
-    if isinstance(prepared, NoOp):
-        return prepared.report(emitter, clock)
-    return prepared.execute()
+    if reads is None and client.background_watch:
+        # alone: informers of the run's own, so the run lists and watches each kind once,
+        # every wave reading the same cache (a wave of its own would list and watch again)
+        reads = SharedReads(client, private=True)
+    with reads.in_use() if reads is not None else contextlib.nullcontext():
+        prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
+                           emitter=emitter, run_id=run_id, resume=resume, budget=budget,
+                           reads=reads, policy_settle=policy_settle, interlude=interlude,
+                           team=team)
+        if isinstance(prepared, Refusal):
+            raise prepared.error
+        if isinstance(prepared, NoOp):
+            return prepared.report(emitter, clock)
+        return prepared.execute()

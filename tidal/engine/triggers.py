@@ -118,10 +118,20 @@ def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workloa
                    schedule: str, run_id: str, annotations: dict[str, str] | None = None
                    ) -> WorkloadRebalancer:
     refs = [w.ref() for w in workloads]
-    labels = {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
     return rebalancers_api.create_rebalancer(client, name, refs,
-                                             ttl_seconds=REBALANCER_TTL_SECONDS, labels=labels,
+                                             ttl_seconds=REBALANCER_TTL_SECONDS,
+                                             labels=rebalancer_labels(schedule, run_id),
                                              annotations=annotations)
+
+
+def rebalancer_labels(schedule: str, run_id: str) -> dict[str, str]:
+    """The owner labels of a run's rebalancers."""
+    return {"tidal.io/schedule": _label_value(schedule), "tidal.io/run": _label_value(run_id)}
+
+
+def rebalancer_selector(schedule: str, run_id: str) -> str:
+    """The label selector of every rebalancer of one run."""
+    return ",".join(f"{k}={v}" for k, v in rebalancer_labels(schedule, run_id).items())
 
 
 def _label_value(text: str) -> str:

@@ -261,7 +261,7 @@ def _sample(ctx: SwitchContext, wave: WaveState, cache: dict[str, Obj],
 def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
              watch: BindingWatch) -> gates.GateTracker:
     return gates.GateTracker(list(targets.values()), ctx.everyone, ctx.floors, ctx.before,
-                             ctx.ready_field).load(watch.cache)
+                             ctx.ready_field, ctx.memo).load(watch.cache)
 
 
 def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
@@ -288,7 +288,7 @@ def _observe_floors(ctx: SwitchContext, index: int, cache: dict[str, Obj],
                     clusters: Sequence[str]) -> None:
     if not clusters:
         return
-    lowest = gates.lowest_ready(ctx.everyone, cache, clusters, ctx.ready_field)
+    lowest = gates.lowest_ready(ctx.everyone, cache, clusters, ctx.ready_field, ctx.memo)
     required = {c: max((f.min_ready_replicas or 0) for f in ctx.floors
                        if c in f.named_clusters()) for c in clusters}
     for cluster, value in lowest.items():

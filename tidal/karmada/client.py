@@ -187,8 +187,12 @@ class KarmadaClient:
         write_gate: WriteGate | None = None,
         karmada_release: KarmadaRelease = LATEST_RELEASE,
         limiter: RateLimiter | None = None,
+        background_watch: bool = True,
     ) -> None:
         self.api = api_client
+        # a watch may be read by a thread of its own (False: an in-process API whose watches
+        # move a manual clock, read only by the caller's thread)
+        self.background_watch = background_watch
         # the release the control plane runs: the API does not tell it, so a setting says it
         self.karmada_release = karmada_release
         self.limiter = limiter
@@ -434,11 +438,14 @@ class KarmadaClient:
                                  _request_timeout=timeout)
 
     def stream(self, resource: Resource, path: str, query: Mapping[str, Any],
-               read_timeout: float) -> Iterator[Obj]:
+               read_timeout: float,
+               on_open: Callable[[Callable[[], None]], None] | None = None) -> Iterator[Obj]:
         """A watch: yields decoded event objects line by line until the server ends it.
 
         Raises KarmadaError (Gone for 410) for an error answer; a dropped connection ends
-        the iteration quietly (the caller resumes from its last resourceVersion)."""
+        the iteration quietly (the caller resumes from its last resourceVersion). `on_open`
+        is handed a function that ends the watch from another thread (a blocked read
+        returns at once), once the stream is open."""
         q = dict(query)
         q["watch"] = "true"
 
@@ -453,6 +460,15 @@ class KarmadaClient:
 
         response = self._call("watch", resource.plural, open_, False, report_success=False)
         raw = response.response
+        ended = threading.Event()
+
+        def end() -> None:
+            ended.set()
+            with contextlib.suppress(Exception):  # already closed: nothing to end
+                raw.shutdown()
+
+        if on_open is not None:
+            on_open(end)
         buffer = b""
         try:
             for chunk in raw.stream(amt=None, decode_content=False):
@@ -468,7 +484,10 @@ class KarmadaClient:
         except Exception:  # dropped or timed out: the caller resumes from its resourceVersion
             return
         finally:
-            raw.release_conn()
+            if ended.is_set() and hasattr(raw, "close"):
+                raw.close()  # its socket is shut: never back into the pool
+            else:
+                raw.release_conn()
 
     # resources ----------------------------------------------------------------------------
     def resource_for(self, api_version: str, kind: str) -> Resource:

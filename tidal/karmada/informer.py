@@ -8,7 +8,8 @@ interface (`start`, `cache`, `changes`) served from the shared cache and a queue
 the reader has not seen. A reader may name the keys it reads (a wave: its team's bindings);
 it then holds and is woken for those only, found through an index by key, so a hundred teams
 in one namespace do not each copy and follow the whole namespace. `SharedReads` holds the
-informers of one daemon and runs them while at least one switch uses them.
+informers of one daemon and runs them while at least one switch uses them; a run alone
+(tidal.engine.switch) has `private` ones of its own, its bindings' one per namespace it reads.
 """
 
 from __future__ import annotations
@@ -74,14 +75,20 @@ class Informer:
 
     def __init__(self, client: KarmadaClient, res: Resource, *, max_watch_seconds: float = 60.0,
                  retry_seconds: float = 1.0, sync_timeout: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, fail_fast: bool = False,
+                 namespace: str | None = None) -> None:
         self.client, self.res = client, res
+        self.namespace = namespace if res.namespaced else None  # None: every namespace
         self.max_watch_seconds = max_watch_seconds
         self.retry_seconds = retry_seconds
         self.sync_timeout = sync_timeout
         self._sleep = sleep
+        # a reader waiting for the first listing gets its error at once (a run alone: its own
+        # listing would have failed the same way), not after sync_timeout
+        self.fail_fast = fail_fast
         self._lock = threading.Lock()
         self._synced = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)  # any event or listing
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
         # readers are held weakly: a finished wave drops its view and with it its subscriber
@@ -100,6 +107,7 @@ class Informer:
         self.lists = 0
         self.watches = 0
         self.error: KarmadaError | None = None
+        self._end_watch: Callable[[], None] | None = None  # ends the open watch at once
 
     # --- life cycle: runs while it has users ------------------------------------------------
     def acquire(self) -> None:
@@ -111,8 +119,13 @@ class Informer:
                 self._thread.start()
 
     def release(self) -> None:
+        """One user fewer; the last one ends the open watch at once (the thread then stops,
+        unless a new user came meanwhile: it then watches on from the same version)."""
         with self._lock:
             self._users = max(0, self._users - 1)
+            end = self._end_watch if self._users == 0 else None
+        if end is not None:
+            end()
 
     def _should_stop(self) -> bool:
         """With no users left, end the thread and drop the cache (the lock is held)."""
@@ -135,7 +148,9 @@ class Informer:
                 with self._lock:
                     self._is_synced = False  # too old a version: list again
             except KarmadaError as exc:
-                self.error = exc
+                with self._lock:
+                    self.error = exc
+                    self._synced.notify_all()
                 log.warning("shared_watch_failed", resource=self.res.plural, error=str(exc),
                             error_class=type(exc).__name__)
                 self._sleep(self.retry_seconds)
@@ -147,7 +162,7 @@ class Informer:
                 self._sleep(self.retry_seconds)
 
     def _list(self) -> None:
-        items, version = list_paged(self.client, self.res)
+        items, version = list_paged(self.client, self.res, self.namespace)
         fresh = {key_of(item): item for item in items}
         with self._lock:
             old = self._cache
@@ -160,14 +175,23 @@ class Informer:
             for obj, deleted in changed:
                 self._publish(key_of(obj), obj, deleted)
             self._synced.notify_all()
+            self._changed.notify_all()
 
     def _watch(self) -> None:
         timeout = max(1, int(self.max_watch_seconds))
         query: dict[str, Any] = {"resourceVersion": self.version, "timeoutSeconds": timeout,
                                  "allowWatchBookmarks": True}
         self.watches += 1
-        for event in self.client.stream(self.res, self.res.path(None), query,
-                                        read_timeout=timeout + 5.0):
+
+        def opened(end: Callable[[], None]) -> None:
+            with self._lock:
+                self._end_watch = end
+                gone = self._users == 0
+            if gone:  # released while the watch was opening
+                end()
+
+        for event in self.client.stream(self.res, self.res.path(self.namespace), query,
+                                        read_timeout=timeout + 5.0, on_open=opened):
             obj = event.get("object") or {}
             with self._lock:
                 version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -182,6 +206,7 @@ class Informer:
                 else:
                     self._cache[key] = obj
                 self._publish(key, obj, deleted)
+                self._changed.notify_all()
                 if self._users == 0:
                     return
 
@@ -219,7 +244,9 @@ class Informer:
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
         """Wait for the first listing (the lock is held); its error if it does not come."""
-        if not self._synced.wait_for(lambda: self._is_synced, self.sync_timeout):
+        if not self._synced.wait_for(
+                lambda: self._is_synced or (self.fail_fast and self.error is not None),
+                self.sync_timeout) or not self._is_synced:
             raise self.error or KarmadaError(
                 f"the shared {self.res.plural} cache did not fill within "
                 f"{self.sync_timeout:g}s", verb="list", resource=self.res.plural)
@@ -246,6 +273,12 @@ class Informer:
                 snapshot = {k: o for k in wanted
                             if (o := self._cache.get(k)) is not None and subscriber.wants(o)}
         return snapshot, subscriber
+
+    def wait_changed(self, version: str, timeout: float) -> bool:
+        """Until the cache's resourceVersion is no longer `version` (True), or `timeout`
+        seconds pass (False): a wait that wakes on the watch, not on a poll."""
+        with self._lock:
+            return self._changed.wait_for(lambda: self.version != version, max(0.0, timeout))
 
     def items(self, namespace: str | None = None) -> list[Obj]:
         """The cached objects (of one namespace, or all)."""
@@ -295,7 +328,17 @@ class SharedReads:
     """The informers of one daemon (bindings, cluster bindings, clusters), each started on
     first use while at least one switch is `in_use`, stopped when the last one ends."""
 
-    def __init__(self, client: KarmadaClient, **informer_settings: Any) -> None:
+    def __init__(self, client: KarmadaClient, *, private: bool = False,
+                 **informer_settings: Any) -> None:
+        # private: the informers of one run alone (tidal.engine.switch), where a check that
+        # must see the latest state before acting lists afresh as such a run always did
+        self.private = private
+        if private:
+            informer_settings.setdefault("fail_fast", True)
+        self.client, self._settings = client, informer_settings
+        # the daemon's: one per kind, across namespaces; a run alone's bindings: one per
+        # namespace it reads (what its waves listed before; a hundred runs at once do not
+        # each hold every namespace's bindings), keyed "plural/namespace"
         self.informers = {res.plural: Informer(client, res, **informer_settings)
                           for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
         self._lock = threading.Lock()
@@ -316,11 +359,17 @@ class SharedReads:
                         self.informers[plural].release()
                     self._started.clear()
 
-    def _informer(self, res: Resource) -> Informer:
-        informer = self.informers[res.plural]
+    def _informer(self, res: Resource, namespace: str | None = None) -> Informer:
+        key = res.plural
+        if self.private and namespace is not None and res.namespaced:
+            key = f"{res.plural}/{namespace}"
         with self._lock:
-            if res.plural not in self._started:
-                self._started.add(res.plural)
+            informer = self.informers.get(key)
+            if informer is None:
+                informer = Informer(self.client, res, namespace=namespace, **self._settings)
+                self.informers[key] = informer
+            if key not in self._started:
+                self._started.add(key)
                 informer.acquire()
         return informer
 
@@ -328,8 +377,8 @@ class SharedReads:
                       keys: Iterable[str] | None = None) -> BindingWatch:
         """A view of the namespace's bindings (or all), or of only `keys` among them."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
-        return SharedBindingView(self._informer(res), None if cluster_scoped else namespace,
-                                 keys=keys)
+        scope = None if cluster_scoped else namespace
+        return SharedBindingView(self._informer(res, scope), scope, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
         return self._informer(CLUSTERS).items()
@@ -338,7 +387,12 @@ class SharedReads:
         """The Cluster cache's resourceVersion: it changes with any Cluster's status."""
         return self._informer(CLUSTERS).version
 
+    def wait_clusters_changed(self, version: str, timeout: float) -> bool:
+        """Until any Cluster changes after `version` (True) or `timeout` seconds (False)."""
+        return self._informer(CLUSTERS).wait_changed(version, timeout)
+
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
-        return self._informer(res).items(None if cluster_scoped else namespace)
+        scope = None if cluster_scoped else namespace
+        return self._informer(res, scope).items(scope)

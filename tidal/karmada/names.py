@@ -36,6 +36,7 @@ MANAGER = "tidal"
 LABEL_SCHEDULE = "tidal.io/schedule"
 LABEL_RUN = "tidal.io/run"
 LABEL_WAVE = "tidal.io/wave"
+LABEL_DIRECTION = "tidal.io/direction"  # forward, or back (a rollback's); older ones: none
 
 
 def binding_name(name: str, kind: str) -> str:

@@ -29,6 +29,7 @@ from tidal.karmada.client import (
 )
 from tidal.karmada.errors import AlreadyExists, Conflict, NotFound
 from tidal.karmada.names import (
+    LABEL_DIRECTION,
     LABEL_MANAGED_BY,
     LABEL_RUN,
     LABEL_SCHEDULE,
@@ -56,6 +57,7 @@ class Owner:
     schedule: str
     run_id: str
     wave: int
+    back: bool = False  # a rollback's (the same wave's forward ones are others)
 
     def __post_init__(self) -> None:
         for what, value in (("schedule", self.schedule), ("run id", self.run_id)):
@@ -66,7 +68,8 @@ class Owner:
 
     def labels(self) -> dict[str, str]:
         return {LABEL_MANAGED_BY: MANAGER, LABEL_SCHEDULE: label_value(self.schedule),
-                LABEL_RUN: label_value(self.run_id), LABEL_WAVE: str(self.wave)}
+                LABEL_RUN: label_value(self.run_id), LABEL_WAVE: str(self.wave),
+                LABEL_DIRECTION: "back" if self.back else "forward"}
 
     def annotations(self) -> dict[str, str]:
         return {LABEL_SCHEDULE: self.schedule, LABEL_RUN: self.run_id, PURPOSE: "surge"}
@@ -248,14 +251,32 @@ def delete_override(client: KarmadaClient, ref: OverrideRef) -> bool:
 
 
 def owner_selector(schedule: str | None = None, run_id: str | None = None,
-                   wave: int | None = None) -> str:
-    """The label selector of tidal's overrides, narrowed to a schedule, run and wave."""
+                   wave: int | None = None, back: bool | None = None) -> str:
+    """The label selector of tidal's overrides, narrowed to a schedule, run, wave and
+    direction."""
     parts = [f"{LABEL_MANAGED_BY}={MANAGER}"]
+    direction = None if back is None else "back" if back else "forward"
     for label, value in ((LABEL_SCHEDULE, schedule), (LABEL_RUN, run_id),
-                         (LABEL_WAVE, None if wave is None else str(wave))):
+                         (LABEL_WAVE, None if wave is None else str(wave)),
+                         (LABEL_DIRECTION, direction)):
         if value is not None:
             parts.append(f"{label}={label_value(value)}")
     return ",".join(parts)
+
+
+def delete_owned(client: KarmadaClient, owner: Owner, namespace: str | None
+                 ) -> list[OverrideRef]:
+    """Delete every override of `owner` (its wave and direction) in `namespace` (None: the
+    ClusterOverridePolicies) in one request (deletecollection by the owner labels, which
+    select nothing of another run, wave or direction); the ones deleted. Forbidden where
+    the RBAC does not grant deletecollection: delete them one by one then."""
+    res = OVERRIDE_POLICIES if namespace else CLUSTER_OVERRIDE_POLICIES
+    kind = OP_KIND if namespace else COP_KIND
+    selector = owner_selector(owner.schedule, owner.run_id, owner.wave, owner.back)
+    answer = client.request("deletecollection", res, "DELETE", res.path(namespace),
+                            query={"labelSelector": selector})
+    return [OverrideRef(kind, namespace or "", str((item.get("metadata") or {}).get("name")))
+            for item in answer.get("items") or []]
 
 
 def list_overrides(client: KarmadaClient, *, schedule: str | None = None,

@@ -41,3 +41,12 @@ def delete_rebalancer(client: KarmadaClient, name: str) -> bool:
     except NotFound:
         return False
     return True
+
+
+def delete_labelled(client: KarmadaClient, selector: str) -> list[str]:
+    """Delete every rebalancer `selector` selects in one request (deletecollection); the names
+    deleted. Forbidden where the RBAC does not grant deletecollection."""
+    res = WORKLOAD_REBALANCERS
+    answer = client.request("deletecollection", res, "DELETE", res.path(),
+                            query={"labelSelector": selector})
+    return [str((item.get("metadata") or {}).get("name")) for item in answer.get("items") or []]

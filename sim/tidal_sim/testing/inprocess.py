@@ -195,6 +195,7 @@ class InProcessKarmada:
         from tidal.karmada.client import KarmadaClient
 
         options.setdefault("sleep", self.advance)
+        options.setdefault("background_watch", False)  # its watches move the manual clock
         return KarmadaClient(self.api_client(), **options)
 
     def engine_clock(self) -> EngineClock:
