@@ -36,18 +36,29 @@ def _quiet() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", required=True, type=Path, help="directory for the report")
-    parser.add_argument("--quick", action="store_true",
-                        help="B2/B3 and the emulator benchmark at 1/10 size (under 3 minutes)")
-    parser.add_argument("--tiny", action="store_true",
-                        help="toy sizes, for the smoke test only (figures meaningless)")
-    parser.add_argument("--only", default=",".join(BENCHMARKS),
-                        help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="B2/B3 and the emulator benchmark at 1/10 size (under 3 minutes)",
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="toy sizes, for the smoke test only (figures meaningless)",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(BENCHMARKS),
+        help=f"comma-separated subset of {','.join(BENCHMARKS)}",
+    )
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
-        parser.error(f"--only: unknown benchmark(s) {', '.join(unknown)}; "
-                     f"choose from {', '.join(BENCHMARKS)}")
+        parser.error(
+            f"--only: unknown benchmark(s) {', '.join(unknown)}; "
+            f"choose from {', '.join(BENCHMARKS)}"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     _quiet()
     cfg = RunConfig(args.out, args.quick or args.tiny, args.tiny)
@@ -61,8 +72,13 @@ def main(argv: list[str] | None = None) -> int:
             section: Section = importlib.import_module(module_name).run(cfg)
         except Exception as exc:  # one broken benchmark must not lose the others' figures
             section = Section(name, title)
-            section.say(f"**Not measured**: the benchmark failed: `{type(exc).__name__}: {exc}`",
-                        "", "```", traceback.format_exc()[-3000:], "```")
+            section.say(
+                f"**Not measured**: the benchmark failed: `{type(exc).__name__}: {exc}`",
+                "",
+                "```",
+                traceback.format_exc()[-3000:],
+                "```",
+            )
             print(f"  failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         section.seconds = time.monotonic() - started
         sections.append(section)

@@ -57,24 +57,36 @@ class Arm:
 
 
 def b1_fleet(tiny: bool = False, min_replicas: int = 3) -> sc.Fleet:
-    return sc.Fleet(workloads=12 if tiny else 60, min_replicas=min_replicas, max_replicas=8,
-                    startup_seconds=5.0,
-                    termination_seconds=2.0, gpu_a=400, gpu_b=360, scheduler_latency=0.1)
+    return sc.Fleet(
+        workloads=12 if tiny else 60,
+        min_replicas=min_replicas,
+        max_replicas=8,
+        startup_seconds=5.0,
+        termination_seconds=2.0,
+        gpu_a=400,
+        gpu_b=360,
+        scheduler_latency=0.1,
+    )
 
 
 def fleet_replicas(fleet: sc.Fleet) -> dict[str, int]:
-    return {f"{sc.NAMESPACE}/Deployment/{name}": n
-            for (name, _), n in zip(sc.workload_names(fleet), sc.replica_counts(fleet),
-                                    strict=True)}
+    return {
+        f"{sc.NAMESPACE}/Deployment/{name}": n
+        for (name, _), n in zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)
+    }
 
 
 def _policies(dynamic: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     if dynamic:
         placement = sc.dynamic_placement(["cluster-a", "cluster-b"])
-        return (sc.cpp("inference-day", placement, lazy=True),
-                sc.cpp("inference-night", placement, lazy=True))
-    return (sc.cpp("inference-day", sc.static_placement(DAY)),
-            sc.cpp("inference-night", sc.static_placement(NIGHT)))
+        return (
+            sc.cpp("inference-day", placement, lazy=True),
+            sc.cpp("inference-night", placement, lazy=True),
+        )
+    return (
+        sc.cpp("inference-day", sc.static_placement(DAY)),
+        sc.cpp("inference-night", sc.static_placement(NIGHT)),
+    )
 
 
 def _in_a(emu: Emulator) -> int:
@@ -90,9 +102,16 @@ def _shrink_cluster_a(emu: Emulator, gpus: int) -> None:
     emu.store.update(cluster, obj, subresource="status")
 
 
-def run_arm(arm: str, *, dynamic: bool, workdir: Path, fleet: sc.Fleet | None = None,
-            floors: list[dict[str, Any]] | None = None, plan_only: bool = False,
-            swap: bool = False) -> Arm:
+def run_arm(
+    arm: str,
+    *,
+    dynamic: bool,
+    workdir: Path,
+    fleet: sc.Fleet | None = None,
+    floors: list[dict[str, Any]] | None = None,
+    plan_only: bool = False,
+    swap: bool = False,
+) -> Arm:
     """One arm on a fresh emulator; `plan_only` runs tidal's plan and preflight, nothing else;
     `swap` writes the static tidal arm as a policy swap instead of a patch."""
     fleet = fleet or b1_fleet()
@@ -135,29 +154,55 @@ def _today(emu: Emulator, day: dict[str, Any], night: dict[str, Any]) -> None:
 
     api = kube_api(emu, "platform-script")
     objects = client.CustomObjectsApi(api)
-    objects.delete_cluster_custom_object("policy.karmada.io", "v1alpha1",
-                                         "clusterpropagationpolicies", day["metadata"]["name"])
-    objects.create_cluster_custom_object("policy.karmada.io", "v1alpha1",
-                                         "clusterpropagationpolicies", night)
+    objects.delete_cluster_custom_object(
+        "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", day["metadata"]["name"]
+    )
+    objects.create_cluster_custom_object(
+        "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", night
+    )
     api.close()
 
 
-def tidal_schedule(workdir: Path, night: dict[str, Any], dynamic: bool,
-                   floors: list[dict[str, Any]] | None = None, swap: bool = False) -> Path:
+def tidal_schedule(
+    workdir: Path,
+    night: dict[str, Any],
+    dynamic: bool,
+    floors: list[dict[str, Any]] | None = None,
+    swap: bool = False,
+) -> Path:
     manifest = dict(night)
     if dynamic or swap:  # DynamicWeight: identical placements swapped, then rebalance waves
-        change = {"kind": "ClusterPropagationPolicy",
-                  "swap": {"from": "inference-day", "to": "night-policy.yaml"}}
+        change = {
+            "kind": "ClusterPropagationPolicy",
+            "swap": {"from": "inference-day", "to": "night-policy.yaml"},
+        }
     else:  # the day policy patched to the night placement, activated wave by wave
-        change = {"kind": "ClusterPropagationPolicy", "name": "inference-day",
-                  "patch": {"spec": {"placement": night["spec"]["placement"]}}}
-    window = {"name": "night", "start": "23:00", "trigger": "rebalance" if dynamic else "touch",
-              "policies": [change]}
-    rollout = {"waveSize": "25%", "pauseBetweenWaves": "2s", "waveTimeout": "2m",
-               "floors": floors if floors is not None else default_floors(dynamic),
-               "onFailure": "halt", "strategy": "direct"}
-    return write_schedule(workdir, "inference-dynamic" if dynamic else "inference", [window],
-                          rollout, extra_files={"night-policy.yaml": manifest})
+        change = {
+            "kind": "ClusterPropagationPolicy",
+            "name": "inference-day",
+            "patch": {"spec": {"placement": night["spec"]["placement"]}},
+        }
+    window = {
+        "name": "night",
+        "start": "23:00",
+        "trigger": "rebalance" if dynamic else "touch",
+        "policies": [change],
+    }
+    rollout = {
+        "waveSize": "25%",
+        "pauseBetweenWaves": "2s",
+        "waveTimeout": "2m",
+        "floors": floors if floors is not None else default_floors(dynamic),
+        "onFailure": "halt",
+        "strategy": "direct",
+    }
+    return write_schedule(
+        workdir,
+        "inference-dynamic" if dynamic else "inference",
+        [window],
+        rollout,
+        extra_files={"night-policy.yaml": manifest},
+    )
 
 
 def default_floors(dynamic: bool) -> list[dict[str, Any]]:
@@ -166,8 +211,13 @@ def default_floors(dynamic: bool) -> list[dict[str, Any]]:
     return [{"clusters": ["cluster-b"], "minReadyReplicas": 1}]
 
 
-def _plan_only(emu: Emulator, night: dict[str, Any], workdir: Path, out: Arm,
-               floors: list[dict[str, Any]] | None) -> None:
+def _plan_only(
+    emu: Emulator,
+    night: dict[str, Any],
+    workdir: Path,
+    out: Arm,
+    floors: list[dict[str, Any]] | None,
+) -> None:
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
 
@@ -184,15 +234,23 @@ def _plan_only(emu: Emulator, night: dict[str, Any], workdir: Path, out: Arm,
         client.close()
 
 
-def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, out: Arm,
-           floors: list[dict[str, Any]] | None, swap: bool = False) -> None:
+def _tidal(
+    emu: Emulator,
+    night: dict[str, Any],
+    dynamic: bool,
+    workdir: Path,
+    out: Arm,
+    floors: list[dict[str, Any]] | None,
+    swap: bool = False,
+) -> None:
     path = tidal_schedule(workdir, night, dynamic, floors, swap)
     loaded = load_one(path)
     client = karmada_client(emu)
     out.start = emu.clock.now()
     try:
-        record = run_switch(client, loaded, "night", clock=SimEngineClock(emu.clock),
-                            journal=InMemoryJournal())
+        record = run_switch(
+            client, loaded, "night", clock=SimEngineClock(emu.clock), journal=InMemoryJournal()
+        )
         out.result, out.reason = record.result, record.reason or ""
     except PlanRefused as exc:
         out.result, out.reason = "refused", "; ".join(exc.problems[:3])
@@ -200,8 +258,10 @@ def _tidal(emu: Emulator, night: dict[str, Any], dynamic: bool, workdir: Path, o
         client.close()
 
 
-STRICT_FLOORS: list[dict[str, Any]] = [{"clusters": ["cluster-b"], "minReadyReplicas": 1},
-                                       {"minAvailablePercent": 50}]
+STRICT_FLOORS: list[dict[str, Any]] = [
+    {"clusters": ["cluster-b"], "minReadyReplicas": 1},
+    {"minAvailablePercent": 50},
+]
 
 
 def _put_arm(section: Section, prefix: str, arm: Arm) -> None:
@@ -218,9 +278,11 @@ def _put_arm(section: Section, prefix: str, arm: Arm) -> None:
 def _row(name: str, arm: Arm) -> str:
     v = arm.availability
     result = arm.result or "done"
-    return (f"| {name} | {v.zero_ready_workloads} | {v.below_floor_workload_seconds:,.0f} | "
-            f"{v.max_below_at_once} | {v.lowest_ready_fraction:.0%} | {v.converge_seconds:.0f} | "
-            f"{arm.in_a_after} | {arm.requests} | {result} |")
+    return (
+        f"| {name} | {v.zero_ready_workloads} | {v.below_floor_workload_seconds:,.0f} | "
+        f"{v.max_below_at_once} | {v.lowest_ready_fraction:.0%} | {v.converge_seconds:.0f} | "
+        f"{arm.in_a_after} | {arm.requests} | {result} |"
+    )
 
 
 def run(cfg: RunConfig) -> Section:
@@ -230,8 +292,14 @@ def run(cfg: RunConfig) -> Section:
     section = Section("b1", "B1: availability during the night switch")
     work = Path(tempfile.mkdtemp(prefix="tidal-b1-"))
     fleet = b1_fleet(cfg.tiny)
-    refused = run_arm("tidal", dynamic=False, workdir=work / "strict", floors=STRICT_FLOORS,
-                      plan_only=True, fleet=fleet)
+    refused = run_arm(
+        "tidal",
+        dynamic=False,
+        workdir=work / "strict",
+        floors=STRICT_FLOORS,
+        plan_only=True,
+        fleet=fleet,
+    )
     today = run_arm("today", dynamic=False, workdir=work / "today", fleet=fleet)
     tidal = run_arm("tidal", dynamic=False, workdir=work / "tidal", fleet=fleet)
     d_today = run_arm("today", dynamic=True, workdir=work / "d-today", fleet=fleet)
@@ -239,11 +307,12 @@ def run(cfg: RunConfig) -> Section:
     w_tidal = run_arm("tidal", dynamic=False, workdir=work / "w-tidal", fleet=fleet, swap=True)
     small = b1_fleet(cfg.tiny, min_replicas=1)
     s_today = run_arm("today", dynamic=False, workdir=work / "s-today", fleet=small)
-    s_tidal = run_arm("tidal", dynamic=False, workdir=work / "s-tidal", fleet=small,
-                      plan_only=True)
+    s_tidal = run_arm("tidal", dynamic=False, workdir=work / "s-tidal", fleet=small, plan_only=True)
     section.put("small.today.zero_ready_workloads", s_today.availability.zero_ready_workloads)
-    section.put("small.today.below_floor_workload_seconds",
-                round(s_today.availability.below_floor_workload_seconds, 1))
+    section.put(
+        "small.today.below_floor_workload_seconds",
+        round(s_today.availability.below_floor_workload_seconds, 1),
+    )
     section.put("small.tidal_refused", 1 if s_tidal.result == "refused" else 0)
     _put_arm(section, "today", today)
     _put_arm(section, "tidal", tidal)
@@ -257,28 +326,46 @@ def run(cfg: RunConfig) -> Section:
     night = surge.main
     static_png = plots.arms_plot(
         cfg.out / "b1_ready_per_cluster.png",
-        {"today: delete day CPP + create night CPP": series(today.samples, today.start, today.end),
-         "tidal direct: waves of 25%, floor 1 ready in cluster-b":
-             series(tidal.samples, tidal.start, tidal.end),
-         "tidal surge: waves of 25%, make before break":
-             series(night.samples, night.start, night.night_end)},
+        {
+            "today: delete day CPP + create night CPP": series(
+                today.samples, today.start, today.end
+            ),
+            "tidal direct: waves of 25%, floor 1 ready in cluster-b": series(
+                tidal.samples, tidal.start, tidal.end
+            ),
+            "tidal surge: waves of 25%, make before break": series(
+                night.samples, night.start, night.night_end
+            ),
+        },
         f"B1: {fleet.workloads} inference Deployments, 80/20 -> 0/100, "
-        f"pod start-up {fleet.startup_seconds:g}s", desired)
+        f"pod start-up {fleet.startup_seconds:g}s",
+        desired,
+    )
     worst = today.availability.worst_workload or tidal.availability.worst_workload
     worst_png = plots.arms_plot(
         cfg.out / "b1_worst_workload.png",
-        {"today": workload_series(today.samples, worst, today.start, today.end),
-         "tidal direct": workload_series(tidal.samples, worst, tidal.start, tidal.end),
-         "tidal surge": workload_series(night.samples, worst, night.start, night.night_end)},
+        {
+            "today": workload_series(today.samples, worst, today.start, today.end),
+            "tidal direct": workload_series(tidal.samples, worst, tidal.start, tidal.end),
+            "tidal surge": workload_series(night.samples, worst, night.start, night.night_end),
+        },
         f"B1: the worst workload of the today arm ({worst.split('/')[-1]}, "
-        f"{today.replicas.get(worst, 0)} replicas)", float(today.replicas.get(worst, 0)))
+        f"{today.replicas.get(worst, 0)} replicas)",
+        float(today.replicas.get(worst, 0)),
+    )
     dyn_png = plots.arms_plot(
         cfg.out / "b1_dynamic_weight.png",
-        {"today: swap day/night DynamicWeight CPPs": series(d_today.samples, d_today.start,
-                                                            d_today.end),
-         "tidal: swap + WorkloadRebalancer waves": series(d_tidal.samples, d_tidal.start,
-                                                          d_tidal.end)},
-        "B1 DynamicWeight: cluster-a's free GPUs shrink to 40 at night", desired)
+        {
+            "today: swap day/night DynamicWeight CPPs": series(
+                d_today.samples, d_today.start, d_today.end
+            ),
+            "tidal: swap + WorkloadRebalancer waves": series(
+                d_tidal.samples, d_tidal.start, d_tidal.end
+            ),
+        },
+        "B1 DynamicWeight: cluster-a's free GPUs shrink to 40 at night",
+        desired,
+    )
     section.plots += [static_png.name, worst_png.name, dyn_png.name]
     section.say(
         f"Scenario: {fleet.workloads} inference Deployments of {fleet.min_replicas}-"
@@ -292,16 +379,19 @@ def run(cfg: RunConfig) -> Section:
         "below floor at once | lowest total ready | seconds to converge | replicas left in "
         "cluster-a | API requests | result |",
         "|---|---|---|---|---|---|---|---|---|",
-        _row("today (static)", today), _row("tidal direct (static, patch + touch waves)", tidal),
+        _row("today (static)", today),
+        _row("tidal direct (static, patch + touch waves)", tidal),
         _row("tidal (static, swap + touch waves)", w_tidal),
-        _row("today (DynamicWeight)", d_today), _row("tidal (DynamicWeight)", d_tidal),
+        _row("today (DynamicWeight)", d_today),
+        _row("tidal (DynamicWeight)", d_tidal),
         "",
         f"The same fleet with 1-{small.max_replicas} replicas (the 1- and 2-replica Deployments "
         "have no replica in cluster-b by day): today's delete+create leaves "
         f"**{s_today.availability.zero_ready_workloads} workloads at zero ready** "
         f"({s_today.availability.below_floor_workload_seconds:,.0f} workload-seconds below the "
         f"floor); tidal **{s_tidal.result or 'accepted'}** the switch before writing anything"
-        + (f" ({s_tidal.reason})" if s_tidal.reason else "") + ".",
+        + (f" ({s_tidal.reason})" if s_tidal.reason else "")
+        + ".",
         "",
         f"![ready replicas per cluster]({static_png.name})",
         f"![worst workload]({worst_png.name})",
@@ -311,7 +401,8 @@ def run(cfg: RunConfig) -> Section:
         f"- With the issue's floor as tidal's own rollout floor (1 ready in cluster-b AND 50% "
         f"available per workload) tidal's plan with `strategy: direct` is "
         f"**{refused.result or 'accepted'}**"
-        + (f": {refused.reason}" if refused.reason else "") + ". Karmada alone moves a "
+        + (f": {refused.reason}" if refused.reason else "")
+        + ". Karmada alone moves a "
         "workload's replicas without surge: the replicas leaving cluster-a stop at once and "
         "their replacements start in cluster-b seconds later, so a workload with 80% of its "
         "replicas in cluster-a is briefly at its cluster-b share (14-33%) whatever tool "

@@ -32,10 +32,14 @@ from tidal_sim.clock import ScaledClock
 from tidal_sim.emulator import Emulator
 
 # the issue's floor, which the direct arm's plan refuses (a moving workload dips below 50%)
-ISSUE_FLOORS: list[dict[str, Any]] = [{"clusters": ["cluster-b"], "minReadyReplicas": 1},
-                                      {"minAvailablePercent": 50}]
-STRICT_FLOORS: list[dict[str, Any]] = [{"clusters": ["cluster-b"], "minReadyReplicas": 1},
-                                       {"minAvailablePercent": 100}]
+ISSUE_FLOORS: list[dict[str, Any]] = [
+    {"clusters": ["cluster-b"], "minReadyReplicas": 1},
+    {"minAvailablePercent": 50},
+]
+STRICT_FLOORS: list[dict[str, Any]] = [
+    {"clusters": ["cluster-b"], "minReadyReplicas": 1},
+    {"minAvailablePercent": 100},
+]
 # 1-2 replica workloads have nothing in cluster-b by day: only the availability floor applies
 SMALL_FLOORS: list[dict[str, Any]] = [{"minAvailablePercent": 50}]
 
@@ -96,10 +100,18 @@ def surge_schedule(workdir: Path, floors: list[dict[str, Any]]) -> Path:
     # and with empty-workload propagation the night bindings then list cluster-a with 0, which
     # is what tells the planner it can raise cluster-a on the day switch
     night = sc.static_placement({**NIGHT, "cluster-a": 0})
-    windows = [patch_window("night", "inference-day", night, "touch"),
-               patch_window("day", "inference-day", sc.static_placement(DAY), "touch")]
-    rollout = {"waveSize": "25%", "pauseBetweenWaves": "2s", "waveTimeout": "2m",
-               "floors": floors, "onFailure": "halt", "strategy": "surge"}
+    windows = [
+        patch_window("night", "inference-day", night, "touch"),
+        patch_window("day", "inference-day", sc.static_placement(DAY), "touch"),
+    ]
+    rollout = {
+        "waveSize": "25%",
+        "pauseBetweenWaves": "2s",
+        "waveTimeout": "2m",
+        "floors": floors,
+        "onFailure": "halt",
+        "strategy": "surge",
+    }
     return write_schedule(workdir, "inference-surge", windows, rollout)
 
 
@@ -111,8 +123,9 @@ def announced_extra(client: Any, loaded: Any, window: str) -> int:
     from tidal.engine.planning import build_plan
 
     plan = build_plan(client, loaded.schedule, window).plan
-    return int(max((sum(a.get(GPU, 0.0) for a in room.extra.values()) for room in plan.rooms),
-                   default=0.0))
+    return int(
+        max((sum(a.get(GPU, 0.0) for a in room.extra.values()) for room in plan.rooms), default=0.0)
+    )
 
 
 def _switch(emu: Emulator, loaded: Any, window: str, out: SurgeArm) -> tuple[str, str]:
@@ -121,8 +134,9 @@ def _switch(emu: Emulator, loaded: Any, window: str, out: SurgeArm) -> tuple[str
         before = int(emu.requests()["total"])
         out.announced_extra = max(out.announced_extra, announced_extra(client, loaded, window))
         out.plan_requests += int(emu.requests()["total"]) - before  # not the switch's own
-        record = run_switch(client, loaded, window, clock=SimEngineClock(emu.clock),
-                            journal=InMemoryJournal())
+        record = run_switch(
+            client, loaded, window, clock=SimEngineClock(emu.clock), journal=InMemoryJournal()
+        )
         return record.result, record.reason or ""
     except PlanRefused as exc:
         return "refused", f"{len(exc.problems)} problems, e.g. {exc.problems[0]}"
@@ -137,14 +151,22 @@ def _settle(emu: Emulator, replicas: dict[str, int], speed: float) -> float:
     return emu.clock.now()
 
 
-def run_surge_arm(fleet: sc.Fleet, floors: list[dict[str, Any]], workdir: Path, *,
-                  speed: float, floor: Floor, ewp: bool = False) -> SurgeArm:
+def run_surge_arm(
+    fleet: sc.Fleet,
+    floors: list[dict[str, Any]],
+    workdir: Path,
+    *,
+    speed: float,
+    floor: Floor,
+    ewp: bool = False,
+) -> SurgeArm:
     """Night then day with `strategy: surge` on a fresh emulator (`ewp`: karmada-scheduler
     with empty-workload propagation)."""
     replicas = fleet_replicas(fleet)
     day = sc.cpp("inference-day", sc.static_placement(DAY))
-    emu = Emulator(sc.topology(fleet, [day], empty_workload_propagation=ewp),
-                   clock=ScaledClock(speed)).start()
+    emu = Emulator(
+        sc.topology(fleet, [day], empty_workload_propagation=ewp), clock=ScaledClock(speed)
+    ).start()
     try:
         if not wait_until(lambda: settled(emu, replicas), 120):
             raise RuntimeError("the day distribution did not converge in 120 s")
@@ -163,8 +185,9 @@ def run_surge_arm(fleet: sc.Fleet, floors: list[dict[str, Any]], workdir: Path, 
         out.requests = int(emu.requests()["total"]) - out.plan_requests
         out.night = analyse(out.samples, replicas, out.start, out.night_end, floor)
         out.day = analyse(out.samples, replicas, out.day_start, out.end, floor)
-        out.lowest_workload_percent = lowest_workload_percent(out.samples, replicas, out.start,
-                                                              out.end)
+        out.lowest_workload_percent = lowest_workload_percent(
+            out.samples, replicas, out.start, out.end
+        )
         out.peak_extra = peak_extra_held(out.samples, replicas, out.start, out.end)
         return out
     finally:
@@ -187,20 +210,27 @@ class SurgeArms:
 SMALL_FLOOR = Floor((), 0, 50.0)  # no cluster part: 1-2 replica workloads have none in b by day
 
 
-def run_all(fleet: sc.Fleet, small: sc.Fleet, work: Path, *, speed: float, floor: Floor,
-            tiny: bool = False) -> SurgeArms:
+def run_all(
+    fleet: sc.Fleet, small: sc.Fleet, work: Path, *, speed: float, floor: Floor, tiny: bool = False
+) -> SurgeArms:
     """The four runs; `tiny` (the smoke test) runs the 3-8 replica fleet once, under the 100%
     floor, and reports it as both the main and the strict run (toy figures, less wall time)."""
-    strict = run_surge_arm(fleet, STRICT_FLOORS, work / "surge-strict", speed=speed,
-                           floor=floor)
-    main = strict if tiny else run_surge_arm(fleet, ISSUE_FLOORS, work / "surge", speed=speed,
-                                             floor=floor)
+    strict = run_surge_arm(fleet, STRICT_FLOORS, work / "surge-strict", speed=speed, floor=floor)
+    main = (
+        strict
+        if tiny
+        else run_surge_arm(fleet, ISSUE_FLOORS, work / "surge", speed=speed, floor=floor)
+    )
     return SurgeArms(
-        main=main, strict=strict,
-        small=run_surge_arm(small, SMALL_FLOORS, work / "surge-small", speed=speed,
-                            floor=SMALL_FLOOR),
-        small_ewp=run_surge_arm(small, SMALL_FLOORS, work / "surge-small-ewp", speed=speed,
-                                floor=SMALL_FLOOR, ewp=True))
+        main=main,
+        strict=strict,
+        small=run_surge_arm(
+            small, SMALL_FLOORS, work / "surge-small", speed=speed, floor=SMALL_FLOOR
+        ),
+        small_ewp=run_surge_arm(
+            small, SMALL_FLOORS, work / "surge-small-ewp", speed=speed, floor=SMALL_FLOOR, ewp=True
+        ),
+    )
 
 
 def _put_small(section: Any, prefix: str, arm: SurgeArm) -> None:
@@ -213,25 +243,30 @@ def _put_small(section: Any, prefix: str, arm: SurgeArm) -> None:
 def put_results(section: Any, arms: SurgeArms) -> float:
     """The b1.surge.* keys and b1.capacity_bound_seconds; returns converge / bound."""
     m = arms.main
-    section.put("surge.tidal.below_floor_workload_seconds",
-                round(m.night.below_floor_workload_seconds, 1))
+    section.put(
+        "surge.tidal.below_floor_workload_seconds", round(m.night.below_floor_workload_seconds, 1)
+    )
     section.put("surge.tidal.zero_ready_workloads", len(m.night.zero_ready))
     section.put("surge.tidal.lowest_ready_fraction", round(m.night.lowest_ready_fraction, 4))
     section.put("surge.tidal.converge_seconds", round(m.night.converge_seconds, 1))
     section.put("surge.tidal.max_workloads_below_floor_at_once", m.night.max_below_at_once)
     section.put("surge.tidal.requests", m.requests)
-    section.put("surge.tidal.day.below_floor_workload_seconds",
-                round(m.day.below_floor_workload_seconds, 1))
+    section.put(
+        "surge.tidal.day.below_floor_workload_seconds", round(m.day.below_floor_workload_seconds, 1)
+    )
     section.put("surge.tidal.day.zero_ready_workloads", len(m.day.zero_ready))
     section.put("surge.tidal.day.lowest_ready_fraction", round(m.day.lowest_ready_fraction, 4))
     section.put("surge.tidal.day.converge_seconds", round(m.day.converge_seconds, 1))
     section.put("surge.tidal.refused", 1 if "refused" in (m.result, m.day_result) else 0)
     _put_small(section, "surge.small", arms.small)
     _put_small(section, "surge.small_ewp", arms.small_ewp)
-    section.put("surge.strict.lowest_available_percent",
-                round(arms.strict.lowest_workload_percent, 1))
-    section.put("surge.strict.refused",
-                1 if "refused" in (arms.strict.result, arms.strict.day_result) else 0)
+    section.put(
+        "surge.strict.lowest_available_percent", round(arms.strict.lowest_workload_percent, 1)
+    )
+    section.put(
+        "surge.strict.refused",
+        1 if "refused" in (arms.strict.result, arms.strict.day_result) else 0,
+    )
     section.put("surge.peak_extra_gpus", m.peak_extra)
     section.put("surge.plan_extra_gpus", m.announced_extra)
     bound = m.bound.seconds if m.bound else 0.0

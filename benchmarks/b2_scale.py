@@ -29,8 +29,13 @@ TARGET_SECONDS, TARGET_MB = 3.0, 300.0
 
 def _schedule(workdir: Path) -> Any:
     window = patch_window("night", "team-cpp", sc.static_placement({"cluster-b": 1}), "touch")
-    rollout = {"waveSize": "10%", "pauseBetweenWaves": "0s", "waveTimeout": "10m",
-               "floors": [{"clusters": ["*"], "minReadyReplicas": 1}], "onFailure": "halt"}
+    rollout = {
+        "waveSize": "10%",
+        "pauseBetweenWaves": "0s",
+        "waveTimeout": "10m",
+        "floors": [{"clusters": ["*"], "minReadyReplicas": 1}],
+        "onFailure": "halt",
+    }
     return load_one(write_schedule(workdir, "team-scale", [window], rollout))
 
 
@@ -48,19 +53,32 @@ def list_floor(url: str) -> int:
     api = kube_api(_Url(url))  # type: ignore[arg-type]
     objects: Any = client.CustomObjectsApi(api)
     count = 0
-    objects.get_cluster_custom_object("policy.karmada.io", "v1alpha1",
-                                      "clusterpropagationpolicies", "team-cpp")
-    count += len(objects.list_cluster_custom_object("cluster.karmada.io", "v1alpha1",
-                                                    "clusters")["items"])
+    objects.get_cluster_custom_object(
+        "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "team-cpp"
+    )
+    count += len(
+        objects.list_cluster_custom_object("cluster.karmada.io", "v1alpha1", "clusters")["items"]
+    )
     for group, version, plural, selector in (
-            ("apps", "v1", "deployments",
-             "clusterpropagationpolicy.karmada.io/permanent-id=bench-team-cpp"),
-            ("work.karmada.io", "v1alpha2", "resourcebindings", None)):
+        (
+            "apps",
+            "v1",
+            "deployments",
+            "clusterpropagationpolicy.karmada.io/permanent-id=bench-team-cpp",
+        ),
+        ("work.karmada.io", "v1alpha2", "resourcebindings", None),
+    ):
         token = None
         while True:
             page = objects.list_namespaced_custom_object(
-                group, version, sc.NAMESPACE, plural, limit=500, _continue=token,
-                **({"label_selector": selector} if selector else {}))
+                group,
+                version,
+                sc.NAMESPACE,
+                plural,
+                limit=500,
+                _continue=token,
+                **({"label_selector": selector} if selector else {}),
+            )
             count += len(page["items"])
             token = page["metadata"].get("continue")
             if not token:
@@ -112,8 +130,11 @@ def _profile(fn: Callable[[], Any]) -> str:
     stats = pstats.Stats(profiler, stream=buffer)
     stats.sort_stats("cumulative").print_stats(22)
     stats.sort_stats("tottime").print_stats(12)
-    return "\n".join(line[:160] for line in buffer.getvalue().splitlines()
-                     if line.strip() and "function calls" not in line)[-7000:]
+    return "\n".join(
+        line[:160]
+        for line in buffer.getvalue().splitlines()
+        if line.strip() and "function calls" not in line
+    )[-7000:]
 
 
 def _superlinear(rows: list[tuple[int, float, float, float, int, int]]) -> bool:
@@ -139,8 +160,11 @@ def run(cfg: RunConfig) -> Section:
     with RemoteEmulator(topology) as remote:
         have = 0
         for size, label in zip(sizes, LABELS, strict=True):
-            remote.populate(sc.Fleet(workloads=size - have, first=have), policy,
-                            {"cluster-a": 0.8, "cluster-b": 0.2})
+            remote.populate(
+                sc.Fleet(workloads=size - have, first=have),
+                policy,
+                {"cluster-a": 0.8, "cluster-b": 0.2},
+            )
             have = size
             repeat = 2 if size <= 10_000 else 1
             list_s, listed, list_cpu = _timed(lambda: list_floor(remote.url), repeat)
@@ -163,8 +187,10 @@ def run(cfg: RunConfig) -> Section:
             if (missed or (size == sizes[-1] and _superlinear(rows))) and not profile:
                 profile = _profile(lambda: plan_once(remote.url, loaded))
             if listed < 2 * size or planned != size:
-                section.say(f"Warning: at {size:,} the floor listed {listed:,} objects and the "
-                            f"plan covered {planned:,} workloads.")
+                section.say(
+                    f"Warning: at {size:,} the floor listed {listed:,} objects and the "
+                    f"plan covered {planned:,} workloads."
+                )
     first, last = rows[0], rows[-1]
     exponent = math.log(last[1] / first[1]) / math.log(last[0] / first[0])
     list_exponent = math.log(last[2] / first[2]) / math.log(last[0] / first[0])
@@ -173,10 +199,16 @@ def run(cfg: RunConfig) -> Section:
     linear = not _superlinear(rows)
     from benchmarks import plots
 
-    png = plots.growth_plot(cfg.out / "b2_growth.png", [r[0] for r in rows],
-                            {"tidal plan (resolve+split+predict)": [r[1] for r in rows],
-                             "list+parse floor (kubernetes client)": [r[2] for r in rows]},
-                            [r[3] for r in rows], "B2: plan time and memory vs workloads")
+    png = plots.growth_plot(
+        cfg.out / "b2_growth.png",
+        [r[0] for r in rows],
+        {
+            "tidal plan (resolve+split+predict)": [r[1] for r in rows],
+            "list+parse floor (kubernetes client)": [r[2] for r in rows],
+        },
+        [r[3] for r in rows],
+        "B2: plan time and memory vs workloads",
+    )
     section.plots.append(png.name)
     mid = rows[1]
     verdict = "met" if mid[1] <= TARGET_SECONDS and mid[3] <= TARGET_MB else "MISSED"
@@ -189,25 +221,36 @@ def run(cfg: RunConfig) -> Section:
         "Python allocations during one plan. The floor lists the policy, the clusters, the "
         "claimed templates and the bindings, 500 per page, with the official client's "
         "CustomObjectsApi (JSON parsed to dicts) and does nothing else."
-        + (" --tiny: toy sizes for the smoke test." if cfg.tiny else
-           " --quick: sizes are 1/10 of the full run (keys keep the full-run names: "
-           "`*_10k` holds the 1,000-workload figure)." if cfg.quick else ""),
+        + (
+            " --tiny: toy sizes for the smoke test."
+            if cfg.tiny
+            else " --quick: sizes are 1/10 of the full run (keys keep the full-run names: "
+            "`*_10k` holds the 1,000-workload figure)."
+            if cfg.quick
+            else ""
+        ),
         "",
         "| workloads | plan s | list floor s | plan / list | plan CPU s | list CPU s | "
         "plan peak MB | plan requests |",
         "|---|---|---|---|---|---|---|---|",
-        *[f"| {n:,} | {p:.2f} | {ls:.2f} | {p / ls:.2f} | {pc:.2f} | {lc:.2f} | {m:.0f} | {r} |"
-          for (n, p, ls, m, _, r), (pc, lc) in zip(rows, cpu_rows, strict=True)],
+        *[
+            f"| {n:,} | {p:.2f} | {ls:.2f} | {p / ls:.2f} | {pc:.2f} | {lc:.2f} | {m:.0f} | {r} |"
+            for (n, p, ls, m, _, r), (pc, lc) in zip(rows, cpu_rows, strict=True)
+        ],
         "",
         "Wall seconds are the best of two runs (one at 50,000); CPU seconds are this process's "
         "(the client's) CPU time in that run, which other load on the machine disturbs less.",
         "",
         f"Growth from {first[0]:,} to {last[0]:,} workloads: plan time ~ n^{exponent:.2f}, "
         f"list floor ~ n^{list_exponent:.2f}; per workload the plan costs "
-        + ", ".join(f"{p / n * 1e3:.2f} ms at {n:,}" for n, p, *_ in rows) + ". "
-        + ("No worse than linear: plan time grows no faster than the bare list of the same "
-           "objects (what rises above n^1 is HTTP, JSON and a larger heap, shared by both). "
-           if linear else "**Worse than linear**: see the profile below. ")
+        + ", ".join(f"{p / n * 1e3:.2f} ms at {n:,}" for n, p, *_ in rows)
+        + ". "
+        + (
+            "No worse than linear: plan time grows no faster than the bare list of the same "
+            "objects (what rises above n^1 is HTTP, JSON and a larger heap, shared by both). "
+            if linear
+            else "**Worse than linear**: see the profile below. "
+        )
         + f"Target at {mid[0]:,} workloads: within {TARGET_SECONDS:g} s and {TARGET_MB:g} MB: "
         f"**{verdict}** ({mid[1]:.2f} s, {mid[3]:.0f} MB).",
         "",

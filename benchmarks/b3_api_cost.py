@@ -27,14 +27,23 @@ WAVES = 10
 
 
 def fleet(workloads: int) -> sc.Fleet:
-    return sc.Fleet(workloads=workloads, min_replicas=3, max_replicas=8, startup_seconds=2.0,
-                    termination_seconds=1.0, gpu_a=workloads * 6, gpu_b=workloads * 9,
-                    scheduler_latency=0.05)
+    return sc.Fleet(
+        workloads=workloads,
+        min_replicas=3,
+        max_replicas=8,
+        startup_seconds=2.0,
+        termination_seconds=1.0,
+        gpu_a=workloads * 6,
+        gpu_b=workloads * 9,
+        scheduler_latency=0.05,
+    )
 
 
 def _replicas(f: sc.Fleet) -> dict[str, int]:
-    return {f"{sc.NAMESPACE}/Deployment/{n}": r
-            for (n, _), r in zip(sc.workload_names(f), sc.replica_counts(f), strict=True)}
+    return {
+        f"{sc.NAMESPACE}/Deployment/{n}": r
+        for (n, _), r in zip(sc.workload_names(f), sc.replica_counts(f), strict=True)
+    }
 
 
 def _start(f: sc.Fleet, policy: dict[str, Any]) -> Any:
@@ -58,18 +67,29 @@ def _shrink(emu: Any, gpus: int) -> None:
 
 def _schedule(workdir: Path, mode: str, night: dict[str, Any]) -> Any:
     if mode == "touch":
-        change = {"kind": "ClusterPropagationPolicy", "name": "team-day",
-                  "patch": {"spec": {"placement": night["spec"]["placement"]}}}
+        change = {
+            "kind": "ClusterPropagationPolicy",
+            "name": "team-day",
+            "patch": {"spec": {"placement": night["spec"]["placement"]}},
+        }
         floors = [{"clusters": ["cluster-b"], "minReadyReplicas": 1}]
     else:
-        change = {"kind": "ClusterPropagationPolicy",
-                  "swap": {"from": "team-day", "to": "night.yaml"}}
+        change = {
+            "kind": "ClusterPropagationPolicy",
+            "swap": {"from": "team-day", "to": "night.yaml"},
+        }
         floors = [{"clusters": ["*"], "minReadyReplicas": 1}]
     window = {"name": "night", "start": "23:00", "trigger": mode, "policies": [change]}
-    rollout = {"waveSize": "10%", "pauseBetweenWaves": "0s", "waveTimeout": "5m",
-               "floors": floors, "onFailure": "halt"}
-    return load_one(write_schedule(workdir, f"b3-{mode}", [window], rollout,
-                                   extra_files={"night.yaml": night}))
+    rollout = {
+        "waveSize": "10%",
+        "pauseBetweenWaves": "0s",
+        "waveTimeout": "5m",
+        "floors": floors,
+        "onFailure": "halt",
+    }
+    return load_one(
+        write_schedule(workdir, f"b3-{mode}", [window], rollout, extra_files={"night.yaml": night})
+    )
 
 
 def tidal_arm(workloads: int, mode: str, workdir: Path) -> tuple[dict[str, Any], str]:
@@ -90,8 +110,9 @@ def tidal_arm(workloads: int, mode: str, workdir: Path) -> tuple[dict[str, Any],
         loaded = _schedule(workdir / mode, mode, night)
         client = karmada_client(emu)
         emu.reset_requests()
-        record = run_switch(client, loaded, "night", clock=SimEngineClock(emu.clock),
-                            journal=InMemoryJournal())
+        record = run_switch(
+            client, loaded, "night", clock=SimEngineClock(emu.clock), journal=InMemoryJournal()
+        )
         counts = emu.requests()
         client.close()
         return counts, f"{record.result} in {len(record.waves)} waves"
@@ -109,11 +130,16 @@ def naive_arm(workloads: int) -> tuple[dict[str, Any], str]:
         _shrink(emu, workloads // 2)
         names = [n for n, _ in sc.workload_names(f)]
         size = max(1, len(names) // WAVES)
-        waves = [names[i:i + size] for i in range(0, len(names), size)]
+        waves = [names[i : i + size] for i in range(0, len(names), size)]
         api = kube_api(emu, "naive")
         emu.reset_requests()
-        done = run_naive(client.CustomObjectsApi(api), waves, swap_from="team-day",
-                         swap_to=sc.cpp("team-night", placement), speed=SPEED)
+        done = run_naive(
+            client.CustomObjectsApi(api),
+            waves,
+            swap_from="team-day",
+            swap_to=sc.cpp("team-night", placement),
+            speed=SPEED,
+        )
         counts = emu.requests()
         api.close()
         return counts, f"{done}/{len(waves)} waves converged"
@@ -136,10 +162,14 @@ def run(cfg: RunConfig) -> Section:
     t_touch, t_reb, t_naive = touch["total"], rebalance["total"], naive["total"]
     watches = sum(n for key, n in rebalance.get("by", {}).items() if key.startswith("watch "))
     section.put("watch_opens_tidal", watches)
-    section.put("watch_opens_tidal_touch",
-                sum(n for key, n in touch.get("by", {}).items() if key.startswith("watch ")))
-    section.put("watch_opens_naive",
-                sum(n for key, n in naive.get("by", {}).items() if key.startswith("watch ")))
+    section.put(
+        "watch_opens_tidal_touch",
+        sum(n for key, n in touch.get("by", {}).items() if key.startswith("watch ")),
+    )
+    section.put(
+        "watch_opens_naive",
+        sum(n for key, n in naive.get("by", {}).items() if key.startswith("watch ")),
+    )
     section.put("requests_tidal", t_reb)
     section.put("requests_tidal_rebalance", t_reb)
     section.put("requests_tidal_touch", t_touch)
@@ -152,20 +182,25 @@ def run(cfg: RunConfig) -> Section:
     section.put("workloads", workloads)
     from benchmarks import plots
 
-    png = plots.bars_plot(cfg.out / "b3_requests.png",
-                          ["tidal rebalance", "tidal touch", "naive"], [t_reb, t_touch, t_naive],
-                          f"B3: API requests for one switch of {workloads:,} workloads "
-                          f"in {WAVES} waves", "requests", log=True)
+    png = plots.bars_plot(
+        cfg.out / "b3_requests.png",
+        ["tidal rebalance", "tidal touch", "naive"],
+        [t_reb, t_touch, t_naive],
+        f"B3: API requests for one switch of {workloads:,} workloads in {WAVES} waves",
+        "requests",
+        log=True,
+    )
     section.plots.append(png.name)
     section.say(
         f"{workloads:,} Deployments in {WAVES} waves"
-        + (" (--quick: 1/10 of the full run's 1,000)" if cfg.quick else "") +
-        f"; pod start-up 2 s, emulator clock at {SPEED:g}x. Requests counted by the emulator "
+        + (" (--quick: 1/10 of the full run's 1,000)" if cfg.quick else "")
+        + f"; pod start-up 2 s, emulator clock at {SPEED:g}x. Requests counted by the emulator "
         "from the start of the switch to its end (plan, preflight, policy change, waves, "
         "gates). The naive controller swaps the policies, creates one WorkloadRebalancer per "
         "workload and polls each binding of the wave with a GET once per simulated second.",
         "",
-        "| arm | result | requests | per wave | top requests |", "|---|---|---|---|---|",
+        "| arm | result | requests | per wave | top requests |",
+        "|---|---|---|---|---|",
         f"| tidal, rebalance (DynamicWeight swap) | {rebalance_result} | {t_reb:,} | "
         f"{t_reb / WAVES:,.1f} | {_top(rebalance)} |",
         f"| tidal, touch (static patch) | {touch_result} | {t_touch:,} | "

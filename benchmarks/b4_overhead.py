@@ -32,19 +32,36 @@ def _setup(workloads: int = WORKLOADS) -> tuple[Any, Any]:
     from tidal_sim.clock import ScaledClock
     from tidal_sim.emulator import Emulator
 
-    fleet = sc.Fleet(workloads=workloads, min_replicas=3, max_replicas=8, startup_seconds=0.0,
-                     termination_seconds=0.0, gpu_a=100_000, gpu_b=100_000,
-                     scheduler_latency=0.0)
-    emu = Emulator(sc.topology(fleet, [sc.cpp("team-cpp", sc.static_placement(
-        {"cluster-a": 4, "cluster-b": 1}))]), clock=ScaledClock(1.0)).start()
-    replicas = {f"{sc.NAMESPACE}/Deployment/{n}": r for (n, _), r in
-                zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)}
+    fleet = sc.Fleet(
+        workloads=workloads,
+        min_replicas=3,
+        max_replicas=8,
+        startup_seconds=0.0,
+        termination_seconds=0.0,
+        gpu_a=100_000,
+        gpu_b=100_000,
+        scheduler_latency=0.0,
+    )
+    emu = Emulator(
+        sc.topology(
+            fleet, [sc.cpp("team-cpp", sc.static_placement({"cluster-a": 4, "cluster-b": 1}))]
+        ),
+        clock=ScaledClock(1.0),
+    ).start()
+    replicas = {
+        f"{sc.NAMESPACE}/Deployment/{n}": r
+        for (n, _), r in zip(sc.workload_names(fleet), sc.replica_counts(fleet), strict=True)
+    }
     wait_until(lambda: settled(emu, replicas), 120, interval=0.1)
     workdir = Path(tempfile.mkdtemp(prefix="tidal-b4-"))
     window = patch_window("night", "team-cpp", sc.static_placement({"cluster-b": 1}), "touch")
-    rollout = {"waveSize": workloads // WAVES, "pauseBetweenWaves": "0s", "waveTimeout": "2m",
-               "floors": [{"clusters": ["cluster-b"], "minReadyReplicas": 1}],
-               "onFailure": "halt"}
+    rollout = {
+        "waveSize": workloads // WAVES,
+        "pauseBetweenWaves": "0s",
+        "waveTimeout": "2m",
+        "floors": [{"clusters": ["cluster-b"], "minReadyReplicas": 1}],
+        "onFailure": "halt",
+    }
     return emu, load_one(write_schedule(workdir, "b4", [window], rollout))
 
 
@@ -64,9 +81,14 @@ def measure(profile: bool = False, workloads: int = WORKLOADS) -> dict[str, Any]
         if profiler:
             profiler.enable()
         with meter.active(clock):
-            record = run_switch(client, loaded, "night", clock=clock,
-                                journal=InMemoryJournal(),
-                                on_event=lambda e: seen.append((time.time(), e)))
+            record = run_switch(
+                client,
+                loaded,
+                "night",
+                clock=clock,
+                journal=InMemoryJournal(),
+                on_event=lambda e: seen.append((time.time(), e)),
+            )
         if profiler:
             profiler.disable()
         t_end = time.time()
@@ -83,16 +105,22 @@ def measure(profile: bool = False, workloads: int = WORKLOADS) -> dict[str, Any]
         s, f = starts.get(wave.index), ends.get(wave.index)
         if s is None or f is None:
             continue
-        times = [x["t"] - sim_offset for x in samples
-                 if x["workload"] in names and s - 0.01 <= x["t"] - sim_offset <= f + 0.01]
+        times = [
+            x["t"] - sim_offset
+            for x in samples
+            if x["workload"] in names and s - 0.01 <= x["t"] - sim_offset <= f + 0.01
+        ]
         span = (max(times) - min(times)) if times else 0.0
         waited = meter.waited(s, f)
         rows.append((wave.index, f - s, span, (f - s) - span, waited, (f - s) - waited))
     first_wave = min(starts.values()) if starts else t_end
     last_wave = max(ends.values()) if ends else t_end
     out: dict[str, Any] = {
-        "result": record.result, "rows": rows, "total_s": t_end - t0,
-        "before_waves_s": first_wave - t0, "after_waves_s": t_end - last_wave,
+        "result": record.result,
+        "rows": rows,
+        "total_s": t_end - t0,
+        "before_waves_s": first_wave - t0,
+        "after_waves_s": t_end - last_wave,
     }
     if profiler:
         buffer = io.StringIO()
@@ -118,8 +146,9 @@ def run(cfg: RunConfig) -> Section:
     section.put("wait_ms_per_wave", round(statistics.mean(r[4] for r in rows) * 1000, 1))
     median = statistics.median(r[5] for r in rows)
     section.put("overhead_ms_per_wave_median", round(median * 1000, 1))
-    section.put("overhead_ms_per_wave_vs_span",
-                round(statistics.mean(r[3] for r in rows) * 1000, 1))
+    section.put(
+        "overhead_ms_per_wave_vs_span", round(statistics.mean(r[3] for r in rows) * 1000, 1)
+    )
     section.put("wave_ms_mean", round(statistics.mean(r[1] for r in rows) * 1000, 1))
     section.put("emulator_ms_per_wave_mean", round(statistics.mean(r[2] for r in rows) * 1000, 1))
     section.put("before_waves_ms", round(best["before_waves_s"] * 1000, 1))
@@ -133,9 +162,13 @@ def run(cfg: RunConfig) -> Section:
         f"same process as the engine (best of two runs). Switch result: {best['result']}.",
         "",
         "| wave | wave wall ms | waiting for the cluster ms | tidal overhead ms | "
-        "emulator span ms | wall minus span ms |", "|---|---|---|---|---|---|",
-        *[f"| {i} | {w * 1000:.0f} | {wt * 1000:.0f} | {o * 1000:.1f} | {e * 1000:.0f} | "
-          f"{os_ * 1000:.0f} |" for i, w, e, os_, wt, o in rows],
+        "emulator span ms | wall minus span ms |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {i} | {w * 1000:.0f} | {wt * 1000:.0f} | {o * 1000:.1f} | {e * 1000:.0f} | "
+            f"{os_ * 1000:.0f} |"
+            for i, w, e, os_, wt, o in rows
+        ],
         "",
         f"Mean overhead per wave **{overhead:.1f} ms** (wall minus waiting; target under "
         f"{TARGET_MS:g} ms: {verdict}); waiting for the cluster "
@@ -147,9 +180,15 @@ def run(cfg: RunConfig) -> Section:
     )
     if overhead >= TARGET_MS:
         profiled = measure(profile=True, workloads=workloads)
-        section.say("", "Where the engine's time goes (cProfile of run_switch, cumulative; "
-                    "waiting on the watch stream shows as socket reads):", "", "```",
-                    profiled.get("profile", ""), "```")
+        section.say(
+            "",
+            "Where the engine's time goes (cProfile of run_switch, cumulative; "
+            "waiting on the watch stream shows as socket reads):",
+            "",
+            "```",
+            profiled.get("profile", ""),
+            "```",
+        )
     return section
 
 

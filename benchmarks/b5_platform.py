@@ -96,22 +96,39 @@ def namespace_of(team: str) -> str:
 
 
 def topology(night: Night) -> list[dict[str, Any]]:
-    fleet = sc.Fleet(workloads=0, startup_seconds=STARTUP, termination_seconds=TERMINATION,
-                     gpu_a=night.workloads * REPLICAS + 16,
-                     gpu_b=night.workloads + night.filler + night.room, scheduler_latency=0.05)
+    fleet = sc.Fleet(
+        workloads=0,
+        startup_seconds=STARTUP,
+        termination_seconds=TERMINATION,
+        gpu_a=night.workloads * REPLICAS + 16,
+        gpu_b=night.workloads + night.filler + night.room,
+        scheduler_latency=0.05,
+    )
     docs = sc.topology(fleet, [])
-    filler_policy = sc.cpp("filler", {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
-                           selector={"atms-app/teamid": "filler"})
+    filler_policy = sc.cpp(
+        "filler",
+        {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
+        selector={"atms-app/teamid": "filler"},
+    )
     docs.append(filler_policy)
     docs.append(sc.deployment("filler", night.filler, "filler"))
     for i in range(night.teams):
         team = team_name(i)
-        docs.append({"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": namespace_of(team)}})
-        docs.append(sc.cpp(f"team-{team}", sc.static_placement({"cluster-a": 4, "cluster-b": 1}),
-                           selector={"atms-app/teamid": team}, namespace=namespace_of(team)))
-        docs += [sc.deployment(f"{team}-w{j:02d}", REPLICAS, team, namespace=namespace_of(team))
-                 for j in range(night.per_team)]
+        docs.append(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace_of(team)}}
+        )
+        docs.append(
+            sc.cpp(
+                f"team-{team}",
+                sc.static_placement({"cluster-a": 4, "cluster-b": 1}),
+                selector={"atms-app/teamid": team},
+                namespace=namespace_of(team),
+            )
+        )
+        docs += [
+            sc.deployment(f"{team}-w{j:02d}", REPLICAS, team, namespace=namespace_of(team))
+            for j in range(night.per_team)
+        ]
     return docs
 
 
@@ -119,18 +136,36 @@ def schedules(night: Night, workdir: Path) -> list[Any]:
     out = []
     for i in range(night.teams):
         team = team_name(i)
-        window = {"name": "night", "start": "23:00", "trigger": "touch", "policies": [
-            {"kind": "ClusterPropagationPolicy", "name": f"team-{team}",
-             "patch": {"spec": {"placement": sc.static_placement({"cluster-b": 1})}}}]}
-        rollout = {"waveSize": "100%", "pauseBetweenWaves": "0s", "waveTimeout": "1h",
-                   "floors": [{"clusters": ["cluster-b"], "minReadyReplicas": 1}],
-                   "onFailure": "halt", "strategy": "surge",
-                   "surge": {"headroomPercent": 0, "whenNoRoom": "refuse"}}
-        workloads = [{"apiVersion": "apps/v1", "kind": "Deployment",
-                      "namespace": namespace_of(team),
-                      "labelSelector": {"matchLabels": {"atms-app/teamid": team}}}]
-        out.append(load_one(write_schedule(workdir, f"team-{team}", [window], rollout,
-                                           workloads)))
+        window = {
+            "name": "night",
+            "start": "23:00",
+            "trigger": "touch",
+            "policies": [
+                {
+                    "kind": "ClusterPropagationPolicy",
+                    "name": f"team-{team}",
+                    "patch": {"spec": {"placement": sc.static_placement({"cluster-b": 1})}},
+                }
+            ],
+        }
+        rollout = {
+            "waveSize": "100%",
+            "pauseBetweenWaves": "0s",
+            "waveTimeout": "1h",
+            "floors": [{"clusters": ["cluster-b"], "minReadyReplicas": 1}],
+            "onFailure": "halt",
+            "strategy": "surge",
+            "surge": {"headroomPercent": 0, "whenNoRoom": "refuse"},
+        }
+        workloads = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": namespace_of(team),
+                "labelSelector": {"matchLabels": {"atms-app/teamid": team}},
+            }
+        ]
+        out.append(load_one(write_schedule(workdir, f"team-{team}", [window], rollout, workloads)))
     return out
 
 
@@ -171,9 +206,14 @@ def release_filler(emu: Any, night: Night, stop: threading.Event) -> None:
         if stop.wait(step_seconds):
             return
         replicas = round(night.filler * (1 - step / RELEASE_STEPS))
-        client.request("patch", res, "PATCH", res.path(sc.NAMESPACE, "filler"),
-                       body={"spec": {"replicas": replicas}},
-                       content_type="application/merge-patch+json")
+        client.request(
+            "patch",
+            res,
+            "PATCH",
+            res.path(sc.NAMESPACE, "filler"),
+            body={"spec": {"replicas": replicas}},
+            content_type="application/merge-patch+json",
+        )
 
 
 @dataclass
@@ -239,7 +279,8 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     from tidal.logs import configure_logging
 
     log_file = (spec.workdir / f"daemon-{'shared' if spec.shared else 'independent'}.log").open(
-        "w", encoding="utf-8")
+        "w", encoding="utf-8"
+    )
     configure_logging("json", "INFO", stream=log_file)  # as the daemon logs, to a file
     config = kube.Configuration()
     config.host = spec.url
@@ -251,9 +292,12 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     loaded = schedules(spec.night, spec.workdir / ("shared" if spec.shared else "independent"))
     shared_budget = SharedBudget(clock)
     reads = SharedReads(client) if spec.shared else None
-    views = {s.schedule.name: FirstSurge(
-        shared_budget.for_schedule(s.schedule.name) if spec.shared else OwnBudget(), sim.now)
-        for s in loaded}
+    views = {
+        s.schedule.name: FirstSurge(
+            shared_budget.for_schedule(s.schedule.name) if spec.shared else OwnBudget(), sim.now
+        )
+        for s in loaded
+    }
     results: dict[str, str] = {}
 
     def one(s: Any) -> None:
@@ -279,10 +323,15 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
         cutoff = time.monotonic() + spec.cap_seconds
         for t in threads:
             t.join(max(0.0, cutoff - time.monotonic()))
-    conn.send({"results": dict(results), "finished": sim.now(),
-               "waits": [v.first - start for v in views.values() if v.first is not None],
-               "peak_rss_mb": peak_rss_mb(),
-               "cut_off": any(t.is_alive() for t in threads)})
+    conn.send(
+        {
+            "results": dict(results),
+            "finished": sim.now(),
+            "waits": [v.first - start for v in views.values() if v.first is not None],
+            "peak_rss_mb": peak_rss_mb(),
+            "cut_off": any(t.is_alive() for t in threads),
+        }
+    )
 
 
 def arm(night: Night, workdir: Path, shared: bool, cap_seconds: float) -> dict[str, float]:
@@ -296,8 +345,9 @@ def arm(night: Night, workdir: Path, shared: bool, cap_seconds: float) -> dict[s
         if not wait_until(lambda: _day_settled(emu, night), 600, interval=0.2):
             raise RuntimeError("the day distribution did not converge")
         real0 = time.monotonic()
-        spec = DaemonArm(emu.url, speed, emu.clock.now(), real0, night, workdir,
-                         shared, cap_seconds)
+        spec = DaemonArm(
+            emu.url, speed, emu.clock.now(), real0, night, workdir, shared, cap_seconds
+        )
         ctx = mp.get_context("spawn")
         conn, child = ctx.Pipe()
         proc = ctx.Process(target=_daemon, args=(child, spec), daemon=True)
@@ -322,11 +372,16 @@ def arm(night: Night, workdir: Path, shared: bool, cap_seconds: float) -> dict[s
         failures = sorted({r for r in results.values() if r != "succeeded"})
         if failures:
             print(f"  b5 {'shared' if shared else 'independent'}: {failures[:3]}", flush=True)
-        return {"peak_overcommit_gpus": over.peak, "makespan_seconds": got["finished"] - start,
-                "requests": float(emu.requests()["total"]), "succeeded": float(ok),
-                "max_wait_seconds": max(waits) if waits else -1.0,
-                "min_wait_seconds": min(waits) if waits else -1.0,
-                "peak_rss_mb": float(got["peak_rss_mb"]), "cut_off": float(got["cut_off"])}
+        return {
+            "peak_overcommit_gpus": over.peak,
+            "makespan_seconds": got["finished"] - start,
+            "requests": float(emu.requests()["total"]),
+            "succeeded": float(ok),
+            "max_wait_seconds": max(waits) if waits else -1.0,
+            "min_wait_seconds": min(waits) if waits else -1.0,
+            "peak_rss_mb": float(got["peak_rss_mb"]),
+            "cut_off": float(got["cut_off"]),
+        }
     finally:
         if proc is not None:
             proc.join(10)
@@ -360,8 +415,9 @@ def _day_settled(emu: Any, night: Night) -> bool:
     current = emu.controllers.timeline.current()
     if len(current) < night.workloads * 2 + 1:
         return False
-    return all(assigned == ready for assigned, ready in current.values()) and \
-        bool(emu.bindings_report_ready())
+    return all(assigned == ready for assigned, ready in current.values()) and bool(
+        emu.bindings_report_ready()
+    )
 
 
 def run(cfg: RunConfig) -> Section:
@@ -378,8 +434,10 @@ def run(cfg: RunConfig) -> Section:
     section.put("shared.peak_overcommit_gpus", shared["peak_overcommit_gpus"])
     section.put("shared.makespan_seconds", round(shared["makespan_seconds"], 1))
     section.put("capacity_bound_seconds", round(bound, 1))
-    section.put("shared.makespan_over_bound",
-                round(shared["makespan_seconds"] / bound, 2) if bound > 0 else 0.0)
+    section.put(
+        "shared.makespan_over_bound",
+        round(shared["makespan_seconds"] / bound, 2) if bound > 0 else 0.0,
+    )
     section.put("shared.requests", shared["requests"])
     section.put("shared.peak_rss_mb", round(shared["peak_rss_mb"], 1))
     section.put("shared.max_wait_seconds", round(shared["max_wait_seconds"], 1))
@@ -397,10 +455,12 @@ def run(cfg: RunConfig) -> Section:
         "| arm | teams switched | peak GPUs requested beyond cluster-b's allocatable | "
         "makespan (s) | requests | wait to first surge, min-max (s) |",
         "|---|---|---|---|---|---|",
-        *(f"| {label} | {int(r['succeeded'])}/{night.teams} | {r['peak_overcommit_gpus']:g} | "
-          f"{r['makespan_seconds']:.1f} | {int(r['requests']):,} | "
-          f"{r['min_wait_seconds']:.1f}-{r['max_wait_seconds']:.1f} |"
-          for label, r in (("independent", independent), ("shared budget", shared))),
+        *(
+            f"| {label} | {int(r['succeeded'])}/{night.teams} | {r['peak_overcommit_gpus']:g} | "
+            f"{r['makespan_seconds']:.1f} | {int(r['requests']):,} | "
+            f"{r['min_wait_seconds']:.1f}-{r['max_wait_seconds']:.1f} |"
+            for label, r in (("independent", independent), ("shared budget", shared))
+        ),
         "",
         f"API requests per workload moved: independent "
         f"{independent['requests'] / night.workloads:.1f}, shared "
@@ -414,11 +474,20 @@ def run(cfg: RunConfig) -> Section:
         f"team's switch, the shared budget and informers; the emulator runs in another "
         f"process): {shared['peak_rss_mb']:.1f} MB (independent arm's: "
         f"{independent['peak_rss_mb']:.1f} MB).",
-        *(["", f"**The independent arm was cut off** after {night.cap_seconds:g} s of wall "
-           f"time with teams still switching (surges overcommitted past cluster-b wait for "
-           f"room); its peak overcommit is the peak up to then, makespan not comparable."]
-          if independent["cut_off"] else []),
-        *(["", "**The shared arm was cut off** before every team finished."]
-          if shared["cut_off"] else []),
+        *(
+            [
+                "",
+                f"**The independent arm was cut off** after {night.cap_seconds:g} s of wall "
+                f"time with teams still switching (surges overcommitted past cluster-b wait for "
+                f"room); its peak overcommit is the peak up to then, makespan not comparable.",
+            ]
+            if independent["cut_off"]
+            else []
+        ),
+        *(
+            ["", "**The shared arm was cut off** before every team finished."]
+            if shared["cut_off"]
+            else []
+        ),
     )
     return section

@@ -34,13 +34,22 @@ def _done(binding: dict[str, Any], triggered: float) -> bool:
     generation = (binding.get("metadata") or {}).get("generation")
     if status.get("schedulerObservedGeneration") != generation:
         return False
-    ready = sum(int((item.get("status") or {}).get("readyReplicas") or 0)
-                for item in status.get("aggregatedStatus") or [])
+    ready = sum(
+        int((item.get("status") or {}).get("readyReplicas") or 0)
+        for item in status.get("aggregatedStatus") or []
+    )
     return ready >= int(spec.get("replicas") or 0)
 
 
-def run_naive(objects: Any, waves: Sequence[Sequence[str]], *, swap_from: str,
-              swap_to: dict[str, Any], speed: float, timeout: float = 120.0) -> int:
+def run_naive(
+    objects: Any,
+    waves: Sequence[Sequence[str]],
+    *,
+    swap_from: str,
+    swap_to: dict[str, Any],
+    speed: float,
+    timeout: float = 120.0,
+) -> int:
     """Carry out the switch; returns how many waves converged. `objects` is a
     kubernetes CustomObjectsApi; `waves` lists Deployment names."""
     objects.delete_cluster_custom_object(*CPP, swap_from)
@@ -49,19 +58,31 @@ def run_naive(objects: Any, waves: Sequence[Sequence[str]], *, swap_from: str,
     for index, wave in enumerate(waves):
         triggered: dict[str, float] = {}
         for name in wave:
-            body = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-                    "metadata": {"name": f"naive-{index}-{name}"},
-                    "spec": {"ttlSecondsAfterFinished": 60,
-                             "workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                            "namespace": sc.NAMESPACE, "name": name}]}}
+            body = {
+                "apiVersion": "apps.karmada.io/v1alpha1",
+                "kind": "WorkloadRebalancer",
+                "metadata": {"name": f"naive-{index}-{name}"},
+                "spec": {
+                    "ttlSecondsAfterFinished": 60,
+                    "workloads": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "namespace": sc.NAMESPACE,
+                            "name": name,
+                        }
+                    ],
+                },
+            }
             created = objects.create_cluster_custom_object(*REB, body)
             triggered[name] = _ts(created["metadata"].get("creationTimestamp"))
         pending = set(wave)
         deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
             for name in sorted(pending):
-                binding = objects.get_namespaced_custom_object(*RB[:2], sc.NAMESPACE, RB[2],
-                                                               f"{name}-deployment")
+                binding = objects.get_namespaced_custom_object(
+                    *RB[:2], sc.NAMESPACE, RB[2], f"{name}-deployment"
+                )
                 if _done(binding, triggered[name]):
                     pending.discard(name)
             if pending:

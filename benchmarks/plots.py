@@ -52,8 +52,10 @@ def arms_plot(path: Path, arms: Mapping[str, Steps], title: str, desired: float)
     xmax = max((pts[-1][0] for s in arms.values() for pts in s.values() if pts), default=1.0)
     for ax, (name, series) in zip(axes, arms.items(), strict=True):
         # hold each arm's final state to the common right edge
-        held = {c: [*pts, (xmax, pts[-1][1])] if pts and pts[-1][0] < xmax else list(pts)
-                for c, pts in series.items()}
+        held = {
+            c: [*pts, (xmax, pts[-1][1])] if pts and pts[-1][0] < xmax else list(pts)
+            for c, pts in series.items()
+        }
         _steps(ax, held, total=desired)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("simulated seconds since the switch began")
@@ -67,8 +69,13 @@ def arms_plot(path: Path, arms: Mapping[str, Steps], title: str, desired: float)
     return path
 
 
-def growth_plot(path: Path, sizes: Sequence[int], lines: Mapping[str, Sequence[float]],
-                memory: Sequence[float] | None, title: str) -> Path:
+def growth_plot(
+    path: Path,
+    sizes: Sequence[int],
+    lines: Mapping[str, Sequence[float]],
+    memory: Sequence[float] | None,
+    title: str,
+) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for name, values in lines.items():
         ax.plot(sizes, values, marker="o", label=name)
@@ -79,8 +86,14 @@ def growth_plot(path: Path, sizes: Sequence[int], lines: Mapping[str, Sequence[f
     ax.grid(alpha=0.3, which="both")
     if memory is not None:
         ax2 = ax.twinx()
-        ax2.plot(sizes, memory, marker="s", color="tab:green", linestyle="--",
-                 label="plan peak MB (right)")
+        ax2.plot(
+            sizes,
+            memory,
+            marker="s",
+            color="tab:green",
+            linestyle="--",
+            label="plan peak MB (right)",
+        )
         ax2.set_ylabel("peak MB (tracemalloc)")
         ax2.set_yscale("log")
         ax2.legend(loc="lower right", fontsize=8)
@@ -92,8 +105,14 @@ def growth_plot(path: Path, sizes: Sequence[int], lines: Mapping[str, Sequence[f
     return path
 
 
-def bars_plot(path: Path, labels: Sequence[str], values: Sequence[float], title: str,
-              ylabel: str, log: bool = False) -> Path:
+def bars_plot(
+    path: Path,
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str,
+    ylabel: str,
+    log: bool = False,
+) -> Path:
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     ax.bar(labels, values, color=["tab:green" if "tidal" in lab else "tab:red" for lab in labels])
     if log:

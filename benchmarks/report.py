@@ -11,24 +11,46 @@ from pathlib import Path
 from benchmarks.harness import NOT_MEASURED, Section
 
 REQUIRED_KEYS = (
-    "b1.today.zero_ready_workloads", "b1.tidal.zero_ready_workloads",
-    "b1.today.below_floor_workload_seconds", "b1.tidal.below_floor_workload_seconds",
-    "b1.surge.tidal.below_floor_workload_seconds", "b1.surge.tidal.zero_ready_workloads",
-    "b1.surge.tidal.lowest_ready_fraction", "b1.surge.tidal.converge_seconds",
-    "b1.surge.small.tidal_refused", "b1.surge.small.zero_ready_workloads",
-    "b1.surge.small_ewp.tidal_refused", "b1.surge.small_ewp.zero_ready_workloads",
-    "b1.surge.strict.lowest_available_percent", "b1.surge.peak_extra_gpus",
+    "b1.today.zero_ready_workloads",
+    "b1.tidal.zero_ready_workloads",
+    "b1.today.below_floor_workload_seconds",
+    "b1.tidal.below_floor_workload_seconds",
+    "b1.surge.tidal.below_floor_workload_seconds",
+    "b1.surge.tidal.zero_ready_workloads",
+    "b1.surge.tidal.lowest_ready_fraction",
+    "b1.surge.tidal.converge_seconds",
+    "b1.surge.small.tidal_refused",
+    "b1.surge.small.zero_ready_workloads",
+    "b1.surge.small_ewp.tidal_refused",
+    "b1.surge.small_ewp.zero_ready_workloads",
+    "b1.surge.strict.lowest_available_percent",
+    "b1.surge.peak_extra_gpus",
     "b1.capacity_bound_seconds",
-    "b2.plan_seconds_10k", "b2.peak_mb_10k", "b2.ratio_plan_over_list_10k",
-    "b3.requests_tidal", "b3.requests_naive", "b4.overhead_ms_per_wave",
+    "b2.plan_seconds_10k",
+    "b2.peak_mb_10k",
+    "b2.ratio_plan_over_list_10k",
+    "b3.requests_tidal",
+    "b3.requests_naive",
+    "b4.overhead_ms_per_wave",
     # issue 26's contract
-    "b3.requests_tidal_rebalance", "b3.requests_tidal_touch", "b3.watch_opens_tidal",
-    "b4.wait_ms_per_wave", "b1.surge.converge_over_bound", "b5.shared.makespan_over_bound",
-    "b5.workloads", "b5.schedules", "b5.independent.peak_overcommit_gpus",
-    "b5.shared.peak_overcommit_gpus", "b5.shared.makespan_seconds", "b5.capacity_bound_seconds",
-    "b5.shared.requests", "b5.shared.peak_rss_mb", "b5.shared.max_wait_seconds",
+    "b3.requests_tidal_rebalance",
+    "b3.requests_tidal_touch",
+    "b3.watch_opens_tidal",
+    "b4.wait_ms_per_wave",
+    "b1.surge.converge_over_bound",
+    "b5.shared.makespan_over_bound",
+    "b5.workloads",
+    "b5.schedules",
+    "b5.independent.peak_overcommit_gpus",
+    "b5.shared.peak_overcommit_gpus",
+    "b5.shared.makespan_seconds",
+    "b5.capacity_bound_seconds",
+    "b5.shared.requests",
+    "b5.shared.peak_rss_mb",
+    "b5.shared.max_wait_seconds",
     "b5.shared.min_wait_seconds",
-    "estimator.p99_ms", "estimator.requests_to_members_per_answer",
+    "estimator.p99_ms",
+    "estimator.requests_to_members_per_answer",
 )
 
 
@@ -62,8 +84,14 @@ def write_report(out: Path, sections: list[Section], *, quick: bool, seconds: fl
         "",
     ]
     for section in sections:
-        lines += [f"## {section.title}", "", *section.markdown, "",
-                  f"_{section.seconds:.0f} s wall_", ""]
+        lines += [
+            f"## {section.title}",
+            "",
+            *section.markdown,
+            "",
+            f"_{section.seconds:.0f} s wall_",
+            "",
+        ]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path

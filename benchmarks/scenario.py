@@ -41,17 +41,28 @@ def settings(latency: float, *, empty_workload_propagation: bool = False) -> Obj
 
 def cluster(name: str, gpus: int, startup: float, termination: float) -> Obj:
     return {
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": {"name": name, "annotations": {
-            "sim.tidal.io/pod-startup-seconds": f"{startup:g}",
-            "sim.tidal.io/termination-seconds": f"{termination:g}"}},
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                "sim.tidal.io/pod-startup-seconds": f"{startup:g}",
+                "sim.tidal.io/termination-seconds": f"{termination:g}",
+            },
+        },
         "spec": {"syncMode": "Push"},
         "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                            "message": "ready"}],
-            "resourceSummary": {"allocatable": {
-                "cpu": str(gpus * 8), "memory": f"{gpus * 64}Gi", "nvidia.com/gpu": str(gpus),
-                "pods": str(gpus * 4)}},
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "ready"}
+            ],
+            "resourceSummary": {
+                "allocatable": {
+                    "cpu": str(gpus * 8),
+                    "memory": f"{gpus * 64}Gi",
+                    "nvidia.com/gpu": str(gpus),
+                    "pods": str(gpus * 4),
+                }
+            },
         },
     }
 
@@ -60,10 +71,15 @@ def static_placement(weights: dict[str, int]) -> Obj:
     return {
         "clusterAffinity": {"clusterNames": sorted(weights)},
         "replicaScheduling": {
-            "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"staticWeightList": [
-                {"targetCluster": {"clusterNames": [c]}, "weight": w}
-                for c, w in sorted(weights.items()) if w > 0]},
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": [c]}, "weight": w}
+                    for c, w in sorted(weights.items())
+                    if w > 0
+                ]
+            },
         },
     }
 
@@ -72,14 +88,21 @@ def dynamic_placement(clusters: list[str]) -> Obj:
     return {
         "clusterAffinity": {"clusterNames": sorted(clusters)},
         "replicaScheduling": {
-            "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
             "weightPreference": {"dynamicWeight": "AvailableReplicas"},
         },
     }
 
 
-def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = False,
-        namespace: str = NAMESPACE) -> Obj:
+def cpp(
+    name: str,
+    placement: Obj,
+    *,
+    selector: Obj | None = None,
+    lazy: bool = False,
+    namespace: str = NAMESPACE,
+) -> Obj:
     chooser: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace}
     if selector:
         chooser["labelSelector"] = {"matchLabels": selector}
@@ -89,24 +112,40 @@ def cpp(name: str, placement: Obj, *, selector: Obj | None = None, lazy: bool = 
     }
     if lazy:
         spec["activationPreference"] = "Lazy"
-    return {"apiVersion": CPP_API, "kind": "ClusterPropagationPolicy",
-            "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": CPP_API,
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
-def deployment(name: str, replicas: int, team: str, *, gpu: bool = True,
-               namespace: str = NAMESPACE) -> Obj:
+def deployment(
+    name: str, replicas: int, team: str, *, gpu: bool = True, namespace: str = NAMESPACE
+) -> Obj:
     requests = {"cpu": "4", "memory": "16Gi", **({"nvidia.com/gpu": "1"} if gpu else {})}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"app": name, "atms-app/teamid": team, "tier": "inference"}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app": name, "atms-app/teamid": team, "tier": "inference"},
+        },
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name, "atms-app/teamid": team}},
-                "spec": {"containers": [{"name": "server", "image": "registry.example.com/llm:1",
-                                         "resources": {"requests": requests}}]},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": "registry.example.com/llm:1",
+                            "resources": {"requests": requests},
+                        }
+                    ]
+                },
             },
         },
     }
@@ -120,12 +159,15 @@ def replica_counts(fleet: Fleet) -> list[int]:
 def workload_names(fleet: Fleet) -> list[tuple[str, str]]:
     """(name, team) per workload, teams in turn."""
     teams = fleet.teams
-    return [(f"llm-{teams[i % len(teams)]}-{i:05d}", teams[i % len(teams)])
-            for i in range(fleet.first, fleet.first + fleet.workloads)]
+    return [
+        (f"llm-{teams[i % len(teams)]}-{i:05d}", teams[i % len(teams)])
+        for i in range(fleet.first, fleet.first + fleet.workloads)
+    ]
 
 
-def topology(fleet: Fleet, policies: list[Obj], *, gpu: bool = True,
-             empty_workload_propagation: bool = False) -> list[Obj]:
+def topology(
+    fleet: Fleet, policies: list[Obj], *, gpu: bool = True, empty_workload_propagation: bool = False
+) -> list[Obj]:
     """Clusters, namespace, the given policies, then the Deployments."""
     docs: list[Obj] = [
         settings(fleet.scheduler_latency, empty_workload_propagation=empty_workload_propagation),
@@ -166,34 +208,68 @@ def populate(emu: Any, fleet: Fleet, policy: Obj, assignment: dict[str, float]) 
         dep = deployment(name, replicas, team)
         dep["metadata"]["labels"].update(claim)
         dep["metadata"]["annotations"] = dict(claim_note)
-        dep["status"] = {"replicas": replicas, "readyReplicas": replicas,
-                         "updatedReplicas": replicas, "availableReplicas": replicas,
-                         "observedGeneration": 1}
+        dep["status"] = {
+            "replicas": replicas,
+            "readyReplicas": replicas,
+            "updatedReplicas": replicas,
+            "availableReplicas": replicas,
+            "observedGeneration": 1,
+        }
         stored = store.create(dep_type, dep)
         split = _split(replicas, assignment)
         binding = {
-            "metadata": {"name": f"{name}-deployment", "namespace": NAMESPACE,
-                         "labels": dict(claim), "annotations": dict(claim_note)},
+            "metadata": {
+                "name": f"{name}-deployment",
+                "namespace": NAMESPACE,
+                "labels": dict(claim),
+                "annotations": dict(claim_note),
+            },
             "spec": {
-                "resource": {"apiVersion": "apps/v1", "kind": "Deployment",
-                             "namespace": NAMESPACE, "name": name,
-                             "uid": stored["metadata"]["uid"],
-                             "resourceVersion": stored["metadata"]["resourceVersion"]},
-                "placement": placement, "replicas": replicas,
-                "replicaRequirements": {"resourceRequest": {"cpu": "4", "memory": "16Gi",
-                                                            "nvidia.com/gpu": "1"}},
+                "resource": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": NAMESPACE,
+                    "name": name,
+                    "uid": stored["metadata"]["uid"],
+                    "resourceVersion": stored["metadata"]["resourceVersion"],
+                },
+                "placement": placement,
+                "replicas": replicas,
+                "replicaRequirements": {
+                    "resourceRequest": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
+                },
                 "clusters": [{"name": c, "replicas": r} for c, r in split.items() if r],
             },
             "status": {
-                "schedulerObservedGeneration": 1, "lastScheduledTime": now,
-                "conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
-                                "message": "", "lastTransitionTime": now}],
+                "schedulerObservedGeneration": 1,
+                "lastScheduledTime": now,
+                "conditions": [
+                    {
+                        "type": "Scheduled",
+                        "status": "True",
+                        "reason": "Success",
+                        "message": "",
+                        "lastTransitionTime": now,
+                    }
+                ],
                 "aggregatedStatus": [
-                    {"clusterName": c, "applied": True, "health": "Healthy",
-                     "status": {"replicas": r, "updatedReplicas": r, "readyReplicas": r,
-                                "availableReplicas": r, "observedGeneration": 1,
-                                "generation": 1, "resourceTemplateGeneration": 1}}
-                    for c, r in split.items() if r],
+                    {
+                        "clusterName": c,
+                        "applied": True,
+                        "health": "Healthy",
+                        "status": {
+                            "replicas": r,
+                            "updatedReplicas": r,
+                            "readyReplicas": r,
+                            "availableReplicas": r,
+                            "observedGeneration": 1,
+                            "generation": 1,
+                            "resourceTemplateGeneration": 1,
+                        },
+                    }
+                    for c, r in split.items()
+                    if r
+                ],
             },
         }
         store.create(rb_type, binding)

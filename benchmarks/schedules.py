@@ -10,16 +10,22 @@ from ruamel.yaml import YAML
 from tidal.loading import load_schedules
 
 
-def write_schedule(directory: Path, name: str, windows: list[dict[str, Any]],
-                   rollout: dict[str, Any], workloads: list[dict[str, Any]] | None = None,
-                   extra_files: dict[str, dict[str, Any]] | None = None) -> Path:
+def write_schedule(
+    directory: Path,
+    name: str,
+    windows: list[dict[str, Any]],
+    rollout: dict[str, Any],
+    workloads: list[dict[str, Any]] | None = None,
+    extra_files: dict[str, dict[str, Any]] | None = None,
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     yaml = YAML()
     for rel, manifest in (extra_files or {}).items():
         with (directory / rel).open("w") as fh:
             yaml.dump(manifest, fh)
     doc: dict[str, Any] = {
-        "apiVersion": "tidal.io/v1alpha1", "kind": "TidalSchedule",
+        "apiVersion": "tidal.io/v1alpha1",
+        "kind": "TidalSchedule",
         "metadata": {"name": name},
         "spec": {"timeZone": "UTC", "windows": windows, "rollout": rollout},
     }
@@ -40,6 +46,15 @@ def load_one(path: Path) -> Any:
 
 
 def patch_window(name: str, policy: str, placement: dict[str, Any], trigger: str) -> dict[str, Any]:
-    return {"name": name, "start": "23:00" if name == "night" else "07:00", "trigger": trigger,
-            "policies": [{"kind": "ClusterPropagationPolicy", "name": policy,
-                          "patch": {"spec": {"placement": placement}}}]}
+    return {
+        "name": name,
+        "start": "23:00" if name == "night" else "07:00",
+        "trigger": trigger,
+        "policies": [
+            {
+                "kind": "ClusterPropagationPolicy",
+                "name": policy,
+                "patch": {"spec": {"placement": placement}},
+            }
+        ],
+    }

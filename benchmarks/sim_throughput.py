@@ -37,9 +37,11 @@ def http_rates(workloads: int, ops: int) -> dict[str, float]:
     topology = [sc.cluster("cluster-a", 100_000, 1, 0), sc.cluster("cluster-b", 100_000, 1, 0)]
     out: dict[str, float] = {}
     with RemoteEmulator(topology) as remote:
-        remote.populate(fleet, sc.cpp("team-cpp", sc.static_placement({"cluster-a": 4,
-                                                                       "cluster-b": 1})),
-                        {"cluster-a": 0.8, "cluster-b": 0.2})
+        remote.populate(
+            fleet,
+            sc.cpp("team-cpp", sc.static_placement({"cluster-a": 4, "cluster-b": 1})),
+            {"cluster-a": 0.8, "cluster-b": 0.2},
+        )
         api = _objects(remote.url)
         names = [f"{name}-deployment" for name, _ in sc.workload_names(fleet)]
         # list: every binding, 500 per page
@@ -47,8 +49,9 @@ def http_rates(workloads: int, ops: int) -> dict[str, float]:
         pages = items = 0
         token = None
         while True:
-            page = api.list_namespaced_custom_object(*RB[:2], sc.NAMESPACE, RB[2], limit=500,
-                                                     _continue=token)
+            page = api.list_namespaced_custom_object(
+                *RB[:2], sc.NAMESPACE, RB[2], limit=500, _continue=token
+            )
             pages += 1
             items += len(page["items"])
             token = page["metadata"].get("continue")
@@ -67,8 +70,13 @@ def http_rates(workloads: int, ops: int) -> dict[str, float]:
         t0 = time.perf_counter()
         for name, _ in sc.workload_names(fleet)[:ops]:
             api.patch_namespaced_custom_object(
-                "apps", "v1", sc.NAMESPACE, "deployments", name,
-                {"metadata": {"annotations": {"bench.tidal.io/n": str(t0)}}})
+                "apps",
+                "v1",
+                sc.NAMESPACE,
+                "deployments",
+                name,
+                {"metadata": {"annotations": {"bench.tidal.io/n": str(t0)}}},
+            )
         out["patch_per_s"] = ops / (time.perf_counter() - t0)
         # watch fan-out: WATCHERS streams, `ops` binding writes, every event to every watcher
         out["watch_events_per_s"] = _fan_out(remote.url, names[:ops], api)
@@ -76,8 +84,9 @@ def http_rates(workloads: int, ops: int) -> dict[str, float]:
 
 
 def _fan_out(url: str, names: list[str], api: Any) -> float:
-    version = api.list_namespaced_custom_object(*RB[:2], sc.NAMESPACE, RB[2],
-                                                limit=1)["metadata"]["resourceVersion"]
+    version = api.list_namespaced_custom_object(*RB[:2], sc.NAMESPACE, RB[2], limit=1)["metadata"][
+        "resourceVersion"
+    ]
     received = [0] * WATCHERS
     done = threading.Event()
     started = threading.Barrier(WATCHERS + 1)
@@ -85,8 +94,14 @@ def _fan_out(url: str, names: list[str], api: Any) -> float:
     def watch(i: int) -> None:
         watcher_api = _objects(url)
         response = watcher_api.list_namespaced_custom_object(
-            *RB[:2], sc.NAMESPACE, RB[2], watch=True, resource_version=version,
-            timeout_seconds=60, _preload_content=False)
+            *RB[:2],
+            sc.NAMESPACE,
+            RB[2],
+            watch=True,
+            resource_version=version,
+            timeout_seconds=60,
+            _preload_content=False,
+        )
         started.wait()
         for line in response.stream(amt=None, decode_content=False):
             received[i] += line.count(b"\n")
@@ -100,8 +115,13 @@ def _fan_out(url: str, names: list[str], api: Any) -> float:
     started.wait()
     t0 = time.perf_counter()
     for name in names:
-        api.patch_namespaced_custom_object(*RB[:2], sc.NAMESPACE, RB[2], name,
-                                           {"metadata": {"annotations": {"bench.tidal.io/w": "1"}}})
+        api.patch_namespaced_custom_object(
+            *RB[:2],
+            sc.NAMESPACE,
+            RB[2],
+            name,
+            {"metadata": {"annotations": {"bench.tidal.io/w": "1"}}},
+        )
     ok = wait_until(lambda: min(received) >= len(names), 60, interval=0.005)
     spent = time.perf_counter() - t0
     done.set()
@@ -114,8 +134,14 @@ def reschedule(workloads: int) -> dict[str, float]:
     from tidal_sim.clock import ScaledClock
     from tidal_sim.emulator import Emulator
 
-    fleet = sc.Fleet(workloads=workloads, startup_seconds=0.0, termination_seconds=0.0,
-                     gpu_a=1_000_000, gpu_b=1_000_000, scheduler_latency=0.0)
+    fleet = sc.Fleet(
+        workloads=workloads,
+        startup_seconds=0.0,
+        termination_seconds=0.0,
+        gpu_a=1_000_000,
+        gpu_b=1_000_000,
+        scheduler_latency=0.0,
+    )
     policy = sc.cpp("team-cpp", sc.static_placement({"cluster-a": 4, "cluster-b": 1}))
     t0 = time.perf_counter()
     emu = Emulator(sc.topology(fleet, [policy]), clock=ScaledClock(1.0)).start()
@@ -161,11 +187,12 @@ def run(cfg: RunConfig) -> Section:
     section.put("workloads", workloads)
     section.say(
         f"{workloads:,} Deployments with their ResourceBindings"
-        + (" (--quick: 1/10 of the 10,000 of the full run)" if cfg.quick else "") +
-        "; official kubernetes client, one connection, sequential requests; "
+        + (" (--quick: 1/10 of the 10,000 of the full run)" if cfg.quick else "")
+        + "; official kubernetes client, one connection, sequential requests; "
         f"watch fan-out: {WATCHERS} watchers on resourcebindings, each write delivered to all.",
         "",
-        "| figure | value |", "|---|---|",
+        "| figure | value |",
+        "|---|---|",
         f"| LIST resourcebindings, 500 per page | {fmt(figures['list_pages_per_s'], 1)} pages/s, "
         f"{fmt(figures['list_objects_per_s'], 0)} objects/s |",
         f"| GET one binding | {fmt(figures['get_per_s'], 0)} requests/s |",

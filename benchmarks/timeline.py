@@ -35,8 +35,10 @@ class Floor:
         return sum(ready.values()) < math.ceil(replicas * self.min_percent / 100 - 1e-9)
 
     def describe(self) -> str:
-        return (f"{self.min_ready} ready in {', '.join(self.clusters)} and "
-                f"{self.min_percent:g}% of desired ready overall, per workload")
+        return (
+            f"{self.min_ready} ready in {', '.join(self.clusters)} and "
+            f"{self.min_percent:g}% of desired ready overall, per workload"
+        )
 
 
 @dataclass
@@ -73,8 +75,9 @@ Steps = dict[str, list[tuple[float, int]]]
 CLUSTERS = ("cluster-a", "cluster-b")
 
 
-def series(samples: list[Sample], start: float, end: float,
-           clusters: tuple[str, ...] = CLUSTERS) -> Steps:
+def series(
+    samples: list[Sample], start: float, end: float, clusters: tuple[str, ...] = CLUSTERS
+) -> Steps:
     """Total ready replicas per cluster over time, as (t - start, ready) steps."""
     ready: dict[tuple[str, str], int] = {}
     totals = dict.fromkeys(clusters, 0)
@@ -100,13 +103,19 @@ def series(samples: list[Sample], start: float, end: float,
     return out
 
 
-def workload_series(samples: list[Sample], workload: str, start: float, end: float,
-                    clusters: tuple[str, ...] = CLUSTERS) -> Steps:
+def workload_series(
+    samples: list[Sample],
+    workload: str,
+    start: float,
+    end: float,
+    clusters: tuple[str, ...] = CLUSTERS,
+) -> Steps:
     return series([s for s in samples if s["workload"] == workload], start, end, clusters)
 
 
-def analyse(samples: list[Sample], replicas: Mapping[str, int], start: float, end: float,
-            floor: Floor) -> Availability:
+def analyse(
+    samples: list[Sample], replicas: Mapping[str, int], start: float, end: float, floor: Floor
+) -> Availability:
     """Figures over [start, end] (simulated seconds): zero-ready workloads, workload-seconds
     below the floor, the lowest fleet-wide ready fraction, and the time to converge."""
     ordered = sorted(samples, key=lambda s: s["t"])
@@ -158,8 +167,9 @@ def analyse(samples: list[Sample], replicas: Mapping[str, int], start: float, en
     return result
 
 
-def lowest_workload_percent(samples: list[Sample], replicas: Mapping[str, int], start: float,
-                            end: float) -> float:
+def lowest_workload_percent(
+    samples: list[Sample], replicas: Mapping[str, int], start: float, end: float
+) -> float:
     """The lowest ready share (percent of desired) any one workload had over [start, end]."""
     ready: dict[str, dict[str, int]] = defaultdict(dict)
     lowest = 100.0
@@ -188,8 +198,9 @@ def lowest_workload_percent(samples: list[Sample], replicas: Mapping[str, int], 
     return lowest
 
 
-def peak_extra_held(samples: list[Sample], replicas: Mapping[str, int], start: float,
-                    end: float) -> int:
+def peak_extra_held(
+    samples: list[Sample], replicas: Mapping[str, int], start: float, end: float
+) -> int:
     """The most replicas the members were told to run (the timeline's `assigned`, after
     overrides) beyond the workloads' desired replicas, at any instant of [start, end]: with one
     GPU per replica, the GPUs held beyond the steady state (terminating pods not counted)."""

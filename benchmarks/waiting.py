@@ -35,10 +35,12 @@ class WaitMeter:
                 return fn(*args, **kwargs)
             finally:
                 self.intervals.append((start, time.time()))
+
         return wrapper
 
     def timed_iterator(self, fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
         """For a generator: the time between asking for the next item and getting it."""
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
             inner = fn(*args, **kwargs)
@@ -56,6 +58,7 @@ class WaitMeter:
                     yield item
             finally:
                 inner.close()  # type: ignore[attr-defined]
+
         return wrapper
 
     def waited(self, start: float, end: float) -> float:
@@ -67,11 +70,15 @@ class WaitMeter:
         """Measure the engine's waits (and `clock.sleep`) until the block ends."""
         from tidal.karmada import bindings, informer
 
-        patched = [(owner, name, wrap) for owner, name, wrap in (
-            (informer._Subscriber, "get", self.timed),
-            (informer.Informer, "wait_changed", self.timed),
-            (bindings.BindingWatch, "changes", self.timed_iterator))
-            if hasattr(owner, name)]  # (an older engine, measured for comparison, has fewer)
+        patched = [
+            (owner, name, wrap)
+            for owner, name, wrap in (
+                (informer._Subscriber, "get", self.timed),
+                (informer.Informer, "wait_changed", self.timed),
+                (bindings.BindingWatch, "changes", self.timed_iterator),
+            )
+            if hasattr(owner, name)
+        ]  # (an older engine, measured for comparison, has fewer)
         originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
         sleep = clock.sleep
         try:

@@ -94,15 +94,25 @@ WORKERS_PER_CORE = 2
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tidal")
-    group.addoption("--karmada", choices=("emulator", "real", "both"), default="emulator",
-                    help="e2e target of the scenarios parametrised over targets: the emulator "
-                         "(default), a real Karmada built from Go modules (tools.realkarmada: "
-                         "built and brought up, or a running one reused), or both")
-    group.addoption("--karmada-version", default=None,
-                    help="Karmada release of the real target (default: tools.realkarmada's)")
-    group.addoption("--fidelity-out", default=None,
-                    help="directory where target-parametrised scenarios write their per-wave "
-                         "placements (JSON) for docs/fidelity.md")
+    group.addoption(
+        "--karmada",
+        choices=("emulator", "real", "both"),
+        default="emulator",
+        help="e2e target of the scenarios parametrised over targets: the emulator "
+        "(default), a real Karmada built from Go modules (tools.realkarmada: "
+        "built and brought up, or a running one reused), or both",
+    )
+    group.addoption(
+        "--karmada-version",
+        default=None,
+        help="Karmada release of the real target (default: tools.realkarmada's)",
+    )
+    group.addoption(
+        "--fidelity-out",
+        default=None,
+        help="directory where target-parametrised scenarios write their per-wave "
+        "placements (JSON) for docs/fidelity.md",
+    )
 
 
 @pytest.hookimpl(optionalhook=True)  # (the hook exists only with pytest-xdist loaded)
@@ -134,11 +144,13 @@ def make_switch_emulator(make_emulator: MakeEmulator) -> MakeEmulator:
     """Factory for the switch tests: `make_switch_emulator(topology=None, **team)` -> a started
     emulator whose clock runs 20x, once its first scheduling has settled (0.5s). Without a
     topology it holds `switch_helpers.static_team(**team)`."""
+
     def make(topology: list[dict[str, Any]] | None = None, **team: Any) -> Emulator:
         from tests.e2e.switch_helpers import static_team
 
-        emu = make_emulator(static_team(**team) if topology is None else topology,
-                            clock=ScaledClock(20.0))
+        emu = make_emulator(
+            static_team(**team) if topology is None else topology, clock=ScaledClock(20.0)
+        )
         time.sleep(0.5)
         return emu
 

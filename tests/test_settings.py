@@ -42,20 +42,24 @@ def test_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize(("env", "value", "words"), [
-    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "inf", "finite"),
-    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "nan", "finite"),
-    ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "-inf", "finite"),
-    ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "1e12", "less than or equal to 3600"),
-    ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "15", "RENEW_DEADLINE_SECONDS < LEASE"),
-    ("TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS", "10", "RETRY_PERIOD_SECONDS < RENEW"),
-    ("TIDAL_SCHEDULER__MISFIRE_GRACE_SECONDS", "inf", "finite"),
-    ("TIDAL_SCHEDULER__MAX_CLOCK_SKEW_SECONDS", "nan", "finite"),
-    ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "-1", "greater than or equal to 0"),
-    ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "1e9", "less than or equal to 600"),
-])
+@pytest.mark.parametrize(
+    ("env", "value", "words"),
+    [
+        ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "inf", "finite"),
+        ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "nan", "finite"),
+        ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "-inf", "finite"),
+        ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "1e12", "less than or equal to 3600"),
+        ("TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS", "15", "RENEW_DEADLINE_SECONDS < LEASE"),
+        ("TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS", "10", "RETRY_PERIOD_SECONDS < RENEW"),
+        ("TIDAL_SCHEDULER__MISFIRE_GRACE_SECONDS", "inf", "finite"),
+        ("TIDAL_SCHEDULER__MAX_CLOCK_SKEW_SECONDS", "nan", "finite"),
+        ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "-1", "greater than or equal to 0"),
+        ("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", "1e9", "less than or equal to 600"),
+    ],
+)
 def test_non_finite_and_inconsistent_timings_are_refused(
-        monkeypatch: pytest.MonkeyPatch, env: str, value: str, words: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, words: str
+) -> None:
     """inf, nan, absurd sizes and renewDeadline >= leaseDuration are one named error each."""
     monkeypatch.setenv(env, value)
     with pytest.raises(SettingsError) as caught:
@@ -77,7 +81,8 @@ def test_karmada_release_from_environment_and_flag(monkeypatch: pytest.MonkeyPat
 
 
 def test_policy_settle_defaults_to_15_seconds_and_is_settable(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """TIDAL_KARMADA__POLICY_SETTLE_SECONDS: 15 unset; 0 switches the wait off."""
     monkeypatch.delenv("TIDAL_KARMADA__POLICY_SETTLE_SECONDS", raising=False)
     assert load_settings().karmada.policy_settle_seconds == 15.0
@@ -86,7 +91,8 @@ def test_policy_settle_defaults_to_15_seconds_and_is_settable(
 
 
 def test_unsupported_karmada_release_names_the_setting_and_the_choices(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An unknown release is one line naming the variable and the releases to choose from."""
     monkeypatch.setenv("TIDAL_KARMADA__VERSION", "1.9")
     with pytest.raises(SettingsError) as caught:
@@ -96,8 +102,9 @@ def test_unsupported_karmada_release_names_the_setting_and_the_choices(
     assert "choose one of 1.17, 1.18, 1.19" in message and "\n" not in message
 
 
-def test_karmada_crds_come_from_tidal_karmada_crds(monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
+def test_karmada_crds_come_from_tidal_karmada_crds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The CRD directory is a setting (TIDAL_KARMADA_CRDS or a flag); unset, it is None and
     nothing is guessed."""
     monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
@@ -121,8 +128,9 @@ def test_kubectl_variables_are_read_by_the_settings(monkeypatch: pytest.MonkeyPa
     assert sources.home_config == Path.home() / ".kube" / "config"
 
 
-def test_the_access_layer_reads_no_variable(monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_the_access_layer_reads_no_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Without a path the client looks only where its sources say: a KUBECONFIG in the
     environment is not read behind the settings' back, and the error names what was tried."""
     from tidal.karmada.client import KarmadaClient
@@ -137,7 +145,8 @@ def test_the_access_layer_reads_no_variable(monkeypatch: pytest.MonkeyPatch,
         KarmadaClient.from_kubeconfig(None, sources=sources)
     assert str(raised.value) == (
         "no kubeconfig found; tried KUBECONFIG (not set), in-cluster config (not in a pod: "
-        f"KUBERNETES_SERVICE_HOST not set), {tmp_path / 'no-home-config'} (no such file)")
+        f"KUBERNETES_SERVICE_HOST not set), {tmp_path / 'no-home-config'} (no such file)"
+    )
 
 
 def test_no_module_but_settings_reads_the_environment() -> None:

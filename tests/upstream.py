@@ -13,8 +13,10 @@ from tidal.settings import SettingsError, load_settings
 
 REPO = Path(__file__).resolve().parents[1]
 BESIDE_CHECKOUT = REPO.parent / "shared" / "karmada" / "crds"
-MISSING = ("upstream Karmada CRDs not found: set TIDAL_KARMADA_CRDS to a directory holding "
-           "policy.karmada.io_*.yaml (a checkout beside shared/ uses ../shared/karmada/crds)")
+MISSING = (
+    "upstream Karmada CRDs not found: set TIDAL_KARMADA_CRDS to a directory holding "
+    "policy.karmada.io_*.yaml (a checkout beside shared/ uses ../shared/karmada/crds)"
+)
 
 
 def upstream_crds() -> Path | None:

@@ -28,8 +28,9 @@ _SECRET_KEY = re.compile(
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.DOTALL)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-_AUTH_HEADER = re.compile(r"(['\"]?authorization['\"]?\s*[:=]\s*)(['\"]?)[^'\"\n,}]+",
-                          re.IGNORECASE)
+_AUTH_HEADER = re.compile(
+    r"(['\"]?authorization['\"]?\s*[:=]\s*)(['\"]?)[^'\"\n,}]+", re.IGNORECASE
+)
 # `token: abc`, `client-key-data: LS0t...` and friends inside kubeconfig text or a repr.
 _SECRET_FIELD = re.compile(
     r"(['\"]?(?:token|id-token|refresh-token|access-token|password|client-key-data"
@@ -49,8 +50,7 @@ def redact_text(text: str) -> str:
     """Replace every secret-looking part of a string."""
     if _KUBECONFIG.search(text) and "users" in text:
         return REDACTED
-    text = _EXEC_OUTPUT.sub(lambda m: f"{m.group(1)}. (plugin output {REDACTED}){m.group(2)}",
-                            text)
+    text = _EXEC_OUTPUT.sub(lambda m: f"{m.group(1)}. (plugin output {REDACTED}){m.group(2)}", text)
     text = _PEM.sub(REDACTED, text)
     text = _JWT.sub(REDACTED, text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
@@ -60,8 +60,11 @@ def redact_text(text: str) -> str:
 
 def _is_secret_key(key: object) -> bool:
     # "token_file" names a path, not a secret; "tokens_used" would be a count: keep both.
-    return isinstance(key, str) and bool(_SECRET_KEY.search(key)) and not key.endswith(
-        ("_file", "_path", "_count", "_used"))
+    return (
+        isinstance(key, str)
+        and bool(_SECRET_KEY.search(key))
+        and not key.endswith(("_file", "_path", "_count", "_used"))
+    )
 
 
 def redact_value(value: Any, depth: int = 0) -> Any:
@@ -76,9 +79,14 @@ def redact_value(value: Any, depth: int = 0) -> Any:
         return value
     if isinstance(value, dict):
         # Keys become strings: a JSON line cannot carry tuple keys and must not fail to render.
-        return {(k if isinstance(k, str) else redact_text(str(k))):
-                (REDACTED if _is_secret_key(k) and v not in (None, "") else
-                 redact_value(v, depth + 1)) for k, v in value.items()}
+        return {
+            (k if isinstance(k, str) else redact_text(str(k))): (
+                REDACTED
+                if _is_secret_key(k) and v not in (None, "")
+                else redact_value(v, depth + 1)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [redact_value(v, depth + 1) for v in value]
     # Anything else is rendered by its repr/str: scrub that text instead.
@@ -129,7 +137,8 @@ def configure_logging(fmt: str = "auto", level: str = "INFO", stream: TextIO | N
     out = stream or sys.stderr
     use_json = fmt == "json" or (fmt == "auto" and not out.isatty())
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if use_json
+        structlog.processors.JSONRenderer()
+        if use_json
         else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
     structlog.configure(
@@ -141,10 +150,12 @@ def configure_logging(fmt: str = "auto", level: str = "INFO", stream: TextIO | N
     # Libraries that log through the standard library (APScheduler, urllib3, kubernetes) go
     # through the same redaction and renderer, to the same stream.
     handler = logging.StreamHandler(out)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *_shared_processors()],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-    ))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *_shared_processors()],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
     handler.set_name("tidal")
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == "tidal"]:

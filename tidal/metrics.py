@@ -40,14 +40,12 @@ SchedulerEvent = Literal["error", "missed", "max_instances"]
 # The label values of tidal_switch_runs_total, tidal_waves_total and the failure reasons, from
 # the shared enums (a failed wave that was moved back is counted as failed).
 RUN_RESULTS: Final[tuple[str, ...]] = tuple(r.metric_label for r in RunResult)
-WAVE_RESULTS: Final[tuple[str, ...]] = tuple(
-    dict.fromkeys(r.metric_label for r in WaveResult))
+WAVE_RESULTS: Final[tuple[str, ...]] = tuple(dict.fromkeys(r.metric_label for r in WaveResult))
 WAVE_FAILURE_REASONS: Final[tuple[FailureReason, ...]] = tuple(FailureReason)
 SCHEDULER_EVENTS: Final[tuple[SchedulerEvent, ...]] = ("error", "missed", "max_instances")
 BLOCKED_REASONS: Final = ("state_corrupt",)
 # Why a start was refused: an unsafe plan, a bad schedule or API answer, anything else.
-REFUSED_REASONS: Final = ("unsafe_plan", "policy_invalid", "not_resolved", "api_error",
-                          "internal")
+REFUSED_REASONS: Final = ("unsafe_plan", "policy_invalid", "not_resolved", "api_error", "internal")
 
 # A window that starts at a fixed local time every day comes round once a day.
 DEFAULT_WINDOW_PERIOD_SECONDS: Final = 86400.0
@@ -60,8 +58,9 @@ _WAVE_BUCKETS: Final = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float
 _WAIT_BUCKETS: Final = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
 WAIT_REASONS: Final = ("slot", "capacity")
 
-_VERBS: Final = frozenset({"get", "list", "watch", "create", "update", "patch", "delete",
-                           "deletecollection", "apply"})
+_VERBS: Final = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "apply"}
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +93,9 @@ def labels_of(schedule: Any) -> ScheduleLabels:
         clusters.update(getattr(floor, "clusters", None) or [])
     name = schedule.metadata.name
     team = (getattr(schedule.metadata, "labels", None) or {}).get(TEAM_LABEL) or name
-    return ScheduleLabels(name, windows, sorted(clusters), team=team,
-                          file=str(path) if path is not None else "")
+    return ScheduleLabels(
+        name, windows, sorted(clusters), team=team, file=str(path) if path is not None else ""
+    )
 
 
 def window_period_seconds(times: WindowTimes, window: str, now: datetime) -> float | None:
@@ -138,123 +138,170 @@ class Metrics:
             return Histogram(name, doc, sw, buckets=buckets, registry=r)
 
         self.switch_runs = counter(
-            "tidal_switch_runs_total", "Switches finished, by result.", (*sw, "result"))
+            "tidal_switch_runs_total", "Switches finished, by result.", (*sw, "result")
+        )
         self.switch_duration = histogram(
-            "tidal_switch_duration_seconds", "Wall time of a switch from start to finish.",
-            _SWITCH_BUCKETS)
+            "tidal_switch_duration_seconds",
+            "Wall time of a switch from start to finish.",
+            _SWITCH_BUCKETS,
+        )
         self.waves = counter("tidal_waves_total", "Waves finished, by result.", (*sw, "result"))
         self.wave_duration = histogram(
-            "tidal_wave_duration_seconds", "Wall time of a wave from trigger to its last gate.",
-            _WAVE_BUCKETS)
+            "tidal_wave_duration_seconds",
+            "Wall time of a wave from trigger to its last gate.",
+            _WAVE_BUCKETS,
+        )
         self.wave_failures = counter(
-            "tidal_wave_failures_total", "Failed waves, by reason.", (*sw, "reason"))
+            "tidal_wave_failures_total", "Failed waves, by reason.", (*sw, "reason")
+        )
         self.last_wave_failure = gauge(
             "tidal_last_wave_failure_timestamp_seconds",
             "When a wave of a switch to the window last failed, by reason (0: never).",
-            (*sw, "reason"))
+            (*sw, "reason"),
+        )
         self.floor_breaches = counter(
-            "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.", sc)
+            "tidal_floor_breaches_total", "Floor breaches seen while a wave was watched.", sc
+        )
         self.floor_min_ready = gauge(
             "tidal_floor_min_ready_replicas",
-            "Lowest ready replicas of any workload of the schedule in the cluster, last seen.", sc)
+            "Lowest ready replicas of any workload of the schedule in the cluster, last seen.",
+            sc,
+        )
         self.floor_required = gauge(
-            "tidal_floor_required_replicas", "Ready replicas the floor requires in the cluster.",
-            sc)
+            "tidal_floor_required_replicas", "Ready replicas the floor requires in the cluster.", sc
+        )
         self.last_success = gauge(
             "tidal_last_success_timestamp_seconds",
             "When a switch to the window last succeeded (0: never, as far as this replica knows).",
-            sw)
+            sw,
+        )
         self.next_run = gauge(
-            "tidal_next_run_timestamp_seconds", "When the window is next due (0: not scheduled).",
-            sw)
+            "tidal_next_run_timestamp_seconds",
+            "When the window is next due (0: not scheduled).",
+            sw,
+        )
         self.window_period = gauge(
-            "tidal_window_period_seconds", "How often the window comes round.", sw)
+            "tidal_window_period_seconds", "How often the window comes round.", sw
+        )
         self.switches_refused = counter(
             "tidal_switches_refused_total",
             "Window starts whose switch was refused before any write, by reason.",
-            (*sw, "reason"))
+            (*sw, "reason"),
+        )
         self.last_refusal = gauge(
             "tidal_last_switch_refused_timestamp_seconds",
             "When a switch to the window was last refused before any write, by reason.",
-            (*sw, "reason"))
+            (*sw, "reason"),
+        )
         self.run_commands = counter(
             "tidal_run_commands_total",
             "Operator commands (pause, resume, abort, promote) a run in flight acted on, by "
             "how they came (api: the daemon's command API; cli: written to the state object).",
-            ("schedule", "command", "source"))
+            ("schedule", "command", "source"),
+        )
         self.command_requests = counter(
             "tidal_command_requests_total",
             "Requests to the daemon's command API, by command and HTTP status code (a standby "
             "counts the ones it forwarded, with the leader's code).",
-            ("command", "code"))
+            ("command", "code"),
+        )
         self.windows_missed = counter(
             "tidal_windows_missed_total",
-            "Windows not carried out because their start was outside the catch-up window.", sw)
+            "Windows not carried out because their start was outside the catch-up window.",
+            sw,
+        )
         self.schedule_config_valid = gauge(
-            "tidal_schedule_config_valid", "1 if the schedule file loaded cleanly, else 0.",
-            ["file"])
+            "tidal_schedule_config_valid",
+            "1 if the schedule file loaded cleanly, else 0.",
+            ["file"],
+        )
         self.schedules_loaded = gauge("tidal_schedules_loaded", "Schedules currently in force.")
         self.leader = gauge("tidal_leader", "1 on the replica that acts, 0 on standbys.")
         self.kube_api_requests = counter(
-            "tidal_kube_api_requests_total", "Requests to the Karmada apiserver, by outcome.",
-            ["verb", "resource", "code"])
+            "tidal_kube_api_requests_total",
+            "Requests to the Karmada apiserver, by outcome.",
+            ["verb", "resource", "code"],
+        )
         self.scheduler_job_errors = counter(
             "tidal_scheduler_job_errors_total",
             "APScheduler job problems: errors, missed runs, runs refused at max instances.",
-            ["event"])
+            ["event"],
+        )
         self.clock_skew = gauge(
             "tidal_clock_skew_seconds",
-            "How far this replica's clock is ahead of the API server's (its Date header).")
+            "How far this replica's clock is ahead of the API server's (its Date header).",
+        )
         self.clock_skew_max = gauge(
             "tidal_clock_skew_max_seconds",
-            "The skew beyond which this replica refuses to act (scheduler.maxClockSkewSeconds).")
+            "The skew beyond which this replica refuses to act (scheduler.maxClockSkewSeconds).",
+        )
         for event in SCHEDULER_EVENTS:
             self.scheduler_job_errors.labels(event=event)
         self.state_corrupt_total = counter(
             "tidal_state_corrupt_total",
-            "Passes that found a state object of the schedule unreadable.", ["schedule"])
+            "Passes that found a state object of the schedule unreadable.",
+            ["schedule"],
+        )
         self.switch_worker_errors = counter(
             "tidal_switch_worker_errors_total",
             "Passes of the schedule that ended in an error (retried at the next pass).",
-            ["schedule"])
+            ["schedule"],
+        )
         self.journal_lost_total = counter(
             "tidal_journal_lost_total",
-            "Runs whose run-state object vanished while they were unfinished.", ["schedule"])
+            "Runs whose run-state object vanished while they were unfinished.",
+            ["schedule"],
+        )
         self.policy_drift = gauge(
             "tidal_policy_drift",
             "Policies of the window in force edited by hand since its run wrote them.",
-            ["schedule"])
+            ["schedule"],
+        )
         self.schedule_info = gauge(
             "tidal_schedule_info",
             "1 per loaded schedule, with the team that owns it (metadata.labels tidal.io/team).",
-            ("schedule", "team", "file"))
+            ("schedule", "team", "file"),
+        )
         self.schedule_blocked = gauge(
             "tidal_schedule_blocked",
             "1 while the schedule cannot act, by reason (state_corrupt).",
-            ("schedule", "reason"))
+            ("schedule", "reason"),
+        )
         self.schedules_waiting = gauge(
             "tidal_schedules_waiting",
             "Schedules waiting, by reason: slot (every concurrent switch slot taken) or "
-            "capacity (a wave waits for surge room in its destination).", ["reason"])
+            "capacity (a wave waits for surge room in its destination).",
+            ["reason"],
+        )
         self.waiting_since = gauge(
             "tidal_schedule_waiting_since_timestamp_seconds",
-            "Since when the schedule waits, by reason (0: not waiting).", ("schedule", "reason"))
+            "Since when the schedule waits, by reason (0: not waiting).",
+            ("schedule", "reason"),
+        )
         self.wait_seconds = Histogram(
             "tidal_schedule_wait_seconds",
             "How long a schedule waited for a slot or for capacity, per wait that ended.",
-            ["reason"], buckets=_WAIT_BUCKETS, registry=r)
+            ["reason"],
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
         self.capacity_leased = gauge(
             "tidal_capacity_leased",
             "Surge capacity the daemon's waves hold in the cluster now (GPUs and pods as "
-            "counts, cpu in cores, memory in bytes).", ("cluster", "resource"))
+            "counts, cpu in cores, memory in bytes).",
+            ("cluster", "resource"),
+        )
         self.leftovers = gauge(
             "tidal_leftover_objects",
             "Temporary objects tidal wrote whose run is no longer active (surge overrides, "
-            "bridge placements, a temporary Lazy), after the last sweep.", ("kind", "schedule"))
+            "bridge placements, a temporary Lazy), after the last sweep.",
+            ("kind", "schedule"),
+        )
         self.leftovers_overdue = gauge(
             "tidal_leftover_overdue_objects",
             "Of tidal_leftover_objects, those older than TIDAL_SWEEPER__ALERT_AGE_SECONDS.",
-            ("kind", "schedule"))
+            ("kind", "schedule"),
+        )
         self._leftover_series: set[tuple[str, str]] = set()
         for reason in WAIT_REASONS:
             self.schedules_waiting.labels(reason)
@@ -303,25 +350,47 @@ class Metrics:
         for reason in WAVE_FAILURE_REASONS:
             self.wave_failures.labels(s, w, reason)
             self.last_wave_failure.labels(s, w, reason)
-        for metric in (self.switch_duration, self.wave_duration, self.last_success,
-                       self.next_run, self.windows_missed):
+        for metric in (
+            self.switch_duration,
+            self.wave_duration,
+            self.last_success,
+            self.next_run,
+            self.windows_missed,
+        ):
             metric.labels(s, w)
         for refused in REFUSED_REASONS:
             self.switches_refused.labels(s, w, refused)
         if w in labels.periods or (s, w) not in self._published_periods:
             self.window_period.labels(s, w).set(
-                labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS))
+                labels.periods.get(w, DEFAULT_WINDOW_PERIOD_SECONDS)
+            )
 
     def forget_schedule(self, name: str) -> None:
         """Drop every series of a schedule that was removed from the schedules directory."""
         # prometheus_client lists a metric's children only through its private `_metrics`.
-        for metric in (self.switch_runs, self.switch_duration, self.waves, self.wave_duration,
-                       self.wave_failures, self.last_wave_failure, self.floor_breaches,
-                       self.floor_min_ready, self.floor_required, self.last_success, self.next_run,
-                       self.window_period, self.windows_missed, self.state_corrupt_total,
-                       self.schedule_blocked, self.switches_refused, self.switch_worker_errors,
-                       self.journal_lost_total, self.policy_drift, self.schedule_info,
-                       self.run_commands):
+        for metric in (
+            self.switch_runs,
+            self.switch_duration,
+            self.waves,
+            self.wave_duration,
+            self.wave_failures,
+            self.last_wave_failure,
+            self.floor_breaches,
+            self.floor_min_ready,
+            self.floor_required,
+            self.last_success,
+            self.next_run,
+            self.window_period,
+            self.windows_missed,
+            self.state_corrupt_total,
+            self.schedule_blocked,
+            self.switches_refused,
+            self.switch_worker_errors,
+            self.journal_lost_total,
+            self.policy_drift,
+            self.schedule_info,
+            self.run_commands,
+        ):
             for key in [k for k in metric._metrics if k[0] == name]:
                 metric.remove(*key)
         self._published_periods = {k for k in self._published_periods if k[0] != name}
@@ -329,17 +398,29 @@ class Metrics:
 
     # --- switches -----------------------------------------------------------------------------
 
-    def run_finished(self, schedule: str, window: str, result: RunResult,
-                     duration_seconds: float, finished_at: float) -> None:
+    def run_finished(
+        self,
+        schedule: str,
+        window: str,
+        result: RunResult,
+        duration_seconds: float,
+        finished_at: float,
+    ) -> None:
         """Count a finished switch; a success also moves the window's last-success time."""
         self.switch_runs.labels(schedule, window, result.metric_label).inc()
         self.switch_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
         if result is RunResult.SUCCEEDED:
             self.set_last_success(schedule, window, finished_at)
 
-    def wave_finished(self, schedule: str, window: str, result: WaveResult,
-                      duration_seconds: float, reason: FailureReason | None = None,
-                      finished_at: float | None = None) -> None:
+    def wave_finished(
+        self,
+        schedule: str,
+        window: str,
+        result: WaveResult,
+        duration_seconds: float,
+        reason: FailureReason | None = None,
+        finished_at: float | None = None,
+    ) -> None:
         """Count a finished wave; a failed one is also counted, and timed, under its reason."""
         self.waves.labels(schedule, window, result.metric_label).inc()
         self.wave_duration.labels(schedule, window).observe(max(duration_seconds, 0.0))
@@ -474,16 +555,23 @@ class Metrics:
         `code` is the HTTP status, or a short word ("error") when no response came back.
         """
         verb = verb.lower()
-        self.kube_api_requests.labels(verb if verb in _VERBS else "other", resource,
-                                      str(code)).inc()
+        self.kube_api_requests.labels(
+            verb if verb in _VERBS else "other", resource, str(code)
+        ).inc()
 
-    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
-                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None:
+    def set_queue(
+        self,
+        slots: Mapping[str, datetime],
+        capacity: Mapping[str, Any],
+        leased: Mapping[str, Mapping[str, float]],
+        now: datetime,
+    ) -> None:
         """Who waits (for a slot; for capacity: `capacity` maps schedule -> an object with
         `since`), what is leased; a wait that ended is observed in the histogram."""
         waiting = {(name, "slot"): since.timestamp() for name, since in slots.items()}
-        waiting.update({(name, "capacity"): wait.since.timestamp()
-                        for name, wait in capacity.items()})
+        waiting.update(
+            {(name, "capacity"): wait.since.timestamp() for name, wait in capacity.items()}
+        )
         for key, since in self._waiting.items():
             if key not in waiting:
                 self.wait_seconds.labels(key[1]).observe(max(0.0, now.timestamp() - since))
@@ -492,10 +580,10 @@ class Metrics:
             self.waiting_since.labels(*key).set(since)
         self._waiting = waiting
         for reason in WAIT_REASONS:
-            self.schedules_waiting.labels(reason).set(
-                sum(1 for _, r in waiting if r == reason))
-        now_leased = {(c, res): amount for c, amounts in leased.items()
-                      for res, amount in amounts.items()}
+            self.schedules_waiting.labels(reason).set(sum(1 for _, r in waiting if r == reason))
+        now_leased = {
+            (c, res): amount for c, amounts in leased.items() for res, amount in amounts.items()
+        }
         for key in self._leased - set(now_leased):
             self.capacity_leased.labels(*key).set(0)
         for key, amount in now_leased.items():
@@ -555,12 +643,16 @@ class DaemonMetrics(Protocol):
     def run_command(self, schedule: str, command: str, source: str) -> None: ...
     def command_request(self, command: str, code: int) -> None: ...
     def set_clock_skew(self, skew: float, limit: float) -> None: ...
-    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
-                      ) -> None: ...
+    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None: ...
     def set_leader(self, leading: bool) -> None: ...
     def on_scheduler_event(self, event: Any) -> None: ...
-    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
-                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None: ...
+    def set_queue(
+        self,
+        slots: Mapping[str, datetime],
+        capacity: Mapping[str, Any],
+        leased: Mapping[str, Mapping[str, float]],
+        now: datetime,
+    ) -> None: ...
     def render(self) -> bytes: ...
 
 
@@ -612,8 +704,7 @@ class NullMetrics:
     def set_clock_skew(self, skew: float, limit: float) -> None:
         pass
 
-    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int
-                      ) -> None:
+    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
         pass
 
     def set_leader(self, leading: bool) -> None:
@@ -622,8 +713,13 @@ class NullMetrics:
     def on_scheduler_event(self, event: Any) -> None:
         pass
 
-    def set_queue(self, slots: Mapping[str, datetime], capacity: Mapping[str, Any],
-                  leased: Mapping[str, Mapping[str, float]], now: datetime) -> None:
+    def set_queue(
+        self,
+        slots: Mapping[str, datetime],
+        capacity: Mapping[str, Any],
+        leased: Mapping[str, Mapping[str, float]],
+        now: datetime,
+    ) -> None:
         pass
 
     def render(self) -> bytes:

@@ -78,8 +78,11 @@ class EngineObserver:
         self._lock = threading.Lock()
 
     def __call__(self, event: EngineEvent) -> None:
-        context: dict[str, object] = {"schedule": event.schedule, "window": event.window,
-                                      "run_id": event.run_id}
+        context: dict[str, object] = {
+            "schedule": event.schedule,
+            "window": event.window,
+            "run_id": event.run_id,
+        }
         if event.wave is not None:
             context["wave"] = event.wave
         # Lines logged while observing (kube_event_failed) belong to the run's story too.
@@ -97,8 +100,9 @@ class EngineObserver:
         elif isinstance(event, PolicyChanged):
             self._policy_changed(event)
         elif isinstance(event, FloorObserved):
-            self.metrics.floor_observed(event.schedule, event.cluster, event.min_ready,
-                                        event.required)
+            self.metrics.floor_observed(
+                event.schedule, event.cluster, event.min_ready, event.required
+            )
         elif isinstance(event, FloorBreached):
             self._floor_breached(event)
         elif isinstance(event, WaveFinished):
@@ -110,10 +114,14 @@ class EngineObserver:
         with self._lock:
             self._runs.setdefault(event.run_id, _Run())
         verb = "resumed" if event.resumed else "started"
-        self._record(event, SWITCH_STARTED,
-                     f"Switch of schedule {event.schedule} to window {event.window} {verb}: "
-                     f"{event.workloads} workloads in {event.waves} waves by {event.trigger} "
-                     f"(run {event.run_id})", policies=False)
+        self._record(
+            event,
+            SWITCH_STARTED,
+            f"Switch of schedule {event.schedule} to window {event.window} {verb}: "
+            f"{event.workloads} workloads in {event.waves} waves by {event.trigger} "
+            f"(run {event.run_id})",
+            policies=False,
+        )
 
     def _policy_changed(self, event: PolicyChanged) -> None:
         if event.action not in _CHANGING_ACTIONS:
@@ -126,17 +134,24 @@ class EngineObserver:
                 return
             run.policies.append(ref)
         lazy = " (activationPreference Lazy while the waves run)" if event.lazy_added else ""
-        self._record_on(ref, SWITCH_STARTED,
-                        f"Policy changed ({event.action}) for window {event.window} of schedule "
-                        f"{event.schedule}{lazy} (run {event.run_id})")
+        self._record_on(
+            ref,
+            SWITCH_STARTED,
+            f"Policy changed ({event.action}) for window {event.window} of schedule "
+            f"{event.schedule}{lazy} (run {event.run_id})",
+        )
 
     def _floor_breached(self, event: FloorBreached) -> None:
         self.metrics.floor_breached(event.schedule, event.cluster, event.ready, event.required)
-        self._record(event, FLOOR_BREACHED,
-                     f"Floor {event.floor} broken in cluster {event.cluster}: {event.workload} "
-                     f"has {event.ready} ready, needs {event.required} (schedule "
-                     f"{event.schedule}, window {event.window}, wave {event.wave}, run "
-                     f"{event.run_id})", event_type="Warning")
+        self._record(
+            event,
+            FLOOR_BREACHED,
+            f"Floor {event.floor} broken in cluster {event.cluster}: {event.workload} "
+            f"has {event.ready} ready, needs {event.required} (schedule "
+            f"{event.schedule}, window {event.window}, wave {event.wave}, run "
+            f"{event.run_id})",
+            event_type="Warning",
+        )
 
     def _wave_finished(self, event: WaveFinished) -> None:
         # a failed wave that was moved back is counted, and reported, as failed
@@ -144,33 +159,55 @@ class EngineObserver:
         reason: FailureReason | None = None
         if result is WaveResult.FAILED:
             reason = event.failure or FailureReason.API_ERROR
-        self.metrics.wave_finished(event.schedule, event.window, result, event.duration_seconds,
-                                   reason, finished_at=self._wall_clock())
+        self.metrics.wave_finished(
+            event.schedule,
+            event.window,
+            result,
+            event.duration_seconds,
+            reason,
+            finished_at=self._wall_clock(),
+        )
         where = f"schedule {event.schedule}, window {event.window}, run {event.run_id}"
         if result is WaveResult.SUCCEEDED:
-            self._record(event, WAVE_SUCCEEDED,
-                         f"Wave {event.wave} succeeded in {event.duration_seconds:.0f}s ({where})")
+            self._record(
+                event,
+                WAVE_SUCCEEDED,
+                f"Wave {event.wave} succeeded in {event.duration_seconds:.0f}s ({where})",
+            )
         elif result is WaveResult.FAILED:
             detail = f": {event.reason}" if event.reason else ""
-            self._record(event, WAVE_FAILED, f"Wave {event.wave} failed ({reason}){detail} "
-                         f"({where})", event_type="Warning")
+            self._record(
+                event,
+                WAVE_FAILED,
+                f"Wave {event.wave} failed ({reason}){detail} ({where})",
+                event_type="Warning",
+            )
 
     def _run_finished(self, event: RunFinished) -> None:
         result = RunResult(event.result)
-        self.metrics.run_finished(event.schedule, event.window, result, event.duration_seconds,
-                                  self._wall_clock())
+        self.metrics.run_finished(
+            event.schedule, event.window, result, event.duration_seconds, self._wall_clock()
+        )
         where = f"schedule {event.schedule} to window {event.window} (run {event.run_id})"
         detail = f": {event.reason}" if event.reason else ""
         if result is RunResult.SUCCEEDED:
             noop = ", nothing to do" if event.noop else ""
-            self._record(event, SWITCH_SUCCEEDED,
-                         f"Switch of {where} succeeded in {event.duration_seconds:.0f}s{noop}")
+            self._record(
+                event,
+                SWITCH_SUCCEEDED,
+                f"Switch of {where} succeeded in {event.duration_seconds:.0f}s{noop}",
+            )
         elif result is RunResult.ROLLED_BACK:
-            self._record(event, ROLLED_BACK, f"Switch of {where} was rolled back{detail}",
-                         event_type="Warning")
+            self._record(
+                event,
+                ROLLED_BACK,
+                f"Switch of {where} was rolled back{detail}",
+                event_type="Warning",
+            )
         else:
-            self._record(event, SWITCH_FAILED, f"Switch of {where} failed{detail}",
-                         event_type="Warning")
+            self._record(
+                event, SWITCH_FAILED, f"Switch of {where} failed{detail}", event_type="Warning"
+            )
         with self._lock:
             self._runs.pop(event.run_id, None)
 
@@ -188,17 +225,31 @@ class EngineObserver:
                 targets.extend(run.policies if run else ())
         return targets
 
-    def _record(self, event: EngineEvent, reason: str, message: str, *,
-                event_type: EventType = "Normal", policies: bool = True) -> None:
+    def _record(
+        self,
+        event: EngineEvent,
+        reason: str,
+        message: str,
+        *,
+        event_type: EventType = "Normal",
+        policies: bool = True,
+    ) -> None:
         for target in self._targets(event, policies):
             self._record_on(target, reason, message, event_type)
 
-    def _record_on(self, target: ObjectRef, reason: str, message: str,
-                   event_type: EventType = "Normal") -> None:
+    def _record_on(
+        self, target: ObjectRef, reason: str, message: str, event_type: EventType = "Normal"
+    ) -> None:
         if self.recorder is None:
             return
         try:
             self.recorder.record(target, reason, message, event_type)
         except Exception as exc:  # the recorder is best-effort already; be sure of it
-            log.warning("kube_event_failed", reason=reason, kind=target.kind, name=target.name,
-                        namespace=target.namespace, error=str(exc))
+            log.warning(
+                "kube_event_failed",
+                reason=reason,
+                kind=target.kind,
+                name=target.name,
+                namespace=target.namespace,
+                error=str(exc),
+            )

@@ -18,8 +18,12 @@ from typing import Any
 from tidal.domain.floors import FloorRule
 
 INSTALL = "pip install 'tidal[plot]'"
-COLORS = {"cluster-a": "tab:blue", "cluster-b": "tab:orange", "cluster-c": "tab:green",
-          "total": "tab:gray"}
+COLORS = {
+    "cluster-a": "tab:blue",
+    "cluster-b": "tab:orange",
+    "cluster-c": "tab:green",
+    "total": "tab:gray",
+}
 _MORE = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:red")
 _WAVE = {"succeeded": "tab:green", "failed": "tab:red", "rolledBack": "tab:olive"}
 
@@ -33,8 +37,9 @@ def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise PlotUnavailable(f"drawing needs matplotlib, which is not installed: {INSTALL}"
-                              ) from None
+        raise PlotUnavailable(
+            f"drawing needs matplotlib, which is not installed: {INSTALL}"
+        ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -87,8 +92,9 @@ def floor_lines(floors: Sequence[FloorRule]) -> tuple[tuple[FloorLine, ...], tup
     notes: list[str] = []
     for rule in floors:
         if rule.min_available_percent is not None:
-            notes.append(f"floor: {rule.min_available_percent:g}% of each workload's replicas "
-                         "ready")
+            notes.append(
+                f"floor: {rule.min_available_percent:g}% of each workload's replicas ready"
+            )
             continue
         k = rule.min_ready_replicas or 0
         if rule.every_cluster:
@@ -101,22 +107,45 @@ def floor_lines(floors: Sequence[FloorRule]) -> tuple[tuple[FloorLine, ...], tup
 def _draw(ax: Any, panel: Panel, legend: bool = True) -> None:
     names = [s.cluster for s in panel.series]
     for span in panel.waves:
-        ax.axvspan(span.start, max(span.end, span.start + 0.1), alpha=0.10,
-                   color=_WAVE.get(span.result, "tab:gray"), linewidth=0)
-        ax.annotate(span.label, (span.start, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(2, -10), textcoords="offset points", fontsize=7, color="dimgray")
+        ax.axvspan(
+            span.start,
+            max(span.end, span.start + 0.1),
+            alpha=0.10,
+            color=_WAVE.get(span.result, "tab:gray"),
+            linewidth=0,
+        )
+        ax.annotate(
+            span.label,
+            (span.start, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(2, -10),
+            textcoords="offset points",
+            fontsize=7,
+            color="dimgray",
+        )
     for s in panel.series:
         if not s.points:
             continue
         xs = [p[0] for p in s.points]
         c = color(s.cluster, names)
         ax.step(xs, [p[1] for p in s.points], where="post", color=c, label=f"{s.cluster} ready")
-        ax.step(xs, [p[2] for p in s.points], where="post", color=c, linestyle="--",
-                linewidth=0.9, label=f"{s.cluster} desired")
+        ax.step(
+            xs,
+            [p[2] for p in s.points],
+            where="post",
+            color=c,
+            linestyle="--",
+            linewidth=0.9,
+            label=f"{s.cluster} desired",
+        )
     for floor in panel.floors:
-        ax.axhline(floor.value, linestyle=":", linewidth=1.0,
-                   color=color(floor.cluster, names) if floor.cluster else "black",
-                   label=floor.label)
+        ax.axhline(
+            floor.value,
+            linestyle=":",
+            linewidth=1.0,
+            color=color(floor.cluster, names) if floor.cluster else "black",
+            label=floor.label,
+        )
     title = panel.title + "".join(f"\n{n}" for n in panel.notes)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("replicas")
@@ -126,14 +155,21 @@ def _draw(ax: Any, panel: Panel, legend: bool = True) -> None:
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
-def draw(path: Path, panels: Sequence[Panel], *, columns: int = 1,
-         xlabel: str = "seconds since the run began", title: str = "") -> Path:
+def draw(
+    path: Path,
+    panels: Sequence[Panel],
+    *,
+    columns: int = 1,
+    xlabel: str = "seconds since the run began",
+    title: str = "",
+) -> Path:
     """Write the panels as a PNG at `path`, `columns` to a row (each row's legend at its
     right); PlotUnavailable without matplotlib."""
     plt = pyplot()
     rows = max(1, -(-len(panels) // columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns + 2.6, 2.7 * rows + 0.5),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(3.4 * columns + 2.6, 2.7 * rows + 0.5), squeeze=False
+    )
     for i, panel in enumerate(panels):
         row, column = divmod(i, columns)
         _draw(axes[row, column], panel, legend=column == columns - 1 or i == len(panels) - 1)

@@ -36,14 +36,26 @@ _PLURALS = {
 
 
 # Template kinds known to be namespaced: their bindings are never ClusterResourceBindings.
-NAMESPACED_KINDS = frozenset({
-    ("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"),
-    ("apps", "replicasets"), ("batch", "jobs"), ("batch", "cronjobs"), ("", "configmaps"),
-    ("", "secrets"), ("", "services"), ("", "pods"), ("", "serviceaccounts"),
-    ("", "persistentvolumeclaims"), ("networking.k8s.io", "ingresses"),
-    ("networking.k8s.io", "networkpolicies"), ("autoscaling", "horizontalpodautoscalers"),
-    ("policy", "poddisruptionbudgets"),
-})
+NAMESPACED_KINDS = frozenset(
+    {
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("apps", "replicasets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("", "configmaps"),
+        ("", "secrets"),
+        ("", "services"),
+        ("", "pods"),
+        ("", "serviceaccounts"),
+        ("", "persistentvolumeclaims"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("policy", "poddisruptionbudgets"),
+    }
+)
 
 
 def plural_of(kind: str) -> str:
@@ -132,8 +144,14 @@ class _Grants:
 
     names: dict[tuple[str | None, str, str, str], set[str] | None] = field(default_factory=dict)
 
-    def add(self, namespace: str | None, group: str, resource: str, verbs: Iterable[str],
-            names: Iterable[str] = ()) -> None:
+    def add(
+        self,
+        namespace: str | None,
+        group: str,
+        resource: str,
+        verbs: Iterable[str],
+        names: Iterable[str] = (),
+    ) -> None:
         wanted = set(names)
         for verb in verbs:
             key = (namespace, group, resource, verb)
@@ -145,8 +163,10 @@ class _Grants:
         verbs: dict[tuple[str | None, str, str, tuple[str, ...]], list[str]] = defaultdict(list)
         for (namespace, group, resource, verb), names in self.names.items():
             verbs[(namespace, group, resource, tuple(sorted(names or ())))].append(verb)
-        rules = [Rule(ns, group, resource, tuple(sorted(v)), names)
-                 for (ns, group, resource, names), v in verbs.items()]
+        rules = [
+            Rule(ns, group, resource, tuple(sorted(v)), names)
+            for (ns, group, resource, names), v in verbs.items()
+        ]
         return sorted(rules, key=_rule_order)
 
 
@@ -186,9 +206,13 @@ def template_kinds(schedule: TidalSchedule) -> list[TemplateKind]:
             policy = change.swap.manifest if change.swap is not None else change.patch
             for selector in _selectors_of(policy):
                 namespace = selector.get("namespace") or change.policy_namespace
-                kinds.append(TemplateKind(group_of(str(selector.get("apiVersion", ""))),
-                                          plural_of(str(selector["kind"])),
-                                          str(namespace) if namespace else None))
+                kinds.append(
+                    TemplateKind(
+                        group_of(str(selector.get("apiVersion", ""))),
+                        plural_of(str(selector["kind"])),
+                        str(namespace) if namespace else None,
+                    )
+                )
     return kinds
 
 
@@ -199,9 +223,13 @@ def policy_template_kinds(policy: Mapping[str, Any]) -> list[TemplateKind]:
     kinds = []
     for selector in _selectors_of(policy):
         namespace = selector.get("namespace") or own_namespace
-        kinds.append(TemplateKind(group_of(str(selector.get("apiVersion", ""))),
-                                  plural_of(str(selector["kind"])),
-                                  str(namespace) if namespace else None))
+        kinds.append(
+            TemplateKind(
+                group_of(str(selector.get("apiVersion", ""))),
+                plural_of(str(selector["kind"])),
+                str(namespace) if namespace else None,
+            )
+        )
     return kinds
 
 
@@ -222,8 +250,11 @@ def unknown_template_kinds(schedule: TidalSchedule) -> bool:
 
 
 def _policy_resource(change: PolicyChange) -> str:
-    return ("clusterpropagationpolicies" if change.kind == "ClusterPropagationPolicy"
-            else "propagationpolicies")
+    return (
+        "clusterpropagationpolicies"
+        if change.kind == "ClusterPropagationPolicy"
+        else "propagationpolicies"
+    )
 
 
 def _uses_rebalancers(schedule: TidalSchedule) -> bool:
@@ -253,13 +284,15 @@ def _grant_reads(grants: _Grants, templates: Sequence[TemplateKind]) -> None:
     for template in templates:
         # list by label selector (paged) to resolve a window; patch to touch a wave; get when
         # a wave's binding vanishes, to tell a deleted template from a lost binding
-        grants.add(template.namespace, template.api_group, template.resource,
-                   ("get", "list", "patch"))
+        grants.add(
+            template.namespace, template.api_group, template.resource, ("get", "list", "patch")
+        )
     # Bindings are read cluster-wide: the engine lists them in one call when a selection spans
     # many namespaces, and they hold no secrets (placement and status only).
     grants.add(None, WORK_GROUP, "resourcebindings", ("list", "watch"))
-    if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS
-           for t in templates):
+    if any(
+        t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS for t in templates
+    ):
         # a template kind that may be cluster-scoped gets a ClusterResourceBinding
         grants.add(None, WORK_GROUP, "clusterresourcebindings", ("list", "watch"))
     # listed, and watched by the daemon's shared cache (one watch for all its switches)
@@ -270,9 +303,13 @@ def _grant_reads(grants: _Grants, templates: Sequence[TemplateKind]) -> None:
         grants.add(None, RIC_GROUP, RIC_PLURAL, ("list",))
 
 
-def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
-                 lease_name: str = "tidal-leader",
-                 extra_templates: Sequence[TemplateKind] = ()) -> list[Rule]:
+def derive_rules(
+    schedules: Sequence[TidalSchedule],
+    *,
+    state_namespace: str,
+    lease_name: str = "tidal-leader",
+    extra_templates: Sequence[TemplateKind] = (),
+) -> list[Rule]:
     """Every rule tidal needs in the Karmada apiserver to run these schedules."""
     grants = _Grants()
     templates: list[TemplateKind] = list(extra_templates)
@@ -288,15 +325,24 @@ def derive_rules(schedules: Sequence[TidalSchedule], *, state_namespace: str,
         # one per wave (never reused: the trigger time is its creationTimestamp); read back
         # for the per-workload results when a wave fails; deleted when the run ends (the TTL
         # is only the safety net). Names are made per run, so resourceNames cannot narrow it.
-        grants.add(None, "apps.karmada.io", "workloadrebalancers",
-                   ("create", "get", "delete", "deletecollection"))
+        grants.add(
+            None,
+            "apps.karmada.io",
+            "workloadrebalancers",
+            ("create", "get", "delete", "deletecollection"),
+        )
     # the daemon's own objects: run state, leader Lease, Events
     grants.add(state_namespace, "", "configmaps", ("create", "get", "list", "update"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("create",))
     # the leader Lease, and each schedule's run lock (shared by the daemon and `tidal switch`)
     run_locks = tuple(f"tidal-run-{s.metadata.name}" for s in schedules)
-    grants.add(state_namespace, "coordination.k8s.io", "leases", ("get", "update"),
-               (lease_name, *run_locks))
+    grants.add(
+        state_namespace,
+        "coordination.k8s.io",
+        "leases",
+        ("get", "update"),
+        (lease_name, *run_locks),
+    )
     for namespace in sorted(event_namespaces):
         grants.add(namespace, "", "events", ("create",))
     # the sweep of leftovers (the daemon's and `tidal cleanup`): bridge marks and temporary
@@ -321,8 +367,9 @@ def _grant_overrides(grants: _Grants, templates: Sequence[TemplateKind]) -> None
     verbs = ("create", "delete", "deletecollection", "get", "update")
     for namespace in sorted({t.namespace for t in templates}, key=lambda n: n or ""):
         grants.add(namespace, POLICY_GROUP, "overridepolicies", verbs)
-    if any(t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS
-           for t in templates):
+    if any(
+        t.namespace is None and (t.api_group, t.resource) not in NAMESPACED_KINDS for t in templates
+    ):
         grants.add(None, POLICY_GROUP, "clusteroverridepolicies", verbs)
     for resource in ("overridepolicies", "clusteroverridepolicies"):
         grants.add(None, POLICY_GROUP, resource, ("list",))
@@ -337,9 +384,17 @@ def rbac_manifests(rules: Sequence[Rule], *, name: str, subject: Subject) -> lis
     per namespace for the namespaced ones (plus the ServiceAccount when that is the subject)."""
     out: list[dict[str, Any]] = []
     if subject.kind == "ServiceAccount":
-        out.append({"apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": subject.name, "namespace": subject.namespace,
-                                 "labels": _labels()}})
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {
+                    "name": subject.name,
+                    "namespace": subject.namespace,
+                    "labels": _labels(),
+                },
+            }
+        )
     cluster_rules = [r for r in rules if r.namespace is None]
     by_namespace: dict[str, list[Rule]] = defaultdict(list)
     for rule in rules:
@@ -347,20 +402,42 @@ def rbac_manifests(rules: Sequence[Rule], *, name: str, subject: Subject) -> lis
             by_namespace[rule.namespace].append(rule)
     role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": name}
     if cluster_rules:
-        out.append({"apiVersion": RBAC_API, "kind": "ClusterRole",
-                    "metadata": {"name": name, "labels": _labels()},
-                    "rules": [r.to_manifest() for r in cluster_rules]})
-        out.append({"apiVersion": RBAC_API, "kind": "ClusterRoleBinding",
-                    "metadata": {"name": name, "labels": _labels()},
-                    "roleRef": {**role_ref, "kind": "ClusterRole"},
-                    "subjects": [subject.to_manifest()]})
+        out.append(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": _labels()},
+                "rules": [r.to_manifest() for r in cluster_rules],
+            }
+        )
+        out.append(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name, "labels": _labels()},
+                "roleRef": {**role_ref, "kind": "ClusterRole"},
+                "subjects": [subject.to_manifest()],
+            }
+        )
     for namespace in sorted(by_namespace):
         metadata = {"name": name, "namespace": namespace, "labels": _labels()}
-        out.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata,
-                    "rules": [r.to_manifest() for r in by_namespace[namespace]]})
-        out.append({"apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": dict(metadata),
-                    "roleRef": {**role_ref, "kind": "Role"},
-                    "subjects": [subject.to_manifest()]})
+        out.append(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "Role",
+                "metadata": metadata,
+                "rules": [r.to_manifest() for r in by_namespace[namespace]],
+            }
+        )
+        out.append(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "RoleBinding",
+                "metadata": dict(metadata),
+                "roleRef": {**role_ref, "kind": "Role"},
+                "subjects": [subject.to_manifest()],
+            }
+        )
     return out
 
 
@@ -374,6 +451,13 @@ def rules_from_manifests(manifests: Iterable[Mapping[str, Any]]) -> list[Rule]:
         for rule in obj.get("rules", []):
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
-                    rules.append(Rule(namespace, group, resource, tuple(rule["verbs"]),
-                                      tuple(rule.get("resourceNames", ()))))
+                    rules.append(
+                        Rule(
+                            namespace,
+                            group,
+                            resource,
+                            tuple(rule["verbs"]),
+                            tuple(rule.get("resourceNames", ())),
+                        )
+                    )
     return rules

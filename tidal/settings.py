@@ -34,8 +34,10 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 def _object_name(value: str, pattern: re.Pattern[str], form: str) -> str:
     if not pattern.match(value):
-        raise ValueError(f"expected {form} (lowercase letters, digits and '-', starting and "
-                         "ending with a letter or digit), e.g. tidal-system")
+        raise ValueError(
+            f"expected {form} (lowercase letters, digits and '-', starting and "
+            "ending with a letter or digit), e.g. tidal-system"
+        )
     return value
 
 
@@ -61,12 +63,14 @@ class LeaderElectionSettings(BaseModel):
 
     @model_validator(mode="after")
     def _timings(self) -> LeaderElectionSettings:
-        if not (self.retry_period_seconds < self.renew_deadline_seconds
-                < self.lease_duration_seconds):
+        if not (
+            self.retry_period_seconds < self.renew_deadline_seconds < self.lease_duration_seconds
+        ):
             raise ValueError(
                 "expected RETRY_PERIOD_SECONDS < RENEW_DEADLINE_SECONDS < LEASE_DURATION_SECONDS"
                 f" (got {self.retry_period_seconds:g} < {self.renew_deadline_seconds:g} < "
-                f"{self.lease_duration_seconds:g})")
+                f"{self.lease_duration_seconds:g})"
+            )
         return self
 
 
@@ -130,8 +134,10 @@ class CommandApiSettings(BaseModel):
     @model_validator(mode="after")
     def _token(self) -> CommandApiSettings:
         if self.enabled and self.token_file is None:
-            raise ValueError("the command API needs a bearer token: set TOKEN_FILE to a file "
-                             "holding it (the chart mounts its Secret), or ENABLED=false")
+            raise ValueError(
+                "the command API needs a bearer token: set TOKEN_FILE to a file "
+                "holding it (the chart mounts its Secret), or ENABLED=false"
+            )
         return self
 
 
@@ -182,8 +188,10 @@ class EstimatorSettings(BaseModel):
     @model_validator(mode="after")
     def _bound(self) -> EstimatorSettings:
         if self.stale_seconds < self.refresh_seconds:
-            raise ValueError("expected STALE_SECONDS >= REFRESH_SECONDS (got "
-                             f"{self.stale_seconds:g} < {self.refresh_seconds:g})")
+            raise ValueError(
+                "expected STALE_SECONDS >= REFRESH_SECONDS (got "
+                f"{self.stale_seconds:g} < {self.refresh_seconds:g})"
+            )
         return self
 
 
@@ -191,7 +199,10 @@ class Settings(BaseSettings):
     """Everything tidal can be told; a flag overrides its TIDAL_* variable."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TIDAL_", env_nested_delimiter="__", extra="forbid", validate_default=True,
+        env_prefix="TIDAL_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
         allow_inf_nan=False,
     )
 
@@ -205,8 +216,9 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     state_namespace: str = "tidal-system"
-    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
-                          min_length=1)
+    identity: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}", min_length=1
+    )
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     sweeper: SweeperSettings = SweeperSettings()
@@ -215,10 +227,10 @@ class Settings(BaseSettings):
     # swap manifests are checked against their schemas when set (TIDAL_KARMADA_CRDS).
     karmada_crds: Path | None = None
     # kubectl's own variables, not TIDAL_*: see kubeconfig_sources()
-    kubeconfig_env: str = Field("", validation_alias=AliasChoices("KUBECONFIG",
-                                                                  "kubeconfig_env"))
-    kubernetes_service_host: str = Field("", validation_alias=AliasChoices(
-        "KUBERNETES_SERVICE_HOST", "kubernetes_service_host"))
+    kubeconfig_env: str = Field("", validation_alias=AliasChoices("KUBECONFIG", "kubeconfig_env"))
+    kubernetes_service_host: str = Field(
+        "", validation_alias=AliasChoices("KUBERNETES_SERVICE_HOST", "kubernetes_service_host")
+    )
     # the terminal's COLUMNS (as `ls` and kubectl honour it): the width of tidal's tables
     columns_env: str = Field("", validation_alias=AliasChoices("COLUMNS", "columns_env"))
 
@@ -231,8 +243,10 @@ class Settings(BaseSettings):
     def kubeconfig_sources(self) -> KubeconfigSources:
         """Where the access layer looks for a kubeconfig when `kubeconfig` is not set."""
         listed = tuple(p for p in self.kubeconfig_env.split(os.pathsep) if p)
-        return KubeconfigSources(listed, bool(self.kubernetes_service_host),
-                                 Path.home() / ".kube" / "config")
+        return KubeconfigSources(
+            listed, bool(self.kubernetes_service_host), Path.home() / ".kube" / "config"
+        )
+
     api: ApiSettings = ApiSettings()
     estimator: EstimatorSettings = EstimatorSettings()
     commands: CommandApiSettings = CommandApiSettings()
@@ -247,8 +261,10 @@ class Settings(BaseSettings):
         try:
             return str(ipaddress.ip_address(value))
         except ValueError:
-            raise ValueError("expected an IP address to listen on, e.g. 0.0.0.0 (every "
-                             "interface) or 127.0.0.1 (this host only)") from None
+            raise ValueError(
+                "expected an IP address to listen on, e.g. 0.0.0.0 (every "
+                "interface) or 127.0.0.1 (this host only)"
+            ) from None
 
     @field_validator("state_namespace")
     @classmethod
@@ -268,8 +284,10 @@ def load_settings(**overrides: object) -> Settings:
     except SourceError as exc:  # a nested group given as one variable that is not JSON
         field = str(exc).split('field "', 1)[-1].split('"', 1)[0]
         name = "TIDAL_" + field.upper()
-        raise SettingsError(f"setting {name}: expected a JSON object, or set its fields one by "
-                            f"one as {name}__<FIELD>") from None
+        raise SettingsError(
+            f"setting {name}: expected a JSON object, or set its fields one by "
+            f"one as {name}__<FIELD>"
+        ) from None
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

@@ -52,16 +52,30 @@ def resolve_today() -> dict[str, str]:
     """name -> version that a fresh, unconstrained install would get now."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
-                   "--ignore-installed", "--report", str(report),
-                   "-e", f"{ROOT}[test,bench]", "-e", str(ROOT / "sim")]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            "-e",
+            f"{ROOT}[test,bench]",
+            "-e",
+            str(ROOT / "sim"),
+        ]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SystemExit(f"constraints: pip could not resolve the project: {tail}")
         data = json.loads(report.read_text())
-    found = {canonical(item["metadata"]["name"]): item["metadata"]["version"]
-             for item in data.get("install", [])}
+    found = {
+        canonical(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in data.get("install", [])
+    }
     return {name: version for name, version in found.items() if name not in OWN}
 
 
@@ -79,8 +93,11 @@ def behind(pins: dict[str, str], today: dict[str, str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.constraints", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.constraints",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("action", choices=["check", "refresh"])
     args = parser.parse_args(argv)
     today = resolve_today()
@@ -93,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(f"constraints: {line}")
     if lines:
-        print(f"constraints: {len(lines)} pin(s) behind; run `python -m tools.constraints "
-              "refresh`, then the suite")
+        print(
+            f"constraints: {len(lines)} pin(s) behind; run `python -m tools.constraints "
+            "refresh`, then the suite"
+        )
         return 1
     print("constraints: every pin is what a fresh install gets today")
     return 0

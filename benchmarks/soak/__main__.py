@@ -10,8 +10,9 @@ from benchmarks.soak.runner import run_soak
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak",
-                                     description="chaos soak of two tidal daemons")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.soak", description="chaos soak of two tidal daemons"
+    )
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=1)

@@ -22,15 +22,24 @@ from benchmarks.soak.scenario import (
     schedule_text,
 )
 
-API_RESOURCES = ("clusterpropagationpolicies", "deployments", "resourcebindings",
-                 "workloadrebalancers", "configmaps", "leases", "clusters", "*")
+API_RESOURCES = (
+    "clusterpropagationpolicies",
+    "deployments",
+    "resourcebindings",
+    "workloadrebalancers",
+    "configmaps",
+    "leases",
+    "clusters",
+    "*",
+)
 STOP_SECONDS = 6.0  # past the 4 s lease: the standby takes over while the leader is frozen
 LONG_RETRY_AFTER = 10  # seconds: longer than the lease
 
 
 class Chaos:
-    def __init__(self, emu: Any, fleet: Fleet, schedules: Path, seed: int,
-                 leader: Callable[[], str | None]) -> None:
+    def __init__(
+        self, emu: Any, fleet: Fleet, schedules: Path, seed: int, leader: Callable[[], str | None]
+    ) -> None:
         self.emu, self.fleet, self.schedules = emu, fleet, schedules
         self.random = random.Random(seed)
         self.leader = leader
@@ -43,12 +52,18 @@ class Chaos:
     # -- the loop's two calls ----------------------------------------------------------------
     def act(self) -> str:
         actions: list[tuple[str, Callable[[], str | None], int]] = [
-            ("api_500", self._api_500, 3), ("api_429", self._api_429, 3),
-            ("api_409", self._api_409, 3), ("latency", self._latency, 2),
-            ("drop_watch", self._drop_watch, 2), ("watch_410", self._watch_410, 1),
-            ("cluster_notready", self._cluster_notready, 2), ("pods_fail", self._pods_fail, 3),
-            ("sigkill_leader", self._kill_leader, 1), ("sigstop_leader", self._stop_leader, 1),
-            ("schedule_edit", self._good_edit, 1), ("schedule_broken", self._broken_edit, 1),
+            ("api_500", self._api_500, 3),
+            ("api_429", self._api_429, 3),
+            ("api_409", self._api_409, 3),
+            ("latency", self._latency, 2),
+            ("drop_watch", self._drop_watch, 2),
+            ("watch_410", self._watch_410, 1),
+            ("cluster_notready", self._cluster_notready, 2),
+            ("pods_fail", self._pods_fail, 3),
+            ("sigkill_leader", self._kill_leader, 1),
+            ("sigstop_leader", self._stop_leader, 1),
+            ("schedule_edit", self._good_edit, 1),
+            ("schedule_broken", self._broken_edit, 1),
             ("scale_past_capacity", self._scale_up, 2),
         ]
         names = [a[0] for a in actions]
@@ -87,34 +102,55 @@ class Chaos:
         return f"{spec.get('verb', '*')} {spec.get('resource', '*')}"
 
     def _api_500(self) -> str:
-        return self._api_fault(type="error", verb=self.random.choice(
-            ["get", "list", "patch", "update", "create", "delete", "*"]),
-            resource=self.random.choice(API_RESOURCES), probability=0.3, count=6)
+        return self._api_fault(
+            type="error",
+            verb=self.random.choice(["get", "list", "patch", "update", "create", "delete", "*"]),
+            resource=self.random.choice(API_RESOURCES),
+            probability=0.3,
+            count=6,
+        )
 
     def _api_429(self) -> str:
         # Mostly short waits; now and then one longer than the 4 s lease, so a leader whose
         # write is throttled must give up that write rather than land it after a failover.
         retry_after = self.random.choice([1, 1, 2, LONG_RETRY_AFTER])
         self.long_retry_after += retry_after == LONG_RETRY_AFTER
-        detail = self._api_fault(type="throttle", verb=self.random.choice(["patch", "list", "*"]),
-                                 resource=self.random.choice(API_RESOURCES),
-                                 retry_after=retry_after, probability=0.5, count=4)
+        detail = self._api_fault(
+            type="throttle",
+            verb=self.random.choice(["patch", "list", "*"]),
+            resource=self.random.choice(API_RESOURCES),
+            retry_after=retry_after,
+            probability=0.5,
+            count=4,
+        )
         return f"{detail} Retry-After {retry_after}s"
 
     def _api_409(self) -> str:
-        return self._api_fault(type="conflict", verb=self.random.choice(["patch", "update"]),
-                               resource=self.random.choice(API_RESOURCES), probability=0.5,
-                               count=3)
+        return self._api_fault(
+            type="conflict",
+            verb=self.random.choice(["patch", "update"]),
+            resource=self.random.choice(API_RESOURCES),
+            probability=0.5,
+            count=3,
+        )
 
     def _latency(self) -> str:
-        return self._api_fault(type="latency", verb="*",
-                               resource=self.random.choice(API_RESOURCES),
-                               seconds=round(self.random.uniform(0.2, 1.5), 2),
-                               probability=0.5, count=10)
+        return self._api_fault(
+            type="latency",
+            verb="*",
+            resource=self.random.choice(API_RESOURCES),
+            seconds=round(self.random.uniform(0.2, 1.5), 2),
+            probability=0.5,
+            count=10,
+        )
 
     def _drop_watch(self) -> str:
-        self.emu.faults.inject(type="drop-watch", resource=self.random.choice(
-            ["resourcebindings", "leases", "*"]), count=1, seconds=1.0)
+        self.emu.faults.inject(
+            type="drop-watch",
+            resource=self.random.choice(["resourcebindings", "leases", "*"]),
+            count=1,
+            seconds=1.0,
+        )
         return "open watches cut"
 
     def _watch_410(self) -> str:
@@ -149,8 +185,7 @@ class Chaos:
         rtype = self.emu.kinds.by_kind("apps/v1", "Deployment")
 
         def scale(replicas: int) -> None:
-            self.emu.store.mutate(rtype, NS, name,
-                                  lambda o: o["spec"].update(replicas=replicas))
+            self.emu.store.mutate(rtype, NS, name, lambda o: o["spec"].update(replicas=replicas))
 
         seconds = self.random.uniform(8, 25)
         delay = 0.0

@@ -29,8 +29,16 @@ from tidal.engine.gates import ready_by_cluster
 from tidal_sim.store import Gone, Store, WatchEvent
 
 Obj = dict[str, Any]
-WATCHED = {"configmaps", "leases", "resourcebindings", "deployments", "workloadrebalancers",
-           "clusterpropagationpolicies", "clusters", "overridepolicies"}
+WATCHED = {
+    "configmaps",
+    "leases",
+    "resourcebindings",
+    "deployments",
+    "workloadrebalancers",
+    "clusterpropagationpolicies",
+    "clusters",
+    "overridepolicies",
+}
 SWEEP_SECONDS = float(daemon_env("x")["TIDAL_SWEEPER__INTERVAL_SECONDS"])
 CAP_GRACE_SECONDS = 15.0  # a move scheduled before its override is re-fitted (one settle pass)
 LEADER_LEASE = "tidal-leader"
@@ -41,8 +49,11 @@ LEASE_SECONDS = float(daemon_env("x")["TIDAL_LEADER_ELECTION__LEASE_DURATION_SEC
 
 
 def _assigned(binding: Obj) -> dict[str, int]:
-    return {c["name"]: int(c.get("replicas") or 0)
-            for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")}
+    return {
+        c["name"]: int(c.get("replicas") or 0)
+        for c in (binding.get("spec") or {}).get("clusters") or []
+        if c.get("name")
+    }
 
 
 def _where(assigned: dict[str, int]) -> frozenset[str]:
@@ -62,7 +73,8 @@ def _rescheduled_for_replicas(old: dict[str, int], binding: Obj) -> bool:
 
 def _in_wave(state: Obj) -> bool:
     return state.get("phase") != "done" and any(
-        w.get("startedAt") and not w.get("result") for w in state.get("waves") or [])
+        w.get("startedAt") and not w.get("result") for w in state.get("waves") or []
+    )
 
 
 def _breaches(binding: Obj) -> list[str]:
@@ -153,8 +165,10 @@ class Checker:
         # promise 9; the slack: a sweep of the leader after the interval, and one lease to
         # elect a new leader after a crash
         self.leftovers = LeftoverWatch(
-            SWEEP_SECONDS + 2 * LEASE_SECONDS + 5.0, CAP_GRACE_SECONDS,
-            lambda text: self.violation(text, Promise.LEFTOVERS))
+            SWEEP_SECONDS + 2 * LEASE_SECONDS + 5.0,
+            CAP_GRACE_SECONDS,
+            lambda text: self.violation(text, Promise.LEFTOVERS),
+        )
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> Checker:
@@ -206,10 +220,14 @@ class Checker:
         meta = obj.get("metadata") or {}
         now = time.time() if now is None else now
         self.seen_at.setdefault(event.resource_version, now)
-        if plural == "leases" and meta.get("namespace") == STATE_NS \
-                and meta.get("name") == LEADER_LEASE:
-            holder = None if event.type == "DELETED" else \
-                (obj.get("spec") or {}).get("holderIdentity")
+        if (
+            plural == "leases"
+            and meta.get("namespace") == STATE_NS
+            and meta.get("name") == LEADER_LEASE
+        ):
+            holder = (
+                None if event.type == "DELETED" else (obj.get("spec") or {}).get("holderIdentity")
+            )
             if holder:
                 self.lease_renewals.append(now)
             if not self.leader_history or self.leader_history[-1][1] != holder:
@@ -217,28 +235,38 @@ class Checker:
             if not self.lease_versions or self.lease_versions[-1][1] != holder:
                 self.lease_versions.append((event.resource_version, holder))
         elif plural == "clusters":
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in (obj.get("status") or {}).get("conditions") or [])
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (obj.get("status") or {}).get("conditions") or []
+            )
             (self.not_ready.discard if ready else self.not_ready.add)(str(meta.get("name")))
-        elif plural == "configmaps" and meta.get("namespace") == STATE_NS \
-                and str(meta.get("name", "")).startswith("tidal-sched-") \
-                and event.type != "DELETED":
+        elif (
+            plural == "configmaps"
+            and meta.get("namespace") == STATE_NS
+            and str(meta.get("name", "")).startswith("tidal-sched-")
+            and event.type != "DELETED"
+        ):
             text = (obj.get("data") or {}).get("handled")
             if text:
                 record = json.loads(text)
                 record["schedule"] = str(meta["name"]).removeprefix("tidal-sched-")
                 if not self.handled or self.handled[-1] != record:
                     self.handled.append(record)
-        elif plural == "configmaps" and meta.get("namespace") == STATE_NS \
-                and str(meta.get("name", "")).startswith("tidal-run-") and event.type != "DELETED":
+        elif (
+            plural == "configmaps"
+            and meta.get("namespace") == STATE_NS
+            and str(meta.get("name", "")).startswith("tidal-run-")
+            and event.type != "DELETED"
+        ):
             text = (obj.get("data") or {}).get("run")
             if text:
                 self._on_run_state(json.loads(text), now, event.resource_version)
                 self.leftovers.on_run_state(json.loads(text), now)
         elif plural == "resourcebindings" and meta.get("namespace") == NS:
             self._on_binding(event, now)
-            self.leftovers.on_binding(_workload_of_binding(obj),
-                                      None if event.type == "DELETED" else obj, now)
+            self.leftovers.on_binding(
+                _workload_of_binding(obj), None if event.type == "DELETED" else obj, now
+            )
         elif plural == "overridepolicies" and meta.get("namespace") == NS:
             self.leftovers.on_override(event.type, obj, now)
         elif plural == "deployments" and meta.get("namespace") == NS:
@@ -252,11 +280,16 @@ class Checker:
         track = self.runs.get(run_id)
         if track is None:
             previous = self.runs.get(self.current_run.get(schedule, ""))
-            if previous is not None and previous.last.get("phase") != "done" \
-                    and not _never_acted(previous.last):
-                self.violation(f"{schedule}: run {run_id} started while run {previous.run_id} "
-                               f"was unfinished (phase {previous.last.get('phase')})",
-                               Promise.RESUME)
+            if (
+                previous is not None
+                and previous.last.get("phase") != "done"
+                and not _never_acted(previous.last)
+            ):
+                self.violation(
+                    f"{schedule}: run {run_id} started while run {previous.run_id} "
+                    f"was unfinished (phase {previous.last.get('phase')})",
+                    Promise.RESUME,
+                )
             track = self.runs[run_id] = RunTrack(schedule, run_id, state["window"], now)
             self.current_run[schedule] = run_id
         before = track.last
@@ -270,16 +303,24 @@ class Checker:
                 continue
             prev = waves[i - 1]
             if prev.get("result") != "succeeded":
-                self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
-                               f"wave {prev['index']} was {prev.get('result') or 'unfinished'}",
-                               Promise.FLOORS)
+                self.violation(
+                    f"{schedule} run {run_id}: wave {wave['index']} started while "
+                    f"wave {prev['index']} was {prev.get('result') or 'unfinished'}",
+                    Promise.FLOORS,
+                )
                 continue
-            behind = [w for w in prev.get("workloads", []) if not self._converged(w)
-                      and not self._scaled(w)]
+            behind = [
+                w
+                for w in prev.get("workloads", [])
+                if not self._converged(w) and not self._scaled(w)
+            ]
             if behind:
-                self.violation(f"{schedule} run {run_id}: wave {wave['index']} started while "
-                               f"{', '.join(sorted(behind))} of wave {prev['index']} had not "
-                               "converged", Promise.FLOORS)
+                self.violation(
+                    f"{schedule} run {run_id}: wave {wave['index']} started while "
+                    f"{', '.join(sorted(behind))} of wave {prev['index']} had not "
+                    "converged",
+                    Promise.FLOORS,
+                )
 
     def _scaled(self, workload: str) -> bool:
         """Scaled by the chaos since (its convergence is then the floors' business)."""
@@ -343,12 +384,17 @@ class Checker:
             return
         key = f"{NS}/Deployment/{name}"
         field_ = "rollbackTriggered" if run.last.get("phase") == "rollback" else "triggered"
-        recorded = [w for w in run.last.get("waves") or []
-                    if key in (w.get("workloads") or []) and name in (w.get(field_) or [])]
+        recorded = [
+            w
+            for w in run.last.get("waves") or []
+            if key in (w.get("workloads") or []) and name in (w.get(field_) or [])
+        ]
         if recorded:
-            self.violation(f"{run.schedule} run {run_id}: {name} touched again after wave "
-                           f"{recorded[0]['index']} recorded its touch ({field_})",
-                           Promise.RESUME)
+            self.violation(
+                f"{run.schedule} run {run_id}: {name} touched again after wave "
+                f"{recorded[0]['index']} recorded its touch ({field_})",
+                Promise.RESUME,
+            )
         else:
             self.retouches += 1
 
@@ -360,8 +406,10 @@ class Checker:
         key = f"{NS}/Deployment/{name}"
         label = f"{run.schedule} run {run.run_id}"
         if into & self.not_ready:
-            self.violation(f"{label}: {name} moved into NotReady "
-                           f"{sorted(into & self.not_ready)}", Promise.FLOORS)
+            self.violation(
+                f"{label}: {name} moved into NotReady {sorted(into & self.not_ready)}",
+                Promise.FLOORS,
+            )
         if self.not_ready:
             return  # Karmada reschedules on its own then (filtered clusters)
         waves = state.get("waves") or []
@@ -372,18 +420,32 @@ class Checker:
             # A wave never triggered is moved back only where Karmada moved it (a user's
             # scale): then the rollback's own touch of that template comes first.
             touched = name in self.touched_back[run.run_id]
-            owners = [w for w in waves if key in (w.get("workloads") or []) and (
-                w.get("triggered") or w.get("rebalancers") or w.get("rollbackTriggered")
-                or touched)]
+            owners = [
+                w
+                for w in waves
+                if key in (w.get("workloads") or [])
+                and (
+                    w.get("triggered")
+                    or w.get("rebalancers")
+                    or w.get("rollbackTriggered")
+                    or touched
+                )
+            ]
         else:
-            owners = [w for w in waves if w.get("startedAt") and not w.get("result")
-                      and key in (w.get("workloads") or [])]
+            owners = [
+                w
+                for w in waves
+                if w.get("startedAt") and not w.get("result") and key in (w.get("workloads") or [])
+            ]
         if owners:
             run.moves_by_wave[int(owners[0]["index"])] += 1
             self.moves_in_rollback += rollback
         elif state.get("phase") in ("waves", "rollback"):
-            self.violation(f"{label}: {name} moved while no wave listing it was in flight "
-                           f"(phase {state.get('phase')})", Promise.FLOORS)
+            self.violation(
+                f"{label}: {name} moved while no wave listing it was in flight "
+                f"(phase {state.get('phase')})",
+                Promise.FLOORS,
+            )
 
     # -- checks at the end -------------------------------------------------------------------
     def leader_at(self, t: float) -> set[str | None]:
@@ -398,14 +460,16 @@ class Checker:
         """Every acting write came from the Lease holder, or was the one write in flight of a
         worker of a replica just deposed (benchmarks.soak.writers); returns writes seen."""
         self.writers = check_writers(
-            records, self.lease, lambda text: self.violation(text, Promise.SINGLE_WRITER),
-            self.seen_at)
+            records,
+            self.lease,
+            lambda text: self.violation(text, Promise.SINGLE_WRITER),
+            self.seen_at,
+        )
         return self.writers.writes
 
     def check_scope(self, records: list[Any]) -> int:
         """The daemons write only what the schedules name; returns writes checked."""
-        self.scope_checked = check_scope(records,
-                                         lambda text: self.violation(text, Promise.SCOPE))
+        self.scope_checked = check_scope(records, lambda text: self.violation(text, Promise.SCOPE))
         return self.scope_checked
 
     def led(self, start: float, end: float | None) -> bool:
@@ -413,10 +477,12 @@ class Checker:
         stop = end if end is not None else float("inf")
         return any(r <= stop and r + LEASE_SECONDS > start for r in self.lease_renewals)
 
-    def check_runs(self, metrics_breaches: float | None,
-                   metrics_wave_failures: float | None = None,
-                   scraped_after: Callable[[float, int | None], bool] = lambda t, v: True
-                   ) -> None:
+    def check_runs(
+        self,
+        metrics_breaches: float | None,
+        metrics_wave_failures: float | None = None,
+        scraped_after: Callable[[float, int | None], bool] = lambda t, v: True,
+    ) -> None:
         """Each run ended, moved nothing twice, and failed loudly when a floor broke while a
         replica led (a breach that came and went while no replica held a live Lease is
         seen by none): a wave failed by the breach raises the floor metric; one that failed
@@ -428,11 +494,15 @@ class Checker:
             label = f"{track.schedule} run {track.run_id} ({track.window})"
             if state.get("phase") != "done" or state.get("result") not in FINAL_RESULTS:
                 if not _never_acted(state):
-                    self.violation(f"{label} did not end: phase {state.get('phase')}, result "
-                                   f"{state.get('result')}", Promise.RESUME)
+                    self.violation(
+                        f"{label} did not end: phase {state.get('phase')}, result "
+                        f"{state.get('result')}",
+                        Promise.RESUME,
+                    )
                 continue
             rolled = state.get("result") == "rolledBack" or any(
-                w.get("rollbackTriggered") or w.get("rolledBack") for w in state.get("waves") or [])
+                w.get("rollbackTriggered") or w.get("rolledBack") for w in state.get("waves") or []
+            )
             allowed = 2 if rolled else 1  # there and back, even when the rollback then failed
             twice = {w: n for w, n in track.moves.items() if n > allowed}
             if twice:
@@ -440,10 +510,16 @@ class Checker:
             breaches = [b for b in track.breaches if self.led(b.start, b.end)]
             self.breaches_unled += track.floor_breaches - len(breaches)
             if breaches and state.get("result") == "succeeded":
-                self.violation(f"{label}: {len(breaches)} floor breach(es) and yet "
-                               "the run succeeded (a silent breach)", Promise.FLOORS)
-            elif breaches and track.failed_at is not None and \
-                    not scraped_after(track.failed_at, track.failed_version):
+                self.violation(
+                    f"{label}: {len(breaches)} floor breach(es) and yet "
+                    "the run succeeded (a silent breach)",
+                    Promise.FLOORS,
+                )
+            elif (
+                breaches
+                and track.failed_at is not None
+                and not scraped_after(track.failed_at, track.failed_version)
+            ):
                 self.metrics_unverified += len(breaches)
             elif breaches:
                 reasons = [str(w.get("reason") or "") for w in state.get("waves") or []]
@@ -453,11 +529,16 @@ class Checker:
                     by_other += len(breaches)
         self.metrics_checked = by_floor + by_other
         if by_floor and not metrics_breaches:
-            self.violation(f"{by_floor} floor breach(es) failed waves, "
-                           "tidal_floor_breaches_total stayed 0", Promise.FLOORS)
+            self.violation(
+                f"{by_floor} floor breach(es) failed waves, tidal_floor_breaches_total stayed 0",
+                Promise.FLOORS,
+            )
         if by_other and not metrics_wave_failures:
-            self.violation(f"{by_other} floor breach(es) in waves that failed otherwise, "
-                           "tidal_wave_failures_total stayed 0", Promise.FLOORS)
+            self.violation(
+                f"{by_other} floor breach(es) in waves that failed otherwise, "
+                "tidal_wave_failures_total stayed 0",
+                Promise.FLOORS,
+            )
 
     def check_starts(self, first: float, last: float) -> int:
         """Each window start in (first, last) ran exactly once (one run id made for it: a
@@ -472,27 +553,40 @@ class Checker:
             for team in TEAMS:
                 checked += 1
                 label = f"{team.schedule} {window} start {at}"
-                records = [h for h in self.handled if h["schedule"] == team.schedule
-                           and str(h.get("at", "")).startswith(stamp)]
-                journalled = {r.run_id for r in self.runs.values()
-                              if r.schedule == team.schedule and r.run_id.endswith(at)}
-                ended = {str(h["runId"]) for h in records
-                         if h.get("outcome") in FINAL_RESULTS and h.get("runId")}
+                records = [
+                    h
+                    for h in self.handled
+                    if h["schedule"] == team.schedule and str(h.get("at", "")).startswith(stamp)
+                ]
+                journalled = {
+                    r.run_id
+                    for r in self.runs.values()
+                    if r.schedule == team.schedule and r.run_id.endswith(at)
+                }
+                ended = {
+                    str(h["runId"])
+                    for h in records
+                    if h.get("outcome") in FINAL_RESULTS and h.get("runId")
+                }
                 runs = journalled | ended
                 if len(runs) > 1:
-                    self.violation(f"{label} ran {len(runs)} times: {sorted(runs)}",
-                                   Promise.WINDOWS)
+                    self.violation(
+                        f"{label} ran {len(runs)} times: {sorted(runs)}", Promise.WINDOWS
+                    )
                     continue
                 if runs:
                     self.starts["ran" if journalled else "ran (nothing to move)"] += 1
                     continue
                 not_run = [h for h in records if h.get("outcome") in NOT_RUN]
                 if not not_run:
-                    self.violation(f"{label} neither ran nor was recorded as not run",
-                                   Promise.WINDOWS)
+                    self.violation(
+                        f"{label} neither ran nor was recorded as not run", Promise.WINDOWS
+                    )
                 elif not any(h.get("reason") for h in not_run):
-                    self.violation(f"{label} recorded {not_run[-1].get('outcome')} without "
-                                   "a reason", Promise.WINDOWS)
+                    self.violation(
+                        f"{label} recorded {not_run[-1].get('outcome')} without a reason",
+                        Promise.WINDOWS,
+                    )
                 else:
                     self.starts[str(not_run[-1].get("outcome"))] += 1
             minute += 60
@@ -512,5 +606,6 @@ class Checker:
 
 def _never_acted(state: Obj) -> bool:
     """A run that was claimed but did nothing yet (the daemon may restart such a run)."""
-    return not any(p.get("applied") for p in state.get("policies") or []) \
-        and not any(w.get("startedAt") for w in state.get("waves") or [])
+    return not any(p.get("applied") for p in state.get("policies") or []) and not any(
+        w.get("startedAt") for w in state.get("waves") or []
+    )

@@ -100,9 +100,24 @@ class Fleet:
         log = self.log_path(who).open("ab")
         offset = log.tell()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tidal", "run", "--schedules", str(self.schedules),
-             "--kubeconfig", str(kubeconfig), "--port", "0", "--identity", who],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
+            [
+                sys.executable,
+                "-m",
+                "tidal",
+                "run",
+                "--schedules",
+                str(self.schedules),
+                "--kubeconfig",
+                str(kubeconfig),
+                "--port",
+                "0",
+                "--identity",
+                who,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         log.close()
         inc = Incarnation(who, proc, time.time(), log_offset=offset)
         self.current[who] = inc
@@ -167,8 +182,9 @@ class Fleet:
             port = self._port(inc)
             if port and time.time() - inc.started > 2:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                                timeout=2) as resp:
+                    with urllib.request.urlopen(
+                        f"http://127.0.0.1:{port}/metrics", timeout=2
+                    ) as resp:
                         inc.metrics = parse_metrics(resp.read().decode())
                         inc.metrics_at = time.time()
                 except OSError:
@@ -178,8 +194,13 @@ class Fleet:
         """The process of `who` alive at `t` (every one, without `who`) had its /metrics read
         after `t`: a counter raised by a process killed before its next scrape is lost to any
         scraper, Prometheus too."""
-        alive = [inc for inc in self.history if (who is None or inc.who == who)
-                 and inc.started <= t and (inc.ended is None or inc.ended > t)]
+        alive = [
+            inc
+            for inc in self.history
+            if (who is None or inc.who == who)
+            and inc.started <= t
+            and (inc.ended is None or inc.ended > t)
+        ]
         return all(inc.metrics_at > t for inc in alive)
 
     def metrics_text(self) -> list[str]:
@@ -188,8 +209,9 @@ class Fleet:
             port = self._port(inc)
             if port and inc.proc.poll() is None and not inc.stopped:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                                timeout=2) as resp:
+                    with urllib.request.urlopen(
+                        f"http://127.0.0.1:{port}/metrics", timeout=2
+                    ) as resp:
                         texts.append(resp.read().decode())
                 except OSError:
                     continue

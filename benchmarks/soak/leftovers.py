@@ -64,8 +64,9 @@ class LeftoverWatch:
         if name not in self.overrides:
             self.seen += 1
         selectors = (obj.get("spec") or {}).get("resourceSelectors") or []
-        self.overrides[name] = Override(str(labels.get(RUN_LABEL, "")), _replicas(obj),
-                                        [str(s.get("name")) for s in selectors])
+        self.overrides[name] = Override(
+            str(labels.get(RUN_LABEL, "")), _replicas(obj), [str(s.get("name")) for s in selectors]
+        )
         self._caps(now, [name])
 
     def on_run_state(self, state: Obj, now: float) -> None:
@@ -83,9 +84,11 @@ class LeftoverWatch:
         ended = self.ended.get(override.run_id)
         self.checks += 1
         if ended is not None and now - ended > self.sweep_seconds:
-            self.report(f"override {name} of run {override.run_id} {how} "
-                        f"{now - ended:.0f}s after its run ended (sweep interval "
-                        f"{self.sweep_seconds:g}s)")
+            self.report(
+                f"override {name} of run {override.run_id} {how} "
+                f"{now - ended:.0f}s after its run ended (sweep interval "
+                f"{self.sweep_seconds:g}s)"
+            )
 
     def _caps(self, now: float, names: list[str]) -> None:
         for name in names:
@@ -98,8 +101,9 @@ class LeftoverWatch:
                     continue
                 since = self.capping.setdefault(key, now)
                 if now - since > self.cap_grace_seconds:
-                    self.report(f"override {name} caps {workload} below its spec for "
-                                f"{now - since:.0f}s")
+                    self.report(
+                        f"override {name} caps {workload} below its spec for {now - since:.0f}s"
+                    )
 
     def finish(self, now: float) -> None:
         """At the end of the soak: what is still there, and any cap still held."""
@@ -111,7 +115,10 @@ class LeftoverWatch:
 def _caps(replicas: dict[str, int], binding: Obj) -> bool:
     spec = binding.get("spec") or {}
     wanted = int(spec.get("replicas") or 0)
-    assigned = {str(c.get("name")): int(c.get("replicas") or 0)
-                for c in spec.get("clusters") or [] if c.get("name")}
+    assigned = {
+        str(c.get("name")): int(c.get("replicas") or 0)
+        for c in spec.get("clusters") or []
+        if c.get("name")
+    }
     running = sum(replicas.values()) + sum(n for c, n in assigned.items() if c not in replicas)
     return bool(wanted) and running < wanted

@@ -34,7 +34,7 @@ TITLES: dict[Promise, str] = {
     Promise.SCOPE: "7. only what the schedules name is written",
     Promise.LAZY: "8. a temporary Lazy is taken off again (or kept with its marks)",
     Promise.LEFTOVERS: "9. nothing tidal writes outlives its run by more than the sweep "
-                       "interval; no override caps a workload below its spec",
+    "interval; no override caps a workload below its spec",
     Promise.PROCESS: "memory and sockets flat, clean exit on SIGTERM",
     Promise.CHECKER: "the checker saw every event",
 }

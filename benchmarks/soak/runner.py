@@ -37,8 +37,9 @@ def _no_leftovers(emu: Any, checker: Checker) -> int:
     if wrb is not None:
         items, _rv = store.list(wrb, None, None)
         for item in items:
-            checker.violation(f"WorkloadRebalancer {item['metadata']['name']} left behind",
-                              Promise.RESUME)
+            checker.violation(
+                f"WorkloadRebalancer {item['metadata']['name']} left behind", Promise.RESUME
+            )
     cpp = kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
     assert cpp is not None
     checked = 0
@@ -52,17 +53,24 @@ def _no_leftovers(emu: Any, checker: Checker) -> int:
         marked = LAZY_ADDED_BY in ((policy.get("metadata") or {}).get("annotations") or {})
         result = run.last.get("result")
         # a rollback keeps a Lazy (marked) that still holds unmoved templates, and says so
-        left = any(p.get("name") == team.policy and p.get("lazyAdded")
-                   and not p.get("lazyRestored") for p in run.last.get("policies") or [])
+        left = any(
+            p.get("name") == team.policy and p.get("lazyAdded") and not p.get("lazyRestored")
+            for p in run.last.get("policies") or []
+        )
         if result == "rolledBack" and lazy and marked and left:
             continue
         if result in ("succeeded", "rolledBack") and (lazy or marked):
-            checker.violation(f"{team.policy}: temporary activationPreference Lazy left behind "
-                              f"after run {run.run_id} ({result})", Promise.LAZY)
+            checker.violation(
+                f"{team.policy}: temporary activationPreference Lazy left behind "
+                f"after run {run.run_id} ({result})",
+                Promise.LAZY,
+            )
         elif lazy and not marked:  # a halted run leaves its Lazy, but marked for the next run
-            checker.violation(f"{team.policy}: Lazy without tidal's marks after run "
-                              f"{run.run_id} ({result}): no later run could restore it",
-                              Promise.LAZY)
+            checker.violation(
+                f"{team.policy}: Lazy without tidal's marks after run "
+                f"{run.run_id} ({result}): no later run could restore it",
+                Promise.LAZY,
+            )
     return checked
 
 
@@ -70,8 +78,9 @@ def _no_secrets(emu: Any, fleet: Fleet, checker: Checker, metrics: list[str]) ->
     """The kubeconfig tokens (`sim:<identity>`) appear in no log, metric, Event or state
     object; returns the places scanned."""
     tokens = [f"sim:{who}" for who in IDENTITIES]
-    places: dict[str, str] = {f"log of {who}": fleet.log_path(who).read_text(errors="replace")
-                              for who in IDENTITIES}
+    places: dict[str, str] = {
+        f"log of {who}": fleet.log_path(who).read_text(errors="replace") for who in IDENTITIES
+    }
     places["/metrics"] = "\n".join(metrics)
     for kind, api in (("ConfigMap", "v1"), ("Event", "v1"), ("Lease", "coordination.k8s.io/v1")):
         rtype = emu.kinds.by_kind(api, kind)
@@ -99,11 +108,17 @@ def _flatness(fleet: Fleet, checker: Checker, minutes: float) -> tuple[float, fl
         if span < min(60.0, minutes * 30):
             continue
         if last.rss_mb > first.rss_mb + RSS_GROWTH_MB:
-            checker.violation(f"{inc.who} (pid {inc.proc.pid}) RSS grew {first.rss_mb:.0f} -> "
-                              f"{last.rss_mb:.0f} MB in {span:.0f}s", Promise.PROCESS)
+            checker.violation(
+                f"{inc.who} (pid {inc.proc.pid}) RSS grew {first.rss_mb:.0f} -> "
+                f"{last.rss_mb:.0f} MB in {span:.0f}s",
+                Promise.PROCESS,
+            )
         if last.sockets > first.sockets + SOCKET_GROWTH:
-            checker.violation(f"{inc.who} (pid {inc.proc.pid}) sockets grew {first.sockets} -> "
-                              f"{last.sockets} in {span:.0f}s", Promise.PROCESS)
+            checker.violation(
+                f"{inc.who} (pid {inc.proc.pid}) sockets grew {first.sockets} -> "
+                f"{last.sockets} in {span:.0f}s",
+                Promise.PROCESS,
+            )
     _inc, ready = max(lived, key=lambda pair: pair[1][-1].at - pair[1][0].at)
     first, last = ready[1 if len(ready) > 2 else 0], ready[-1]
     return first.rss_mb, last.rss_mb, first.sockets, last.sockets
@@ -113,17 +128,18 @@ def _evidence(out: Path, checker: Checker, requests: list[Any]) -> None:
     """What the single-writer verdicts rest on, for reading a violation afterwards: every
     acting write (who, what, resourceVersion) and every change of the leader Lease."""
     with (out / "evidence.jsonl").open("w") as fh:
-        for (version, holder), (at, _h) in zip(checker.lease_versions, checker.leader_history,
-                                               strict=False):
-            fh.write(json.dumps({"lease": holder, "resource_version": version, "time": at})
-                     + "\n")
+        for (version, holder), (at, _h) in zip(
+            checker.lease_versions, checker.leader_history, strict=False
+        ):
+            fh.write(json.dumps({"lease": holder, "resource_version": version, "time": at}) + "\n")
         for r in requests:
             if is_acting(r):
                 fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
 
 
-def run_soak(minutes: float, out: Path, seed: int = 1,
-             progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+def run_soak(
+    minutes: float, out: Path, seed: int = 1, progress: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     schedules = out / "schedules"
     schedules.mkdir(exist_ok=True)
@@ -168,8 +184,11 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
             if time.time() >= next_sample:
                 fleet.sample()
                 next_sample = time.time() + SAMPLE_SECONDS
-            if checker.runs and all(r.last.get("phase") == "done" for r in checker.runs.values()) \
-                    and time.time() > end_chaos + 8:
+            if (
+                checker.runs
+                and all(r.last.get("phase") == "done" for r in checker.runs.values())
+                and time.time() > end_chaos + 8
+            ):
                 break
             time.sleep(0.5)
         fleet.sample()
@@ -191,17 +210,20 @@ def run_soak(minutes: float, out: Path, seed: int = 1,
         def scraped_after(t: float, version: int | None) -> bool:
             return fleet.scraped_after(t, state_writer.get(version))
 
-        checker.check_runs(fleet.metric_total("tidal_floor_breaches_total"),
-                           fleet.metric_total("tidal_wave_failures_total"),
-                           scraped_after=scraped_after)
+        checker.check_runs(
+            fleet.metric_total("tidal_floor_breaches_total"),
+            fleet.metric_total("tidal_wave_failures_total"),
+            scraped_after=scraped_after,
+        )
         lazy_checked = _no_leftovers(emu, checker)
         checker.leftovers.finish(time.time())
         secret_places = _no_secrets(emu, fleet, checker, metrics)
         rss_start, rss_end, socks_start, socks_end = _flatness(fleet, checker, minutes)
         for who, code in codes.items():
             if code not in (0, 1):
-                checker.violation(f"{who} did not stop cleanly on SIGTERM (exit {code})",
-                                  Promise.PROCESS)
+                checker.violation(
+                    f"{who} did not stop cleanly on SIGTERM (exit {code})", Promise.PROCESS
+                )
     finally:
         for inc in fleet.current.values():
             if inc.proc.poll() is None:

@@ -45,14 +45,24 @@ CLUSTER_PODS = 100
 
 def _cluster(name: str) -> dict[str, Any]:
     return {
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": {"name": name, "annotations": {
-            "sim.tidal.io/pod-startup-seconds": "2", "sim.tidal.io/termination-seconds": "1"}},
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                "sim.tidal.io/pod-startup-seconds": "2",
+                "sim.tidal.io/termination-seconds": "1",
+            },
+        },
         "spec": {"syncMode": "Push"},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                                   "message": "ok"}],
-                   "resourceSummary": {"allocatable": {"cpu": "1000", "memory": "4Ti",
-                                                       "pods": str(CLUSTER_PODS)}}},
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "ok"}
+            ],
+            "resourceSummary": {
+                "allocatable": {"cpu": "1000", "memory": "4Ti", "pods": str(CLUSTER_PODS)}
+            },
+        },
     }
 
 
@@ -62,31 +72,47 @@ def _weights(weights: dict[str, int]) -> list[dict[str, Any]]:
 
 def _policy(team: Team) -> dict[str, Any]:
     return {
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
         "metadata": {"name": team.policy},
         "spec": {
-            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                   "namespace": NS,
-                                   "labelSelector": {"matchLabels": {"team": team.name}}}],
+            "resourceSelectors": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": NS,
+                    "labelSelector": {"matchLabels": {"team": team.name}},
+                }
+            ],
             "placement": {
                 "clusterAffinity": {"clusterNames": list(CLUSTERS)},
                 "replicaScheduling": {
                     "replicaSchedulingType": "Divided",
                     "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {"staticWeightList": _weights(DAY)}}},
+                    "weightPreference": {"staticWeightList": _weights(DAY)},
+                },
+            },
         },
     }
 
 
 def _deployment(name: str, team: str) -> dict[str, Any]:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": name, "namespace": NS, "labels": {"team": team}},
-        "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}},
-                              "spec": {"containers": [{
-                                  "name": "c", "image": "x",
-                                  "resources": {"requests": {"cpu": "100m"}}}]}}},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}
+                    ]
+                },
+            },
+        },
     }
 
 
@@ -100,17 +126,21 @@ def topology() -> list[dict[str, Any]]:
 
 
 def _flow(weights: dict[str, int]) -> str:
-    items = ", ".join(f"{{targetCluster: {{clusterNames: [{c}]}}, weight: {w}}}"
-                      for c, w in weights.items())
+    items = ", ".join(
+        f"{{targetCluster: {{clusterNames: [{c}]}}, weight: {w}}}" for c, w in weights.items()
+    )
     return f"[{items}]"
 
 
 def schedule_text(team: Team, *, wave_size: str = "50%", suspend: bool = False) -> str:
     """Night on even minutes, day on odd ones: a window every minute."""
     windows = ""
-    for window, start, weights in (("night", "0-58/2 * * * *", NIGHT),
-                                   ("day", "1-59/2 * * * *", DAY)):
-        windows += textwrap.indent(textwrap.dedent(f"""\
+    for window, start, weights in (
+        ("night", "0-58/2 * * * *", NIGHT),
+        ("day", "1-59/2 * * * *", DAY),
+    ):
+        windows += textwrap.indent(
+            textwrap.dedent(f"""\
             - name: {window}
               start: "{start}"
               trigger: {team.trigger}
@@ -123,8 +153,11 @@ def schedule_text(team: Team, *, wave_size: str = "50%", suspend: bool = False) 
                         replicaScheduling:
                           weightPreference:
                             staticWeightList: {_flow(weights)}
-            """), "    ")
-    return textwrap.dedent(f"""\
+            """),
+            "    ",
+        )
+    return (
+        textwrap.dedent(f"""\
         apiVersion: tidal.io/v1alpha1
         kind: TidalSchedule
         metadata: {{name: {team.schedule}}}
@@ -138,7 +171,10 @@ def schedule_text(team: Team, *, wave_size: str = "50%", suspend: bool = False) 
               namespace: {NS}
               labelSelector: {{matchLabels: {{team: {team.name}}}}}
           windows:
-        """) + windows + textwrap.indent(textwrap.dedent(f"""\
+        """)
+        + windows
+        + textwrap.indent(
+            textwrap.dedent(f"""\
         rollout:
           waveSize: "{wave_size}"
           pauseBetweenWaves: 1s
@@ -148,7 +184,10 @@ def schedule_text(team: Team, *, wave_size: str = "50%", suspend: bool = False) 
             - clusters: [{FLOOR_CLUSTER}]
               minReadyReplicas: {FLOOR_MIN}
             - minAvailablePercent: {FLOOR_PERCENT}
-        """), "  ")
+        """),
+            "  ",
+        )
+    )
 
 
 BROKEN_TEXTS = (

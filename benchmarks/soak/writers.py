@@ -22,8 +22,15 @@ from benchmarks.soak.scenario import NS, STATE_NS, TEAMS
 
 # Writes that act on the control plane on a schedule's behalf (Events are best-effort,
 # Leases are how replicas compete for the right to act: both excluded).
-ACTING = {"clusterpropagationpolicies", "propagationpolicies", "deployments",
-          "workloadrebalancers", "configmaps", "overridepolicies", "clusteroverridepolicies"}
+ACTING = {
+    "clusterpropagationpolicies",
+    "propagationpolicies",
+    "deployments",
+    "workloadrebalancers",
+    "configmaps",
+    "overridepolicies",
+    "clusteroverridepolicies",
+}
 LEADER_SLACK_SECONDS = 1.0  # a delete (no resourceVersion) is judged by time, with this slack
 # A write that changes its object gets a resourceVersion above every one committed before it
 # was applied; the request log is in completion order, so allow this much reordering.
@@ -31,17 +38,25 @@ ORDER_SLACK_SECONDS = 1.0
 
 
 def is_acting(r: Any) -> bool:
-    return r.verb not in ("get", "list", "watch") and r.code < 400 and not r.dry_run \
-        and r.resource.split("/")[0] in ACTING and r.identity not in ("", "soak")
+    return (
+        r.verb not in ("get", "list", "watch")
+        and r.code < 400
+        and not r.dry_run
+        and r.resource.split("/")[0] in ACTING
+        and r.identity not in ("", "soak")
+    )
 
 
 def worker_of(r: Any) -> str:
     """The schedule a write acts for: its switches run on one worker at a time."""
     name = str(r.name or "")
     for team in TEAMS:
-        if name == team.policy or name in team.workload_names() \
-                or name in (f"tidal-run-{team.schedule}", f"tidal-sched-{team.schedule}") \
-                or name.startswith(f"tidal-{team.schedule}-"):
+        if (
+            name == team.policy
+            or name in team.workload_names()
+            or name in (f"tidal-run-{team.schedule}", f"tidal-sched-{team.schedule}")
+            or name.startswith(f"tidal-{team.schedule}-")
+        ):
             return team.schedule
     return f"{r.resource}/{r.namespace or ''}/{name}"
 
@@ -70,8 +85,9 @@ class LeaseHistory:
         return holders
 
     @staticmethod
-    def _deposal(changes: list[tuple[Any, str | None]], who: str,
-                 before: Callable[[Any], bool]) -> Any | None:
+    def _deposal(
+        changes: list[tuple[Any, str | None]], who: str, before: Callable[[Any], bool]
+    ) -> Any | None:
         """Where `who` last stopped holding the Lease, among the changes before a point."""
         found = None
         for i in range(1, len(changes)):
@@ -110,8 +126,7 @@ def unchanged_writes(records: list[Any], seen_at: Mapping[int, float] | None = N
     version committed well before it."""
     out: set[int] = set()
     reported: set[int] = set()
-    ordered = sorted((r for r in records if r.resource_version is not None),
-                     key=lambda r: r.seq)
+    ordered = sorted((r for r in records if r.resource_version is not None), key=lambda r: r.seq)
     by_time = sorted(ordered, key=lambda r: r.time)
     highest, j = 0, 0
     for r in ordered:
@@ -120,29 +135,35 @@ def unchanged_writes(records: list[Any], seen_at: Mapping[int, float] | None = N
             j += 1
         version = r.resource_version
         made = (seen_at or {}).get(version)
-        if version in reported or version < highest or \
-                (made is not None and made < r.time - ORDER_SLACK_SECONDS):
+        if (
+            version in reported
+            or version < highest
+            or (made is not None and made < r.time - ORDER_SLACK_SECONDS)
+        ):
             out.add(r.seq)
         reported.add(version)
     return out
 
 
-def check_writers(records: Iterable[Any], lease: LeaseHistory,
-                  violation: Callable[[str], None],
-                  seen_at: Mapping[int, float] | None = None) -> WriterReport:
+def check_writers(
+    records: Iterable[Any],
+    lease: LeaseHistory,
+    violation: Callable[[str], None],
+    seen_at: Mapping[int, float] | None = None,
+) -> WriterReport:
     """Judge every acting write in the request log against the Lease holder when it landed:
     at its resourceVersion when the write changed the store (creates, updates, patches),
     else at its time (deletes, and writes that changed nothing)."""
     report = WriterReport()
     records = list(records)
-    unchanged = unchanged_writes([r for r in records if r.code < 400 and not r.dry_run],
-                                 seen_at)
+    unchanged = unchanged_writes([r for r in records if r.code < 400 and not r.dry_run], seen_at)
     acting = [r for r in records if is_acting(r)]
     by_object: dict[tuple[str, str | None, str | None], list[tuple[int, str]]] = {}
     for r in acting:
         if r.resource_version is not None and r.seq not in unchanged:
             by_object.setdefault((r.resource, r.namespace, r.name), []).append(
-                (r.resource_version, r.identity))
+                (r.resource_version, r.identity)
+            )
     late: Counter[tuple[Any, str, str]] = Counter()
     for r in acting:
         report.writes += 1
@@ -169,14 +190,21 @@ def check_writers(records: Iterable[Any], lease: LeaseHistory,
         key = (deposed, r.identity, worker_of(r))
         late[key] += 1
         if late[key] > 1:
-            violation(f"{what}: {held_by}; write {late[key]} of worker {key[2]} since "
-                      f"{r.identity} lost the Lease (one in flight at most)")
+            violation(
+                f"{what}: {held_by}; write {late[key]} of worker {key[2]} since "
+                f"{r.identity} lost the Lease (one in flight at most)"
+            )
             continue
-        overwritten = [who for v, who in by_object.get((r.resource, r.namespace, r.name), [])
-                       if version is not None and deposed < v < version and who != r.identity]
+        overwritten = [
+            who
+            for v, who in by_object.get((r.resource, r.namespace, r.name), [])
+            if version is not None and deposed < v < version and who != r.identity
+        ]
         if overwritten:
-            violation(f"{what}: {held_by}; a write in flight at the deposal that overwrote "
-                      f"{overwritten[-1]}'s later write of the same object")
+            violation(
+                f"{what}: {held_by}; a write in flight at the deposal that overwrote "
+                f"{overwritten[-1]}'s later write of the same object"
+            )
             continue
         report.late += 1
     return report
@@ -199,18 +227,22 @@ def check_scope(records: Iterable[Any], violation: Callable[[str], None]) -> int
             or (plural == "workloadrebalancers" and str(r.name or "").startswith("tidal-"))
             or (plural == "workloadrebalancers" and r.verb == "create")
             # surge waves: the runs' own overrides (a POST carries no name)
-            or (plural == "overridepolicies" and r.namespace == NS
-                and (r.verb == "create" or str(r.name or "").startswith("tidal-")))
+            or (
+                plural == "overridepolicies"
+                and r.namespace == NS
+                and (r.verb == "create" or str(r.name or "").startswith("tidal-"))
+            )
             # a wave's overrides and a run's rebalancers are deleted by their owner labels, in
             # one request (a deletecollection carries no name; its selector names the run)
-            or (plural == "overridepolicies" and r.namespace == NS
-                and r.verb == "deletecollection")
+            or (plural == "overridepolicies" and r.namespace == NS and r.verb == "deletecollection")
             or (plural == "workloadrebalancers" and r.verb == "deletecollection")
             or (plural in ("configmaps", "leases") and r.namespace == STATE_NS)
             or (plural == "namespaces" and r.verb == "create")
             or plural == "events"
         )
         if not ok:
-            violation(f"{r.identity} wrote outside the schedules: {r.verb} "
-                      f"{r.resource} {r.namespace or ''}/{r.name or ''}")
+            violation(
+                f"{r.identity} wrote outside the schedules: {r.verb} "
+                f"{r.resource} {r.namespace or ''}/{r.name or ''}"
+            )
     return checked

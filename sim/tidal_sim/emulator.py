@@ -67,8 +67,11 @@ class Emulator:
         self.topology: Topology = load_topology(topology)
         if karmada_version is not None:
             self.topology.settings.karmada_version = karmada_version
-        self.validator = (SchemaValidator(crds_dir) if crds_dir else
-                          SchemaValidator.discover(self.topology.settings.karmada_version))
+        self.validator = (
+            SchemaValidator(crds_dir)
+            if crds_dir
+            else SchemaValidator.discover(self.topology.settings.karmada_version)
+        )
         if self.validator.source.notice:  # `tidal sim` and `tidal demo` print it
             log.info("%s", self.validator.source.notice)
         manager = _load_controllers() if controllers else None
@@ -320,11 +323,14 @@ class Emulator:
             return True
         items, _rv = self.store.list(rtype, None, None)
         for binding in items:
-            wanted = {str(c.get("name")): int(c.get("replicas") or 0)
-                      for c in (binding.get("spec") or {}).get("clusters") or []}
-            seen = {str(i.get("clusterName")): int((i.get("status") or {}).get("readyReplicas")
-                                                   or 0)
-                    for i in (binding.get("status") or {}).get("aggregatedStatus") or []}
+            wanted = {
+                str(c.get("name")): int(c.get("replicas") or 0)
+                for c in (binding.get("spec") or {}).get("clusters") or []
+            }
+            seen = {
+                str(i.get("clusterName")): int((i.get("status") or {}).get("readyReplicas") or 0)
+                for i in (binding.get("status") or {}).get("aggregatedStatus") or []
+            }
             if any(seen.get(name, 0) < replicas for name, replicas in wanted.items()):
                 return False
         return True

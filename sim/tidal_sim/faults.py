@@ -29,10 +29,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FaultType = Literal["latency", "error", "throttle", "conflict", "drop-watch", "truncate",
-                    "wrong-kind"]
-FAULT_TYPES: tuple[str, ...] = ("latency", "error", "throttle", "conflict", "drop-watch",
-                                "truncate", "wrong-kind")
+FaultType = Literal[
+    "latency", "error", "throttle", "conflict", "drop-watch", "truncate", "wrong-kind"
+]
+FAULT_TYPES: tuple[str, ...] = (
+    "latency",
+    "error",
+    "throttle",
+    "conflict",
+    "drop-watch",
+    "truncate",
+    "wrong-kind",
+)
 BODY_FAULT_TYPES: tuple[str, ...] = ("truncate", "wrong-kind")  # applied to the answer
 
 
@@ -68,8 +76,14 @@ class Fault:
         if self.type == "drop-watch" and self.count is None:
             self.count = 0
 
-    def matches(self, verb: str, resource: str, namespace: str | None, name: str | None,
-                identity: str | None = None) -> bool:
+    def matches(
+        self,
+        verb: str,
+        resource: str,
+        namespace: str | None,
+        name: str | None,
+        identity: str | None = None,
+    ) -> bool:
         return (
             _in(self.verb, verb)
             and _in(self.resource, resource)
@@ -188,8 +202,9 @@ class Faults:
         fired: builtins.list[Fault] = []
         with self._lock:
             for fault in self._faults:
-                if fault.type not in types or \
-                        not fault.matches(verb, resource, namespace, name, identity):
+                if fault.type not in types or not fault.matches(
+                    verb, resource, namespace, name, identity
+                ):
                     continue
                 if fault.count is not None and fault.fired >= fault.count:
                     continue

@@ -35,9 +35,22 @@ from tidal_sim.controllers.quantity import (
 )
 
 TIMEOUT_SECONDS = 1.0
-_UNSAFE = ("collectgarbage", "dofile", "getfenv", "getmetatable", "load", "loadfile",
-           "loadstring", "rawequal", "rawget", "rawset", "setfenv", "setmetatable", "module",
-           "newproxy")
+_UNSAFE = (
+    "collectgarbage",
+    "dofile",
+    "getfenv",
+    "getmetatable",
+    "load",
+    "loadfile",
+    "loadstring",
+    "rawequal",
+    "rawget",
+    "rawset",
+    "setfenv",
+    "setmetatable",
+    "module",
+    "newproxy",
+)
 # Runs with the debug library still in reach; returns the arm function and drops `debug`.
 _PRELUDE = """
 local sethook = debug.sethook
@@ -67,8 +80,11 @@ class LuaVM:
     def __init__(self, timeout: float = TIMEOUT_SECONDS) -> None:
         self.timeout = timeout
         self._lock = threading.Lock()
-        options: dict[str, Any] = {"unpack_returned_tuples": False, "register_eval": False,
-                                   "register_builtins": False}
+        options: dict[str, Any] = {
+            "unpack_returned_tuples": False,
+            "register_eval": False,
+            "register_builtins": False,
+        }
         self._lua: Any = lua51.LuaRuntime(**options)
         prelude: Any = self._lua.execute(_PRELUDE)
         self._arm, self._disarm = prelude
@@ -160,16 +176,18 @@ class LuaVM:
             raise lua51.LuaError("getPodDependencies only accepts two argument")
         template = to_python(args[0])
         namespace = args[1] if args[1] is not None else "default"
-        return self.to_lua(pod_dependencies(template if isinstance(template, dict) else {},
-                                            str(namespace)))
+        return self.to_lua(
+            pod_dependencies(template if isinstance(template, dict) else {}, str(namespace))
+        )
 
     def _resource_quantity(self, *args: Any) -> float:
         if len(args) != 1:
             raise lua51.LuaError("getResourceQuantity only accepts one argument")
         value = float(_quantity(args[0])) if args[0] is not None else 0.0
         if value < 0:
-            raise lua51.LuaError(f"int approximation unexpectedly returned a negative value: "
-                                 f"{args[0]}")
+            raise lua51.LuaError(
+                f"int approximation unexpectedly returned a negative value: {args[0]}"
+            )
         return value
 
 
@@ -186,10 +204,25 @@ def quantity_text(amount: Decimal, *, binary: bool = False) -> str:
     `m`, `u`, `n`)."""
     if amount == amount.to_integral_value():
         whole = int(amount)
-        suffixes = ((("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),
-                     ("Mi", 2**20), ("Ki", 2**10)) if binary else
-                    (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6),
-                     ("k", 10**3)))
+        suffixes = (
+            (
+                ("Ei", 2**60),
+                ("Pi", 2**50),
+                ("Ti", 2**40),
+                ("Gi", 2**30),
+                ("Mi", 2**20),
+                ("Ki", 2**10),
+            )
+            if binary
+            else (
+                ("E", 10**18),
+                ("P", 10**15),
+                ("T", 10**12),
+                ("G", 10**9),
+                ("M", 10**6),
+                ("k", 10**3),
+            )
+        )
         for suffix, factor in suffixes:
             if whole and whole % factor == 0:
                 return f"{whole // factor}{suffix}"
@@ -205,8 +238,9 @@ def replica_requirements(template: dict[str, Any]) -> dict[str, Any] | None:
     """helper.GenerateReplicaRequirements: the pod template's node claim and summed requests."""
     spec = template.get("spec") or {}
     claim: dict[str, Any] = {}
-    hard = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-            .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    hard = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if hard:
         claim["hardNodeAffinity"] = hard
     if spec.get("nodeSelector"):
@@ -226,15 +260,21 @@ def replica_requirements(template: dict[str, Any]) -> dict[str, Any] | None:
 _Refs = tuple[tuple[str, str, str], ...]
 _ENV_REFS: _Refs = (("configMapKeyRef", "ConfigMap", "name"), ("secretKeyRef", "Secret", "name"))
 _ENV_FROM: _Refs = (("configMapRef", "ConfigMap", "name"), ("secretRef", "Secret", "name"))
-_VOLUMES: _Refs = (("configMap", "ConfigMap", "name"), ("secret", "Secret", "secretName"),
-                   ("persistentVolumeClaim", "PersistentVolumeClaim", "claimName"))
+_VOLUMES: _Refs = (
+    ("configMap", "ConfigMap", "name"),
+    ("secret", "Secret", "secretName"),
+    ("persistentVolumeClaim", "PersistentVolumeClaim", "claimName"),
+)
 _PROJECTED: _Refs = (("configMap", "ConfigMap", "name"), ("secret", "Secret", "name"))
 
 
 def _named(source: dict[str, Any], table: _Refs) -> set[tuple[str, str]]:
     """(kind, name) of each object `source` names by the places in `table`."""
-    return {(kind, str(name)) for key, kind, field in table
-            if (name := (source.get(key) or {}).get(field))}
+    return {
+        (kind, str(name))
+        for key, kind, field in table
+        if (name := (source.get(key) or {}).get(field))
+    }
 
 
 def _container_refs(spec: dict[str, Any]) -> set[tuple[str, str]]:
@@ -261,13 +301,18 @@ def pod_dependencies(template: dict[str, Any], namespace: str) -> list[dict[str,
     (helper.GetDependenciesFromPodTemplate)."""
     spec = template.get("spec") or {}
     found = _container_refs(spec) | _volume_refs(spec)
-    found |= {("Secret", str(ref["name"])) for ref in spec.get("imagePullSecrets") or []
-              if ref.get("name")}
+    found |= {
+        ("Secret", str(ref["name"]))
+        for ref in spec.get("imagePullSecrets") or []
+        if ref.get("name")
+    }
     account = spec.get("serviceAccountName")
     if account and account != "default":
         found.add(("ServiceAccount", account))
-    return [{"apiVersion": "v1", "kind": kind, "namespace": namespace, "name": name}
-            for kind, name in sorted(found)]
+    return [
+        {"apiVersion": "v1", "kind": kind, "namespace": namespace, "name": name}
+        for kind, name in sorted(found)
+    ]
 
 
 # -- Lua values back to JSON-like Python ---------------------------------------------------
@@ -275,8 +320,9 @@ def to_python(value: Any) -> Any:
     """A Lua value as gopher-json encodes it: tables with keys 1..n (or none) are lists."""
     if lua51.lua_type(value) == "table":
         keys = list(value.keys())
-        if all(isinstance(k, int | float) and not isinstance(k, bool) for k in keys) and \
-                sorted(keys) == list(range(1, len(keys) + 1)):
+        if all(isinstance(k, int | float) and not isinstance(k, bool) for k in keys) and sorted(
+            keys
+        ) == list(range(1, len(keys) + 1)):
             return [to_python(value[i]) for i in range(1, len(keys) + 1)]
         if any(not isinstance(k, str) for k in keys):
             raise LuaError("cannot encode mixed or invalid key types")
@@ -300,8 +346,13 @@ def restore_empty(value: Any, references: Sequence[Any]) -> Any:
 
 
 def _empty_fields(value: Any, path: list[str], slices: set[str], structs: set[str]) -> None:
-    items = value.items() if isinstance(value, dict) else ((None, v) for v in value) \
-        if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else ((None, v) for v in value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in items:
         here = [*path, key] if key is not None else path
         if isinstance(item, list) and not item:

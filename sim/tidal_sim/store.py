@@ -414,13 +414,17 @@ def _clone_obj(obj: Obj) -> Obj:
     return cloned
 
 
-def _bounds(order: list[tuple[str, str]], namespace: str | None,
-            after: tuple[str, str] | None) -> tuple[int, int]:
+def _bounds(
+    order: list[tuple[str, str]], namespace: str | None, after: tuple[str, str] | None
+) -> tuple[int, int]:
     """The slice of the sorted (namespace, name) keys a list reads: the namespace's (all
     when None), starting after the key `after`."""
     start = (namespace, "") if namespace else ("", "")
-    lo = bisect.bisect_right(order, after) if after and after >= start else (
-        bisect.bisect_left(order, start))
+    lo = (
+        bisect.bisect_right(order, after)
+        if after and after >= start
+        else (bisect.bisect_left(order, start))
+    )
     hi = bisect.bisect_left(order, (namespace + "\0", "")) if namespace else len(order)
     return lo, hi
 
@@ -445,13 +449,21 @@ def _stamp_managed_fields(old: Obj | None, new: Obj, now: str) -> None:
     resource and one for its status, each with the time of the last write that changed it
     (field sets and managers are not tracked)."""
     status_only = old is not None and _content(old, "status") == _content(new, "status")
-    entries = [dict(e) for e in (old or {}).get("metadata", {}).get("managedFields") or []
-               if isinstance(e, dict)]
+    entries = [
+        dict(e)
+        for e in (old or {}).get("metadata", {}).get("managedFields") or []
+        if isinstance(e, dict)
+    ]
     subresource = "status" if status_only else ""
     entries = [e for e in entries if (e.get("subresource") or "") != subresource]
-    entry: Obj = {"manager": "unknown", "operation": "Update",
-                  "apiVersion": new.get("apiVersion", ""), "time": now, "fieldsType": "FieldsV1",
-                  "fieldsV1": {}}
+    entry: Obj = {
+        "manager": "unknown",
+        "operation": "Update",
+        "apiVersion": new.get("apiVersion", ""),
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {},
+    }
     if subresource:
         entry["subresource"] = subresource
     new["metadata"]["managedFields"] = [*entries, entry]
@@ -459,10 +471,15 @@ def _stamp_managed_fields(old: Obj | None, new: Obj, now: str) -> None:
 
 def _content(obj: Obj, *ignored: str) -> Obj:
     """`obj` without its server bookkeeping (resourceVersion, managedFields) nor `ignored`."""
-    meta = {k: v for k, v in obj.get("metadata", {}).items()
-            if k not in ("resourceVersion", "managedFields")}
-    return {**{k: v for k, v in obj.items() if k not in ignored and k != "metadata"},
-            "metadata": meta}
+    meta = {
+        k: v
+        for k, v in obj.get("metadata", {}).items()
+        if k not in ("resourceVersion", "managedFields")
+    }
+    return {
+        **{k: v for k, v in obj.items() if k not in ignored and k != "metadata"},
+        "metadata": meta,
+    }
 
 
 def _same_content(old: Obj, new: Obj) -> bool:

@@ -28,8 +28,11 @@ MODULE = "github.com/karmada-io/karmada"
 CRD_FOLDER = "charts/karmada/_crds/bases/"
 # The release whose CRDs stand for each emulated minor; a minor the proxy does not serve falls
 # back to the default release's schemas (the policy CRDs did not change between these).
-RELEASES = {KarmadaVersion.V1_17: "v1.17.0", KarmadaVersion.V1_18: "v1.18.2",
-            KarmadaVersion.V1_19: "v1.19.0"}
+RELEASES = {
+    KarmadaVersion.V1_17: "v1.17.0",
+    KarmadaVersion.V1_18: "v1.18.2",
+    KarmadaVersion.V1_19: "v1.19.0",
+}
 DEFAULT_RELEASE = "v1.18.2"
 DOWNLOAD_TIMEOUT = 30.0
 MAX_ARCHIVE_BYTES = 200 * 1024 * 1024
@@ -55,8 +58,9 @@ def proxies() -> list[str]:
     value = os.environ.get("GOPROXY")
     if value is None and shutil.which("go"):
         try:
-            value = subprocess.run(["go", "env", "GOPROXY"], capture_output=True, text=True,
-                                   timeout=10, check=False).stdout.strip()
+            value = subprocess.run(
+                ["go", "env", "GOPROXY"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             value = None
     found: list[str] = []
@@ -76,8 +80,12 @@ def find_crds(version: KarmadaVersion | None = None) -> CrdSource:
         path = Path(env)
         if path.is_dir():
             return CrdSource(path, "setting")
-        return CrdSource(None, "none", f"TIDAL_KARMADA_CRDS={env} is not a directory: "
-                                       "validating Karmada objects with the minimal check")
+        return CrdSource(
+            None,
+            "none",
+            f"TIDAL_KARMADA_CRDS={env} is not a directory: "
+            "validating Karmada objects with the minimal check",
+        )
     wanted = RELEASES.get(version, DEFAULT_RELEASE) if version else DEFAULT_RELEASE
     releases = list(dict.fromkeys([wanted, DEFAULT_RELEASE]))
     for release in releases:
@@ -92,9 +100,13 @@ def find_crds(version: KarmadaVersion | None = None) -> CrdSource:
             except (OSError, ValueError, zipfile.BadZipFile) as exc:
                 errors.append(f"{proxy}: {exc}")
     why = errors[-1] if errors else "GOPROXY names no module proxy"
-    return CrdSource(None, "none", f"no upstream Karmada CRDs for {wanted} ({why}); validating "
-                                   "Karmada objects with the minimal built-in check (set "
-                                   "TIDAL_KARMADA_CRDS to a CRD directory, or GOPROXY)")
+    return CrdSource(
+        None,
+        "none",
+        f"no upstream Karmada CRDs for {wanted} ({why}); validating "
+        "Karmada objects with the minimal built-in check (set "
+        "TIDAL_KARMADA_CRDS to a CRD directory, or GOPROXY)",
+    )
 
 
 def _stand_in(wanted: str, release: str) -> str:

@@ -160,8 +160,15 @@ class SchemaValidator:
     def upstream(self) -> bool:
         return bool(self._schemas)
 
-    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
-              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
+    def admit(
+        self,
+        rtype: ResourceType,
+        obj: Obj,
+        field_validation: str = "Warn",
+        *,
+        decoding: tuple[str, ...] = (),
+        patch: bool = False,
+    ) -> list[str]:
         """Prune unknown fields, fill defaults and validate, in place; returns warnings.
 
         `field_validation` is the request's: Strict refuses the body's decoding problems
@@ -180,9 +187,12 @@ class SchemaValidator:
         problems = [*decoding, *(f'unknown field "{u}"' for u in sorted(unknown))]
         if problems and field_validation == "Strict":
             text = "strict decoding error: " + ", ".join(problems)
-            raise BadRequest(text if patch else
-                             f'{rtype.kind} in version "{rtype.version}" cannot be handled as '
-                             f"a {rtype.kind}: {text}")
+            raise BadRequest(
+                text
+                if patch
+                else f'{rtype.kind} in version "{rtype.version}" cannot be handled as '
+                f"a {rtype.kind}: {text}"
+            )
         warnings = problems if field_validation == "Warn" else []
         if validator is not None:
             apply_defaults(self._schemas[key], obj)
@@ -265,12 +275,12 @@ def fallback_unknown(obj: Obj) -> list[str]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
-    weights = (((spec.get("placement") or {}).get("replicaScheduling") or {})
-               .get("weightPreference") or {}).get("staticWeightList") or []
+    weights = (
+        ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference") or {}
+    ).get("staticWeightList") or []
     unknown = []
     for i, item in enumerate(weights if isinstance(weights, list) else []):
-        for key in [k for k in item if k not in _WEIGHT_FIELDS] if isinstance(item, dict) \
-                else []:
+        for key in [k for k in item if k not in _WEIGHT_FIELDS] if isinstance(item, dict) else []:
             unknown.append(f"{_WEIGHTS}[{i}].{key}")
             del item[key]
     return unknown
@@ -295,8 +305,11 @@ def fallback_causes(rtype: ResourceType, obj: Obj) -> list[Cause]:
         resource = spec.get("resource") if isinstance(spec, dict) else None
         if not isinstance(resource, dict):
             return [_required("spec.resource")]
-        return [_required(f"spec.resource.{key}") for key in ("apiVersion", "kind", "name")
-                if not resource.get(key)]
+        return [
+            _required(f"spec.resource.{key}")
+            for key in ("apiVersion", "kind", "name")
+            if not resource.get(key)
+        ]
     return []
 
 
@@ -314,8 +327,7 @@ def _selector_causes(spec: Obj) -> list[Cause]:
 def _weight_causes(spec: Obj) -> list[Cause]:
     """A policy's static weights: each given, an integer of at least 1."""
     weights = (
-        ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference")
-        or {}
+        ((spec.get("placement") or {}).get("replicaScheduling") or {}).get("weightPreference") or {}
     ).get("staticWeightList") or []
     causes: list[Cause] = []
     for i, item in enumerate(weights):

@@ -13,13 +13,18 @@ V = "ai-app/Deployment/v"
 
 
 def _s(t: float, workload: str, cluster: str, assigned: int, ready: int) -> dict[str, Any]:
-    return {"t": t, "workload": workload, "cluster": cluster, "assigned": assigned,
-            "ready": ready}
+    return {"t": t, "workload": workload, "cluster": cluster, "assigned": assigned, "ready": ready}
 
 
 # w: 4 replicas 3/1 by day; surged to b=4 while a holds 3, then a drops to 0
-SURGED = [_s(0, W, "a", 3, 3), _s(0, W, "b", 1, 1), _s(0, V, "b", 2, 2),
-          _s(10, W, "b", 4, 1), _s(15, W, "b", 4, 4), _s(16, W, "a", 0, 0)]
+SURGED = [
+    _s(0, W, "a", 3, 3),
+    _s(0, W, "b", 1, 1),
+    _s(0, V, "b", 2, 2),
+    _s(10, W, "b", 4, 1),
+    _s(15, W, "b", 4, 4),
+    _s(16, W, "a", 0, 0),
+]
 
 
 def test_a_surged_move_keeps_every_workload_at_full_availability() -> None:

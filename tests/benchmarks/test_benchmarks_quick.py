@@ -22,8 +22,14 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench")
     # a guard, not a figure: 77-135 s alone, longer beside the suite's other workers; under
     # the 300 s per-test timeout (pyproject), which counts this setup too
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--out", str(out), "--tiny"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--out", str(out), "--tiny"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -53,17 +59,27 @@ def test_report_and_plots_are_written(tiny_run: Path) -> None:
     report = (tiny_run / "report.md").read_text()
     for title in ("B1", "B2", "B3", "B4", "B5", "Emulator throughput"):
         assert title in report
-    for name in ("b1_ready_per_cluster.png", "b1_worst_workload.png", "b1_dynamic_weight.png",
-                 "b2_growth.png", "b3_requests.png"):
+    for name in (
+        "b1_ready_per_cluster.png",
+        "b1_worst_workload.png",
+        "b1_dynamic_weight.png",
+        "b2_growth.png",
+        "b3_requests.png",
+    ):
         assert (tiny_run / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert f"]({name})" in report
 
 
 def test_a_bad_only_value_is_a_one_line_error(tmp_path: Path) -> None:
     """`--only` with an unknown benchmark exits 2 naming the choices, without a traceback."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--out", str(tmp_path),
-                           "--only", "b9"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--only", "b9"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "unknown benchmark(s) b9" in done.stderr
     assert "Traceback" not in done.stderr

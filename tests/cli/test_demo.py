@@ -43,15 +43,25 @@ def tidal_command() -> list[str]:
 def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
     """`tidal demo -o json` (no checkout in the cwd): four switches succeed, no floor breached;
     each team's start and end split with the reason, and the picture written."""
-    done = subprocess.run([*tidal_command(), "demo", "-o", "json"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=170, check=False)
+    done = subprocess.run(
+        [*tidal_command(), "demo", "-o", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["result"] == "succeeded"
     assert "shipped with tidal" in summary["schedules"]
     switches = {(s["schedule"], s["window"]): s for s in summary["switches"]}
-    assert list(switches) == [("team-1005", "night"), ("team-1005", "day"),
-                              ("team-2001", "night"), ("team-2001", "day")]
+    assert list(switches) == [
+        ("team-1005", "night"),
+        ("team-1005", "day"),
+        ("team-2001", "night"),
+        ("team-2001", "day"),
+    ]
     for switch in switches.values():
         assert switch["result"] == "succeeded"
         assert switch["waves"] == switch["wavesPlanned"] > 0
@@ -69,8 +79,11 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
     assert switches[("team-1005", "night")]["readyAfter"]["cluster-a"] == 0
     # team 1005 surges: no replica left before its replacement was ready, night and day
     for window in ("night", "day"):
-        full = [f for f in switches[("team-1005", window)]["floors"]
-                if f["floor"] == "minAvailablePercent 100"]
+        full = [
+            f
+            for f in switches[("team-1005", window)]["floors"]
+            if f["floor"] == "minAvailablePercent 100"
+        ]
         assert full and full[0]["minReady"] == 100, full
     assert summary["wallSeconds"] < 120
     assert summary["kubeconfig"] is None  # nothing left behind without --keep
@@ -91,11 +104,15 @@ def test_demo_runs_night_and_day_of_both_teams(tmp_path: Path) -> None:
 def test_packaged_examples_are_the_repository_examples() -> None:
     """The examples shipped in the package are byte-for-byte those in schedules/."""
     shipped = sorted(p.relative_to(PACKAGED_EXAMPLES) for p in PACKAGED_EXAMPLES.rglob("*.yaml"))
-    assert [str(p) for p in shipped] == ["policies/team-2001-cpp-day.yaml",
-                                         "policies/team-2001-cpp-night.yaml", *EXAMPLE_FILES]
+    assert [str(p) for p in shipped] == [
+        "policies/team-2001-cpp-day.yaml",
+        "policies/team-2001-cpp-night.yaml",
+        *EXAMPLE_FILES,
+    ]
     for rel in shipped:
-        assert (PACKAGED_EXAMPLES / rel).read_bytes() == (REPO / "schedules" / rel).read_bytes(), \
+        assert (PACKAGED_EXAMPLES / rel).read_bytes() == (REPO / "schedules" / rel).read_bytes(), (
             f"copy schedules/{rel} to sim/tidal_sim/demo/examples/{rel}"
+        )
 
 
 def test_examples_come_from_the_checkout_or_the_package(tmp_path: Path) -> None:
@@ -106,11 +123,13 @@ def test_examples_come_from_the_checkout_or_the_package(tmp_path: Path) -> None:
 
 def test_windows_brought_forward_in_each_schedules_time_zone(tmp_path: Path) -> None:
     """Night starts at `first`, day a gap later, as cron minutes in the schedule's own zone."""
-    windows = bring_forward(PACKAGED_EXAMPLES, tmp_path, first=FIRST,
-                            gap=timedelta(minutes=10))
+    windows = bring_forward(PACKAGED_EXAMPLES, tmp_path, first=FIRST, gap=timedelta(minutes=10))
     assert [(w.schedule, w.window, w.at) for w in windows] == [
-        ("team-1005", "night", FIRST), ("team-1005", "day", FIRST + timedelta(minutes=10)),
-        ("team-2001", "night", FIRST), ("team-2001", "day", FIRST + timedelta(minutes=10))]
+        ("team-1005", "night", FIRST),
+        ("team-1005", "day", FIRST + timedelta(minutes=10)),
+        ("team-2001", "night", FIRST),
+        ("team-2001", "day", FIRST + timedelta(minutes=10)),
+    ]
     result = load_schedules([tmp_path])
     assert result.errors == []
     by_name = {item.schedule.name: item.schedule for item in result.schedules}
@@ -132,8 +151,10 @@ def test_first_start_is_a_whole_minute_after_the_lead() -> None:
 def test_floor_verdicts_from_the_timeline() -> None:
     """A dip to 0 ready in a floor cluster is a breach; '*' only counts the clusters kept."""
     series = {
-        "ai-app/Deployment/a": {"cluster-a": [(0.0, 2, 2), (5.0, 0, 0)],
-                                "cluster-b": [(0.0, 1, 1), (5.0, 3, 1), (9.0, 3, 3)]},
+        "ai-app/Deployment/a": {
+            "cluster-a": [(0.0, 2, 2), (5.0, 0, 0)],
+            "cluster-b": [(0.0, 1, 1), (5.0, 3, 1), (9.0, 3, 3)],
+        },
         "ai-app/Deployment/b": {"cluster-b": [(0.0, 1, 1), (6.0, 1, 0), (8.0, 1, 1)]},
     }
     members = set(series)
@@ -142,11 +163,13 @@ def test_floor_verdicts_from_the_timeline() -> None:
     assert (dip.min_ready, dip.breached) == (0, True)
     early = judge_floor(b_floor, members, series, 1.0, 5.5)
     assert (early.min_ready, early.breached) == (1, False)
-    kept = judge_floor(FloorRule(clusters=("*",), min_ready_replicas=1), {"ai-app/Deployment/a"},
-                       series, 1.0, 10.0)
+    kept = judge_floor(
+        FloorRule(clusters=("*",), min_ready_replicas=1), {"ai-app/Deployment/a"}, series, 1.0, 10.0
+    )
     assert (kept.cluster, kept.min_ready, kept.breached) == ("*", 1, False)
-    percent = judge_floor(FloorRule(min_available_percent=50), {"ai-app/Deployment/a"}, series,
-                          1.0, 10.0)
+    percent = judge_floor(
+        FloorRule(min_available_percent=50), {"ai-app/Deployment/a"}, series, 1.0, 10.0
+    )
     assert (percent.min_ready, percent.breached) == (33.3, True)
 
 
@@ -155,9 +178,13 @@ def test_tracker_follows_engine_events_and_refusals() -> None:
     night = DemoWindow("team-a", "night", FIRST, "11 10 * * *", "23:00", "UTC")
     day = DemoWindow("team-a", "day", FIRST + timedelta(minutes=10), "21 10 * * *", "07:00", "UTC")
     seen: list[tuple[str, str]] = []
-    tracker = Tracker([night, day], {}, {"team-a": set()}, lambda: 100.0,
-                      listener=lambda run, event, note: seen.append((run.planned.window,
-                                                                     run.state)))
+    tracker = Tracker(
+        [night, day],
+        {},
+        {"team-a": set()},
+        lambda: 100.0,
+        listener=lambda run, event, note: seen.append((run.planned.window, run.state)),
+    )
     base: dict[str, Any] = {"schedule": "team-a", "window": "night", "run_id": "r1"}
     tracker.on_event(RunStarted(**base, workloads=2, waves=2, trigger=Trigger.TOUCH))
     assert tracker.busy(FIRST.timestamp()) and not tracker.all_done()
@@ -206,9 +233,15 @@ def test_the_demo_says_policy_actions_in_words(action: PolicyAction) -> None:
     from tidal_sim.demo.render import describe
 
     run = SimpleNamespace(planned=SimpleNamespace(schedule="team-1005", window="night"))
-    event = PolicyChanged(schedule="team-1005", window="night", run_id="r", wave=None,
-                          kind="ClusterPropagationPolicy", policy="team-1005-cpp",
-                          action=action)
+    event = PolicyChanged(
+        schedule="team-1005",
+        window="night",
+        run_id="r",
+        wave=None,
+        kind="ClusterPropagationPolicy",
+        policy="team-1005-cpp",
+        action=action,
+    )
     line = describe(run, event, "", lambda schedule: {})  # type: ignore[arg-type]
     assert line is not None and line.startswith("team-1005 night: ClusterPropagationPolicy ")
     assert "_" not in line.split(": ", 2)[-1], line
@@ -221,8 +254,13 @@ def test_status_after_demo_keep_shows_no_false_edit(tmp_path: Path) -> None:
     shows no "edit pending" (nothing was edited) and, from the cluster, day in force."""
     import signal
 
-    demo = subprocess.Popen([*tidal_command(), "demo", "--keep", "--speed", "20"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    demo = subprocess.Popen(
+        [*tidal_command(), "demo", "--keep", "--speed", "20"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert demo.stdout is not None
         status = None
@@ -233,15 +271,23 @@ def test_status_after_demo_keep_shows_no_false_edit(tmp_path: Path) -> None:
             if "Ctrl-C to stop" in line or time.monotonic() > deadline:
                 break
         assert status, "the demo's --keep hints name no `tidal status` command"
-        done = subprocess.run([*tidal_command(), *status, "-o", "json"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [*tidal_command(), *status, "-o", "json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)["schedules"]
         assert [s["name"] for s in report] == ["team-1005", "team-2001"]
         for entry in report:
             assert entry["editPending"] is None
-            assert (entry["windowInForce"]["window"], entry["windowInForce"]["source"]) == \
-                ("day", "cluster")
+            assert (entry["windowInForce"]["window"], entry["windowInForce"]["source"]) == (
+                "day",
+                "cluster",
+            )
     finally:
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=30)

@@ -22,27 +22,41 @@ START = {"cluster-a": 20, "cluster-b": 30}
 def test_a_dynamic_team_ending_elsewhere_says_why() -> None:
     """team-2001 by day A15/B35 against a start of A20/B30: the sentence names both splits and
     the free-capacity division (and the general estimator alone at the start)."""
-    text = why("team-2001", START, {"cluster-a": 15, "cluster-b": 35}, dynamic=True,
-               team_limited=True)
-    assert text.startswith("team-2001 ends at cluster-a 15, cluster-b 35, not its start's "
-                           "cluster-a 20, cluster-b 30: its policy divides replicas by each "
-                           "cluster's free capacity (dynamicWeight: AvailableReplicas)")
+    text = why(
+        "team-2001", START, {"cluster-a": 15, "cluster-b": 35}, dynamic=True, team_limited=True
+    )
+    assert text.startswith(
+        "team-2001 ends at cluster-a 15, cluster-b 35, not its start's "
+        "cluster-a 20, cluster-b 30: its policy divides replicas by each "
+        "cluster's free capacity (dynamicWeight: AvailableReplicas)"
+    )
     assert "general estimator alone" in text
 
 
 def test_a_team_back_at_its_start_says_so() -> None:
     """Static weights back to A60/B20: it ends where it started."""
-    assert why("team-1005", {"cluster-a": 60, "cluster-b": 20},
-               {"cluster-a": 60, "cluster-b": 20}, dynamic=False, team_limited=False) == \
-        "team-1005 ends where it started: the last window puts its start placement back"
+    assert (
+        why(
+            "team-1005",
+            {"cluster-a": 60, "cluster-b": 20},
+            {"cluster-a": 60, "cluster-b": 20},
+            dynamic=False,
+            team_limited=False,
+        )
+        == "team-1005 ends where it started: the last window puts its start placement back"
+    )
 
 
 def _tracker() -> Tracker:
     now = [0.0]
     night = DemoWindow("team-2001", "night", AT, "0 6 * * *", "0 22 * * *", "Europe/Berlin")
-    tracker = Tracker([night], {("team-2001", "night"): [FloorRule(("*",), 1)]},
-                      {"team-2001": {W0, W1}}, lambda: now[0],
-                      totals=lambda s: {"cluster-a": (0, 0), "cluster-b": (50, 50)})
+    tracker = Tracker(
+        [night],
+        {("team-2001", "night"): [FloorRule(("*",), 1)]},
+        {"team-2001": {W0, W1}},
+        lambda: now[0],
+        totals=lambda s: {"cluster-a": (0, 0), "cluster-b": (50, 50)},
+    )
     base: dict[str, Any] = {"schedule": "team-2001", "window": "night", "run_id": "r"}
     now[0] = 100.0
     tracker.on_event(RunStarted(**base, workloads=2, waves=1, trigger=Trigger.REBALANCE))
@@ -55,8 +69,9 @@ def _tracker() -> Tracker:
 
 def test_team_splits_name_the_start_and_each_window() -> None:
     """The start split, the split after the night, and the reason, per schedule."""
-    (split,) = team_splits(_tracker(), {"team-2001": START}, {"team-2001": True},
-                           {"team-2001": False})
+    (split,) = team_splits(
+        _tracker(), {"team-2001": START}, {"team-2001": True}, {"team-2001": False}
+    )
     assert split.start == START
     assert split.after == {"night": {"cluster-a": 0, "cluster-b": 50}}
     assert split.end == {"cluster-a": 0, "cluster-b": 50}
@@ -70,8 +85,13 @@ def test_team_series_sums_the_team_per_cluster_from_the_timeline() -> None:
     samples = [
         {"t": 50.0, "workload": W0, "cluster": "cluster-a", "assigned": 5, "ready": 5},
         {"t": 50.0, "workload": W1, "cluster": "cluster-a", "assigned": 5, "ready": 5},
-        {"t": 50.0, "workload": "ai-app/Deployment/other", "cluster": "cluster-a",
-         "assigned": 9, "ready": 9},
+        {
+            "t": 50.0,
+            "workload": "ai-app/Deployment/other",
+            "cluster": "cluster-a",
+            "assigned": 9,
+            "ready": 9,
+        },
         {"t": 101.0, "workload": W0, "cluster": "cluster-b", "assigned": 5, "ready": 0},
         {"t": 101.0, "workload": W0, "cluster": "cluster-a", "assigned": 0, "ready": 5},
         {"t": 104.0, "workload": W0, "cluster": "cluster-b", "assigned": 5, "ready": 5},

@@ -19,15 +19,18 @@ SECRETS = ("sup3r-s3cret-T0KEN", "hunter2xyz", "sk-live-abcdef123456")
 @pytest.fixture
 def leaky_kubeconfig(tmp_path: Path) -> Path:
     plugin = tmp_path / "plugin.sh"
-    plugin.write_text(textwrap.dedent(f"""\
+    plugin.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         echo 'got {{"kind":"ExecCredential","status":{{"token":"{SECRETS[0]}"}}}}' >&2
         echo 'password={SECRETS[1]} and {SECRETS[2]}' >&2
         exit 1
-        """))
+        """)
+    )
     plugin.chmod(0o755)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(textwrap.dedent(f"""\
+    kubeconfig.write_text(
+        textwrap.dedent(f"""\
         apiVersion: v1
         kind: Config
         clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:9"}}}}]
@@ -35,7 +38,8 @@ def leaky_kubeconfig(tmp_path: Path) -> Path:
                  command: {plugin}, interactiveMode: Never}}}}}}]
         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
         current-context: c
-        """))
+        """)
+    )
     return kubeconfig
 
 
@@ -56,8 +60,14 @@ def test_exec_plugin_credential_is_never_printed(leaky_kubeconfig: Path, command
     if command != "rbac":
         args = [*args, "--kubeconfig", str(leaky_kubeconfig)]
     env = dict(os.environ, TIDAL_KUBECONFIG=str(leaky_kubeconfig), TIDAL_LOG_FORMAT="json")
-    done = subprocess.run([sys.executable, "-m", "tidal", *args], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "tidal", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=REPO,
+    )
     output = done.stdout + done.stderr
     for secret in SECRETS:
         assert secret not in output, output
@@ -74,5 +84,7 @@ def test_redacting_stream_redacts_each_message_and_keeps_its_newline() -> None:
     stream = RedactingStream(out)
     stream.write("error: exec: process returned 1. token sk-live-1\n")
     stream.write("error: Authorization: Bearer abc.def\n")
-    assert out.getvalue() == ("error: exec: process returned 1. (plugin output [REDACTED])\n"
-                              "error: Authorization: [REDACTED]\n")
+    assert out.getvalue() == (
+        "error: exec: process returned 1. (plugin output [REDACTED])\n"
+        "error: Authorization: [REDACTED]\n"
+    )

@@ -58,11 +58,20 @@ def test_check_reports_per_cluster(make_emulator: MakeEmulator, tmp_path: Path) 
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     teams = Teams((TeamRule("t", frozenset({"t"}), {"*": ClusterRule(quota=True)}),))
     settings = EstimatorSettings(address="127.0.0.1", grpc_port=0)
-    app = EstimatorApp(settings, KarmadaClient.from_kubeconfig(kubeconfig), teams,
-                       http_port=0).start()
+    app = EstimatorApp(
+        settings, KarmadaClient.from_kubeconfig(kubeconfig), teams, http_port=0
+    ).start()
     try:
-        args = ["estimator", "check", "--kubeconfig", str(kubeconfig), "--estimator",
-                f"127.0.0.1:{app.grpc_port}", "--status-url", f"http://127.0.0.1:{app.http_port}"]
+        args = [
+            "estimator",
+            "check",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--estimator",
+            f"127.0.0.1:{app.grpc_port}",
+            "--status-url",
+            f"http://127.0.0.1:{app.http_port}",
+        ]
         first = CliRunner().invoke(cli, args)
         assert first.exit_code == 1, first.output
         assert "cluster-a:" in first.output and "has not asked" in first.output
@@ -71,8 +80,10 @@ def test_check_reports_per_cluster(make_emulator: MakeEmulator, tmp_path: Path) 
         second = CliRunner().invoke(cli, args)
         assert second.exit_code == 0, second.output
         assert "asked 1 time(s)" in second.output
-        assert "karmada-scheduler-estimator-cluster-b.karmada-system.svc.cluster.local:10352" \
+        assert (
+            "karmada-scheduler-estimator-cluster-b.karmada-system.svc.cluster.local:10352"
             in second.output
+        )
     finally:
         app.stop(0)
 
@@ -91,8 +102,11 @@ def test_teams_file_is_reread_when_it_changes(tmp_path: Path) -> None:
     path.write_text(text)
     reload = _reloader(path)
     assert reload() is None  # unchanged
-    path.write_text(text.replace("teams: []", "teams: [{name: t, namespaces: [t], "
-                                               "clusters: {'*': {quota: true}}}]"))
+    path.write_text(
+        text.replace(
+            "teams: []", "teams: [{name: t, namespaces: [t], clusters: {'*': {quota: true}}}]"
+        )
+    )
     os.utime(path, (1, 1))
     teams = reload()
     assert teams is not None and teams.of_namespace("t") is not None

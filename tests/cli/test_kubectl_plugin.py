@@ -24,12 +24,14 @@ def _plugin(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """kubectl-tidal as kubectl runs it: an executable of that name on PATH, here a stand-in
     that calls the entry point (the installed script may predate this checkout)."""
     script = tmp_path / "kubectl-tidal"
-    script.write_text(f"#!{sys.executable}\nfrom tidal.cli.main import kubectl_main\n"
-                      "kubectl_main()\n")
+    script.write_text(
+        f"#!{sys.executable}\nfrom tidal.cli.main import kubectl_main\nkubectl_main()\n"
+    )
     script.chmod(0o755)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "sim")]))
-    return subprocess.run([str(script), *args], capture_output=True, text=True, env=env,
-                          timeout=60, check=False)
+    return subprocess.run(
+        [str(script), *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
 
 
 def test_the_plugin_has_every_verb_of_tidal(tmp_path: Path) -> None:

@@ -16,25 +16,38 @@ W = [WorkloadKey.parse("ai-app/Deployment/w0")]
 
 
 def _run() -> RunState:
-    return RunState("team-2001", "night", "r1", phase=Phase.DONE, result=RunResult.SUCCEEDED,
-                    started_at="2026-12-05T22:00:00Z", waves=[
-                        WaveState(1, W, result=WaveResult.SUCCEEDED,
-                                  started_at="2026-12-05T22:00:02Z",
-                                  finished_at="2026-12-05T22:00:30Z", samples=[
-                                      {"t": 3.0, "ready": {"cluster-a": 5},
-                                       "desired": {"cluster-b": 5}},
-                                      {"t": 29.5, "ready": {"cluster-b": 5},
-                                       "desired": {"cluster-b": 5}}])])
+    return RunState(
+        "team-2001",
+        "night",
+        "r1",
+        phase=Phase.DONE,
+        result=RunResult.SUCCEEDED,
+        started_at="2026-12-05T22:00:00Z",
+        waves=[
+            WaveState(
+                1,
+                W,
+                result=WaveResult.SUCCEEDED,
+                started_at="2026-12-05T22:00:02Z",
+                finished_at="2026-12-05T22:00:30Z",
+                samples=[
+                    {"t": 3.0, "ready": {"cluster-a": 5}, "desired": {"cluster-b": 5}},
+                    {"t": 29.5, "ready": {"cluster-b": 5}, "desired": {"cluster-b": 5}},
+                ],
+            )
+        ],
+    )
 
 
 def test_a_run_panel_has_each_cluster_the_waves_and_the_floors() -> None:
     """Both clusters as (t, ready, desired); wave 1 from 2 s to 30 s; the floor line."""
     panel = run_panel(_run(), [FloorRule(("cluster-b",), 1)])
-    assert panel.series == (Series("cluster-a", ((3.0, 5, 0), (29.5, 0, 0))),
-                            Series("cluster-b", ((3.0, 0, 5), (29.5, 5, 5))))
+    assert panel.series == (
+        Series("cluster-a", ((3.0, 5, 0), (29.5, 0, 0))),
+        Series("cluster-b", ((3.0, 0, 5), (29.5, 5, 5))),
+    )
     assert panel.waves == (WaveSpan("wave 1", 2.0, 30.0, "succeeded"),)
-    assert panel.floors == (FloorLine(1, "floor: 1 ready per workload in cluster-b",
-                                      "cluster-b"),)
+    assert panel.floors == (FloorLine(1, "floor: 1 ready per workload in cluster-b", "cluster-b"),)
     assert panel.title == "team-2001 / night: run r1, succeeded"
 
 

@@ -16,16 +16,20 @@ from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-p", """
+SCHEDULE = schedule_text(
+    "team-p",
+    """
     waveSize: 50%
     floors:
       - clusters: [FLOOR_CLUSTER]
         minReadyReplicas: 1
-""")
+""",
+)
 
 
-def _setup(make_switch_emulator: MakeEmulator, tmp_path: Path, floor_cluster: str
-           ) -> tuple[Emulator, Path, Path]:
+def _setup(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, floor_cluster: str
+) -> tuple[Emulator, Path, Path]:
     emu = make_switch_emulator()
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     path = write_schedule(tmp_path, SCHEDULE.replace("FLOOR_CLUSTER", floor_cluster))
@@ -33,8 +37,9 @@ def _setup(make_switch_emulator: MakeEmulator, tmp_path: Path, floor_cluster: st
     return emu, kubeconfig, path
 
 
-def test_safe_plan_shows_waves_and_exits_0(make_switch_emulator: MakeEmulator,
-                                           tmp_path: Path) -> None:
+def test_safe_plan_shows_waves_and_exits_0(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A safe plan lists two waves and the predicted 0/100 end state, and writes nothing."""
     emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-b")
     result = invoke_cli("plan", path, kubeconfig, "-o", "json")
@@ -50,7 +55,8 @@ def test_safe_plan_shows_waves_and_exits_0(make_switch_emulator: MakeEmulator,
 
 
 def test_unsafe_plan_exits_3_and_switch_writes_nothing(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A floor on cluster-a that the night weights break: plan exits 3, switch writes nothing."""
     emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-a")
     result = invoke_cli("plan", path, kubeconfig, "-o", "json")
@@ -85,21 +91,29 @@ def _position(text: str, key: str) -> str:
 @needs_upstream_crds
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_a_typo_in_a_patch_is_refused_against_the_published_schema(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_switch_emulator: MakeEmulator,
+    tmp_path: Path,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`weightPreferences:` (a typo the apiserver would prune), no CRDs at hand for the CLI:
     plan and switch check the patch against the schema the apiserver publishes (OpenAPI v3)
     and refuse it at the key, exit 1, with no write (not even a dry run)."""
     emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
     monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
     path, text = _night_with(tmp_path, "weightPreference:", "weightPreferences:")
-    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
-        invoke_cli(command, path, kubeconfig)
+    result = (
+        invoke_cli(command, path, kubeconfig, "--yes")
+        if command == "switch"
+        else invoke_cli(command, path, kubeconfig)
+    )
     assert result.exit_code == 1, result.output
     first = result.stderr.splitlines()[0]
-    assert first.startswith(f"{path}:{_position(text, 'weightPreferences')}: spec.windows[0]"
-                            ".policies[0].patch.spec.placement.replicaScheduling"
-                            ".weightPreferences: ")
+    assert first.startswith(
+        f"{path}:{_position(text, 'weightPreferences')}: spec.windows[0]"
+        ".policies[0].patch.spec.placement.replicaScheduling"
+        ".weightPreferences: "
+    )
     assert "unknown field `weightPreferences`" in first
     assert "Traceback" not in result.output
     assert not writes(emu)
@@ -108,8 +122,11 @@ def test_a_typo_in_a_patch_is_refused_against_the_published_schema(
 
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_without_any_schema_a_patch_is_refused_unless_allowed(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_switch_emulator: MakeEmulator,
+    tmp_path: Path,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An emulator with no schema source (offline, empty cache) and no CRDs for the CLI: plan
     and switch say so in one line and refuse the patch, exit 1, nothing written; with
     --allow-unchecked-fields they go on after a one-line warning."""
@@ -132,45 +149,60 @@ def test_without_any_schema_a_patch_is_refused_unless_allowed(
 
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_a_wrong_value_type_is_located_not_a_traceback(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_switch_emulator: MakeEmulator,
+    tmp_path: Path,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`weight: "high"`, the CRDs not at hand for the CLI: one located line at the weight
     (the server's dry-run answer), exit 1, nothing written."""
     emu, kubeconfig, _ = _setup(make_switch_emulator, tmp_path, "cluster-b")
     monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
     path, text = _night_with(tmp_path, "weight: 1", 'weight: "high"')
-    result = invoke_cli(command, path, kubeconfig, "--yes") if command == "switch" else \
-        invoke_cli(command, path, kubeconfig)
+    result = (
+        invoke_cli(command, path, kubeconfig, "--yes")
+        if command == "switch"
+        else invoke_cli(command, path, kubeconfig)
+    )
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     first = result.stderr.splitlines()[0]
-    assert first.startswith(f"{path}:{_position(text, 'weight')}: spec.windows[0].policies[0]"
-                            ".patch.spec.placement.replicaScheduling.weightPreference"
-                            ".staticWeightList[0].weight: ")
+    assert first.startswith(
+        f"{path}:{_position(text, 'weight')}: spec.windows[0].policies[0]"
+        ".patch.spec.placement.replicaScheduling.weightPreference"
+        ".staticWeightList[0].weight: "
+    )
     assert not writes(emu)
 
 
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_a_floor_on_a_cluster_that_does_not_exist_is_the_first_problem(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, command: str
+) -> None:
     """A floor naming cluster-c (no such Cluster): plan and switch name that root cause first,
     with the Clusters that exist, and fold the breaches it explains instead of listing them."""
     emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
     options = ("--yes", "-o", "json") if command == "switch" else ("-o", "json")
     result = invoke_cli(command, path, kubeconfig, *options)
     assert result.exit_code == 3, result.output
-    lines = [line.strip() for line in (result.stderr if command == "switch" else "").splitlines()
-             if line.startswith("  ")]
+    lines = [
+        line.strip()
+        for line in (result.stderr if command == "switch" else "").splitlines()
+        if line.startswith("  ")
+    ]
     problems = json.loads(result.stdout)["problems"] if command == "plan" else lines
-    assert problems[0].startswith("floor cluster cluster-c does not exist (Clusters: "
-                                  "cluster-a, cluster-b); fix the floor's clusters")
+    assert problems[0].startswith(
+        "floor cluster cluster-c does not exist (Clusters: "
+        "cluster-a, cluster-b); fix the floor's clusters"
+    )
     assert "explains" in problems[0]
     assert not any("in cluster-c" in p for p in problems[1:]), problems
     assert not writes(emu)
 
 
 def test_validate_with_a_kubeconfig_checks_floor_clusters(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal validate --kubeconfig` names a floor cluster that is not a Cluster, located at
     the floor's entry, exit 1; without --kubeconfig the file alone is valid."""
     _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "cluster-c")
@@ -182,12 +214,15 @@ def test_validate_with_a_kubeconfig_checks_floor_clusters(
     line = next(i for i, t in enumerate(text, start=1) if "cluster-c" in t)
     first = result.stderr.splitlines()[0]
     assert first.startswith(f"{path}:{line}:")
-    assert first.endswith("spec.rollout.floors[0].clusters[0]: cluster 'cluster-c' does not "
-                          "exist (Clusters: cluster-a, cluster-b); fix the floor's clusters")
+    assert first.endswith(
+        "spec.rollout.floors[0].clusters[0]: cluster 'cluster-c' does not "
+        "exist (Clusters: cluster-a, cluster-b); fix the floor's clusters"
+    )
 
 
 def test_capacity_starved_static_switch_is_warned_or_refused_naming_workloads(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Static weights ignore free capacity (pkg/scheduler/core/assignment.go: assignByStatic
     WeightStrategy uses no estimator), so moving 4x5 one-cpu replicas into a 6-cpu cluster-b
     would leave pods Pending until waveTimeout: `tidal plan` names the workloads and the
@@ -204,8 +239,10 @@ def test_capacity_starved_static_switch_is_warned_or_refused_naming_workloads(
     notes = [w for w in json.loads(warned.stdout)["warnings"] if "do not fit" in w]
     assert notes and "cluster-b" in notes[0] and "cpu" in notes[0]
     assert "ai-app/Deployment/web-" in notes[0]
-    guarded = write_schedule(tmp_path / "guarded", schedule_text(
-        "team-p", "waveSize: 50%\nfloors:\n  - minAvailablePercent: 60\n"))
+    guarded = write_schedule(
+        tmp_path / "guarded",
+        schedule_text("team-p", "waveSize: 50%\nfloors:\n  - minAvailablePercent: 60\n"),
+    )
     refused = invoke_cli("plan", guarded, kubeconfig, "-o", "json")
     assert refused.exit_code == 3, refused.output
     problems = json.loads(refused.stdout)["problems"]

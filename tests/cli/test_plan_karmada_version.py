@@ -33,8 +33,11 @@ def gpu_team(release: str) -> list[dict[str, Any]]:
     """An emulator of `release` with two GPU clusters that keep Karmada's default resource
     models (cpu and memory grades only; 16 and 40 GPUs in their summaries, 4 nodes each) and
     one Deployment of 4 replicas, 1 GPU each, placed 4:1 by static weights."""
-    settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-                "spec": {"karmadaVersion": release}}
+    settings = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {"karmadaVersion": release},
+    }
     clusters = []
     for name, gpus in (("cluster-a", "16"), ("cluster-b", "40")):
         obj = cluster(name, cpu="512", startup=0.5)
@@ -48,21 +51,26 @@ def gpu_team(release: str) -> list[dict[str, Any]]:
 
 
 SCHEDULE = schedule_text(
-    "team-gpu", "waveSize: 1\n",
-    windows=swap_window("night", "23:00", "team-cpp", "night.yaml", trigger="rebalance"))
+    "team-gpu",
+    "waveSize: 1\n",
+    windows=swap_window("night", "23:00", "team-cpp", "night.yaml", trigger="rebalance"),
+)
 
 
-@pytest.mark.parametrize(("release", "expected"), [
-    # v1.17.0 general.go: the GPU is missing from the models, so the summaries answer:
-    # 13 + 3 own and 39 + 1 own free GPUs -> Webster 1:3
-    ("1.17", {"cluster-a": 1, "cluster-b": 3}),
-    # v1.18.0 general.go buildModelNodes: no model node has a GPU, so only the workload's own
-    # replicas count as available (Fresh): 3 and 1 -> it stays where it is
-    ("1.18", {"cluster-a": 3, "cluster-b": 1}),
-])
+@pytest.mark.parametrize(
+    ("release", "expected"),
+    [
+        # v1.17.0 general.go: the GPU is missing from the models, so the summaries answer:
+        # 13 + 3 own and 39 + 1 own free GPUs -> Webster 1:3
+        ("1.17", {"cluster-a": 1, "cluster-b": 3}),
+        # v1.18.0 general.go buildModelNodes: no model node has a GPU, so only the workload's own
+        # replicas count as available (Fresh): 3 and 1 -> it stays where it is
+        ("1.18", {"cluster-a": 3, "cluster-b": 1}),
+    ],
+)
 def test_plan_follows_the_release_and_agrees_with_its_scheduler(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, release: str,
-        expected: dict[str, int]) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, release: str, expected: dict[str, int]
+) -> None:
     """A Fresh rebalance of a GPU DynamicWeight workload on default models: `tidal plan
     --karmada-version R` predicts what an emulator of release R then does, and the two
     releases differ (general.go getMaximumReplicasBasedOnResourceModels, v1.17.0 vs v1.18.0)."""
@@ -77,8 +85,9 @@ def test_plan_follows_the_release_and_agrees_with_its_scheduler(
     assert workload["workload"] == WORKLOAD
     assert workload["after"] == expected
 
-    switched = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json",
-                          "--karmada-version", release)
+    switched = invoke_cli(
+        "switch", path, kubeconfig, "--yes", "-o", "json", "--karmada-version", release
+    )
     assert switched.exit_code == 0, switched.output
     assert assigned(emu.timeline()) == expected, switched.output
 
@@ -89,8 +98,9 @@ def assigned(timeline: list[dict[str, Any]]) -> dict[str, int]:
     return {c: n for c, n in sorted(last.items()) if n}
 
 
-def test_a_plan_for_the_wrong_release_mispredicts(make_switch_emulator: MakeEmulator,
-                                                  tmp_path: Path) -> None:
+def test_a_plan_for_the_wrong_release_mispredicts(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Why the setting exists: planned with v1.18 rules against a v1.17 control plane, the
     prediction keeps the workload where the scheduler will not."""
     emu = make_switch_emulator(gpu_team("1.17"))
@@ -102,8 +112,9 @@ def test_a_plan_for_the_wrong_release_mispredicts(make_switch_emulator: MakeEmul
     assert workload["after"] == {"cluster-a": 3, "cluster-b": 1}
 
 
-def test_unsupported_release_is_refused_before_any_request(make_switch_emulator: MakeEmulator,
-                                                           tmp_path: Path) -> None:
+def test_unsupported_release_is_refused_before_any_request(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A release the planner does not know: the flag is a usage error (exit 2) naming the
     choices, the variable one line naming TIDAL_KARMADA__VERSION (exit 1); neither reaches the
     API server."""
@@ -119,10 +130,14 @@ def test_unsupported_release_is_refused_before_any_request(make_switch_emulator:
     flag = invoke_cli("plan", path, kubeconfig, "--karmada-version", "1.16")
     assert flag.exit_code == 2
     assert "'--karmada-version'" in flag.stderr and "1.17" in flag.stderr
-    env = CliRunner().invoke(cli, ["plan", str(path), "--window", "night", "--kubeconfig",
-                                   str(kubeconfig)], env={"TIDAL_KARMADA__VERSION": "2.0"})
+    env = CliRunner().invoke(
+        cli,
+        ["plan", str(path), "--window", "night", "--kubeconfig", str(kubeconfig)],
+        env={"TIDAL_KARMADA__VERSION": "2.0"},
+    )
     assert env.exit_code == 1
     assert env.stderr.strip().splitlines() == [
         "error: setting TIDAL_KARMADA__VERSION: Value error, unsupported Karmada release '2.0';"
-        " choose one of 1.17, 1.18, 1.19 (got '2.0')"]
+        " choose one of 1.17, 1.18, 1.19 (got '2.0')"
+    ]
     assert emu.request_log() == []

@@ -29,13 +29,19 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULE = schedule_text(
     "team-dyn",
-    windows=swap_window("night", "22:00", swap_from="dyn-day",
-                        swap_to="policies/dyn-night.yaml", trigger="rebalance"),
+    windows=swap_window(
+        "night",
+        "22:00",
+        swap_from="dyn-day",
+        swap_to="policies/dyn-night.yaml",
+        trigger="rebalance",
+    ),
     rollout="""
     waveSize: 50%
     pauseBetweenWaves: 0s
     waveTimeout: 30s
-""")
+""",
+)
 TEAMS = f"""\
 apiVersion: tidal.io/v1alpha1
 kind: TeamCapacity
@@ -50,8 +56,12 @@ spec:
 
 
 def _plan(make_switch_emulator: MakeEmulator, tmp_path: Path, *options: str) -> dict[str, object]:
-    topo = [cluster("cluster-a", cpu="40"), cluster("cluster-b", cpu="40"), namespace(),
-            cpp("dyn-day", "t2", dynamic_placement())]
+    topo = [
+        cluster("cluster-a", cpu="40"),
+        cluster("cluster-b", cpu="40"),
+        namespace(),
+        cpp("dyn-day", "t2", dynamic_placement()),
+    ]
     topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(4)]
     emu = make_switch_emulator(topo)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
@@ -70,8 +80,9 @@ def _end(data: dict[str, object]) -> dict[str, int]:
     return end
 
 
-def test_team_cap_moves_the_predicted_split(make_switch_emulator: MakeEmulator,
-                                            tmp_path: Path) -> None:
+def test_team_cap_moves_the_predicted_split(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Without the team file the split spreads over both clusters; with a team cap of 0 on
     cluster-a, the plan predicts every replica on cluster-b."""
     spread = _end(_plan(make_switch_emulator, tmp_path / "a"))
@@ -89,29 +100,36 @@ def test_bad_teams_file_exits_1(make_switch_emulator: MakeEmulator, tmp_path: Pa
     topo = [cluster("cluster-a"), namespace()]
     emu = make_switch_emulator(topo)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": policy_file(
-        cpp("dyn-night", "t2", dynamic_placement()))})
+    path = write_schedule(
+        tmp_path,
+        SCHEDULE,
+        {"policies/dyn-night.yaml": policy_file(cpp("dyn-night", "t2", dynamic_placement()))},
+    )
     result = invoke_cli("plan", path, kubeconfig, "--teams", str(teams))
     assert result.exit_code == 1
     assert f"{teams}:" in result.output and "replicas" in result.output
 
 
-def test_models_without_gpu_grades_are_named_per_cluster(make_switch_emulator: MakeEmulator,
-                                                         tmp_path: Path) -> None:
+def test_models_without_gpu_grades_are_named_per_cluster(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Clusters whose resource models grade cpu only, and DynamicWeight workloads requesting a
     GPU: one warning line per cluster, naming the resource (the general estimator answers 0)."""
     inf = "9223372036854775807"
     topo = [cluster("cluster-a", cpu="40"), cluster("cluster-b", cpu="40")]
     for c in topo:
-        c["spec"]["resourceModels"] = [{"grade": 0, "ranges": [{"name": "cpu", "min": "0",
-                                                                 "max": inf}]}]
+        c["spec"]["resourceModels"] = [
+            {"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": inf}]}
+        ]
         c["status"]["resourceSummary"]["allocatableModelings"] = [{"grade": 0, "count": 2}]
     jobs = [deployment(f"job-{i}", "t2", 2, cpu="1") for i in range(2)]
     for job in jobs:
         job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
-            "nvidia.com/gpu"] = "1"
-    emu = make_switch_emulator([*topo, namespace(), cpp("dyn-day", "t2", dynamic_placement()),
-                                *jobs])
+            "nvidia.com/gpu"
+        ] = "1"
+    emu = make_switch_emulator(
+        [*topo, namespace(), cpp("dyn-day", "t2", dynamic_placement()), *jobs]
+    )
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
     night = policy_file(cpp("dyn-night", "t2", dynamic_placement()))
     path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
@@ -121,14 +139,19 @@ def test_models_without_gpu_grades_are_named_per_cluster(make_switch_emulator: M
     assert all("grade no nvidia.com/gpu" in w and "2 workload(s)" in w for w in warnings)
 
 
-def test_switch_with_teams_ends_where_the_plan_said(make_switch_emulator: MakeEmulator,
-                                                    tmp_path: Path) -> None:
+def test_switch_with_teams_ends_where_the_plan_said(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal switch --teams` with the emulator's own team estimator holding the same capacity
     (none on cluster-a): the waves succeed and end where `tidal plan --teams` said."""
     from tidal_sim.controllers.team_estimator import parse_team_estimator
 
-    topo = [cluster("cluster-a", cpu="40"), cluster("cluster-b", cpu="40"), namespace(),
-            cpp("dyn-day", "t2", dynamic_placement())]
+    topo = [
+        cluster("cluster-a", cpu="40"),
+        cluster("cluster-b", cpu="40"),
+        namespace(),
+        cpp("dyn-day", "t2", dynamic_placement()),
+    ]
     topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(4)]
     emu = make_switch_emulator(topo)
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
@@ -136,11 +159,21 @@ def test_switch_with_teams_ends_where_the_plan_said(make_switch_emulator: MakeEm
     path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
     teams = tmp_path / "teams.yaml"
     teams.write_text(TEAMS)
-    plan = json.loads(invoke_cli("plan", path, kubeconfig, "-o", "json", "--teams",
-                                 str(teams)).stdout)
-    emu.topology.settings.team_estimator.teams = parse_team_estimator({"teams": [{
-        "name": "t2@cluster-a", "cluster": "cluster-a",
-        "teamSelector": {"matchLabels": {"team": "t2"}}, "replicas": 0}]}).teams
+    plan = json.loads(
+        invoke_cli("plan", path, kubeconfig, "-o", "json", "--teams", str(teams)).stdout
+    )
+    emu.topology.settings.team_estimator.teams = parse_team_estimator(
+        {
+            "teams": [
+                {
+                    "name": "t2@cluster-a",
+                    "cluster": "cluster-a",
+                    "teamSelector": {"matchLabels": {"team": "t2"}},
+                    "replicas": 0,
+                }
+            ]
+        }
+    ).teams
     result = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json", "--teams", str(teams))
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["result"] == "succeeded"

@@ -43,4 +43,6 @@ def test_a_broken_plugin_does_not_break_the_cli(monkeypatch: pytest.MonkeyPatch)
     with structlog.testing.capture_logs() as logs:
         assert plugins.discovered() == []
     assert [(e["event"], e["entry_point"]) for e in logs] == [
-        ("plugin_command_unavailable", broken.value), ("plugin_command_unavailable", odd.value)]
+        ("plugin_command_unavailable", broken.value),
+        ("plugin_command_unavailable", odd.value),
+    ]

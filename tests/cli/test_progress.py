@@ -24,11 +24,21 @@ def _day_switch(view: SwitchView) -> None:
     """A day switch's wave 1: 5 workloads moving back to cluster-a, the destination, whose
     pods are not ready yet; cluster-b keeps 5 of its 19 ready."""
     view.apply(ev.RunStarted(**BASE, workloads=5, waves=1, trigger=Trigger.TOUCH))
-    view.apply(ev.WaveStarted(**BASE, wave=1, workloads=tuple(f"w{i}" for i in range(5)),
-                              trigger=Trigger.TOUCH))
-    view.apply(ev.WaveProgress(**BASE, wave=1, ready={"cluster-b": 19},
-                               assigned={"cluster-a": 15, "cluster-b": 5}, converged=0,
-                               total=5))
+    view.apply(
+        ev.WaveStarted(
+            **BASE, wave=1, workloads=tuple(f"w{i}" for i in range(5)), trigger=Trigger.TOUCH
+        )
+    )
+    view.apply(
+        ev.WaveProgress(
+            **BASE,
+            wave=1,
+            ready={"cluster-b": 19},
+            assigned={"cluster-a": 15, "cluster-b": 5},
+            converged=0,
+            total=5,
+        )
+    )
 
 
 def test_the_destination_cluster_shows_before_any_of_its_pods_is_ready() -> None:
@@ -48,9 +58,16 @@ def test_a_converged_wave_counts_every_workload_converged() -> None:
     view = SwitchView()
     _day_switch(view)
     view.apply(ev.GatePassed(**BASE, wave=1, gate=Gate.CONVERGED))
-    view.apply(ev.WaveProgress(**BASE, wave=1, ready={"cluster-a": 15, "cluster-b": 5},
-                               assigned={"cluster-a": 15, "cluster-b": 5}, converged=5,
-                               total=5))
+    view.apply(
+        ev.WaveProgress(
+            **BASE,
+            wave=1,
+            ready={"cluster-a": 15, "cluster-b": 5},
+            assigned={"cluster-a": 15, "cluster-b": 5},
+            converged=5,
+            total=5,
+        )
+    )
     view.apply(ev.WaveFinished(**BASE, wave=1, result=WaveResult.SUCCEEDED))
     line = view.apply(ev.RunFinished(**BASE, result=RunResult.SUCCEEDED))
     text = _text(view)

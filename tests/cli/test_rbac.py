@@ -105,9 +105,14 @@ def test_examples_give_valid_rbac_without_wildcards() -> None:
 def test_policy_rules_name_exactly_the_managed_policies() -> None:
     """get/patch/update and delete name exactly the policies the schedules manage."""
     loaded = load_schedules([EXAMPLES])
-    managed = {ref.name for s in loaded.schedules for w in s.schedule.spec.windows
-               for change in w.policies for ref in change.policy_refs()
-               if ref.kind == "ClusterPropagationPolicy"}
+    managed = {
+        ref.name
+        for s in loaded.schedules
+        for w in s.schedule.spec.windows
+        for change in w.policies
+        for ref in change.policy_refs()
+        if ref.kind == "ClusterPropagationPolicy"
+    }
     objects = objects_of(run(str(EXAMPLES)).stdout)
     rules = rules_by(objects, "clusterpropagationpolicies")
     named = {n for r in rules if "patch" in r.verbs for n in r.resource_names}
@@ -142,13 +147,19 @@ def test_namespaced_policy_and_templates_get_a_role_in_their_namespace(tmp_path:
     assert roles == {"team-8", "tidal-state"}
     assert {r.namespace for r in rules_by(objects, "statefulsets")} == {"team-8"}
     assert {(r.namespace, r.verbs) for r in rules_by(objects, "propagationpolicies")} == {
-        ("team-8", ("get", "patch")), (None, ("list",))}  # list: the sweep of leftovers
+        ("team-8", ("get", "patch")),
+        (None, ("list",)),
+    }  # list: the sweep of leftovers
     assert {r.namespace for r in rules_by(objects, "resourcebindings")} == {None}  # read-only
-    assert [r.resource_names for r in rules_by(objects, "propagationpolicies")
-            if r.namespace] == [("team-8-pp",)]
+    assert [r.resource_names for r in rules_by(objects, "propagationpolicies") if r.namespace] == [
+        ("team-8-pp",)
+    ]
     assert not rules_by(objects, "clusterresourcebindings")  # StatefulSets are namespaced
-    bindings = {(o["metadata"]["namespace"], o["roleRef"]["name"])
-                for o in objects if o["kind"] == "RoleBinding"}
+    bindings = {
+        (o["metadata"]["namespace"], o["roleRef"]["name"])
+        for o in objects
+        if o["kind"] == "RoleBinding"
+    }
     assert bindings == {("team-8", "tidal"), ("tidal-state", "tidal")}
     rebalancers = rules_by(objects, "workloadrebalancers")
     assert rebalancers and rebalancers[0].namespace is None
@@ -162,10 +173,14 @@ def test_state_namespace_holds_state_lease_and_events(tmp_path: Path) -> None:
     assert {r.resource for r in state} == {"configmaps", "leases", "events"}
     lease_rules = [r for r in state if r.resource == "leases"]
     assert {(r.verbs, r.resource_names) for r in lease_rules} == {  # get: any run lock (sweep)
-        (("create", "get"), ()), (("update",), ("tidal-leader", "tidal-run-team-9"))}
+        (("create", "get"), ()),
+        (("update",), ("tidal-leader", "tidal-run-team-9")),
+    }
     renamed = objects_of(run(str(directory), "--lease-name", "tidal-lead").stdout)
     assert {r.resource_names for r in rules_by(renamed, "leases")} == {
-        (), ("tidal-lead", "tidal-run-team-9")}
+        (),
+        ("tidal-lead", "tidal-run-team-9"),
+    }
 
 
 def test_subjects(tmp_path: Path) -> None:
@@ -173,13 +188,17 @@ def test_subjects(tmp_path: Path) -> None:
     directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
     objects = objects_of(run(str(directory)).stdout)
     labels = {"app.kubernetes.io/name": "tidal", "app.kubernetes.io/managed-by": "tidal-rbac"}
-    assert objects[0] == {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
-        "name": "tidal", "namespace": "tidal-system", "labels": labels}}
+    assert objects[0] == {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "tidal", "namespace": "tidal-system", "labels": labels},
+    }
     objects = objects_of(run(str(directory), "--user", "tidal-daemon", "--name", "tidal-x").stdout)
     assert "ServiceAccount" not in [o["kind"] for o in objects]
     binding = next(o for o in objects if o["kind"] == "ClusterRoleBinding")
     assert binding["subjects"] == [
-        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "tidal-daemon"}]
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "tidal-daemon"}
+    ]
     assert binding["roleRef"]["name"] == "tidal-x"
     both = run(str(directory), "--user", "a", "--group", "b")
     assert both.exit_code == 2 and "only one of" in both.stderr
@@ -188,10 +207,12 @@ def test_subjects(tmp_path: Path) -> None:
 def test_template_resource_option(tmp_path: Path) -> None:
     """--template-resource adds a kind the files do not name; a malformed one is refused."""
     directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
-    objects = objects_of(run(str(directory), "--template-resource", "flinkjobs.example.io@ml")
-                         .stdout)
+    objects = objects_of(
+        run(str(directory), "--template-resource", "flinkjobs.example.io@ml").stdout
+    )
     assert rules_by(objects, "flinkjobs") == [
-        Rule("ml", "example.io", "flinkjobs", ("get", "list", "patch"))]
+        Rule("ml", "example.io", "flinkjobs", ("get", "list", "patch"))
+    ]
     bad = run(str(directory), "--template-resource", "Deploy ments")
     assert bad.exit_code == 2 and "RESOURCE[.GROUP][@NAMESPACE]" in bad.stderr
 
@@ -222,11 +243,13 @@ def test_kubeconfig_reads_template_kinds_of_patched_policies(
     assert live.exit_code == 0, live.output
     assert "warning" not in live.stderr
     assert rules_by(objects_of(live.stdout), "deployments") == [
-        Rule("ai-app", "apps", "deployments", ("get", "list", "patch"))]
+        Rule("ai-app", "apps", "deployments", ("get", "list", "patch"))
+    ]
     reads = {(r.verb, r.resource) for r in emu.request_log() if r.identity == "reader"}
     assert reads == {("get", "propagationpolicies")}  # read-only, by name
     no_workloads = PATCH_SCHEDULE.replace(
-        "  workloads:\n    - {apiVersion: apps/v1, kind: Deployment}\n", "")
+        "  workloads:\n    - {apiVersion: apps/v1, kind: Deployment}\n", ""
+    )
     missing = write(tmp_path / "m", "team-9.yaml", no_workloads)
     result = run(str(missing), "--kubeconfig", str(kubeconfig))
     assert "team-9-cpp (schedule team-9) does not exist" in result.stderr
@@ -263,31 +286,53 @@ def test_json_output_is_a_list(tmp_path: Path) -> None:
 )
 def test_allows_follows_rbac_semantics(request_: Request, expected: bool) -> None:
     """resourceNames restrict by name; a Role's rule holds only in its own namespace."""
-    rules = [Rule(None, "policy.karmada.io", "clusterpropagationpolicies", ("get",), ("a",)),
-             Rule("team-8", "apps", "deployments", ("list", "watch"))]
+    rules = [
+        Rule(None, "policy.karmada.io", "clusterpropagationpolicies", ("get",), ("a",)),
+        Rule("team-8", "apps", "deployments", ("list", "watch")),
+    ]
     assert allows(rules, request_) is expected
 
 
 def test_plurals() -> None:
     """Kinds map to their REST resource names."""
-    assert [plural_of(k) for k in ("Deployment", "StatefulSet", "Ingress", "NetworkPolicy",
-                                   "FlinkDeployment", "Gateway", "Endpoints")] == [
-        "deployments", "statefulsets", "ingresses", "networkpolicies", "flinkdeployments",
-        "gateways", "endpoints"]
+    assert [
+        plural_of(k)
+        for k in (
+            "Deployment",
+            "StatefulSet",
+            "Ingress",
+            "NetworkPolicy",
+            "FlinkDeployment",
+            "Gateway",
+            "Endpoints",
+        )
+    ] == [
+        "deployments",
+        "statefulsets",
+        "ingresses",
+        "networkpolicies",
+        "flinkdeployments",
+        "gateways",
+        "endpoints",
+    ]
 
 
 # --- acceptance: the printed RBAC covers every request of full switches in the emulator ----
 
 # (file, window) switches driven through `tidal switch`: a patch with touch waves, and a swap
 # with rebalance waves there and back.
-SWITCHES = [("team-1005.yaml", "night"), ("team-2001.yaml", "night"), ("team-2001.yaml", "day"),
-            ("team-3007.yaml", "evening")]
+SWITCHES = [
+    ("team-1005.yaml", "night"),
+    ("team-2001.yaml", "night"),
+    ("team-2001.yaml", "day"),
+    ("team-3007.yaml", "evening"),
+]
 # Granted but not exercised by `tidal switch`, each for a stated reason (the daemon test below
 # exercises the daemon's and `tidal status`'s).
 NOT_EXERCISED: dict[tuple[str, str], str] = {
     ("configmaps", "list"): "the daemon lists its state ConfigMaps at start-up and for status",
     ("clusters", "watch"): "the daemon's shared cache watches Clusters for all its switches "
-                           "(tidal run)",
+    "(tidal run)",
     ("events", "create"): "Events are recorded by the daemon's observer (tidal run)",
     ("leases", "create"): "leader election of the daemon (tidal run)",
     ("leases", "get"): "leader election of the daemon (tidal run)",
@@ -296,16 +341,17 @@ NOT_EXERCISED: dict[tuple[str, str], str] = {
     ("clusterpropagationpolicies", "list"): "the daemon's sweep of leftovers (tidal run)",
     ("workloadrebalancers", "get"): "read back only when a wave fails, for per-workload results",
     ("workloadrebalancers", "delete"): "one by one only where deletecollection is refused (an "
-                                       "RBAC printed before it was granted)",
+    "RBAC printed before it was granted)",
     ("deployments", "get"): "read only when a wave's binding vanishes (a deleted template): "
-                            "tests/e2e/test_rbac_enforced.py exercises it",
+    "tests/e2e/test_rbac_enforced.py exercises it",
 }
 # Surge waves (issue 18) write overrides; until the engine sends them in these switches,
 # tests/karmada/test_overrides.py::test_printed_rbac_allows_every_override_request covers them.
-OVERRIDES_NOT_EXERCISED = {(resource, verb)
-                           for resource in ("overridepolicies", "clusteroverridepolicies")
-                           for verb in ("create", "delete", "deletecollection", "get",
-                                        "list", "update")}
+OVERRIDES_NOT_EXERCISED = {
+    (resource, verb)
+    for resource in ("overridepolicies", "clusteroverridepolicies")
+    for verb in ("create", "delete", "deletecollection", "get", "list", "update")
+}
 NOT_EXERCISED.update(dict.fromkeys(OVERRIDES_NOT_EXERCISED, "surge waves (issue 18)"))
 
 
@@ -337,8 +383,11 @@ def create_namespace(url: str, name: str) -> None:
 
     body = json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     request = urllib.request.Request(
-        f"{url}/api/v1/namespaces", data=body.encode(), method="POST",
-        headers={"Authorization": "Bearer sim:admin", "Content-Type": "application/json"})
+        f"{url}/api/v1/namespaces",
+        data=body.encode(),
+        method="POST",
+        headers={"Authorization": "Bearer sim:admin", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 201
 
@@ -356,21 +405,39 @@ def test_rbac_covers_every_request_of_full_switches(make_emulator: Any, tmp_path
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", user="tidal")
     # team-3007 patches a PropagationPolicy and names no workloads: its kinds are given here,
     # as the warning of `tidal rbac` asks.
-    printed = run(str(schedules), "--user", "tidal",
-                  "--template-resource", "deployments.apps@ai-app")
+    printed = run(
+        str(schedules), "--user", "tidal", "--template-resource", "deployments.apps@ai-app"
+    )
     assert printed.exit_code == 0, printed.output
     rules = rules_from_manifests(objects_of(printed.stdout))
 
     for file, window in SWITCHES:
-        result = CliRunner().invoke(cli, ["switch", str(schedules / file), "--window", window,
-                                          "--kubeconfig", str(kubeconfig), "--yes", "-o", "json"])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "switch",
+                str(schedules / file),
+                "--window",
+                window,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--yes",
+                "-o",
+                "json",
+            ],
+        )
         assert result.exit_code == 0, f"{file} {window}: {result.output}"
 
     log = [r for r in emu.request_log() if r.identity == "tidal"]
     assert log, "the switches made no request as user tidal"
-    denied = sorted({(r.verb, r.group, r.resource, r.namespace, r.name) for r in log
-                     if not allows(rules, Request(r.verb, r.group, r.resource, r.namespace,
-                                                  r.name))}, key=str)
+    denied = sorted(
+        {
+            (r.verb, r.group, r.resource, r.namespace, r.name)
+            for r in log
+            if not allows(rules, Request(r.verb, r.group, r.resource, r.namespace, r.name))
+        },
+        key=str,
+    )
     assert not denied, f"requests the printed RBAC does not allow: {denied}"
     used = {(r.resource, r.verb) for r in log}
     granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
@@ -416,14 +483,29 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
         assert stop(daemon) == 0, (tmp_path / "a.log").read_text()[-3000:]
     assert outcome() == "succeeded", (tmp_path / "a.log").read_text()[-3000:]
     # an operator's `kubectl exec deploy/tidal -- tidal status` runs as the same identity
-    status = CliRunner().invoke(cli, ["status", "-o", "json", "--schedules", str(schedules),
-                                      "--kubeconfig", str(tmp_path / "kubeconfig-a")])
+    status = CliRunner().invoke(
+        cli,
+        [
+            "status",
+            "-o",
+            "json",
+            "--schedules",
+            str(schedules),
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig-a"),
+        ],
+    )
     assert status.exit_code == 0, status.output
 
     log = [r for r in emu.request_log() if r.identity == "replica-a"]
-    denied = sorted({(r.verb, r.group, r.resource, r.namespace, r.name) for r in log
-                     if not allows(rules, Request(r.verb, r.group, r.resource, r.namespace,
-                                                  r.name))}, key=str)
+    denied = sorted(
+        {
+            (r.verb, r.group, r.resource, r.namespace, r.name)
+            for r in log
+            if not allows(rules, Request(r.verb, r.group, r.resource, r.namespace, r.name))
+        },
+        key=str,
+    )
     assert not denied, f"requests the printed RBAC does not allow: {denied}"
     used = {(r.resource, r.verb) for r in log}
     granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
@@ -435,11 +517,13 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
 def test_a_custom_template_kind_may_list_interpreter_customizations(tmp_path: Path) -> None:
     """A schedule of a custom kind may list ResourceInterpreterCustomizations (its replicas
     and replica field come from them); one of Deployments only may not."""
-    custom = PATCH_SCHEDULE.replace("{apiVersion: apps/v1, kind: Deployment}",
-                                    "{apiVersion: inference.tidal.io/v1alpha1, "
-                                    "kind: InferenceService, namespace: ai-app}")
+    custom = PATCH_SCHEDULE.replace(
+        "{apiVersion: apps/v1, kind: Deployment}",
+        "{apiVersion: inference.tidal.io/v1alpha1, kind: InferenceService, namespace: ai-app}",
+    )
     objects = objects_of(run(str(write(tmp_path / "c", "team-9.yaml", custom))).stdout)
     assert rules_by(objects, "resourceinterpretercustomizations") == [
-        Rule(None, "config.karmada.io", "resourceinterpretercustomizations", ("list",))]
+        Rule(None, "config.karmada.io", "resourceinterpretercustomizations", ("list",))
+    ]
     plain = objects_of(run(str(write(tmp_path / "p", "team-9.yaml", PATCH_SCHEDULE))).stdout)
     assert rules_by(plain, "resourceinterpretercustomizations") == []

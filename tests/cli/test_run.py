@@ -25,8 +25,9 @@ def test_run_with_missing_schedules_directory_is_one_line_exit_1(tmp_path: Path)
     assert "Traceback" not in result.output
 
 
-def test_run_with_bad_setting_names_the_variable(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_with_bad_setting_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A bad TIDAL_* value is reported with its name, exit 1."""
     monkeypatch.setenv("TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS", "soon")
     result = CliRunner().invoke(cli, ["run", "--schedules", str(tmp_path)])
@@ -44,8 +45,7 @@ def env(emulator: Any, tmp_path: Path) -> dict[str, Any]:
     from tidal.karmada.state_objects import ensure_namespace
 
     ensure_namespace(client, "tidal-system")
-    return {"args": ["--schedules", str(sched), "--kubeconfig", str(kubeconfig)],
-            "client": client}
+    return {"args": ["--schedules", str(sched), "--kubeconfig", str(kubeconfig)], "client": client}
 
 
 @pytest.mark.e2e
@@ -87,14 +87,14 @@ def test_until_parses_local_hh_mm_and_iso() -> None:
     tz = ZoneInfo("Asia/Shanghai")
     now = datetime(2026, 6, 1, 12, tzinfo=UTC)  # 20:00 local
     assert parse_until("07:00", tz, now) == datetime(2026, 6, 2, 7, tzinfo=tz)
-    assert parse_until("2026-06-02T01:00:00+00:00", tz, now) == datetime(2026, 6, 2, 1,
-                                                                         tzinfo=UTC)
+    assert parse_until("2026-06-02T01:00:00+00:00", tz, now) == datetime(2026, 6, 2, 1, tzinfo=UTC)
     with pytest.raises(ValueError, match="--until"):
         parse_until("tomorrow", tz, now)
 
 
-def test_run_listens_on_the_address_it_is_given(emulator: Any, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_listens_on_the_address_it_is_given(
+    emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """TIDAL_LISTEN_ADDRESS=127.0.0.1 serves /healthz on loopback only; the default stays
     0.0.0.0; a value that is not an IP address is a one-line setting error."""
     from tidal.daemon.app import Daemon, Wiring

@@ -38,8 +38,9 @@ def test_schema_uses_yaml_names(validator: Draft202012Validator) -> None:
     assert validator.schema["$defs"]["Rollout"]["additionalProperties"] is False
 
 
-@pytest.mark.parametrize("example", sorted((REPO / "schedules").glob("*.yaml")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "example", sorted((REPO / "schedules").glob("*.yaml")), ids=lambda p: p.name
+)
 def test_schema_accepts_examples(validator: Draft202012Validator, example: Path) -> None:
     """Every example schedule is valid under the schema."""
     assert list(validator.iter_errors(_data(example))) == []
@@ -51,19 +52,23 @@ def test_schema_rejects_schema_errors(validator: Draft202012Validator, name: str
     assert list(validator.iter_errors(_data(BROKEN / name)))
 
 
-@pytest.mark.parametrize("name", ["unknown-timezone.yaml", "bad-cron.yaml",
-                                  "duplicate-window.yaml", "overlap-b.yaml"])
-def test_semantic_errors_are_left_to_validate(validator: Draft202012Validator,
-                                              name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["unknown-timezone.yaml", "bad-cron.yaml", "duplicate-window.yaml", "overlap-b.yaml"]
+)
+def test_semantic_errors_are_left_to_validate(validator: Draft202012Validator, name: str) -> None:
     """Time zones, cron syntax and cross-window rules need `tidal validate`, not the schema."""
     assert list(validator.iter_errors(_data(BROKEN / name))) == []
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("catchUpWindow", "0s"), ("catchUpWindow", "10"), ("suspend", "yes"),
-])
-def test_schema_checks_value_forms(validator: Draft202012Validator, key: str,
-                                   value: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("catchUpWindow", "0s"),
+        ("catchUpWindow", "10"),
+        ("suspend", "yes"),
+    ],
+)
+def test_schema_checks_value_forms(validator: Draft202012Validator, key: str, value: str) -> None:
     """Zero or unit-less durations and non-boolean suspend fail the schema."""
     data = _data(REPO / "schedules" / "team-3007.yaml")
     data["spec"][key] = value

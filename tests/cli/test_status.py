@@ -33,8 +33,9 @@ def _schedules(tmp_path: Path) -> Path:
 
 
 def _status(folder: Path, kubeconfig: Path, *options: str) -> str:
-    result = CliRunner().invoke(cli, ["status", "--schedules", str(folder), "--kubeconfig",
-                                      str(kubeconfig), *options])
+    result = CliRunner().invoke(
+        cli, ["status", "--schedules", str(folder), "--kubeconfig", str(kubeconfig), *options]
+    )
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -43,12 +44,12 @@ def _hold(emulator: Emulator, kubeconfig: Path, until: datetime) -> None:
     client = KarmadaClient.from_kubeconfig(kubeconfig)
     ensure_namespace(client, "tidal-system")
     hold = Hold("day", until, until - timedelta(hours=3))
-    StateStore(client, "tidal-system").update_controls(
-        "team-1005", lambda c: Controls(hold=hold))
+    StateStore(client, "tidal-system").update_controls("team-1005", lambda c: Controls(hold=hold))
 
 
 def test_times_are_in_the_schedules_zone_with_its_abbreviation(
-        emulator: Emulator, kubeconfig: Path, tmp_path: Path) -> None:
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path
+) -> None:
     """Next start and the hold's end are shown in Asia/Shanghai as CST; --utc shows UTC."""
     folder = _schedules(tmp_path)
     _hold(emulator, kubeconfig, datetime.now(UTC) + timedelta(hours=2))
@@ -62,7 +63,8 @@ def test_times_are_in_the_schedules_zone_with_its_abbreviation(
 
 
 def test_columns_are_not_cut_when_stdout_is_not_a_terminal(
-        emulator: Emulator, kubeconfig: Path, tmp_path: Path) -> None:
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path
+) -> None:
     """Piped, the table keeps every value whole (no ellipsis) however wide it gets."""
     folder = _schedules(tmp_path)
     _hold(emulator, kubeconfig, datetime.now(UTC) + timedelta(hours=2))
@@ -71,8 +73,7 @@ def test_columns_are_not_cut_when_stdout_is_not_a_terminal(
     assert max(len(line) for line in table.splitlines()) > 80
 
 
-def test_expired_holds_are_dropped(emulator: Emulator, kubeconfig: Path,
-                                   tmp_path: Path) -> None:
+def test_expired_holds_are_dropped(emulator: Emulator, kubeconfig: Path, tmp_path: Path) -> None:
     """A hold whose end has passed is shown neither in the table nor in the JSON."""
     folder = _schedules(tmp_path)
     _hold(emulator, kubeconfig, datetime.now(UTC) - timedelta(minutes=5))
@@ -82,7 +83,8 @@ def test_expired_holds_are_dropped(emulator: Emulator, kubeconfig: Path,
 
 
 def test_without_kubeconfig_status_names_the_paths_it_tried(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No --kubeconfig, no TIDAL_KUBECONFIG, KUBECONFIG unset, not in a cluster and no
     ~/.kube/config: one line naming what was tried and how to fix it, exit 1."""
     for var in ("TIDAL_KUBECONFIG", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
@@ -96,8 +98,8 @@ def test_without_kubeconfig_status_names_the_paths_it_tried(
 
 
 def test_without_kubeconfig_status_uses_the_kubeconfig_variable(
-        emulator: Emulator, kubeconfig: Path, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """KUBECONFIG is honoured when neither --kubeconfig nor TIDAL_KUBECONFIG is given."""
     monkeypatch.delenv("TIDAL_KUBECONFIG", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
@@ -107,7 +109,8 @@ def test_without_kubeconfig_status_uses_the_kubeconfig_variable(
 
 
 def test_a_schedule_waiting_in_the_daemons_queue_says_for_what_and_since_when(
-        emulator: Emulator, kubeconfig: Path, tmp_path: Path) -> None:
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path
+) -> None:
     """What the daemon published (tidal-queue) shows as `waiting for surge capacity since`
     in the schedule's zone, and under `waiting` in the JSON; a garbled queue shows nothing."""
     from tidal.daemon.budget import CapacityWait
@@ -121,14 +124,18 @@ def test_a_schedule_waiting_in_the_daemons_queue_says_for_what_and_since_when(
     since = datetime(2026, 12, 3, 15, 0, 5, tzinfo=UTC)
     clock = FakeClock(since + timedelta(seconds=30))
     wait = CapacityWait("team-1005", "r/w1", since, {"cluster-b": {"nvidia.com/gpu": 2.0}})
-    report = queue_report({}, {"team-1005": wait}, {"cluster-b": {"nvidia.com/gpu": 6.0}},
-                          clock.now())
+    report = queue_report(
+        {}, {"team-1005": wait}, {"cluster-b": {"nvidia.com/gpu": 6.0}}, clock.now()
+    )
     assert QueuePublisher(client, "tidal-system", "solo", clock).publish(report, True)
     table = " ".join(line for line in _status(folder, kubeconfig).splitlines() if "│" in line)
     assert "waiting for surge capacity since 2026-12-03 23:00 CST" in table
     (entry,) = json.loads(_status(folder, kubeconfig, "-o", "json"))["schedules"]
-    assert entry["waiting"] == {"reason": "capacity", "since": since.isoformat(),
-                                "short": {"cluster-b": {"nvidia.com/gpu": 2.0}}}
+    assert entry["waiting"] == {
+        "reason": "capacity",
+        "since": since.isoformat(),
+        "short": {"cluster-b": {"nvidia.com/gpu": 2.0}},
+    }
     obj = get_configmap(client, "tidal-system", "tidal-queue")
     assert obj is not None
     obj["data"] = {"queue": "{not json"}

@@ -37,26 +37,39 @@ def _hh_mm(at: datetime) -> str:
 
 
 def test_after_a_manual_night_switch_status_says_night_is_in_force(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """The schedule puts day in force now (its start an hour ago, night's in two hours);
     `tidal switch --window night` succeeded and nothing drifted: status says night is in
     force, from the cluster, and that the schedule would have day."""
     now = datetime.now(UTC)
-    windows = weights_window("night", _hh_mm(now + timedelta(hours=2)), {"cluster-b": 1}) + \
-        weights_window("day", _hh_mm(now - timedelta(hours=1)), {"cluster-a": 4, "cluster-b": 1})
-    path = write_schedule(tmp_path, schedule_text(
-        "team-s", "waveSize: 4\npauseBetweenWaves: 0s\nwaveTimeout: 20s\n", windows=windows))
+    windows = weights_window(
+        "night", _hh_mm(now + timedelta(hours=2)), {"cluster-b": 1}
+    ) + weights_window("day", _hh_mm(now - timedelta(hours=1)), {"cluster-a": 4, "cluster-b": 1})
+    path = write_schedule(
+        tmp_path,
+        schedule_text(
+            "team-s", "waveSize: 4\npauseBetweenWaves: 0s\nwaveTimeout: 20s\n", windows=windows
+        ),
+    )
     kubeconfig = make_switch_emulator().write_kubeconfig(tmp_path / "kubeconfig")
     switched = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
     assert switched.exit_code == 0, switched.output
-    result = CliRunner().invoke(cli, ["status", "--schedules", str(path), "--kubeconfig",
-                                      str(kubeconfig), "-o", "json"])
+    result = CliRunner().invoke(
+        cli, ["status", "--schedules", str(path), "--kubeconfig", str(kubeconfig), "-o", "json"]
+    )
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["schedules"]
     assert entry["drift"] == []
     in_force = entry["windowInForce"]
-    assert (in_force["window"], in_force["source"], in_force["scheduled"]) == \
-        ("night", "cluster", "day")
-    table = CliRunner().invoke(cli, ["status", "--schedules", str(path), "--kubeconfig",
-                                     str(kubeconfig)]).stdout
+    assert (in_force["window"], in_force["source"], in_force["scheduled"]) == (
+        "night",
+        "cluster",
+        "day",
+    )
+    table = (
+        CliRunner()
+        .invoke(cli, ["status", "--schedules", str(path), "--kubeconfig", str(kubeconfig)])
+        .stdout
+    )
     assert "not day as scheduled" in table

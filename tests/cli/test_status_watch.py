@@ -18,8 +18,10 @@ from tidal.cli.main import cli
 from tidal.plot import INSTALL, PlotUnavailable, pyplot
 
 pytestmark = pytest.mark.e2e
-ROLLOUT = "waveSize: 2\npauseBetweenWaves: 1s\nwaveTimeout: 30s\n" \
+ROLLOUT = (
+    "waveSize: 2\npauseBetweenWaves: 1s\nwaveTimeout: 30s\n"
     "floors:\n  - clusters: [cluster-b]\n    minReadyReplicas: 1\n"
+)
 
 
 def _status(*args: str) -> list[str]:
@@ -27,7 +29,8 @@ def _status(*args: str) -> list[str]:
 
 
 def test_watch_follows_a_switch_to_its_end_one_json_line_per_change(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Started before the switch, `status NAME --watch --until-done` off a terminal prints
     only JSON lines on stdout (logs on stderr), each wave's converged count never goes back,
     and the last line has both waves succeeded 2/2 with the run's 20 replicas desired on
@@ -35,9 +38,22 @@ def test_watch_follows_a_switch_to_its_end_one_json_line_per_change(
     path = write_schedule(tmp_path, schedule_text("team-s", ROLLOUT))
     kubeconfig = make_switch_emulator().write_kubeconfig(tmp_path / "kubeconfig")
     watcher = subprocess.Popen(
-        _status("team-s", "--schedules", str(path), "--kubeconfig", str(kubeconfig),
-                "--watch", "--interval", "0.2", "--until-done"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        _status(
+            "team-s",
+            "--schedules",
+            str(path),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--watch",
+            "--interval",
+            "0.2",
+            "--until-done",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
         switched = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
         assert switched.exit_code == 0, switched.output
@@ -58,10 +74,14 @@ def test_watch_follows_a_switch_to_its_end_one_json_line_per_change(
             best[wave["wave"]] = wave["converged"]
     last = runs[-1]
     assert (last["phase"], last["result"]) == ("done", "succeeded")
-    assert [(w["state"], w["converged"], w["total"]) for w in last["waves"]] == \
-        [("succeeded", 2, 2), ("succeeded", 2, 2)]
-    desired = {c: sum(w["clusters"][c]["desired"] for w in last["waves"])
-               for c in last["waves"][0]["clusters"]}
+    assert [(w["state"], w["converged"], w["total"]) for w in last["waves"]] == [
+        ("succeeded", 2, 2),
+        ("succeeded", 2, 2),
+    ]
+    desired = {
+        c: sum(w["clusters"][c]["desired"] for w in last["waves"])
+        for c in last["waves"][0]["clusters"]
+    }
     assert desired == {"cluster-a": 0, "cluster-b": 20}
     assert last["floors"] and last["floors"][0].startswith("floor cluster-b: lowest ")
 
@@ -74,21 +94,29 @@ def _switched(make_switch_emulator: MakeEmulator, tmp_path: Path) -> tuple[Path,
     return path, kubeconfig
 
 
-def test_plot_writes_the_picture_of_the_latest_run(make_switch_emulator: MakeEmulator,
-                                                   tmp_path: Path) -> None:
+def test_plot_writes_the_picture_of_the_latest_run(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`status NAME --plot FILE` after a switch writes a PNG and says where, exit 0."""
     path, kubeconfig = _switched(make_switch_emulator, tmp_path)
     png = tmp_path / "out" / "run.png"
-    done = subprocess.run(_status("team-s", "--schedules", str(path), "--kubeconfig",
-                                  str(kubeconfig), "--plot", str(png)),
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        _status(
+            "team-s", "--schedules", str(path), "--kubeconfig", str(kubeconfig), "--plot", str(png)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == f"wrote {png}\n"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_of_a_schedule_without_a_run_or_of_an_unknown_one_says_so(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """No run yet: exit 1, one line; an unknown NAME: exit 2, one line naming the known."""
     path = write_schedule(tmp_path, schedule_text("team-s", ROLLOUT))
     kubeconfig = make_switch_emulator().write_kubeconfig(tmp_path / "kubeconfig")

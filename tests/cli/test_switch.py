@@ -13,34 +13,44 @@ from tidal_sim.emulator import Emulator
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-s", """
+SCHEDULE = schedule_text(
+    "team-s",
+    """
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: TIMEOUT
-""")
+""",
+)
 
 
-def _setup(make_switch_emulator: MakeEmulator, tmp_path: Path, timeout: str,
-           b_cpu: str = "1000") -> tuple[Emulator, Path, Path]:
+def _setup(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, timeout: str, b_cpu: str = "1000"
+) -> tuple[Emulator, Path, Path]:
     emu = make_switch_emulator(cpu="1", b_cpu=b_cpu)
-    return (emu, emu.write_kubeconfig(tmp_path / "kubeconfig"),
-            write_schedule(tmp_path, SCHEDULE.replace("TIMEOUT", timeout)))
+    return (
+        emu,
+        emu.write_kubeconfig(tmp_path / "kubeconfig"),
+        write_schedule(tmp_path, SCHEDULE.replace("TIMEOUT", timeout)),
+    )
 
 
-def test_switch_prints_the_run_record_and_exits_0(make_switch_emulator: MakeEmulator,
-                                                  tmp_path: Path) -> None:
+def test_switch_prints_the_run_record_and_exits_0(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """-o json prints {schedule, window, runId, result, startedAt, finishedAt, waves}."""
     _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
     result = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
-    assert {"schedule", "window", "runId", "result", "startedAt", "finishedAt",
-            "waves"} <= set(record)
+    assert {"schedule", "window", "runId", "result", "startedAt", "finishedAt", "waves"} <= set(
+        record
+    )
     assert record["result"] == "succeeded" and record["schedule"] == "team-s"
-    assert [set(w) >= {"index", "workloads", "result", "reason", "startedAt", "finishedAt"}
-            for w in record["waves"]] == [True, True]
-    assert record["waves"][0]["workloads"] == ["ai-app/Deployment/web-0",
-                                               "ai-app/Deployment/web-1"]
+    assert [
+        set(w) >= {"index", "workloads", "result", "reason", "startedAt", "finishedAt"}
+        for w in record["waves"]
+    ] == [True, True]
+    assert record["waves"][0]["workloads"] == ["ai-app/Deployment/web-0", "ai-app/Deployment/web-1"]
 
 
 def test_failed_wave_exits_2(make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
@@ -54,7 +64,8 @@ def test_failed_wave_exits_2(make_switch_emulator: MakeEmulator, tmp_path: Path)
 
 
 def test_switch_without_yes_refuses_when_stdin_is_not_a_terminal(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """No terminal and no --yes: exit 4 with the one-line fix, and nothing is written."""
     from tests.e2e.switch_helpers import writes
 
@@ -62,14 +73,13 @@ def test_switch_without_yes_refuses_when_stdin_is_not_a_terminal(
     emu.reset_requests()
     result = invoke_cli("switch", path, kubeconfig)
     assert result.exit_code == 4, result.output
-    assert result.stderr.strip() == \
-        "error: not a terminal: pass --yes to run without confirmation"
+    assert result.stderr.strip() == "error: not a terminal: pass --yes to run without confirmation"
     assert not writes(emu)
 
 
 def test_switch_answered_no_at_the_prompt_is_not_a_success(
-        make_switch_emulator: MakeEmulator, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """'n' at the confirmation prompt exits 5 (declined), not 0, and writes nothing."""
     from click.testing import CliRunner
 
@@ -80,8 +90,11 @@ def test_switch_answered_no_at_the_prompt_is_not_a_success(
     emu, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")
     monkeypatch.setattr(switch_cli, "stdin_is_terminal", lambda: True)
     emu.reset_requests()
-    result = CliRunner().invoke(cli, ["switch", str(path), "--window", "night",
-                                      "--kubeconfig", str(kubeconfig)], input="n\n")
+    result = CliRunner().invoke(
+        cli,
+        ["switch", str(path), "--window", "night", "--kubeconfig", str(kubeconfig)],
+        input="n\n",
+    )
     assert result.exit_code == 5, result.output
     assert "declined: nothing written" in result.stderr
     assert not writes(emu)
@@ -99,7 +112,8 @@ def test_usage_error_exits_2() -> None:
 
 
 def test_a_halted_run_says_what_it_left_and_how_to_finish_or_undo(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A wave that times out halts with the policy Lazy: the text output names the policy
     left Lazy (and what it goes back to), the waves done, and the commands that finish the
     switch or lift the Lazy; -o json carries the same as leftLazy."""
@@ -107,20 +121,28 @@ def test_a_halted_run_says_what_it_left_and_how_to_finish_or_undo(
     result = invoke_cli("switch", path, kubeconfig, "--yes")
     assert result.exit_code == 2, result.output
     err = result.stderr
-    assert "left: ClusterPropagationPolicy team-cpp stays activationPreference: Lazy " \
-           "(tidal added it; it goes back to unset)" in err
-    assert f"to finish: fix the cause, then `tidal switch {path} --window night " \
-           f"--kubeconfig {kubeconfig}` runs the waves not done and lifts the Lazy" in err
-    assert "to undo: `kubectl patch clusterpropagationpolicy team-cpp --type merge -p " \
-           "'{\"spec\":{\"activationPreference\":null}}'`" in err
+    assert (
+        "left: ClusterPropagationPolicy team-cpp stays activationPreference: Lazy "
+        "(tidal added it; it goes back to unset)" in err
+    )
+    assert (
+        f"to finish: fix the cause, then `tidal switch {path} --window night "
+        f"--kubeconfig {kubeconfig}` runs the waves not done and lifts the Lazy" in err
+    )
+    assert (
+        "to undo: `kubectl patch clusterpropagationpolicy team-cpp --type merge -p "
+        '\'{"spec":{"activationPreference":null}}\'`' in err
+    )
     again = invoke_cli("switch", path, kubeconfig, "--yes", "-o", "json")
     record = json.loads(again.stdout)
-    assert record["leftLazy"] == [{"policy": "ClusterPropagationPolicy/team-cpp",
-                                   "restoresTo": None}]
+    assert record["leftLazy"] == [
+        {"policy": "ClusterPropagationPolicy/team-cpp", "restoresTo": None}
+    ]
 
 
 def test_a_wave_timeout_names_the_stuck_workloads_and_the_likely_cause(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """cluster-b has 6 CPUs for 20 one-CPU replicas: the wave times out with a reason naming
     each workload not converged, its replicas not ready per cluster, and the likely cause read
     from the Cluster's resource summary (pending pods, insufficient cpu)."""
@@ -135,7 +157,8 @@ def test_a_wave_timeout_names_the_stuck_workloads_and_the_likely_cause(
 
 
 def test_status_shows_manual_runs_and_manual_runs_write_events(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """After `tidal switch` succeeded and then failed, `tidal status` (table and JSON) shows
     that last run and its result, and the manual runs wrote their Kubernetes Events."""
     from click.testing import CliRunner
@@ -146,8 +169,9 @@ def test_status_shows_manual_runs_and_manual_runs_write_events(
     assert invoke_cli("switch", path, kubeconfig, "--yes").exit_code == 0
 
     def status(*options: str) -> str:
-        result = CliRunner().invoke(cli, ["status", "--schedules", str(tmp_path),
-                                          "--kubeconfig", str(kubeconfig), *options])
+        result = CliRunner().invoke(
+            cli, ["status", "--schedules", str(tmp_path), "--kubeconfig", str(kubeconfig), *options]
+        )
         assert result.exit_code == 0, result.output
         return result.stdout
 
@@ -167,8 +191,8 @@ def test_status_shows_manual_runs_and_manual_runs_write_events(
 
 
 def test_on_a_terminal_the_live_view_shows_each_wave_and_no_log_line(
-        make_switch_emulator: MakeEmulator, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the live view on a terminal's stderr: each wave ends succeeded with all its
     workloads converged and ready/desired per cluster, and no log line (JSON or not) is
     mixed into it; stdout still carries the one result document."""
@@ -189,7 +213,8 @@ def test_on_a_terminal_the_live_view_shows_each_wave_and_no_log_line(
 
 
 def test_off_a_terminal_stdout_is_one_result_document_and_logs_go_to_stderr(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal switch --yes` piped (no -o): stdout is exactly one JSON document, the run
     record; every log line is on stderr."""
     _, kubeconfig, path = _setup(make_switch_emulator, tmp_path, "20s")

@@ -28,8 +28,7 @@ def test_examples_validate() -> None:
     assert result.stderr == ("" if CRDS is not None else NOT_CHECKED + "\n")
 
 
-def test_without_crds_validate_says_what_it_did_not_check(tmp_path: Path,
-                                                          monkeypatch: Any) -> None:
+def test_without_crds_validate_says_what_it_did_not_check(tmp_path: Path, monkeypatch: Any) -> None:
     """No CRD schemas at hand: `ok` on stdout, and one stderr line saying the policy fields
     were not checked and how to check them (--crds, TIDAL_KARMADA_CRDS, tidal plan)."""
     monkeypatch.setenv("TIDAL_KARMADA_CRDS", str(tmp_path / "absent"))
@@ -38,8 +37,9 @@ def test_without_crds_validate_says_what_it_did_not_check(tmp_path: Path,
     (line,) = result.stderr.splitlines()
     assert "not checked against the Karmada CRD schemas" in line
     assert "--crds DIR" in line and "tidal plan" in line
-    empty = CliRunner().invoke(cli, ["validate", "--crds", str(tmp_path),
-                                     str(REPO / "schedules" / "team-1005.yaml")])
+    empty = CliRunner().invoke(
+        cli, ["validate", "--crds", str(tmp_path), str(REPO / "schedules" / "team-1005.yaml")]
+    )
     assert empty.exit_code == 0 and empty.stderr == line + "\n"
 
 
@@ -51,8 +51,8 @@ def test_broken_directory_reports_every_error() -> None:
     files = {line.split(":")[0] for line in lines}
     assert summary == f"{len(lines)} error(s) in {len(files)} file(s)"
     assert [line.replace(f"{BROKEN}/", "") for line in lines] == [
-        line for line in EXPECTED
-        if CRDS is not None or "Karmada would drop" not in line]
+        line for line in EXPECTED if CRDS is not None or "Karmada would drop" not in line
+    ]
 
 
 def test_json_output() -> None:
@@ -60,15 +60,22 @@ def test_json_output() -> None:
     path = BROKEN / "unknown-timezone.yaml"
     result = CliRunner().invoke(cli, ["validate", "-o", "json", str(path)])
     assert result.exit_code == 1
-    assert json.loads(result.stdout) == [{
-        "file": str(path), "line": 6, "column": 3,
-        "message": "spec.timeZone: unknown time zone 'Europe/Berln'; did you mean Europe/Berlin?"}]
+    assert json.loads(result.stdout) == [
+        {
+            "file": str(path),
+            "line": 6,
+            "column": 3,
+            "message": "spec.timeZone: unknown time zone 'Europe/Berln'; "
+            "did you mean Europe/Berlin?",
+        }
+    ]
 
 
 def test_json_output_when_valid() -> None:
     """-o json prints [] and exits 0 for valid files."""
-    result = CliRunner().invoke(cli, ["validate", "-o", "json",
-                                      str(REPO / "schedules" / "team-1005.yaml")])
+    result = CliRunner().invoke(
+        cli, ["validate", "-o", "json", str(REPO / "schedules" / "team-1005.yaml")]
+    )
     assert result.exit_code == 0 and json.loads(result.stdout) == []
 
 
@@ -80,11 +87,14 @@ def test_paths_are_required() -> None:
 
 def test_files_and_directories_mix(tmp_path: Path) -> None:
     """A good file and a missing path: the missing one is reported, exit 1."""
-    result = CliRunner().invoke(cli, ["validate", str(REPO / "schedules" / "team-3007.yaml"),
-                                      str(tmp_path / "missing.yaml")])
+    result = CliRunner().invoke(
+        cli,
+        ["validate", str(REPO / "schedules" / "team-3007.yaml"), str(tmp_path / "missing.yaml")],
+    )
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
-        f"{tmp_path / 'missing.yaml'}:1:1: no such file or directory; check the path")
+        f"{tmp_path / 'missing.yaml'}:1:1: no such file or directory; check the path"
+    )
 
 
 def test_console_script_end_to_end(tmp_path: Path) -> None:
@@ -92,15 +102,21 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     shutil.copy(BROKEN / "bad-cron.yaml", tmp_path / "bad-cron.yaml")
     script = Path(sys.executable).with_name("tidal")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "tidal"]
-    done = subprocess.run([*command, "validate", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [*command, "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1
     assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'bad-cron.yaml'}:9:7: ")
     assert "Traceback" not in done.stderr
 
 
 def test_with_a_kubeconfig_policies_are_checked_against_the_published_schemas(
-        emulator: Any, kubeconfig: Path, monkeypatch: Any) -> None:
+    emulator: Any, kubeconfig: Path, monkeypatch: Any
+) -> None:
     """No CRD directory, but a control plane: `validate --kubeconfig` checks the patch against
     the schema the apiserver publishes and locates a misspelt field."""
     if not emulator.validator.upstream:
@@ -113,7 +129,9 @@ def test_with_a_kubeconfig_policies_are_checked_against_the_published_schemas(
     typo.write_text(source.replace("weightPreference:", "weightPreferences:", 1))
     result = CliRunner().invoke(cli, ["validate", str(typo), "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 1, result.output
-    assert "unknown field `weightPreferences` (did you mean `weightPreference`?)" in \
-        result.stderr.splitlines()[0]
+    assert (
+        "unknown field `weightPreferences` (did you mean `weightPreference`?)"
+        in result.stderr.splitlines()[0]
+    )
     plain = CliRunner().invoke(cli, ["validate", str(typo)])
     assert plain.exit_code == 0 and NOT_CHECKED in plain.stderr

@@ -17,11 +17,14 @@ from tidal.karmada.client import KarmadaClient
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-n", """
+SCHEDULE = schedule_text(
+    "team-n",
+    """
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 20s
-""")
+""",
+)
 
 
 def _event_waves(client: KarmadaClient) -> list[int]:
@@ -32,7 +35,8 @@ def _event_waves(client: KarmadaClient) -> list[int]:
 
 
 def test_plan_switch_status_logs_and_events_number_waves_alike(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """The same two waves are 1 and 2 in the plan, the run record, status and Events."""
     emu = make_switch_emulator()
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
@@ -45,11 +49,14 @@ def test_plan_switch_status_logs_and_events_number_waves_alike(
     assert switched.exit_code == 0, switched.output
     record: dict[str, Any] = json.loads(switched.stdout)
     assert [w["index"] for w in record["waves"]] == plan_waves
-    assert [w["workloads"] for w in record["waves"]] == \
-        [[x["workload"] for x in w["workloads"]] for w in planned["waves"]]
+    assert [w["workloads"] for w in record["waves"]] == [
+        [x["workload"] for x in w["workloads"]] for w in planned["waves"]
+    ]
     assert _event_waves(KarmadaClient.from_kubeconfig(kubeconfig)) == plan_waves
-    status = CliRunner().invoke(cli, ["status", "--schedules", str(path.parent), "--kubeconfig",
-                                      str(kubeconfig), "-o", "json"])
+    status = CliRunner().invoke(
+        cli,
+        ["status", "--schedules", str(path.parent), "--kubeconfig", str(kubeconfig), "-o", "json"],
+    )
     assert status.exit_code == 0, status.output
     (entry,) = json.loads(status.stdout)["schedules"]
     assert [w["index"] for w in entry["lastRun"]["waves"]] == plan_waves

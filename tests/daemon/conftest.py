@@ -38,8 +38,10 @@ class MemoryLeaseStore:
             if self.obj is not None:
                 raise AlreadyExists("exists", code=409)
             self.rv += 1
-            self.obj = {"metadata": {"name": "l", "namespace": "ns",
-                                     "resourceVersion": str(self.rv)}, "spec": copy.deepcopy(spec)}
+            self.obj = {
+                "metadata": {"name": "l", "namespace": "ns", "resourceVersion": str(self.rv)},
+                "spec": copy.deepcopy(spec),
+            }
             self.writes.append(spec.get("holderIdentity"))
             return copy.deepcopy(self.obj)
 

@@ -58,8 +58,11 @@ def test_daemon_fires_window_via_scheduler_and_serves_probes(
     clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=engine, metrics=metrics, watch=False),
+    )
     daemon.start()
     try:
         assert wait_for(lambda: engine.calls, 5)
@@ -104,7 +107,8 @@ def test_symlink_swap_in_configmap_style_directory_is_picked_up(tmp_path: Path) 
         os.symlink("..2026_v2", root / "..data_tmp")
         os.replace(root / "..data_tmp", root / "..data")
         assert wait_for(
-            lambda: directory.get("team-a").schedule.window("night").start == "22:00", 5)
+            lambda: directory.get("team-a").schedule.window("night").start == "22:00", 5
+        )
     finally:
         watcher.stop()
 
@@ -120,7 +124,8 @@ def test_git_sync_checkout_flips_are_reloaded_each_time(tmp_path: Path) -> None:
     for commit, night in (("c1", "23:00"), ("c2", "22:00"), ("c3", "21:00")):
         (root / ".worktrees" / commit / "teams").mkdir(parents=True)
         (root / ".worktrees" / commit / "teams" / "team-a.yaml").write_text(
-            schedule_yaml("team-a", night=night))
+            schedule_yaml("team-a", night=night)
+        )
     os.symlink(".worktrees/c1", root / "repo")
     schedules = root / "repo" / "teams"
     assert watch_roots(schedules) == [schedules, root]
@@ -135,8 +140,9 @@ def test_git_sync_checkout_flips_are_reloaded_each_time(tmp_path: Path) -> None:
             os.replace(root / "repo-tmp", root / "repo")
             shutil.rmtree(root / ".worktrees" / old)
             assert wait_for(
-                lambda night=night: directory.get("team-a").schedule.window("night").start
-                == night, 5)
+                lambda night=night: directory.get("team-a").schedule.window("night").start == night,
+                5,
+            )
     finally:
         watcher.stop()
 
@@ -155,15 +161,19 @@ class _BrokenLeaseStore:
 
 
 def test_dead_lease_thread_makes_the_replica_unready_and_is_logged(
-        client: KarmadaClient, tmp_path: Path) -> None:
+    client: KarmadaClient, tmp_path: Path
+) -> None:
     """The lease thread dies: /readyz answers 503 naming it; lease_thread_died is logged."""
     from structlog.testing import capture_logs
 
     sched = tmp_path / "schedules"
     sched.mkdir()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
-    daemon = Daemon(settings, client=client, wiring=Wiring(run_switch=FakeEngine(), watch=False,
-                                                           lease_store=_BrokenLeaseStore()))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(run_switch=FakeEngine(), watch=False, lease_store=_BrokenLeaseStore()),
+    )
     with capture_logs() as logs:
         daemon.start()
         try:
@@ -183,9 +193,12 @@ def _hostile_schedule(windows: int) -> str:
         f'    - name: w{i}\n      start: "{i % 24:02d}:{i % 60:02d}"\n      policies:\n'
         "        - kind: ClusterPropagationPolicy\n          name: p\n"
         "          patch: {spec: {placement: {clusterAffinity: {clusterNames: [a]}}}}\n"
-        for i in range(windows))
-    return ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: hostile}\n"
-            f"spec:\n  timeZone: UTC\n  windows:\n{block}")
+        for i in range(windows)
+    )
+    return (
+        "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: hostile}\n"
+        f"spec:\n  timeZone: UTC\n  windows:\n{block}"
+    )
 
 
 def test_hostile_schedule_files_do_not_stall_the_daemon(
@@ -198,16 +211,21 @@ def test_hostile_schedule_files_do_not_stall_the_daemon(
     (sched / "hostile-big.yaml").write_text(_hostile_schedule(5000))
     compact = "\n".join(
         f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: [{{}}]}}'
-        for i in range(2000))
+        for i in range(2000)
+    )
     (sched / "hostile-many.yaml").write_text(
         "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: many}\n"
-        f"spec:\n  timeZone: UTC\n  windows:\n{compact}\n")
+        f"spec:\n  timeZone: UTC\n  windows:\n{compact}\n"
+    )
     (sched / "team-a.yaml").write_text(schedule_yaml("team-a"))
     clock, engine = FakeClock(NIGHT - timedelta(milliseconds=500)), FakeEngine()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=engine, metrics=metrics, watch=False),
+    )
     started = time.monotonic()
     daemon.start()
     try:
@@ -218,15 +236,16 @@ def test_hostile_schedule_files_do_not_stall_the_daemon(
         body = get(daemon.http.port, "/metrics")[1]
         for name in ("hostile-big.yaml", "hostile-many.yaml"):
             assert f'tidal_schedule_config_valid{{file="{sched / name}"}} 0.0' in body
-        assert 'tidal_schedules_loaded 1.0' in body
+        assert "tidal_schedules_loaded 1.0" in body
     finally:
         stopping = time.monotonic()
         assert daemon.shutdown(grace_seconds=5) == 0
         assert time.monotonic() - stopping < 5
 
 
-def test_a_stuck_load_blocks_neither_probes_nor_a_stop(client: KarmadaClient,
-                                                       tmp_path: Path) -> None:
+def test_a_stuck_load_blocks_neither_probes_nor_a_stop(
+    client: KarmadaClient, tmp_path: Path
+) -> None:
     """While the first load hangs, /healthz answers and a stop request ends start() at once."""
     import threading
 
@@ -235,14 +254,17 @@ def test_a_stuck_load_blocks_neither_probes_nor_a_stop(client: KarmadaClient,
     def stuck_loader(paths: list[Path]) -> Any:
         release.wait(30)
         from tidal.loading import load_schedules
+
         return load_schedules(paths)
 
     sched = tmp_path / "schedules"
     sched.mkdir()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=FakeClock(NIGHT),
-                                                           metrics=Metrics(), load=stuck_loader,
-                                                           watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=FakeClock(NIGHT), metrics=Metrics(), load=stuck_loader, watch=False),
+    )
     starter = threading.Thread(target=daemon.start)
     starter.start()
     try:

@@ -39,8 +39,9 @@ class Team:
         return f"{self.name}/wave-{self.done + 1}"
 
 
-def simulate(budget: SharedBudget, clock: FakeClock, teams: list[Team], free: float,
-             ticks: int = 400) -> tuple[list[str], float]:
+def simulate(
+    budget: SharedBudget, clock: FakeClock, teams: list[Team], free: float, ticks: int = 400
+) -> tuple[list[str], float]:
     """Every second, each team (in list order) releases a wave whose hold ended and asks for
     its next; returns the grant order and the most GPUs ever held at once."""
     order: list[str] = []
@@ -166,8 +167,13 @@ def test_a_run_that_ends_gives_back_its_holds_and_its_place() -> None:
     assert not shared.reserve("other", 0, "other/1", gpus(4), gpus(4))
     with capture_logs() as logs:
         shared.end_run("broken")
-    assert {"event": "capacity_released", "schedule": "broken", "holders": 1,
-            "reason": "run_ended", "log_level": "info"} in logs
+    assert {
+        "event": "capacity_released",
+        "schedule": "broken",
+        "holders": 1,
+        "reason": "run_ended",
+        "log_level": "info",
+    } in logs
     assert shared.reserve("other", 0, "other/1", gpus(4), gpus(4))
 
 
@@ -181,8 +187,7 @@ def test_status_says_who_waits_since_when_and_for_what() -> None:
     clock.advance(timedelta(seconds=5))
     assert not shared.reserve("b", 0, "b/1", gpus(2), gpus(4))
     wait = shared.waiting()["b"]
-    assert (wait.holder, wait.since, wait.short) == ("b/1", T0 + timedelta(seconds=7),
-                                                      gpus(1))
+    assert (wait.holder, wait.since, wait.short) == ("b/1", T0 + timedelta(seconds=7), gpus(1))
     assert "a" not in shared.waiting()
 
 

@@ -28,8 +28,7 @@ def _metric(metrics: Metrics, name: str) -> float | None:
     return None if value is None else float(value)
 
 
-def test_skewed_clock_refuses_to_act_until_the_clocks_agree(emulator: Any,
-                                                             tmp_path: Path) -> None:
+def test_skewed_clock_refuses_to_act_until_the_clocks_agree(emulator: Any, tmp_path: Path) -> None:
     """The API server's Date is 150 s behind: no run, clock_skew logged, skew published."""
     emulator.server.date_skew_seconds = -150.0
     client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"))
@@ -39,8 +38,11 @@ def test_skewed_clock_refuses_to_act_until_the_clocks_agree(emulator: Any,
     engine, metrics = FakeEngine(), Metrics()
     settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo")
     skewed = FakeClock(NIGHT + timedelta(seconds=5))
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=skewed, run_switch=engine,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=skewed, run_switch=engine, metrics=metrics, watch=False),
+    )
     with capture_logs() as logs:
         daemon.start(serve_http=False)
         try:

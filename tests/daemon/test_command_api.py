@@ -23,15 +23,22 @@ TOKEN = "s3cret-token"
 class Replica:
     """A command server with a fake daemon behind it: what it was asked, who it thinks leads."""
 
-    def __init__(self, token_file: Path, identity: str, leading: bool,
-                 leader: str | None = None) -> None:
+    def __init__(
+        self, token_file: Path, identity: str, leading: bool, leader: str | None = None
+    ) -> None:
         self.given: list[tuple[str, Verb]] = []
         self.answers: list[tuple[str, int]] = []
         self.leading, self.leader = leading, leader
         self.server = CommandServer(
-            host="127.0.0.1", port=0, token_file=token_file, identity=identity,
-            is_leader=lambda: self.leading, leader_url=lambda: self.leader, give=self.give,
-            on_answer=lambda command, code: self.answers.append((command, code))).start()
+            host="127.0.0.1",
+            port=0,
+            token_file=token_file,
+            identity=identity,
+            is_leader=lambda: self.leading,
+            leader_url=lambda: self.leader,
+            give=self.give,
+            on_answer=lambda command, code: self.answers.append((command, code)),
+        ).start()
         self.url = f"http://127.0.0.1:{self.server.port}"
 
     def give(self, name: str, verb: Verb) -> Answer:
@@ -77,8 +84,9 @@ def test_the_leader_gives_the_command(token_file: Path, replicas: list[Replica])
 
 
 @pytest.mark.parametrize("token", [None, "wrong", ""])
-def test_a_missing_or_wrong_token_is_401(token_file: Path, replicas: list[Replica],
-                                         token: str | None) -> None:
+def test_a_missing_or_wrong_token_is_401(
+    token_file: Path, replicas: list[Replica], token: str | None
+) -> None:
     """No token, a wrong one or an empty one: 401, one-line JSON error, nothing given."""
     leader = Replica(token_file, "a", leading=True)
     replicas.append(leader)
@@ -89,8 +97,9 @@ def test_a_missing_or_wrong_token_is_401(token_file: Path, replicas: list[Replic
     assert [(e["event"], e["code"]) for e in logs] == [("command_request", 401)]
 
 
-def test_an_unreadable_token_file_refuses_everything(tmp_path: Path,
-                                                     replicas: list[Replica]) -> None:
+def test_an_unreadable_token_file_refuses_everything(
+    tmp_path: Path, replicas: list[Replica]
+) -> None:
     """The token file missing: 503 naming the file, never an open API."""
     leader = Replica(tmp_path / "absent", "a", leading=True)
     replicas.append(leader)
@@ -100,8 +109,9 @@ def test_an_unreadable_token_file_refuses_everything(tmp_path: Path,
 
 
 @pytest.mark.parametrize("path", ["/v1/schedules/team-a/explode", "/v1/other", "/v1/schedules/x"])
-def test_an_unknown_path_or_verb_is_404(token_file: Path, replicas: list[Replica],
-                                        path: str) -> None:
+def test_an_unknown_path_or_verb_is_404(
+    token_file: Path, replicas: list[Replica], path: str
+) -> None:
     """A verb or path the API does not have: 404 with the usage in one line."""
     leader = Replica(token_file, "a", leading=True)
     replicas.append(leader)
@@ -110,17 +120,19 @@ def test_an_unknown_path_or_verb_is_404(token_file: Path, replicas: list[Replica
     assert leader.given == []
 
 
-def test_an_unknown_schedule_is_the_leaders_404(token_file: Path,
-                                                replicas: list[Replica]) -> None:
+def test_an_unknown_schedule_is_the_leaders_404(token_file: Path, replicas: list[Replica]) -> None:
     """A schedule the daemon does not know: its 404 and one-line error."""
     leader = Replica(token_file, "a", leading=True)
     replicas.append(leader)
-    assert post(leader.url, "/v1/schedules/nope/pause") == \
-        (404, {"error": "no schedule 'nope'", "replica": "a"})
+    assert post(leader.url, "/v1/schedules/nope/pause") == (
+        404,
+        {"error": "no schedule 'nope'", "replica": "a"},
+    )
 
 
-def test_a_standby_forwards_to_the_published_leader(token_file: Path,
-                                                    replicas: list[Replica]) -> None:
+def test_a_standby_forwards_to_the_published_leader(
+    token_file: Path, replicas: list[Replica]
+) -> None:
     """Sent to a standby: forwarded with the token to the leader's address; the leader's answer
     comes back (replica a), each side counts one request."""
     leader = Replica(token_file, "a", leading=True)
@@ -132,8 +144,9 @@ def test_a_standby_forwards_to_the_published_leader(token_file: Path,
     assert leader.answers == [("promote", 200)] and standby.answers == [("promote", 200)]
 
 
-def test_a_standby_checks_the_token_before_forwarding(token_file: Path,
-                                                      replicas: list[Replica]) -> None:
+def test_a_standby_checks_the_token_before_forwarding(
+    token_file: Path, replicas: list[Replica]
+) -> None:
     """A wrong token sent to a standby: 401 there; the leader is never asked."""
     leader = Replica(token_file, "a", leading=True)
     standby = Replica(token_file, "b", leading=False, leader=leader.url)
@@ -150,8 +163,9 @@ def test_no_leader_known_is_503(token_file: Path, replicas: list[Replica]) -> No
     assert code == 503 and "no leader" in body["error"] and body["replica"] == "b"
 
 
-def test_a_forwarded_request_is_never_forwarded_again(token_file: Path,
-                                                      replicas: list[Replica]) -> None:
+def test_a_forwarded_request_is_never_forwarded_again(
+    token_file: Path, replicas: list[Replica]
+) -> None:
     """Two standbys each naming the other as leader: one hop, then 503 (no loop)."""
     first = Replica(token_file, "b", leading=False)
     second = Replica(token_file, "c", leading=False, leader=first.url)
@@ -162,8 +176,7 @@ def test_a_forwarded_request_is_never_forwarded_again(token_file: Path,
     assert len(first.answers) == 1 and len(second.answers) == 1
 
 
-def test_a_leader_that_does_not_answer_is_502(token_file: Path,
-                                              replicas: list[Replica]) -> None:
+def test_a_leader_that_does_not_answer_is_502(token_file: Path, replicas: list[Replica]) -> None:
     """The published leader's address refuses connections: 502 naming it."""
     gone = Replica(token_file, "a", leading=True)
     gone.server.stop()
@@ -186,8 +199,10 @@ def test_get_is_not_allowed(token_file: Path, replicas: list[Replica]) -> None:
 
 
 def lease(holder: str | None, annotations: dict[str, str]) -> dict[str, Any]:
-    return {"metadata": {"name": "tidal-leader", "annotations": annotations},
-            "spec": {"holderIdentity": holder}}
+    return {
+        "metadata": {"name": "tidal-leader", "annotations": annotations},
+        "spec": {"holderIdentity": holder},
+    }
 
 
 def test_the_leaders_published_address_is_read_only_while_it_holds_the_lease() -> None:

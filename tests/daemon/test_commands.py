@@ -43,15 +43,23 @@ def test_a_command_is_kept_with_its_source_and_bound_to_the_run(store: StateStor
     """pause through the API: kept for run r1 with source api; resume clears the pause."""
     running(store)
     given = give(store, "team-1", Verb.PAUSE, NOW, Source.API)
-    assert (given.run_id, given.message) == ("r1", "team-1: the switch in flight holds before "
-                                             "its next wave (`tidal resume` lets it go on)")
+    assert (given.run_id, given.message) == (
+        "r1",
+        "team-1: the switch in flight holds before its next wave (`tidal resume` lets it go on)",
+    )
     control = store.read("team-1").controls.run
-    assert control is not None and (control.run_id, control.paused, control.source) == \
-        ("r1", True, "api")
+    assert control is not None and (control.run_id, control.paused, control.source) == (
+        "r1",
+        True,
+        "api",
+    )
     give(store, "team-1", Verb.RESUME, NOW, Source.CLI)
     control = store.read("team-1").controls.run
-    assert control is not None and (control.paused, control.last, control.source) == \
-        (False, "resume", "cli")
+    assert control is not None and (control.paused, control.last, control.source) == (
+        False,
+        "resume",
+        "cli",
+    )
 
 
 def test_no_run_in_flight_refuses_pause_abort_promote(store: StateStore) -> None:
@@ -81,8 +89,9 @@ def test_the_interlude_counts_a_command_by_source(store: StateStore) -> None:
     running(store)
     give(store, "team-1", Verb.PROMOTE, NOW, Source.API)
     counted: list[tuple[str, str, str]] = []
-    interlude = OperatorInterlude(store, "team-1", FakeClock(NOW),
-                                  lambda *args: counted.append(args))
+    interlude = OperatorInterlude(
+        store, "team-1", FakeClock(NOW), lambda *args: counted.append(args)
+    )
     with capture_logs() as logs:
         assert interlude("r1", 0, 3600.0) is None
     assert counted == [("team-1", "promote", "api")]

@@ -65,9 +65,20 @@ class FakeEngine:
     calls: list[tuple[str, str, str | None, bool]] = field(default_factory=list)
     gate: threading.Event | None = None
 
-    def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Any, journal: Any,
-                 on_event: Any, run_id: str | None = None, resume: Any = None,
-                 budget: Any = None, reads: Any = None) -> Any:
+    def __call__(
+        self,
+        client: Any,
+        loaded: Any,
+        window_name: str,
+        *,
+        clock: Any,
+        journal: Any,
+        on_event: Any,
+        run_id: str | None = None,
+        resume: Any = None,
+        budget: Any = None,
+        reads: Any = None,
+    ) -> Any:
         name = loaded.schedule.name
         self.calls.append((name, window_name, run_id, resume is not None))
         state = resume or RunState(schedule=name, window=window_name, run_id=run_id or "x")
@@ -95,12 +106,21 @@ def sched_dir(tmp_path: Path) -> Path:
     return d
 
 
-def make_daemon(client: KarmadaClient, sched_dir: Path, clock: FakeClock, engine: RunSwitch,
-                identity: str = "a", metrics: Metrics | None = None) -> Daemon:
+def make_daemon(
+    client: KarmadaClient,
+    sched_dir: Path,
+    clock: FakeClock,
+    engine: RunSwitch,
+    identity: str = "a",
+    metrics: Metrics | None = None,
+) -> Daemon:
     """A leading daemon over `sched_dir` on a fake clock and engine (no watcher thread)."""
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity=identity)
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                           watch=False, metrics=metrics))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=engine, watch=False, metrics=metrics),
+    )
     daemon.directory.reload()
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     return daemon
@@ -137,8 +157,9 @@ def test_start_outside_catch_up_window_is_recorded_missed(
 
     store = StateStore(client, NS)
     day = NIGHT - timedelta(hours=16)
-    store.record_handled(store.read("team-a"),
-                         HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day))
+    store.record_handled(
+        store.read("team-a"), HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day)
+    )
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -170,8 +191,9 @@ def test_standby_does_nothing(client: KarmadaClient, sched_dir: Path) -> None:
     clock, engine = FakeClock(NIGHT), FakeEngine()
     make_daemon(client, sched_dir, clock, engine, identity="a")
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="b")
-    standby = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                            watch=False))
+    standby = Daemon(
+        settings, client=client, wiring=Wiring(clock=clock, run_switch=engine, watch=False)
+    )
     standby.directory.reload()
     assert not standby.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     standby.reconciler("team-a", "startup")
@@ -261,8 +283,9 @@ def test_claimed_start_that_never_ran_is_restarted_once(
     from tidal.daemon.state import HandledRecord
 
     store = StateStore(client, NS)
-    store.record_handled(store.read("team-a"),
-                         HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "team-a-night-x"))
+    store.record_handled(
+        store.read("team-a"), HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "team-a-night-x")
+    )
     clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "leadership")
@@ -279,10 +302,18 @@ def test_finished_run_with_unrecorded_outcome_is_recorded_not_rerun(
     from tidal.daemon.state import HandledRecord
 
     store = StateStore(client, NS)
-    store.record_handled(store.read("team-a"),
-                         HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "r9"))
-    store.save(RunState(schedule="team-a", window="night", run_id="r9", phase=Phase.DONE,
-                        result=RunResult.ROLLED_BACK))
+    store.record_handled(
+        store.read("team-a"), HandledRecord("night", NIGHT, DaemonOutcome.STARTED, "r9")
+    )
+    store.save(
+        RunState(
+            schedule="team-a",
+            window="night",
+            run_id="r9",
+            phase=Phase.DONE,
+            result=RunResult.ROLLED_BACK,
+        )
+    )
     clock, engine = FakeClock(NIGHT + timedelta(minutes=5)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "leadership")
@@ -333,8 +364,9 @@ def test_daemon_takes_over_a_run_lock_left_by_another_replica(
     from tidal.daemon.lease import KarmadaLeaseStore, RunLock, run_lock_name
 
     clock, engine = FakeClock(NIGHT), FakeEngine()
-    stale = RunLock(KarmadaLeaseStore(client, NS, run_lock_name("team-a")), "team-a",
-                    "daemon:dead", clock)
+    stale = RunLock(
+        KarmadaLeaseStore(client, NS, run_lock_name("team-a")), "team-a", "daemon:dead", clock
+    )
     assert stale.try_acquire()
     daemon = make_daemon(client, sched_dir, clock, engine)
     daemon.reconciler("team-a", "window:night")
@@ -350,18 +382,42 @@ def test_hand_edited_policy_is_reported_as_drift_not_reverted(
     from tidal.engine.policy_change import comparable
     from tidal.karmada.client import CLUSTER_PROPAGATION_POLICIES as CPP
 
-    spec = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-            "placement": {"clusterAffinity": {"clusterNames": ["cluster-b"]}}}
-    made = client.request("create", CPP, "POST", CPP.path(), body={
-        "apiVersion": CPP.api_version, "kind": CPP.kind, "metadata": {"name": "team-a-cpp"},
-        "spec": spec})
+    spec = {
+        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+        "placement": {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
+    }
+    made = client.request(
+        "create",
+        CPP,
+        "POST",
+        CPP.path(),
+        body={
+            "apiVersion": CPP.api_version,
+            "kind": CPP.kind,
+            "metadata": {"name": "team-a-cpp"},
+            "spec": spec,
+        },
+    )
     store = StateStore(client, NS)
-    store.save(RunState(schedule="team-a", window="night", run_id="r1", phase=Phase.DONE,
-                        result=RunResult.SUCCEEDED, policies=[PolicyRecord(
-                            "ClusterPropagationPolicy", "team-a-cpp",
-                            post_hash=content_hash(comparable(made["spec"])))]))
-    store.record_handled(store.read("team-a"),
-                         HandledRecord("night", NIGHT, DaemonOutcome.SUCCEEDED, "r1"))
+    store.save(
+        RunState(
+            schedule="team-a",
+            window="night",
+            run_id="r1",
+            phase=Phase.DONE,
+            result=RunResult.SUCCEEDED,
+            policies=[
+                PolicyRecord(
+                    "ClusterPropagationPolicy",
+                    "team-a-cpp",
+                    post_hash=content_hash(comparable(made["spec"])),
+                )
+            ],
+        )
+    )
+    store.record_handled(
+        store.read("team-a"), HandledRecord("night", NIGHT, DaemonOutcome.SUCCEEDED, "r1")
+    )
     clock, engine = FakeClock(NIGHT + timedelta(hours=1)), FakeEngine()
     daemon = make_daemon(client, sched_dir, clock, engine)
     with capture_logs() as logs:
@@ -403,12 +459,15 @@ def test_reload_never_interrupts_a_running_switch(client: KarmadaClient, sched_d
     assert handled is not None and handled.outcome == "succeeded"
 
 
-@pytest.mark.parametrize(("object_name", "data"), [
-    ("tidal-run-team-a", {"run": "{not json"}),
-    ("tidal-run-team-a", {"run": '{"phase": "waves"}'}),
-    ("tidal-sched-team-a", {"handled": "[1, 2"}),
-    ("tidal-sched-team-a", {"controls": '{"hold": {"window": "day"}}'}),
-])
+@pytest.mark.parametrize(
+    ("object_name", "data"),
+    [
+        ("tidal-run-team-a", {"run": "{not json"}),
+        ("tidal-run-team-a", {"run": '{"phase": "waves"}'}),
+        ("tidal-sched-team-a", {"handled": "[1, 2"}),
+        ("tidal-sched-team-a", {"controls": '{"hold": {"window": "day"}}'}),
+    ],
+)
 def test_corrupt_state_object_is_one_located_error_per_pass(
     client: KarmadaClient, sched_dir: Path, object_name: str, data: dict[str, str]
 ) -> None:
@@ -418,8 +477,13 @@ def test_corrupt_state_object_is_one_located_error_per_pass(
     from tidal.karmada.state_objects import create_configmap
     from tidal.loading import load_schedules
 
-    create_configmap(client, NS, object_name, data,
-                     {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"})
+    create_configmap(
+        client,
+        NS,
+        object_name,
+        data,
+        {"app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-a"},
+    )
     clock, engine = FakeClock(NIGHT), FakeEngine()
     metrics = Metrics()
     daemon = make_daemon(client, sched_dir, clock, engine, metrics=metrics)
@@ -434,23 +498,32 @@ def test_corrupt_state_object_is_one_located_error_per_pass(
     value = metrics.registry.get_sample_value
     assert value("tidal_state_corrupt_total", {"schedule": "team-a"}) == 2
     assert value("tidal_schedule_blocked", {"schedule": "team-a", "reason": "state_corrupt"}) == 1
-    report = build_status(client, NS, daemon.settings.leader_election.lease_name,
-                          load_schedules([sched_dir]).schedules, NIGHT)
+    report = build_status(
+        client,
+        NS,
+        daemon.settings.leader_election.lease_name,
+        load_schedules([sched_dir]).schedules,
+        NIGHT,
+    )
     blocked = report["schedules"][0]["blocked"]
     assert blocked["reason"] == "state_corrupt" and object_name in blocked["message"]
     assert blocked["repair"] == f"kubectl --namespace {NS} delete configmap {object_name}"
 
 
-def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
-                                                           sched_dir: Path) -> None:
+def test_a_new_schedule_first_start_is_not_counted_missed(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
     """A start that predates a new schedule is recorded, not counted as missed; the next one
     that tidal did miss is counted."""
 
     clock, engine = FakeClock(NIGHT + timedelta(minutes=31)), FakeEngine()
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=engine, metrics=metrics, watch=False),
+    )
     daemon.reload()
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     daemon.reconciler("team-a", "startup")
@@ -464,8 +537,7 @@ def test_a_new_schedule_first_start_is_not_counted_missed(client: KarmadaClient,
     assert engine.calls == []
 
 
-def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
-                                                    sched_dir: Path) -> None:
+def test_refused_start_and_worker_error_are_counted(client: KarmadaClient, sched_dir: Path) -> None:
     """A start whose switch refuses to begin is counted by reason; a pass that raises an API
     error is counted and logged as one line with its class, no traceback."""
     from tidal.karmada.errors import Unavailable
@@ -476,15 +548,23 @@ def test_refused_start_and_worker_error_are_counted(client: KarmadaClient,
     clock = FakeClock(NIGHT)
     settings = load_settings(schedules=sched_dir, port=0, state_namespace=NS, identity="a")
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=refusing,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=refusing, metrics=metrics, watch=False),
+    )
     daemon.directory.reload()
     metrics.preset(daemon.directory.catalog.schedules.values())
     assert daemon.elector.try_acquire_or_renew()  # type: ignore[union-attr]
     daemon.reconciler("team-a", "window:night")
     value = metrics.registry.get_sample_value
-    assert value("tidal_switches_refused_total",
-                 {"schedule": "team-a", "window": "night", "reason": "internal"}) == 1
+    assert (
+        value(
+            "tidal_switches_refused_total",
+            {"schedule": "team-a", "window": "night", "reason": "internal"},
+        )
+        == 1
+    )
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None and handled.outcome == "refused"
     assert handled.reason == "internal: ValueError: patch: spec is null"
@@ -514,16 +594,26 @@ def test_policy_drift_is_a_metric(client: KarmadaClient, sched_dir: Path) -> Non
 
 
 def test_a_refused_switch_is_located_counted_and_gauged(
-        client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client: KarmadaClient, sched_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A window whose policy write the apiserver refuses: the daemon logs one located line
     per refusal (FILE:LINE:COL at the patch field) with a reason class, not 'ValueError', and
     moves tidal_switches_refused_total and the last-refusal gauge the alert reads."""
     from tidal.engine.write_check import PolicyWritesRefused, WriteProblem
 
     def refusing(*args: Any, **kwargs: Any) -> Any:
-        raise PolicyWritesRefused("night", [WriteProblem(
-            0, False, "ClusterPropagationPolicy/team-a-cpp", ("spec.placement.clusterAffinity",),
-            "admission webhook denied the request: cluster-b is cordoned")])
+        raise PolicyWritesRefused(
+            "night",
+            [
+                WriteProblem(
+                    0,
+                    False,
+                    "ClusterPropagationPolicy/team-a-cpp",
+                    ("spec.placement.clusterAffinity",),
+                    "admission webhook denied the request: cluster-b is cordoned",
+                )
+            ],
+        )
 
     # A valid patch (the loader's schema check passes it) that the server refuses all the same
     metrics = Metrics()
@@ -534,17 +624,22 @@ def test_a_refused_switch_is_located_counted_and_gauged(
     (event,) = [e for e in logs if e["event"] == "switch_not_started"]
     assert event["reason"] == "policy_invalid"
     (line,) = event["errors"]
-    assert line.startswith(f"{sched_dir / 'team-a.yaml'}:14:38: spec.windows[0].policies[0]"
-                           ".patch.spec.placement.clusterAffinity: ")
+    assert line.startswith(
+        f"{sched_dir / 'team-a.yaml'}:14:38: spec.windows[0].policies[0]"
+        ".patch.spec.placement.clusterAffinity: "
+    )
     labels = {"schedule": "team-a", "window": "night", "reason": "policy_invalid"}
     assert metrics.registry.get_sample_value("tidal_switches_refused_total", labels) == 1
-    assert metrics.registry.get_sample_value(
-        "tidal_last_switch_refused_timestamp_seconds", labels) == NIGHT.timestamp()
+    assert (
+        metrics.registry.get_sample_value("tidal_last_switch_refused_timestamp_seconds", labels)
+        == NIGHT.timestamp()
+    )
 
 
 @pytest.mark.parametrize("late", [timedelta(minutes=10), timedelta(minutes=45)])
 def test_a_window_run_by_hand_is_not_missed_nor_run_again(
-        client: KarmadaClient, sched_dir: Path, late: timedelta) -> None:
+    client: KarmadaClient, sched_dir: Path, late: timedelta
+) -> None:
     """`tidal switch --window night` ran (and finished) after the night start, before the
     daemon came up: the daemon records that run's outcome for the start, neither 'missed'
     (no TidalWindowMissed) nor a second run, and publishes its success to the metrics."""
@@ -565,12 +660,15 @@ def test_a_window_run_by_hand_is_not_missed_nor_run_again(
     assert (handled.outcome, handled.run_id) == ("succeeded", manual.run_id)
     labels = {"schedule": "team-a", "window": "night"}
     assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)
-    assert metrics.registry.get_sample_value("tidal_last_success_timestamp_seconds", labels) \
+    assert (
+        metrics.registry.get_sample_value("tidal_last_success_timestamp_seconds", labels)
         == (NIGHT + timedelta(minutes=8)).timestamp()
+    )
 
 
-def test_a_rerun_after_a_hold_expired_gets_its_own_run_id(client: KarmadaClient,
-                                                          sched_dir: Path) -> None:
+def test_a_rerun_after_a_hold_expired_gets_its_own_run_id(
+    client: KarmadaClient, sched_dir: Path
+) -> None:
     """Night ran at its start; a hold put day in force for two hours; when the hold ends the
     night start runs again, under a new run id (the first run's record is not overwritten)."""
     store = StateStore(client, NS)
@@ -590,8 +688,7 @@ def test_a_rerun_after_a_hold_expired_gets_its_own_run_id(client: KarmadaClient,
     assert len(set(ids)) == 3, ids
 
 
-def test_a_new_schedules_first_start_is_not_missed(client: KarmadaClient,
-                                                   sched_dir: Path) -> None:
+def test_a_new_schedules_first_start_is_not_missed(client: KarmadaClient, sched_dir: Path) -> None:
     """A schedule tidal never managed, loaded two hours after its last start: that start is
     recorded as before tidal managed it, not missed (no TidalWindowMissed on day one); the
     next start runs."""

@@ -15,8 +15,9 @@ def pair(store: Any, clock: FakeClock) -> tuple[LeaderElector, LeaderElector]:
     return LeaderElector(store, "a", clock), LeaderElector(store, "b", clock)
 
 
-def leader_and_standby(store: Any, clock: FakeClock, **leader: Any
-                       ) -> tuple[LeaderElector, LeaderElector]:
+def leader_and_standby(
+    store: Any, clock: FakeClock, **leader: Any
+) -> tuple[LeaderElector, LeaderElector]:
     """a takes the Lease, then b tries and observes a's record."""
     a, b = LeaderElector(store, "a", clock, **leader), LeaderElector(store, "b", clock)
     a.try_acquire_or_renew()
@@ -106,7 +107,8 @@ def test_woken_leader_never_retakes_a_released_lease(clock: FakeClock, lease_sto
 
 
 def test_run_lock_holding_yields_whether_it_was_taken_and_releases_after(
-        clock: FakeClock, lease_store: Any) -> None:
+    clock: FakeClock, lease_store: Any
+) -> None:
     """`with lock.holding() as held`: taken and renewed inside, released after; a lock held by
     another process yields False and is left alone."""
     from tidal.daemon.lease import RunLock
@@ -122,14 +124,16 @@ def test_run_lock_holding_yields_whether_it_was_taken_and_releases_after(
         assert held and other.holder == "cli:b"
 
 
-def test_the_leader_publishes_its_command_api_on_the_lease(clock: FakeClock,
-                                                           lease_store: Any) -> None:
+def test_the_leader_publishes_its_command_api_on_the_lease(
+    clock: FakeClock, lease_store: Any
+) -> None:
     """A leader with a command API annotates the Lease from its first acquire; a standby reads
     that address; once released, no address is read."""
     from tidal.daemon.lease import api_annotation, leader_api_url
 
-    leader = LeaderElector(lease_store, "a", clock, publish=lambda: api_annotation(
-        "a", "http://10.0.0.1:8081"))
+    leader = LeaderElector(
+        lease_store, "a", clock, publish=lambda: api_annotation("a", "http://10.0.0.1:8081")
+    )
     standby = LeaderElector(lease_store, "b", clock)
     assert leader.try_acquire_or_renew() and not standby.try_acquire_or_renew()
     assert leader_api_url(lease_store.get()) == "http://10.0.0.1:8081"

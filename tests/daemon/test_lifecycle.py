@@ -14,16 +14,27 @@ from tidal.settings import load_settings
 
 
 def _recording(calls: list[str], name: str, rank: int | None, enabled: bool = True) -> Stage:
-    return Stage(name, lambda: calls.append(f"start {name}"),
-                 lambda grace: calls.append(f"stop {name} {grace:g}"), f"{name} test",
-                 stop_rank=rank, enabled=lambda: enabled)
+    return Stage(
+        name,
+        lambda: calls.append(f"start {name}"),
+        lambda grace: calls.append(f"stop {name} {grace:g}"),
+        f"{name} test",
+        stop_rank=rank,
+        enabled=lambda: enabled,
+    )
 
 
 def test_stages_start_in_order_and_stop_by_rank() -> None:
     """Start walks the table; stop walks the ranks, skipping stages that never started."""
     calls: list[str] = []
-    life = Lifecycle([_recording(calls, "a", 2), _recording(calls, "b", None),
-                      _recording(calls, "c", 1), _recording(calls, "off", 3, enabled=False)])
+    life = Lifecycle(
+        [
+            _recording(calls, "a", 2),
+            _recording(calls, "b", None),
+            _recording(calls, "c", 1),
+            _recording(calls, "off", 3, enabled=False),
+        ]
+    )
     life.start()
     life.stop(7)
     assert calls == ["start a", "start b", "start c", "stop c 7", "stop a 7"]
@@ -46,9 +57,23 @@ def test_the_daemon_table_is_the_documented_order(emulator: Any, tmp_path: Path)
     settings = load_settings(schedules=tmp_path, port=0, identity="a")
     life = Daemon(settings, client=client, wiring=Wiring(watch=False)).lifecycle
     assert [s.name for s in life.stages] == [
-        "state namespace", "http", "queue publisher", "dispatcher", "window scheduler",
-        "first load", "schedules watcher", "sweeper", "leadership"]
+        "state namespace",
+        "http",
+        "queue publisher",
+        "dispatcher",
+        "window scheduler",
+        "first load",
+        "schedules watcher",
+        "sweeper",
+        "leadership",
+    ]
     assert [s.name for s in life.stop_order()] == [
-        "window scheduler", "schedules watcher", "dispatcher", "queue publisher", "sweeper",
-        "leadership", "http"]
+        "window scheduler",
+        "schedules watcher",
+        "dispatcher",
+        "queue publisher",
+        "sweeper",
+        "leadership",
+        "http",
+    ]
     assert all(s.stopped_by for s in life.stop_order())

@@ -21,7 +21,8 @@ __all__ = ["client", "sched_dir"]  # the fixtures, shared with test_daemon
 
 
 def test_a_manual_switch_to_the_other_window_raises_no_window_missed(
-        client: KarmadaClient, sched_dir: Path) -> None:
+    client: KarmadaClient, sched_dir: Path
+) -> None:
     """`tidal switch --window day` ran an hour after the night start; the daemon comes up an
     hour later (the night start is past catchUpWindow): no window_missed, no run over the
     operator's switch, the manual run recorded as the one handled."""
@@ -39,7 +40,6 @@ def test_a_manual_switch_to_the_other_window_raises_no_window_missed(
     assert not any(e["event"] == "window_missed" for e in logs)
     handled = StateStore(client, NS).read("team-a").handled
     assert handled is not None
-    assert (handled.window, handled.outcome, handled.run_id) == ("day", "succeeded",
-                                                                 manual.run_id)
+    assert (handled.window, handled.outcome, handled.run_id) == ("day", "succeeded", manual.run_id)
     labels = {"schedule": "team-a", "window": "night"}
     assert not metrics.registry.get_sample_value("tidal_windows_missed_total", labels)

@@ -40,9 +40,20 @@ class SurgingEngine:
     fail: set[str] = field(default_factory=set)
     granted: list[str] = field(default_factory=list)
 
-    def __call__(self, client: Any, loaded: Any, window_name: str, *, clock: Any, journal: Any,
-                 on_event: Any, run_id: str | None = None, resume: Any = None,
-                 budget: Any = None, reads: Any = None) -> Any:
+    def __call__(
+        self,
+        client: Any,
+        loaded: Any,
+        window_name: str,
+        *,
+        clock: Any,
+        journal: Any,
+        on_event: Any,
+        run_id: str | None = None,
+        resume: Any = None,
+        budget: Any = None,
+        reads: Any = None,
+    ) -> Any:
         name = loaded.schedule.name
         state = RunState(schedule=name, window=window_name, run_id=run_id or "x")
         state.phase = Phase.WAVES
@@ -63,21 +74,33 @@ class SurgingEngine:
 
 
 def write(sched: Path, name: str, priority: int = 0) -> None:
-    text = schedule_yaml(name).replace("  catchUpWindow: 30m\n",
-                                       f"  catchUpWindow: 30m\n  priority: {priority}\n")
+    text = schedule_yaml(name).replace(
+        "  catchUpWindow: 30m\n", f"  catchUpWindow: 30m\n  priority: {priority}\n"
+    )
     (sched / f"{name}.yaml").write_text(text)
 
 
-def start(client: KarmadaClient, sched: Path, engine: SurgingEngine, slots: int
-          ) -> tuple[Daemon, Metrics, FakeClock]:
+def start(
+    client: KarmadaClient, sched: Path, engine: SurgingEngine, slots: int
+) -> tuple[Daemon, Metrics, FakeClock]:
     clock = FakeClock(NIGHT + timedelta(seconds=1))
-    settings = load_settings(schedules=sched, port=0, state_namespace=NS, identity="solo",
-                             scheduler={"max_concurrent_switches": slots,
-                                        "resync_seconds": 3600,
-                                        "capacity_settle_seconds": 0})
+    settings = load_settings(
+        schedules=sched,
+        port=0,
+        state_namespace=NS,
+        identity="solo",
+        scheduler={
+            "max_concurrent_switches": slots,
+            "resync_seconds": 3600,
+            "capacity_settle_seconds": 0,
+        },
+    )
     metrics = Metrics()
-    daemon = Daemon(settings, client=client, wiring=Wiring(clock=clock, run_switch=engine,
-                                                           metrics=metrics, watch=False))
+    daemon = Daemon(
+        settings,
+        client=client,
+        wiring=Wiring(clock=clock, run_switch=engine, metrics=metrics, watch=False),
+    )
     daemon.queue.interval = 0.0
     daemon.start()
     return daemon, metrics, clock
@@ -91,7 +114,8 @@ def client(emulator: Any, tmp_path: Path) -> KarmadaClient:
 
 
 def test_waiting_for_capacity_shows_everywhere_and_a_failed_run_gives_back(
-        client: KarmadaClient, tmp_path: Path) -> None:
+    client: KarmadaClient, tmp_path: Path
+) -> None:
     """Two teams due at once, room for one surge: the second waits for capacity (status
     endpoint, `tidal status`, metrics); the first fails without releasing (a broken policy),
     yet the daemon gives its room back and the second goes on."""
@@ -128,8 +152,12 @@ def test_waiting_for_capacity_shows_everywhere_and_a_failed_run_gives_back(
         with capture_logs() as logs:
             engine.release[first].set()
             assert wait_for(lambda: engine.granted == [first, second], 10)
-        assert any(e["event"] == "capacity_released" and e.get("reason") == "run_ended"
-                   and e["schedule"] == first for e in logs)
+        assert any(
+            e["event"] == "capacity_released"
+            and e.get("reason") == "run_ended"
+            and e["schedule"] == first
+            for e in logs
+        )
         engine.release.setdefault(second, threading.Event()).set()
         assert daemon.dispatcher.wait_idle(10)
         assert daemon.budget.leased() == {} and daemon.budget.waiting() == {}
@@ -143,7 +171,8 @@ def test_waiting_for_capacity_shows_everywhere_and_a_failed_run_gives_back(
 
 
 def test_waiting_for_a_slot_is_shown_and_priority_goes_first(
-        client: KarmadaClient, tmp_path: Path) -> None:
+    client: KarmadaClient, tmp_path: Path
+) -> None:
     """One slot, three teams due at once: while one runs, the others wait for a slot (shown
     with since when; a routine pass of a team already switched is not); the higher-priority
     team goes before the earlier-queued one."""
@@ -154,21 +183,28 @@ def test_waiting_for_a_slot_is_shown_and_priority_goes_first(
     engine = SurgingEngine()
     daemon, metrics, _ = start(client, sched, engine, slots=1)
     try:
-        assert wait_for(lambda: len(engine.granted) == 1 and
-                        len(daemon.dispatcher.waiting()) == 2, 10)
+        assert wait_for(
+            lambda: len(engine.granted) == 1 and len(daemon.dispatcher.waiting()) == 2, 10
+        )
         first = engine.granted[0]
         waiting = daemon.dispatcher.waiting()
         assert set(waiting) == {"team-a", "team-b", "team-c"} - {first}
         assert daemon.http is not None
         report = json.loads(get(daemon.http.port, "/status")[1])
-        assert {n: w["reason"] for n, w in report["waiting"].items()} == \
-            dict.fromkeys(waiting, "slot")
+        assert {n: w["reason"] for n, w in report["waiting"].items()} == dict.fromkeys(
+            waiting, "slot"
+        )
         assert 'tidal_schedules_waiting{reason="slot"} 2.0' in metrics.render().decode()
         engine.release.setdefault(first, threading.Event()).set()
         assert wait_for(lambda: len(engine.granted) == 2, 10)
         daemon.dispatcher.submit(first, "resync")  # its start is handled: no switch waits
-        assert wait_for(lambda: set(daemon.dispatcher.waiting()) ==
-                        {"team-a", "team-b", "team-c"} - set(engine.granted), 5)
+        assert wait_for(
+            lambda: (
+                set(daemon.dispatcher.waiting())
+                == {"team-a", "team-b", "team-c"} - set(engine.granted)
+            ),
+            5,
+        )
         for name in ("team-a", "team-b", "team-c"):
             engine.release.setdefault(name, threading.Event()).set()
         assert daemon.dispatcher.wait_idle(10)

@@ -17,8 +17,9 @@ from tidal.domain.windows import WindowTimes, next_start_of
 BERLIN = WindowTimes("Europe/Berlin", (("night", "02:30"), ("day", "07:00")))
 
 
-def fires(trigger: object, start: datetime, n: int, clock: FakeClock | None = None
-          ) -> list[datetime]:
+def fires(
+    trigger: object, start: datetime, n: int, clock: FakeClock | None = None
+) -> list[datetime]:
     out: list[datetime] = []
     prev, now = None, start
     for _ in range(n):
@@ -56,14 +57,18 @@ def test_crontrigger_diverges_on_dst_days() -> None:
     tz = ZoneInfo("Europe/Berlin")
     cron = CronTrigger(hour=2, minute=30, timezone=tz)
     autumn = fires(cron, datetime(2026, 10, 24, 12, tzinfo=UTC), 3)
-    assert autumn[:2] == [datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
-                          datetime(2026, 10, 25, 1, 30, tzinfo=UTC)]  # twice
+    assert autumn[:2] == [
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 30, tzinfo=UTC),
+    ]  # twice
     spring = fires(cron, datetime(2026, 3, 28, 12, tzinfo=UTC), 1)
     assert spring == [datetime(2026, 3, 29, 1, 30, tzinfo=UTC)]  # 03:30 CEST, not 03:00
     clock = FakeClock(datetime(2026, 10, 24, 12, tzinfo=UTC))
     ours = WindowTrigger(BERLIN, "night", clock)
-    assert fires(ours, clock.now(), 2, clock) == [datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
-                                           datetime(2026, 10, 26, 1, 30, tzinfo=UTC)]
+    assert fires(ours, clock.now(), 2, clock) == [
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 26, 1, 30, tzinfo=UTC),
+    ]
 
 
 def test_offset_clock_fires_at_the_clocks_instant() -> None:
@@ -77,8 +82,9 @@ def test_offset_clock_fires_at_the_clocks_instant() -> None:
 def test_jobs_per_window_with_explicit_defaults() -> None:
     """One job per window, coalesce, one instance, explicit misfire grace; removal drops them."""
     clock = FakeClock(datetime(2026, 6, 1, tzinfo=UTC))
-    sched = WindowScheduler(clock, lambda s, w: None, misfire_grace_seconds=300,
-                            resync_seconds=15, resync=lambda: None)
+    sched = WindowScheduler(
+        clock, lambda s, w: None, misfire_grace_seconds=300, resync_seconds=15, resync=lambda: None
+    )
     sched.set_schedule("team-a", BERLIN)
     jobs = {j.id: j for j in sched.scheduler.get_jobs()}
     assert set(jobs) == {"team-a/night", "team-a/day"}
@@ -144,8 +150,11 @@ def test_dispatcher_grants_slots_by_priority_then_arrival_and_says_who_waits() -
             dispatcher.submit(name, "window:night")
             clock.advance(timedelta(seconds=1))
         t0 = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
-        assert dispatcher.waiting() == {"low-1": t0, "low-2": t0 + timedelta(seconds=1),
-                                        "high": t0 + timedelta(seconds=2)}
+        assert dispatcher.waiting() == {
+            "low-1": t0,
+            "low-2": t0 + timedelta(seconds=1),
+            "high": t0 + timedelta(seconds=2),
+        }
         gate.set()
         assert dispatcher.wait_idle(5)
     finally:

@@ -31,8 +31,10 @@ def test_team_estimate_per_run(make_emulator: MakeEmulator, tmp_path: Path) -> N
     path.write_text(TEAMS)
     team = EngineRunSwitch(load_settings(estimator={"teams": path}))._team(client)
     assert team is not None
-    assert team("ai-app", "Deployment", "w", {"cpu": 1.0}, ["cluster-a", "cluster-b"]) == \
-        {"cluster-a": 3, "cluster-b": -1}
+    assert team("ai-app", "Deployment", "w", {"cpu": 1.0}, ["cluster-a", "cluster-b"]) == {
+        "cluster-a": 3,
+        "cluster-b": -1,
+    }
     path.write_text("kind: nonsense\n")
     with capture_logs() as logs:
         assert EngineRunSwitch(load_settings(estimator={"teams": path}))._team(client) is None

@@ -47,17 +47,25 @@ def _leader(lease_store: Any, clock: FakeClock) -> LeaderElector:
 
 
 def _client(api: FakeApi, clock: FakeClock, elector: LeaderElector) -> KarmadaClient:
-    return KarmadaClient(api, sleep=clock.sleep, write_gate=elector,
-                         retry=RetryPolicy(attempts=4, base_delay=0.01))
+    return KarmadaClient(
+        api, sleep=clock.sleep, write_gate=elector, retry=RetryPolicy(attempts=4, base_delay=0.01)
+    )
 
 
 def _patch(client: KarmadaClient) -> dict[str, Any]:
-    return client.request("patch", CPP, "PATCH", CPP.path(name="team"), body={"spec": {}},
-                          content_type="application/merge-patch+json")
+    return client.request(
+        "patch",
+        CPP,
+        "PATCH",
+        CPP.path(name="team"),
+        body={"spec": {}},
+        content_type="application/merge-patch+json",
+    )
 
 
 def test_retry_after_longer_than_the_lease_gives_the_write_up_and_steps_down(
-        clock: FakeClock, lease_store: Any) -> None:
+    clock: FakeClock, lease_store: Any
+) -> None:
     """A 429 whose Retry-After outlives the Lease: no retry is sent; LeaseLost; stepped down."""
     elector = _leader(lease_store, clock)
     clock.advance(timedelta(seconds=3))  # 7 s of the renew deadline left
@@ -79,8 +87,7 @@ def test_retry_inside_the_lease_is_sent(clock: FakeClock, lease_store: Any) -> N
     assert len(api.sent) == 2 and elector.is_leader()
 
 
-def test_a_retry_after_the_renew_deadline_is_never_sent(clock: FakeClock,
-                                                        lease_store: Any) -> None:
+def test_a_retry_after_the_renew_deadline_is_never_sent(clock: FakeClock, lease_store: Any) -> None:
     """Retries that add up past the renew deadline stop at the deadline, not after it."""
     elector = _leader(lease_store, clock)
     api = FakeApi([_throttled(4), _throttled(4), _throttled(4), _ok({})])
@@ -99,8 +106,10 @@ def test_no_acting_write_without_the_lease(clock: FakeClock, lease_store: Any) -
     with pytest.raises(LeaseLost):
         _patch(client)
     assert api.sent == []
-    assert client.request("get", CPP, "GET", CPP.path(name="team"))["kind"] == \
-        "ClusterPropagationPolicy"
+    assert (
+        client.request("get", CPP, "GET", CPP.path(name="team"))["kind"]
+        == "ClusterPropagationPolicy"
+    )
 
 
 def test_lease_writes_are_not_gated(clock: FakeClock, lease_store: Any) -> None:
@@ -113,16 +122,21 @@ def test_lease_writes_are_not_gated(clock: FakeClock, lease_store: Any) -> None:
     assert len(api.sent) == 1
 
 
-def test_a_write_times_out_before_the_lease_could_pass(clock: FakeClock,
-                                                       lease_store: Any) -> None:
+def test_a_write_times_out_before_the_lease_could_pass(clock: FakeClock, lease_store: Any) -> None:
     """An acting write waits for its answer no longer than the Lease is surely held."""
     elector = _leader(lease_store, clock)
     clock.advance(timedelta(seconds=8))
     timeouts: list[Any] = []
 
     class Recording(FakeApi):
-        def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None,
-                     _request_timeout: Any = None) -> Any:
+        def call_api(
+            self,
+            method: str,
+            url: str,
+            header_params: Any = None,
+            body: Any = None,
+            _request_timeout: Any = None,
+        ) -> Any:
             timeouts.append(_request_timeout)
             return super().call_api(method, url, header_params, body, _request_timeout)
 
@@ -131,8 +145,9 @@ def test_a_write_times_out_before_the_lease_could_pass(clock: FakeClock,
     assert timeouts == [pytest.approx(2.0)]
 
 
-def test_manual_switch_writes_depend_on_its_run_lock(emulator: Any, tmp_path: Any,
-                                                      clock: FakeClock) -> None:
+def test_manual_switch_writes_depend_on_its_run_lock(
+    emulator: Any, tmp_path: Any, clock: FakeClock
+) -> None:
     """`tidal switch`'s journal gates the client's acting writes on the schedule's run lock
     from its first save, and lifts the gate when it lets the lock go."""
     from tidal.daemon.manual import ManualRunJournal

@@ -84,7 +84,9 @@ def test_allocate_keeps_initial_seats_and_lists_every_party() -> None:
     """Adding 2 seats on top of a:1 b:2 c:3 with weights 1:2:3 gives a:1 b:3 c:4."""
     # priorities: a 1/3=.33, b 2/5=.4, c 3/7=.43 -> c (4); then c 3/9=.33, b .4 -> b (3)
     assert webster_allocate(2, {"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "c": 3}) == {
-        "a": 1, "b": 3, "c": 4,
+        "a": 1,
+        "b": 3,
+        "c": 4,
     }
     assert webster_allocate(0, {"a": 0}, None) == {"a": 0}
 

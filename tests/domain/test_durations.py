@@ -10,14 +10,17 @@ from pydantic import BaseModel, ValidationError
 from tidal.domain.durations import Duration, PositiveDuration, format_duration, parse_duration
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("30s", timedelta(seconds=30)),
-    ("10m", timedelta(minutes=10)),
-    ("1h30m", timedelta(hours=1, minutes=30)),
-    ("2d", timedelta(days=2)),
-    ("1m500ms", timedelta(minutes=1, milliseconds=500)),
-    ("0s", timedelta(0)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("30s", timedelta(seconds=30)),
+        ("10m", timedelta(minutes=10)),
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("2d", timedelta(days=2)),
+        ("1m500ms", timedelta(minutes=1, milliseconds=500)),
+        ("0s", timedelta(0)),
+    ],
+)
 def test_parse_known_forms(text: str, expected: timedelta) -> None:
     """Each unit and combinations of units, largest first, parse to the right value."""
     assert parse_duration(text) == expected
@@ -30,8 +33,10 @@ def test_parse_refuses_other_text(text: str) -> None:
         parse_duration(text)
 
 
-@pytest.mark.parametrize("value", [timedelta(0), timedelta(seconds=90), timedelta(hours=25),
-                                   timedelta(days=1, milliseconds=5)])
+@pytest.mark.parametrize(
+    "value",
+    [timedelta(0), timedelta(seconds=90), timedelta(hours=25), timedelta(days=1, milliseconds=5)],
+)
 def test_format_round_trips(value: timedelta) -> None:
     """format_duration prints text that parses back to the same value."""
     assert parse_duration(format_duration(value)) == value

@@ -21,7 +21,7 @@ def test_absent_cluster_counts_as_zero() -> None:
 
 
 def test_every_cluster_floor_covers_kept_clusters_only() -> None:
-    """"*" holds the workload in the clusters it keeps, not the ones it leaves or joins."""
+    """ "*" holds the workload in the clusters it keeps, not the ones it leaves or joins."""
     rule = FloorRule(clusters=("*",), min_ready_replicas=1)
     assert check_floors("w", 4, {"a": 0, "b": 1}, [rule], kept_clusters=["b"]) == []
     assert len(check_floors("w", 4, {"a": 0, "b": 0}, [rule], kept_clusters=["b"])) == 1
@@ -44,8 +44,11 @@ def test_workloads_without_replicas_are_never_held() -> None:
 
 def test_from_model_and_cluster_listing() -> None:
     """A schedule Floor converts; floor_clusters lists named clusters, not "*"."""
-    rules = [FloorRule.from_model(SimpleNamespace(clusters=["b", "a"], min_ready_replicas=1,
-                                                  min_available_percent=None)),
-             FloorRule(clusters=("*",), min_ready_replicas=1)]
+    rules = [
+        FloorRule.from_model(
+            SimpleNamespace(clusters=["b", "a"], min_ready_replicas=1, min_available_percent=None)
+        ),
+        FloorRule(clusters=("*",), min_ready_replicas=1),
+    ]
     assert floor_clusters(rules) == ["a", "b"]
     assert rules[0].describe() == "minReadyReplicas 1 in [b,a]"

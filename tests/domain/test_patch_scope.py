@@ -19,21 +19,31 @@ def test_a_placement_patch_is_in_scope() -> None:
     assert scope_problems({"spec": {"placement": {"clusterAffinity": None}}}) == []
 
 
-@pytest.mark.parametrize(("patch", "loc", "words"), [
-    ({"spec": {"resourceSelectors": EVERY_DEPLOYMENT}}, ("spec", "resourceSelectors"),
-     "allowFields"),
-    ({"metadata": {"labels": {"a": "b"}}}, ("metadata",), "never patched"),
-    ({"spec": None}, ("spec",), "not null"),
-    ({"spec": []}, ("spec",), "not list"),
-    ({"spec": {"placement": None}}, ("spec", "placement"), "not null"),
-    ({"spec": {"placement": "b"}}, ("spec", "placement"), "not str"),
-    ({"status": {}}, ("status",), "only spec"),
-    ({"spec": {"priority": 5, **PLACEMENT["spec"]}}, ("spec", "priority"), "allowFields"),
-    ({"spec": {"activationPreference": "Lazy"}}, ("spec", "activationPreference"),
-     "allowFields"),
-])
+@pytest.mark.parametrize(
+    ("patch", "loc", "words"),
+    [
+        (
+            {"spec": {"resourceSelectors": EVERY_DEPLOYMENT}},
+            ("spec", "resourceSelectors"),
+            "allowFields",
+        ),
+        ({"metadata": {"labels": {"a": "b"}}}, ("metadata",), "never patched"),
+        ({"spec": None}, ("spec",), "not null"),
+        ({"spec": []}, ("spec",), "not list"),
+        ({"spec": {"placement": None}}, ("spec", "placement"), "not null"),
+        ({"spec": {"placement": "b"}}, ("spec", "placement"), "not str"),
+        ({"status": {}}, ("status",), "only spec"),
+        ({"spec": {"priority": 5, **PLACEMENT["spec"]}}, ("spec", "priority"), "allowFields"),
+        (
+            {"spec": {"activationPreference": "Lazy"}},
+            ("spec", "activationPreference"),
+            "allowFields",
+        ),
+    ],
+)
 def test_out_of_scope_patches_are_refused_where_they_reach_out(
-        patch: object, loc: tuple[str, ...], words: str) -> None:
+    patch: object, loc: tuple[str, ...], words: str
+) -> None:
     """Each reach beyond the placement is one problem, located at its key."""
     problems = scope_problems(patch)
     assert [p[0] for p in problems] == [loc], problems
@@ -45,18 +55,28 @@ def test_allow_fields_widen_the_scope_to_the_fields_listed() -> None:
     patch: dict[str, Any] = {"spec": {"failover": {"application": {"decisionConditions": {}}}}}
     assert scope_problems(patch, ["spec.failover"]) == []
     assert scope_problems(patch, ["spec.failover.application"]) == []
-    assert [p[0] for p in scope_problems({"spec": {"failover": {"x": 1}}},
-                                         ["spec.failover.application"])] == \
-        [("spec", "failover", "x")]
-    assert [p[0] for p in scope_problems({"spec": {"failover": None}},
-                                         ["spec.failover.application"])] == [("spec", "failover")]
+    assert [
+        p[0]
+        for p in scope_problems({"spec": {"failover": {"x": 1}}}, ["spec.failover.application"])
+    ] == [("spec", "failover", "x")]
+    assert [
+        p[0] for p in scope_problems({"spec": {"failover": None}}, ["spec.failover.application"])
+    ] == [("spec", "failover")]
 
 
-@pytest.mark.parametrize(("path", "bad"), [
-    ("spec.failover", False), ("spec.failover.application", False),
-    ("metadata.labels", True), ("metadata", True), ("spec", True), ("placement", True),
-    ("spec..x", True), ("spec.x y", True),
-])
+@pytest.mark.parametrize(
+    ("path", "bad"),
+    [
+        ("spec.failover", False),
+        ("spec.failover.application", False),
+        ("metadata.labels", True),
+        ("metadata", True),
+        ("spec", True),
+        ("placement", True),
+        ("spec..x", True),
+        ("spec.x y", True),
+    ],
+)
 def test_allow_fields_entries_are_paths_under_spec(path: str, bad: bool) -> None:
     """allowFields names dotted paths under spec; metadata never."""
     assert (allow_field_problem(path) is not None) is bad
@@ -64,14 +84,32 @@ def test_allow_fields_entries_are_paths_under_spec(path: str, bad: bool) -> None
 
 def test_added_selectors_are_those_the_old_policy_did_not_cover() -> None:
     """A selector is covered by an old one of its kind with no narrower constraint."""
-    old = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "namespace": "ai", "labelSelector": {"matchLabels": {"t": "1"}}}]}
-    same = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                   "namespace": "ai",
-                                   "labelSelector": {"matchLabels": {"t": "1"}}}]}
+    old = {
+        "resourceSelectors": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "ai",
+                "labelSelector": {"matchLabels": {"t": "1"}},
+            }
+        ]
+    }
+    same = {
+        "resourceSelectors": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "ai",
+                "labelSelector": {"matchLabels": {"t": "1"}},
+            }
+        ]
+    }
     assert added_selectors(old, same) == []
     wider = {"resourceSelectors": EVERY_DEPLOYMENT}
     assert added_selectors(old, wider) == ["Deployment (apps/v1) any labels"]
-    other_kind = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
-                                         "namespace": "ai", "name": "db"}]}
+    other_kind = {
+        "resourceSelectors": [
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "namespace": "ai", "name": "db"}
+        ]
+    }
     assert added_selectors(old, other_kind) == ["StatefulSet (apps/v1) namespace ai name db"]

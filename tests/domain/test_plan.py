@@ -7,8 +7,9 @@ from tidal.domain.plan import PlannedWorkload, make_plan
 from tidal.domain.waves import WorkloadKey
 
 
-def _w(name: str, before: dict[str, int], after: dict[str, int], replicas: int = 5
-       ) -> PlannedWorkload:
+def _w(
+    name: str, before: dict[str, int], after: dict[str, int], replicas: int = 5
+) -> PlannedWorkload:
     return PlannedWorkload(WorkloadKey("ns", name, "Deployment"), replicas, before, after)
 
 
@@ -43,8 +44,14 @@ def test_floor_broken_only_in_flight_is_unsafe() -> None:
 
 def test_problems_make_a_plan_unsafe() -> None:
     """An unschedulable prediction is reported and refuses the plan."""
-    w = PlannedWorkload(WorkloadKey("ns", "x", "Deployment"), 3, {"a": 3}, {"a": 3},
-                        exact=False, problem="unschedulable: short")
+    w = PlannedWorkload(
+        WorkloadKey("ns", "x", "Deployment"),
+        3,
+        {"a": 3},
+        {"a": 3},
+        exact=False,
+        problem="unschedulable: short",
+    )
     plan = make_plan([w], wave_size=1)
     assert not plan.safe and plan.problems == ["ns/Deployment/x: unschedulable: short"]
 
@@ -65,14 +72,22 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6),
-                          st.integers(0, 6)), min_size=1, max_size=12),
-       st.integers(1, 5))
-def test_totals_move_monotonically_from_before_to_end(rows: list[tuple[int, int, int, int]],
-                                                      size: int) -> None:
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 5),
+)
+def test_totals_move_monotonically_from_before_to_end(
+    rows: list[tuple[int, int, int, int]], size: int
+) -> None:
     """Totals run from current to predicted; in-flight ready never exceeds before or after."""
-    ws = [_w(f"d{i:02d}", {"a": a, "b": b}, {"a": c, "b": d}, replicas=max(1, a + b))
-          for i, (a, b, c, d) in enumerate(rows)]
+    ws = [
+        _w(f"d{i:02d}", {"a": a, "b": b}, {"a": c, "b": d}, replicas=max(1, a + b))
+        for i, (a, b, c, d) in enumerate(rows)
+    ]
     plan = make_plan(ws, wave_size=size)
     first, last = plan.steps[0].assigned, plan.steps[-1].assigned
     assert first == {"a": sum(r[0] for r in rows), "b": sum(r[1] for r in rows)}
@@ -86,18 +101,27 @@ def test_totals_move_monotonically_from_before_to_end(rows: list[tuple[int, int,
 def _moving(pending: int) -> list[PlannedWorkload]:
     """d0 and d1 go from a:3 b:1 to b:4; d1 lacks room for `pending` of its replicas."""
     short = {"b": {"nvidia.com/gpu": 3.0, "pods": 1.0}}
-    return [PlannedWorkload(WorkloadKey("ns", n, "Deployment"), 4, {"a": 3, "b": 1}, {"b": 4},
-                            short=short if n == "d1" else {},
-                            pending={"b": pending} if n == "d1" else {})
-            for n in ("d0", "d1")]
+    return [
+        PlannedWorkload(
+            WorkloadKey("ns", n, "Deployment"),
+            4,
+            {"a": 3, "b": 1},
+            {"b": 4},
+            short=short if n == "d1" else {},
+            pending={"b": pending} if n == "d1" else {},
+        )
+        for n in ("d0", "d1")
+    ]
 
 
 def test_static_moves_beyond_free_capacity_are_named_per_wave() -> None:
     """A wave whose moved replicas lack room in the destination is reported with the
     workloads and the missing resources: a warning while every floor holds, a refusal when
     the replicas left Pending break one."""
-    note = ("wave 2: replicas moved to b do not fit its free capacity (short of nvidia.com/gpu 3, "
-            "pods 1) and would stay Pending: ns/Deployment/d1")
+    note = (
+        "wave 2: replicas moved to b do not fit its free capacity (short of nvidia.com/gpu 3, "
+        "pods 1) and would stay Pending: ns/Deployment/d1"
+    )
     floor = [FloorRule(("b",), 1)]
     warned = make_plan(_moving(3), wave_size=1, floors=floor)
     assert warned.safe and warned.capacity == [note]

@@ -27,9 +27,14 @@ def _static(*pairs: tuple[str, int]) -> dict[str, object]:
     return {
         "clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
         "replicaScheduling": {
-            "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"staticWeightList": [
-                {"targetCluster": {"clusterNames": [name]}, "weight": w} for name, w in pairs]}},
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": [name]}, "weight": w} for name, w in pairs
+                ]
+            },
+        },
     }
 
 
@@ -58,8 +63,12 @@ def test_static_list_without_a_cluster_gives_it_nothing() -> None:
 def test_not_ready_and_excluded_clusters_are_not_candidates() -> None:
     """Affinity names, exclude and readiness narrow the candidates."""
     down = ClusterFacts("cluster-c", ready=False)
-    placement = {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b", "cluster-c"],
-                                     "exclude": ["cluster-a"]}}
+    placement = {
+        "clusterAffinity": {
+            "clusterNames": ["cluster-a", "cluster-b", "cluster-c"],
+            "exclude": ["cluster-a"],
+        }
+    }
     assert candidates(placement, [A, B, down]) == ["cluster-b"]
 
 
@@ -70,9 +79,13 @@ def test_duplicated_gives_every_candidate_all_replicas() -> None:
     assert p.predict(WorkloadFacts("w", "u", 2)).assignment == {"cluster-a": 2, "cluster-b": 2}
 
 
-_DYNAMIC = {"replicaScheduling": {
-    "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-    "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+_DYNAMIC = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+}
 
 
 def test_dynamic_estimate_deducts_capacity_between_waves() -> None:
@@ -97,24 +110,34 @@ def test_one_wave_is_estimated_from_the_capacity_at_its_start() -> None:
     placements only under the alpha gate SchedulingOvercommitProtection: the bindings of one
     wave all see the same free capacity, so each splits 4 cpu : 8 cpu alike."""
     p = Predictor(_DYNAMIC, [A, B])
-    splits = [p.predict(WorkloadFacts(f"w{i}", f"u{i}", 3, request={"cpu": 1.0})).assignment
-              for i in range(3)]
+    splits = [
+        p.predict(WorkloadFacts(f"w{i}", f"u{i}", 3, request={"cpu": 1.0})).assignment
+        for i in range(3)
+    ]
     assert splits == [{"cluster-a": 1, "cluster-b": 2}] * 3
 
 
 def test_available_replicas_is_the_tightest_resource() -> None:
     """Available replicas is the minimum over the requested resources and pods."""
-    assert available_replicas({"cpu": 4.0, "memory": 2.0, "pods": 10}, {"cpu": 1.0,
-                                                                       "memory": 1.0}) == 2
+    assert (
+        available_replicas({"cpu": 4.0, "memory": 2.0, "pods": 10}, {"cpu": 1.0, "memory": 1.0})
+        == 2
+    )
 
 
 def test_cluster_facts_from_a_cluster_object() -> None:
     """Free capacity is allocatable minus allocated and allocating; Ready from conditions."""
-    obj = {"metadata": {"name": "c", "labels": {"zone": "z"}},
-           "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                      "resourceSummary": {"allocatable": {"cpu": "8", "memory": "16Gi"},
-                                          "allocated": {"cpu": "2500m"},
-                                          "allocating": {"cpu": "500m"}}}}
+    obj = {
+        "metadata": {"name": "c", "labels": {"zone": "z"}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "resourceSummary": {
+                "allocatable": {"cpu": "8", "memory": "16Gi"},
+                "allocated": {"cpu": "2500m"},
+                "allocating": {"cpu": "500m"},
+            },
+        },
+    }
     facts = ClusterFacts.from_cluster(obj)
     assert facts.ready and facts.labels == {"zone": "z"}
     assert facts.free["cpu"] == 5.0
@@ -122,34 +145,51 @@ def test_cluster_facts_from_a_cluster_object() -> None:
 
 def _models(*rows: dict[str, str], counts: list[int]) -> dict[str, object]:
     """A Cluster object with resource models (one grade per row) and node counts per grade."""
-    return {"metadata": {"name": "m"},
-            "spec": {"resourceModels": [
-                {"grade": g, "ranges": [{"name": n, "min": lo, "max": "1000Ti"}
-                                        for n, lo in row.items()]}
-                for g, row in enumerate(rows)]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                       "resourceSummary": {
-                           "allocatable": {"cpu": "100", "memory": "400Gi", "pods": "1000",
-                                           "nvidia.com/gpu": "64"},
-                           "allocatableModelings": [{"grade": g, "count": c}
-                                                    for g, c in enumerate(counts)]}}}
+    return {
+        "metadata": {"name": "m"},
+        "spec": {
+            "resourceModels": [
+                {
+                    "grade": g,
+                    "ranges": [{"name": n, "min": lo, "max": "1000Ti"} for n, lo in row.items()],
+                }
+                for g, row in enumerate(rows)
+            ]
+        },
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "resourceSummary": {
+                "allocatable": {
+                    "cpu": "100",
+                    "memory": "400Gi",
+                    "pods": "1000",
+                    "nvidia.com/gpu": "64",
+                },
+                "allocatableModelings": [{"grade": g, "count": c} for g, c in enumerate(counts)],
+            },
+        },
+    }
 
 
 def test_resource_models_answer_upstream_worked_cases() -> None:
     """pkg/estimator/client/general_test.go TestGetMaximumReplicasBasedOnResourceModels:
     "Partially compliant grades" (1.5 cpu -> 1), "No compliant grades" (3 cpu -> 0),
     "Multi resource request" (1 cpu + 1.5Gi -> 1), "request exceeds highest grade" (-> 0)."""
-    cpu = ClusterFacts.from_cluster(_models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"},
-                                            counts=[1, 1, 1]))
+    cpu = ClusterFacts.from_cluster(
+        _models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"}, counts=[1, 1, 1])
+    )
     assert available_replicas(cpu.free, {"cpu": 1.5}, cpu.model_nodes) == 1
     assert available_replicas(cpu.free, {"cpu": 3.0}, cpu.model_nodes) == 0
-    both = ClusterFacts.from_cluster(_models(
-        {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"},
-        {"cpu": "2", "memory": "2Gi"}, counts=[1, 1, 1]))
-    assert available_replicas(both.free, {"cpu": 1.0, "memory": 1.5 * 2**30},
-                              both.model_nodes) == 1
-    assert available_replicas(both.free, {"cpu": 1.0, "memory": 2.5 * 2**30},
-                              both.model_nodes) == 0
+    both = ClusterFacts.from_cluster(
+        _models(
+            {"cpu": "0", "memory": "0"},
+            {"cpu": "1", "memory": "1Gi"},
+            {"cpu": "2", "memory": "2Gi"},
+            counts=[1, 1, 1],
+        )
+    )
+    assert available_replicas(both.free, {"cpu": 1.0, "memory": 1.5 * 2**30}, both.model_nodes) == 1
+    assert available_replicas(both.free, {"cpu": 1.0, "memory": 2.5 * 2**30}, both.model_nodes) == 0
 
 
 def test_a_resource_the_models_lack_gives_zero() -> None:
@@ -168,13 +208,19 @@ def test_v1_17_model_estimate_answers_upstream_worked_cases() -> None:
     compliant grades" (1.5 cpu -> 1), "No compliant grades" (3 cpu -> 0), "Multi resource
     request" (1 cpu + 1.5Gi -> 1), "request exceeds highest grade" (2.5Gi -> 0)."""
     assert graded_replicas((), {"cpu": 1.0}) is None
-    cpu = ClusterFacts.from_cluster(_models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"},
-                                            counts=[1, 1, 1])).model_nodes
+    cpu = ClusterFacts.from_cluster(
+        _models({"cpu": "0"}, {"cpu": "1"}, {"cpu": "2"}, counts=[1, 1, 1])
+    ).model_nodes
     assert graded_replicas(cpu, {"cpu": 1.5}) == 1
     assert graded_replicas(cpu, {"cpu": 3.0}) == 0
-    both = ClusterFacts.from_cluster(_models(
-        {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"},
-        {"cpu": "2", "memory": "2Gi"}, counts=[1, 1, 1])).model_nodes
+    both = ClusterFacts.from_cluster(
+        _models(
+            {"cpu": "0", "memory": "0"},
+            {"cpu": "1", "memory": "1Gi"},
+            {"cpu": "2", "memory": "2Gi"},
+            counts=[1, 1, 1],
+        )
+    ).model_nodes
     assert graded_replicas(both, {"cpu": 1.0, "memory": 1.5 * 2**30}) == 1
     assert graded_replicas(both, {"cpu": 1.0, "memory": 2.5 * 2**30}) == 0
 
@@ -195,43 +241,47 @@ def test_gpu_against_cpu_memory_models_is_zero_from_v1_18(release: KarmadaReleas
     """v1.18.0 general.go buildModelNodes: model nodes carry only the models' resources, so a
     GPU request fits none of them and the summary's 64 GPUs are not consulted."""
     facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
-    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
-                              release) == 0
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes, release) == 0
 
 
 def test_gpu_against_cpu_memory_models_falls_back_to_the_summary_in_v1_17() -> None:
     """v1.17.0 general.go: getMaximumReplicasBasedOnResourceModels errors ("resource model is
     inapplicable as missing resource") and maxAvailableReplicas uses the summary: 64 GPUs."""
     facts = ClusterFacts.from_cluster(_models({"cpu": "128", "memory": "1Ti"}, counts=[4]))
-    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes,
-                              V17) == 64
+    assert available_replicas(facts.free, {"nvidia.com/gpu": 1.0}, facts.model_nodes, V17) == 64
 
 
-@pytest.mark.parametrize(("release", "split"), [(V17, {"cluster-a": 1, "cluster-b": 3}),
-                                                 (V18, None)])
-def test_predictor_follows_the_release(release: KarmadaRelease,
-                                       split: dict[str, int] | None) -> None:
+@pytest.mark.parametrize(
+    ("release", "split"), [(V17, {"cluster-a": 1, "cluster-b": 3}), (V18, None)]
+)
+def test_predictor_follows_the_release(
+    release: KarmadaRelease, split: dict[str, int] | None
+) -> None:
     """A GPU DynamicWeight workload over two clusters with cpu/memory models only: v1.17 splits
     by the summaries' 16 and 48 free GPUs, v1.18 finds no room (Unschedulable)."""
+
     def gpu_cluster(name: str, gpus: str) -> ClusterFacts:
         obj = _models({"cpu": "128", "memory": "1Ti"}, counts=[4])
         obj["metadata"] = {"name": name}
         obj["status"]["resourceSummary"]["allocatable"]["nvidia.com/gpu"] = gpus  # type: ignore[index]
         return ClusterFacts.from_cluster(obj)
 
-    p = Predictor(_DYNAMIC, [gpu_cluster("cluster-a", "16"), gpu_cluster("cluster-b", "48")],
-                  release)
+    p = Predictor(
+        _DYNAMIC, [gpu_cluster("cluster-a", "16"), gpu_cluster("cluster-b", "48")], release
+    )
     result = p.predict(WorkloadFacts("w", "u", 4, request={"nvidia.com/gpu": 1.0}))
     if split is None:
-        assert result.problem == ("unschedulable: Clusters available replicas 0 are not "
-                                  "enough to schedule.")
+        assert result.problem == (
+            "unschedulable: Clusters available replicas 0 are not enough to schedule."
+        )
     else:
         assert result.assignment == split
 
 
 def _gpu_grades(*gpus: str, counts: list[int]) -> tuple[ModelNodes, ...]:
-    rows = [{"cpu": str(4 * int(g)), "memory": f"{16 * int(g)}Gi", "nvidia.com/gpu": g}
-            for g in gpus]
+    rows = [
+        {"cpu": str(4 * int(g)), "memory": f"{16 * int(g)}Gi", "nvidia.com/gpu": g} for g in gpus
+    ]
     return ClusterFacts.from_cluster(_models(*rows, counts=counts)).model_nodes
 
 
@@ -276,11 +326,9 @@ def test_static_moves_that_do_not_fit_are_reported_per_cluster() -> None:
     """Static weights ignore capacity: replicas moved beyond the destination's free cpu
     (8 cpu, 2 already taken by the first workload) are reported with what is missing."""
     p = Predictor(_static(("cluster-b", 1)), [A, B])
-    first = p.predict(WorkloadFacts("w1", "u1", 4, current={"cluster-a": 4},
-                                    request={"cpu": 1.5}))
+    first = p.predict(WorkloadFacts("w1", "u1", 4, current={"cluster-a": 4}, request={"cpu": 1.5}))
     assert first.short == {}
-    second = p.predict(WorkloadFacts("w2", "u2", 4, current={"cluster-a": 4},
-                                     request={"cpu": 1.0}))
+    second = p.predict(WorkloadFacts("w2", "u2", 4, current={"cluster-a": 4}, request={"cpu": 1.0}))
     assert second.short == {"cluster-b": {"cpu": 2.0}}
     assert second.pending == {"cluster-b": 2}  # 2 of the 4 fit in the 2 cpu left
 

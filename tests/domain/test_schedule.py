@@ -29,13 +29,28 @@ def base() -> dict[str, Any]:
         "spec": {
             "timeZone": "Asia/Shanghai",
             "windows": [
-                {"name": "night", "start": "23:00", "policies": [
-                    {"kind": "ClusterPropagationPolicy", "name": "team-1005-cpp",
-                     "patch": PATCH}]},
-                {"name": "day", "start": "07:00", "policies": [
-                    {"kind": "ClusterPropagationPolicy",
-                     "swap": {"from": "team-1005-cpp-night", "to": "policies/day.yaml"}}],
-                 "rollout": {"waveSize": 5, "onFailure": "rollback"}},
+                {
+                    "name": "night",
+                    "start": "23:00",
+                    "policies": [
+                        {
+                            "kind": "ClusterPropagationPolicy",
+                            "name": "team-1005-cpp",
+                            "patch": PATCH,
+                        }
+                    ],
+                },
+                {
+                    "name": "day",
+                    "start": "07:00",
+                    "policies": [
+                        {
+                            "kind": "ClusterPropagationPolicy",
+                            "swap": {"from": "team-1005-cpp-night", "to": "policies/day.yaml"},
+                        }
+                    ],
+                    "rollout": {"waveSize": 5, "onFailure": "rollback"},
+                },
             ],
         },
     }
@@ -48,8 +63,9 @@ def errors_of(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     found = []
     for error in info.value.errors(include_url=False):
         if error["type"] == SEMANTIC_ERROR:
-            found += [(tuple(error["loc"]) + tuple(sub), msg)
-                      for sub, msg in error["ctx"]["problems"]]
+            found += [
+                (tuple(error["loc"]) + tuple(sub), msg) for sub, msg in error["ctx"]["problems"]
+            ]
         else:
             found.append((tuple(error["loc"]), error["msg"]))
     return found
@@ -82,7 +98,9 @@ def test_snake_case_names_also_populate() -> None:
     """Python callers may use field names instead of the YAML camelCase aliases."""
     floor = Floor(clusters=["cluster-b"], min_ready_replicas=1)
     assert floor.model_dump(by_alias=True, exclude_none=True) == {
-        "clusters": ["cluster-b"], "minReadyReplicas": 1}
+        "clusters": ["cluster-b"],
+        "minReadyReplicas": 1,
+    }
 
 
 def test_rollout_for_merges_the_window_override() -> None:
@@ -100,10 +118,18 @@ def test_unknown_window_names_the_known_ones() -> None:
         TidalSchedule.model_validate(base()).window("noon")
 
 
-@pytest.mark.parametrize(("given", "total", "per_wave"), [
-    ("25%", 40, 10), ("25%", 3, 1), ("33%", 10, 4), (5, 3, 3), (5, 40, 5), ("100%", 7, 7),
-    ("12.5%", 8, 1),
-])
+@pytest.mark.parametrize(
+    ("given", "total", "per_wave"),
+    [
+        ("25%", 40, 10),
+        ("25%", 3, 1),
+        ("33%", 10, 4),
+        (5, 3, 3),
+        (5, 40, 5),
+        ("100%", 7, 7),
+        ("12.5%", 8, 1),
+    ],
+)
 def test_wave_size_for_total(given: Any, total: int, per_wave: int) -> None:
     """Counts are capped by the total, percentages round up, and a wave holds at least one."""
     assert WaveSize.model_validate(given).for_total(total) == per_wave
@@ -186,13 +212,16 @@ def test_users_cannot_write_the_manifest() -> None:
     assert errors_of(data)[0][0][-1] == "manifest"
 
 
-@pytest.mark.parametrize(("floor", "fragment"), [
-    ({}, "empty floor"),
-    ({"clusters": ["a"]}, "minReadyReplicas"),
-    ({"minReadyReplicas": 1}, "needs clusters"),
-    ({"clusters": ["a"], "minReadyReplicas": 1, "minAvailablePercent": 50}, "either"),
-    ({"clusters": ["*", "a"], "minReadyReplicas": 1}, '"*"'),
-])
+@pytest.mark.parametrize(
+    ("floor", "fragment"),
+    [
+        ({}, "empty floor"),
+        ({"clusters": ["a"]}, "minReadyReplicas"),
+        ({"minReadyReplicas": 1}, "needs clusters"),
+        ({"clusters": ["a"], "minReadyReplicas": 1, "minAvailablePercent": 50}, "either"),
+        ({"clusters": ["*", "a"], "minReadyReplicas": 1}, '"*"'),
+    ],
+)
 def test_floor_shapes(floor: dict[str, Any], fragment: str) -> None:
     """A floor is clusters + minReadyReplicas, or minAvailablePercent, never both or neither."""
     data = base()
@@ -200,9 +229,14 @@ def test_floor_shapes(floor: dict[str, Any], fragment: str) -> None:
     assert fragment in errors_of(data)[0][1]
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("waveTimeout", "0s"), ("pauseBetweenWaves", "-1s"), ("waveTimeout", 10),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("waveTimeout", "0s"),
+        ("pauseBetweenWaves", "-1s"),
+        ("waveTimeout", 10),
+    ],
+)
 def test_durations_must_be_positive_text(key: str, value: Any) -> None:
     """Timeouts must be positive duration text."""
     data = base()
@@ -221,9 +255,13 @@ def test_percentages_in_range() -> None:
 def test_label_selector_operators() -> None:
     """In/NotIn need values; Exists/DoesNotExist take none."""
     data = base()
-    data["spec"]["workloads"] = [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "labelSelector": {"matchExpressions": [
-                                      {"key": "tier", "operator": "In"}]}}]
+    data["spec"]["workloads"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "labelSelector": {"matchExpressions": [{"key": "tier", "operator": "In"}]},
+        }
+    ]
     assert "at least one value" in errors_of(data)[0][1]
 
 
@@ -236,12 +274,18 @@ def test_policy_names_of_patch_and_swap() -> None:
     with pytest.raises(ValueError, match="not loaded"):
         _ = swap.policy_name
     assert swap.swap is not None
-    loaded = swap.model_copy(update={"swap": swap.swap.model_copy(
-        update={"manifest": {"metadata": {"name": "team-1005-cpp-day"}}})})
+    loaded = swap.model_copy(
+        update={
+            "swap": swap.swap.model_copy(
+                update={"manifest": {"metadata": {"name": "team-1005-cpp-day"}}}
+            )
+        }
+    )
     assert loaded.policy_name == "team-1005-cpp-day"
     assert set(loaded.policy_refs()) == {
         PolicyRef("ClusterPropagationPolicy", None, "team-1005-cpp-night"),
-        PolicyRef("ClusterPropagationPolicy", None, "team-1005-cpp-day")}
+        PolicyRef("ClusterPropagationPolicy", None, "team-1005-cpp-day"),
+    }
 
 
 def test_skip_dates_are_dates() -> None:
@@ -264,18 +308,23 @@ def test_policy_change_from_python() -> None:
     assert change.policy_namespace == "ai-app"
 
 
-@pytest.mark.parametrize(("labels", "fragment"), [
-    ({"atms-app/teamid": 1005}, None),
-    ({"bad key": "x"}, "label key"),
-    ({"Bad_Prefix/x": "y"}, "invalid prefix"),
-    ({"team": "not ok!"}, "label value"),
-])
-def test_match_labels_follow_kubernetes_syntax(labels: dict[str, Any],
-                                               fragment: str | None) -> None:
+@pytest.mark.parametrize(
+    ("labels", "fragment"),
+    [
+        ({"atms-app/teamid": 1005}, None),
+        ({"bad key": "x"}, "label key"),
+        ({"Bad_Prefix/x": "y"}, "invalid prefix"),
+        ({"team": "not ok!"}, "label value"),
+    ],
+)
+def test_match_labels_follow_kubernetes_syntax(
+    labels: dict[str, Any], fragment: str | None
+) -> None:
     """Label keys and values in selectors must be valid Kubernetes labels (and text)."""
     data = base()
-    data["spec"]["workloads"] = [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "labelSelector": {"matchLabels": labels}}]
+    data["spec"]["workloads"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {"matchLabels": labels}}
+    ]
     [(loc, message)] = errors_of(data)
     assert loc[-1] == next(iter(labels))
     if fragment:

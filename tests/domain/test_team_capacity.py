@@ -27,12 +27,26 @@ GPU = "nvidia.com/gpu"
 ONE_GPU = ReplicaClaim({"cpu": 2.0, "memory": 8 * 2.0**30, GPU: 1.0})
 
 
-def node(name: str, gpus: float, used_gpus: float = 0, cpu: float = 32, pods: int = 0, *,
-         labels: dict[str, str] | None = None, schedulable: bool = True,
-         taints: tuple[Taint, ...] = ()) -> NodeView:
-    return NodeView(name, labels or {},
-                    {"cpu": cpu, "memory": 256 * 2.0**30, GPU: gpus, "pods": 110},
-                    {GPU: used_gpus}, pods, schedulable, taints)
+def node(
+    name: str,
+    gpus: float,
+    used_gpus: float = 0,
+    cpu: float = 32,
+    pods: int = 0,
+    *,
+    labels: dict[str, str] | None = None,
+    schedulable: bool = True,
+    taints: tuple[Taint, ...] = (),
+) -> NodeView:
+    return NodeView(
+        name,
+        labels or {},
+        {"cpu": cpu, "memory": 256 * 2.0**30, GPU: gpus, "pods": 110},
+        {GPU: used_gpus},
+        pods,
+        schedulable,
+        taints,
+    )
 
 
 QUOTA_CASES = [
@@ -50,8 +64,13 @@ QUOTA_CASES = [
 
 
 @pytest.mark.parametrize(("hard", "used", "request_", "expected", "why"), QUOTA_CASES)
-def test_quota_table(hard: dict[str, float], used: dict[str, float],
-                     request_: dict[str, float], expected: int, why: str) -> None:
+def test_quota_table(
+    hard: dict[str, float],
+    used: dict[str, float],
+    request_: dict[str, float],
+    expected: int,
+    why: str,
+) -> None:
     """A quota answers floor((hard - used) / request) over the resources it names."""
     facts = TeamFacts(quotas=[QuotaView("q", hard, used)], own=5)
     assert team_estimate(ReplicaClaim(request_), facts).replicas == expected, why
@@ -59,8 +78,12 @@ def test_quota_table(hard: dict[str, float], used: dict[str, float],
 
 def test_every_quota_of_the_namespace_holds() -> None:
     """Two quotas: the tighter one answers."""
-    facts = TeamFacts(quotas=[QuotaView("gpu", {"requests.nvidia.com/gpu": 10}, {}),
-                              QuotaView("pods", {"pods": 3}, {"pods": 0})])
+    facts = TeamFacts(
+        quotas=[
+            QuotaView("gpu", {"requests.nvidia.com/gpu": 10}, {}),
+            QuotaView("pods", {"pods": 3}, {"pods": 0}),
+        ]
+    )
     assert team_estimate(ONE_GPU, facts) == Estimate(3, Limit.QUOTA)
 
 
@@ -75,22 +98,35 @@ def test_pool_packs_per_node_not_summed() -> None:
 POOL_FILTER_CASES = [
     (node("a", 8, schedulable=False), ONE_GPU, 0, "cordoned or NotReady"),
     (node("a", 8, taints=(Taint("gpu", "yes", "NoSchedule"),)), ONE_GPU, 0, "taint"),
-    (node("a", 8, taints=(Taint("gpu", "yes", "NoSchedule"),)),
-     ReplicaClaim({GPU: 1.0}, tolerations=(Toleration("gpu", "Equal", "yes"),)), 8, "tolerated"),
+    (
+        node("a", 8, taints=(Taint("gpu", "yes", "NoSchedule"),)),
+        ReplicaClaim({GPU: 1.0}, tolerations=(Toleration("gpu", "Equal", "yes"),)),
+        8,
+        "tolerated",
+    ),
     (node("a", 8, taints=(Taint("gpu", "", "PreferNoSchedule"),)), ONE_GPU, 8, "soft taint"),
     (node("a", 8, labels={"zone": "x"}), ReplicaClaim({GPU: 1.0}, {"zone": "y"}), 0, "selector"),
-    (node("a", 8, labels={"zone": "x"}),
-     ReplicaClaim({GPU: 1.0}, affinity=(NodeTerm((("zone", "In", ("x", "z")),)),)), 8, "affinity"),
-    (node("a", 8, labels={"zone": "x"}),
-     ReplicaClaim({GPU: 1.0}, affinity=(NodeTerm((("zone", "NotIn", ("x",)),)),)), 0, "not in"),
+    (
+        node("a", 8, labels={"zone": "x"}),
+        ReplicaClaim({GPU: 1.0}, affinity=(NodeTerm((("zone", "In", ("x", "z")),)),)),
+        8,
+        "affinity",
+    ),
+    (
+        node("a", 8, labels={"zone": "x"}),
+        ReplicaClaim({GPU: 1.0}, affinity=(NodeTerm((("zone", "NotIn", ("x",)),)),)),
+        0,
+        "not in",
+    ),
     (node("a", 8, cpu=5), ONE_GPU, 2, "cpu binds before gpu"),
     (node("a", 8, pods=108), ONE_GPU, 2, "pod slots"),
 ]
 
 
 @pytest.mark.parametrize(("the_node", "claim", "expected", "why"), POOL_FILTER_CASES)
-def test_pool_node_filters(the_node: NodeView, claim: ReplicaClaim, expected: int,
-                           why: str) -> None:
+def test_pool_node_filters(
+    the_node: NodeView, claim: ReplicaClaim, expected: int, why: str
+) -> None:
     """A pool node counts only when the replica may land there, for what fits on it."""
     assert team_estimate(claim, TeamFacts(pool=[the_node])).replicas == expected, why
 
@@ -115,8 +151,12 @@ def test_no_source_cannot_tell() -> None:
 
 def test_minimum_over_sources() -> None:
     """Quota, pool and cap together: the smallest wins and is named."""
-    facts = TeamFacts(quotas=[QuotaView("q", {"requests.nvidia.com/gpu": 10}, {})],
-                      pool=[node("a", 8, 2)], cap=20, held=0)
+    facts = TeamFacts(
+        quotas=[QuotaView("q", {"requests.nvidia.com/gpu": 10}, {})],
+        pool=[node("a", 8, 2)],
+        cap=20,
+        held=0,
+    )
     assert team_estimate(ONE_GPU, facts) == Estimate(6, Limit.POOL)
 
 

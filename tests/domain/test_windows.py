@@ -67,15 +67,23 @@ def test_bad_start_is_a_clear_error(bad: str) -> None:
 def test_berlin_spring_forward_runs_nonexistent_start_at_transition() -> None:
     """Europe/Berlin 2026-03-29: 02:30 does not exist; it runs at 03:00 CEST (01:00 UTC), once."""
     got = walk(one("Europe/Berlin", "02:30"), utc(2026, 3, 27, 12), 4)
-    assert got == [utc(2026, 3, 28, 1, 30), utc(2026, 3, 29, 1, 0), utc(2026, 3, 30, 0, 30),
-                   utc(2026, 3, 31, 0, 30)]
+    assert got == [
+        utc(2026, 3, 28, 1, 30),
+        utc(2026, 3, 29, 1, 0),
+        utc(2026, 3, 30, 0, 30),
+        utc(2026, 3, 31, 0, 30),
+    ]
 
 
 def test_berlin_autumn_ambiguous_start_runs_once_at_first_occurrence() -> None:
     """Europe/Berlin 2026-10-25: 02:30 happens twice; it runs once, at 02:30 CEST (00:30 UTC)."""
     got = walk(one("Europe/Berlin", "02:30"), utc(2026, 10, 23, 12), 4)
-    assert got == [utc(2026, 10, 24, 0, 30), utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30),
-                   utc(2026, 10, 27, 1, 30)]
+    assert got == [
+        utc(2026, 10, 24, 0, 30),
+        utc(2026, 10, 25, 0, 30),
+        utc(2026, 10, 26, 1, 30),
+        utc(2026, 10, 27, 1, 30),
+    ]
 
 
 def test_berlin_autumn_second_pass_of_ambiguous_hour_keeps_first_run_in_force() -> None:
@@ -199,8 +207,10 @@ def test_hold_keeps_window_in_force_then_resumes() -> None:
     assert decide(TIMES, NIGHT_JUN1, Handled("day", DAY_JUN1), controls).action is Action.NOTHING
     d = decide(TIMES, hold.until + timedelta(minutes=1), Handled("day", DAY_JUN1), controls)
     assert d.action is Action.RUN and d.start is not None and d.start.window == "night"
-    assert decide(TIMES, hold.until + timedelta(hours=1), Handled("day", DAY_JUN1),
-                  controls).action is Action.MISSED
+    assert (
+        decide(TIMES, hold.until + timedelta(hours=1), Handled("day", DAY_JUN1), controls).action
+        is Action.MISSED
+    )
 
 
 def test_hold_of_other_window_runs_it_now_once() -> None:

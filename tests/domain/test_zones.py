@@ -14,13 +14,21 @@ def _hint(value: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize(("value", "zone"), [
-    ("Asia/Beijing", "Asia/Shanghai"), ("Beijing", "Asia/Shanghai"),
-    ("asia/beijing", "Asia/Shanghai"), ("Asia/Shenzhen", "Asia/Shanghai"),
-    ("Asia/Mumbai", "Asia/Kolkata"), ("Asia/New_Delhi", "Asia/Kolkata"),
-    ("America/San_Francisco", "America/Los_Angeles"), ("US/Pacific Time", "America/Los_Angeles"),
-    ("Europe/Munich", "Europe/Berlin"), ("Asia/Bangalore", "Asia/Kolkata"),
-])
+@pytest.mark.parametrize(
+    ("value", "zone"),
+    [
+        ("Asia/Beijing", "Asia/Shanghai"),
+        ("Beijing", "Asia/Shanghai"),
+        ("asia/beijing", "Asia/Shanghai"),
+        ("Asia/Shenzhen", "Asia/Shanghai"),
+        ("Asia/Mumbai", "Asia/Kolkata"),
+        ("Asia/New_Delhi", "Asia/Kolkata"),
+        ("America/San_Francisco", "America/Los_Angeles"),
+        ("US/Pacific Time", "America/Los_Angeles"),
+        ("Europe/Munich", "Europe/Berlin"),
+        ("Asia/Bangalore", "Asia/Kolkata"),
+    ],
+)
 def test_city_aliases_suggest_the_zone_that_city_uses(value: str, zone: str) -> None:
     """A city that is not a zone name is pointed at the zone it keeps time by."""
     hint = _hint(value)
@@ -28,13 +36,17 @@ def test_city_aliases_suggest_the_zone_that_city_uses(value: str, zone: str) -> 
     assert "Brunei" not in hint
 
 
-@pytest.mark.parametrize(("value", "etc", "city"), [
-    ("UTC+8", "Etc/GMT-8", "Asia/Shanghai"), ("GMT+8", "Etc/GMT-8", "Asia/Singapore"),
-    ("UTC+08:00", "Etc/GMT-8", "Asia/Shanghai"), ("utc-5", "Etc/GMT+5", "America/New_York"),
-    ("UTC+1", "Etc/GMT-1", "Europe/Berlin"),
-])
-def test_fixed_offsets_name_the_etc_zone_and_city_zones(value: str, etc: str, city: str
-                                                        ) -> None:
+@pytest.mark.parametrize(
+    ("value", "etc", "city"),
+    [
+        ("UTC+8", "Etc/GMT-8", "Asia/Shanghai"),
+        ("GMT+8", "Etc/GMT-8", "Asia/Singapore"),
+        ("UTC+08:00", "Etc/GMT-8", "Asia/Shanghai"),
+        ("utc-5", "Etc/GMT+5", "America/New_York"),
+        ("UTC+1", "Etc/GMT-1", "Europe/Berlin"),
+    ],
+)
+def test_fixed_offsets_name_the_etc_zone_and_city_zones(value: str, etc: str, city: str) -> None:
     """`UTC+8` is not UTC: the Etc zone with the inverted sign, and city zones at that offset."""
     hint = _hint(value)
     assert f"use {etc}" in hint and "sign" in hint
@@ -48,11 +60,14 @@ def test_a_half_hour_offset_has_no_etc_zone_but_city_zones() -> None:
     assert "Asia/Kolkata" in hint and "Etc/" not in hint
 
 
-@pytest.mark.parametrize(("value", "candidates"), [
-    ("CST", ["Asia/Shanghai", "America/Chicago", "America/Havana"]),
-    ("IST", ["Asia/Kolkata", "Asia/Jerusalem", "Europe/Dublin"]),
-    ("BST", ["Europe/London", "Asia/Dhaka"]),
-])
+@pytest.mark.parametrize(
+    ("value", "candidates"),
+    [
+        ("CST", ["Asia/Shanghai", "America/Chicago", "America/Havana"]),
+        ("IST", ["Asia/Kolkata", "Asia/Jerusalem", "Europe/Dublin"]),
+        ("BST", ["Europe/London", "Asia/Dhaka"]),
+    ],
+)
 def test_ambiguous_abbreviations_list_the_candidates(value: str, candidates: list[str]) -> None:
     """An ambiguous abbreviation says so and lists every zone it may mean."""
     hint = _hint(value)
@@ -61,8 +76,15 @@ def test_ambiguous_abbreviations_list_the_candidates(value: str, candidates: lis
         assert zone in hint
 
 
-@pytest.mark.parametrize(("value", "zone"), [("JST", "Asia/Tokyo"), ("PST", "America/Los_Angeles"),
-                                             ("CEST", "Europe/Berlin"), ("KST", "Asia/Seoul")])
+@pytest.mark.parametrize(
+    ("value", "zone"),
+    [
+        ("JST", "Asia/Tokyo"),
+        ("PST", "America/Los_Angeles"),
+        ("CEST", "Europe/Berlin"),
+        ("KST", "Asia/Seoul"),
+    ],
+)
 def test_unambiguous_abbreviations_suggest_their_zone(value: str, zone: str) -> None:
     """A well-known abbreviation names the zone with the daylight-saving rules."""
     assert f"did you mean {zone}?" in _hint(value)

@@ -94,22 +94,28 @@ def topology(*, pods_fail: bool = True) -> list[Obj]:
     ]
 
 
-WINDOWS = (weights_window("night", "%(night)s", {"cluster-b": 1}, policy="team-42",
-                          trigger="touch")
-           + weights_window("day", "%(day)s", {"cluster-a": 1}, policy="team-42", trigger="touch"))
-SCHEDULE = schedule_text("team-42", windows=WINDOWS, catch_up_window="30m", workloads="""
+WINDOWS = weights_window(
+    "night", "%(night)s", {"cluster-b": 1}, policy="team-42", trigger="touch"
+) + weights_window("day", "%(day)s", {"cluster-a": 1}, policy="team-42", trigger="touch")
+SCHEDULE = schedule_text(
+    "team-42",
+    windows=WINDOWS,
+    catch_up_window="30m",
+    workloads="""
     - apiVersion: apps/v1
       kind: Deployment
       namespace: apps
       labelSelector:
         matchLabels: {team: "42"}
       readyReplicasField: status.readyReplicas
-""", rollout="""
+""",
+    rollout="""
     waveSize: {count: 1}
     pauseBetweenWaves: 0s
     waveTimeout: 3s
     onFailure: halt
-""")
+""",
+)
 
 
 def write_schedule(directory: Path, night: str, day: str) -> Path:

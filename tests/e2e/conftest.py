@@ -37,8 +37,9 @@ def real_plane(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: Path
-           ) -> Iterator[Target]:
+def target(
+    request: pytest.FixtureRequest, karmada_target_name: str, tmp_path: Path
+) -> Iterator[Target]:
     """The scenario's target, empty of earlier scenarios' objects. Emulator scenarios get their
     clusters from `request.param`-free defaults: call `target_topology` first when needed."""
     if karmada_target_name == "emulator":
@@ -72,16 +73,18 @@ def _default_clusters() -> list[dict[str, Any]]:
         if doc["kind"] == "EmulatorSettings":
             # the team estimator follows the time of day and real Karmada here has none
             doc["spec"].pop("teamEstimator", None)
-    return [d for d in docs if d["kind"] == "EmulatorSettings" or (
-        d["kind"] == "Cluster" and d["metadata"]["name"] in ("cluster-a", "cluster-b"))]
+    return [
+        d
+        for d in docs
+        if d["kind"] == "EmulatorSettings"
+        or (d["kind"] == "Cluster" and d["metadata"]["name"] in ("cluster-a", "cluster-b"))
+    ]
 
 
 @pytest.fixture
-def fidelity(request: pytest.FixtureRequest, karmada_target_name: str
-             ) -> Iterator[dict[str, Any]]:
+def fidelity(request: pytest.FixtureRequest, karmada_target_name: str) -> Iterator[dict[str, Any]]:
     """A dict the scenario fills with its per-wave observations; written to --fidelity-out."""
-    record: dict[str, Any] = {"target": karmada_target_name,
-                              "scenario": request.node.originalname}
+    record: dict[str, Any] = {"target": karmada_target_name, "scenario": request.node.originalname}
     yield record
     out = request.config.getoption("fidelity_out")
     if out:

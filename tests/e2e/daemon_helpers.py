@@ -34,9 +34,12 @@ STATE_NS = "tidal-system"
 
 
 def topology() -> list[dict[str, Any]]:
-    topo = [cluster("cluster-a", startup=1.0, termination=1.0),
-            cluster("cluster-b", startup=1.0, termination=1.0), namespace(),
-            cpp("team-cpp", "t1", DAY)]
+    topo = [
+        cluster("cluster-a", startup=1.0, termination=1.0),
+        cluster("cluster-b", startup=1.0, termination=1.0),
+        namespace(),
+        cpp("team-cpp", "t1", DAY),
+    ]
     return topo + [deployment(f"web-{i:02d}", "t1", 5) for i in range(WORKLOADS)]
 
 
@@ -47,29 +50,42 @@ def settle(emu: Any, timeout: float = 20.0) -> None:
         current: dict[tuple[str, str], int] = {}
         for s in emu.timeline():
             current[(s["workload"], s["cluster"])] = s["ready"]
-        if sum(1 for (_w, c), r in current.items() if c == "cluster-b" and r >= 1) \
-                == WORKLOADS and emu.bindings_report_ready():
+        if (
+            sum(1 for (_w, c), r in current.items() if c == "cluster-b" and r >= 1) == WORKLOADS
+            and emu.bindings_report_ready()
+        ):
             return
         time.sleep(0.05)
     raise AssertionError("topology did not settle")
 
 
-def settled_team(make_emulator: Callable[..., Any], speed: float = 20.0,
-                 timeout: float = 20.0) -> Any:
+def settled_team(
+    make_emulator: Callable[..., Any], speed: float = 20.0, timeout: float = 20.0
+) -> Any:
     """A started emulator holding topology(), its clock at `speed`x, once settle() saw 4/1."""
     emu = make_emulator(topology(), clock=ScaledClock(speed))
     settle(emu, timeout)
     return emu
 
 
-def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
-                  pause: str = "0s", on_failure: str = "halt", wave_timeout: str = "60s",
-                  strategy: str = "surge") -> str:
-    windows = (weights_window("night", f"{night:%H:%M}", {"cluster-b": 1}, trigger="touch")
-               + weights_window("day", f"{day:%H:%M}", {"cluster-a": 4, "cluster-b": 1},
-                                trigger="touch"))
-    return team_schedule("team-t1", catch_up_window=catch_up, windows=windows, workloads=TEAM_T1,
-                         rollout=f"""
+def schedule_text(
+    night: datetime,
+    day: datetime,
+    catch_up: str = "30m",
+    pause: str = "0s",
+    on_failure: str = "halt",
+    wave_timeout: str = "60s",
+    strategy: str = "surge",
+) -> str:
+    windows = weights_window(
+        "night", f"{night:%H:%M}", {"cluster-b": 1}, trigger="touch"
+    ) + weights_window("day", f"{day:%H:%M}", {"cluster-a": 4, "cluster-b": 1}, trigger="touch")
+    return team_schedule(
+        "team-t1",
+        catch_up_window=catch_up,
+        windows=windows,
+        workloads=TEAM_T1,
+        rollout=f"""
         waveSize: 25%
         pauseBetweenWaves: {pause}
         waveTimeout: {wave_timeout}
@@ -78,31 +94,55 @@ def schedule_text(night: datetime, day: datetime, catch_up: str = "30m",
         floors:
           - clusters: [cluster-b]
             minReadyReplicas: 1
-    """)
+    """,
+    )
 
 
-def write_due_schedule(directory: Path, *, minutes_ago: int = 0, catch_up: str = "30m",
-                       pause: str = "0s", **kw: str) -> datetime:
+def write_due_schedule(
+    directory: Path, *, minutes_ago: int = 0, catch_up: str = "30m", pause: str = "0s", **kw: str
+) -> datetime:
     """A schedule whose night window started this minute (or `minutes_ago`): due at start-up."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     night = now.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
     (directory / "team-t1.yaml").write_text(
-        schedule_text(night, night + timedelta(hours=12), catch_up, pause, **kw))
+        schedule_text(night, night + timedelta(hours=12), catch_up, pause, **kw)
+    )
     return night
 
 
-def start_daemon(emu: Any, tmp: Path, who: str, schedules: Path, **env: str
-                 ) -> subprocess.Popen[bytes]:
+def start_daemon(
+    emu: Any, tmp: Path, who: str, schedules: Path, **env: str
+) -> subprocess.Popen[bytes]:
     kubeconfig = emu.write_kubeconfig(tmp / f"kubeconfig-{who}", user=f"replica-{who}")
-    environ = dict(os.environ, TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
-                   TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
-                   TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
-                   TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5", **env)
+    environ = dict(
+        os.environ,
+        TIDAL_LOG_FORMAT="json",
+        TIDAL_STATE_NAMESPACE=STATE_NS,
+        TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
+        TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
+        TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+        **env,
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
-         str(kubeconfig), "--port", "0", "--identity", who],
-        stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=environ)
+        [
+            sys.executable,
+            "-m",
+            "tidal",
+            "run",
+            "--schedules",
+            str(schedules),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+            "--identity",
+            who,
+        ],
+        stdout=(tmp / f"{who}.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        env=environ,
+    )
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:

@@ -44,8 +44,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float,
-             interval: float = 0.25) -> T:
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.25) -> T:
     """Poll `probe` until it returns something truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     last: T | None = None
@@ -60,15 +59,19 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float,
 class Prometheus:
     """One Prometheus process scraping `targets` (host:port) every second."""
 
-    def __init__(self, workdir: Path, targets: list[str], *, rules: Path = RULES,
-                 job: str = "tidal") -> None:
+    def __init__(
+        self, workdir: Path, targets: list[str], *, rules: Path = RULES, job: str = "tidal"
+    ) -> None:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {
-            "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
-                       "evaluation_interval": "1s"},
+            "global": {
+                "scrape_interval": "1s",
+                "scrape_timeout": "1s",
+                "evaluation_interval": "1s",
+            },
             "rule_files": [str(rules)],
             "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}],
         }
@@ -80,19 +83,27 @@ class Prometheus:
     def start(self, timeout: float = 30.0) -> Prometheus:
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [prometheus_binary(), f"--config.file={self.config}",
-                 f"--storage.tsdb.path={self.workdir / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}",
-                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
-                stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
-                start_new_session=True)
+                [
+                    prometheus_binary(),
+                    f"--config.file={self.config}",
+                    f"--storage.tsdb.path={self.workdir / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--storage.tsdb.retention.time=1h",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
         wait_for("Prometheus to be ready", self._ready, timeout)
         return self
 
     def _ready(self) -> bool:
         if self.process is not None and self.process.poll() is not None:
-            pytest.fail(f"prometheus exited ({self.process.returncode}): "
-                        f"{self.log.read_text()[-2000:]}")
+            pytest.fail(
+                f"prometheus exited ({self.process.returncode}): {self.log.read_text()[-2000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
                 return bool(response.status == 200)
@@ -112,8 +123,12 @@ class Prometheus:
     def __enter__(self) -> Prometheus:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     # --- HTTP API ----------------------------------------------------------------------------
@@ -146,7 +161,10 @@ class Prometheus:
         """The first firing alert with that name and (at least) those labels, if any."""
         for alert in self.alerts():
             got = alert["labels"]
-            if (alert["state"] == "firing" and got.get("alertname") == alertname
-                    and all(got.get(k) == v for k, v in labels.items())):
+            if (
+                alert["state"] == "firing"
+                and got.get("alertname") == alertname
+                and all(got.get(k) == v for k, v in labels.items())
+            ):
                 return alert
         return None

@@ -16,24 +16,41 @@ def state_at(timeline: list[dict[str, Any]], t: float) -> Placement:
     return out
 
 
-def floor_breaches(timeline: list[dict[str, Any]], since: float, cluster: str,
-                   workloads: set[str], minimum: int) -> list[dict[str, Any]]:
+def floor_breaches(
+    timeline: list[dict[str, Any]], since: float, cluster: str, workloads: set[str], minimum: int
+) -> list[dict[str, Any]]:
     """Samples at or after `since` where a workload had fewer than `minimum` ready in `cluster`
     (a workload absent from a member counts as 0 ready)."""
     before = state_at(timeline, since)
-    bad = [{"t": since, "workload": w, "cluster": cluster, "ready": before.get((w, cluster),
-                                                                               (0, 0))[1]}
-           for w in workloads if before.get((w, cluster), (0, 0))[1] < minimum]
-    return bad + [s for s in timeline if s["t"] >= since and s["cluster"] == cluster
-                  and s["workload"] in workloads and s["ready"] < minimum]
+    bad = [
+        {
+            "t": since,
+            "workload": w,
+            "cluster": cluster,
+            "ready": before.get((w, cluster), (0, 0))[1],
+        }
+        for w in workloads
+        if before.get((w, cluster), (0, 0))[1] < minimum
+    ]
+    return bad + [
+        s
+        for s in timeline
+        if s["t"] >= since
+        and s["cluster"] == cluster
+        and s["workload"] in workloads
+        and s["ready"] < minimum
+    ]
 
 
 def first_move(timeline: list[dict[str, Any]], since: float, workload: str) -> float | None:
     """When the workload's assigned count first changed in any cluster after `since`."""
     start = state_at(timeline, since)
     for s in timeline:
-        if s["t"] >= since and s["workload"] == workload and \
-                s["assigned"] != start.get((workload, s["cluster"]), (0, 0))[0]:
+        if (
+            s["t"] >= since
+            and s["workload"] == workload
+            and s["assigned"] != start.get((workload, s["cluster"]), (0, 0))[0]
+        ):
             return float(s["t"])
     return None
 
@@ -56,7 +73,8 @@ def converged_at(timeline: list[dict[str, Any]], since: float, workload: str) ->
     return None
 
 
-def split(now: Placement, workloads: list[str], clusters: tuple[str, ...]
-          ) -> dict[str, dict[str, list[int]]]:
+def split(
+    now: Placement, workloads: list[str], clusters: tuple[str, ...]
+) -> dict[str, dict[str, list[int]]]:
     """{workload: {cluster: [assigned, ready]}} for a report."""
     return {w: {c: list(now.get((w, c), (0, 0))) for c in clusters} for w in workloads}

@@ -34,8 +34,9 @@ class Ledger:
         self.room = room
         self.calls: list[tuple[str, str, dict[str, dict[str, float]]]] = []
 
-    def reserve(self, holder: str, need: Need, free: Need,
-                versions: Versions | None = None) -> bool:
+    def reserve(
+        self, holder: str, need: Need, free: Need, versions: Versions | None = None
+    ) -> bool:
         self.calls.append(("reserve", holder, {c: dict(a) for c, a in need.items()}))
         return self.room
 
@@ -44,6 +45,8 @@ class Ledger:
 
     def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
         self.calls.append(("release", holder, {}))
+
+
 FULL_AVAILABILITY = """
         waveSize: 2
         pauseBetweenWaves: 0s
@@ -51,8 +54,9 @@ FULL_AVAILABILITY = """
         floors:
           - minAvailablePercent: 100
     """
-NIGHT_AND_DAY = (weights_window("night", "23:00", {"cluster-b": 1})
-                 + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}))
+NIGHT_AND_DAY = weights_window("night", "23:00", {"cluster-b": 1}) + weights_window(
+    "day", "07:00", {"cluster-a": 4, "cluster-b": 1}
+)
 
 
 def gpu_cluster(name: str, gpus: int, startup: float = 2.0) -> dict[str, Any]:
@@ -70,8 +74,12 @@ def gpu_deployment(name: str, replicas: int) -> dict[str, Any]:
 
 def team(replicas: list[int], *, b_gpus: int = 64) -> list[dict[str, Any]]:
     """cluster-a (64 GPUs) and cluster-b, team t1 placed 4:1, one GPU per replica."""
-    topo = [gpu_cluster("cluster-a", 64), gpu_cluster("cluster-b", b_gpus), namespace(),
-            cpp("team-cpp", "t1", DAY)]
+    topo = [
+        gpu_cluster("cluster-a", 64),
+        gpu_cluster("cluster-b", b_gpus),
+        namespace(),
+        cpp("team-cpp", "t1", DAY),
+    ]
     return topo + [gpu_deployment(f"web-{i}", n) for i, n in enumerate(replicas)]
 
 
@@ -79,8 +87,9 @@ def surge_schedule(tmp: Path, rollout: str) -> Path:
     return write_schedule(tmp, schedule_text("team-s", rollout, windows=NIGHT_AND_DAY))
 
 
-def dips(emu: Any, since: float, before: dict[str, dict[str, int]],
-          after: dict[str, dict[str, int]]) -> list[str]:
+def dips(
+    emu: Any, since: float, before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]
+) -> list[str]:
     """Every moment (since `since`) a workload had fewer ready replicas than its spec, or a
     cluster fewer than the share it keeps (min of before and after)."""
     replicas = {w: sum(split.values()) for w, split in before.items()}
@@ -120,9 +129,15 @@ def no_overrides(client: KarmadaClient) -> None:
     assert list_overrides(client, schedule="team-s") == []
 
 
-def switch_without_dips(emu: Any, client: KarmadaClient, path: Path, window: str,
-                        before: dict[str, dict[str, int]], after: dict[str, dict[str, int]],
-                        events: list[Any] | None = None) -> None:
+def switch_without_dips(
+    emu: Any,
+    client: KarmadaClient,
+    path: Path,
+    window: str,
+    before: dict[str, dict[str, int]],
+    after: dict[str, dict[str, int]],
+    events: list[Any] | None = None,
+) -> None:
     """`window` succeeds, no workload goes below its shares on the way, no override is left."""
     since = emu.clock.now()
     record = run_window(client, path, window, events=events)
@@ -136,8 +151,9 @@ def plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
 
     from tidal.cli.main import cli
 
-    result = CliRunner().invoke(cli, ["plan", str(path), "--window", window, "--kubeconfig",
-                                      str(kubeconfig), "-o", "json"])
+    result = CliRunner().invoke(
+        cli, ["plan", str(path), "--window", window, "--kubeconfig", str(kubeconfig), "-o", "json"]
+    )
     assert result.exit_code in (0, 3), result.output
     data: dict[str, Any] = json.loads(result.stdout)
     return data

@@ -32,8 +32,11 @@ class Target(ABC):
     policy_settle: float = 0.0
 
     def client(self) -> KarmadaClient:
-        return KarmadaClient.from_kubeconfig(self.kubeconfig, None, retry=RetryPolicy(
-            attempts=8, base_delay=0.05, max_delay=0.5, max_retry_after=1.0))
+        return KarmadaClient.from_kubeconfig(
+            self.kubeconfig,
+            None,
+            retry=RetryPolicy(attempts=8, base_delay=0.05, max_delay=0.5, max_retry_after=1.0),
+        )
 
     @abstractmethod
     def apply(self, objs: list[dict[str, Any]]) -> None: ...
@@ -116,20 +119,47 @@ class EmulatorTarget(Target):
             return int(rs.get("allocated", {}).get("nvidia.com/gpu", "0"))
 
         count = max(0, gpus - used())
-        self.apply([
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
-            {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-             "metadata": {"name": "training", "namespace": "training"},
-             "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                      "placement": {"clusterAffinity": {"clusterNames": [cluster]},
-                                    "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}},
-            {"apiVersion": "apps/v1", "kind": "Deployment",
-             "metadata": {"name": "training", "namespace": "training"},
-             "spec": {"replicas": count, "selector": {"matchLabels": {"app": "training"}},
-                      "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
-                          "containers": [{"name": "t", "image": "trainer", "resources": {
-                              "requests": {"nvidia.com/gpu": "1"},
-                              "limits": {"nvidia.com/gpu": "1"}}}]}}}}])
+        self.apply(
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+                {
+                    "apiVersion": "policy.karmada.io/v1alpha1",
+                    "kind": "PropagationPolicy",
+                    "metadata": {"name": "training", "namespace": "training"},
+                    "spec": {
+                        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                        "placement": {
+                            "clusterAffinity": {"clusterNames": [cluster]},
+                            "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+                        },
+                    },
+                },
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "training", "namespace": "training"},
+                    "spec": {
+                        "replicas": count,
+                        "selector": {"matchLabels": {"app": "training"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "training"}},
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "t",
+                                        "image": "trainer",
+                                        "resources": {
+                                            "requests": {"nvidia.com/gpu": "1"},
+                                            "limits": {"nvidia.com/gpu": "1"},
+                                        },
+                                    }
+                                ]
+                            },
+                        },
+                    },
+                },
+            ]
+        )
         self.wait_for(lambda _: used() >= gpus, f"{cluster} status showing {gpus} GPUs in use")
 
 
@@ -141,8 +171,9 @@ class RealTarget(Target):
     patience = 180.0
     policy_settle = float(KarmadaSettings.model_fields["policy_settle_seconds"].default)
 
-    def __init__(self, kubeconfig: Path, members: dict[str, Path], namespace: str,
-                 version: str) -> None:
+    def __init__(
+        self, kubeconfig: Path, members: dict[str, Path], namespace: str, version: str
+    ) -> None:
         from kubernetes import client, config
 
         self.kubeconfig = kubeconfig
@@ -152,8 +183,9 @@ class RealTarget(Target):
         self._kubeconfigs = members
         # the official client, held as Any: untyped loader, models read attribute by attribute
         new_client: Any = config.new_client_from_config
-        self._apps: dict[str, Any] = {n: client.AppsV1Api(new_client(str(kc)))
-                                      for n, kc in members.items()}
+        self._apps: dict[str, Any] = {
+            n: client.AppsV1Api(new_client(str(kc))) for n, kc in members.items()
+        }
         self._samples: list[dict[str, Any]] = []
         # (t, cluster, error) of member reads that failed: a gap the timeline cannot see into
         self.missed_reads: list[tuple[float, str, str]] = []
@@ -172,6 +204,7 @@ class RealTarget(Target):
         GPUs are in use (the other pods there count). The count is taken from the member's live
         pods, not from the Cluster's resourceSummary: that summary is refreshed every 10 s and
         still counts the pods of a scenario just reset, so a count from it comes out short."""
+
         def summary_gpus() -> int:
             c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
             rs: dict[str, Any] = c["status"].get("resourceSummary", {})
@@ -190,41 +223,87 @@ class RealTarget(Target):
 
     def _member_gpus(self, cluster: str, exclude: str | None = None) -> int:
         """GPUs requested by the member's pods that are bound, not finished and not deleting."""
-        pods = json.loads(kubectl(self._kubeconfigs[cluster], "get", "pods", "-A", "-o",
-                                  "json"))["items"]
-        return sum(int(c.get("resources", {}).get("requests", {}).get("nvidia.com/gpu", "0"))
-                   for p in pods if p["metadata"]["namespace"] != exclude
-                   and p["spec"].get("nodeName") and "deletionTimestamp" not in p["metadata"]
-                   and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-                   for c in p["spec"]["containers"])
+        pods = json.loads(kubectl(self._kubeconfigs[cluster], "get", "pods", "-A", "-o", "json"))[
+            "items"
+        ]
+        return sum(
+            int(c.get("resources", {}).get("requests", {}).get("nvidia.com/gpu", "0"))
+            for p in pods
+            if p["metadata"]["namespace"] != exclude
+            and p["spec"].get("nodeName")
+            and "deletionTimestamp" not in p["metadata"]
+            and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+            for c in p["spec"]["containers"]
+        )
 
     def _training(self, cluster: str, replicas: int) -> None:
-        kubectl(self._kubeconfigs[cluster], "apply", "-f", "-", stdin=json.dumps({
-            "apiVersion": "v1", "kind": "List", "items": [
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
-                {"apiVersion": "apps/v1", "kind": "Deployment",
-                 "metadata": {"name": "training", "namespace": "training"},
-                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "training"}},
-                          "template": {"metadata": {"labels": {"app": "training"}}, "spec": {
-                              "containers": [{"name": "t", "image": "trainer", "resources": {
-                                  "requests": {"nvidia.com/gpu": "1"},
-                                  "limits": {"nvidia.com/gpu": "1"}}}]}}}}]}))
+        kubectl(
+            self._kubeconfigs[cluster],
+            "apply",
+            "-f",
+            "-",
+            stdin=json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "metadata": {"name": "training", "namespace": "training"},
+                            "spec": {
+                                "replicas": replicas,
+                                "selector": {"matchLabels": {"app": "training"}},
+                                "template": {
+                                    "metadata": {"labels": {"app": "training"}},
+                                    "spec": {
+                                        "containers": [
+                                            {
+                                                "name": "t",
+                                                "image": "trainer",
+                                                "resources": {
+                                                    "requests": {"nvidia.com/gpu": "1"},
+                                                    "limits": {"nvidia.com/gpu": "1"},
+                                                },
+                                            }
+                                        ]
+                                    },
+                                },
+                            },
+                        },
+                    ],
+                }
+            ),
+        )
 
     def default_models(self) -> None:
         """Put back the resource models Karmada gives a new Cluster (read from a throwaway
         Cluster object, so that they are the running release's)."""
-        probe = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                 "metadata": {"name": "tidal-model-probe"},
-                 "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}}
-        created = json.loads(kubectl(self.kubeconfig, "create", "-o", "json", "-f", "-",
-                                     stdin=json.dumps(probe)))
+        probe = {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": "tidal-model-probe"},
+            "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"},
+        }
+        created = json.loads(
+            kubectl(self.kubeconfig, "create", "-o", "json", "-f", "-", stdin=json.dumps(probe))
+        )
         kubectl(self.kubeconfig, "delete", "cluster", "tidal-model-probe", "--wait=false")
         self._set_models(created["spec"]["resourceModels"])
 
     def _set_models(self, models: list[dict[str, Any]]) -> None:
         for cluster in self._kubeconfigs:
-            kubectl(self.kubeconfig, "patch", "cluster", cluster, "--type", "merge", "-p",
-                    json.dumps({"spec": {"resourceModels": models}}))
+            kubectl(
+                self.kubeconfig,
+                "patch",
+                "cluster",
+                cluster,
+                "--type",
+                "merge",
+                "-p",
+                json.dumps({"spec": {"resourceModels": models}}),
+            )
 
         def graded(_: Placement) -> bool:
             for cluster in self._kubeconfigs:
@@ -241,21 +320,42 @@ class RealTarget(Target):
         the demo nodes' sizes). Karmada's default models know only cpu and memory, so its
         general estimator finds room for no GPU pod (see docs/fidelity.md#resource-models)."""
         inf = "9223372036854775807"
-        bounds = [("0", "128", "0", "1Ti", "0", "20"), ("128", "192", "1Ti", "1536Gi", "20", "32"),
-                  ("192", inf, "1536Gi", inf, "32", inf)]
-        models = [{"grade": g, "ranges": [
-            {"name": "cpu", "min": c0, "max": c1}, {"name": "memory", "min": m0, "max": m1},
-            {"name": "nvidia.com/gpu", "min": g0, "max": g1}]}
-            for g, (c0, c1, m0, m1, g0, g1) in enumerate(bounds)]
+        bounds = [
+            ("0", "128", "0", "1Ti", "0", "20"),
+            ("128", "192", "1Ti", "1536Gi", "20", "32"),
+            ("192", inf, "1536Gi", inf, "32", inf),
+        ]
+        models = [
+            {
+                "grade": g,
+                "ranges": [
+                    {"name": "cpu", "min": c0, "max": c1},
+                    {"name": "memory", "min": m0, "max": m1},
+                    {"name": "nvidia.com/gpu", "min": g0, "max": g1},
+                ],
+            }
+            for g, (c0, c1, m0, m1, g0, g1) in enumerate(bounds)
+        ]
         self._set_models(models)
 
     def release_gpus(self, cluster: str) -> None:
-        kubectl(self._kubeconfigs[cluster], "delete", "namespace", "training",
-                "--ignore-not-found", "--wait=false")
+        kubectl(
+            self._kubeconfigs[cluster],
+            "delete",
+            "namespace",
+            "training",
+            "--ignore-not-found",
+            "--wait=false",
+        )
 
     def apply(self, objs: list[dict[str, Any]]) -> None:
-        kubectl(self.kubeconfig, "apply", "-f", "-", stdin=json.dumps(
-            {"apiVersion": "v1", "kind": "List", "items": objs}))
+        kubectl(
+            self.kubeconfig,
+            "apply",
+            "-f",
+            "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}),
+        )
 
     def timeline(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -278,8 +378,9 @@ class RealTarget(Target):
             read: set[str] = set()
             for cluster, apps in self._apps.items():
                 try:
-                    items = apps.list_namespaced_deployment(self.namespace,
-                                                            _request_timeout=5).items
+                    items = apps.list_namespaced_deployment(
+                        self.namespace, _request_timeout=5
+                    ).items
                 except Exception as e:  # a member briefly unreachable: sample again later
                     self.missed_reads.append((t, cluster, type(e).__name__))
                     continue
@@ -293,8 +394,15 @@ class RealTarget(Target):
                         continue
                     value = seen.get(key, (0, 0))
                     if self._last.get(key) != value:
-                        self._samples.append({"t": t, "workload": key[0], "cluster": key[1],
-                                              "assigned": value[0], "ready": value[1]})
+                        self._samples.append(
+                            {
+                                "t": t,
+                                "workload": key[0],
+                                "cluster": key[1],
+                                "assigned": value[0],
+                                "ready": value[1],
+                            }
+                        )
                         self._last[key] = value
 
     def close(self) -> None:
@@ -306,25 +414,38 @@ class RealTarget(Target):
         overrides, rebalancers, training on members) and wait until the members hold none of it."""
         for cluster in self._kubeconfigs:
             self.release_gpus(cluster)
-        for kind, scope in (("cpp", ["-l", "atms-app/teamid"]), ("workloadrebalancers", ["--all"]),
-                            ("pp", ["-n", self.namespace, "--all"]),
-                            ("overridepolicies", ["-n", self.namespace, "--all"]),
-                            ("deployments", ["-n", self.namespace, "--all"])):
-            kubectl(self.kubeconfig, "delete", kind, *scope, "--ignore-not-found", "--wait=true",
-                    timeout=120)
+        for kind, scope in (
+            ("cpp", ["-l", "atms-app/teamid"]),
+            ("workloadrebalancers", ["--all"]),
+            ("pp", ["-n", self.namespace, "--all"]),
+            ("overridepolicies", ["-n", self.namespace, "--all"]),
+            ("deployments", ["-n", self.namespace, "--all"]),
+        ):
+            kubectl(
+                self.kubeconfig,
+                "delete",
+                kind,
+                *scope,
+                "--ignore-not-found",
+                "--wait=true",
+                timeout=120,
+            )
         self.wait_for(lambda now: all(a == 0 for a, _ in now.values()), "members emptied")
         # Karmada refreshes Cluster status every 10 s: a scenario's plan must not read the GPUs
         # of the pods just deleted as still in use
-        self.wait_for(lambda _: all(self._status_gpus(c) == self._member_gpus(c)
-                                    for c in self._kubeconfigs),
-                      "Cluster status showing the members' GPUs in use")
+        self.wait_for(
+            lambda _: all(self._status_gpus(c) == self._member_gpus(c) for c in self._kubeconfigs),
+            "Cluster status showing the members' GPUs in use",
+        )
 
     def _status_gpus(self, cluster: str) -> int:
         """GPUs in use in `cluster` as its Cluster status says (allocated + allocating)."""
         c = json.loads(kubectl(self.kubeconfig, "get", "cluster", cluster, "-o", "json"))
         summary: dict[str, Any] = (c.get("status") or {}).get("resourceSummary") or {}
-        return sum(int((summary.get(part) or {}).get("nvidia.com/gpu", "0"))
-                   for part in ("allocated", "allocating"))
+        return sum(
+            int((summary.get(part) or {}).get("nvidia.com/gpu", "0"))
+            for part in ("allocated", "allocating")
+        )
 
 
 def _seconds(t: Any) -> float:
@@ -334,8 +455,14 @@ def _seconds(t: Any) -> float:
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
     import subprocess
 
-    done = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin,
-                          text=True, capture_output=True, timeout=timeout, check=False)
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
     if done.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout

@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ACTING = {"clusterpropagationpolicies", "deployments", "workloadrebalancers"}
 
 
-def _start_leader_then_standby(emu: Any, tmp_path: Path, client: KarmadaClient,
-                               schedules: Path) -> dict[str, subprocess.Popen[bytes]]:
+def _start_leader_then_standby(
+    emu: Any, tmp_path: Path, client: KarmadaClient, schedules: Path
+) -> dict[str, subprocess.Popen[bytes]]:
     """Replica a, then, once a has started the run, standby b."""
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
     wait_for(lambda: stored_run(client) is not None, 30, "a to start the run")
@@ -48,8 +49,12 @@ def _assert_standby_succeeds(client: KarmadaClient) -> None:
 
 def _after_first_wave(client: KarmadaClient) -> bool:
     run = stored_run(client)
-    return run is not None and run.phase == "waves" and len(run.completed_waves) >= 1 \
+    return (
+        run is not None
+        and run.phase == "waves"
+        and len(run.completed_waves) >= 1
         and len(run.completed_waves) < len(run.waves)
+    )
 
 
 def _finished(client: KarmadaClient) -> bool:
@@ -74,8 +79,11 @@ def _touch_counts(emu: Any) -> dict[str, int]:
 
 def _mid_gate(client: KarmadaClient) -> bool:
     run = stored_run(client)
-    return run is not None and run.phase == "waves" and any(
-        w.triggered and w.result is None for w in run.waves[1:])
+    return (
+        run is not None
+        and run.phase == "waves"
+        and any(w.triggered and w.result is None for w in run.waves[1:])
+    )
 
 
 KILL_POINTS = {
@@ -134,9 +142,16 @@ def test_sigstop_leader_is_fenced_after_sigcont(make_emulator: Any, tmp_path: Pa
         assert old.wait(20) != 0  # stepped down and exited
         # An Event has no resourceVersion to fence it: one sent in the instant of the freeze
         # may land right after it. Every acting write (policies, templates, state) is fenced.
-        late = [r for r in emu.request_log() if r.identity == "replica-a"
-                and r.time > stopped_at and r.verb not in ("get", "list", "watch")
-                and r.code < 400 and r.resource != "events" and not r.dry_run]
+        late = [
+            r
+            for r in emu.request_log()
+            if r.identity == "replica-a"
+            and r.time > stopped_at
+            and r.verb not in ("get", "list", "watch")
+            and r.code < 400
+            and r.resource != "events"
+            and not r.dry_run
+        ]
         assert late == [], late
         run = stored_run(client)
         assert run is not None and run.result == "succeeded"
@@ -165,8 +180,11 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     write_due_schedule(schedules, on_failure="rollback", wave_timeout="3s", strategy="direct")
     procs = _start_leader_then_standby(emu, tmp_path, client, schedules)
     try:
-        wait_for(lambda: (r := stored_run(client)) is not None and r.phase == "rollback", 60,
-                 "the rollback")
+        wait_for(
+            lambda: (r := stored_run(client)) is not None and r.phase == "rollback",
+            60,
+            "the rollback",
+        )
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
         wait_for(lambda: _finished(client), 90, "the standby to finish the rollback")
@@ -197,9 +215,13 @@ def test_sigkill_after_the_policy_change_resumes_without_repatching(
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
     try:
-        wait_for(lambda: any(w[1] == "clusterpropagationpolicies"
-                             for ws in writes_by(emu).values() for w in ws),
-                 30, "the policy change")
+        wait_for(
+            lambda: any(
+                w[1] == "clusterpropagationpolicies" for ws in writes_by(emu).values() for w in ws
+            ),
+            30,
+            "the policy change",
+        )
         first_touch = [w for ws in writes_by(emu).values() for w in ws if w[1] == "deployments"]
         assert first_touch == [], "wave 1 was triggered before the kill point"
         procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
@@ -208,8 +230,12 @@ def test_sigkill_after_the_policy_change_resumes_without_repatching(
         _assert_standby_succeeds(client)
     finally:
         stop_all(procs.values())
-    policy_writes = [(who, w) for who, ws in writes_by(emu).items() for w in ws
-                     if w[1] == "clusterpropagationpolicies"]
+    policy_writes = [
+        (who, w)
+        for who, ws in writes_by(emu).items()
+        for w in ws
+        if w[1] == "clusterpropagationpolicies"
+    ]
     # one change by the old leader, one Lazy restore at the end by the standby: no re-patch
     assert [who for who, _ in policy_writes] == ["replica-a", "replica-b"], policy_writes
     counts = _touch_counts(emu)
@@ -248,11 +274,13 @@ def test_schedule_edited_mid_run_then_sigkill_the_standby_finishes_the_started_v
     policy = get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     weights = policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]
     assert weights["staticWeightList"] == [
-        {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]
+        {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}
+    ]
     run = stored_run(client)
     assert run is not None and run.result == "succeeded" and run.schedule_hash
-    report = build_status(client, STATE_NS, "tidal-leader",
-                          load_schedules([schedules]).schedules, datetime.now(UTC))
+    report = build_status(
+        client, STATE_NS, "tidal-leader", load_schedules([schedules]).schedules, datetime.now(UTC)
+    )
     pending = report["schedules"][0]["editPending"]
     assert pending is not None and pending["runId"] == run.run_id
     counts = _touch_counts(emu)

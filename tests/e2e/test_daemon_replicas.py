@@ -57,8 +57,9 @@ def test_two_replicas_one_window_one_set_of_writes(make_emulator: Any, tmp_path:
     assert policy_writes and len(touches) == len({t[2] for t in touches}) == 8
 
 
-def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
-                                                          tmp_path: Path) -> None:
+def test_sigterm_mid_switch_exits_0_and_standby_finishes(
+    make_emulator: Any, tmp_path: Path
+) -> None:
     """SIGTERM during a switch: exit 0 with the lease released; the standby resumes at once."""
     from tidal.karmada.leases import get_lease
 
@@ -85,8 +86,7 @@ def test_sigterm_mid_switch_exits_0_and_standby_finishes(make_emulator: Any,
     assert len(touches) == 8 and set(touches.values()) == {1}, touches
 
 
-def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
-                                                      tmp_path: Path) -> None:
+def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any, tmp_path: Path) -> None:
     """A start older than catchUpWindow is recorded missed (the schedule ran before: its day
     start was handled); no policy or template is written."""
     from tidal.daemon.state import HandledRecord
@@ -98,8 +98,9 @@ def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any,
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     ensure_namespace(client, STATE_NS)
     store, day = StateStore(client, STATE_NS), night - timedelta(hours=12)
-    store.record_handled(store.read("team-t1"),
-                         HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day))
+    store.record_handled(
+        store.read("team-t1"), HandledRecord("day", day, DaemonOutcome.SUCCEEDED, "d", day)
+    )
     a = start_daemon(emu, tmp_path, "a", schedules)
     try:
         wait_for(lambda: _outcome(client) == "missed", 30, "the missed record")

@@ -49,7 +49,8 @@ def writes_against_holder(log: list[Any]) -> list[tuple[int, str, str, str | Non
 
 
 def test_throttled_leader_that_loses_its_lease_sends_no_late_write(
-        make_emulator: Any, tmp_path: Path) -> None:
+    make_emulator: Any, tmp_path: Path
+) -> None:
     """Retry-After 6 s against a 2 s renew deadline, renewals failing: the leader gives the
     patch up and steps down; the standby finishes the run; no acting write against the holder."""
     emu = settled_team(make_emulator)
@@ -66,28 +67,47 @@ def test_throttled_leader_that_loses_its_lease_sends_no_late_write(
             return run is not None and len(run.completed_waves) >= 1
 
         wait_for(first_wave_done, 60, "the first wave")
-        emu.faults.inject(type="throttle", verb="patch", resource="deployments",
-                          identity="replica-a", retry_after=6, count=1)
+        emu.faults.inject(
+            type="throttle",
+            verb="patch",
+            resource="deployments",
+            identity="replica-a",
+            retry_after=6,
+            count=1,
+        )
 
         def throttled() -> bool:
             return any(r.code == 429 and r.identity == "replica-a" for r in emu.request_log())
 
         wait_for(throttled, 30, "a's template patch to be throttled")
-        emu.faults.inject(type="error", verb="update,get", resource="leases",
-                          identity="replica-a")
+        emu.faults.inject(type="error", verb="update,get", resource="leases", identity="replica-a")
         assert procs["a"].wait(30) != 0  # stepped down and exited
-        wait_for(lambda: getattr(stored_run(client), "finished", False), 90,
-                 "the standby to finish the run")
+        wait_for(
+            lambda: getattr(stored_run(client), "finished", False),
+            90,
+            "the standby to finish the run",
+        )
         run = stored_run(client)
         assert run is not None and run.result == "succeeded"
         log = emu.request_log()
-        assert any(r.identity == "replica-b" and r.name == LEADER_LEASE and r.code < 400
-                   and r.verb in ("update", "create") for r in log)
+        assert any(
+            r.identity == "replica-b"
+            and r.name == LEADER_LEASE
+            and r.code < 400
+            and r.verb in ("update", "create")
+            for r in log
+        )
         assert writes_against_holder(log) == []
         throttled_at = next(r.seq for r in log if r.code == 429 and r.identity == "replica-a")
-        late = [(r.verb, r.resource, r.name) for r in log
-                if r.identity == "replica-a" and r.seq > throttled_at and r.verb not in READS
-                and r.code < 400 and r.resource not in NOT_ACTING]
+        late = [
+            (r.verb, r.resource, r.name)
+            for r in log
+            if r.identity == "replica-a"
+            and r.seq > throttled_at
+            and r.verb not in READS
+            and r.code < 400
+            and r.resource not in NOT_ACTING
+        ]
         assert late == []
     finally:
         stop_all(procs.values())

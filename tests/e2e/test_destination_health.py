@@ -21,21 +21,38 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.mark.parametrize("on_failure", ["halt", "rollback"])
 def test_a_destination_turning_not_ready_mid_wave_fails_it(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str
+) -> None:
     """cluster-b NotReady once the one wave's overrides exist: the run does not succeed (exit 2),
     wave 1 failed with cluster_not_ready naming cluster-b, and the run halted or rolled back
     as onFailure says."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
-    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b"),
-                   content_type=MERGE_PATCH, body={"metadata": {"annotations": {
-                       "sim.tidal.io/pod-startup-seconds": "60"}}})  # 3 s real
+    client.request(
+        "patch",
+        CLUSTERS,
+        "PATCH",
+        CLUSTERS.path(name="cluster-b"),
+        content_type=MERGE_PATCH,
+        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "60"}}},
+    )  # 3 s real
     rollout = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 4").replace(
-        "waveTimeout: 60s", f"waveTimeout: 60s\n        onFailure: {on_failure}")
+        "waveTimeout: 60s", f"waveTimeout: 60s\n        onFailure: {on_failure}"
+    )
     path = surge_schedule(tmp_path, rollout)  # one wave: no later wave's check to catch it
     kubeconfig = emu.write_kubeconfig(tmp_path / "kc")
-    proc = start_tidal(tmp_path / "switch.log", "switch", path, "--window", "night",
-                       "--kubeconfig", kubeconfig, "--yes", "-o", "json")
+    proc = start_tidal(
+        tmp_path / "switch.log",
+        "switch",
+        path,
+        "--window",
+        "night",
+        "--kubeconfig",
+        kubeconfig,
+        "--yes",
+        "-o",
+        "json",
+    )
     try:
         wait_for(lambda: bool(list_overrides(client, schedule="team-s")), 60, "the surge")
         emu.set_cluster_ready("cluster-b", False)

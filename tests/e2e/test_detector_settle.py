@@ -34,24 +34,34 @@ pytestmark = pytest.mark.e2e
 
 LAG = 1.5  # the emulated detector reaches a policy change's templates this late
 SCHEDULE = schedule_text(
-    "team-settle", workloads=TEAM_T1,
+    "team-settle",
+    workloads=TEAM_T1,
     windows=NIGHT_TO_B + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}),
     rollout="""
     waveSize: 1
     pauseBetweenWaves: 0s
     waveTimeout: 60s
-""")
+""",
+)
+
+
 def _topology() -> list[dict[str, Any]]:
     """Three 2-replica Deployments whose pods take 1.5 s to start (a wave outlasts the lag)."""
-    settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-                "spec": {"policyChangeLagSeconds": LAG}}
-    return [settings, cluster("cluster-a", startup=1.5), cluster("cluster-b", startup=1.5),
-            namespace(), cpp("team-cpp", "t1", DAY)] + \
-        [deployment(f"web-{i}", "t1", 2) for i in range(3)]
+    settings = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {"policyChangeLagSeconds": LAG},
+    }
+    return [
+        settings,
+        cluster("cluster-a", startup=1.5),
+        cluster("cluster-b", startup=1.5),
+        namespace(),
+        cpp("team-cpp", "t1", DAY),
+    ] + [deployment(f"web-{i}", "t1", 2) for i in range(3)]
 
 
-def _night_then_day(emu: Any, tmp_path: Path, settle: float
-                    ) -> tuple[float, RunRecord, list[Any]]:
+def _night_then_day(emu: Any, tmp_path: Path, settle: float) -> tuple[float, RunRecord, list[Any]]:
     """Run night, then day at once; returns (day start, day record, day events)."""
     client = client_for(emu, tmp_path)
     path = write_schedule(tmp_path, SCHEDULE)
@@ -70,13 +80,13 @@ def _out_of_wave_moves(emu: Any, t0: float, record: RunRecord) -> list[str]:
     out = []
     for earlier, later in zip(record.waves, record.waves[1:], strict=False):
         done = max(converged_at(timeline, t0, w) or float("inf") for w in earlier.workloads)
-        out += [w for w in later.workloads
-                if (first_move(timeline, t0, w) or float("inf")) < done]
+        out += [w for w in later.workloads if (first_move(timeline, t0, w) or float("inf")) < done]
     return out
 
 
 def test_a_policy_lifted_from_lazy_moments_ago_moves_templates_outside_the_waves(
-        make_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Why the wait exists: patched at once, the detector's late keys from the night run's
     Lazy lift apply the day placement to templates of later waves during wave 1."""
     emu = make_emulator(_topology())
@@ -86,7 +96,8 @@ def test_a_policy_lifted_from_lazy_moments_ago_moves_templates_outside_the_waves
 
 
 def test_a_run_waits_for_the_detector_before_patching_a_policy_changed_moments_ago(
-        make_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """With a settle time longer than the detector's lag, the day run waits (policy_settling)
     and every workload moves in its own wave, in order."""
     emu = make_emulator(_topology())

@@ -31,7 +31,8 @@ CONFIGMAPS = next(r for r in KNOWN if r.plural == "configmaps")
 
 
 def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
-        make_emulator: Any, tmp_path: Path) -> None:
+    make_emulator: Any, tmp_path: Path
+) -> None:
     """Delete tidal-run-team-t1 after wave 1: journal_lost logged and counted; the next pass
     finds the run by its policy marks and finishes it under the same run id."""
     emu = settled_team(make_emulator)
@@ -40,6 +41,7 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     proc = start_daemon(emu, tmp_path, "a", schedules, TIDAL_SCHEDULER__RESYNC_SECONDS="1")
     try:
+
         def first_wave_done() -> bool:
             run = stored_run(client)
             return run is not None and run.phase == "waves" and len(run.completed_waves) == 1
@@ -47,8 +49,9 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
         wait_for(first_wave_done, 120, "the first wave")
         first = stored_run(client)
         assert first is not None
-        client.request("delete", CONFIGMAPS, "DELETE",
-                       CONFIGMAPS.path(STATE_NS, run_object_name("team-t1")))
+        client.request(
+            "delete", CONFIGMAPS, "DELETE", CONFIGMAPS.path(STATE_NS, run_object_name("team-t1"))
+        )
 
         def finished() -> bool:
             run = stored_run(client)
@@ -67,8 +70,7 @@ def test_deleted_journal_mid_run_is_reported_and_the_run_finished(
         assert "activationPreference" not in policy["spec"]
         assert not {k for k in policy["metadata"].get("annotations", {}) if "lazy" in k}
         now = latest(emu)
-        assert all(now.get((w, "cluster-a"), (0, 0))[0] == 0
-                   for w in {w for w, _ in now}), now
+        assert all(now.get((w, "cluster-a"), (0, 0))[0] == 0 for w in {w for w, _ in now}), now
         assert len({w for w, _ in now}) == WORKLOADS
         events = log_events(tmp_path / "a.log")
         lost = [e for e in events if e.get("event") == "journal_lost"]

@@ -28,24 +28,40 @@ from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-SHORT_LOCK = {"TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS": "3",
-              "TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS": "2",
-              "TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS": "0.5",
-              "TIDAL_STATE_NAMESPACE": "tidal-system"}
+SHORT_LOCK = {
+    "TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS": "3",
+    "TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS": "2",
+    "TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS": "0.5",
+    "TIDAL_STATE_NAMESPACE": "tidal-system",
+}
 
 
 def _slow_b(client: Any) -> None:
     """From now on cluster-b's pods take 10 minutes (30 s real) to start: a surge waits."""
-    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b"),
-                   content_type=MERGE_PATCH, body={"metadata": {"annotations": {
-                       "sim.tidal.io/pod-startup-seconds": "600"}}})
+    client.request(
+        "patch",
+        CLUSTERS,
+        "PATCH",
+        CLUSTERS.path(name="cluster-b"),
+        content_type=MERGE_PATCH,
+        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "600"}}},
+    )
 
 
 def _killed_mid_switch(emu: Any, tmp: Path, path: Path, reached: Any, what: str) -> Path:
     """`tidal switch` started, SIGKILLed once `reached()`; the kubeconfig."""
     kubeconfig: Path = emu.write_kubeconfig(tmp / "kc")
-    proc = start_tidal(tmp / "switch.log", "switch", path, "--window", "night",
-                       "--kubeconfig", kubeconfig, "--yes", env=SHORT_LOCK)
+    proc = start_tidal(
+        tmp / "switch.log",
+        "switch",
+        path,
+        "--window",
+        "night",
+        "--kubeconfig",
+        kubeconfig,
+        "--yes",
+        env=SHORT_LOCK,
+    )
     try:
         wait_for(reached, 60, what)
     finally:
@@ -59,13 +75,15 @@ def _surged(client: Any) -> bool:
 
 
 def _cpp(client: Any) -> dict[str, Any]:
-    found: dict[str, Any] = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp",
-                                                None)
+    found: dict[str, Any] = policies.get_policy(
+        client, "ClusterPropagationPolicy", "team-cpp", None
+    )
     return found
 
 
 def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Killed while the surged replicas start: status shows the overrides (lastRun
     overridesLeft and leftovers, with owner and age), `cleanup --dry-run` writes nothing,
     `cleanup` deletes them (status then shows only the temporary Lazy), and a second cleanup
@@ -74,10 +92,12 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
     client = client_for(emu, tmp_path)
     _slow_b(client)
     path = surge_schedule(tmp_path, FULL_AVAILABILITY)
-    kubeconfig = _killed_mid_switch(emu, tmp_path, path, lambda: _surged(client),
-                                    "the surge overrides")
-    standing = {f"{v.kind}/{v.namespace}/{v.name}" for v in
-                list_overrides(client, schedule="team-s")}
+    kubeconfig = _killed_mid_switch(
+        emu, tmp_path, path, lambda: _surged(client), "the surge overrides"
+    )
+    standing = {
+        f"{v.kind}/{v.namespace}/{v.name}" for v in list_overrides(client, schedule="team-s")
+    }
     run_id = next(iter(list_overrides(client, schedule="team-s"))).run_id
 
     def shown() -> bool:  # once the killed switch's run lock has expired
@@ -86,20 +106,17 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
 
     wait_for(shown, 30, "status to show the overrides left")
     entry = status_of(tmp_path, kubeconfig, "team-s", env=SHORT_LOCK)
-    assert {o for left in entry["lastRun"]["overridesLeft"] for o in left["overrides"]} \
-        == standing
+    assert {o for left in entry["lastRun"]["overridesLeft"] for o in left["overrides"]} == standing
     shown_left = {x["object"] for x in entry["leftovers"] if x["kind"] == "override"}
     assert shown_left == standing
-    assert all(x["runId"] == run_id and x["ageSeconds"] is not None
-               for x in entry["leftovers"])
-    dry = tidal("cleanup", "--dry-run", "--kubeconfig", kubeconfig, "-o", "json",
-                env=SHORT_LOCK)
-    assert {a["object"] for a in json.loads(dry.stdout)["actions"]
-            if a["result"] == "would sweep"} == standing, dry.stderr
+    assert all(x["runId"] == run_id and x["ageSeconds"] is not None for x in entry["leftovers"])
+    dry = tidal("cleanup", "--dry-run", "--kubeconfig", kubeconfig, "-o", "json", env=SHORT_LOCK)
+    assert {
+        a["object"] for a in json.loads(dry.stdout)["actions"] if a["result"] == "would sweep"
+    } == standing, dry.stderr
     assert _surged(client)
     done = tidal("cleanup", "--kubeconfig", kubeconfig, "-o", "json", env=SHORT_LOCK)
-    removed = {a["object"] for a in json.loads(done.stdout)["actions"]
-               if a["result"] == "removed"}
+    removed = {a["object"] for a in json.loads(done.stdout)["actions"] if a["result"] == "removed"}
     assert removed == standing, done.stdout + done.stderr
     assert not _surged(client)
     after = status_of(tmp_path, kubeconfig, "team-s", env=SHORT_LOCK)
@@ -110,7 +127,8 @@ def test_overrides_of_a_killed_switch_are_shown_and_swept_by_tidal_cleanup(
 
 
 def test_a_bridge_placement_of_a_killed_switch_is_put_back_by_tidal_cleanup(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Killed while 1-2 replica workloads are bridged (team-cpp Duplicated): the mark names
     its owner; cleanup puts the placement the bridge replaced (the window's) back and removes
     the mark."""
@@ -119,9 +137,12 @@ def test_a_bridge_placement_of_a_killed_switch_is_put_back_by_tidal_cleanup(
     _slow_b(client)
     path = surge_schedule(tmp_path, FULL_AVAILABILITY)
     kubeconfig = _killed_mid_switch(
-        emu, tmp_path, path,
+        emu,
+        tmp_path,
+        path,
         lambda: BRIDGE_PLACEMENT in (_cpp(client)["metadata"].get("annotations") or {}),
-        "the bridge placement")
+        "the bridge placement",
+    )
     mark = json.loads(_cpp(client)["metadata"]["annotations"][BRIDGE_PLACEMENT])
     assert mark["schedule"] == "team-s" and mark["purpose"] == "bridge" and mark["runId"]
 
@@ -136,7 +157,8 @@ def test_a_bridge_placement_of_a_killed_switch_is_put_back_by_tidal_cleanup(
 
 
 def test_a_daemon_sweeps_leftovers_of_a_schedule_that_no_longer_exists(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """The switch killed mid-surge, its schedule file removed: a daemon started on an empty
     schedules directory deletes the overrides, logs each, and exports the leftovers still
     there (the temporary Lazy, which a run lifts) as tidal_leftover_objects."""
@@ -154,7 +176,6 @@ def test_a_daemon_sweeps_leftovers_of_a_schedule_that_no_longer_exists(
         events = log_events(tmp_path / "a.log")
         swept = [e for e in events if e.get("event") == "leftover_swept"]
         assert swept and all(e["schedule"] == "team-s" for e in swept)
-        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in \
-            daemon_metrics(events)
+        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in daemon_metrics(events)
     finally:
         stop_all([proc])

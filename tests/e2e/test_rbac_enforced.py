@@ -33,9 +33,14 @@ from tidal.karmada.policies import get_policy
 
 pytestmark = pytest.mark.e2e
 STATE_NS = "tidal-system"
-PLURALS = {"ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
-           "ClusterRoleBinding": "clusterrolebindings", "Role": "roles",
-           "RoleBinding": "rolebindings", "Namespace": "namespaces"}
+PLURALS = {
+    "ServiceAccount": "serviceaccounts",
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "Namespace": "namespaces",
+}
 
 
 class Crash(Exception):
@@ -47,16 +52,22 @@ def _post_as_admin(url: str, obj: dict[str, Any]) -> None:
     group_version = obj["apiVersion"]
     base = f"{url}/api/v1" if group_version == "v1" else f"{url}/apis/{group_version}"
     namespace = obj.get("metadata", {}).get("namespace")
-    path = f"{base}/namespaces/{namespace}/{PLURALS[kind]}" if namespace else \
-        f"{base}/{PLURALS[kind]}"
-    request = urllib.request.Request(path, data=json.dumps(obj).encode(), method="POST", headers={
-        "Authorization": "Bearer sim:admin", "Content-Type": "application/json"})
+    path = (
+        f"{base}/namespaces/{namespace}/{PLURALS[kind]}" if namespace else f"{base}/{PLURALS[kind]}"
+    )
+    request = urllib.request.Request(
+        path,
+        data=json.dumps(obj).encode(),
+        method="POST",
+        headers={"Authorization": "Bearer sim:admin", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 201, (kind, response.status)
 
 
 def test_switches_rollback_and_resume_with_only_the_printed_rbac(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Night, day, a rollback (cluster-b NotReady before wave 2) and a crash-resume (a
     template deleted mid-run) as user tidal: no request is refused."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
@@ -65,12 +76,23 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
     schedules = tmp_path / "schedules"
     schedules.mkdir()
     path = write_schedule(schedules, schedule_text("team-r", rollout, windows=windows))
-    printed = CliRunner().invoke(cli, ["rbac", str(schedules), "--user", "tidal",
-                                       "--state-namespace", STATE_NS,
-                                       "--template-resource", f"deployments.apps@{NS}"])
+    printed = CliRunner().invoke(
+        cli,
+        [
+            "rbac",
+            str(schedules),
+            "--user",
+            "tidal",
+            "--state-namespace",
+            STATE_NS,
+            "--template-resource",
+            f"deployments.apps@{NS}",
+        ],
+    )
     assert printed.exit_code == 0, printed.output
-    _post_as_admin(emu.url, {"apiVersion": "v1", "kind": "Namespace",
-                             "metadata": {"name": STATE_NS}})
+    _post_as_admin(
+        emu.url, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}
+    )
     for obj in yaml.safe_load_all(printed.stdout):
         if obj:
             _post_as_admin(emu.url, obj)
@@ -84,8 +106,9 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
 
     env = {"TIDAL_STATE_NAMESPACE": STATE_NS}
     for window in ("night", "day"):
-        result = CliRunner(env=env).invoke(cli, ["switch", str(path), "--window", window,
-                                                 "--kubeconfig", str(kubeconfig), "--yes"])
+        result = CliRunner(env=env).invoke(
+            cli, ["switch", str(path), "--window", window, "--kubeconfig", str(kubeconfig), "--yes"]
+        )
         assert result.exit_code == 0, f"{window}: {result.output}"
 
     def journal() -> ManualRunJournal:
@@ -97,13 +120,18 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
 
     loaded = load_one(path)
     first = journal()
-    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=first,
-                        on_event=not_ready_after_wave_1)
+    record = run_switch(
+        client, loaded, "night", clock=SystemClock(), journal=first, on_event=not_ready_after_wave_1
+    )
     first.close()
     assert record.result == "rolledBack", record.to_json()
     emu.set_cluster_ready("cluster-b", True)
-    assert get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)["spec"][
-        "placement"]["replicaScheduling"] == DAY["replicaScheduling"]
+    assert (
+        get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)["spec"]["placement"][
+            "replicaScheduling"
+        ]
+        == DAY["replicaScheduling"]
+    )
 
     in_wave: list[str] = []
 
@@ -126,20 +154,34 @@ def test_switches_rollback_and_resume_with_only_the_printed_rbac(
 
     # moving directly: a surged wave is ready at once after its trigger, so the binding would
     # vanish only after the gate passed; this path needs it to vanish while the gate waits
-    direct = load_one(write_schedule(tmp_path, schedule_text(
-        "team-r", rollout + "\nstrategy: direct", windows=windows)))
+    direct = load_one(
+        write_schedule(
+            tmp_path, schedule_text("team-r", rollout + "\nstrategy: direct", windows=windows)
+        )
+    )
     crashed = journal()
     with pytest.raises(Crash):
-        run_switch(client, direct, "night", clock=SystemClock(), journal=crashed,
-                   on_event=delete_then_crash)
+        run_switch(
+            client,
+            direct,
+            "night",
+            clock=SystemClock(),
+            journal=crashed,
+            on_event=delete_then_crash,
+        )
     crashed.close()  # a fenced stop: the lock is given back, the journal stays unfinished
     resumed = journal()
     record = run_switch(client, direct, "night", clock=SystemClock(), journal=resumed)
     resumed.close()
     assert record.result == "succeeded", record.to_json()
     assert any("left out" in w for w in record.warnings), record.warnings
-    refused = sorted({(r.verb, r.group, r.resource, r.namespace, r.name)
-                      for r in emu.request_log() if r.identity == "tidal" and r.code == 403},
-                     key=str)
+    refused = sorted(
+        {
+            (r.verb, r.group, r.resource, r.namespace, r.name)
+            for r in emu.request_log()
+            if r.identity == "tidal" and r.code == 403
+        },
+        key=str,
+    )
     assert not refused, f"the printed RBAC refused: {refused}"
     assert any(r.identity == "tidal" for r in emu.request_log())

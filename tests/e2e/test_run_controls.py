@@ -28,18 +28,36 @@ class SwitchProcess:
     """`tidal switch` of NAME's night window in a process of its own, and its journal."""
 
     def __init__(self, emulator: object, tmp_path: Path, pause: str, on_failure: str) -> None:
-        self.path = write_schedule(tmp_path, schedule_text(NAME, f"""
+        self.path = write_schedule(
+            tmp_path,
+            schedule_text(
+                NAME,
+                f"""
             waveSize: 1
             pauseBetweenWaves: {pause}
             waveTimeout: 30s
             onFailure: {on_failure}
-        """))
+        """,
+            ),
+        )
         self.kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")  # type: ignore[attr-defined]
         self.store = StateStore(KarmadaClient.from_kubeconfig(self.kubeconfig), "tidal-system")
         self.proc = subprocess.Popen(
-            [*tidal_command(), "switch", str(self.path), "--window", "night", "--yes",
-             "--kubeconfig", str(self.kubeconfig)], env=dict(os.environ),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                *tidal_command(),
+                "switch",
+                str(self.path),
+                "--window",
+                "night",
+                "--yes",
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def run(self) -> RunState | None:
         return self.store.load(NAME)
@@ -55,14 +73,24 @@ class SwitchProcess:
         raise AssertionError(f"timed out; journal: {self.run()}")
 
     def command(self, verb: str) -> None:
-        result = CliRunner().invoke(cli, [verb, NAME, "--schedules", str(self.path.parent),
-                                          "--kubeconfig", str(self.kubeconfig)])
+        result = CliRunner().invoke(
+            cli,
+            [
+                verb,
+                NAME,
+                "--schedules",
+                str(self.path.parent),
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+        )
         assert result.exit_code == 0, result.output
 
     def finish(self) -> tuple[int, dict[str, object], list[str]]:
         out, err = self.proc.communicate(timeout=90)
-        events = [json.loads(line).get("event") for line in err.splitlines()
-                  if line.startswith("{")]
+        events = [
+            json.loads(line).get("event") for line in err.splitlines() if line.startswith("{")
+        ]
         return self.proc.returncode, json.loads(out), events
 
 
@@ -71,8 +99,9 @@ def _wave_done(index: int) -> Callable[[RunState], bool]:
 
 
 @pytest.fixture
-def switch(make_switch_emulator: MakeEmulator, tmp_path: Path
-           ) -> Iterator[Callable[[str, str], SwitchProcess]]:
+def switch(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> Iterator[Callable[[str, str], SwitchProcess]]:
     made: list[SwitchProcess] = []
     emulator = make_switch_emulator()
 
@@ -88,7 +117,8 @@ def switch(make_switch_emulator: MakeEmulator, tmp_path: Path
 
 
 def test_pause_holds_before_the_next_wave_until_resume(
-        switch: Callable[[str, str], SwitchProcess]) -> None:
+    switch: Callable[[str, str], SwitchProcess],
+) -> None:
     """Paused while wave 1 runs: wave 2 does not start while paused, status says so;
     resumed, the switch succeeds. The process logs run_paused and run_resumed."""
     proc = switch("2s", "rollback")
@@ -98,8 +128,18 @@ def test_pause_holds_before_the_next_wave_until_resume(
     time.sleep(3)  # longer than the 2s pause between waves: wave 2 would have started
     run = proc.run()
     assert run is not None and run.waves[1].started_at is None
-    status = CliRunner().invoke(cli, ["status", "--schedules", str(proc.path.parent),
-                                      "--kubeconfig", str(proc.kubeconfig), "-o", "json"])
+    status = CliRunner().invoke(
+        cli,
+        [
+            "status",
+            "--schedules",
+            str(proc.path.parent),
+            "--kubeconfig",
+            str(proc.kubeconfig),
+            "-o",
+            "json",
+        ],
+    )
     (entry,) = json.loads(status.stdout)["schedules"]
     assert entry["runControl"]["paused"] is True and entry["runControl"]["last"] == "pause"
     proc.command("resume")
@@ -108,8 +148,7 @@ def test_pause_holds_before_the_next_wave_until_resume(
     assert "run_paused" in events and "run_resumed" in events
 
 
-def test_promote_skips_the_remaining_pauses(
-        switch: Callable[[str, str], SwitchProcess]) -> None:
+def test_promote_skips_the_remaining_pauses(switch: Callable[[str, str], SwitchProcess]) -> None:
     """pauseBetweenWaves 1h: promoted after wave 1, the remaining waves follow at once."""
     proc = switch("1h", "rollback")
     proc.wait_for(_wave_done(0))
@@ -120,10 +159,10 @@ def test_promote_skips_the_remaining_pauses(
     assert "run_promoted" in events
 
 
-@pytest.mark.parametrize(("on_failure", "result"), [("rollback", "rolledBack"),
-                                                    ("halt", "failed")])
+@pytest.mark.parametrize(("on_failure", "result"), [("rollback", "rolledBack"), ("halt", "failed")])
 def test_abort_rolls_back_or_halts_as_on_failure_says(
-        switch: Callable[[str, str], SwitchProcess], on_failure: str, result: str) -> None:
+    switch: Callable[[str, str], SwitchProcess], on_failure: str, result: str
+) -> None:
     """Aborted during the pause after wave 1: no wave 2; onFailure rollback moves wave 1
     back (rolledBack), halt leaves it (failed); exit 2 either way, the reason says abort."""
     proc = switch("1h", on_failure)
@@ -138,22 +177,27 @@ def test_abort_rolls_back_or_halts_as_on_failure_says(
 
 
 def test_a_command_without_a_switch_in_flight_is_refused(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal pause NAME` with no switch of NAME running: one line saying so, exit 1."""
     path = write_schedule(tmp_path, schedule_text(NAME, "waveSize: 1\n"))
     kubeconfig = make_switch_emulator().write_kubeconfig(tmp_path / "kubeconfig")
-    result = CliRunner().invoke(cli, ["pause", NAME, "--schedules", str(path.parent),
-                                      "--kubeconfig", str(kubeconfig)])
+    result = CliRunner().invoke(
+        cli, ["pause", NAME, "--schedules", str(path.parent), "--kubeconfig", str(kubeconfig)]
+    )
     assert result.exit_code == 1
-    assert result.stderr.strip() == \
-        f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+    assert (
+        result.stderr.strip()
+        == f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+    )
 
 
 class DaemonRun:
     """`tidal run` carrying out team-t1's due night, its journal, and commands to it."""
 
-    def __init__(self, make_emulator: Callable[..., object], tmp_path: Path, pause: str,
-                 on_failure: str) -> None:
+    def __init__(
+        self, make_emulator: Callable[..., object], tmp_path: Path, pause: str, on_failure: str
+    ) -> None:
         from tests.e2e.daemon_helpers import (
             STATE_NS,
             settled_team,
@@ -179,9 +223,18 @@ class DaemonRun:
         return self.run()
 
     def command(self, verb: str) -> None:
-        result = CliRunner().invoke(cli, [verb, "team-t1", "--schedules", str(self.schedules),
-                                          "--kubeconfig", str(self.kubeconfig)],
-                                    env={"TIDAL_STATE_NAMESPACE": self.namespace})
+        result = CliRunner().invoke(
+            cli,
+            [
+                verb,
+                "team-t1",
+                "--schedules",
+                str(self.schedules),
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            env={"TIDAL_STATE_NAMESPACE": self.namespace},
+        )
         assert result.exit_code == 0, result.output
 
     def stop(self) -> str:
@@ -192,8 +245,9 @@ class DaemonRun:
 
 
 @pytest.fixture
-def daemon_run(make_emulator: Callable[..., object], tmp_path: Path
-               ) -> Iterator[Callable[[str, str], DaemonRun]]:
+def daemon_run(
+    make_emulator: Callable[..., object], tmp_path: Path
+) -> Iterator[Callable[[str, str], DaemonRun]]:
     made: list[DaemonRun] = []
 
     def start(pause: str, on_failure: str = "halt") -> DaemonRun:
@@ -211,7 +265,8 @@ def _started(run: RunState) -> bool:
 
 
 def test_pause_and_resume_reach_a_switch_the_daemon_runs(
-        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    daemon_run: Callable[[str, str], DaemonRun],
+) -> None:
     """The daemon's night (2s between waves), paused while wave 1 runs: wave 2 waits while
     paused; resumed, the run succeeds; the daemon logs both commands."""
     daemon = daemon_run("2s", "halt")
@@ -228,7 +283,8 @@ def test_pause_and_resume_reach_a_switch_the_daemon_runs(
 
 
 def test_promote_reaches_a_switch_the_daemon_runs(
-        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    daemon_run: Callable[[str, str], DaemonRun],
+) -> None:
     """The daemon's night (1h between waves), promoted after wave 1: the run succeeds now."""
     daemon = daemon_run("1h", "halt")
     daemon.wait(lambda run: bool(run.waves) and run.waves[0].result == "succeeded", "wave 1")
@@ -239,7 +295,8 @@ def test_promote_reaches_a_switch_the_daemon_runs(
 
 
 def test_abort_reaches_a_switch_the_daemon_runs(
-        daemon_run: Callable[[str, str], DaemonRun]) -> None:
+    daemon_run: Callable[[str, str], DaemonRun],
+) -> None:
     """The daemon's night (1h between waves), aborted after wave 1: the run halts there
     (onFailure halt) and says why; the daemon logs the command."""
     daemon = daemon_run("1h", "halt")
@@ -251,24 +308,49 @@ def test_abort_reaches_a_switch_the_daemon_runs(
     assert '"run_aborted"' in daemon.stop()
 
 
-def test_retry_re_runs_the_failed_wave(make_switch_emulator: MakeEmulator,
-                                       tmp_path: Path) -> None:
+def test_retry_re_runs_the_failed_wave(make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
     """A wave failed (cluster-b's pods failing) and the switch halted; once the pods start
     again, `tidal retry NAME` runs the window again from that wave and succeeds; with
     nothing failed, retry refuses in one line."""
     emulator = make_switch_emulator()
-    path = write_schedule(tmp_path, schedule_text(NAME, """
+    path = write_schedule(
+        tmp_path,
+        schedule_text(
+            NAME,
+            """
         waveSize: 2
         pauseBetweenWaves: 0s
         waveTimeout: 3s
         onFailure: halt
-    """))
+    """,
+        ),
+    )
     kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
-    common = [NAME, "--schedules", str(path.parent), "--kubeconfig", str(kubeconfig), "--yes",
-              "-o", "json"]
+    common = [
+        NAME,
+        "--schedules",
+        str(path.parent),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--yes",
+        "-o",
+        "json",
+    ]
     emulator.set_pods_fail("cluster-b")
-    failed = CliRunner().invoke(cli, ["switch", str(path), "--window", "night", "--yes",
-                                      "--kubeconfig", str(kubeconfig), "-o", "json"])
+    failed = CliRunner().invoke(
+        cli,
+        [
+            "switch",
+            str(path),
+            "--window",
+            "night",
+            "--yes",
+            "--kubeconfig",
+            str(kubeconfig),
+            "-o",
+            "json",
+        ],
+    )
     assert failed.exit_code == 2, failed.output
     assert json.loads(failed.stdout)["waves"][0]["result"] == "failed"
     emulator.set_pods_fail("cluster-b", False)
@@ -278,5 +360,6 @@ def test_retry_re_runs_the_failed_wave(make_switch_emulator: MakeEmulator,
     assert record["result"] == "succeeded" and record["window"] == "night"
     again = CliRunner().invoke(cli, ["retry", *common])
     assert again.exit_code == 1
-    assert again.stderr.strip() == (f"error: {NAME}: no failed switch to retry (last run: "
-                                    "succeeded); `tidal status` shows it")
+    assert again.stderr.strip() == (
+        f"error: {NAME}: no failed switch to retry (last run: succeeded); `tidal status` shows it"
+    )

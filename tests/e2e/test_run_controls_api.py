@@ -40,30 +40,41 @@ TOKEN = "e2e-command-token"
 class Replicas:
     """Two `tidal run` replicas with the command API on, running team-t1's due night."""
 
-    def __init__(self, make_emulator: Callable[..., Any], tmp: Path, pause: str,
-                 on_failure: str, before: Callable[[Any], None] = lambda emu: None,
-                 wave_timeout: str = "60s") -> None:
+    def __init__(
+        self,
+        make_emulator: Callable[..., Any],
+        tmp: Path,
+        pause: str,
+        on_failure: str,
+        before: Callable[[Any], None] = lambda emu: None,
+        wave_timeout: str = "60s",
+    ) -> None:
         emu = settled_team(make_emulator)
         before(emu)
         self.emu = emu
         self.tmp, self.schedules = tmp, tmp / "schedules"
-        write_due_schedule(self.schedules, pause=pause, on_failure=on_failure,
-                           wave_timeout=wave_timeout)
+        write_due_schedule(
+            self.schedules, pause=pause, on_failure=on_failure, wave_timeout=wave_timeout
+        )
         self.kubeconfig = emu.write_kubeconfig(tmp / "kubeconfig")
         self.client = KarmadaClient.from_kubeconfig(self.kubeconfig)
         self.store = StateStore(self.client, STATE_NS)
         self.token = tmp / "token"
         self.token.write_text(TOKEN)
-        env = {"TIDAL_COMMANDS__ENABLED": "true", "TIDAL_COMMANDS__PORT": "0",
-               "TIDAL_COMMANDS__TOKEN_FILE": str(self.token),
-               "TIDAL_LISTEN_ADDRESS": "127.0.0.1"}
-        self.procs = {who: start_daemon(emu, tmp, who, self.schedules, **env)
-                      for who in ("a", "b")}
+        env = {
+            "TIDAL_COMMANDS__ENABLED": "true",
+            "TIDAL_COMMANDS__PORT": "0",
+            "TIDAL_COMMANDS__TOKEN_FILE": str(self.token),
+            "TIDAL_LISTEN_ADDRESS": "127.0.0.1",
+        }
+        self.procs = {who: start_daemon(emu, tmp, who, self.schedules, **env) for who in ("a", "b")}
         wait_for(lambda: all(self.started(who) for who in self.procs), 30, "both replicas")
 
     def started(self, who: str) -> dict[str, Any] | None:
-        return next((e for e in log_events(self.tmp / f"{who}.log")
-                     if e.get("event") == "daemon_started"), None)
+        return next(
+            (e for e in log_events(self.tmp / f"{who}.log") if e.get("event") == "daemon_started"),
+            None,
+        )
 
     def leader(self) -> str | None:
         lease = get_lease(self.client, STATE_NS, "tidal-leader")
@@ -78,8 +89,10 @@ class Replicas:
         assert started is not None and started["command_api"].startswith("http://127.0.0.1:")
         leader_started = self.started(str(self.leader()))
         assert leader_started is not None
-        assert leader_api_url(get_lease(self.client, STATE_NS, "tidal-leader")) == \
-            leader_started["command_api"]
+        assert (
+            leader_api_url(get_lease(self.client, STATE_NS, "tidal-leader"))
+            == leader_started["command_api"]
+        )
         return str(started["command_api"])
 
     def run(self) -> RunState:
@@ -90,13 +103,25 @@ class Replicas:
         return self.run()
 
     def command(self, verb: str, token: Path | None = None, name: str = NAME) -> Result:
-        return CliRunner().invoke(cli, [verb, name, "--daemon", self.standby_url(),
-                                        "--token-file", str(token or self.token)])
+        return CliRunner().invoke(
+            cli,
+            [verb, name, "--daemon", self.standby_url(), "--token-file", str(token or self.token)],
+        )
 
     def status(self) -> dict[str, Any]:
-        result = CliRunner().invoke(cli, ["status", "--schedules", str(self.schedules),
-                                          "--kubeconfig", str(self.kubeconfig), "-o", "json"],
-                                    env={"TIDAL_STATE_NAMESPACE": STATE_NS})
+        result = CliRunner().invoke(
+            cli,
+            [
+                "status",
+                "--schedules",
+                str(self.schedules),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "-o",
+                "json",
+            ],
+            env={"TIDAL_STATE_NAMESPACE": STATE_NS},
+        )
         (entry,) = json.loads(result.stdout)["schedules"]
         return dict(entry)
 
@@ -108,8 +133,9 @@ class Replicas:
 
 
 @pytest.fixture
-def replicas(make_emulator: Callable[..., Any], tmp_path: Path
-             ) -> Iterator[Callable[..., Replicas]]:
+def replicas(
+    make_emulator: Callable[..., Any], tmp_path: Path
+) -> Iterator[Callable[..., Replicas]]:
     made: list[Replicas] = []
 
     def start(pause: str, on_failure: str = "halt", **kw: Any) -> Replicas:
@@ -129,8 +155,9 @@ def _wave_one_done(run: RunState) -> bool:
     return bool(run.waves) and run.waves[0].result == "succeeded"
 
 
-def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
-                                            tmp_path: Path) -> None:
+def test_pause_and_resume_through_a_standby(
+    replicas: Callable[..., Replicas], tmp_path: Path
+) -> None:
     """Paused through the standby while wave 1 runs: wave 2 waits, status says paused (source
     api); a wrong token is refused with 401 and changes nothing, an unknown schedule is the
     leader's 404 (exit 1, one line); resumed, the run succeeds."""
@@ -138,8 +165,10 @@ def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
     daemons.wait(_started, "wave 1")
     paused = daemons.command("pause")
     assert paused.exit_code == 0, paused.output
-    assert paused.stdout.strip() == \
-        f"{NAME}: the switch in flight holds before its next wave (`tidal resume` lets it go on)"
+    assert (
+        paused.stdout.strip()
+        == f"{NAME}: the switch in flight holds before its next wave (`tidal resume` lets it go on)"
+    )
     daemons.wait(_wave_one_done, "wave 1 done")
     time.sleep(3)  # past the 2s pause between waves: wave 2 would have started
     assert daemons.run().waves[1].started_at is None
@@ -149,21 +178,29 @@ def test_pause_and_resume_through_a_standby(replicas: Callable[..., Replicas],
     wrong.write_text("not-the-token")
     refused = daemons.command("resume", wrong)
     assert refused.exit_code == 1
-    assert refused.stderr.startswith("error: the daemon refused the request") and \
-        "HTTP 401" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert (
+        refused.stderr.startswith("error: the daemon refused the request")
+        and "HTTP 401" in refused.stderr
+        and len(refused.stderr.strip().splitlines()) == 1
+    )
     assert daemons.status()["runControl"]["paused"] is True
     unknown = daemons.command("pause", name="team-nope")
     assert unknown.exit_code == 1
-    assert unknown.stderr.strip() == \
-        f"error: no schedule 'team-nope' in {daemons.schedules} (known: {NAME})"
+    assert (
+        unknown.stderr.strip()
+        == f"error: no schedule 'team-nope' in {daemons.schedules} (known: {NAME})"
+    )
     resumed = daemons.command("resume")
     assert (resumed.exit_code, resumed.stdout.strip()) == (0, f"{NAME}: resumed")
     run = daemons.wait(lambda run: run.finished, "the run to finish")
     assert run.result == "succeeded"
     events = [e["event"] for e in daemons.leader_events()]
     assert "run_paused" in events and "run_resumed" in events
-    assert [e["code"] for e in daemons.leader_events() if e["event"] == "command_request"] \
-        == [200, 404, 200]  # the 401 never reached the leader
+    assert [e["code"] for e in daemons.leader_events() if e["event"] == "command_request"] == [
+        200,
+        404,
+        200,
+    ]  # the 401 never reached the leader
 
 
 def test_promote_through_a_standby(replicas: Callable[..., Replicas]) -> None:
@@ -176,14 +213,15 @@ def test_promote_through_a_standby(replicas: Callable[..., Replicas]) -> None:
     run = daemons.wait(lambda run: run.finished, "the promoted run to finish")
     assert run.result == "succeeded"
     metrics = daemon_metrics(daemons.leader_events())
-    assert 'tidal_run_commands_total{command="promote",schedule="team-t1",source="api"} 1.0' \
-        in metrics
+    assert (
+        'tidal_run_commands_total{command="promote",schedule="team-t1",source="api"} 1.0' in metrics
+    )
 
 
-@pytest.mark.parametrize(("on_failure", "result"), [("halt", "failed"),
-                                                    ("rollback", "rolledBack")])
-def test_abort_through_a_standby(replicas: Callable[..., Replicas], on_failure: str,
-                                 result: str) -> None:
+@pytest.mark.parametrize(("on_failure", "result"), [("halt", "failed"), ("rollback", "rolledBack")])
+def test_abort_through_a_standby(
+    replicas: Callable[..., Replicas], on_failure: str, result: str
+) -> None:
     """1h between waves, aborted through the standby after wave 1: no wave 2; halted or
     rolled back as onFailure says, the reason naming the abort; status shows the last run."""
     daemons = replicas("1h", on_failure)
@@ -196,30 +234,36 @@ def test_abort_through_a_standby(replicas: Callable[..., Replicas], on_failure: 
     assert daemons.status()["lastRun"]["result"] == result
     again = daemons.command("abort")
     assert again.exit_code == 1
-    assert again.stderr.strip() == \
-        f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+    assert (
+        again.stderr.strip()
+        == f"error: no switch of {NAME} is running; `tidal status` shows its last run"
+    )
 
 
 def test_retry_through_a_standby_re_runs_the_failed_window(
-        replicas: Callable[..., Replicas]) -> None:
+    replicas: Callable[..., Replicas],
+) -> None:
     """cluster-b's pods fail, the night halts on its first wave; once they start again, retry
     through the standby: 202-taken, the leader runs the night again and it succeeds; a second
     retry finds nothing failed and says so in one line (exit 1)."""
-    daemons = replicas("0s", "halt", before=lambda emu: emu.set_pods_fail("cluster-b"),
-                       wave_timeout="3s")
+    daemons = replicas(
+        "0s", "halt", before=lambda emu: emu.set_pods_fail("cluster-b"), wave_timeout="3s"
+    )
     failed = daemons.wait(lambda run: run.finished, "the night to fail")
     assert failed.result == "failed"
     daemons.emu.set_pods_fail("cluster-b", False)
     retried = daemons.command("retry")
     assert retried.exit_code == 0, retried.output
     assert retried.stdout.strip().startswith(f"{NAME}: the daemon runs window night again")
-    run = daemons.wait(lambda run: run.run_id != failed.run_id and run.finished,
-                       "the retried night to finish")
+    run = daemons.wait(
+        lambda run: run.run_id != failed.run_id and run.finished, "the retried night to finish"
+    )
     assert run.result == "succeeded" and run.window == "night"
     assert daemons.status()["lastRun"]["result"] == "succeeded"
     again = daemons.command("retry")
     assert again.exit_code == 1
-    assert again.stderr.strip() == (f"error: {NAME}: no failed switch to retry (last run: "
-                                    "succeeded); `tidal status` shows it")
+    assert again.stderr.strip() == (
+        f"error: {NAME}: no failed switch to retry (last run: succeeded); `tidal status` shows it"
+    )
     events = [e["event"] for e in daemons.leader_events()]
     assert events.count("run_retrying") == 1

@@ -37,8 +37,12 @@ ROLLOUT = """
 
 def _topology() -> list[dict[str, Any]]:
     """Team t1 (policy team-cpp, 4:1) with four Deployments; web-0 and web-1 are tier gold."""
-    topo = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5), namespace(),
-            cpp("team-cpp", "t1", DAY)]
+    topo = [
+        cluster("cluster-a", startup=0.5),
+        cluster("cluster-b", startup=0.5),
+        namespace(),
+        cpp("team-cpp", "t1", DAY),
+    ]
     for i in range(4):
         d = deployment(f"web-{i}", "t1", 5)
         if i < 2:
@@ -48,8 +52,9 @@ def _topology() -> list[dict[str, Any]]:
 
 
 def _schedule(tmp: Path, selector: str) -> Path:
-    return write_schedule(tmp, schedule_text("team-c", ROLLOUT,
-                                             workloads=deployment_workloads(selector)))
+    return write_schedule(
+        tmp, schedule_text("team-c", ROLLOUT, workloads=deployment_workloads(selector))
+    )
 
 
 def _acting_writes(emu: Any) -> list[Any]:
@@ -58,7 +63,8 @@ def _acting_writes(emu: Any) -> list[Any]:
 
 @pytest.mark.parametrize("command", ["plan", "switch"])
 def test_claimed_templates_the_selector_misses_refuse_the_switch(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, command: str) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, command: str
+) -> None:
     """spec.workloads selects the gold tier only: plan and switch refuse (exit 3), naming
     web-2 and web-3, and nothing is written."""
     emu = make_switch_emulator(_topology())
@@ -75,7 +81,8 @@ def test_claimed_templates_the_selector_misses_refuse_the_switch(
 
 
 def test_a_selector_matching_nothing_is_refused(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A typo'd selector (team t2) selects no template: the switch refuses (exit 3)."""
     emu = make_switch_emulator(_topology())
     kubeconfig = emu.write_kubeconfig(tmp_path / "kc")
@@ -88,14 +95,16 @@ def test_a_selector_matching_nothing_is_refused(
 
 
 def test_validate_against_the_cluster_locates_the_missed_templates(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal validate --kubeconfig` fails (exit 1) with FILE:LINE:COL at spec.workloads for
     each window, listing the templates missed."""
     emu = make_switch_emulator(_topology())
     kubeconfig = emu.write_kubeconfig(tmp_path / "kc")
     path = _schedule(tmp_path, "{matchLabels: {team: t1, tier: gold}}")
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1)
-                if text.strip() == "workloads:")
+    line = next(
+        i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip() == "workloads:"
+    )
     done = tidal("validate", path, "--kubeconfig", kubeconfig)
     assert done.returncode == INVALID_INPUT, done.stdout + done.stderr
     errors = [e for e in done.stderr.splitlines() if "spec.workloads" in e]

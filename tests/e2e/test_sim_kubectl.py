@@ -233,13 +233,15 @@ def test_tidal_sim_says_where_its_schemas_come_from(tmp_path: Path, online: bool
         env["GOPROXY"] = "off"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tidal", "sim", "--kubeconfig-out", str(kc)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert proc.stdout is not None and proc.stderr is not None
         lines = [proc.stdout.readline() for _ in range(3)]
-        explained = kubectl(kc, "explain", "clusterpropagationpolicy.spec.placement",
-                            check=False)
+        explained = kubectl(kc, "explain", "clusterpropagationpolicy.spec.placement", check=False)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)

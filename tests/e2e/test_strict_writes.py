@@ -13,7 +13,8 @@ pytestmark = pytest.mark.e2e
 
 
 def test_a_surge_switch_sends_every_write_with_strict_field_validation(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A whole surge night through the CLI: each create, update and patch it sends (policies,
     overrides, touches, journal ConfigMaps, Leases, Events) carries fieldValidation=Strict, so
     an unknown field is refused, never pruned in silence."""
@@ -23,8 +24,11 @@ def test_a_surge_switch_sends_every_write_with_strict_field_validation(
     emu.reset_requests()
     result = invoke_cli("switch", path, kubeconfig, "--yes")
     assert result.exit_code == 0, result.output
-    sent = [r for r in emu.request_log()
-            if r.verb in WRITE_VERBS and r.verb not in ("delete", "deletecollection")]
+    sent = [
+        r
+        for r in emu.request_log()
+        if r.verb in WRITE_VERBS and r.verb not in ("delete", "deletecollection")
+    ]
     assert {r.resource for r in sent} >= {"clusterpropagationpolicies", "overridepolicies"}
     loose = sorted({f"{r.verb} {r.resource}" for r in sent if r.field_validation != "Strict"})
     assert loose == []

@@ -37,8 +37,11 @@ KILL_POINTS: dict[str, tuple[SurgeStep, dict[str, str] | None, float]] = {
     "surge": (SurgeStep.RESERVED, {"verb": "create", "resource": "overridepolicies"}, 1.0),
     "wait": (SurgeStep.SURGED, None, 60.0),
     "move": (SurgeStep.MOVING, {"verb": "patch", "resource": "deployments"}, 1.0),
-    "release": (SurgeStep.RELEASING, {"verb": "deletecollection",
-                                      "resource": "overridepolicies"}, 1.0),
+    "release": (
+        SurgeStep.RELEASING,
+        {"verb": "deletecollection", "resource": "overridepolicies"},
+        1.0,
+    ),
 }
 
 
@@ -52,8 +55,8 @@ def _run(client: KarmadaClient) -> RunState | None:
 def _at(client: KarmadaClient, step: SurgeStep) -> bool:
     run = _run(client)
     return run is not None and any(
-        w.surge is not None and w.surge.step is step and w.surge.overrides
-        for w in run.waves)
+        w.surge is not None and w.surge.step is step and w.surge.overrides for w in run.waves
+    )
 
 
 def _desired(emu: Any) -> dict[str, dict[str, int]]:
@@ -65,7 +68,8 @@ def _desired(emu: Any) -> dict[str, dict[str, int]]:
 
 @pytest.mark.parametrize("point", sorted(KILL_POINTS))
 def test_sigkill_during_a_surge_step_resumes_to_a_clean_end(
-        make_emulator: Any, tmp_path: Path, point: str) -> None:
+    make_emulator: Any, tmp_path: Path, point: str
+) -> None:
     """Killed at the step, a new replica finishes the run: succeeded, no override left, every
     member at its night share (5 in cluster-b, none in cluster-a)."""
     step, fault, b_startup = KILL_POINTS[point]
@@ -86,12 +90,22 @@ def test_sigkill_during_a_surge_step_resumes_to_a_clean_end(
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
         if fault is not None:  # its request held by the fault still lands: let it, first
-            wait_for(lambda: any(r.identity == "replica-a" and r.verb == fault["verb"] and
-                                 r.resource == fault["resource"] for r in emu.request_log()),
-                     10, "the killed replica's held request to land")
+            wait_for(
+                lambda: any(
+                    r.identity == "replica-a"
+                    and r.verb == fault["verb"]
+                    and r.resource == fault["resource"]
+                    for r in emu.request_log()
+                ),
+                10,
+                "the killed replica's held request to land",
+            )
         procs["b"] = start_daemon(emu, tmp_path, "b", schedules)
-        wait_for(lambda: (r := _run(client)) is not None and r.finished, 120,
-                 "the new replica to finish the run")
+        wait_for(
+            lambda: (r := _run(client)) is not None and r.finished,
+            120,
+            "the new replica to finish the run",
+        )
         run = _run(client)
         assert run is not None and run.result == "succeeded", run
         assert all(w.surge is None or w.surge.step is SurgeStep.RELEASED for w in run.waves)

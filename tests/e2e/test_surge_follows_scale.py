@@ -35,8 +35,14 @@ SPECS = {f"{NS}/Deployment/web-{i}": n for i, n in enumerate([10, 2, 5, 5])}
 
 def _scale(client: KarmadaClient, name: str, replicas: int) -> None:
     res = client.resource_for("apps/v1", "Deployment")
-    client.request("patch", res, "PATCH", res.path(NS, name), content_type=MERGE_PATCH,
-                   body={"spec": {"replicas": replicas}})
+    client.request(
+        "patch",
+        res,
+        "PATCH",
+        res.path(NS, name),
+        content_type=MERGE_PATCH,
+        body={"spec": {"replicas": replicas}},
+    )
 
 
 def _totals(emu: Any) -> dict[str, int]:
@@ -47,13 +53,19 @@ def _switch_scaled_mid_surge(emu: Any, tmp: Path, rollout: str) -> int:
     """The night switch, web-0 scaled to 10 and web-1 to 2 once the surge is written; its
     exit code."""
     client = client_for(emu, tmp)
-    client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-b"),
-                   content_type=MERGE_PATCH, body={"metadata": {"annotations": {
-                       "sim.tidal.io/pod-startup-seconds": "100"}}})  # 5 s real
+    client.request(
+        "patch",
+        CLUSTERS,
+        "PATCH",
+        CLUSTERS.path(name="cluster-b"),
+        content_type=MERGE_PATCH,
+        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "100"}}},
+    )  # 5 s real
     path = surge_schedule(tmp, rollout)
     kubeconfig = emu.write_kubeconfig(tmp / "kc")
-    proc = start_tidal(tmp / "switch.log", "switch", path, "--window", "night",
-                       "--kubeconfig", kubeconfig, "--yes")
+    proc = start_tidal(
+        tmp / "switch.log", "switch", path, "--window", "night", "--kubeconfig", kubeconfig, "--yes"
+    )
     try:
         wait_for(lambda: bool(list_overrides(client, schedule="team-s")), 60, "the surge")
         _scale(client, "web-0", 10)
@@ -65,7 +77,8 @@ def _switch_scaled_mid_surge(emu: Any, tmp: Path, rollout: str) -> int:
 
 
 def test_a_halt_never_keeps_an_override_off_the_users_scale(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """100% available: the user's scale-up moves web-0 at once and the run halts (exit 2);
     every member then runs what the spec says (10 and 2), none pinned at the old 5."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
@@ -77,12 +90,14 @@ def test_a_halt_never_keeps_an_override_off_the_users_scale(
 
 
 def test_a_workload_scaled_during_its_surge_is_followed_to_success(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Floors that hold: the switch succeeds, web-0 runs 10 and web-1 2 in cluster-b, no
     override is left."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
-    assert _switch_scaled_mid_surge(emu, tmp_path, B_FLOOR) == 0, \
-        (tmp_path / "switch.log").read_text()[-3000:]
+    assert _switch_scaled_mid_surge(emu, tmp_path, B_FLOOR) == 0, (
+        tmp_path / "switch.log"
+    ).read_text()[-3000:]
     client = client_for(emu, tmp_path)
     assert list_overrides(client, schedule="team-s") == []
     night = {w: {"cluster-b": n} for w, n in SPECS.items()}

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.e2e
 PER_WAVE = {"get clusterpropagationpolicies": 1, "list clusters": 1}
 
 
-def _per_wave(emu: Any, client: Any, path: Path, window: str) -> tuple[
-        list[Counter[str]], Counter[str]]:
+def _per_wave(
+    emu: Any, client: Any, path: Path, window: str
+) -> tuple[list[Counter[str]], Counter[str]]:
     """Each wave's requests ("verb resource": count, between its start and finish events)
     and those of the rest of the run."""
     marks: list[tuple[str, int, int]] = []
@@ -44,8 +45,10 @@ def _per_wave(emu: Any, client: Any, path: Path, window: str) -> tuple[
     ends = {w: seq for kind, w, seq in marks if kind == "WaveFinished"}
     first = max(seq for kind, _w, seq in marks if kind == "PolicyChanged" and seq <= ends[1])
     starts = {w: ends.get(w - 1, first) for w in ends}
-    waves = [Counter(f"{r.verb} {r.resource}" for r in log if starts[w] < r.seq <= ends[w])
-             for w in sorted(starts)]
+    waves = [
+        Counter(f"{r.verb} {r.resource}" for r in log if starts[w] < r.seq <= ends[w])
+        for w in sorted(starts)
+    ]
     inside = {r.seq for r in log for w in starts if starts[w] < r.seq <= ends[w]}
     rest = Counter(f"{r.verb} {r.resource}" for r in log if r.seq not in inside)
     return waves, rest
@@ -53,31 +56,47 @@ def _per_wave(emu: Any, client: Any, path: Path, window: str) -> tuple[
 
 @pytest.mark.parametrize("wave_size", [2, 4])
 def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, wave_size: int) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, wave_size: int
+) -> None:
     """8 workloads of 5 and 6 replicas in turn (two splits in every wave) in waves of 2 and of
     4: each wave sends the same requests but one touch per template, and the run one list and
     one watch per kind."""
     emu = make_switch_emulator(team([5, 6, 5, 6, 5, 6, 5, 6]))
     client = client_for(emu, tmp_path)
-    path = surge_schedule(tmp_path, f"waveSize: {wave_size}\npauseBetweenWaves: 0s\n"
-                                    "waveTimeout: 60s\n")
+    path = surge_schedule(
+        tmp_path, f"waveSize: {wave_size}\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n"
+    )
     waves, rest = _per_wave(emu, client, path, "night")
     assert len(waves) == 8 // wave_size
     for number, counts in enumerate(waves, 1):
-        assert counts == Counter({**PER_WAVE, "create overridepolicies": 2,
-                                  "deletecollection overridepolicies": 1,
-                                  "patch deployments": wave_size}), f"wave {number}"
+        assert counts == Counter(
+            {
+                **PER_WAVE,
+                "create overridepolicies": 2,
+                "deletecollection overridepolicies": 1,
+                "patch deployments": wave_size,
+            }
+        ), f"wave {number}"
     assert not any(key.startswith("watch") for counts in waves for key in counts)
-    assert rest == Counter({  # plan, leftovers check, policy change (Lazy on, then off)
-        "list deployments": 1, "list resourcebindings": 1, "watch resourcebindings": 1,
-        "list clusters": 1, "watch clusters": 1, "list overridepolicies": 2,
-        "list clusteroverridepolicies": 2, "get clusterpropagationpolicies": 4,
-        "patch clusterpropagationpolicies": 2})
+    assert rest == Counter(
+        {  # plan, leftovers check, policy change (Lazy on, then off)
+            "list deployments": 1,
+            "list resourcebindings": 1,
+            "watch resourcebindings": 1,
+            "list clusters": 1,
+            "watch clusters": 1,
+            "list overridepolicies": 2,
+            "list clusteroverridepolicies": 2,
+            "get clusterpropagationpolicies": 4,
+            "patch clusterpropagationpolicies": 2,
+        }
+    )
     no_overrides(client)
 
 
 def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """As a user whose RBAC was printed before deletecollection was granted: the first release
     is refused once (403), then every override is deleted one by one; the switch succeeds and
     leaves none."""
@@ -90,9 +109,19 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
 
     emu = make_switch_emulator(team([5, 6, 5, 6]))
     path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
-    printed = CliRunner().invoke(cli, ["rbac", str(path.parent), "--user", "tidal",
-                                       "--state-namespace", "default",
-                                       "--template-resource", "deployments.apps@ai-app"])
+    printed = CliRunner().invoke(
+        cli,
+        [
+            "rbac",
+            str(path.parent),
+            "--user",
+            "tidal",
+            "--state-namespace",
+            "default",
+            "--template-resource",
+            "deployments.apps@ai-app",
+        ],
+    )
     assert printed.exit_code == 0, printed.output
     for obj in yaml.safe_load_all(printed.stdout):
         for rule in (obj or {}).get("rules") or []:
@@ -104,9 +133,18 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
     emu.reset_requests()
     record = run_window(client, path, "night")
     assert record.result == "succeeded", record.to_json()
-    ours = [(r.verb, r.code) for r in emu.request_log()
-            if r.identity == "tidal" and r.resource == "overridepolicies"
-            and r.verb in ("deletecollection", "delete")]
-    assert ours == [("deletecollection", 403), ("delete", 200), ("delete", 200),
-                    ("delete", 200), ("delete", 200)]
+    ours = [
+        (r.verb, r.code)
+        for r in emu.request_log()
+        if r.identity == "tidal"
+        and r.resource == "overridepolicies"
+        and r.verb in ("deletecollection", "delete")
+    ]
+    assert ours == [
+        ("deletecollection", 403),
+        ("delete", 200),
+        ("delete", 200),
+        ("delete", 200),
+        ("delete", 200),
+    ]
     no_overrides(client)

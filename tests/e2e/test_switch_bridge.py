@@ -63,7 +63,8 @@ def placement(client: KarmadaClient) -> dict[str, Any]:
 
 
 def test_1_and_2_replica_workloads_move_and_back_without_a_zero_ready_moment(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Default scheduler, 80/20 by day (all in cluster-a): the night and the day switch
     succeed under minAvailablePercent 100, no workload is ever below its replicas (so never
     at zero ready), each ends at its share and nothing above, and the policy ends at the
@@ -89,7 +90,8 @@ def test_1_and_2_replica_workloads_move_and_back_without_a_zero_ready_moment(
 
 
 def test_the_plan_shows_the_bridge_and_its_room_before_any_write(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`tidal plan` marks each 1-2 replica workload bridged (Duplicated over both clusters),
     counts the bridge in the wave's surge room and finds the plan safe under 100%; with
     strategy direct the same plan is refused; nothing is written either way."""
@@ -106,14 +108,19 @@ def test_the_plan_shows_the_bridge_and_its_room_before_any_write(
     result = invoke_cli("plan", path, kubeconfig)
     assert result.exit_code == 0, result.output
     assert "bridge cluster-a=1 cluster-b=1" in result.output
-    direct = write_schedule(tmp_path, schedule_text(
-        "team-s", FULL_AVAILABILITY + "    strategy: direct\n", windows=NIGHT_AND_DAY))
+    direct = write_schedule(
+        tmp_path,
+        schedule_text(
+            "team-s", FULL_AVAILABILITY + "    strategy: direct\n", windows=NIGHT_AND_DAY
+        ),
+    )
     assert invoke_cli("plan", direct, kubeconfig).exit_code == 3
     assert not writes(emu)
 
 
 def test_a_rebalance_team_keeps_moving_small_workloads_directly_and_the_plan_says_why(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """trigger rebalance: no Lazy policy to bridge with, so the 1-replica workload moves
     without surge and the plan says a bridge needs trigger touch."""
     emu = make_switch_emulator(team([1]))
@@ -126,7 +133,8 @@ def test_a_rebalance_team_keeps_moving_small_workloads_directly_and_the_plan_say
 
 
 def test_a_wave_that_bridges_and_surges_leases_its_room_as_one_hold(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """One wave bridging a 1-replica workload and surging a 5-replica one asks the budget once
     for both (a wave holding its bridge's room while it waited for its surge's could wait on
     another wave doing the same, for ever) and gives it back once, after both are done."""
@@ -140,19 +148,30 @@ def test_a_wave_that_bridges_and_surges_leases_its_room_as_one_hold(
     (loaded,) = load_schedules([surge_schedule(tmp_path, FULL_AVAILABILITY)]).schedules
     ledger = Ledger(True)
     events: list[Any] = []
-    record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal(),
-                        budget=ledger, on_event=events.append)
+    record = run_switch(
+        client,
+        loaded,
+        "night",
+        clock=SystemClock(),
+        journal=InMemoryJournal(),
+        budget=ledger,
+        on_event=events.append,
+    )
     assert record.result == "succeeded", record.to_json()
     hold = f"team-s/{record.run_id}/w1"
     assert [(verb, holder) for verb, holder, _ in ledger.calls] == [
-        ("reserve", hold), ("running", hold), ("release", hold)]
+        ("reserve", hold),
+        ("running", hold),
+        ("release", hold),
+    ]
     # web-0's bridge adds 1 replica in cluster-b, web-1's surge 4
     assert ledger.calls[0][2]["cluster-b"][GPU] == 5.0
     assert next(e.step for e in events if isinstance(e, ev.BridgeStepped)) is BridgeStep.RESERVED
 
 
 def test_two_teams_that_bridge_and_surge_share_a_tight_budget_without_a_deadlock(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Two teams at once on the daemon's shared budget, each with one wave bridging six
     1-replica workloads (6 GPUs in cluster-b) and surging a 5-replica one (4 more); surges may
     use half of cluster-b's 30 free GPUs: room for one team's wave, not for both bridges and a
@@ -167,8 +186,11 @@ def test_two_teams_that_bridge_and_surge_share_a_tight_budget_without_a_deadlock
     from tidal.engine.switch import run_switch
     from tidal.loading import load_schedules
 
-    topo = [gpu_cluster("cluster-a", 64, startup=0.5),
-            gpu_cluster("cluster-b", 2 + 30, startup=0.5), namespace()]
+    topo = [
+        gpu_cluster("cluster-a", 64, startup=0.5),
+        gpu_cluster("cluster-b", 2 + 30, startup=0.5),
+        namespace(),
+    ]
     for team_id in ("t1", "t2"):
         topo.append(cpp(f"{team_id}-cpp", team_id, DAY))
         for name, n in [(f"{team_id}-big", 5)] + [(f"{team_id}-s{i}", 1) for i in range(6)]:
@@ -190,23 +212,29 @@ def test_two_teams_that_bridge_and_surge_share_a_tight_budget_without_a_deadlock
 
     def night(team_id: str) -> None:
         policy = f"{team_id}-cpp"
-        windows = (weights_window("night", "23:00", {"cluster-b": 1}, policy=policy)
-                   + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1},
-                                    policy=policy))
+        windows = weights_window(
+            "night", "23:00", {"cluster-b": 1}, policy=policy
+        ) + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1}, policy=policy)
         folder = tmp_path / team_id
         folder.mkdir()
         path = write_schedule(folder, schedule_text(f"team-{team_id}", rollout, windows=windows))
         (loaded,) = load_schedules([path]).schedules
-        records[team_id] = run_switch(client, loaded, "night", clock=SystemClock(),
-                                      journal=InMemoryJournal(),
-                                      budget=budget.for_schedule(f"team-{team_id}"))
+        records[team_id] = run_switch(
+            client,
+            loaded,
+            "night",
+            clock=SystemClock(),
+            journal=InMemoryJournal(),
+            budget=budget.for_schedule(f"team-{team_id}"),
+        )
 
     threads = [threading.Thread(target=night, args=(t,)) for t in ("t1", "t2")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(90)
-    assert {t: r.result for t, r in records.items()} == {"t1": "succeeded", "t2": "succeeded"}, \
-        {t: r.reason for t, r in records.items()}
+    assert {t: r.result for t, r in records.items()} == {"t1": "succeeded", "t2": "succeeded"}, {
+        t: r.reason for t, r in records.items()
+    }
     assert [len(r.waves) for r in records.values()] == [1, 1]
     assert budget.leased() == {}

@@ -35,13 +35,15 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULE = schedule_text(
     "team-dyn",
-    windows=swap_window("night", "22:00", swap_from="dyn-day",
-                        swap_to="policies/dyn-night.yaml", trigger="auto"),
+    windows=swap_window(
+        "night", "22:00", swap_from="dyn-day", swap_to="policies/dyn-night.yaml", trigger="auto"
+    ),
     rollout="""
     waveSize: 25%
     pauseBetweenWaves: 0s
     waveTimeout: 30s
-""")
+""",
+)
 
 
 def _assigned(emu: Emulator) -> dict[str, int]:
@@ -52,27 +54,44 @@ def _assigned(emu: Emulator) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(("lazy_night", "trigger"), [(False, "rebalance"), (True, "both")])
-def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: MakeEmulator,
-                                                         tmp_path: Path, lazy_night: bool,
-                                                         trigger: str) -> None:
+def test_swap_and_rebalance_waves_after_capacity_shrinks(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, lazy_night: bool, trigger: str
+) -> None:
     """Rebalance waves move replicas off the shrunken cluster, one rebalancer per wave."""
-    topo = [cluster("cluster-a", cpu="40", startup=0.5), cluster("cluster-b", cpu="40",
-                                                                  startup=0.5),
-            namespace(), cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
+    topo = [
+        cluster("cluster-a", cpu="40", startup=0.5),
+        cluster("cluster-b", cpu="40", startup=0.5),
+        namespace(),
+        cpp("dyn-day", "t2", dynamic_placement(), lazy=True),
+    ]
     topo += [deployment(f"job-{i}", "t2", 4, cpu="1") for i in range(8)]
     emu = make_switch_emulator(topo)
     before = _assigned(emu)
     assert before.get("cluster-a", 0) > 8
     client = client_for(emu, tmp_path)
-    body = {"status": {"resourceSummary": {"allocatable": {"cpu": "4", "memory": "4Ti",
-                                                           "pods": "1000"}}}}
+    body = {
+        "status": {
+            "resourceSummary": {"allocatable": {"cpu": "4", "memory": "4Ti", "pods": "1000"}}
+        }
+    }
     try:
-        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a",
-                                                                  subresource="status"),
-                       body=body, content_type=MERGE_PATCH)
+        client.request(
+            "patch",
+            CLUSTERS,
+            "PATCH",
+            CLUSTERS.path(name="cluster-a", subresource="status"),
+            body=body,
+            content_type=MERGE_PATCH,
+        )
     except NotFound:
-        client.request("patch", CLUSTERS, "PATCH", CLUSTERS.path(name="cluster-a"), body=body,
-                       content_type=MERGE_PATCH)
+        client.request(
+            "patch",
+            CLUSTERS,
+            "PATCH",
+            CLUSTERS.path(name="cluster-a"),
+            body=body,
+            content_type=MERGE_PATCH,
+        )
     time.sleep(0.2)
     night = policy_file(cpp("dyn-night", "t2", dynamic_placement(), lazy=lazy_night))
     path = write_schedule(tmp_path, SCHEDULE, {"policies/dyn-night.yaml": night})
@@ -85,8 +104,9 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: M
         if isinstance(event, ev.RunStarted):
             started.append(event)
         if isinstance(event, ev.WaveFinished):
-            listing = client.request("list", WORKLOAD_REBALANCERS, "GET",
-                                     WORKLOAD_REBALANCERS.path())
+            listing = client.request(
+                "list", WORKLOAD_REBALANCERS, "GET", WORKLOAD_REBALANCERS.path()
+            )
             rebalancers.update({rb["metadata"]["name"]: rb for rb in listing["items"]})
 
     record = switch(client, path, "night", on_event=on_event)
@@ -107,20 +127,37 @@ def test_swap_and_rebalance_waves_after_capacity_shrinks(make_switch_emulator: M
     assert after.get("cluster-a", 0) < before["cluster-a"]
 
 
-def test_rebalance_left_unschedulable_fails_the_wave_at_once(make_switch_emulator: MakeEmulator,
-                                                            tmp_path: Path) -> None:
+def test_rebalance_left_unschedulable_fails_the_wave_at_once(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A Fresh rebalance the estimators cannot fit (the team estimator gives the team no room
     anywhere) fails wave 1 in seconds as `unschedulable`, naming the workload and the
     scheduler's message, not at waveTimeout (60 s). Upstream: patchBindingStatusCondition
     leaves schedulerObservedGeneration behind on failure (pkg/scheduler/scheduler.go)."""
-    settings = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-                "spec": {"teamEstimator": {"teams": [
-                    {"name": f"t2@{c}", "cluster": c, "replicas": 100,
-                     "teamSelector": {"matchLabels": {"team": "t2"}}}
-                    for c in ("cluster-a", "cluster-b")]}}}
-    topo = [settings, cluster("cluster-a", cpu="40", startup=0.2),
-            cluster("cluster-b", cpu="40", startup=0.2), namespace(),
-            cpp("dyn-day", "t2", dynamic_placement(), lazy=True)]
+    settings = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {
+            "teamEstimator": {
+                "teams": [
+                    {
+                        "name": f"t2@{c}",
+                        "cluster": c,
+                        "replicas": 100,
+                        "teamSelector": {"matchLabels": {"team": "t2"}},
+                    }
+                    for c in ("cluster-a", "cluster-b")
+                ]
+            }
+        },
+    }
+    topo = [
+        settings,
+        cluster("cluster-a", cpu="40", startup=0.2),
+        cluster("cluster-b", cpu="40", startup=0.2),
+        namespace(),
+        cpp("dyn-day", "t2", dynamic_placement(), lazy=True),
+    ]
     topo += [deployment(f"job-{i}", "t2", 2, cpu="1") for i in range(2)]
     emu = make_switch_emulator(topo)
     for c in ("cluster-a", "cluster-b"):
@@ -129,9 +166,15 @@ def test_rebalance_left_unschedulable_fails_the_wave_at_once(make_switch_emulato
     night = policy_file(cpp("dyn-night", "t2", dynamic_placement()))
     schedule = schedule_text(
         "team-dyn",
-        windows=swap_window("night", "22:00", swap_from="dyn-day",
-                            swap_to="policies/dyn-night.yaml", trigger="rebalance"),
-        rollout="waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+        windows=swap_window(
+            "night",
+            "22:00",
+            swap_from="dyn-day",
+            swap_to="policies/dyn-night.yaml",
+            trigger="rebalance",
+        ),
+        rollout="waveSize: 1\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n",
+    )
     path = write_schedule(tmp_path, schedule, {"policies/dyn-night.yaml": night})
     events: list[Any] = []
     began = time.monotonic()

@@ -33,7 +33,8 @@ def _settled(emu: Any, want: dict[str, int], seconds: float = 5.0) -> dict[str, 
 
 
 def test_a_workload_scaled_mid_wave_moves_with_its_new_count(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """As wave 1 starts, the HPA scales web-0 (wave 1) from 5 to 8 and web-3 (wave 2) down to
     3: the switch succeeds, no floor breached, and the night places 8 and 3 in cluster-b."""
     emu = _emulator(make_switch_emulator)
@@ -46,5 +47,8 @@ def test_a_workload_scaled_mid_wave_moves_with_its_new_count(
     record, events = _switch_changing_at_wave_1(client, tmp_path, autoscale)
     assert record.result == "succeeded", record.to_json()
     assert not [e for e in events if type(e).__name__ == "FloorBreached"]
-    assert _settled(emu, {"web-0": 8, "web-3": 3, "web-1": 5}) == \
-        {"web-0": (8, 8), "web-3": (3, 3), "web-1": (5, 5)}
+    assert _settled(emu, {"web-0": 8, "web-3": 3, "web-1": 5}) == {
+        "web-0": (8, 8),
+        "web-3": (3, 3),
+        "web-1": (5, 5),
+    }

@@ -34,49 +34,65 @@ def _every_deployment_policy() -> str:
 
 def _plan(emu: object, tmp_path: Path, path: Path) -> tuple[int, dict[str, object]]:
     kubeconfig = emu.write_kubeconfig(tmp_path / "kc")  # type: ignore[attr-defined]
-    result = CliRunner().invoke(cli, ["plan", str(path), "--window", "night", "--kubeconfig",
-                                      str(kubeconfig), "-o", "json"])
+    result = CliRunner().invoke(
+        cli, ["plan", str(path), "--window", "night", "--kubeconfig", str(kubeconfig), "-o", "json"]
+    )
     assert result.stdout, result.output
     return result.exit_code, json.loads(result.stdout)
 
 
 def test_swap_that_selects_more_is_refused_and_says_what_it_adds(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """`to` selecting every Deployment: plan exit 3, the problem names the added selector;
     `tidal switch` writes nothing."""
     emu = make_switch_emulator(policy="day-cpp")
-    path = write_schedule(tmp_path, schedule_text(
-        "team-swap", ROLLOUT,
-        windows=swap_window("night", "23:00", swap_from="day-cpp", swap_to="night.yaml")),
-        {"night.yaml": _every_deployment_policy()})
+    path = write_schedule(
+        tmp_path,
+        schedule_text(
+            "team-swap",
+            ROLLOUT,
+            windows=swap_window("night", "23:00", swap_from="day-cpp", swap_to="night.yaml"),
+        ),
+        {"night.yaml": _every_deployment_policy()},
+    )
     code, plan = _plan(emu, tmp_path, path)
     assert code == 3 and not plan["safe"]
-    assert any("selects what day-cpp did not: Deployment (apps/v1) any labels" in p
-               for p in plan["problems"]), plan["problems"]  # type: ignore[attr-defined]
+    assert any(
+        "selects what day-cpp did not: Deployment (apps/v1) any labels" in p
+        for p in plan["problems"]  # type: ignore[attr-defined]
+    ), plan["problems"]
     emu.reset_requests()
-    result = CliRunner().invoke(cli, ["switch", str(path), "--window", "night", "--kubeconfig",
-                                      str(tmp_path / "kc"), "--yes"])
+    result = CliRunner().invoke(
+        cli,
+        ["switch", str(path), "--window", "night", "--kubeconfig", str(tmp_path / "kc"), "--yes"],
+    )
     assert result.exit_code == 3, result.output
-    assert [r for r in emu.request_log()
-            if r.verb not in ("get", "list", "watch") and not r.dry_run] == []
+    assert [
+        r for r in emu.request_log() if r.verb not in ("get", "list", "watch") and not r.dry_run
+    ] == []
 
 
-def test_allow_fields_turn_the_refusal_into_a_warning(make_switch_emulator: MakeEmulator,
-                                                      tmp_path: Path) -> None:
+def test_allow_fields_turn_the_refusal_into_a_warning(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """allowFields: [spec.resourceSelectors] on the swap: the plan is carried out and warns."""
     emu = make_switch_emulator(policy="day-cpp")
     windows = swap_window("night", "23:00", swap_from="day-cpp", swap_to="night.yaml")
     windows = windows.rstrip("\n") + "\n      allowFields: [spec.resourceSelectors]\n"
-    path = write_schedule(tmp_path, schedule_text("team-swap", ROLLOUT, windows=windows),
-                          {"night.yaml": _every_deployment_policy()})
+    path = write_schedule(
+        tmp_path,
+        schedule_text("team-swap", ROLLOUT, windows=windows),
+        {"night.yaml": _every_deployment_policy()},
+    )
     code, plan = _plan(emu, tmp_path, path)
     assert plan["problems"] == [] and code == 0
-    assert any("allowFields: spec.resourceSelectors" in w
-               for w in plan["warnings"])  # type: ignore[attr-defined]
+    assert any("allowFields: spec.resourceSelectors" in w for w in plan["warnings"])  # type: ignore[attr-defined]
 
 
-def test_patch_allow_fields_are_named_in_the_plan(make_switch_emulator: MakeEmulator,
-                                                  tmp_path: Path) -> None:
+def test_patch_allow_fields_are_named_in_the_plan(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A patch that also sets spec.priority under allowFields: the plan says so."""
     emu = make_switch_emulator()
     windows = f"""
@@ -93,5 +109,7 @@ def test_patch_allow_fields_are_named_in_the_plan(make_switch_emulator: MakeEmul
 """
     path = write_schedule(tmp_path, schedule_text("team-p", ROLLOUT, windows=windows))
     _, plan = _plan(emu, tmp_path, path)
-    assert "ClusterPropagationPolicy/team-cpp: the patch also changes spec.priority " \
+    assert (
+        "ClusterPropagationPolicy/team-cpp: the patch also changes spec.priority "
         "(allowFields)" in plan["warnings"]  # type: ignore[operator]
+    )

@@ -30,14 +30,18 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-SCHEDULE = schedule_text("team-static", workloads=TEAM_T1, rollout="""
+SCHEDULE = schedule_text(
+    "team-static",
+    workloads=TEAM_T1,
+    rollout="""
     waveSize: 25%
     pauseBetweenWaves: 0s
     waveTimeout: 30s
     floors:
       - clusters: [cluster-b]
         minReadyReplicas: 1
-""")  # the night window's trigger is auto: touch, as the night policy is static
+""",
+)  # the night window's trigger is auto: touch, as the night policy is static
 # the same, moving directly: a run writes exactly what the schedule names (tidal's own surge
 # overrides are not among them; tests/e2e/test_switch_surge.py has the surge twin)
 DIRECT = SCHEDULE.replace("    waveSize: 25%\n", "    waveSize: 25%\n    strategy: direct\n")
@@ -46,9 +50,12 @@ WORKLOADS = 40
 
 
 def _topology() -> list[dict[str, Any]]:
-    topo = [cluster("cluster-a", startup=1.0, termination=1.0),
-            cluster("cluster-b", startup=2.0, termination=1.0), namespace(),
-            cpp("team-cpp", "t1", DAY)]
+    topo = [
+        cluster("cluster-a", startup=1.0, termination=1.0),
+        cluster("cluster-b", startup=2.0, termination=1.0),
+        namespace(),
+        cpp("team-cpp", "t1", DAY),
+    ]
     return topo + [deployment(f"web-{i:02d}", "t1", 5) for i in range(WORKLOADS)]
 
 
@@ -59,15 +66,18 @@ def _settle(emu: Any) -> None:
         ready = {}
         for s in emu.timeline():
             ready[(s["workload"], s["cluster"])] = s["ready"]
-        if sum(1 for (w, c), r in ready.items() if c == "cluster-b" and r >= 1) == WORKLOADS \
-                and sum(r for (w, c), r in ready.items() if c == "cluster-a") == 4 * WORKLOADS:
+        if (
+            sum(1 for (w, c), r in ready.items() if c == "cluster-b" and r >= 1) == WORKLOADS
+            and sum(r for (w, c), r in ready.items() if c == "cluster-a") == 4 * WORKLOADS
+        ):
             return
         time.sleep(0.05)
     raise AssertionError("topology did not settle")
 
 
-def test_static_team_moves_in_sequential_waves_with_floors_held(make_switch_emulator: MakeEmulator,
-                                                                tmp_path: Path) -> None:
+def test_static_team_moves_in_sequential_waves_with_floors_held(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """40 Deployments go 80/20 -> 0/100 in 4 sequential waves; cluster-b never below 1 ready."""
     emu = make_switch_emulator(_topology())
     _settle(emu)
@@ -97,8 +107,13 @@ def test_static_team_moves_in_sequential_waves_with_floors_held(make_switch_emul
         assert final.get((name, "cluster-a"), (0, 0)) == (0, 0)
 
     def first(name: str, pred: Any) -> float:
-        return float(min(s["t"] for s in samples if s["workload"] == name
-                         and s["cluster"] == "cluster-b" and pred(s)))
+        return float(
+            min(
+                s["t"]
+                for s in samples
+                if s["workload"] == name and s["cluster"] == "cluster-b" and pred(s)
+            )
+        )
 
     for earlier, later in zip(record.waves, record.waves[1:], strict=False):
         converged = max(first(n, lambda s: s["ready"] == 5) for n in earlier.workloads)
@@ -117,7 +132,8 @@ def test_second_run_is_a_noop(make_switch_emulator: MakeEmulator, tmp_path: Path
     assert first.result == "succeeded" and not first.noop
     written = {(r.resource, r.name) for r in writes(emu)}
     assert written == {("clusterpropagationpolicies", "team-cpp")} | {
-        ("deployments", f"web-{i}") for i in range(4)}  # only what the schedule names
+        ("deployments", f"web-{i}") for i in range(4)
+    }  # only what the schedule names
     emu.reset_requests()
     second = switch(client, path, "night", journal=journal)
     assert second.result == "succeeded" and second.noop and second.waves == []

@@ -35,13 +35,15 @@ SCHEDULE = schedule_text(
     floors:
       - clusters: [cluster-b]
         minReadyReplicas: 1
-""")
+""",
+)
 
 NIGHT = policy_file(cpp("night-cpp", "t1", static_placement({"cluster-b": 1})))
 
 
-def test_swap_rolls_back_to_the_day_policy(make_switch_emulator: MakeEmulator,
-                                          tmp_path: Path) -> None:
+def test_swap_rolls_back_to_the_day_policy(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A swap whose first wave cannot fit is undone: day-cpp back, night-cpp gone, 80/20."""
     emu = make_switch_emulator(policy="day-cpp", cpu="1", b_cpu="6")
     client = client_for(emu, tmp_path)

@@ -23,23 +23,32 @@ from tidal.karmada import policies
 
 pytestmark = pytest.mark.e2e
 
-EDIT: dict[str, Any] = {"replicaScheduling": {"replicaSchedulingType": "Divided",
-                              "replicaDivisionPreference": "Weighted",
-                              "weightPreference": {"staticWeightList": [
-                                  {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},
-                                  {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1},
-                              ]}},
-        "clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]}}
+EDIT: dict[str, Any] = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},
+                {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1},
+            ]
+        },
+    },
+    "clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
+}
 
 
 def _schedule(tmp: Path, on_failure: str) -> Path:
-    rollout = (f"waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 20s\nonFailure: {on_failure}"
-               "\nfloors:\n  - clusters: [cluster-b]\n    minReadyReplicas: 1")
+    rollout = (
+        f"waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 20s\nonFailure: {on_failure}"
+        "\nfloors:\n  - clusters: [cluster-b]\n    minReadyReplicas: 1"
+    )
     return write_schedule(tmp, schedule_text("team-w", rollout))
 
 
 def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """cluster-b goes NotReady after wave 1: wave 2 fails at once with cluster_not_ready and
     moves nothing into it."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
@@ -50,8 +59,7 @@ def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
             emu.set_cluster_ready("cluster-b", False, reason="ClusterNotReachable")
 
     events: list[Any] = []
-    record = switch(client, _schedule(tmp_path, "halt"), "night", events=events,
-                    on_event=on_event)
+    record = switch(client, _schedule(tmp_path, "halt"), "night", events=events, on_event=on_event)
     assert record.result == "failed", record.to_json()
     assert [(w.index, w.result) for w in record.waves] == [(1, "succeeded"), (2, "failed")]
     failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
@@ -65,7 +73,8 @@ def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
 
 @pytest.mark.parametrize("on_failure", ["halt", "rollback"])
 def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str
+) -> None:
     """The policy is edited by hand after wave 1: wave 2 fails with policy_drift, the run
     halts (even with onFailure rollback) and the policy keeps the edit."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
@@ -73,12 +82,14 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
-            policies.patch_policy(client, "ClusterPropagationPolicy", "team-cpp", None,
-                                  {"spec": {"placement": EDIT}})
+            policies.patch_policy(
+                client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
+            )
 
     events: list[Any] = []
-    record = switch(client, _schedule(tmp_path, on_failure), "night", events=events,
-                    on_event=on_event)
+    record = switch(
+        client, _schedule(tmp_path, on_failure), "night", events=events, on_event=on_event
+    )
     assert record.result == "failed", record.to_json()
     failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
     assert [(e.wave, e.failure) for e in failed] == [(2, "policy_drift")]
@@ -86,5 +97,7 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
     assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     placement = policy["spec"]["placement"]
-    assert placement["replicaScheduling"]["weightPreference"] == \
-        EDIT["replicaScheduling"]["weightPreference"]
+    assert (
+        placement["replicaScheduling"]["weightPreference"]
+        == EDIT["replicaScheduling"]["weightPreference"]
+    )

@@ -54,9 +54,12 @@ def _objects() -> list[dict[str, Any]]:
 
 def _all_in(cluster: str) -> Any:
     def ok(now: Placement) -> bool:
-        return all(now.get((w, cluster), (0, 0)) == (n, n) and
-                   sum(a for (x, _c), (a, _r) in now.items() if x == w) == n
-                   for w, n in REPLICAS.items())
+        return all(
+            now.get((w, cluster), (0, 0)) == (n, n)
+            and sum(a for (x, _c), (a, _r) in now.items() if x == w) == n
+            for w, n in REPLICAS.items()
+        )
+
     return ok
 
 
@@ -86,11 +89,13 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
         target.reset()
     target.apply(_objects())
     target.wait_for(_all_in("cluster-a"), "day placement, all ready")
-    windows = (weights_window("night", "23:00", {"cluster-b": 1}, policy=POLICY)
-               + weights_window("day", "07:00", {"cluster-a": 4, "cluster-b": 1},
-                                policy=POLICY))
-    path = write_schedule(tmp_path, schedule_text(
-        "team-bridge", ROLLOUT.format(timeout=int(target.patience)), windows=windows))
+    windows = weights_window("night", "23:00", {"cluster-b": 1}, policy=POLICY) + weights_window(
+        "day", "07:00", {"cluster-a": 4, "cluster-b": 1}, policy=POLICY
+    )
+    path = write_schedule(
+        tmp_path,
+        schedule_text("team-bridge", ROLLOUT.format(timeout=int(target.patience)), windows=windows),
+    )
     client = target.client()
     for window, home in (("night", "cluster-b"), ("day", "cluster-a")):
         t0 = target.now()
@@ -98,11 +103,14 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
         assert record.result == "succeeded", record.to_json()
         target.wait_for(_all_in(home), f"{window}: all in {home}", 30)
         assert _below(target.timeline(), t0) == []
-        view = PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", POLICY,
-                                                  None))
+        view = PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", POLICY, None))
         assert BRIDGE_PLACEMENT not in view.annotations
-        assert normalize_placement(view.spec["placement"])["replicaScheduling"][
-            "replicaSchedulingType"] == "Divided"
+        assert (
+            normalize_placement(view.spec["placement"])["replicaScheduling"][
+                "replicaSchedulingType"
+            ]
+            == "Divided"
+        )
 
 
 def test_a_sampler_round_counts_as_one_moment() -> None:
@@ -113,8 +121,13 @@ def test_a_sampler_round_counts_as_one_moment() -> None:
     def sample(t: float, cluster: str, ready: int) -> dict[str, Any]:
         return {"t": t, "workload": w, "cluster": cluster, "assigned": ready, "ready": ready}
 
-    moved = [sample(1.0, "cluster-a", 1), sample(2.0, "cluster-b", 0),
-             sample(3.0, "cluster-a", 0), sample(3.0, "cluster-b", 1)]
+    moved = [
+        sample(1.0, "cluster-a", 1),
+        sample(2.0, "cluster-b", 0),
+        sample(3.0, "cluster-a", 0),
+        sample(3.0, "cluster-b", 1),
+    ]
     assert _below(moved, 0.0) == []
     assert _below([*moved, sample(4.0, "cluster-b", 0)], 0.0) == [
-        f"{w} at 4.0: 0 ready {{'cluster-a': 0, 'cluster-b': 0}}"]
+        f"{w} at 4.0: 0 ready {{'cluster-a': 0, 'cluster-b': 0}}"
+    ]

@@ -27,29 +27,58 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 NAME = "team-1005"
 
 
-def start_replica(target: Target, tmp: Path, who: str, schedules: Path, token: Path
-                  ) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TIDAL_LOG_FORMAT="json",
-               TIDAL_STATE_NAMESPACE=STATE_NS,
-               TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
-               TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
-               TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
-               TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle),
-               TIDAL_LISTEN_ADDRESS="127.0.0.1", TIDAL_COMMANDS__ENABLED="true",
-               TIDAL_COMMANDS__PORT="0", TIDAL_COMMANDS__TOKEN_FILE=str(token))
+def start_replica(
+    target: Target, tmp: Path, who: str, schedules: Path, token: Path
+) -> subprocess.Popen[bytes]:
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        TIDAL_LOG_FORMAT="json",
+        TIDAL_STATE_NAMESPACE=STATE_NS,
+        TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
+        TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
+        TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+        TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle),
+        TIDAL_LISTEN_ADDRESS="127.0.0.1",
+        TIDAL_COMMANDS__ENABLED="true",
+        TIDAL_COMMANDS__PORT="0",
+        TIDAL_COMMANDS__TOKEN_FILE=str(token),
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
-         str(target.kubeconfig), "--port", "0", "--identity", who],
-        stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "tidal",
+            "run",
+            "--schedules",
+            str(schedules),
+            "--kubeconfig",
+            str(target.kubeconfig),
+            "--port",
+            "0",
+            "--identity",
+            who,
+        ],
+        stdout=(tmp / f"{who}.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
 
 
 def command_api(tmp: Path, who: str) -> str | None:
-    return next((str(e["command_api"]) for e in log_events(tmp / f"{who}.log")
-                 if e.get("event") == "daemon_started"), None)
+    return next(
+        (
+            str(e["command_api"])
+            for e in log_events(tmp / f"{who}.log")
+            if e.get("event") == "daemon_started"
+        ),
+        None,
+    )
 
 
-def test_abort_through_the_standby_rolls_back(target: Target, fidelity: dict[str, Any],
-                                              tmp_path: Path) -> None:
+def test_abort_through_the_standby_rolls_back(
+    target: Target, fidelity: dict[str, Any], tmp_path: Path
+) -> None:
     """Aborted through the standby after wave 1: no wave 2, rolledBack, the day placement back
     and all ready; status shows the run's result and reason."""
     replicas = day_team(target)
@@ -65,29 +94,52 @@ def test_abort_through_the_standby_rolls_back(target: Target, fidelity: dict[str
     procs = {who: start_replica(target, tmp_path, who, schedules, token) for who in ("a", "b")}
     try:
         wait_for(lambda: all(command_api(tmp_path, w) for w in procs), 60, "both replicas")
-        wait_for(lambda: (r := _run(client)) is not None and len(r.completed_waves) >= 1,
-                 target.patience * 2, "wave 1 done")
+        wait_for(
+            lambda: (r := _run(client)) is not None and len(r.completed_waves) >= 1,
+            target.patience * 2,
+            "wave 1 done",
+        )
         lease = get_lease(client, STATE_NS, "tidal-leader")
         leader = (lease or {}).get("spec", {}).get("holderIdentity")
         standby = next(w for w in procs if w != leader)
-        aborted = CliRunner().invoke(cli, ["abort", NAME, "--daemon",
-                                           str(command_api(tmp_path, standby)),
-                                           "--token-file", str(token)])
+        aborted = CliRunner().invoke(
+            cli,
+            [
+                "abort",
+                NAME,
+                "--daemon",
+                str(command_api(tmp_path, standby)),
+                "--token-file",
+                str(token),
+            ],
+        )
         assert aborted.exit_code == 0, aborted.output
-        wait_for(lambda: (r := _run(client)) is not None and r.finished, target.patience * 2,
-                 "the aborted run to roll back")
+        wait_for(
+            lambda: (r := _run(client)) is not None and r.finished,
+            target.patience * 2,
+            "the aborted run to roll back",
+        )
         run = _run(client)
         assert run is not None and run.result == "rolledBack" and "tidal abort" in run.reason
         assert all(w.started_at is None for w in run.waves[1:])
-        status = CliRunner().invoke(cli, ["status", "--schedules", str(schedules),
-                                          "--kubeconfig", str(target.kubeconfig), "-o", "json"],
-                                    env={"TIDAL_STATE_NAMESPACE": STATE_NS})
+        status = CliRunner().invoke(
+            cli,
+            [
+                "status",
+                "--schedules",
+                str(schedules),
+                "--kubeconfig",
+                str(target.kubeconfig),
+                "-o",
+                "json",
+            ],
+            env={"TIDAL_STATE_NAMESPACE": STATE_NS},
+        )
         (entry,) = json.loads(status.stdout)["schedules"]
         assert entry["lastRun"]["result"] == "rolledBack"
         assert "tidal abort" in entry["lastRun"]["reason"]
         leader_events = log_events(tmp_path / f"{leader}.log")
-        assert [e["command"] for e in leader_events if e.get("event") == "run_aborted"] == \
-            ["abort"]
+        assert [e["command"] for e in leader_events if e.get("event") == "run_aborted"] == ["abort"]
     finally:
         stop_all(procs.values())
     target.wait_for(_day_ready(replicas), "day placement again, all ready", 60)

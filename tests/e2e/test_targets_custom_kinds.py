@@ -54,19 +54,23 @@ def objects() -> list[dict[str, Any]]:
     """The RIC, the namespace, the policy and the InferenceServices (the CRD apart)."""
     ric = [d for d in kind_documents() if d["kind"] == "ResourceInterpreterCustomization"]
     policy = kind_cpp("isvc-diff", PLACEMENT)
-    policy["spec"]["resourceSelectors"][0]["labelSelector"] = {
-        "matchLabels": {"team": "diff"}}
+    policy["spec"]["resourceSelectors"][0]["labelSelector"] = {"matchLabels": {"team": "diff"}}
     services = []
     for name, n in SIZES.items():
         svc = inference_service(name, n, cpu="250m")
         svc["metadata"]["labels"] = {"team": "diff"}
         services.append(svc)
-    return [*ric, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-            policy, *services]
+    return [
+        *ric,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        policy,
+        *services,
+    ]
 
 
-def rows_of(binding: dict[str, Any], members: dict[str, int | None],
-            template_status: dict[str, Any]) -> Row:
+def rows_of(
+    binding: dict[str, Any], members: dict[str, int | None], template_status: dict[str, Any]
+) -> Row:
     """What the differential compares for one workload."""
     spec, status = binding["spec"], binding.get("status") or {}
     items = {i["clusterName"]: i for i in status.get("aggregatedStatus") or []}
@@ -75,8 +79,9 @@ def rows_of(binding: dict[str, Any], members: dict[str, int | None],
         "requests": (spec.get("replicaRequirements") or {}).get("resourceRequest"),
         "assigned": {c["name"]: c.get("replicas") for c in spec.get("clusters") or []},
         "member instances": members,
-        "aggregated ready": {c: (i.get("status") or {}).get("readyReplicas")
-                             for c, i in sorted(items.items())},
+        "aggregated ready": {
+            c: (i.get("status") or {}).get("readyReplicas") for c, i in sorted(items.items())
+        },
         "health": {c: i.get("health") for c, i in sorted(items.items())},
         "template ready": template_status.get("readyReplicas"),
         "template replicas": template_status.get("replicas"),
@@ -86,7 +91,8 @@ def rows_of(binding: dict[str, Any], members: dict[str, int | None],
 def settled(rows: dict[str, Row]) -> bool:
     return len(rows) == len(SIZES) and all(
         r["template ready"] == SIZES[name] and set(r["health"].values()) == {"Healthy"}
-        for name, r in rows.items())
+        for name, r in rows.items()
+    )
 
 
 def wait_rows(read: Any, patience: float) -> dict[str, Row]:
@@ -106,10 +112,12 @@ def wait_rows(read: Any, patience: float) -> dict[str, Row]:
 def emulator_rows(make_emulator: Any) -> dict[str, Row]:
     from tidal_sim.clock import ScaledClock
 
-    topo = [*[d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"],
-            cluster("cluster-a", startup=OPERATOR_DELAY), cluster("cluster-b",
-                                                                  startup=OPERATOR_DELAY),
-            *objects()]
+    topo = [
+        *[d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"],
+        cluster("cluster-a", startup=OPERATOR_DELAY),
+        cluster("cluster-b", startup=OPERATOR_DELAY),
+        *objects(),
+    ]
     emu = make_emulator(topo, clock=ScaledClock(10.0))
     rb = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
     work = emu.kinds.by_kind("work.karmada.io/v1alpha1", "Work")
@@ -125,9 +133,11 @@ def emulator_rows(make_emulator: Any) -> dict[str, Row]:
                 if manifest["metadata"]["name"] == name and manifest["kind"] == KIND:
                     cluster_name = w["metadata"]["namespace"].removeprefix("karmada-es-")
                     members[cluster_name] = manifest["spec"]["serving"]["instances"]
-            out[name] = rows_of(emu.store.get(rb, NS, f"{name}-inferenceservice"),
-                                dict(sorted(members.items())),
-                                emu.store.get(isvc, NS, name).get("status") or {})
+            out[name] = rows_of(
+                emu.store.get(rb, NS, f"{name}-inferenceservice"),
+                dict(sorted(members.items())),
+                emu.store.get(isvc, NS, name).get("status") or {},
+            )
         return out
 
     return wait_rows(read, 30.0)
@@ -156,8 +166,11 @@ class MemberOperator:
                     continue  # the CRD or namespace is not there yet
 
     def reconcile(self, cluster: str, kubeconfig: Path) -> None:
-        items = json.loads(kubectl(kubeconfig, "get", "inferenceservices.inference.tidal.io",
-                                   "-n", NS, "-o", "json"))["items"]
+        items = json.loads(
+            kubectl(
+                kubeconfig, "get", "inferenceservices.inference.tidal.io", "-n", NS, "-o", "json"
+            )
+        )["items"]
         now = time.monotonic()
         for obj in items:
             meta, want = obj["metadata"], obj["spec"]["serving"].get("instances", 1)
@@ -174,11 +187,28 @@ class MemberOperator:
             elif status.get("observedGeneration") == meta["generation"]:
                 continue
             ready = ready or 0
-            body = {"status": {"observedGeneration": meta["generation"], "replicas": want,
-                               "updatedReplicas": want, "readyReplicas": ready,
-                               "availableReplicas": ready, "updatedReadyReplicas": ready}}
-            kubectl(kubeconfig, "patch", "inferenceservices.inference.tidal.io", meta["name"],
-                    "-n", NS, "--subresource=status", "--type=merge", "-p", json.dumps(body))
+            body = {
+                "status": {
+                    "observedGeneration": meta["generation"],
+                    "replicas": want,
+                    "updatedReplicas": want,
+                    "readyReplicas": ready,
+                    "availableReplicas": ready,
+                    "updatedReadyReplicas": ready,
+                }
+            }
+            kubectl(
+                kubeconfig,
+                "patch",
+                "inferenceservices.inference.tidal.io",
+                meta["name"],
+                "-n",
+                NS,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps(body),
+            )
 
     def close(self) -> None:
         self.stop.set()
@@ -189,8 +219,13 @@ def real_rows(plane: Any) -> dict[str, Row]:
     crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
     for kubeconfig in (plane.kubeconfig, *plane.members.values()):
         kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
-        kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-                "crd/inferenceservices.inference.tidal.io")
+        kubectl(
+            kubeconfig,
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/inferenceservices.inference.tidal.io",
+        )
     kubectl(plane.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects()))
     operator = MemberOperator(plane.members)
 
@@ -199,31 +234,67 @@ def real_rows(plane: Any) -> dict[str, Row]:
         for name in SIZES:
             members: dict[str, int | None] = {}
             for member, kubeconfig in plane.members.items():
-                found = json.loads(kubectl(kubeconfig, "get",
-                                           "inferenceservices.inference.tidal.io", "-n", NS,
-                                           "-o", "json"))["items"]
+                found = json.loads(
+                    kubectl(
+                        kubeconfig,
+                        "get",
+                        "inferenceservices.inference.tidal.io",
+                        "-n",
+                        NS,
+                        "-o",
+                        "json",
+                    )
+                )["items"]
                 for obj in found:
                     if obj["metadata"]["name"] == name:
                         members[member] = obj["spec"]["serving"].get("instances")
-            binding = json.loads(kubectl(plane.kubeconfig, "get", "rb", "-n", NS,
-                                         f"{name}-inferenceservice", "-o", "json"))
-            template = json.loads(kubectl(plane.kubeconfig, "get",
-                                          "inferenceservices.inference.tidal.io", "-n", NS,
-                                          name, "-o", "json"))
-            out[name] = rows_of(binding, dict(sorted(members.items())),
-                                template.get("status") or {})
+            binding = json.loads(
+                kubectl(
+                    plane.kubeconfig,
+                    "get",
+                    "rb",
+                    "-n",
+                    NS,
+                    f"{name}-inferenceservice",
+                    "-o",
+                    "json",
+                )
+            )
+            template = json.loads(
+                kubectl(
+                    plane.kubeconfig,
+                    "get",
+                    "inferenceservices.inference.tidal.io",
+                    "-n",
+                    NS,
+                    name,
+                    "-o",
+                    "json",
+                )
+            )
+            out[name] = rows_of(
+                binding, dict(sorted(members.items())), template.get("status") or {}
+            )
         return out
 
     try:
         return wait_rows(read, 180.0)
     finally:
         operator.close()
-        kubectl(plane.kubeconfig, "delete", "-f", "-", "--wait=false", "--ignore-not-found",
-                stdin=yaml.safe_dump_all([o for o in objects() if o["kind"] != "Namespace"]))
+        kubectl(
+            plane.kubeconfig,
+            "delete",
+            "-f",
+            "-",
+            "--wait=false",
+            "--ignore-not-found",
+            stdin=yaml.safe_dump_all([o for o in objects() if o["kind"] != "Namespace"]),
+        )
 
 
 def test_emulator_and_real_karmada_interpret_the_custom_kind_alike(
-        request: pytest.FixtureRequest, make_emulator: Any) -> None:
+    request: pytest.FixtureRequest, make_emulator: Any
+) -> None:
     """Per workload: binding replicas and requests, the 3:1 split, each member's revised
     spec.serving.instances, aggregated ready replicas and health, and the template's
     aggregated status are the same on both (the rows are the differential table)."""
@@ -254,14 +325,25 @@ class MemberSampler:
         while not self.stop.wait(0.3):
             for member, kubeconfig in self.members.items():
                 try:
-                    items = json.loads(kubectl(kubeconfig, "get",
-                                               "inferenceservices.inference.tidal.io", "-n",
-                                               NS, "-o", "json", timeout=10))["items"]
+                    items = json.loads(
+                        kubectl(
+                            kubeconfig,
+                            "get",
+                            "inferenceservices.inference.tidal.io",
+                            "-n",
+                            NS,
+                            "-o",
+                            "json",
+                            timeout=10,
+                        )
+                    )["items"]
                 except AssertionError:
                     continue
                 now = time.time()
-                seen = {o["metadata"]["name"]: int((o.get("status") or {}).get(
-                    "readyReplicas") or 0) for o in items}
+                seen = {
+                    o["metadata"]["name"]: int((o.get("status") or {}).get("readyReplicas") or 0)
+                    for o in items
+                }
                 for name in self.names():
                     self.samples.append((now, name, member, seen.get(name, 0)))
 
@@ -299,20 +381,30 @@ REAL_WORKLOADS = 20  # as many as the emulator's runs (issue 29's acceptance)
 
 
 @contextlib.contextmanager
-def real_team(plane: Any, placement: dict[str, Any], *, lazy: bool = False
-              ) -> Iterator[tuple[MemberOperator, MemberSampler]]:
+def real_team(
+    plane: Any, placement: dict[str, Any], *, lazy: bool = False
+) -> Iterator[tuple[MemberOperator, MemberSampler]]:
     """The CRD on the plane and its members, the customization, policy team-cpp and
     REAL_WORKLOADS InferenceServices of 5, with the member operator and a sampler running;
     everything but the namespace deleted afterwards."""
     crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
     for kubeconfig in (plane.kubeconfig, *plane.members.values()):
         kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
-        kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-                "crd/inferenceservices.inference.tidal.io")
+        kubectl(
+            kubeconfig,
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/inferenceservices.inference.tidal.io",
+        )
     ric = [d for d in kind_documents() if d["kind"] == "ResourceInterpreterCustomization"]
     services = [inference_service(f"rt-{i}", 5, cpu="250m") for i in range(REAL_WORKLOADS)]
-    objs = [*ric, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-            kind_cpp("team-cpp", placement, lazy=lazy), *services]
+    objs = [
+        *ric,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        kind_cpp("team-cpp", placement, lazy=lazy),
+        *services,
+    ]
     kubectl(plane.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
     operator, sampler = MemberOperator(plane.members), MemberSampler(plane.members)
     try:
@@ -320,9 +412,16 @@ def real_team(plane: Any, placement: dict[str, Any], *, lazy: bool = False
     finally:
         operator.close()
         sampler.close()
-        kubectl(plane.kubeconfig, "delete", "-f", "-", "--wait=true", "--ignore-not-found",
-                "--timeout=120s",
-                stdin=yaml.safe_dump_all([o for o in objs if o["kind"] != "Namespace"]))
+        kubectl(
+            plane.kubeconfig,
+            "delete",
+            "-f",
+            "-",
+            "--wait=true",
+            "--ignore-not-found",
+            "--timeout=120s",
+            stdin=yaml.safe_dump_all([o for o in objs if o["kind"] != "Namespace"]),
+        )
 
 
 def wait_split(sampler: MemberSampler, want: Any, seconds: float) -> dict[str, dict[str, int]]:
@@ -336,8 +435,11 @@ def wait_split(sampler: MemberSampler, want: Any, seconds: float) -> dict[str, d
 def real_client(plane: Any) -> Any:
     from tidal.karmada.client import KarmadaClient, RetryPolicy
 
-    return KarmadaClient.from_kubeconfig(plane.kubeconfig, None, retry=RetryPolicy(
-        attempts=8, base_delay=0.05, max_delay=1.0, max_retry_after=2.0))
+    return KarmadaClient.from_kubeconfig(
+        plane.kubeconfig,
+        None,
+        retry=RetryPolicy(attempts=8, base_delay=0.05, max_delay=1.0, max_retry_after=2.0),
+    )
 
 
 def real_only(request: pytest.FixtureRequest) -> Any:
@@ -347,11 +449,13 @@ def real_only(request: pytest.FixtureRequest) -> Any:
 
 
 ROLLOUT = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 3").replace(
-    "waveTimeout: 60s", "waveTimeout: 180s")
+    "waveTimeout: 60s", "waveTimeout: 180s"
+)
 
 
 def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """On real Karmada: 6 InferenceServices 4:1 -> cluster-b -> 4:1 in surged waves under
     minAvailablePercent 100: both runs succeed, no workload has fewer than 5 ready and
     cluster-b never fewer than the 1 it keeps, as on the emulator (test_switch_custom_kinds)."""
@@ -362,8 +466,9 @@ def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
         assert wait_split(sampler, lambda s: s == day, 180) == day
         time.sleep(3)  # the status delay: bindings show what the members do
         client = real_client(plane)
-        path = write_schedule(tmp_path, schedule_text("team-isvc-real", ROLLOUT,
-                                                      windows=STATIC, workloads=WORKLOADS))
+        path = write_schedule(
+            tmp_path, schedule_text("team-isvc-real", ROLLOUT, windows=STATIC, workloads=WORKLOADS)
+        )
         for window, after in (("night", night), ("day", day)):
             since = time.time()
             record = switch(client, path, window, policy_settle=RealTarget.policy_settle)
@@ -374,21 +479,25 @@ def test_real_karmada_switches_the_custom_kind_night_and_day_under_a_full_floor(
 
 
 def test_real_karmada_moves_the_custom_kind_off_a_dynamic_weight_cluster_without_a_dip(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """A Lazy DynamicWeight policy over both members narrowed to cluster-b, wave by wave
     under a full floor: every workload ends 5 in cluster-b, none below 5 ready on the way."""
     plane = real_only(request)
     with real_team(plane, dynamic_placement(), lazy=True) as (_, sampler):
-        before = wait_split(sampler, lambda s: len(s) == REAL_WORKLOADS and all(
-            sum(v.values()) == 5 for v in s.values()), 180)
+        before = wait_split(
+            sampler,
+            lambda s: len(s) == REAL_WORKLOADS and all(sum(v.values()) == 5 for v in s.values()),
+            180,
+        )
         assert all(sum(v.values()) == 5 for v in before.values()), before
         time.sleep(3)
-        path = write_schedule(tmp_path, schedule_text("team-isvc-dyn", ROLLOUT,
-                                                      windows=DYNAMIC_NIGHT,
-                                                      workloads=WORKLOADS))
+        path = write_schedule(
+            tmp_path,
+            schedule_text("team-isvc-dyn", ROLLOUT, windows=DYNAMIC_NIGHT, workloads=WORKLOADS),
+        )
         since = time.time()
-        record = switch(real_client(plane), path, "night",
-                        policy_settle=RealTarget.policy_settle)
+        record = switch(real_client(plane), path, "night", policy_settle=RealTarget.policy_settle)
         assert record.result == "succeeded", record.to_json()
         night = {n: {"cluster-b": 5} for n in before}
         assert wait_split(sampler, lambda s: s == night, 120) == night
@@ -397,7 +506,8 @@ def test_real_karmada_moves_the_custom_kind_off_a_dynamic_weight_cluster_without
 
 
 def test_real_karmada_member_whose_operator_stops_reporting_halts_the_switch(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """cluster-b's operator stops reporting: the first wave's surge in cluster-b never shows
     ready, the wave fails within waveTimeout and the run halts; nothing left cluster-a (no
     workload below 5 ready) and no override is left behind."""
@@ -408,14 +518,16 @@ def test_real_karmada_member_whose_operator_stops_reporting_halts_the_switch(
         time.sleep(3)
         operator.paused.add("cluster-b")
         rollout = ROLLOUT.replace("waveTimeout: 180s", "waveTimeout: 20s")
-        path = write_schedule(tmp_path, schedule_text("team-isvc-stop", rollout,
-                                                      windows=STATIC, workloads=WORKLOADS))
+        path = write_schedule(
+            tmp_path, schedule_text("team-isvc-stop", rollout, windows=STATIC, workloads=WORKLOADS)
+        )
         client = real_client(plane)
         since = time.time()
         record = switch(client, path, "night", policy_settle=RealTarget.policy_settle)
         assert record.result == "failed", record.to_json()
-        assert len(record.waves) == 1 and "not ready within waveTimeout" in \
-            str(record.waves[0].reason)
+        assert len(record.waves) == 1 and "not ready within waveTimeout" in str(
+            record.waves[0].reason
+        )
         assert sampler.dips(since, {"cluster-a": 4}, 5) == []
         assert list_overrides(client, schedule="team-isvc-stop") == []
         operator.paused.clear()

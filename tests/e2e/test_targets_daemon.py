@@ -35,25 +35,46 @@ def due_schedule(directory: Path, wave_timeout: float) -> None:
     doc["spec"]["rollout"].update(pauseBetweenWaves="2s", waveTimeout=f"{int(wave_timeout)}s")
     for window in doc["spec"]["windows"]:
         window.pop("rollout", None)
-        window["start"] = f"{now:%H:%M}" if window["name"] == "night" else \
-            f"{(now.hour + 12) % 24:02d}:{now:%M}"
+        window["start"] = (
+            f"{now:%H:%M}" if window["name"] == "night" else f"{(now.hour + 12) % 24:02d}:{now:%M}"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "team-1005.yaml").write_text(yaml.safe_dump(doc))
 
 
-def start_replica(target: Target, tmp: Path, who: str, schedules: Path, *,
-                  sweep_seconds: float = 60.0) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
-               TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS,
-               TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
-               TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
-               TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
-               TIDAL_SWEEPER__INTERVAL_SECONDS=str(sweep_seconds),
-               TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle))
+def start_replica(
+    target: Target, tmp: Path, who: str, schedules: Path, *, sweep_seconds: float = 60.0
+) -> subprocess.Popen[bytes]:
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
+        TIDAL_LOG_FORMAT="json",
+        TIDAL_STATE_NAMESPACE=STATE_NS,
+        TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
+        TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
+        TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
+        TIDAL_SWEEPER__INTERVAL_SECONDS=str(sweep_seconds),
+        TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle),
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules), "--kubeconfig",
-         str(target.kubeconfig), "--port", "0", "--identity", who],
-        stdout=(tmp / f"{who}.log").open("wb"), stderr=subprocess.STDOUT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "tidal",
+            "run",
+            "--schedules",
+            str(schedules),
+            "--kubeconfig",
+            str(target.kubeconfig),
+            "--port",
+            "0",
+            "--identity",
+            who,
+        ],
+        stdout=(tmp / f"{who}.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
 
 
 def fresh_state(target: Target) -> None:
@@ -63,8 +84,9 @@ def fresh_state(target: Target) -> None:
     target.reset()
     for kind in ("leases", "configmaps"):
         with contextlib.suppress(AssertionError):
-            kubectl(target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all",
-                    "--ignore-not-found")
+            kubectl(
+                target.kubeconfig, "delete", kind, "-n", STATE_NS, "--all", "--ignore-not-found"
+            )
 
 
 def _run(client: KarmadaClient) -> RunState | None:
@@ -80,14 +102,18 @@ def day_team(target: Target) -> dict[str, int]:
     fresh_state(target)
     objs = team_objects()
     target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
+    replicas = {
+        f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+        for d in objs
+        if d["kind"] == "Deployment"
+    }
     target.wait_for(_day_ready(replicas), "day placement, all ready")
     return replicas
 
 
-def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[str, Any],
-                                                 tmp_path: Path) -> None:
+def test_two_replicas_one_leader_sigkill_resumes(
+    target: Target, fidelity: dict[str, Any], tmp_path: Path
+) -> None:
     """a leads, b stands by; SIGKILL a after wave 1: b finishes, each wave succeeds once."""
     from tidal.karmada.leases import get_lease
 
@@ -102,15 +128,22 @@ def test_two_replicas_one_leader_sigkill_resumes(target: Target, fidelity: dict[
         procs["b"] = start_replica(target, tmp_path, "b", schedules)
         lease = get_lease(client, STATE_NS, "tidal-leader")
         assert lease is not None and lease["spec"].get("holderIdentity") == "a"
-        wait_for(lambda: (r := _run(client)) is not None and len(r.completed_waves) >= 1,
-                 target.patience, "wave 1 done")
+        wait_for(
+            lambda: (r := _run(client)) is not None and len(r.completed_waves) >= 1,
+            target.patience,
+            "wave 1 done",
+        )
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
-        wait_for(lambda: (r := _run(client)) is not None and r.finished, target.patience * 2,
-                 "b to finish the run")
+        wait_for(
+            lambda: (r := _run(client)) is not None and r.finished,
+            target.patience * 2,
+            "b to finish the run",
+        )
         run = _run(client)
-        assert run is not None and run.result == "succeeded", \
-            (tmp_path / "b.log").read_text()[-3000:]
+        assert run is not None and run.result == "succeeded", (tmp_path / "b.log").read_text()[
+            -3000:
+        ]
     finally:
         stop_all(procs.values())
     target.wait_for(_night_ready(replicas), "night placement, all ready", 30)

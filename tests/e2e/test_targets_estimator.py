@@ -37,33 +37,66 @@ CAP_ON_B = ZERO_ON_B.replace("{quota: true}", "{replicas: 0}")
 
 
 def _rank_only() -> list[dict[str, Any]]:
-    return [d for d in team_objects()
-            if d["kind"] != "Deployment" or d["metadata"]["name"] == "rank-2001-01"]
+    return [
+        d
+        for d in team_objects()
+        if d["kind"] != "Deployment" or d["metadata"]["name"] == "rank-2001-01"
+    ]
 
 
 def _quota_zero_gpus(target: RealTarget, cluster: str) -> None:
     """The team's namespace on `cluster` may request no GPU (a ResourceQuota on the member)."""
-    kubectl(target._kubeconfigs[cluster], "apply", "-f", "-", stdin=json.dumps({
-        "apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai-app"}},
-            {"apiVersion": "v1", "kind": "ResourceQuota",
-             "metadata": {"name": "team-2001-gpus", "namespace": "ai-app"},
-             "spec": {"hard": {"requests.nvidia.com/gpu": "0"}}}]}))
+    kubectl(
+        target._kubeconfigs[cluster],
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai-app"}},
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ResourceQuota",
+                        "metadata": {"name": "team-2001-gpus", "namespace": "ai-app"},
+                        "spec": {"hard": {"requests.nvidia.com/gpu": "0"}},
+                    },
+                ],
+            }
+        ),
+    )
 
 
 def _no_quota(target: RealTarget, cluster: str) -> None:
-    kubectl(target._kubeconfigs[cluster], "delete", "resourcequota", "team-2001-gpus", "-n",
-            "ai-app", "--ignore-not-found")
+    kubectl(
+        target._kubeconfigs[cluster],
+        "delete",
+        "resourcequota",
+        "team-2001-gpus",
+        "-n",
+        "ai-app",
+        "--ignore-not-found",
+    )
 
 
 def _emulator_capacity(target: EmulatorTarget, replicas_on_b: int | None) -> None:
     """The emulator's own team estimator: team 2001 may hold `replicas_on_b` on cluster-b."""
     from tidal_sim.controllers.team_estimator import parse_team_estimator
 
-    spec = {"teams": [] if replicas_on_b is None else [{
-        "name": "team-2001@cluster-b", "cluster": "cluster-b",
-        "teamSelector": {"matchLabels": {"atms-app/teamid": "2001"}},
-        "replicas": replicas_on_b}]}
+    spec = {
+        "teams": []
+        if replicas_on_b is None
+        else [
+            {
+                "name": "team-2001@cluster-b",
+                "cluster": "cluster-b",
+                "teamSelector": {"matchLabels": {"atms-app/teamid": "2001"}},
+                "replicas": replicas_on_b,
+            }
+        ]
+    }
     estimator = target.emu.topology.settings.team_estimator
     estimator.teams = parse_team_estimator(spec).teams
 
@@ -85,9 +118,9 @@ def plane_work(target: Target, request: pytest.FixtureRequest) -> Path | None:
     return work
 
 
-def test_estimator_team_quota_decides_the_dynamic_split(target: Target,
-                                                        plane_work: Path | None,
-                                                        fidelity: dict[str, Any]) -> None:
+def test_estimator_team_quota_decides_the_dynamic_split(
+    target: Target, plane_work: Path | None, fidelity: dict[str, Any]
+) -> None:
     """Team 2001 may use no GPU on cluster-b (its ResourceQuota there): the DynamicWeight
     workload goes all to cluster-a, though cluster-b has free GPUs. karmada-scheduler asked the
     estimator about both members, and `tidal estimator check` says so."""
@@ -115,10 +148,19 @@ def test_estimator_team_quota_decides_the_dynamic_split(target: Target,
             asked = seen["asked"]
             assert all(asked.get(c, {}).get("requests", 0) > 0 for c in CLUSTERS), asked
             info = estimator.info(plane_work)
-            result = CliRunner().invoke(cli, [
-                "estimator", "check", "--kubeconfig", str(target.kubeconfig),
-                "--estimator", f"127.0.0.1:{info['grpc']}",
-                "--status-url", f"http://127.0.0.1:{info['http']}"])
+            result = CliRunner().invoke(
+                cli,
+                [
+                    "estimator",
+                    "check",
+                    "--kubeconfig",
+                    str(target.kubeconfig),
+                    "--estimator",
+                    f"127.0.0.1:{info['grpc']}",
+                    "--status-url",
+                    f"http://127.0.0.1:{info['http']}",
+                ],
+            )
             fidelity["check"] = result.output
             assert result.exit_code == 0, result.output
     finally:
@@ -133,8 +175,9 @@ def test_estimator_team_quota_decides_the_dynamic_split(target: Target,
             _emulator_capacity(target, None)
 
 
-def test_estimator_killed_the_scheduler_falls_back(target: Target, plane_work: Path | None,
-                                                   fidelity: dict[str, Any]) -> None:
+def test_estimator_killed_the_scheduler_falls_back(
+    target: Target, plane_work: Path | None, fidelity: dict[str, Any]
+) -> None:
     """With the team's cluster-b capacity at 0 the workload goes to cluster-a; with the estimator
     gone (killed; on the emulator: suspended) a new workload is still scheduled, by the general
     estimate alone; on real Karmada, started again after the scheduler, it is asked again
@@ -161,8 +204,13 @@ def test_estimator_killed_the_scheduler_falls_back(target: Target, plane_work: P
             assert isinstance(target, EmulatorTarget)
             target.emu.topology.settings.team_estimator.suspended = True
         other = "ai-app/Deployment/rank-2001-02"
-        target.apply([d for d in team_objects() if d["kind"] == "Deployment"
-                      and d["metadata"]["name"] == "rank-2001-02"])
+        target.apply(
+            [
+                d
+                for d in team_objects()
+                if d["kind"] == "Deployment" and d["metadata"]["name"] == "rank-2001-02"
+            ]
+        )
 
         def scheduled(now: Placement) -> bool:
             return sum(n for n, _ in _placed(now, other).values()) == 1
@@ -180,11 +228,18 @@ def test_estimator_killed_the_scheduler_falls_back(target: Target, plane_work: P
             # back to the general estimate and is not asked again
             time.sleep(6)
             third = "ai-app/Deployment/rank-2001-03"
-            target.apply([d for d in team_objects() if d["kind"] == "Deployment"
-                          and d["metadata"]["name"] == "rank-2001-03"])
+            target.apply(
+                [
+                    d
+                    for d in team_objects()
+                    if d["kind"] == "Deployment" and d["metadata"]["name"] == "rank-2001-03"
+                ]
+            )
             back = target.wait_for(
                 lambda now: _placed(now, third) == {"cluster-a": (2, 2), "cluster-b": (0, 0)},
-                "rank-2001-03 on cluster-a once the estimator is back", 120)
+                "rank-2001-03 on cluster-a once the estimator is back",
+                120,
+            )
             fidelity["estimator_back"] = _placed(back, third)
     finally:
         if isinstance(target, RealTarget):
@@ -213,8 +268,7 @@ spec:
 """
 
 
-def _team_capacity(target: Target, plane_work: Path | None, teams: str,
-                   on_a: int | None) -> None:
+def _team_capacity(target: Target, plane_work: Path | None, teams: str, on_a: int | None) -> None:
     """The team's cluster-a capacity: `teams` for tidal estimator on real Karmada, `on_a`
     replicas (None: no limit) for the emulator's own team estimator."""
     if isinstance(target, RealTarget):
@@ -226,15 +280,24 @@ def _team_capacity(target: Target, plane_work: Path | None, teams: str,
     from tidal_sim.controllers.team_estimator import parse_team_estimator
 
     assert isinstance(target, EmulatorTarget)
-    spec = {"teams": [] if on_a is None else [{
-        "name": "team-2001@cluster-a", "cluster": "cluster-a",
-        "teamSelector": {"matchLabels": {"atms-app/teamid": "2001"}}, "replicas": on_a}]}
+    spec = {
+        "teams": []
+        if on_a is None
+        else [
+            {
+                "name": "team-2001@cluster-a",
+                "cluster": "cluster-a",
+                "teamSelector": {"matchLabels": {"atms-app/teamid": "2001"}},
+                "replicas": on_a,
+            }
+        ]
+    }
     target.emu.topology.settings.team_estimator.teams = parse_team_estimator(spec).teams
 
 
 def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
-        target: Target, plane_work: Path | None, fidelity: dict[str, Any],
-        tmp_path: Path) -> None:
+    target: Target, plane_work: Path | None, fidelity: dict[str, Any], tmp_path: Path
+) -> None:
     """At night the team's cluster-a capacity goes to 0: the rebalance waves move every
     replica of team 2001 to cluster-b with each workload ready throughout (the schedule's floor),
     exactly where `tidal plan` with the same team capacity said; in the morning (no cap) the day
@@ -252,8 +315,11 @@ def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
         target.reset()
         target.model_gpus()
     objs = team_objects()
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
+    replicas = {
+        f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+        for d in objs
+        if d["kind"] == "Deployment"
+    }
     names = sorted(replicas)
     try:
         target.apply(objs)
@@ -261,20 +327,23 @@ def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
         in_a = sum(n for (w, c), (n, _) in before.items() if c == "cluster-a" and w in replicas)
         assert in_a > 0, "the day spread left cluster-a empty already"
         _team_capacity(target, plane_work, CAP_A, 0)
-        path = fast_schedule(tmp_path, target.patience,
-                             "10s" if isinstance(target, RealTarget) else "1s")
+        path = fast_schedule(
+            tmp_path, target.patience, "10s" if isinstance(target, RealTarget) else "1s"
+        )
         teams_file = tmp_path / "teams.yaml"
         teams_file.write_text(CAP_A)
-        team = team_estimate(target.client(), load_teams(teams_file),
-                             lambda: datetime.now(UTC), 60.0)
+        team = team_estimate(
+            target.client(), load_teams(teams_file), lambda: datetime.now(UTC), 60.0
+        )
         plan = build_plan(target.client(), load_one(path).schedule, "night", team=team)
         predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
         record = switch(target.client(), path, "night", policy_settle=target.policy_settle)
         # succeeded: no wave broke the schedule's floor (onFailure: halt would have stopped it)
         assert record.result == "succeeded", record.to_json()
         night = target.wait_for(_all_ready(replicas), "team 2001 all ready at night", 60)
-        actual = {w: {c: n for c, (n, _) in split(night, [w], CLUSTERS)[w].items() if n}
-                  for w in names}
+        actual = {
+            w: {c: n for c, (n, _) in split(night, [w], CLUSTERS)[w].items() if n} for w in names
+        }
         fidelity["night"] = {"final": split(night, names, CLUSTERS), "predicted": predicted}
         assert all(set(a) == {"cluster-b"} for a in actual.values()), actual
         assert {w: predicted.get(w) for w in names} == actual
@@ -284,8 +353,7 @@ def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
         assert record.result == "succeeded", record.to_json()
         day = target.wait_for(_all_ready(replicas), "team 2001 all ready in the morning", 60)
         fidelity["day"] = split(day, names, CLUSTERS)
-        assert sum(n for (w, c), (n, _) in day.items()
-                   if c == "cluster-a" and w in replicas) > 0
+        assert sum(n for (w, c), (n, _) in day.items() if c == "cluster-a" and w in replicas) > 0
     finally:
         _team_capacity(target, plane_work, estimator_no_teams(), None)
 

@@ -25,9 +25,13 @@ def floor_schedule(tmp: Path, on_failure: str, wave_timeout: float) -> Path:
     moving directly: the breach comes while wave 1 has moved (a surging wave 1 would still be
     waiting for its raised replicas, with nothing to roll back)."""
     doc = yaml.safe_load((REPO / "schedules" / "team-1005.yaml").read_text())
-    doc["spec"]["rollout"].update(pauseBetweenWaves="0s", waveTimeout=f"{int(wave_timeout)}s",
-                                  onFailure=on_failure, floors=[{"minAvailablePercent": 20}],
-                                  strategy="direct")
+    doc["spec"]["rollout"].update(
+        pauseBetweenWaves="0s",
+        waveTimeout=f"{int(wave_timeout)}s",
+        onFailure=on_failure,
+        floors=[{"minAvailablePercent": 20}],
+        strategy="direct",
+    )
     for window in doc["spec"]["windows"]:
         window.pop("rollout", None)
     path = tmp / "team-1005.yaml"
@@ -36,8 +40,9 @@ def floor_schedule(tmp: Path, on_failure: str, wave_timeout: float) -> Path:
 
 
 @pytest.mark.parametrize("on_failure", ["halt", "rollback"])
-def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_path: Path,
-                               on_failure: str) -> None:
+def test_floor_breach_mid_wave(
+    target: Target, fidelity: dict[str, Any], tmp_path: Path, on_failure: str
+) -> None:
     """Scaling the last workload to 50 during wave 1 breaches its floor: the run stops after
     wave 1; halt leaves it there, rollback runs one rollback wave that returns wave 1's
     workloads to the day placement."""
@@ -45,8 +50,11 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
         target.reset()
     objs = team_objects()
     target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
+    replicas = {
+        f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+        for d in objs
+        if d["kind"] == "Deployment"
+    }
     names = sorted(replicas)
     target.wait_for(_day_ready(replicas), "day placement, all ready")
     client = target.client()
@@ -56,18 +64,28 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
     def on_event(event: Any) -> None:
         events.append(event)
         if isinstance(event, ev.WaveStarted) and event.wave == 1:
-            client.request("patch", deployments, "PATCH", deployments.path("ai-app", victim),
-                           body={"spec": {"replicas": 50}}, content_type=MERGE_PATCH)
+            client.request(
+                "patch",
+                deployments,
+                "PATCH",
+                deployments.path("ai-app", victim),
+                body={"spec": {"replicas": 50}},
+                content_type=MERGE_PATCH,
+            )
 
     events: list[Any] = []
-    record = switch(client, floor_schedule(tmp_path, on_failure, target.patience), "night",
-                    on_event=on_event, policy_settle=target.policy_settle)
+    record = switch(
+        client,
+        floor_schedule(tmp_path, on_failure, target.patience),
+        "night",
+        on_event=on_event,
+        policy_settle=target.policy_settle,
+    )
     rollbacks = [e for e in events if isinstance(e, ev.WaveStarted) and e.rollback]
     if on_failure == "halt":
         assert record.result == "failed" and not rollbacks, record.to_json()
     else:  # the surge is still there, so the rollback wave itself may report the floor
-        assert record.result in ("rolledBack", "failed") and len(rollbacks) == 1, \
-            record.to_json()
+        assert record.result in ("rolledBack", "failed") and len(rollbacks) == 1, record.to_json()
     assert [(w.index, w.result) for w in record.waves] == [(1, "failed")]
     breaches = [e for e in events if isinstance(e, ev.FloorBreached)]
     assert breaches and breaches[0].workload == names[-1]
@@ -81,6 +99,9 @@ def test_floor_breach_mid_wave(target: Target, fidelity: dict[str, Any], tmp_pat
         return bool(_day_ready({w: replicas[w] for w in first})(now))
 
     after = target.wait_for(settled, f"{on_failure}: placements after the breach", 60)
-    fidelity[on_failure] = {"result": record.result, "wave1": sorted(first),
-                            "breach": breaches[0].workload,
-                            "final": split(after, names, CLUSTERS)}
+    fidelity[on_failure] = {
+        "result": record.result,
+        "wave1": sorted(first),
+        "breach": breaches[0].workload,
+        "final": split(after, names, CLUSTERS),
+    }

@@ -27,8 +27,12 @@ CLUSTERS = ("cluster-a", "cluster-b")
 def team_objects() -> list[dict[str, Any]]:
     """The demo topology's namespace ai-app, team-1005-cpp (4:1) and team 1005's Deployments."""
     docs = [d for d in yaml.safe_load_all(Path(DEFAULT_TOPOLOGY).read_text()) if d]
-    return [d for d in docs if (d["kind"] == "Namespace" and d["metadata"]["name"] == "ai-app")
-            or d.get("metadata", {}).get("labels", {}).get("atms-app/teamid") == "1005"]
+    return [
+        d
+        for d in docs
+        if (d["kind"] == "Namespace" and d["metadata"]["name"] == "ai-app")
+        or d.get("metadata", {}).get("labels", {}).get("atms-app/teamid") == "1005"
+    ]
 
 
 def fast_schedule(tmp: Path, wave_timeout: float) -> Path:
@@ -44,52 +48,68 @@ def fast_schedule(tmp: Path, wave_timeout: float) -> Path:
 
 def _day_ready(replicas: dict[str, int]) -> Any:
     def ok(now: Placement) -> bool:
-        return all(now.get((w, "cluster-b"), (0, 0))[1] >= 1
-                   and now.get((w, "cluster-a"), (0, 0))[1] >= 1
-                   and sum(now.get((w, c), (0, 0))[1] for c in CLUSTERS) == n
-                   and sum(now.get((w, c), (0, 0))[0] for c in CLUSTERS) == n
-                   for w, n in replicas.items())
+        return all(
+            now.get((w, "cluster-b"), (0, 0))[1] >= 1
+            and now.get((w, "cluster-a"), (0, 0))[1] >= 1
+            and sum(now.get((w, c), (0, 0))[1] for c in CLUSTERS) == n
+            and sum(now.get((w, c), (0, 0))[0] for c in CLUSTERS) == n
+            for w, n in replicas.items()
+        )
+
     return ok
 
 
 def _night_ready(replicas: dict[str, int]) -> Any:
     def ok(now: Placement) -> bool:
-        return all(now.get((w, "cluster-b"), (0, 0)) == (n, n)
-                   and now.get((w, "cluster-a"), (0, 0)) == (0, 0) for w, n in replicas.items())
+        return all(
+            now.get((w, "cluster-b"), (0, 0)) == (n, n)
+            and now.get((w, "cluster-a"), (0, 0)) == (0, 0)
+            for w, n in replicas.items()
+        )
+
     return ok
 
 
-def _run_window(target: Target, path: Path, window: str, workloads: list[str]
-                ) -> dict[str, Any]:
+def _run_window(target: Target, path: Path, window: str, workloads: list[str]) -> dict[str, Any]:
     """Run `window`; return the record, the switch start time and per-wave placements."""
     waves: list[dict[str, Any]] = []
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished):
-            waves.append({"result": event.result, "t": target.now(),
-                          "placements": split(target.placements(), workloads, CLUSTERS)})
+            waves.append(
+                {
+                    "result": event.result,
+                    "t": target.now(),
+                    "placements": split(target.placements(), workloads, CLUSTERS),
+                }
+            )
 
     plan = build_plan(target.client(), load_one(path).schedule, window)
     predicted = {p.name: dict(p.after) for p in plan.plan.workloads}
     t0 = target.now()
-    record = switch(target.client(), path, window, on_event=on_event,
-                    policy_settle=target.policy_settle)
+    record = switch(
+        target.client(), path, window, on_event=on_event, policy_settle=target.policy_settle
+    )
     assert record.result == "succeeded", record.to_json()
     for wave, seen in zip(record.waves, waves, strict=True):
         seen["workloads"] = wave.workloads
     return {"t0": t0, "record": record, "waves": waves, "predicted": predicted}
 
 
-def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, Any],
-                                            tmp_path: Path) -> None:
+def test_example_static_team_night_then_day(
+    target: Target, fidelity: dict[str, Any], tmp_path: Path
+) -> None:
     """Night: every team-1005 Deployment ends 0/all in waves, cluster-b never below 1 ready and
     no wave starts before the previous one converged; day: back to 4:1 with the floor held."""
     if isinstance(target, RealTarget):
         target.reset()
     objs = team_objects()
     target.apply(objs)
-    replicas = {f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
-                for d in objs if d["kind"] == "Deployment"}
+    replicas = {
+        f"ai-app/Deployment/{d['metadata']['name']}": d["spec"]["replicas"]
+        for d in objs
+        if d["kind"] == "Deployment"
+    }
     names = sorted(replicas)
     before = target.wait_for(_day_ready(replicas), "day placement, all ready")
     target.wait_reported(replicas)
@@ -105,17 +125,23 @@ def test_example_static_team_night_then_day(target: Target, fidelity: dict[str, 
         timeline = target.timeline()
         assert floor_breaches(timeline, run["t0"], "cluster-b", set(names), 1) == []
         for earlier, later in zip(record.waves, record.waves[1:], strict=False):
-            done = max(converged_at(timeline, run["t0"], w) or float("inf")
-                       for w in earlier.workloads)
-            moved = min(first_move(timeline, run["t0"], w) or float("inf")
-                        for w in later.workloads)
+            done = max(
+                converged_at(timeline, run["t0"], w) or float("inf") for w in earlier.workloads
+            )
+            moved = min(first_move(timeline, run["t0"], w) or float("inf") for w in later.workloads)
             missed = [m for m in getattr(target, "missed_reads", []) if m[0] >= run["t0"]]
-            assert done <= moved, (f"{window}: wave {later.index} moved before "
-                                   f"{earlier.index} converged; member reads missed: {missed}")
-        actual = {w: {c: n for c, (n, _) in split(final, [w], CLUSTERS)[w].items() if n}
-                  for w in names}
-        fidelity[window] = {"waves": run["waves"], "final": split(final, names, CLUSTERS),
-                            "predicted": run["predicted"],
-                            "seconds": round(target.now() - run["t0"], 1)}
+            assert done <= moved, (
+                f"{window}: wave {later.index} moved before "
+                f"{earlier.index} converged; member reads missed: {missed}"
+            )
+        actual = {
+            w: {c: n for c, (n, _) in split(final, [w], CLUSTERS)[w].items() if n} for w in names
+        }
+        fidelity[window] = {
+            "waves": run["waves"],
+            "final": split(final, names, CLUSTERS),
+            "predicted": run["predicted"],
+            "seconds": round(target.now() - run["t0"], 1),
+        }
         # tidal plan, workload by workload, against what the scheduler then did
         assert {w: run["predicted"].get(w) for w in names} == actual

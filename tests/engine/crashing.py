@@ -23,13 +23,22 @@ def wave_starts(number: int) -> Callable[[Any], bool]:
     return lambda event: isinstance(event, ev.WaveStarted) and event.wave == number
 
 
-def crash_run(client: KarmadaClient, loaded: Any, journal: Journal,
-              when: Callable[[Any], bool], *, window: str = "night", **kwargs: Any) -> None:
+def crash_run(
+    client: KarmadaClient,
+    loaded: Any,
+    journal: Journal,
+    when: Callable[[Any], bool],
+    *,
+    window: str = "night",
+    **kwargs: Any,
+) -> None:
     """Run `window` and crash at the first event `when` accepts (the crash must happen)."""
+
     def crash(event: Any) -> None:
         if when(event):
             raise Crash
 
     with pytest.raises(Crash):
-        run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                   on_event=crash, **kwargs)
+        run_switch(
+            client, loaded, window, clock=SystemClock(), journal=journal, on_event=crash, **kwargs
+        )

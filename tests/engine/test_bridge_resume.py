@@ -33,8 +33,7 @@ NIGHT_PLACEMENT = normalize_placement(static_placement({"cluster-b": 1}))
 
 
 def _policy(client: KarmadaClient) -> PolicyView:
-    return PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", "team-cpp",
-                                              None))
+    return PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None))
 
 
 def _at(step: BridgeStep) -> Callable[[Any], bool]:
@@ -49,6 +48,7 @@ def _waiting() -> Callable[[Any], bool]:
         if isinstance(e, ev.BridgeStepped) and e.step is BridgeStep.TOUCHING:
             seen.append(True)
         return bool(seen) and isinstance(e, ev.WaveProgress)
+
     return when
 
 
@@ -64,7 +64,8 @@ POINTS: dict[str, Callable[[], Callable[[Any], bool]]] = {
 
 @pytest.mark.parametrize("point", sorted(POINTS))
 def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
-        make_switch_emulator: MakeEmulator, tmp_path: Path, point: str) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path, point: str
+) -> None:
     """Crashed at the step, the resumed run succeeds: the policy has the night placement (no
     Duplicated left) without the temporary Lazy, each workload is at its night share and no
     more, and no workload was ever below its replicas, the crash included."""
@@ -78,8 +79,10 @@ def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
     crash_run(client, loaded, journal, POINTS[point]())
     state = journal.load("team-s")
     assert state is not None and state.waves[0].bridge is not None
-    duplicated = _policy(client).spec["placement"]["replicaScheduling"].get(
-        "replicaSchedulingType") == "Duplicated"
+    duplicated = (
+        _policy(client).spec["placement"]["replicaScheduling"].get("replicaSchedulingType")
+        == "Duplicated"
+    )
     assert duplicated is (point in ("touching", "waiting", "restoring"))  # the worst moments
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded", record.to_json()
@@ -93,12 +96,14 @@ def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
     assert splits(emu) == night and desired(emu) == night
 
 
-ROLLBACK = FULL_AVAILABILITY.replace("waveTimeout: 60s", "waveTimeout: 3s") + \
-    "    onFailure: rollback\n"
+ROLLBACK = (
+    FULL_AVAILABILITY.replace("waveTimeout: 60s", "waveTimeout: 3s") + "    onFailure: rollback\n"
+)
 
 
 def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """cluster-b's pods fail: the bridged replicas never serve, the wave times out, and the
     rollback puts the day placement back on the policy (not the bridge), moves the bridged
     workloads back to cluster-a only, with none ever below its replicas."""
@@ -109,8 +114,9 @@ def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
     emu.set_pods_fail("cluster-b")
     day = splits(emu)
     since = emu.clock.now()
-    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                        journal=InMemoryJournal())
+    record = run_switch(
+        client, load_one(path), "night", clock=SystemClock(), journal=InMemoryJournal()
+    )
     assert record.result == "rolledBack", record.to_json()
     assert "bridged replicas not ready" in record.waves[0].reason
     policy = _policy(client)
@@ -121,7 +127,8 @@ def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
 
 
 def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """onFailure halt: the timed-out bridge gives way to the night placement on the policy
     (the run's own change stays, as any halted run's), its room is given back, and the run
     warns that web-0 keeps serving in both clusters until a run moves it."""
@@ -131,8 +138,7 @@ def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
     emu.set_pods_fail("cluster-b")
     journal = InMemoryJournal()
     with structlog.testing.capture_logs() as logs:
-        record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                            journal=journal)
+        record = run_switch(client, load_one(path), "night", clock=SystemClock(), journal=journal)
     assert record.result == "failed", record.to_json()
     assert normalize_placement(_policy(client).spec.get("placement")) == NIGHT_PLACEMENT
     assert BRIDGE_PLACEMENT not in _policy(client).annotations
@@ -143,8 +149,9 @@ def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
     assert state.waves[0].bridge.step is BridgeStep.RELEASED
 
 
-def test_a_rollback_bridges_the_way_back_too(make_switch_emulator: MakeEmulator,
-                                            tmp_path: Path) -> None:
+def test_a_rollback_bridges_the_way_back_too(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Wave 1 moved web-0 (1 replica) to cluster-b through a bridge; wave 2's bridge never
     serves (cluster-b's new pods fail from then on): the rollback moves web-0 back to
     cluster-a through a bridge of its own (cluster-a has no member at night), so no workload
@@ -162,8 +169,14 @@ def test_a_rollback_bridges_the_way_back_too(make_switch_emulator: MakeEmulator,
         if isinstance(e, ev.WaveStarted) and e.wave == 2 and not e.rollback:
             emu.set_pods_fail("cluster-b")
 
-    record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                        journal=InMemoryJournal(), on_event=observe)
+    record = run_switch(
+        client,
+        load_one(path),
+        "night",
+        clock=SystemClock(),
+        journal=InMemoryJournal(),
+        on_event=observe,
+    )
     assert record.result == "rolledBack", record.to_json()
     back = [e for e in events if isinstance(e, ev.BridgeStepped) and e.rollback]
     assert [e.step for e in back][-1] is BridgeStep.RESTORED
@@ -174,7 +187,8 @@ def test_a_rollback_bridges_the_way_back_too(make_switch_emulator: MakeEmulator,
 
 
 def test_a_template_changed_while_the_bridge_is_on_its_policy_is_put_back(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """web-0 moved in wave 1; someone edits it while wave 2's bridge placement is on the
     policy, so it takes the bridge: once the placement is back the run touches web-0 again,
     warns (bridge_stray), and web-0 ends at its night share only."""
@@ -189,13 +203,26 @@ def test_a_template_changed_while_the_bridge_is_on_its_policy_is_put_back(
 
     def edit(e: Any) -> None:
         if isinstance(e, ev.BridgeStepped) and e.wave == 2 and e.step is BridgeStep.TOUCHING:
-            templates_api.touch(client, "apps/v1", "Deployment", "ai-app", "web-0",
-                                stamp="someone", run_id="someone")
+            templates_api.touch(
+                client,
+                "apps/v1",
+                "Deployment",
+                "ai-app",
+                "web-0",
+                stamp="someone",
+                run_id="someone",
+            )
             time.sleep(0.3)  # let the emulator's detector apply the bridge placement to it
 
     with structlog.testing.capture_logs() as logs:
-        record = run_switch(client, load_one(path), "night", clock=SystemClock(),
-                            journal=InMemoryJournal(), on_event=edit)
+        record = run_switch(
+            client,
+            load_one(path),
+            "night",
+            clock=SystemClock(),
+            journal=InMemoryJournal(),
+            on_event=edit,
+        )
     assert record.result == "succeeded", record.to_json()
     strays = [e for e in logs if e.get("code") == "bridge_stray"]
     assert strays and "ai-app/Deployment/web-0" in strays[0]["message"]
@@ -203,8 +230,9 @@ def test_a_template_changed_while_the_bridge_is_on_its_policy_is_put_back(
     assert desired(emu) == night
 
 
-def test_a_journal_lost_mid_bridge_loses_nothing(make_switch_emulator: MakeEmulator,
-                                                 tmp_path: Path) -> None:
+def test_a_journal_lost_mid_bridge_loses_nothing(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Crashed with the bridge placement on the policy and the journal gone: the next run
     finds the placement from before the bridge in the policy's own mark and puts it back
     before it plans; it ends at the night placement, no mark left, every workload at its
@@ -216,8 +244,10 @@ def test_a_journal_lost_mid_bridge_loses_nothing(make_switch_emulator: MakeEmula
     night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
     crash_run(client, loaded, InMemoryJournal(), _waiting())
     assert BRIDGE_PLACEMENT in _policy(client).annotations
-    served = {w: {"cluster-a": n, "cluster-b": n} for w, n in
-              ((w, sum(split.values())) for w, split in day.items())}
+    served = {
+        w: {"cluster-a": n, "cluster-b": n}
+        for w, n in ((w, sum(split.values())) for w, split in day.items())
+    }
     deadline = time.monotonic() + 20
     while splits(emu) != served and time.monotonic() < deadline:
         time.sleep(0.1)

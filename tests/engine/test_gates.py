@@ -14,40 +14,70 @@ from tidal.engine import gates
 from tidal.engine.resolve import Workload
 from tidal.engine.triggers import normalize_placement
 
-PLACEMENT = {"clusterAffinity": {"clusterNames": ["b"]},
-             "replicaScheduling": {"replicaSchedulingType": "Divided"}}
+PLACEMENT = {
+    "clusterAffinity": {"clusterNames": ["b"]},
+    "replicaScheduling": {"replicaSchedulingType": "Divided"},
+}
 
 
 def _workload(name: str = "w") -> Workload:
-    return Workload(WorkloadKey("ns", name, "Deployment", "apps/v1"),
-                    {"metadata": {"uid": "u"}, "spec": {"replicas": 4}}, None, "p")
+    return Workload(
+        WorkloadKey("ns", name, "Deployment", "apps/v1"),
+        {"metadata": {"uid": "u"}, "spec": {"replicas": 4}},
+        None,
+        "p",
+    )
 
 
-def _binding(*, placement: Any = PLACEMENT, generation: int = 2, observed: int = 2,
-             clusters: dict[str, int] | None = None, ready: dict[str, int] | None = None,
-             triggered_at: str | None = None, last: str | None = None,
-             scheduled: tuple[str, str] = ("True", "Success"), claimed: bool = True
-             ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"placement": placement, "replicas": 4,
-                            "clusters": [{"name": c, "replicas": n}
-                                         for c, n in (clusters or {"b": 4}).items()]}
+def _binding(
+    *,
+    placement: Any = PLACEMENT,
+    generation: int = 2,
+    observed: int = 2,
+    clusters: dict[str, int] | None = None,
+    ready: dict[str, int] | None = None,
+    triggered_at: str | None = None,
+    last: str | None = None,
+    scheduled: tuple[str, str] = ("True", "Success"),
+    claimed: bool = True,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "placement": placement,
+        "replicas": 4,
+        "clusters": [{"name": c, "replicas": n} for c, n in (clusters or {"b": 4}).items()],
+    }
     if triggered_at:
         spec["rescheduleTriggeredAt"] = triggered_at
     labels = {"clusterpropagationpolicy.karmada.io/permanent-id": "x"} if claimed else {}
     return {
-        "metadata": {"name": "w-deployment", "namespace": "ns", "generation": generation,
-                     "labels": labels},
+        "metadata": {
+            "name": "w-deployment",
+            "namespace": "ns",
+            "generation": generation,
+            "labels": labels,
+        },
         "spec": spec,
-        "status": {"schedulerObservedGeneration": observed, "lastScheduledTime": last,
-                   "conditions": [{"type": "Scheduled", "status": scheduled[0],
-                                   "reason": scheduled[1], "message": "msg"}],
-                   "aggregatedStatus": [{"clusterName": c, "status": {"readyReplicas": n}}
-                                        for c, n in (ready or {}).items()]},
+        "status": {
+            "schedulerObservedGeneration": observed,
+            "lastScheduledTime": last,
+            "conditions": [
+                {
+                    "type": "Scheduled",
+                    "status": scheduled[0],
+                    "reason": scheduled[1],
+                    "message": "msg",
+                }
+            ],
+            "aggregatedStatus": [
+                {"clusterName": c, "status": {"readyReplicas": n}} for c, n in (ready or {}).items()
+            ],
+        },
     }
 
 
-def _eval(binding: dict[str, Any], target: gates.WaveTarget,
-          floors: Sequence[FloorRule] = ()) -> gates.GateReport:
+def _eval(
+    binding: dict[str, Any], target: gates.WaveTarget, floors: Sequence[FloorRule] = ()
+) -> gates.GateReport:
     w = target.workload
     return gates.evaluate([target], [w], {w.binding_key: binding}, floors, {w.name: {"b": 1}})
 
@@ -70,11 +100,13 @@ def test_rebalance_needs_schedule_after_trigger() -> None:
     """For a rebalance, lastScheduledTime must be at or after rescheduleTriggeredAt."""
     created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     target = gates.WaveTarget(_workload(), trigger_time=created)
-    early = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:04Z",
-                     ready={"b": 4})
+    early = _binding(
+        triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:04Z", ready={"b": 4}
+    )
     assert _eval(early, target).passed == {"triggered", "floors"}
-    done = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:06Z",
-                    ready={"b": 4})
+    done = _binding(
+        triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:06Z", ready={"b": 4}
+    )
     assert "converged" in _eval(done, target).passed
 
 
@@ -83,21 +115,27 @@ def test_rebalance_in_the_second_of_the_last_scheduling_is_not_scheduled() -> No
     created = datetime(2026, 1, 1, 0, 0, 5, 300000, tzinfo=UTC)
     found = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     target = gates.WaveTarget(_workload(), trigger_time=created, scheduled_before=found)
-    dropped = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z",
-                       ready={"b": 4})
+    dropped = _binding(
+        triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z", ready={"b": 4}
+    )
     assert _eval(dropped, target).passed == {"triggered", "floors"}
-    later = _binding(triggered_at="2026-01-01T00:00:06Z", last="2026-01-01T00:00:06Z",
-                     ready={"b": 4})
+    later = _binding(
+        triggered_at="2026-01-01T00:00:06Z", last="2026-01-01T00:00:06Z", ready={"b": 4}
+    )
     assert "converged" in _eval(later, target).passed
 
 
 def test_rebalance_scheduled_in_its_own_second_counts_after_an_older_scheduling() -> None:
     """A scheduling in the trigger's second counts when the one the trigger found is older."""
     created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
-    target = gates.WaveTarget(_workload(), trigger_time=created,
-                              scheduled_before=datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC))
-    done = _binding(triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z",
-                    ready={"b": 4})
+    target = gates.WaveTarget(
+        _workload(),
+        trigger_time=created,
+        scheduled_before=datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC),
+    )
+    done = _binding(
+        triggered_at="2026-01-01T00:00:05Z", last="2026-01-01T00:00:05Z", ready={"b": 4}
+    )
     assert "converged" in _eval(done, target).passed
 
 
@@ -114,11 +152,20 @@ def test_failed_rebalance_with_generation_behind_fails_at_once_naming_every_work
     behind, and the wave still fails as unschedulable with each workload and message named."""
     created = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     one, two = _workload("w1"), _workload("w2")
-    failed = _binding(generation=3, observed=2, triggered_at="2026-01-01T00:00:05Z",
-                      last="2026-01-01T00:00:01Z", scheduled=("False", "Unschedulable"))
+    failed = _binding(
+        generation=3,
+        observed=2,
+        triggered_at="2026-01-01T00:00:05Z",
+        last="2026-01-01T00:00:01Z",
+        scheduled=("False", "Unschedulable"),
+    )
     report = gates.evaluate(
         [gates.WaveTarget(one, trigger_time=created), gates.WaveTarget(two, trigger_time=created)],
-        [one, two], {one.binding_key: failed, two.binding_key: failed}, [], {})
+        [one, two],
+        {one.binding_key: failed, two.binding_key: failed},
+        [],
+        {},
+    )
     assert report.failure == "unschedulable"
     assert report.reason == f"{one.name}: Unschedulable: msg; {two.name}: Unschedulable: msg"
 
@@ -127,8 +174,7 @@ def test_failed_touch_with_generation_behind_fails_at_once() -> None:
     """A touched binding whose new placement cannot be scheduled (observed generation behind)
     fails the wave as unschedulable instead of waiting for waveTimeout."""
     target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
-    report = _eval(_binding(generation=5, observed=4, scheduled=("False", "NoClusterFit")),
-                   target)
+    report = _eval(_binding(generation=5, observed=4, scheduled=("False", "NoClusterFit")), target)
     assert report.failure == "unschedulable" and "NoClusterFit: msg" in report.reason
 
 
@@ -156,29 +202,41 @@ def test_missing_binding_is_reported() -> None:
 
 def test_ready_field_path_is_honoured() -> None:
     """readyReplicasField status.availableReplicas reads that field of the member status."""
-    binding = {"status": {"aggregatedStatus": [
-        {"clusterName": "a", "status": {"availableReplicas": 3, "readyReplicas": 1}}]}}
+    binding = {
+        "status": {
+            "aggregatedStatus": [
+                {"clusterName": "a", "status": {"availableReplicas": 3, "readyReplicas": 1}}
+            ]
+        }
+    }
     assert gates.ready_by_cluster(binding, "status.availableReplicas") == {"a": 3}
     assert gates.ready_by_cluster(binding) == {"a": 1}
 
 
-@pytest.mark.parametrize(("assigned", "raised", "members", "old"), [
-    # night move of 4: b raised to 4 by the override, a's Work not yet removed
-    ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-a": 3, "cluster-b": 4}, ["cluster-a"]),
-    # a's Work removed: the new split is what the members run
-    ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-b": 4}, []),
-    # day move: a raised to 4, b still at 5 of its new 1 (not re-rendered yet)
-    ({"cluster-a": 4, "cluster-b": 1}, {"cluster-a": 4}, {"cluster-a": 4, "cluster-b": 5},
-     ["cluster-b"]),
-    ({"cluster-a": 4, "cluster-b": 1}, {"cluster-a": 4}, {"cluster-a": 4, "cluster-b": 1}, []),
-    # dynamic weights: the override keeps b above its assignment, which is not "old"
-    ({"cluster-b": 3}, {"cluster-b": 5}, {"cluster-b": 5}, []),
-    # a kind that reports no replica count: only the cluster set can tell
-    ({"cluster-b": 2}, {"cluster-b": 2}, {"cluster-b": None}, []),
-])
+@pytest.mark.parametrize(
+    ("assigned", "raised", "members", "old"),
+    [
+        # night move of 4: b raised to 4 by the override, a's Work not yet removed
+        ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-a": 3, "cluster-b": 4}, ["cluster-a"]),
+        # a's Work removed: the new split is what the members run
+        ({"cluster-b": 4}, {"cluster-b": 4}, {"cluster-b": 4}, []),
+        # day move: a raised to 4, b still at 5 of its new 1 (not re-rendered yet)
+        (
+            {"cluster-a": 4, "cluster-b": 1},
+            {"cluster-a": 4},
+            {"cluster-a": 4, "cluster-b": 5},
+            ["cluster-b"],
+        ),
+        ({"cluster-a": 4, "cluster-b": 1}, {"cluster-a": 4}, {"cluster-a": 4, "cluster-b": 1}, []),
+        # dynamic weights: the override keeps b above its assignment, which is not "old"
+        ({"cluster-b": 3}, {"cluster-b": 5}, {"cluster-b": 5}, []),
+        # a kind that reports no replica count: only the cluster set can tell
+        ({"cluster-b": 2}, {"cluster-b": 2}, {"cluster-b": None}, []),
+    ],
+)
 def test_old_split_members_are_those_not_yet_rendered_from_the_new_split(
-        assigned: dict[str, int], raised: dict[str, int], members: dict[str, int | None],
-        old: list[str]) -> None:
+    assigned: dict[str, int], raised: dict[str, int], members: dict[str, int | None], old: list[str]
+) -> None:
     """Before a surge's overrides go, no member may still run the old split: a cluster no
     longer assigned that still reports, or an unraised one above its assignment."""
     assert gates.old_split_members(assigned, raised, members) == old

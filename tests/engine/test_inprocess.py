@@ -29,11 +29,14 @@ from tidal.karmada.client import RetryPolicy
 from tidal_sim.testing import InProcessKarmada
 from tidal_sim.testing.plugin import MakeKarmadaFake
 
-SCHEDULE = schedule_text("team-u", """
+SCHEDULE = schedule_text(
+    "team-u",
+    """
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 60s
-""")
+""",
+)
 ON_B = "ai-app/Deployment/web-{}"
 
 
@@ -41,12 +44,23 @@ class Crash(Exception):
     pass
 
 
-def _switch(fake: InProcessKarmada, tmp: Path, *, journal: InMemoryJournal | None = None,
-            on_event: Any = None, schedule: str = SCHEDULE) -> RunRecord:
+def _switch(
+    fake: InProcessKarmada,
+    tmp: Path,
+    *,
+    journal: InMemoryJournal | None = None,
+    on_event: Any = None,
+    schedule: str = SCHEDULE,
+) -> RunRecord:
     client = fake.client(retry=RetryPolicy(attempts=4, base_delay=0.5, max_retry_after=5.0))
-    return run_switch(client, load_one(write_schedule(tmp, schedule)), "night",
-                      clock=fake.engine_clock(), journal=journal or InMemoryJournal(),
-                      on_event=on_event)
+    return run_switch(
+        client,
+        load_one(write_schedule(tmp, schedule)),
+        "night",
+        clock=fake.engine_clock(),
+        journal=journal or InMemoryJournal(),
+        on_event=on_event,
+    )
 
 
 def _assigned(fake: InProcessKarmada) -> dict[str, dict[str, int]]:
@@ -56,8 +70,9 @@ def _assigned(fake: InProcessKarmada) -> dict[str, dict[str, int]]:
     return {w: {c: n for c, n in by.items() if n} for w, by in out.items()}
 
 
-def test_a_night_switch_runs_in_simulated_time(make_karmada_fake: MakeKarmadaFake,
-                                               tmp_path: Path) -> None:
+def test_a_night_switch_runs_in_simulated_time(
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """Two waves move every workload to cluster-b; the waits cost simulated seconds, not real
     ones, and no socket is opened."""
     fake = make_karmada_fake(static_team())
@@ -72,8 +87,9 @@ def test_a_night_switch_runs_in_simulated_time(make_karmada_fake: MakeKarmadaFak
         _ = fake.emulator.server.port
 
 
-def test_a_crash_at_wave_two_resumes_there(make_karmada_fake: MakeKarmadaFake,
-                                           tmp_path: Path) -> None:
+def test_a_crash_at_wave_two_resumes_there(
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """A crash as wave 2 starts leaves the journal at wave 2; the resumed run touches only
     wave 2's workloads and patches the policy only to restore its activation."""
     fake = make_karmada_fake(static_team())
@@ -91,35 +107,48 @@ def test_a_crash_at_wave_two_resumes_there(make_karmada_fake: MakeKarmadaFake,
     with structlog.testing.capture_logs() as logs:
         record = _switch(fake, tmp_path, journal=journal)
     assert record.result is RunResult.SUCCEEDED and record.run_id == state.run_id
-    patched = [r.name for r in fake.emulator.request_log()
-               if r.verb == "patch" and not r.dry_run and r.name]
+    patched = [
+        r.name
+        for r in fake.emulator.request_log()
+        if r.verb == "patch" and not r.dry_run and r.name
+    ]
     assert sorted(n for n in patched if n.startswith("web-")) == ["web-2", "web-3"]
     assert patched.count("team-cpp") == 1
     assert [e["wave"] for e in logs if e["event"] == "wave_started"] == [2]
 
 
-def test_throttled_writes_are_retried_on_the_manual_clock(make_karmada_fake: MakeKarmadaFake,
-                                                          tmp_path: Path) -> None:
+def test_throttled_writes_are_retried_on_the_manual_clock(
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """429s with Retry-After on the first template patches are waited out (simulated time)
     and retried; the run still succeeds."""
     fake = make_karmada_fake(static_team())
-    fake.emulator.faults.inject(type="throttle", verb="patch", resource="deployments",
-                                count=2, retry_after=3)
+    fake.emulator.faults.inject(
+        type="throttle", verb="patch", resource="deployments", count=2, retry_after=3
+    )
     sim_began = fake.clock.now()
     record = _switch(fake, tmp_path)
     assert record.result is RunResult.SUCCEEDED
-    codes = [r.code for r in fake.emulator.request_log()
-             if r.verb == "patch" and r.resource == "deployments"]
+    codes = [
+        r.code
+        for r in fake.emulator.request_log()
+        if r.verb == "patch" and r.resource == "deployments"
+    ]
     assert codes.count(429) == 2 and codes.count(200) == 4
     assert fake.clock.now() - sim_began >= 6.0  # two Retry-After: 3 waits
 
 
-def test_pods_that_never_start_fail_the_wave(make_karmada_fake: MakeKarmadaFake,
-                                             tmp_path: Path) -> None:
+def test_pods_that_never_start_fail_the_wave(
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """When cluster-b's pods never become ready the first wave times out (in simulated time)
     and the run does not report success; no second wave starts."""
-    topology = [cluster("cluster-a", startup=0.5), cluster("cluster-b", startup=0.5),
-                namespace(), cpp("team-cpp", "t1", static_team()[3]["spec"]["placement"])]
+    topology = [
+        cluster("cluster-a", startup=0.5),
+        cluster("cluster-b", startup=0.5),
+        namespace(),
+        cpp("team-cpp", "t1", static_team()[3]["spec"]["placement"]),
+    ]
     topology += [deployment(f"web-{i}", "t1", 5) for i in range(4)]
     fake = make_karmada_fake(topology)
     fake.emulator.set_pods_fail("cluster-b")

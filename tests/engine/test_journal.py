@@ -12,12 +12,23 @@ from tidal.karmada.errors import Conflict
 
 def _state() -> RunState:
     return RunState(
-        schedule="team", window="night", run_id="r1", phase=Phase.WAVES,
-        policies=[PolicyRecord(kind="ClusterPropagationPolicy", name="p", pre_image={"a": 1},
-                               lazy=LazyMark.ADDED)],
-        waves=[WaveState(index=0, workloads=[WorkloadKey.parse("ns/Deployment/a")],
-                         result=WaveResult.SUCCEEDED,
-                         triggered=["ns/Deployment/a"])],
+        schedule="team",
+        window="night",
+        run_id="r1",
+        phase=Phase.WAVES,
+        policies=[
+            PolicyRecord(
+                kind="ClusterPropagationPolicy", name="p", pre_image={"a": 1}, lazy=LazyMark.ADDED
+            )
+        ],
+        waves=[
+            WaveState(
+                index=0,
+                workloads=[WorkloadKey.parse("ns/Deployment/a")],
+                result=WaveResult.SUCCEEDED,
+                triggered=["ns/Deployment/a"],
+            )
+        ],
     )
 
 
@@ -56,8 +67,9 @@ def test_a_stored_0_1_0_journal_writes_back_the_values_it_read() -> None:
     import json
     from pathlib import Path
 
-    stored = json.loads((Path(__file__).parent / "fixtures" /
-                         "journal-0.1.0-mid-run.json").read_text())
+    stored = json.loads(
+        (Path(__file__).parent / "fixtures" / "journal-0.1.0-mid-run.json").read_text()
+    )
     again = RunState.from_dict(stored).to_dict()
     assert set(again) - set(stored) == {"scheduleHash", "scheduleSnapshot", "startedBy"}
     assert {k: again[k] for k in stored} == stored

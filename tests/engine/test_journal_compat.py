@@ -19,8 +19,9 @@ pytestmark = pytest.mark.e2e
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-0.1.0-mid-run.json"
 
 
-def test_a_journal_from_0_1_0_resumes_at_its_next_wave(make_switch_emulator: MakeEmulator,
-                                                       tmp_path: Path) -> None:
+def test_a_journal_from_0_1_0_resumes_at_its_next_wave(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """The stored 0.1.0 journal (wave 1 done, wave 2 started) resumes wave 2 only and succeeds."""
     stored = json.loads(FIXTURE.read_text())
     emu = make_switch_emulator()
@@ -37,8 +38,11 @@ def test_a_journal_from_0_1_0_resumes_at_its_next_wave(make_switch_emulator: Mak
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded", record.to_json()
     assert record.run_id == stored["runId"]
-    touched = sorted(r.name for r in emu.request_log()
-                     if r.verb == "patch" and r.name and r.name.startswith("web-"))
+    touched = sorted(
+        r.name
+        for r in emu.request_log()
+        if r.verb == "patch" and r.name and r.name.startswith("web-")
+    )
     assert touched == ["web-2", "web-3"]
     final = journal.load("team-r")
     assert final is not None and final.completed_waves == [1, 2]

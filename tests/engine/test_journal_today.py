@@ -40,8 +40,10 @@ def test_a_rolled_back_run_loads_with_typed_results() -> None:
     state = RunState.from_dict(json.loads(ROLLED_BACK.read_text()))
     assert state.strategy is Strategy.DIRECT and state.trigger is Trigger.BOTH
     assert state.result is RunResult.ROLLED_BACK
-    assert [w.result for w in state.waves] == [WaveResult.ROLLED_BACK,
-                                               WaveResult.FAILED_ROLLED_BACK]
+    assert [w.result for w in state.waves] == [
+        WaveResult.ROLLED_BACK,
+        WaveResult.FAILED_ROLLED_BACK,
+    ]
 
 
 def test_an_unknown_strategy_is_named_in_one_line() -> None:

@@ -21,10 +21,14 @@ def test_a_retry_after_within_the_budget_is_waited_out_once_per_answer() -> None
     """Two 429s (Retry-After 12 s) then 200: the client sends each request once, the budget
     (60 s) waits 12 s twice on the run's clock, and the call returns the object."""
     clock, sleeps, calls = _clock(), list[float](), list[tuple[str, str, int]]()
-    client = _client([_Response(429, b"{}", {"Retry-After": "12"})] * 2
-                     + [_ok({"kind": "Cluster"})], sleeps, calls)
-    got = patiently(client, clock, 60, lambda: client.request(
-        "get", CLUSTERS, "GET", CLUSTERS.path(name="a")))
+    client = _client(
+        [_Response(429, b"{}", {"Retry-After": "12"})] * 2 + [_ok({"kind": "Cluster"})],
+        sleeps,
+        calls,
+    )
+    got = patiently(
+        client, clock, 60, lambda: client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
+    )
     assert got == {"kind": "Cluster"}
     assert sleeps == [] and clock.monotonic() == 24.0
     assert [c for _v, _r, c in calls] == [429, 429, 200]
@@ -35,8 +39,12 @@ def test_the_last_error_is_raised_when_the_next_try_would_pass_the_budget() -> N
     clock, sleeps, calls = _clock(), list[float](), list[tuple[str, str, int]]()
     client = _client([_Response(429, b"{}", {"Retry-After": "12"})], sleeps, calls)
     with pytest.raises(E.Throttled):
-        patiently(client, clock, 6, lambda: client.request(
-            "get", CLUSTERS, "GET", CLUSTERS.path(name="a")))
+        patiently(
+            client,
+            clock,
+            6,
+            lambda: client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a")),
+        )
     assert clock.monotonic() == 0.0
 
 
@@ -45,6 +53,10 @@ def test_permanent_errors_are_not_retried() -> None:
     clock, sleeps, calls = _clock(), list[float](), list[tuple[str, str, int]]()
     client = _client([_Response(404, b"{}")], sleeps, calls)
     with pytest.raises(E.NotFound):
-        patiently(client, clock, 60, lambda: client.request(
-            "get", CLUSTERS, "GET", CLUSTERS.path(name="a")))
+        patiently(
+            client,
+            clock,
+            60,
+            lambda: client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a")),
+        )
     assert len(calls) == 1

@@ -10,15 +10,30 @@ from tidal.engine.triggers import normalize_placement
 
 
 def _placement(a: int, b: int) -> dict[str, Any]:
-    return {"replicaScheduling": {"replicaDivisionPreference": "Weighted", "weightPreference": {
-        "staticWeightList": [{"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": a},
-                             {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": b}]}}}
+    return {
+        "replicaScheduling": {
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": a},
+                    {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": b},
+                ]
+            },
+        }
+    }
 
 
 def _swap(before: dict[str, Any], after: dict[str, Any]) -> PolicyTarget:
-    return PolicyTarget(change=None, kind="ClusterPropagationPolicy", name="night",  # type: ignore[arg-type]
-                        namespace=None, current=None, target_spec={"placement": after},
-                        swap_from="day", from_obj={"spec": {"placement": before}})
+    return PolicyTarget(
+        change=None,  # type: ignore[arg-type]
+        kind="ClusterPropagationPolicy",
+        name="night",
+        namespace=None,
+        current=None,
+        target_spec={"placement": after},
+        swap_from="day",
+        from_obj={"spec": {"placement": before}},
+    )
 
 
 def test_a_swap_that_changes_the_placement_is_warned_about() -> None:

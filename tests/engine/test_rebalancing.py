@@ -50,9 +50,15 @@ class Crash(Exception):
 def _fake(make_karmada_fake: MakeKarmadaFake) -> InProcessKarmada:
     """cluster-a (8 CPUs) and cluster-b (40), web-0 (4 replicas of 1 CPU) placed 3:1 by
     static weights; the clock half-way through a second (the detector's delays are seeded)."""
-    fake = make_karmada_fake([
-        cluster("cluster-a", cpu="8", startup=0.5), cluster("cluster-b", cpu="40", startup=0.5),
-        namespace(), cpp("team-cpp", "t1", DAY), deployment("web-0", "t1", 4, cpu="1")])
+    fake = make_karmada_fake(
+        [
+            cluster("cluster-a", cpu="8", startup=0.5),
+            cluster("cluster-b", cpu="40", startup=0.5),
+            namespace(),
+            cpp("team-cpp", "t1", DAY),
+            deployment("web-0", "t1", 4, cpu="1"),
+        ]
+    )
     now = fake.clock.now()
     fake.advance(math.floor(now) + 1.5 - now)
     return fake
@@ -62,20 +68,36 @@ def _client(fake: InProcessKarmada) -> KarmadaClient:
     return fake.client(retry=RetryPolicy(attempts=4, base_delay=0.5, max_retry_after=5.0))
 
 
-def _switch(fake: InProcessKarmada, tmp: Path, journal: InMemoryJournal, trigger: str,
-            on_event: Callable[[Any], None] | None = None) -> RunRecord:
+def _switch(
+    fake: InProcessKarmada,
+    tmp: Path,
+    journal: InMemoryJournal,
+    trigger: str,
+    on_event: Callable[[Any], None] | None = None,
+) -> RunRecord:
     """Swap team-cpp for a DynamicWeight policy, one wave, triggered by `trigger`."""
-    schedule = schedule_text("team-rb", "waveSize: 1\nwaveTimeout: 60s\n", windows=swap_window(
-        "night", "23:00", "team-cpp", "night.yaml", trigger=trigger))
-    path = write_schedule(tmp, schedule, {"night.yaml": policy_file(
-        cpp("team-cpp-night", "t1", dynamic_placement()))})
-    return run_switch(_client(fake), load_one(path), "night", clock=fake.engine_clock(),
-                      journal=journal, on_event=on_event)
+    schedule = schedule_text(
+        "team-rb",
+        "waveSize: 1\nwaveTimeout: 60s\n",
+        windows=swap_window("night", "23:00", "team-cpp", "night.yaml", trigger=trigger),
+    )
+    path = write_schedule(
+        tmp, schedule, {"night.yaml": policy_file(cpp("team-cpp-night", "t1", dynamic_placement()))}
+    )
+    return run_switch(
+        _client(fake),
+        load_one(path),
+        "night",
+        clock=fake.engine_clock(),
+        journal=journal,
+        on_event=on_event,
+    )
 
 
 def _assigned(fake: InProcessKarmada) -> dict[str, int]:
-    last = {s["cluster"]: s["assigned"] for s in fake.emulator.timeline()
-            if s["workload"] == WORKLOAD}
+    last = {
+        s["cluster"]: s["assigned"] for s in fake.emulator.timeline() if s["workload"] == WORKLOAD
+    }
     return {c: n for c, n in sorted(last.items()) if n}
 
 
@@ -89,20 +111,23 @@ def _seconds(fake: InProcessKarmada, name: str) -> tuple[int, int]:
 
 
 def test_a_rebalancer_throttled_into_the_second_of_the_policys_scheduling_still_moves(
-        make_karmada_fake: MakeKarmadaFake, tmp_path: Path) -> None:
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """A rebalancer held up into the second of the policy's scheduling still moves the wave."""
     # the create is throttled for a second, in which the new policy claims the template and the
     # scheduler places it (Steady); the retried create falls in that second
     fake = _fake(make_karmada_fake)
-    fake.emulator.faults.inject(type="throttle", verb="create", resource="workloadrebalancers",
-                                count=1, retry_after=1)
+    fake.emulator.faults.inject(
+        type="throttle", verb="create", resource="workloadrebalancers", count=1, retry_after=1
+    )
     record = _switch(fake, tmp_path, InMemoryJournal(), "rebalance")
     assert record.result is RunResult.SUCCEEDED, record.to_json()
     assert _assigned(fake) == FRESH
 
 
 def test_a_rebalancer_in_the_second_of_the_last_scheduling_is_made_again(
-        make_karmada_fake: MakeKarmadaFake, tmp_path: Path) -> None:
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """A rebalancer in the second of the touch's scheduling is made again a second later."""
     fake = _fake(make_karmada_fake)
     journal = InMemoryJournal()
@@ -122,9 +147,11 @@ def test_a_rebalancer_in_the_second_of_the_last_scheduling_is_made_again(
     assert made_at > made_found == dropped_found
 
 
-def test_a_resumed_run_makes_the_dropped_rebalancer_again(make_karmada_fake: MakeKarmadaFake,
-                                                          tmp_path: Path) -> None:
+def test_a_resumed_run_makes_the_dropped_rebalancer_again(
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """After a crash right after an ignored rebalancer, the resumed run makes another."""
+
     class CrashingJournal(InMemoryJournal):
         armed = True
 

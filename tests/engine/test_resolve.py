@@ -45,23 +45,32 @@ TWO_POLICIES = f"""
 """
 
 
-def test_two_policies_share_one_template_list(make_switch_emulator: MakeEmulator,
-                                              tmp_path: Path) -> None:
+def test_two_policies_share_one_template_list(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """A window patching two policies lists the selected Deployments once, and the namespace's
     Deployments once for both policies' claim check (spec.workloads must miss none)."""
-    topo = [*static_team(workloads=2), cpp("other-cpp", "t2", DAY),
-            deployment("job-0", "t2", 5), deployment("job-1", "t2", 5)]
+    topo = [
+        *static_team(workloads=2),
+        cpp("other-cpp", "t2", DAY),
+        deployment("job-0", "t2", 5),
+        deployment("job-1", "t2", 5),
+    ]
     emu = make_switch_emulator(topo)
     client = client_for(emu, tmp_path)
     workloads = deployment_workloads(
-        "{matchExpressions: [{key: team, operator: In, values: [t1, t2]}]}")
-    path = write_schedule(tmp_path, schedule_text("two", windows=TWO_POLICIES,
-                                                  workloads=workloads, rollout="waveSize: 2"))
+        "{matchExpressions: [{key: team, operator: In, values: [t1, t2]}]}"
+    )
+    path = write_schedule(
+        tmp_path,
+        schedule_text("two", windows=TWO_POLICIES, workloads=workloads, rollout="waveSize: 2"),
+    )
     loaded = load_one(path)
     assert len(loaded.schedule.window("night").policies) == 2
     emu.reset_requests()
     sp = build_plan(client, loaded.schedule, "night")
     assert sorted(w.name for w in sp.selection.workloads) == [
-        f"{NS}/Deployment/{n}" for n in ("job-0", "job-1", "web-0", "web-1")]
+        f"{NS}/Deployment/{n}" for n in ("job-0", "job-1", "web-0", "web-1")
+    ]
     lists = [r for r in emu.request_log() if r.verb == "list" and r.resource == "deployments"]
     assert len(lists) == 2

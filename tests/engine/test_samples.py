@@ -60,7 +60,8 @@ def test_a_wave_record_without_samples_loads_and_writes_no_key() -> None:
 
 
 def test_a_switch_records_the_runs_replicas_per_cluster_in_each_wave(
-        make_karmada_fake: MakeKarmadaFake, tmp_path: Path) -> None:
+    make_karmada_fake: MakeKarmadaFake, tmp_path: Path
+) -> None:
     """The night switch of four 5-replica workloads: each wave's record ends with the run's
     totals as they were when it converged (wave 1: its 10 replicas on cluster-b, the other two
     workloads' 4:1 split left; wave 2: all 20), and times since the run's start never go
@@ -68,8 +69,13 @@ def test_a_switch_records_the_runs_replicas_per_cluster_in_each_wave(
     fake = make_karmada_fake(static_team())
     journal = InMemoryJournal()
     client = fake.client()
-    record = run_switch(client, load_one(write_schedule(tmp_path, SCHEDULE)), "night",
-                        clock=fake.engine_clock(), journal=journal)
+    record = run_switch(
+        client,
+        load_one(write_schedule(tmp_path, SCHEDULE)),
+        "night",
+        clock=fake.engine_clock(),
+        journal=journal,
+    )
     assert record.result is RunResult.SUCCEEDED
     state = journal.load("team-u")
     assert state is not None

@@ -28,10 +28,16 @@ def test_every_phase_but_done_has_a_handler_and_done_is_final() -> None:
     assert all(Phase.DONE in TRANSITIONS[p] for p in Phase if p is not Phase.DONE)
 
 
-@pytest.mark.parametrize(("current", "wanted"), [
-    (Phase.DONE, Phase.WAVES), (Phase.FINISHING, Phase.ROLLBACK), (Phase.ROLLBACK, Phase.WAVES),
-    (Phase.PLANNED, Phase.WAVES), (Phase.WAVES, Phase.POLICIES),
-])
+@pytest.mark.parametrize(
+    ("current", "wanted"),
+    [
+        (Phase.DONE, Phase.WAVES),
+        (Phase.FINISHING, Phase.ROLLBACK),
+        (Phase.ROLLBACK, Phase.WAVES),
+        (Phase.PLANNED, Phase.WAVES),
+        (Phase.WAVES, Phase.POLICIES),
+    ],
+)
 def test_an_illegal_transition_raises(current: Phase, wanted: Phase) -> None:
     """A move the table does not list raises IllegalTransition and leaves the phase alone."""
     state = RunState("s", "night", "r", phase=current)
@@ -66,19 +72,33 @@ def test_a_failed_wave_moved_back_keeps_the_stored_keys_of_0_1_0() -> None:
     assert again.result is WaveResult.FAILED_ROLLED_BACK and again.rolled_back
 
 
-@pytest.mark.parametrize(("flags", "stage", "lazy"), [
-    ({}, PolicyStage.PENDING, LazyMark.NONE),
-    ({"applied": True}, PolicyStage.APPLIED, LazyMark.NONE),
-    ({"applied": True, "lazyAdded": True}, PolicyStage.APPLIED, LazyMark.ADDED),
-    ({"applied": True, "lazyAdded": True, "keepLazy": True}, PolicyStage.APPLIED, LazyMark.KEPT),
-    ({"applied": True, "lazyAdded": True, "lazyRestored": True}, PolicyStage.APPLIED,
-     LazyMark.LIFTED),
-    ({"applied": True, "restored": True, "lazyAdded": True}, PolicyStage.RESTORED,
-     LazyMark.ADDED),
-    ({"keepLazy": True}, PolicyStage.PENDING, LazyMark.NONE),  # keep without a Lazy: nothing
-])
+@pytest.mark.parametrize(
+    ("flags", "stage", "lazy"),
+    [
+        ({}, PolicyStage.PENDING, LazyMark.NONE),
+        ({"applied": True}, PolicyStage.APPLIED, LazyMark.NONE),
+        ({"applied": True, "lazyAdded": True}, PolicyStage.APPLIED, LazyMark.ADDED),
+        (
+            {"applied": True, "lazyAdded": True, "keepLazy": True},
+            PolicyStage.APPLIED,
+            LazyMark.KEPT,
+        ),
+        (
+            {"applied": True, "lazyAdded": True, "lazyRestored": True},
+            PolicyStage.APPLIED,
+            LazyMark.LIFTED,
+        ),
+        (
+            {"applied": True, "restored": True, "lazyAdded": True},
+            PolicyStage.RESTORED,
+            LazyMark.ADDED,
+        ),
+        ({"keepLazy": True}, PolicyStage.PENDING, LazyMark.NONE),  # keep without a Lazy: nothing
+    ],
+)
 def test_policy_record_booleans_map_onto_stage_and_lazy_mark(
-        flags: dict[str, bool], stage: PolicyStage, lazy: LazyMark) -> None:
+    flags: dict[str, bool], stage: PolicyStage, lazy: LazyMark
+) -> None:
     """The five stored booleans read as a stage and a Lazy mark, and are written back."""
     record = PolicyRecord.from_dict({"kind": "ClusterPropagationPolicy", "name": "p", **flags})
     assert (record.stage, record.lazy) == (stage, lazy)
@@ -99,14 +119,21 @@ def test_surge_steps_move_only_along_their_table() -> None:
     from tidal.engine.states import SURGE_TRANSITIONS, IllegalSurgeStep, SurgeStep
 
     record = SurgeRecord({"ns/Deployment/a": {"b": 5}})
-    for step in (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING,
-                 SurgeStep.RELEASED):
+    for step in (
+        SurgeStep.RESERVED,
+        SurgeStep.SURGED,
+        SurgeStep.MOVING,
+        SurgeStep.RELEASING,
+        SurgeStep.RELEASED,
+    ):
         record.advance(step)
     assert SURGE_TRANSITIONS[SurgeStep.RELEASED] == frozenset()
     with pytest.raises(IllegalSurgeStep):
         SurgeRecord({}).advance(SurgeStep.MOVING)
-    assert all(SurgeStep.KEPT in SURGE_TRANSITIONS[s] for s in
-               (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING))
+    assert all(
+        SurgeStep.KEPT in SURGE_TRANSITIONS[s]
+        for s in (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
+    )
 
 
 def test_a_wave_surge_round_trips_through_the_journal() -> None:
@@ -117,16 +144,21 @@ def test_a_wave_surge_round_trips_through_the_journal() -> None:
 
     wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
     assert "surge" not in wave.to_dict()
-    wave.surge = SurgeRecord({"ns/Deployment/a": {"cluster-b": 5}},
-                             {"cluster-b": {"pods": 4.0}}, SurgeStep.SURGED,
-                             ["OverridePolicy/ns/tidal-x-w1-0"])
+    wave.surge = SurgeRecord(
+        {"ns/Deployment/a": {"cluster-b": 5}},
+        {"cluster-b": {"pods": 4.0}},
+        SurgeStep.SURGED,
+        ["OverridePolicy/ns/tidal-x-w1-0"],
+    )
     wave.surge_back = SurgeRecord({"ns/Deployment/a": {"cluster-a": 4}}, kept="floor")
     state = RunState("team", "night", "r1", waves=[wave], strategy=Strategy.SURGE)
     again = RunState.from_dict(state.to_dict())
     assert again.strategy is Strategy.SURGE and state.to_dict()["strategy"] == "surge"
     assert again.waves[0].surge == wave.surge and again.waves[0].surge_back == wave.surge_back
-    assert RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy is \
-        Strategy.DIRECT
+    assert (
+        RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy
+        is Strategy.DIRECT
+    )
 
 
 def test_bridge_steps_move_only_along_their_table() -> None:
@@ -136,15 +168,27 @@ def test_bridge_steps_move_only_along_their_table() -> None:
     from tidal.engine.states import BRIDGE_TRANSITIONS, BridgeStep, IllegalBridgeStep
 
     record = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
-    for step in (BridgeStep.RESERVED, BridgeStep.PLACING, BridgeStep.TOUCHING,
-                 BridgeStep.RESTORING, BridgeStep.RESTORED, BridgeStep.RELEASED):
+    for step in (
+        BridgeStep.RESERVED,
+        BridgeStep.PLACING,
+        BridgeStep.TOUCHING,
+        BridgeStep.RESTORING,
+        BridgeStep.RESTORED,
+        BridgeStep.RELEASED,
+    ):
         record.advance(step)
     with pytest.raises(IllegalBridgeStep):
         BridgeRecord({}).advance(BridgeStep.TOUCHING)
-    assert all(BridgeStep.RELEASED in BRIDGE_TRANSITIONS[s] for s in BridgeStep
-               if s not in (BridgeStep.NONE, BridgeStep.RELEASED))
-    assert [s for s in BridgeStep if s.placed] == [BridgeStep.PLACING, BridgeStep.TOUCHING,
-                                                    BridgeStep.RESTORING]
+    assert all(
+        BridgeStep.RELEASED in BRIDGE_TRANSITIONS[s]
+        for s in BridgeStep
+        if s not in (BridgeStep.NONE, BridgeStep.RELEASED)
+    )
+    assert [s for s in BridgeStep if s.placed] == [
+        BridgeStep.PLACING,
+        BridgeStep.TOUCHING,
+        BridgeStep.RESTORING,
+    ]
 
 
 def test_a_wave_bridge_round_trips_through_the_journal() -> None:
@@ -156,10 +200,20 @@ def test_a_wave_bridge_round_trips_through_the_journal() -> None:
     wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
     assert "bridge" not in wave.to_dict()
     wave.bridge = BridgeRecord(
-        {"ns/Deployment/a": {"a": 1, "b": 1}}, {"b": {"pods": 1.0}}, BridgeStep.TOUCHING,
-        [BridgedPolicy("ClusterPropagationPolicy", "p", None, {"x": 1},
-                       {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}})],
-        ["ns/Deployment/a"])
+        {"ns/Deployment/a": {"a": 1, "b": 1}},
+        {"b": {"pods": 1.0}},
+        BridgeStep.TOUCHING,
+        [
+            BridgedPolicy(
+                "ClusterPropagationPolicy",
+                "p",
+                None,
+                {"x": 1},
+                {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+            )
+        ],
+        ["ns/Deployment/a"],
+    )
     wave.bridge_back = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
     again = RunState.from_dict(RunState("team", "night", "r1", waves=[wave]).to_dict())
     assert again.waves[0].bridge == wave.bridge

@@ -66,13 +66,17 @@ class RecordingWave:
         return None
 
 
-@pytest.mark.parametrize(("strategy", "calls"), [
-    (Touch(), ["touch"]),
-    (Rebalance(), ["rebalance"]),
-    (Both(), ["touch", "gate:scheduled", "rebalance"]),
-])
-def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStrategy,
-                                                           calls: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("strategy", "calls"),
+    [
+        (Touch(), ["touch"]),
+        (Rebalance(), ["rebalance"]),
+        (Both(), ["touch", "gate:scheduled", "rebalance"]),
+    ],
+)
+def test_each_strategy_arms_a_wave_with_its_own_primitives(
+    strategy: TriggerStrategy, calls: list[str]
+) -> None:
     """touch annotates, rebalance creates a rebalancer, both touches then waits, then rebalances."""
     wave = RecordingWave()
     assert strategy.arm(wave) is None
@@ -80,13 +84,17 @@ def test_each_strategy_arms_a_wave_with_its_own_primitives(strategy: TriggerStra
     assert strategy.settle(wave) is None
 
 
-@pytest.mark.parametrize(("trigger", "inner"), [
-    (Trigger.TOUCH, ["touch"]),
-    (Trigger.REBALANCE, ["rebalance"]),
-    (Trigger.BOTH, ["touch", "gate:scheduled", "rebalance"]),
-])
+@pytest.mark.parametrize(
+    ("trigger", "inner"),
+    [
+        (Trigger.TOUCH, ["touch"]),
+        (Trigger.REBALANCE, ["rebalance"]),
+        (Trigger.BOTH, ["touch", "gate:scheduled", "rebalance"]),
+    ],
+)
 def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
-        trigger: Trigger, inner: list[str]) -> None:
+    trigger: Trigger, inner: list[str]
+) -> None:
     """Make-before-break: the wave's room, bridge, surge, the trigger's own steps, scheduled,
     fit; settle puts the bridge to rest and releases the surge."""
     strategy = strategy_for(trigger, surge=True)
@@ -99,6 +107,7 @@ def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
 
 def test_a_surge_that_fails_moves_nothing() -> None:
     """A failed surge (timeout, floor) ends the wave before any trigger is written."""
+
     class Failing(RecordingWave):
         def surge(self) -> WaveOutcome | None:
             self.calls.append("surge")
@@ -106,12 +115,12 @@ def test_a_surge_that_fails_moves_nothing() -> None:
 
     wave = Failing()
     outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and \
-        wave.calls == ["reserve", "bridge", "surge"]
+    assert outcome is not None and not outcome.ok and wave.calls == ["reserve", "bridge", "surge"]
 
 
 def test_a_bridge_that_fails_moves_nothing() -> None:
     """A failed bridge (timeout, floor) ends the wave before any surge or trigger."""
+
     class Failing(RecordingWave):
         def bridge(self) -> WaveOutcome | None:
             self.calls.append("bridge")
@@ -124,6 +133,7 @@ def test_a_bridge_that_fails_moves_nothing() -> None:
 
 def test_a_wave_without_room_neither_bridges_nor_surges() -> None:
     """No room for the wave within its timeout: it ends before its bridge or surge writes."""
+
     class Full(RecordingWave):
         def reserve(self) -> WaveOutcome | None:
             self.calls.append("reserve")
@@ -150,31 +160,43 @@ def _binding(*, placement: Any, claimed: bool, triggered_at: datetime | None) ->
     return BindingView({"metadata": {"labels": labels}, "spec": spec})
 
 
-@pytest.mark.parametrize(("claimed", "placement", "at", "touch", "rebalance", "both"), [
-    (True, PLACEMENT, CREATED, True, True, True),
-    (False, PLACEMENT, CREATED, False, True, False),  # unclaimed: the scheduler ignores it
-    (True, {}, CREATED, False, True, False),  # old placement
-    (True, PLACEMENT, CREATED - timedelta(seconds=1), True, False, False),  # older trigger
-    (True, PLACEMENT, None, True, False, False),
-])
-def test_what_counts_as_triggered(claimed: bool, placement: Any, at: datetime | None,
-                                  touch: bool, rebalance: bool, both: bool) -> None:
+@pytest.mark.parametrize(
+    ("claimed", "placement", "at", "touch", "rebalance", "both"),
+    [
+        (True, PLACEMENT, CREATED, True, True, True),
+        (False, PLACEMENT, CREATED, False, True, False),  # unclaimed: the scheduler ignores it
+        (True, {}, CREATED, False, True, False),  # old placement
+        (True, PLACEMENT, CREATED - timedelta(seconds=1), True, False, False),  # older trigger
+        (True, PLACEMENT, None, True, False, False),
+    ],
+)
+def test_what_counts_as_triggered(
+    claimed: bool, placement: Any, at: datetime | None, touch: bool, rebalance: bool, both: bool
+) -> None:
     """touch: new placement and claimed; rebalance: triggered at or after the rebalancer."""
     workload = Workload(WorkloadKey("ns", "w", "Deployment", "apps/v1"), {}, None, "p")
     target = WaveTarget(workload, placement=PLACEMENT, trigger_time=CREATED)
     binding = _binding(placement=placement, claimed=claimed, triggered_at=at)
-    assert [s.triggered(target, binding) for s in (Touch(), Rebalance(), Both())] == \
-        [touch, rebalance, both]
+    assert [s.triggered(target, binding) for s in (Touch(), Rebalance(), Both())] == [
+        touch,
+        rebalance,
+        both,
+    ]
 
 
-@pytest.mark.parametrize(("trigger", "moved", "done", "needs"), [
-    (Trigger.TOUCH, True, True, True), (Trigger.TOUCH, False, False, False),
-    (Trigger.REBALANCE, True, True, False), (Trigger.REBALANCE, False, False, True),
-    (Trigger.BOTH, False, False, True), (Trigger.BOTH, True, True, True),
-    (Trigger.BOTH, False, True, False),
-])
-def test_what_still_needs_moving(trigger: Trigger, moved: bool, done: bool,
-                                 needs: bool) -> None:
+@pytest.mark.parametrize(
+    ("trigger", "moved", "done", "needs"),
+    [
+        (Trigger.TOUCH, True, True, True),
+        (Trigger.TOUCH, False, False, False),
+        (Trigger.REBALANCE, True, True, False),
+        (Trigger.REBALANCE, False, False, True),
+        (Trigger.BOTH, False, False, True),
+        (Trigger.BOTH, True, True, True),
+        (Trigger.BOTH, False, True, False),
+    ],
+)
+def test_what_still_needs_moving(trigger: Trigger, moved: bool, done: bool, needs: bool) -> None:
     """touch: the binding's placement differs; rebalance: the policies are not done; both:
     either."""
     now = {"other": 1} if moved else PLACEMENT

@@ -35,17 +35,18 @@ def _per_workload_name(owner: Owner, index: int) -> str:
 
 
 def test_a_mid_surge_journal_with_one_override_per_workload_resumes_clean(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Crashed while wave 1's surged replicas start, its journal and overrides put back as the
     older release wrote them (one per workload): the resume writes one grouped override,
     deletes the older ones only after it, and ends with none left."""
     emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
     client = client_for(emu, tmp_path)
-    loaded = load_one(surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\n"
-                                               "waveTimeout: 60s\n"))
+    loaded = load_one(
+        surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    )
     journal = InMemoryJournal()
-    crash_run(client, loaded, journal,
-              lambda e: isinstance(e, ev.WaveProgress) and e.wave == 1)
+    crash_run(client, loaded, journal, lambda e: isinstance(e, ev.WaveProgress) and e.wave == 1)
     state = journal.load("team-s")
     assert state is not None
     record = state.waves[0].surge
@@ -54,26 +55,36 @@ def test_a_mid_surge_journal_with_one_override_per_workload_resumes_clean(
     older = []
     for index, name in enumerate(sorted(record.targets)):
         template = name.split("/")[-1]
-        override = ReplicaOverride(_per_workload_name(owner, index), owner,
-                                   (TemplateRef("apps/v1", "Deployment", template, NS),),
-                                   record.targets[name])
+        override = ReplicaOverride(
+            _per_workload_name(owner, index),
+            owner,
+            (TemplateRef("apps/v1", "Deployment", template, NS),),
+            record.targets[name],
+        )
         apply_override(client, override)
         older.append(str(override.ref))
     for text in record.overrides:  # what this release wrote goes: the older one's stays
         delete_override(client, OverrideRef.parse(text))
     record.overrides = list(older)
     journal.save(state)
-    assert sorted(v.name for v in list_overrides(client, schedule="team-s")) == \
-        sorted(OverrideRef.parse(t).name for t in older)
+    assert sorted(v.name for v in list_overrides(client, schedule="team-s")) == sorted(
+        OverrideRef.parse(t).name for t in older
+    )
 
     emu.reset_requests()
     resumed = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert resumed.result == "succeeded", resumed.to_json()
     assert resumed.run_id == state.run_id
-    calls = [(r.verb, r.name or "") for r in emu.request_log()
-             if r.resource == "overridepolicies" and r.verb in ("create", "patch", "delete")]
+    calls = [
+        (r.verb, r.name or "")
+        for r in emu.request_log()
+        if r.resource == "overridepolicies" and r.verb in ("create", "patch", "delete")
+    ]
     grouped_first = next(i for i, (verb, _n) in enumerate(calls) if verb == "create")
-    older_gone = [i for i, (verb, name) in enumerate(calls)
-                  if verb == "delete" and f"{OverrideRef.parse(older[0]).name}" == name]
+    older_gone = [
+        i
+        for i, (verb, name) in enumerate(calls)
+        if verb == "delete" and f"{OverrideRef.parse(older[0]).name}" == name
+    ]
     assert older_gone and grouped_first < older_gone[0]
     no_overrides(client)

@@ -51,12 +51,15 @@ def _workloads(*names: str) -> dict[str, Workload]:
 
 def _selected(client: KarmadaClient) -> dict[int, list[str]]:
     """cluster-b replicas -> the templates its override selects."""
-    return {v.replicas()["cluster-b"]: sorted(name for *_rest, name in v.templates())
-            for v in list_overrides(client, schedule="team-g")}
+    return {
+        v.replicas()["cluster-b"]: sorted(name for *_rest, name in v.templates())
+        for v in list_overrides(client, schedule="team-g")
+    }
 
 
 def test_groups_follow_fits_and_lifts_without_leaving_a_workload_unheld(
-        make_switch_emulator: MakeEmulator, tmp_path: Path) -> None:
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
     """Three workloads, two splits: two overrides; web-0 fitted from 5 to 6 joins the 6 group
     (written first) before the 5 group lets it go; web-1 lifted empties the 5 group, which is
     deleted; the release deletes the rest in one request."""
@@ -76,8 +79,7 @@ def test_groups_follow_fits_and_lifts_without_leaving_a_workload_unheld(
     record.targets[w0] = {"cluster-b": 6}
     write_overrides(ctx, 1, record, workloads, back=False, before=before)
     assert _selected(client) == {5: ["web-1"], 6: ["web-0", "web-2"]}
-    names = {v.replicas()["cluster-b"]: v.name for v in list_overrides(client,
-                                                                       schedule="team-g")}
+    names = {v.replicas()["cluster-b"]: v.name for v in list_overrides(client, schedule="team-g")}
     puts = [r.name for r in emu.request_log() if r.verb == "update"]
     assert puts == [names[6], names[5]]  # web-0 held by the 5 group until the 6 group has it
     assert run.saves

@@ -9,23 +9,42 @@ from tidal.domain.waves import WorkloadKey
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Workload
 
-STATIC = {"replicaScheduling": {"replicaDivisionPreference": "Weighted",
-                                "weightPreference": {"staticWeightList": [
-                                    {"targetCluster": {"clusterNames": ["b"]}, "weight": 1}]}}}
-DYNAMIC = {"replicaScheduling": {"replicaSchedulingType": "Divided",
-                                 "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+STATIC = {
+    "replicaScheduling": {
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [{"targetCluster": {"clusterNames": ["b"]}, "weight": 1}]
+        },
+    }
+}
+DYNAMIC = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+}
 
 
 def _target(spec: dict[str, Any], swap: bool = False) -> PolicyTarget:
     change = SimpleNamespace(patch={}, swap=None)
-    return PolicyTarget(change, "ClusterPropagationPolicy", "p", None, {},  # type: ignore[arg-type]
-                        spec, swap_from="old" if swap else None)
+    return PolicyTarget(
+        change,  # type: ignore[arg-type]
+        "ClusterPropagationPolicy",
+        "p",
+        None,
+        {},
+        spec,
+        swap_from="old" if swap else None,
+    )
 
 
 def _workload(placement: dict[str, Any]) -> Workload:
-    return Workload(WorkloadKey("ns", "w", "Deployment", "apps/v1"), {},
-                    {"spec": {"placement": placement}},
-                    "ClusterPropagationPolicy/p")
+    return Workload(
+        WorkloadKey("ns", "w", "Deployment", "apps/v1"),
+        {},
+        {"spec": {"placement": placement}},
+        "ClusterPropagationPolicy/p",
+    )
 
 
 def test_auto_picks_touch_for_a_static_placement_change() -> None:
@@ -42,8 +61,12 @@ def test_auto_picks_rebalance_when_placement_stays() -> None:
     """Identical placements (after normalisation) only need a rebalance."""
     same = dict(DYNAMIC)
     binding_side = {"replicaScheduling": {**DYNAMIC["replicaScheduling"]}, "spreadConstraints": []}
-    assert triggers.choose("auto", [_target({"placement": same}, swap=True)],
-                           [_workload(binding_side)]) == "rebalance"
+    assert (
+        triggers.choose(
+            "auto", [_target({"placement": same}, swap=True)], [_workload(binding_side)]
+        )
+        == "rebalance"
+    )
 
 
 def test_swap_to_a_lazy_policy_needs_the_touch_too() -> None:
@@ -55,16 +78,19 @@ def test_swap_to_a_lazy_policy_needs_the_touch_too() -> None:
 
 def test_normalize_adds_the_crd_default_and_drops_empties() -> None:
     """replicaSchedulingType defaults to Divided; empty values vanish."""
-    assert triggers.normalize_placement({"replicaScheduling": {"x": 1}, "spreadConstraints": []}
-                                        ) == {"replicaScheduling": {"x": 1,
-                                                                    "replicaSchedulingType":
-                                                                    "Divided"}}
+    assert triggers.normalize_placement(
+        {"replicaScheduling": {"x": 1}, "spreadConstraints": []}
+    ) == {"replicaScheduling": {"x": 1, "replicaSchedulingType": "Divided"}}
 
 
 def test_rebalancer_names_are_dns_and_distinct() -> None:
     """Names are DNS-1123 and differ per wave, attempt and rollback."""
-    names = {triggers.rebalancer_name("Team_1", "20260101-000000-ab", w, a, r)
-             for w in range(2) for a in range(2) for r in (False, True)}
+    names = {
+        triggers.rebalancer_name("Team_1", "20260101-000000-ab", w, a, r)
+        for w in range(2)
+        for a in range(2)
+        for r in (False, True)
+    }
     assert len(names) == 8
     assert all(n == n.lower() and "_" not in n for n in names)
     assert {triggers.is_rollback_rebalancer(n) for n in names} == {True, False}
@@ -75,10 +101,16 @@ def test_rebalancer_names_are_dns_and_distinct() -> None:
 def test_is_done_needs_window_completion_and_spec() -> None:
     """A policy is done for a window when marked completed by the same run and specs match."""
     target = _target({"placement": STATIC})
-    obj: dict[str, Any] = {"metadata": {"annotations": {"tidal.io/window": "night",
-                                                        "tidal.io/run": "r1",
-                                        policy_change.COMPLETED_RUN: "r1"}},
-           "spec": {"placement": STATIC, "activationPreference": "Lazy"}}
+    obj: dict[str, Any] = {
+        "metadata": {
+            "annotations": {
+                "tidal.io/window": "night",
+                "tidal.io/run": "r1",
+                policy_change.COMPLETED_RUN: "r1",
+            }
+        },
+        "spec": {"placement": STATIC, "activationPreference": "Lazy"},
+    }
     assert policy_change.is_done(obj, target, "night")
     assert not policy_change.is_done(obj, target, "day")
     obj["metadata"]["annotations"][policy_change.COMPLETED_RUN] = "r0"

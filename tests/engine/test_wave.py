@@ -28,20 +28,26 @@ from tidal.karmada.informer import SharedReads
 from tidal_sim.clock import ScaledClock
 
 pytestmark = pytest.mark.e2e
-SCHEDULE = schedule_text("team-u", """
+SCHEDULE = schedule_text(
+    "team-u",
+    """
     waveSize: 2
     pauseBetweenWaves: 0s
     waveTimeout: 60s
-""")
+""",
+)
 
 
 def test_waves_follow_only_their_own_bindings_in_a_shared_namespace(
-        make_emulator: Any, tmp_path: Path) -> None:
+    make_emulator: Any, tmp_path: Path
+) -> None:
     """Another team's bindings share the namespace: while each gate passes, the informer has
     one keyed reader (the wave) indexing exactly team t1's bindings, and no namespace reader."""
     others = [deployment(f"other-{i}", "t2", 1) for i in range(3)]
-    emu = make_emulator([*static_team(), cpp("t2-cpp", "t2", static_placement({"cluster-a": 1})),
-                         *others], clock=ScaledClock(20.0))
+    emu = make_emulator(
+        [*static_team(), cpp("t2-cpp", "t2", static_placement({"cluster-a": 1})), *others],
+        clock=ScaledClock(20.0),
+    )
     client = client_for(emu, tmp_path)
     reads = SharedReads(client, max_watch_seconds=5)
     informer = reads.informers["resourcebindings"]
@@ -49,16 +55,25 @@ def test_waves_follow_only_their_own_bindings_in_a_shared_namespace(
 
     def on_event(event: ev.EngineEvent) -> None:
         if isinstance(event, ev.GatePassed):
-            ours = {key_of(obj) for obj in informer.items()
-                    if obj["spec"]["resource"]["name"].startswith("web-")}
+            ours = {
+                key_of(obj)
+                for obj in informer.items()
+                if obj["spec"]["resource"]["name"].startswith("web-")
+            }
             with informer._lock:
                 indexed = set(informer._by_key)
             seen.append((informer.readers(), indexed, ours))
 
     with reads.in_use():
-        record = run_switch(client, load_one(write_schedule(tmp_path, SCHEDULE)), "night",
-                            clock=SystemClock(), journal=InMemoryJournal(),
-                            on_event=on_event, reads=reads)
+        record = run_switch(
+            client,
+            load_one(write_schedule(tmp_path, SCHEDULE)),
+            "night",
+            clock=SystemClock(),
+            journal=InMemoryJournal(),
+            on_event=on_event,
+            reads=reads,
+        )
     assert record.result is RunResult.SUCCEEDED
     assert seen
     for readers, indexed, ours in seen:

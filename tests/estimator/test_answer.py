@@ -18,15 +18,27 @@ NIGHT = datetime(2026, 12, 4, 23, 0, tzinfo=UTC)
 BOUND = timedelta(seconds=60)
 GPU = ReplicaClaim({"nvidia.com/gpu": 1.0})
 CAP = ReplicaCap(40, (CapacityWindow(time(22), time(6), 0),))
-TEAMS = Teams((TeamRule("t", frozenset({"t-a", "t-b"}), {
-    "cluster-a": ClusterRule(cap=CAP),
-    "cluster-b": ClusterRule(quota=True),
-    "cluster-c": ClusterRule(),
-}),))
-QUOTA = MemberView(quotas={"t-a": (QuotaView("q", {"requests.nvidia.com/gpu": 10},
-                                             {"requests.nvidia.com/gpu": 4}),)})
+TEAMS = Teams(
+    (
+        TeamRule(
+            "t",
+            frozenset({"t-a", "t-b"}),
+            {
+                "cluster-a": ClusterRule(cap=CAP),
+                "cluster-b": ClusterRule(quota=True),
+                "cluster-c": ClusterRule(),
+            },
+        ),
+    )
+)
+QUOTA = MemberView(
+    quotas={
+        "t-a": (QuotaView("q", {"requests.nvidia.com/gpu": 10}, {"requests.nvidia.com/gpu": 4}),)
+    }
+)
 SNAP = Snapshot(
-    NOW, frozenset({"cluster-a", "cluster-b", "cluster-c", "cluster-d"}),
+    NOW,
+    frozenset({"cluster-a", "cluster-b", "cluster-c", "cluster-d"}),
     {"cluster-b": MemberState(QUOTA, NOW)},
     held={("cluster-a", "t"): 15, ("cluster-a", "other-team"): 99},
     bindings={("t-a", "scorer-deployment"): {"cluster-a": 10}},
@@ -51,22 +63,37 @@ def test_quota_in_the_request_namespace() -> None:
     assert answer(SNAP, TEAMS, "cluster-b", GPU, "t-a", None, NOW, BOUND).replicas == 6
 
 
-@pytest.mark.parametrize(("snap", "cluster", "claim", "namespace", "now", "reason"), [
-    (Snapshot(), "cluster-a", GPU, "t-a", NOW, Reason.NOT_READY),
-    (SNAP, "cluster-x", GPU, "t-a", NOW, Reason.UNKNOWN_CLUSTER),
-    (SNAP, "cluster-a", GPU, "", NOW, Reason.NO_NAMESPACE),
-    (SNAP, "cluster-a", GPU, "nobody", NOW, Reason.NO_TEAM),
-    (SNAP, "cluster-d", GPU, "t-a", NOW, Reason.NO_RULE),
-    (SNAP, "cluster-a", None, "t-a", NOW, Reason.BAD_REQUEST),
-    (SNAP, "cluster-c", GPU, "t-a", NOW, Reason.NO_LIMIT),
-    (SNAP, "cluster-b", ReplicaClaim({"cpu": 1.0}), "t-a", NOW, Reason.NO_LIMIT),
-    (SNAP, "cluster-a", GPU, "t-a", NOW + timedelta(minutes=5), Reason.STALE),
-    (SNAP, "cluster-b", GPU, "t-a", NOW + timedelta(minutes=5), Reason.STALE),
-    (Snapshot(NOW, frozenset({"cluster-b"})), "cluster-b", GPU, "t-a", NOW,
-     Reason.MEMBER_UNREADABLE),
-])
-def test_cannot_tell_table(snap: Snapshot, cluster: str, claim: ReplicaClaim | None,
-                           namespace: str, now: datetime, reason: Reason) -> None:
+@pytest.mark.parametrize(
+    ("snap", "cluster", "claim", "namespace", "now", "reason"),
+    [
+        (Snapshot(), "cluster-a", GPU, "t-a", NOW, Reason.NOT_READY),
+        (SNAP, "cluster-x", GPU, "t-a", NOW, Reason.UNKNOWN_CLUSTER),
+        (SNAP, "cluster-a", GPU, "", NOW, Reason.NO_NAMESPACE),
+        (SNAP, "cluster-a", GPU, "nobody", NOW, Reason.NO_TEAM),
+        (SNAP, "cluster-d", GPU, "t-a", NOW, Reason.NO_RULE),
+        (SNAP, "cluster-a", None, "t-a", NOW, Reason.BAD_REQUEST),
+        (SNAP, "cluster-c", GPU, "t-a", NOW, Reason.NO_LIMIT),
+        (SNAP, "cluster-b", ReplicaClaim({"cpu": 1.0}), "t-a", NOW, Reason.NO_LIMIT),
+        (SNAP, "cluster-a", GPU, "t-a", NOW + timedelta(minutes=5), Reason.STALE),
+        (SNAP, "cluster-b", GPU, "t-a", NOW + timedelta(minutes=5), Reason.STALE),
+        (
+            Snapshot(NOW, frozenset({"cluster-b"})),
+            "cluster-b",
+            GPU,
+            "t-a",
+            NOW,
+            Reason.MEMBER_UNREADABLE,
+        ),
+    ],
+)
+def test_cannot_tell_table(
+    snap: Snapshot,
+    cluster: str,
+    claim: ReplicaClaim | None,
+    namespace: str,
+    now: datetime,
+    reason: Reason,
+) -> None:
     """Each case of the documented table answers -1 with its reason."""
     got = answer(snap, TEAMS, cluster, claim, namespace, None, now, BOUND)
     assert (got.replicas, got.reason) == (-1, reason)
@@ -75,20 +102,37 @@ def test_cannot_tell_table(snap: Snapshot, cluster: str, claim: ReplicaClaim | N
 def test_teams_told_apart_by_template_labels() -> None:
     """Two teams in one namespace, told apart by their templates' labels: each answer is its
     own team's cap minus its own team's holdings; a workload of neither team cannot tell."""
-    teams = Teams((
-        TeamRule("t1", frozenset({"ai"}), {"cluster-a": ClusterRule(cap=ReplicaCap(10))},
-                 {"matchLabels": {"team": "1"}}),
-        TeamRule("t2", frozenset({"ai"}), {"cluster-a": ClusterRule(cap=ReplicaCap(20))},
-                 {"matchLabels": {"team": "2"}}),
-    ))
-    snap = Snapshot(NOW, frozenset({"cluster-a"}), {},
-                    held={("cluster-a", "t1"): 4, ("cluster-a", "t2"): 7},
-                    labels={("ai", "Deployment", "one"): {"team": "1"},
-                            ("ai", "Deployment", "two"): {"team": "2"},
-                            ("ai", "Deployment", "three"): {"team": "3"}})
+    teams = Teams(
+        (
+            TeamRule(
+                "t1",
+                frozenset({"ai"}),
+                {"cluster-a": ClusterRule(cap=ReplicaCap(10))},
+                {"matchLabels": {"team": "1"}},
+            ),
+            TeamRule(
+                "t2",
+                frozenset({"ai"}),
+                {"cluster-a": ClusterRule(cap=ReplicaCap(20))},
+                {"matchLabels": {"team": "2"}},
+            ),
+        )
+    )
+    snap = Snapshot(
+        NOW,
+        frozenset({"cluster-a"}),
+        {},
+        held={("cluster-a", "t1"): 4, ("cluster-a", "t2"): 7},
+        labels={
+            ("ai", "Deployment", "one"): {"team": "1"},
+            ("ai", "Deployment", "two"): {"team": "2"},
+            ("ai", "Deployment", "three"): {"team": "3"},
+        },
+    )
 
     def ask(name: str) -> int:
-        return answer(snap, teams, "cluster-a", GPU, "ai", Workload("Deployment", "ai", name),
-                      NOW, BOUND).replicas
+        return answer(
+            snap, teams, "cluster-a", GPU, "ai", Workload("Deployment", "ai", name), NOW, BOUND
+        ).replicas
 
     assert (ask("one"), ask("two"), ask("three")) == (6, 13, -1)

@@ -14,10 +14,19 @@ pytestmark = pytest.mark.e2e
 
 
 def _binding(name: str) -> dict[str, Any]:
-    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "namespace": "default", "name": name}}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "resource": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "default",
+                "name": name,
+            }
+        },
+    }
 
 
 def _client(emulator: Any, tmp_path: Path) -> KarmadaClient:
@@ -25,8 +34,9 @@ def _client(emulator: Any, tmp_path: Path) -> KarmadaClient:
 
 
 def _create(client: KarmadaClient, name: str) -> None:
-    client.request("create", RESOURCE_BINDINGS, "POST", RESOURCE_BINDINGS.path("default"),
-                   body=_binding(name))
+    client.request(
+        "create", RESOURCE_BINDINGS, "POST", RESOURCE_BINDINGS.path("default"), body=_binding(name)
+    )
 
 
 def _first_changes(watch: BindingWatch, count: int) -> list[tuple[str, bool]]:

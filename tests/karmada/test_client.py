@@ -29,12 +29,25 @@ class FakeApi:
         self.answers = answers
         self.sent: list[tuple[str, str, Any]] = []
 
-    def param_serialize(self, method: str, resource_path: str, query_params: Any,
-                        header_params: Any, body: Any, auth_settings: Any) -> Any:
+    def param_serialize(
+        self,
+        method: str,
+        resource_path: str,
+        query_params: Any,
+        header_params: Any,
+        body: Any,
+        auth_settings: Any,
+    ) -> Any:
         return method, "http://x" + resource_path, header_params, body, None
 
-    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None,
-                 _request_timeout: Any = None) -> Any:
+    def call_api(
+        self,
+        method: str,
+        url: str,
+        header_params: Any = None,
+        body: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
         self.sent.append((method, url, body))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
@@ -42,11 +55,15 @@ class FakeApi:
         return answer
 
 
-def _client(answers: list[Any], sleeps: list[float], calls: list[tuple[str, str, int]]
-            ) -> KarmadaClient:
-    return KarmadaClient(FakeApi(answers), sleep=sleeps.append,
-                         on_request=lambda v, r, c: calls.append((v, r, c)),
-                         retry=RetryPolicy(attempts=4, base_delay=0.01))
+def _client(
+    answers: list[Any], sleeps: list[float], calls: list[tuple[str, str, int]]
+) -> KarmadaClient:
+    return KarmadaClient(
+        FakeApi(answers),
+        sleep=sleeps.append,
+        on_request=lambda v, r, c: calls.append((v, r, c)),
+        retry=RetryPolicy(attempts=4, base_delay=0.01),
+    )
 
 
 def _ok(obj: dict[str, Any]) -> _Response:
@@ -57,8 +74,9 @@ def test_throttled_request_is_retried_after_the_servers_delay() -> None:
     """A 429 with Retry-After is retried after exactly that delay, and each attempt is counted."""
     sleeps: list[float] = []
     calls: list[tuple[str, str, int]] = []
-    client = _client([_Response(429, b"{}", {"Retry-After": "3"}), _ok({"kind": "Cluster"})],
-                     sleeps, calls)
+    client = _client(
+        [_Response(429, b"{}", {"Retry-After": "3"}), _ok({"kind": "Cluster"})], sleeps, calls
+    )
     obj = client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
     assert obj == {"kind": "Cluster"}
     assert sleeps == [3.0]
@@ -77,10 +95,16 @@ def test_rate_limit_spaces_every_attempt_and_retry_after_still_holds() -> None:
         sleeps.append(seconds)
         now[0] += seconds
 
-    answers = [_ok({"kind": "Cluster"}), _Response(429, b"{}", {"Retry-After": "0.25"}),
-               _ok({"kind": "Cluster"})]
-    client = KarmadaClient(FakeApi(answers), sleep=sleep,
-                           limiter=RateLimiter(1, 1, monotonic=lambda: now[0], sleep=sleep))
+    answers = [
+        _ok({"kind": "Cluster"}),
+        _Response(429, b"{}", {"Retry-After": "0.25"}),
+        _ok({"kind": "Cluster"}),
+    ]
+    client = KarmadaClient(
+        FakeApi(answers),
+        sleep=sleep,
+        limiter=RateLimiter(1, 1, monotonic=lambda: now[0], sleep=sleep),
+    )
     client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
     client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
     assert sleeps == [1.0, 0.25, 0.75]  # token, Retry-After, the rest of the next token
@@ -95,8 +119,10 @@ def test_lease_requests_never_wait_for_the_rate_limit() -> None:
     leases = next(r for r in KNOWN if r.plural == "leases")
     sleeps: list[float] = []
     limiter = RateLimiter(1, 1, monotonic=lambda: 0.0, sleep=sleeps.append)
-    client = KarmadaClient(FakeApi([_ok({"kind": "Cluster"}), _ok({"kind": "Lease"}),
-                                    _ok({"kind": "Cluster"})]), limiter=limiter)
+    client = KarmadaClient(
+        FakeApi([_ok({"kind": "Cluster"}), _ok({"kind": "Lease"}), _ok({"kind": "Cluster"})]),
+        limiter=limiter,
+    )
     client.request("get", CLUSTERS, "GET", CLUSTERS.path(name="a"))
     client.request("get", leases, "GET", leases.path("ns", "tidal-leader"))
     assert sleeps == []
@@ -109,11 +135,18 @@ def test_settings_make_a_rate_limited_client(tmp_path: Any) -> None:
     from tidal.settings import load_settings
 
     kubeconfig = tmp_path / "kc"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
     settings = load_settings(kubeconfig=kubeconfig, api={"qps": 7, "burst": 3})
     client = KarmadaClient.from_settings(settings)
     assert client.limiter is not None

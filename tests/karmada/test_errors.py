@@ -12,9 +12,17 @@ from tidal.karmada import errors as E
 
 
 def _status(code: int, reason: str, **details: object) -> str:
-    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                       "message": f"it failed: {reason}", "reason": reason, "code": code,
-                       "details": details})
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": f"it failed: {reason}",
+            "reason": reason,
+            "code": code,
+            "details": details,
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,8 +51,9 @@ def test_status_bodies_map_to_classes(code: int, reason: str, cls: type, retryab
 
 def test_retry_after_header_wins_over_details() -> None:
     """A 429 carries the Retry-After header's seconds."""
-    err = E.error_for_status(429, _status(429, "TooManyRequests", retryAfterSeconds=9),
-                             {"Retry-After": "2"})
+    err = E.error_for_status(
+        429, _status(429, "TooManyRequests", retryAfterSeconds=9), {"Retry-After": "2"}
+    )
     assert isinstance(err, E.Throttled)
     assert err.retry_after == 2.0
 

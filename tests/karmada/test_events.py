@@ -32,15 +32,30 @@ def test_events_land_on_the_state_configmap_and_on_a_cluster_policy(
     emulator = make_emulator(alert_scenario.topology(pods_fail=False))
     client = _client(emulator, tmp_path)
     configmaps = client.resource_for("v1", "ConfigMap")
-    client.request("create", configmaps, "POST", configmaps.path("tidal-system"),
-                   body={"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": "tidal-run-team-42", "namespace": "tidal-system"}})
+    client.request(
+        "create",
+        configmaps,
+        "POST",
+        configmaps.path("tidal-system"),
+        body={
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "tidal-run-team-42", "namespace": "tidal-system"},
+        },
+    )
     recorder = EventRecorder(client, instance="tidal-0", now=lambda: FIXED)
 
-    assert recorder.record(configmap_ref("tidal-run-team-42", "tidal-system"), "WaveFailed",
-                           "Wave 1 failed (timeout)", "Warning")
-    assert recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "SwitchStarted",
-                           "Policy changed (patch) for window night")
+    assert recorder.record(
+        configmap_ref("tidal-run-team-42", "tidal-system"),
+        "WaveFailed",
+        "Wave 1 failed (timeout)",
+        "Warning",
+    )
+    assert recorder.record(
+        policy_ref("ClusterPropagationPolicy", "team-42"),
+        "SwitchStarted",
+        "Policy changed (patch) for window night",
+    )
 
     (state_event,) = _list_events(client, "tidal-system")
     assert state_event["reason"] == "WaveFailed"
@@ -65,8 +80,9 @@ def test_an_event_about_a_missing_object_is_still_written(
     emulator = make_emulator(alert_scenario.topology(pods_fail=False))
     client = _client(emulator, tmp_path)
     recorder = EventRecorder(client)
-    assert recorder.record(configmap_ref("tidal-run-nobody", "tidal-system"), "SwitchStarted",
-                           "x" * 5000)
+    assert recorder.record(
+        configmap_ref("tidal-run-nobody", "tidal-system"), "SwitchStarted", "x" * 5000
+    )
     (event,) = _list_events(client, "tidal-system")
     assert "uid" not in event["involvedObject"]
     assert len(event["message"]) == 1024
@@ -75,8 +91,10 @@ def test_an_event_about_a_missing_object_is_still_written(
 def test_a_failing_apiserver_never_fails_the_caller(make_emulator: Any, tmp_path: Path) -> None:
     """500s on Event creation: one attempt, False returned, kube_event_failed logged, no raise."""
     emulator = make_emulator(alert_scenario.topology(pods_fail=False))
-    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kubeconfig"),
-                                           retry=RetryPolicy(attempts=6, base_delay=0.5))
+    client = KarmadaClient.from_kubeconfig(
+        emulator.write_kubeconfig(tmp_path / "kubeconfig"),
+        retry=RetryPolicy(attempts=6, base_delay=0.5),
+    )
     fault = emulator.faults.inject(type="error", verb="create", resource="events")
     recorder = EventRecorder(client)
     started = time.monotonic()
@@ -94,7 +112,8 @@ def test_an_unreachable_apiserver_never_fails_the_caller(tmp_path: Path) -> None
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
         "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+    )
     recorder = EventRecorder(KarmadaClient.from_kubeconfig(kubeconfig), timeout_seconds=1)
     assert recorder.record(ObjectRef("v1", "ConfigMap", "x", "ns"), "SwitchStarted", "m") is False
 
@@ -112,11 +131,26 @@ def test_kubectl_describe_shows_the_event(make_emulator: Any, tmp_path: Path) ->
     emulator = make_emulator(alert_scenario.topology(pods_fail=False))
     kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
     recorder = EventRecorder(KarmadaClient.from_kubeconfig(kubeconfig))
-    assert recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "WaveFailed",
-                           "Wave 1 failed (timeout)", "Warning")
+    assert recorder.record(
+        policy_ref("ClusterPropagationPolicy", "team-42"),
+        "WaveFailed",
+        "Wave 1 failed (timeout)",
+        "Warning",
+    )
     described = subprocess.run(
-        [kubectl, "--kubeconfig", str(kubeconfig), "describe", "clusterpropagationpolicy",
-         "team-42"], capture_output=True, text=True, timeout=60, check=True).stdout
+        [
+            kubectl,
+            "--kubeconfig",
+            str(kubeconfig),
+            "describe",
+            "clusterpropagationpolicy",
+            "team-42",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     events = described.split("Events:", 1)[1]
     assert "WaveFailed" in events and "Wave 1 failed (timeout)" in events
 
@@ -130,13 +164,13 @@ def test_a_replica_that_may_not_write_records_nothing(make_emulator: Any, tmp_pa
     assert _list_events(client, "tidal-system") == []
 
 
-def test_leadership_lost_during_the_uid_lookup_writes_nothing(make_emulator: Any,
-                                                              tmp_path: Path) -> None:
+def test_leadership_lost_during_the_uid_lookup_writes_nothing(
+    make_emulator: Any, tmp_path: Path
+) -> None:
     """Leadership is asked again right before the POST, after the uid lookup's round trip."""
     emulator = make_emulator(alert_scenario.topology(pods_fail=False))
     client = _client(emulator, tmp_path)
     answers = iter([True, False])
     recorder = EventRecorder(client, may_write=lambda: next(answers))
-    assert not recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "WaveFailed",
-                               "x")
+    assert not recorder.record(policy_ref("ClusterPropagationPolicy", "team-42"), "WaveFailed", "x")
     assert _list_events(client, "default") == []

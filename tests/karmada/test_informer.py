@@ -16,20 +16,37 @@ pytestmark = pytest.mark.e2e
 
 
 def _binding(name: str, namespace: str = "default") -> dict[str, Any]:
-    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "namespace": namespace, "name": name}}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "resource": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": namespace,
+                "name": name,
+            }
+        },
+    }
 
 
 def _create(client: KarmadaClient, name: str, namespace: str = "default") -> None:
-    client.request("create", RESOURCE_BINDINGS, "POST", RESOURCE_BINDINGS.path(namespace),
-                   body=_binding(name, namespace))
+    client.request(
+        "create",
+        RESOURCE_BINDINGS,
+        "POST",
+        RESOURCE_BINDINGS.path(namespace),
+        body=_binding(name, namespace),
+    )
 
 
 def _requests(emulator: Any, verb: str, since: int = 0) -> int:
-    return sum(1 for r in emulator.request_log(since)
-               if r.verb == verb and r.resource == "resourcebindings")
+    return sum(
+        1
+        for r in emulator.request_log(since)
+        if r.verb == verb and r.resource == "resourcebindings"
+    )
 
 
 def _drain(view: Any, want: int, seconds: float = 5.0) -> list[tuple[str, bool]]:
@@ -55,8 +72,9 @@ def test_many_readers_share_one_list_and_one_watch(emulator: Any, tmp_path: Path
         caches = [set(v.start()) for v in views]
         assert caches[1] == {"default/a"} and caches[0] == {"kube-public/k"}
         _create(client, "b")
-        client.request("delete", RESOURCE_BINDINGS, "DELETE",
-                       RESOURCE_BINDINGS.path("default", "a"))
+        client.request(
+            "delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a")
+        )
         for view in views[1::2]:
             assert _drain(view, 2) == [("b", False), ("a", True)]
             assert set(view.cache) == {"default/b"}
@@ -92,7 +110,8 @@ def test_gone_relists_and_readers_get_the_difference(emulator: Any, tmp_path: Pa
 
 
 def test_clusters_come_from_the_cache_and_it_stops_after_the_last_run(
-        demo_emulator: Any, tmp_path: Path) -> None:
+    demo_emulator: Any, tmp_path: Path
+) -> None:
     """Clusters are listed once for every reader; when no run uses the informers any more,
     their threads end and a later run lists afresh."""
     client = KarmadaClient.from_kubeconfig(demo_emulator.write_kubeconfig(tmp_path / "kc"))
@@ -112,15 +131,17 @@ def test_clusters_come_from_the_cache_and_it_stops_after_the_last_run(
 
 
 def test_dropped_watches_and_500s_heal_without_the_readers_noticing(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     """The shared watch is cut and its history forgotten (410 on resume), and the lists that
     follow answer 500: the informer retries, re-lists, and a reader gets every change."""
     from structlog.testing import capture_logs
 
     from tidal.karmada.state_objects import ensure_namespace
 
-    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"),
-                                           retry=RetryPolicy(attempts=2, base_delay=0.01))
+    client = KarmadaClient.from_kubeconfig(
+        emulator.write_kubeconfig(tmp_path / "kc"), retry=RetryPolicy(attempts=2, base_delay=0.01)
+    )
     _create(client, "a")
     reads = SharedReads(client, max_watch_seconds=30, retry_seconds=0.05)
     with reads.in_use(), capture_logs() as logs:
@@ -140,13 +161,15 @@ def test_dropped_watches_and_500s_heal_without_the_readers_noticing(
 
 
 def test_a_reader_gets_the_api_error_when_the_cache_cannot_fill(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     """While every list fails, a wave asking for the cache gets the API's error (its run
     fails as it did with its own listing), not a silent empty cache."""
     from tidal.karmada.errors import KarmadaError
 
-    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"),
-                                           retry=RetryPolicy(attempts=1))
+    client = KarmadaClient.from_kubeconfig(
+        emulator.write_kubeconfig(tmp_path / "kc"), retry=RetryPolicy(attempts=1)
+    )
     emulator.faults.inject(type="error", verb="list", resource="resourcebindings")
     reads = SharedReads(client, retry_seconds=0.05, sync_timeout=1.0)
     with reads.in_use(), pytest.raises(KarmadaError):
@@ -168,8 +191,9 @@ def test_a_keyed_reader_holds_and_gets_only_its_keys(emulator: Any, tmp_path: Pa
         assert reads.informers["resourcebindings"].readers() == (1, 1)
         _create(client, "d")
         _create(client, "x")
-        client.request("delete", RESOURCE_BINDINGS, "DELETE",
-                       RESOURCE_BINDINGS.path("default", "a"))
+        client.request(
+            "delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a")
+        )
         assert _drain(wide, 3) == [("d", False), ("x", False), ("a", True)]
         assert _drain(keyed, 2) == [("x", False), ("a", True)]
         assert list(keyed.changes(0.2)) == []
@@ -187,8 +211,9 @@ def test_a_dropped_keyed_view_leaves_nothing_in_the_index(emulator: Any, tmp_pat
     reads = SharedReads(client, max_watch_seconds=30)
     with reads.in_use():
         informer = reads.informers["resourcebindings"]
-        views = [reads.binding_watch("default", keys={f"default/w{i}", "default/a"})
-                 for i in range(20)]
+        views = [
+            reads.binding_watch("default", keys={f"default/w{i}", "default/a"}) for i in range(20)
+        ]
         for view in views:
             view.start()
         assert len(informer._by_key) == 21 and informer.readers() == (0, 20)
@@ -196,21 +221,25 @@ def test_a_dropped_keyed_view_leaves_nothing_in_the_index(emulator: Any, tmp_pat
         gc.collect()
         _create(client, "b")
         deadline = time.monotonic() + 5
-        while "default/b" not in {f"default/{o['metadata']['name']}" for o in informer.items()} \
-                and time.monotonic() < deadline:
+        while (
+            "default/b" not in {f"default/{o['metadata']['name']}" for o in informer.items()}
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         with informer._lock:
             assert informer._by_key == {} and informer._keyed == {}  # pruned by b's publish
         later = reads.binding_watch("default", keys={"default/a"})
         assert set(later.start()) == {"default/a"}
         assert informer.readers() == (0, 1)
-        client.request("delete", RESOURCE_BINDINGS, "DELETE",
-                       RESOURCE_BINDINGS.path("default", "a"))
+        client.request(
+            "delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a")
+        )
         assert _drain(later, 1) == [("a", True)]
 
 
 def test_a_keyed_reader_gets_the_relist_difference_of_its_keys_only(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     """Changes the watch missed (410, then a slow re-list) reach a keyed reader as the
     difference the re-list found, for its keys only; a namespace reader gets all of it."""
     from tidal.karmada.state_objects import ensure_namespace
@@ -227,13 +256,15 @@ def test_a_keyed_reader_gets_the_relist_difference_of_its_keys_only(
         informer = reads.informers["resourcebindings"]
         ensure_namespace(client, "elsewhere")  # the store moves on past the informer's version
         # the re-list waits a second: the changes below land before it, unseen by any watch
-        emulator.faults.inject(type="latency", verb="list", resource="resourcebindings",
-                               seconds=1.0, count=1)
+        emulator.faults.inject(
+            type="latency", verb="list", resource="resourcebindings", seconds=1.0, count=1
+        )
         emulator.faults.inject(type="drop-watch", resource="resourcebindings", compact=True)
         _create(client, "c")
         _create(client, "d")
-        client.request("delete", RESOURCE_BINDINGS, "DELETE",
-                       RESOURCE_BINDINGS.path("default", "a"))
+        client.request(
+            "delete", RESOURCE_BINDINGS, "DELETE", RESOURCE_BINDINGS.path("default", "a")
+        )
         assert _drain(keyed, 2) == [("c", False), ("a", True)]
         assert informer.lists == 2
         assert sorted(_drain(wide, 3)) == [("a", True), ("c", False), ("d", False)]

@@ -39,8 +39,9 @@ def web(i: int) -> TemplateRef:
     return TemplateRef("apps/v1", "Deployment", f"web-{i}", NS)
 
 
-def surge(name: str, replicas: dict[str, int], *templates: TemplateRef,
-          owner: Owner = OWNER) -> ReplicaOverride:
+def surge(
+    name: str, replicas: dict[str, int], *templates: TemplateRef, owner: Owner = OWNER
+) -> ReplicaOverride:
     return ReplicaOverride(name, owner, templates or (web(0),), replicas)
 
 
@@ -48,8 +49,9 @@ def assigned(emu: Emulator, workload: str, cluster: str) -> int:
     """What the member runs (the emulator's timeline: desired replicas per member)."""
     for _ in range(200):
         emu.settle()
-        samples = [s for s in emu.timeline() if s["workload"] == workload
-                   and s["cluster"] == cluster]
+        samples = [
+            s for s in emu.timeline() if s["workload"] == workload and s["cluster"] == cluster
+        ]
         if samples:
             return int(samples[-1]["assigned"])
         time.sleep(0.01)
@@ -68,14 +70,21 @@ def test_manifest_has_one_rule_per_distinct_count_and_the_owner_labels() -> None
     obj = manifest(surge("s", {"cluster-b": 5, "cluster-c": 5, "cluster-a": 1}, web(1), web(0)))
     assert obj["kind"] == OP_KIND and obj["metadata"]["namespace"] == NS
     assert obj["metadata"]["labels"] == {
-        "app.kubernetes.io/managed-by": "tidal", "tidal.io/schedule": "team-1",
-        "tidal.io/run": "r20260601", "tidal.io/wave": "1", "tidal.io/direction": "forward"}
+        "app.kubernetes.io/managed-by": "tidal",
+        "tidal.io/schedule": "team-1",
+        "tidal.io/run": "r20260601",
+        "tidal.io/wave": "1",
+        "tidal.io/direction": "forward",
+    }
     assert [s["name"] for s in obj["spec"]["resourceSelectors"]] == ["web-0", "web-1"]
     rules = obj["spec"]["overrideRules"]
-    assert [(r["targetCluster"]["clusterNames"], r["overriders"]["plaintext"][0]["value"])
-            for r in rules] == [(["cluster-a"], 1), (["cluster-b", "cluster-c"], 5)]
-    cluster_scoped = manifest(surge("c", {"cluster-b": 2},
-                                    TemplateRef("example.io/v1", "Widget", "w")))
+    assert [
+        (r["targetCluster"]["clusterNames"], r["overriders"]["plaintext"][0]["value"])
+        for r in rules
+    ] == [(["cluster-a"], 1), (["cluster-b", "cluster-c"], 5)]
+    cluster_scoped = manifest(
+        surge("c", {"cluster-b": 2}, TemplateRef("example.io/v1", "Widget", "w"))
+    )
     assert cluster_scoped["kind"] == COP_KIND and "namespace" not in cluster_scoped["metadata"]
     assert "namespace" not in cluster_scoped["spec"]["resourceSelectors"][0]
 
@@ -100,8 +109,9 @@ def test_surge_create_replace_find_and_delete(team: tuple[Emulator, KarmadaClien
     assert [(v.kind, v.namespace, v.name) for v in found] == [(OP_KIND, NS, name)]
     assert found[0].templates() == [("apps/v1", "Deployment", NS, "web-0")]
     assert len(list_overrides(client, schedule="team-1")) == 2
-    assert list_overrides(client, schedule="team-1", wave=2, namespaces=[NS])[0].run_id == \
-        "r20260602"
+    assert (
+        list_overrides(client, schedule="team-1", wave=2, namespaces=[NS])[0].run_id == "r20260602"
+    )
     assert delete_override(client, ref_of(found[0])) is True
     assert delete_override(client, ref_of(found[0])) is False
     assert get_override(client, ref_of(found[0])) is None
@@ -109,7 +119,8 @@ def test_surge_create_replace_find_and_delete(team: tuple[Emulator, KarmadaClien
 
 
 def test_create_twice_is_already_exists_and_replace_of_nothing_is_not_found(
-        team: tuple[Emulator, KarmadaClient]) -> None:
+    team: tuple[Emulator, KarmadaClient],
+) -> None:
     """The separate verbs keep the API's answers: AlreadyExists, NotFound (translated)."""
     _, client = team
     override = surge("s", {"cluster-b": 5})
@@ -120,8 +131,7 @@ def test_create_twice_is_already_exists_and_replace_of_nothing_is_not_found(
         replace_override(client, surge("absent", {"cluster-b": 5}))
 
 
-def test_writes_are_strict_and_dry_run_stores_nothing(
-        team: tuple[Emulator, KarmadaClient]) -> None:
+def test_writes_are_strict_and_dry_run_stores_nothing(team: tuple[Emulator, KarmadaClient]) -> None:
     """Every create/replace is sent with fieldValidation=Strict; a dry run is not stored."""
     emu, client = team
     emu.reset_requests()
@@ -129,15 +139,22 @@ def test_writes_are_strict_and_dry_run_stores_nothing(
     assert get_override(client, OverrideRef(OP_KIND, NS, "dry")) is None
     apply_override(client, surge("s", {"cluster-b": 5}))
     apply_override(client, surge("s", {"cluster-b": 4}))
-    writes = [r for r in emu.request_log() if r.resource == "overridepolicies"
-              and r.verb in ("create", "update")]
+    writes = [
+        r
+        for r in emu.request_log()
+        if r.resource == "overridepolicies" and r.verb in ("create", "update")
+    ]
     assert [(r.verb, r.dry_run, r.code) for r in writes] == [
-        ("create", True, 201), ("create", False, 201), ("create", False, 409),
-        ("update", False, 200)]
+        ("create", True, 201),
+        ("create", False, 201),
+        ("create", False, 409),
+        ("update", False, 200),
+    ]
 
 
 def test_a_create_whose_answer_is_lost_is_finished_by_a_replace(
-        team: tuple[Emulator, KarmadaClient]) -> None:
+    team: tuple[Emulator, KarmadaClient],
+) -> None:
     """The server stores the create but the answer is cut: the retried create meets
     AlreadyExists and apply_override replaces, ending with the wanted rules."""
     emu, client = team
@@ -177,8 +194,10 @@ def test_a_fenced_replica_sends_no_override_write(team: tuple[Emulator, KarmadaC
     emu, client = team
     client.gate_writes(Fenced())
     emu.reset_requests()
-    for write in (lambda: apply_override(client, surge("s", {"cluster-b": 5})),
-                  lambda: delete_override(client, OverrideRef(OP_KIND, NS, "s"))):
+    for write in (
+        lambda: apply_override(client, surge("s", {"cluster-b": 5})),
+        lambda: delete_override(client, OverrideRef(OP_KIND, NS, "s")),
+    ):
         with pytest.raises(E.LeaseLost):
             write()
     assert list_overrides(client) == []
@@ -189,23 +208,31 @@ def test_a_fenced_replica_sends_no_override_write(team: tuple[Emulator, KarmadaC
 def test_a_server_refusal_is_translated(team: tuple[Emulator, KarmadaClient]) -> None:
     """An override in a namespace that does not exist is a NotFound naming verb and resource."""
     _, client = team
-    missing = ReplicaOverride("s", OWNER, (TemplateRef("apps/v1", "Deployment", "w", "nowhere"),),
-                              {"cluster-b": 5})
+    missing = ReplicaOverride(
+        "s", OWNER, (TemplateRef("apps/v1", "Deployment", "w", "nowhere"),), {"cluster-b": 5}
+    )
     with pytest.raises(E.NotFound) as caught:
         create_override(client, missing)
     assert caught.value.resource == "overridepolicies" and caught.value.verb == "create"
 
 
-@pytest.mark.parametrize("build,message", [
-    (lambda: ReplicaOverride("Bad_Name", OWNER, (web(0),), {"cluster-b": 1}), "DNS subdomain"),
-    (lambda: ReplicaOverride("s", OWNER, (), {"cluster-b": 1}), "at least one template"),
-    (lambda: ReplicaOverride("s", OWNER, (web(0), TemplateRef("v1", "ConfigMap", "c", "other")),
-                             {"cluster-b": 1}), "one override per namespace"),
-    (lambda: ReplicaOverride("s", OWNER, (web(0),), {}), "at least one cluster"),
-    (lambda: ReplicaOverride("s", OWNER, (web(0),), {"cluster-b": -1}), "whole number >= 0"),
-    (lambda: Owner("team-1", "", 1), "run id is empty"),
-    (lambda: OverrideRef.parse("OverridePolicy//x"), "expected OverridePolicy/<namespace>"),
-])
+@pytest.mark.parametrize(
+    "build,message",
+    [
+        (lambda: ReplicaOverride("Bad_Name", OWNER, (web(0),), {"cluster-b": 1}), "DNS subdomain"),
+        (lambda: ReplicaOverride("s", OWNER, (), {"cluster-b": 1}), "at least one template"),
+        (
+            lambda: ReplicaOverride(
+                "s", OWNER, (web(0), TemplateRef("v1", "ConfigMap", "c", "other")), {"cluster-b": 1}
+            ),
+            "one override per namespace",
+        ),
+        (lambda: ReplicaOverride("s", OWNER, (web(0),), {}), "at least one cluster"),
+        (lambda: ReplicaOverride("s", OWNER, (web(0),), {"cluster-b": -1}), "whole number >= 0"),
+        (lambda: Owner("team-1", "", 1), "run id is empty"),
+        (lambda: OverrideRef.parse("OverridePolicy//x"), "expected OverridePolicy/<namespace>"),
+    ],
+)
 def test_bad_input_is_one_located_line(build: Any, message: str) -> None:
     """Typed-input mistakes name the override and the fix in one line."""
     with pytest.raises(ValueError) as caught:
@@ -213,8 +240,7 @@ def test_bad_input_is_one_located_line(build: Any, message: str) -> None:
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_run_id_too_long_for_a_label_is_still_found(
-        team: tuple[Emulator, KarmadaClient]) -> None:
+def test_a_run_id_too_long_for_a_label_is_still_found(team: tuple[Emulator, KarmadaClient]) -> None:
     """A daemon run id over 63 characters is shortened with a hash in the label, found by the
     same selector, and read back whole from the annotation."""
     _, client = team
@@ -234,15 +260,17 @@ def test_refs_round_trip_as_text() -> None:
 
 
 def test_printed_rbac_allows_every_override_request(
-        team: tuple[Emulator, KarmadaClient], tmp_path: Path) -> None:
+    team: tuple[Emulator, KarmadaClient], tmp_path: Path
+) -> None:
     """Under `tidal rbac`'s rules (enforced), every override verb works in the template
     namespace; an OverridePolicy elsewhere is Forbidden."""
     from tests.e2e.test_rbac_enforced import _post_as_admin
     from tidal.rbac import Subject, TemplateKind, derive_rules, rbac_manifests
 
     emu, _ = team
-    rules = derive_rules([], state_namespace="default",
-                         extra_templates=[TemplateKind("apps", "deployments", NS)])
+    rules = derive_rules(
+        [], state_namespace="default", extra_templates=[TemplateKind("apps", "deployments", NS)]
+    )
     for obj in rbac_manifests(rules, name="tidal", subject=Subject("User", "tidal")):
         _post_as_admin(emu.url, obj)
     emu.enforce_rbac(True)
@@ -256,8 +284,9 @@ def test_printed_rbac_allows_every_override_request(
     assert delete_override(client, ref_of(found))
     apply_override(client, surge(name, {"cluster-b": 4}))
     assert delete_owned(client, OWNER, NS) == [ref_of(found)]  # the wave's, by its labels
-    elsewhere = ReplicaOverride("s", OWNER, (TemplateRef("apps/v1", "Deployment", "w",
-                                                         "default"),), {"cluster-b": 1})
+    elsewhere = ReplicaOverride(
+        "s", OWNER, (TemplateRef("apps/v1", "Deployment", "w", "default"),), {"cluster-b": 1}
+    )
     with pytest.raises(E.Forbidden):
         create_override(client, elsewhere)
     refused = [r for r in emu.request_log() if r.identity == "tidal" and r.code == 403]

@@ -35,8 +35,11 @@ def test_the_documented_customization_is_the_shipped_one() -> None:
     (text,) = [b for b in blocks() if "kind: ResourceInterpreterCustomization" in b]
     head = text.split("    statusReflection:")[0]
     quoted = yaml.safe_load(head)
-    shipped = next(d for d in yaml.safe_load_all(KINDS.read_text())
-               if d["kind"] == "ResourceInterpreterCustomization")
+    shipped = next(
+        d
+        for d in yaml.safe_load_all(KINDS.read_text())
+        if d["kind"] == "ResourceInterpreterCustomization"
+    )
     assert quoted["spec"]["target"] == shipped["spec"]["target"]
     for rule in ("replicaResource", "replicaRevision"):
         assert quoted["spec"]["customizations"][rule] == shipped["spec"]["customizations"][rule]

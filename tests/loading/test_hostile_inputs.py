@@ -18,9 +18,11 @@ REPO = Path(__file__).parents[2]
 GOOD = (REPO / "schedules" / "team-3007.yaml").read_text()
 MANIFEST = (REPO / "schedules" / "policies" / "team-2001-cpp-day.yaml").read_text()
 # the fields of a policy spec (v1.18.2 CRD), as an unknown field in it lists them
-ALLOWED_SPEC = ("activationPreference, association, conflictResolution, dependentOverrides, "
-                "failover, placement, preemption, preserveResourcesOnDeletion, priority, "
-                "propagateDeps, resourceSelectors, schedulePriority, schedulerName, suspension")
+ALLOWED_SPEC = (
+    "activationPreference, association, conflictResolution, dependentOverrides, "
+    "failover, placement, preemption, preserveResourcesOnDeletion, priority, "
+    "propagateDeps, resourceSelectors, schedulePriority, schedulerName, suspension"
+)
 SWAP_SCHEDULE = """\
 apiVersion: tidal.io/v1alpha1
 kind: TidalSchedule
@@ -77,15 +79,18 @@ def test_ten_megabyte_file_is_refused_unread(tmp_path: Path) -> None:
     """A 10 MB file is refused by size at 1:1."""
     path = write(tmp_path, "# " + "x" * (10 * 1024 * 1024) + "\n")
     error = only_error(path)
-    assert error == (f"{path}:1:1: file is {path.stat().st_size} bytes, more than the limit "
-                     f"of {MAX_FILE_BYTES}; split it or remove what is not a schedule")
+    assert error == (
+        f"{path}:1:1: file is {path.stat().st_size} bytes, more than the limit "
+        f"of {MAX_FILE_BYTES}; split it or remove what is not a schedule"
+    )
 
 
 def test_deep_nesting_is_refused(tmp_path: Path) -> None:
     """Ten thousand nested lists stop at the depth limit, where it is passed."""
     path = write(tmp_path, "a: " + "[" * 10_000 + "]" * 10_000 + "\n")
-    assert only_error(path) == (f"{path}:1:{3 + MAX_DEPTH}: nesting deeper than {MAX_DEPTH} "
-                                "levels; flatten the file")
+    assert only_error(path) == (
+        f"{path}:1:{3 + MAX_DEPTH}: nesting deeper than {MAX_DEPTH} levels; flatten the file"
+    )
 
 
 def test_non_utf8_bytes_are_located(tmp_path: Path) -> None:
@@ -98,14 +103,15 @@ def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
     """The second occurrence of a key is reported."""
     path = write(tmp_path, GOOD.replace("  suspend: true\n", "  suspend: true\n  suspend: false\n"))
     error = only_error(path)
-    assert error.startswith(f"{path}:10:3: invalid YAML: found duplicate key \"suspend\"")
+    assert error.startswith(f'{path}:10:3: invalid YAML: found duplicate key "suspend"')
 
 
 def test_tabs_in_indentation_are_refused(tmp_path: Path) -> None:
     """A tab where YAML needs spaces gets a message saying so."""
     path = write(tmp_path, GOOD.replace("  suspend: true", "\tsuspend: true"))
-    assert only_error(path) == (f"{path}:9:1: a tab character where YAML needs spaces; "
-                                "indent with spaces only")
+    assert only_error(path) == (
+        f"{path}:9:1: a tab character where YAML needs spaces; indent with spaces only"
+    )
 
 
 def test_custom_tags_are_not_constructed(tmp_path: Path) -> None:
@@ -114,14 +120,17 @@ def test_custom_tags_are_not_constructed(tmp_path: Path) -> None:
     assert "custom tag" in only_error(path) or "invalid YAML" in only_error(path)
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("", "the file is empty"),
-    ("# just a comment\n", "the file is empty"),
-    ("- a\n- b\n", "not a TidalSchedule mapping"),
-    ("just text\n", "not a TidalSchedule mapping"),
-    ("a: 1\n---\nb: 2\n", "a second YAML document"),
-    ("\x00\x01", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "the file is empty"),
+        ("# just a comment\n", "the file is empty"),
+        ("- a\n- b\n", "not a TidalSchedule mapping"),
+        ("just text\n", "not a TidalSchedule mapping"),
+        ("a: 1\n---\nb: 2\n", "a second YAML document"),
+        ("\x00\x01", "invalid YAML"),
+    ],
+)
 def test_not_one_schedule_mapping(tmp_path: Path, text: str, fragment: str) -> None:
     """Empty files, lists, bare text and multi-document streams are refused."""
     assert fragment in only_error(write(tmp_path, text))
@@ -140,7 +149,8 @@ def test_swap_manifest_symlinked_out_of_the_tree(tmp_path: Path) -> None:
     assert only_error(schedule) == (
         f"{schedule}:14:13: spec.windows[0].policies[0].swap.to: swap manifest "
         "'policies/day.yaml' resolves outside the schedule's directory (a symlink?); "
-        "keep the real file inside it")
+        "keep the real file inside it"
+    )
 
 
 def test_symlinked_directory_out_of_the_tree(tmp_path: Path) -> None:
@@ -172,30 +182,51 @@ def test_symlink_inside_the_tree_is_fine(tmp_path: Path) -> None:
     assert loaded.schedule.window("day").policies[0].policy_name == "team-2001-cpp-day"
 
 
-@pytest.mark.parametrize(("manifest", "expected"), [
-    (MANIFEST.replace("kind: ClusterPropagationPolicy", "kind: PropagationPolicy"),
-     ["4:1: kind: kind PropagationPolicy does not match the schedule's policy kind "
-      "ClusterPropagationPolicy; make them the same (swapped in by s.yaml)"]),
-    (MANIFEST.replace("apiVersion: policy.karmada.io/v1alpha1", "apiVersion: apps/v1")
-     .replace("kind: ClusterPropagationPolicy", "kind: Deployment"),
-     ["3:1: apiVersion: apiVersion must be policy.karmada.io/v1alpha1; this file is not a "
-      "Karmada policy (swapped in by s.yaml)",
-      "4:1: kind: kind 'Deployment' is not a Karmada policy; the schedule swaps in a "
-      "ClusterPropagationPolicy (swapped in by s.yaml)"]),
-    pytest.param(
-        MANIFEST.replace("replicaSchedulingType: Divided", "replicaSchedulingType: Split"),
-        ["20:7: spec.placement.replicaScheduling.replicaSchedulingType: 'Split' is not one of "
-         "['Duplicated', 'Divided'] (Karmada CRD schema); fix the value (swapped in by s.yaml)"],
-        marks=needs_crds),
-    pytest.param(
-        MANIFEST.replace("  placement:", "  placment:"),
-        ["16:3: spec.placment: unknown field `placment` (did you mean `placement`?) for a "
-         "Karmada policy (Karmada would drop it); allowed: " + ALLOWED_SPEC + "; fix the "
-         "spelling or remove it (swapped in by s.yaml)"],
-        marks=needs_crds),
-])
-def test_manifest_that_is_not_a_valid_policy(tmp_path: Path, manifest: str,
-                                             expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        (
+            MANIFEST.replace("kind: ClusterPropagationPolicy", "kind: PropagationPolicy"),
+            [
+                "4:1: kind: kind PropagationPolicy does not match the schedule's policy kind "
+                "ClusterPropagationPolicy; make them the same (swapped in by s.yaml)"
+            ],
+        ),
+        (
+            MANIFEST.replace(
+                "apiVersion: policy.karmada.io/v1alpha1", "apiVersion: apps/v1"
+            ).replace("kind: ClusterPropagationPolicy", "kind: Deployment"),
+            [
+                "3:1: apiVersion: apiVersion must be policy.karmada.io/v1alpha1; "
+                "this file is not a "
+                "Karmada policy (swapped in by s.yaml)",
+                "4:1: kind: kind 'Deployment' is not a Karmada policy; the schedule swaps in a "
+                "ClusterPropagationPolicy (swapped in by s.yaml)",
+            ],
+        ),
+        pytest.param(
+            MANIFEST.replace("replicaSchedulingType: Divided", "replicaSchedulingType: Split"),
+            [
+                "20:7: spec.placement.replicaScheduling.replicaSchedulingType: "
+                "'Split' is not one of ['Duplicated', 'Divided'] (Karmada CRD schema); "
+                "fix the value (swapped in by s.yaml)"
+            ],
+            marks=needs_crds,
+        ),
+        pytest.param(
+            MANIFEST.replace("  placement:", "  placment:"),
+            [
+                "16:3: spec.placment: unknown field `placment` (did you mean `placement`?) for a "
+                "Karmada policy (Karmada would drop it); allowed: " + ALLOWED_SPEC + "; fix the "
+                "spelling or remove it (swapped in by s.yaml)"
+            ],
+            marks=needs_crds,
+        ),
+    ],
+)
+def test_manifest_that_is_not_a_valid_policy(
+    tmp_path: Path, manifest: str, expected: list[str]
+) -> None:
     """Manifests of the wrong kind, another API, or against the CRD schema are located."""
     schedule = _swap_tree(tmp_path)
     target = write(tmp_path / "tree" / "policies", manifest, "day.yaml")
@@ -214,10 +245,12 @@ def test_a_broken_file_never_takes_the_others_down(tmp_path: Path) -> None:
 
 def test_impossible_dates_are_located(tmp_path: Path) -> None:
     """An unquoted impossible date is a located model error, not a YAML crash."""
-    path = write(tmp_path, GOOD.replace("  suspend: true\n",
-                                        "  suspend: true\n  skipDates: [2026-13-45]\n"))
-    assert only_error(path) == (f"{path}:10:15: spec.skipDates[0]: expected a date "
-                                "(YYYY-MM-DD), got '2026-13-45'")
+    path = write(
+        tmp_path, GOOD.replace("  suspend: true\n", "  suspend: true\n  skipDates: [2026-13-45]\n")
+    )
+    assert only_error(path) == (
+        f"{path}:10:15: spec.skipDates[0]: expected a date (YYYY-MM-DD), got '2026-13-45'"
+    )
 
 
 def _many_windows(count: int, policies_each: int = 1) -> str:
@@ -225,9 +258,13 @@ def _many_windows(count: int, policies_each: int = 1) -> str:
     policy = "{kind: ClusterPropagationPolicy, name: p, patch: {spec: {priority: 1}}}"
     items = "\n".join(
         f'    - {{name: w{i}, start: "{i % 24:02d}:{i % 60:02d}", policies: '
-        f'[{", ".join([policy] * policies_each)}]}}' for i in range(count))
-    return ("apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: big}\n"
-            f"spec:\n  timeZone: UTC\n  windows:\n{items}\n")
+        f"[{', '.join([policy] * policies_each)}]}}"
+        for i in range(count)
+    )
+    return (
+        "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\nmetadata: {name: big}\n"
+        f"spec:\n  timeZone: UTC\n  windows:\n{items}\n"
+    )
 
 
 def test_five_thousand_windows_are_refused_before_parsing(tmp_path: Path) -> None:
@@ -261,9 +298,14 @@ def test_half_megabyte_schedule_is_refused_by_size(tmp_path: Path) -> None:
     block = "".join(
         f'    - name: w{i}\n      start: "{i % 24:02d}:{i % 60:02d}"\n      policies:\n'
         "        - kind: ClusterPropagationPolicy\n          name: p\n"
-        "          patch: {spec: {priority: 1}}\n" for i in range(5000))
-    path = write(tmp_path, "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\n"
-                           f"metadata: {{name: big}}\nspec:\n  timeZone: UTC\n  windows:\n{block}")
+        "          patch: {spec: {priority: 1}}\n"
+        for i in range(5000)
+    )
+    path = write(
+        tmp_path,
+        "apiVersion: tidal.io/v1alpha1\nkind: TidalSchedule\n"
+        f"metadata: {{name: big}}\nspec:\n  timeZone: UTC\n  windows:\n{block}",
+    )
     started = time.monotonic()
     error = only_error(path)
     assert time.monotonic() - started < 1.0

@@ -49,8 +49,10 @@ def test_examples_are_valid() -> None:
     assert day.policy_name == "team-2001-cpp-day"
     assert day.swap is not None and day.swap.manifest is not None
     assert day.swap.manifest["kind"] == "ClusterPropagationPolicy"
-    assert PolicyRef("ClusterPropagationPolicy", None, "team-2001-cpp-night") in \
-        team_2001.schedule.policy_refs()
+    assert (
+        PolicyRef("ClusterPropagationPolicy", None, "team-2001-cpp-night")
+        in team_2001.schedule.policy_refs()
+    )
     suspended = result.by_name("team-3007")
     assert suspended is not None and suspended.schedule.spec.suspend
 
@@ -73,15 +75,18 @@ def test_every_broken_file_is_reported() -> None:
     assert schedules <= reported | {"not-a-policy.yaml"}
 
 
-@pytest.mark.parametrize(("name", "position"), [
-    ("bad-yaml.yaml", (9, 1)),
-    ("unknown-timezone.yaml", (6, 3)),
-    ("bad-cron.yaml", (9, 7)),
-    ("duplicate-window.yaml", (14, 7)),
-    ("swap-escape.yaml", (14, 13)),
-    ("overlap-b.yaml", (12, 11)),
-    ("wrong-types.yaml", (7, 3)),
-])
+@pytest.mark.parametrize(
+    ("name", "position"),
+    [
+        ("bad-yaml.yaml", (9, 1)),
+        ("unknown-timezone.yaml", (6, 3)),
+        ("bad-cron.yaml", (9, 7)),
+        ("duplicate-window.yaml", (14, 7)),
+        ("swap-escape.yaml", (14, 13)),
+        ("overlap-b.yaml", (12, 11)),
+        ("wrong-types.yaml", (7, 3)),
+    ],
+)
 def test_issue_cases_point_at_the_key(name: str, position: tuple[int, int]) -> None:
     """The issue's broken cases point at the offending key (first error of the file)."""
     first = next(e for e in load_schedules([BROKEN]).errors if Path(e.file).name == name)
@@ -92,8 +97,12 @@ def test_located_error_formats() -> None:
     """LocatedError prints FILE:LINE:COL: message and serialises to the JSON shape."""
     error = LocatedError("a.yaml", 3, 5, "spec.timeZone: unknown")
     assert str(error) == "a.yaml:3:5: spec.timeZone: unknown"
-    assert error.to_json() == {"file": "a.yaml", "line": 3, "column": 5,
-                               "message": "spec.timeZone: unknown"}
+    assert error.to_json() == {
+        "file": "a.yaml",
+        "line": 3,
+        "column": 5,
+        "message": "spec.timeZone: unknown",
+    }
 
 
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
@@ -121,7 +130,8 @@ def test_explicit_foreign_document_is_an_error(tmp_path: Path) -> None:
     assert loaded is None
     assert [str(e) for e in errors] == [
         f"{path}:2:1: kind: a v1 ConfigMap is not a TidalSchedule; pass schedule files "
-        "(apiVersion tidal.io/v1alpha1)"]
+        "(apiVersion tidal.io/v1alpha1)"
+    ]
 
 
 def test_duplicate_schedule_names_across_files(tmp_path: Path) -> None:
@@ -155,9 +165,11 @@ def test_swap_to_the_same_policy_is_refused(tmp_path: Path) -> None:
     (tmp_path / "policies" / "team-2001-cpp-day.yaml").write_text(manifest)
     source = (REPO / "schedules" / "team-2001.yaml").read_text()
     path = tmp_path / "t.yaml"
-    path.write_text(source.replace("from: team-2001-cpp-night", "from: team-2001-cpp-day")
-                    .replace("to: policies/team-2001-cpp-night.yaml",
-                             "to: policies/team-2001-cpp-day.yaml"))
+    path.write_text(
+        source.replace("from: team-2001-cpp-night", "from: team-2001-cpp-day").replace(
+            "to: policies/team-2001-cpp-night.yaml", "to: policies/team-2001-cpp-day.yaml"
+        )
+    )
     loaded, errors = load_schedule_file(path)
     assert loaded is None and len(errors) == 2
     assert all("a swap deletes `from` and creates `to`" in e.message for e in errors)

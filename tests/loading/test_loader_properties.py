@@ -19,30 +19,81 @@ from tidal.loading.yamlfile import parse_yaml_bytes
 
 REPO = Path(__file__).parents[2]
 EXAMPLES = sorted((REPO / "schedules").glob("*.yaml"))
-KNOWN_KEYS = ["apiVersion", "kind", "metadata", "name", "spec", "timeZone", "suspend",
-              "catchUpWindow", "skipDates", "workloads", "windows", "start", "policies",
-              "patch", "swap", "from", "to", "trigger", "rollout", "waveSize", "floors",
-              "clusters", "minReadyReplicas", "minAvailablePercent", "onFailure", "namespace",
-              "labelSelector", "matchLabels", "pauseBetweenWaves", "waveTimeout", "order"]
+KNOWN_KEYS = [
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "spec",
+    "timeZone",
+    "suspend",
+    "catchUpWindow",
+    "skipDates",
+    "workloads",
+    "windows",
+    "start",
+    "policies",
+    "patch",
+    "swap",
+    "from",
+    "to",
+    "trigger",
+    "rollout",
+    "waveSize",
+    "floors",
+    "clusters",
+    "minReadyReplicas",
+    "minAvailablePercent",
+    "onFailure",
+    "namespace",
+    "labelSelector",
+    "matchLabels",
+    "pauseBetweenWaves",
+    "waveTimeout",
+    "order",
+]
 # TIDAL_FUZZ_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast.
-PROFILE = settings(max_examples=int(os.environ.get("TIDAL_FUZZ_EXAMPLES", "120")), deadline=None,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                          HealthCheck.too_slow])
+PROFILE = settings(
+    max_examples=int(os.environ.get("TIDAL_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=12),
-    st.sampled_from(["23:00", "0 7 * * 1-5", "25%", "0%", "30s", "-1m", "Asia/Shanghai",
-                     "Mars/Olympus", "ClusterPropagationPolicy", "PropagationPolicy",
-                     "tidal.io/v1alpha1", "TidalSchedule", "../../x.yaml", "/etc/passwd",
-                     "policies/team-2001-cpp-day.yaml", "*", "rollback", "touch"]),
+    st.sampled_from(
+        [
+            "23:00",
+            "0 7 * * 1-5",
+            "25%",
+            "0%",
+            "30s",
+            "-1m",
+            "Asia/Shanghai",
+            "Mars/Olympus",
+            "ClusterPropagationPolicy",
+            "PropagationPolicy",
+            "tidal.io/v1alpha1",
+            "TidalSchedule",
+            "../../x.yaml",
+            "/etc/passwd",
+            "policies/team-2001-cpp-day.yaml",
+            "*",
+            "rollback",
+            "touch",
+        ]
+    ),
 )
 keys = st.one_of(st.sampled_from(KNOWN_KEYS), st.text(min_size=1, max_size=8))
 documents = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(keys, children, max_size=5)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(keys, children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -130,16 +181,47 @@ def test_mutated_examples(workdir: Path, document: Any) -> None:
 
 
 @PROFILE
-@given(st.sampled_from(EXAMPLES), st.lists(
-    st.tuples(st.integers(0, 4000), st.sampled_from(
-        [":", "-", " ", "\t", "[", "{", "&a", "*a", "\n", '"', "'", "#", "%", "!", "\x00", "é",
-         "\xff", "}", "]", "  ", "? "])), min_size=1, max_size=4))
+@given(
+    st.sampled_from(EXAMPLES),
+    st.lists(
+        st.tuples(
+            st.integers(0, 4000),
+            st.sampled_from(
+                [
+                    ":",
+                    "-",
+                    " ",
+                    "\t",
+                    "[",
+                    "{",
+                    "&a",
+                    "*a",
+                    "\n",
+                    '"',
+                    "'",
+                    "#",
+                    "%",
+                    "!",
+                    "\x00",
+                    "é",
+                    "\xff",
+                    "}",
+                    "]",
+                    "  ",
+                    "? ",
+                ]
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_text_mutations(workdir: Path, example: Path, edits: list[tuple[int, str]]) -> None:
     """Character-level edits of examples (syntax damage) give located errors, never a crash."""
     text = example.read_text(encoding="utf-8")
     for offset, fragment in edits:
         at = offset % (len(text) + 1)
-        text = text[:at] + fragment + text[at + 1:]
+        text = text[:at] + fragment + text[at + 1 :]
     raw = text.encode("utf-8", errors="surrogateescape")
     _check(workdir / "edited.yaml", raw)
 

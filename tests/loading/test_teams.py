@@ -48,14 +48,21 @@ def test_good_file(tmp_path: Path) -> None:
     assert teams.pools("cluster-b") == []
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    ("timeZone: Europe/Berlin", "timeZone: Mars/Olympus", "spec.timeZone: Value error, unknown"),
-    ('from: "22:00"', 'from: "25:99"', "not a time of day; write HH:MM"),
-    ("replicas: 40", "replicas: -1", "spec.teams.0.clusters.cluster-a.replicas"),
-    ("quota: true\n          nodePool", "qouta: true\n          nodePool", "qouta: Extra"),
-    ("namespaces: [team-2001]", "namespaces: []", "namespaces, its templateSelector"),
-    ("kind: TeamCapacity", "kind: TidalSchedule", "kind: Input should be 'TeamCapacity'"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "timeZone: Europe/Berlin",
+            "timeZone: Mars/Olympus",
+            "spec.timeZone: Value error, unknown",
+        ),
+        ('from: "22:00"', 'from: "25:99"', "not a time of day; write HH:MM"),
+        ("replicas: 40", "replicas: -1", "spec.teams.0.clusters.cluster-a.replicas"),
+        ("quota: true\n          nodePool", "qouta: true\n          nodePool", "qouta: Extra"),
+        ("namespaces: [team-2001]", "namespaces: []", "namespaces, its templateSelector"),
+        ("kind: TeamCapacity", "kind: TidalSchedule", "kind: Input should be 'TeamCapacity'"),
+    ],
+)
 def test_bad_fields_are_located(tmp_path: Path, old: str, new: str, expected: str) -> None:
     """A bad field gives FILE:LINE:COL and the field's path, one line each."""
     path = _write(tmp_path, GOOD.replace(old, new))
@@ -67,11 +74,14 @@ def test_bad_fields_are_located(tmp_path: Path, old: str, new: str, expected: st
 
 def test_a_namespace_belongs_to_one_team(tmp_path: Path) -> None:
     """Two teams claiming one namespace is an error naming it."""
-    text = GOOD + """\
+    text = (
+        GOOD
+        + """\
     - name: team-9
       namespaces: [team-2001]
       clusters: {"*": {quota: true}}
 """
+    )
     with pytest.raises(TeamsFileError, match="team-2001 is already team team-2001's"):
         load_teams(_write(tmp_path, text))
 
@@ -85,8 +95,10 @@ def test_not_yaml(tmp_path: Path) -> None:
 def test_teams_by_template_labels_may_share_a_namespace(tmp_path: Path) -> None:
     """templateSelector tells teams of one namespace apart; a team naming neither namespaces
     nor a selector is refused."""
-    text = GOOD.replace("namespaces: [team-2001]", "namespaces: [ai-app]\n"
-                        "      templateSelector: {matchLabels: {atms-app/teamid: '2001'}}")
+    text = GOOD.replace(
+        "namespaces: [team-2001]",
+        "namespaces: [ai-app]\n      templateSelector: {matchLabels: {atms-app/teamid: '2001'}}",
+    )
     text += """\
     - name: team-4004
       namespaces: [ai-app]

@@ -22,10 +22,14 @@ from tidal.loading.loader import load_schedules
 from tidal.logs import REDACTED, configure_logging, redact_secrets
 
 TOKEN = "sha256~Zm9vYmFyLXRva2VuLW5ldmVyLWxvZ2dlZA"
-JWT = ("eyJhbGciOiJSUzI1NiIsImtpZCI6InRpZGFsIn0.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGlkYWwifQ."
-       "c2lnbmF0dXJlLW9mLXRoZS10b2tlbg")
-PEM = ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oBB1TTEbSUnO\n"
-       "-----END EC PRIVATE KEY-----")
+JWT = (
+    "eyJhbGciOiJSUzI1NiIsImtpZCI6InRpZGFsIn0.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGlkYWwifQ."
+    "c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+)
+PEM = (
+    "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oBB1TTEbSUnO\n"
+    "-----END EC PRIVATE KEY-----"
+)
 KUBECONFIG = f"""apiVersion: v1
 kind: Config
 clusters:
@@ -54,9 +58,13 @@ def test_secret_keys_are_blanked_at_any_depth() -> None:
     """Values under token/authorization/password/client-key keys are replaced, nested too."""
     with capture_logs(processors=[redact_secrets]) as logs:
         structlog.get_logger().info(
-            "request_sent", token=TOKEN, headers={"Authorization": f"Bearer {TOKEN}"},
-            user={"client-key-data": "abc", "name": "tidal"}, password="hunter2",
-            token_file="/var/run/secrets/token")
+            "request_sent",
+            token=TOKEN,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            user={"client-key-data": "abc", "name": "tidal"},
+            password="hunter2",
+            token_file="/var/run/secrets/token",
+        )
     (entry,) = logs
     assert entry["token"] == REDACTED
     assert entry["headers"] == {"Authorization": REDACTED}
@@ -85,11 +93,27 @@ def test_secret_looking_text_is_scrubbed_inside_any_value() -> None:
 def test_ordinary_fields_pass_untouched() -> None:
     """Run context and counts are not mistaken for secrets."""
     with capture_logs(processors=[redact_secrets]) as logs:
-        structlog.get_logger().info("wave_started", schedule="team-a", window="night",
-                                    run_id="r-1", wave=2, workloads=10, ok=True)
-    assert logs == [{"event": "wave_started", "schedule": "team-a", "window": "night",
-                     "run_id": "r-1", "wave": 2, "workloads": 10, "ok": True,
-                     "log_level": "info"}]
+        structlog.get_logger().info(
+            "wave_started",
+            schedule="team-a",
+            window="night",
+            run_id="r-1",
+            wave=2,
+            workloads=10,
+            ok=True,
+        )
+    assert logs == [
+        {
+            "event": "wave_started",
+            "schedule": "team-a",
+            "window": "night",
+            "run_id": "r-1",
+            "wave": 2,
+            "workloads": 10,
+            "ok": True,
+            "log_level": "info",
+        }
+    ]
 
 
 def test_configured_output_at_debug_never_shows_a_token() -> None:
@@ -150,8 +174,9 @@ def test_a_switch_at_debug_never_logs_the_kubeconfig_token(
     client = KarmadaClient.from_kubeconfig(kubeconfig)
     log = structlog.get_logger("test")
     log.debug("careless_debugging", kubeconfig_text=kubeconfig.read_text(), client=vars(client))
-    record = run_switch(client, loaded.schedules[0], "night", clock=SystemClock(),
-                        journal=InMemoryJournal())
+    record = run_switch(
+        client, loaded.schedules[0], "night", clock=SystemClock(), journal=InMemoryJournal()
+    )
     client.close()
 
     assert record.result == "succeeded"

@@ -12,10 +12,21 @@ from ruamel.yaml import YAML
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tidal" / "rules" / "tidal-alerts.yaml"
 RULE_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yaml"))
-ALERTS = {"TidalWaveFailed", "TidalSwitchOverdue", "TidalFloorBreached",
-          "TidalScheduleConfigInvalid", "TidalNoLeader", "TidalWindowMissed",
-          "TidalScheduleBlocked", "TidalSwitchRefused", "TidalSwitchWorkerErrors",
-          "TidalJournalLost", "TidalPolicyDrift", "TidalClockSkew", "TidalLeftoverObjects"}
+ALERTS = {
+    "TidalWaveFailed",
+    "TidalSwitchOverdue",
+    "TidalFloorBreached",
+    "TidalScheduleConfigInvalid",
+    "TidalNoLeader",
+    "TidalWindowMissed",
+    "TidalScheduleBlocked",
+    "TidalSwitchRefused",
+    "TidalSwitchWorkerErrors",
+    "TidalJournalLost",
+    "TidalPolicyDrift",
+    "TidalClockSkew",
+    "TidalLeftoverObjects",
+}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -68,12 +79,17 @@ def test_every_alert_links_its_runbook_section_and_names_the_team() -> None:
     import re
 
     runbooks = (ROOT / "docs" / "runbooks.md").read_text()
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", runbooks, re.M)}
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", runbooks, re.M)
+    }
     for rule in _rules():
         url = rule["annotations"]["runbook_url"]
         path, _, anchor = url.partition("#")
         assert path == "docs/runbooks.md" and anchor in anchors, (rule["alert"], url)
         assert anchor == rule["alert"].lower()
-        assert "tidal:schedule_team:info" in rule["expr"] or "tidal_schedule_info" in \
-            rule["expr"] or rule["labels"].get("team") == "(all)", rule["alert"]
+        assert (
+            "tidal:schedule_team:info" in rule["expr"]
+            or "tidal_schedule_info" in rule["expr"]
+            or rule["labels"].get("team") == "(all)"
+        ), rule["alert"]

@@ -41,8 +41,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "monitoring": {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"},
-                               "runbookBaseUrl": "https://git.example.com/tidal/blob/main/"},
+            "prometheusRule": {
+                "enabled": True,
+                "labels": {"release": "prometheus"},
+                "runbookBaseUrl": "https://git.example.com/tidal/blob/main/",
+            },
         }
     },
     "dashboard": {"dashboard": {"enabled": True, "namespace": "grafana", "folder": "Platform"}},
@@ -50,8 +53,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "every-knob": {
         "fullnameOverride": "karmada-tidal",
         "commonLabels": {"team": "platform"},
-        "image": {"repository": "registry.example.com/tidal",
-                  "digest": "sha256:" + "0" * 64, "pullPolicy": "Always"},
+        "image": {
+            "repository": "registry.example.com/tidal",
+            "digest": "sha256:" + "0" * 64,
+            "pullPolicy": "Always",
+        },
         "imagePullSecrets": [{"name": "regcred"}],
         "karmada": {"context": "karmada-apiserver", "stateNamespace": "tidal-state"},
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
@@ -63,40 +69,82 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "podLabels": {"example.com/l": "v"},
         "priorityClassName": "system-cluster-critical",
         "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform",
-                         "effect": "NoSchedule"}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
-        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                       "whenUnsatisfiable": "ScheduleAnyway",
-                                       "labelSelector": {"matchLabels": {
-                                           "app.kubernetes.io/name": "tidal"}}}],
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}
+        ],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "tidal"}},
+            }
+        ],
     },
     "git-sync": {
-        "schedules": {"gitSync": {"enabled": True, "repo": "https://git.example.com/ops/sched",
-                                  "ref": "main", "period": "30s", "subPath": "teams/",
-                                  "auth": {"secretName": "git-creds"}}},
+        "schedules": {
+            "gitSync": {
+                "enabled": True,
+                "repo": "https://git.example.com/ops/sched",
+                "ref": "main",
+                "period": "30s",
+                "subPath": "teams/",
+                "auth": {"secretName": "git-creds"},
+            }
+        },
     },
     "git-sync-ssh": {
-        "schedules": {"gitSync": {"enabled": True, "repo": "git@git.example.com:ops/sched.git",
-                                  "auth": {"secretName": "git-ssh", "type": "ssh"}}},
+        "schedules": {
+            "gitSync": {
+                "enabled": True,
+                "repo": "git@git.example.com:ops/sched.git",
+                "auth": {"secretName": "git-ssh", "type": "ssh"},
+            }
+        },
     },
     "extras": {
-        "extraContainers": [{
-            "name": "shipper", "image": "registry.example.com/shipper:1",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 10002,
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]},
-                                "seccompProfile": {"type": "RuntimeDefault"},
-                                "readOnlyRootFilesystem": True},
-            "volumeMounts": [{"name": "spool", "mountPath": "/spool"}]}],
+        "extraContainers": [
+            {
+                "name": "shipper",
+                "image": "registry.example.com/shipper:1",
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": 10002,
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                    "readOnlyRootFilesystem": True,
+                },
+                "volumeMounts": [{"name": "spool", "mountPath": "/spool"}],
+            }
+        ],
         "extraVolumes": [{"name": "spool", "emptyDir": {}}],
         "extraVolumeMounts": [{"name": "spool", "mountPath": "/spool", "readOnly": True}],
     },
-    "estimator": {"estimator": {"enabled": True, "clusters": ["cluster-a", "cluster-b"],
-                                "teams": {"apiVersion": "tidal.io/v1alpha1",
-                                          "kind": "TeamCapacity", "spec": {"teams": []}}}},
+    "estimator": {
+        "estimator": {
+            "enabled": True,
+            "clusters": ["cluster-a", "cluster-b"],
+            "teams": {
+                "apiVersion": "tidal.io/v1alpha1",
+                "kind": "TeamCapacity",
+                "spec": {"teams": []},
+            },
+        }
+    },
     "values-schedules": {
         "schedules": {
             "files": {"team-a.yaml": "kind: TidalSchedule\n", "policies/a.yaml": {"kind": "X"}}
@@ -149,8 +197,9 @@ def test_helm_lint_is_clean(variant: str) -> None:
     if variant == "dashboard":
         needs_file(CHART / "dashboards" / "tidal.json")
     values = {**REQUIRED, **VARIANTS[variant]}
-    report = helm_python.lint(CHART, values, strict=True, namespace="tidal-system",
-                              kube_version=f"v{KUBE_VERSION}")
+    report = helm_python.lint(
+        CHART, values, strict=True, namespace="tidal-system", kube_version=f"v{KUBE_VERSION}"
+    )
     problems = [m for m in report["messages"] if m["severity"] >= 2]
     assert not report["errors"] and not problems, report
 
@@ -158,8 +207,14 @@ def test_helm_lint_is_clean(variant: str) -> None:
 def test_default_objects(render: Render) -> None:
     """Default values render exactly the always-on objects, monitoring and dashboard off."""
     kinds = sorted(o["kind"] for o in render())
-    assert kinds == ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service",
-                     "ServiceAccount"]
+    assert kinds == [
+        "ConfigMap",
+        "Deployment",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+    ]
 
 
 def test_pod_meets_restricted_pod_security_standard(render: Render) -> None:
@@ -220,8 +275,9 @@ def test_rendered_env_is_accepted_by_the_settings_model(
     """Every TIDAL_* variable the chart sets is a real setting and parses to the intended value."""
     from tidal.settings import load_settings
 
-    env = env_of(one(render({"karmada": {"context": "karmada-apiserver", "version": "1.17"}}),
-                     "Deployment"))
+    env = env_of(
+        one(render({"karmada": {"context": "karmada-apiserver", "version": "1.17"}}), "Deployment")
+    )
     for name, value in env.items():
         assert name.startswith("TIDAL_")
         monkeypatch.setenv(name, value if isinstance(value, str) else "tidal-7d9f-abcde")
@@ -276,22 +332,28 @@ def test_several_replicas_without_leader_election_are_refused(render: Render) ->
         render({"replicaCount": 2, "leaderElection": {"enabled": False}})
 
 
-@pytest.mark.parametrize("timings", [
-    {"renewDeadlineSeconds": 15, "leaseDurationSeconds": 15},
-    {"renewDeadlineSeconds": 20},
-    {"retryPeriodSeconds": 10},
-])
+@pytest.mark.parametrize(
+    "timings",
+    [
+        {"renewDeadlineSeconds": 15, "leaseDurationSeconds": 15},
+        {"renewDeadlineSeconds": 20},
+        {"retryPeriodSeconds": 10},
+    ],
+)
 def test_inconsistent_lease_timings_are_refused(render: Render, timings: dict[str, Any]) -> None:
     """renewDeadline >= leaseDuration (or retryPeriod >= renewDeadline) fails the render."""
-    with pytest.raises(helm_python.HelmError,
-                       match=r"retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds"):
+    with pytest.raises(
+        helm_python.HelmError,
+        match=r"retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds",
+    ):
         render({"leaderElection": timings})
 
 
 def test_missing_kubeconfig_secret_is_a_clear_error() -> None:
     """Without karmada.kubeconfigSecret.name the render fails naming the key and the fix."""
-    with helm_python.Chart.load(CHART) as chart, pytest.raises(
-        helm_python.HelmError, match=r"karmada\.kubeconfigSecret\.name is required"
+    with (
+        helm_python.Chart.load(CHART) as chart,
+        pytest.raises(helm_python.HelmError, match=r"karmada\.kubeconfigSecret\.name is required"),
     ):
         chart.render(values={}, name="tidal", namespace="tidal-system")
 
@@ -301,7 +363,8 @@ def test_existing_configmap_is_mounted_and_none_rendered(render: Render) -> None
     objects = render(VARIANTS["existing-configmap"])
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
     volume = next(
-        v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+        v
+        for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
         if v["name"] == "schedules"
     )
     assert volume["configMap"] == {
@@ -321,7 +384,8 @@ def test_chart_schedule_files_keep_their_tree(render: Render, chart_copy: Path) 
     configmap = one(objects, "ConfigMap")
     assert configmap["data"] == {"team-a.yaml": schedule, "policies__team-a-day.yml": manifest}
     volume = next(
-        v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+        v
+        for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
         if v["name"] == "schedules"
     )
     assert volume["configMap"]["name"] == configmap["metadata"]["name"]
@@ -362,13 +426,24 @@ def test_service_monitor_and_prometheus_rule(render: Render) -> None:
     rule = one(objects, "PrometheusRule")
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
     base = VARIANTS["monitoring"]["metrics"]["prometheusRule"]["runbookBaseUrl"]
-    assert rule["spec"]["groups"] == yaml.safe_load(rules_file.read_text().replace(
-        "runbook_url: docs/", f"runbook_url: {base}docs/"))["groups"]
+    assert (
+        rule["spec"]["groups"]
+        == yaml.safe_load(
+            rules_file.read_text().replace("runbook_url: docs/", f"runbook_url: {base}docs/")
+        )["groups"]
+    )
     for group in rule["spec"]["groups"]:
         assert group["name"] and group["rules"]
         for r in group["rules"]:
-            assert set(r) <= {"alert", "record", "expr", "for", "labels", "annotations",
-                              "keep_firing_for"}
+            assert set(r) <= {
+                "alert",
+                "record",
+                "expr",
+                "for",
+                "labels",
+                "annotations",
+                "keep_firing_for",
+            }
             assert r["expr"]
 
 
@@ -482,20 +557,29 @@ def mount_like_kubelet(mount: Path, files: dict[str, str]) -> None:
         (mount / top).symlink_to(Path("..data") / top)
 
 
-def test_example_schedules_survive_the_configmap_round_trip(
-    render: Render, tmp_path: Path
-) -> None:
+def test_example_schedules_survive_the_configmap_round_trip(render: Render, tmp_path: Path) -> None:
     """The repository's schedules, through the documented values snippet, the ConfigMap and a
     kubelet-style volume, load back as the same valid schedules (swap manifests at their paths)."""
-    generated = subprocess.run([sys.executable, "-c", documented_values_generator()],
-                               cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
+    generated = subprocess.run(
+        [sys.executable, "-c", documented_values_generator()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     objects = render(yaml.safe_load(generated.stdout))
     configmap = one(objects, "ConfigMap")
-    volume = next(v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
-                  if v["name"] == "schedules")
+    volume = next(
+        v
+        for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "schedules"
+    )
     mounted = tmp_path / "etc-tidal-schedules"
-    mount_like_kubelet(mounted, {item["path"]: configmap["data"][item["key"]]
-                                 for item in volume["configMap"]["items"]})
+    mount_like_kubelet(
+        mounted,
+        {item["path"]: configmap["data"][item["key"]] for item in volume["configMap"]["items"]},
+    )
     from tidal.loading import load_schedules
 
     original = load_schedules([ROOT / "schedules"])
@@ -507,8 +591,9 @@ def test_example_schedules_survive_the_configmap_round_trip(
 def notes(values: dict[str, Any]) -> str:
     """The rendered NOTES.txt."""
     with helm_python.Chart.load(CHART) as chart:
-        rendered = chart.render(values={**REQUIRED, **values}, name="tidal",
-                                namespace="tidal-system")
+        rendered = chart.render(
+            values={**REQUIRED, **values}, name="tidal", namespace="tidal-system"
+        )
     return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
 
 
@@ -548,22 +633,39 @@ def test_network_policy_admits_only_probes_and_reaches_only_dns_and_the_apiserve
     egress_ports = sorted({p["port"] for r in policy["spec"]["egress"] for p in r["ports"]})
     assert egress_ports == [53, 443, 5443, 6443, 32443]
     peer = {"ipBlock": {"cidr": "10.0.0.10/32"}}
-    narrowed = one(render({"networkPolicy": {"apiserverPorts": [5443], "apiserverPeers": [peer],
-                                             "metricsFrom": [{"podSelector": {}}]}}),
-                   "NetworkPolicy")
-    assert narrowed["spec"]["egress"][1] == {"ports": [{"port": 5443, "protocol": "TCP"}],
-                                             "to": [peer]}
+    narrowed = one(
+        render(
+            {
+                "networkPolicy": {
+                    "apiserverPorts": [5443],
+                    "apiserverPeers": [peer],
+                    "metricsFrom": [{"podSelector": {}}],
+                }
+            }
+        ),
+        "NetworkPolicy",
+    )
+    assert narrowed["spec"]["egress"][1] == {
+        "ports": [{"port": 5443, "protocol": "TCP"}],
+        "to": [peer],
+    }
     assert narrowed["spec"]["ingress"][0]["from"] == [{"podSelector": {}}]
-    assert not [o for o in render({"networkPolicy": {"enabled": False}})
-                if o["kind"] == "NetworkPolicy"]
+    assert not [
+        o for o in render({"networkPolicy": {"enabled": False}}) if o["kind"] == "NetworkPolicy"
+    ]
 
 
 def test_runbook_urls_take_the_base_url(render: Render) -> None:
     """metrics.prometheusRule.runbookBaseUrl prefixes every alert's runbook_url."""
     base = "https://git.example.com/tidal/blob/main/"
-    rule = one(render({"metrics": {"prometheusRule": {"enabled": True,
-                                                      "runbookBaseUrl": base}}}),
-               "PrometheusRule")
-    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"]
-            for r in g["rules"] if "alert" in r]
+    rule = one(
+        render({"metrics": {"prometheusRule": {"enabled": True, "runbookBaseUrl": base}}}),
+        "PrometheusRule",
+    )
+    urls = [
+        r["annotations"]["runbook_url"]
+        for g in rule["spec"]["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    ]
     assert urls and all(u.startswith(base + "docs/runbooks.md#") for u in urls)

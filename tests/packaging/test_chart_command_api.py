@@ -23,15 +23,16 @@ def test_off_by_default(render: Render) -> None:
     objects = render()
     assert not [o for o in objects if o["kind"] == "Secret"]
     deployment = one(objects, "Deployment")
-    assert [p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]] \
-        == ["http"]
+    assert [
+        p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+    ] == ["http"]
     assert not [n for n in env_of(deployment) if n.startswith("TIDAL_COMMANDS__")]
     assert [p["name"] for p in one(objects, "Service")["spec"]["ports"]] == ["http"]
 
 
-def test_enabled_wires_port_token_and_advertised_address(render: Render,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_enabled_wires_port_token_and_advertised_address(
+    render: Render, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On: the container and the Service serve port 8081 (`commands`); a random token Secret is
     created and mounted read-only where TIDAL_COMMANDS__TOKEN_FILE points; the pod IP is the
     advertised host; every object is schema-valid and the settings model takes the env."""
@@ -54,8 +55,12 @@ def test_enabled_wires_port_token_and_advertised_address(render: Render,
     volume = next(v for v in pod["volumes"] if v["name"] == "command-token")
     assert volume["secret"]["secretName"] == "tidal-command-token"
     service = one(objects, "Service")
-    assert {"name": "commands", "port": 8081, "targetPort": "commands", "protocol": "TCP"} in \
-        service["spec"]["ports"]
+    assert {
+        "name": "commands",
+        "port": 8081,
+        "targetPort": "commands",
+        "protocol": "TCP",
+    } in service["spec"]["ports"]
     assert restricted_violations(pod) == []
     from tidal.settings import load_settings
 
@@ -69,12 +74,20 @@ def test_enabled_wires_port_token_and_advertised_address(render: Render,
 
 def test_an_existing_token_secret_is_mounted_and_none_created(render: Render) -> None:
     """token.existingSecret: that Secret (and key) is mounted; the chart renders no Secret."""
-    objects = render({"commandApi": {"enabled": True, "port": 9443,
-                                     "token": {"existingSecret": "ops-token", "key": "bearer"}}})
+    objects = render(
+        {
+            "commandApi": {
+                "enabled": True,
+                "port": 9443,
+                "token": {"existingSecret": "ops-token", "key": "bearer"},
+            }
+        }
+    )
     assert not [o for o in objects if o["kind"] == "Secret"]
     deployment = one(objects, "Deployment")
-    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
-                  if v["name"] == "command-token")
+    volume = next(
+        v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "command-token"
+    )
     assert volume["secret"]["secretName"] == "ops-token"
     assert volume["secret"]["items"] == [{"key": "bearer", "path": "bearer"}]
     assert env_of(deployment)["TIDAL_COMMANDS__TOKEN_FILE"] == "/etc/tidal/command-api/bearer"
@@ -87,15 +100,21 @@ def test_network_policy_admits_the_command_port(render: Render) -> None:
     objects = render(ON)
     policy = one(objects, "NetworkPolicy")
     selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
-    assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == \
-        ["http", "commands"]
+    assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == [
+        "http",
+        "commands",
+    ]
     assert "from" not in policy["spec"]["ingress"][1]
-    assert {"ports": [{"port": 8081, "protocol": "TCP"}],
-            "to": [{"podSelector": {"matchLabels": selector}}]} in policy["spec"]["egress"]
+    assert {
+        "ports": [{"port": 8081, "protocol": "TCP"}],
+        "to": [{"podSelector": {"matchLabels": selector}}],
+    } in policy["spec"]["egress"]
     ops = {"namespaceSelector": {"matchLabels": {"team": "platform"}}}
     narrowed = one(render({"commandApi": {"enabled": True, "from": [ops]}}), "NetworkPolicy")
-    assert narrowed["spec"]["ingress"][1]["from"] == \
-        [ops, {"podSelector": {"matchLabels": selector}}]
+    assert narrowed["spec"]["ingress"][1]["from"] == [
+        ops,
+        {"podSelector": {"matchLabels": selector}},
+    ]
 
 
 def test_values_schema_refuses_a_typo(render: Render) -> None:

@@ -31,8 +31,11 @@ def _objects(render: Render, **extra: Any) -> list[dict[str, Any]]:
 
 
 def _pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    deployment = next(o for o in objects if o["kind"] == "Deployment"
-                      and o["metadata"]["name"].endswith("-estimator"))
+    deployment = next(
+        o
+        for o in objects
+        if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-estimator")
+    )
     pod: dict[str, Any] = deployment["spec"]["template"]
     return pod
 
@@ -47,21 +50,25 @@ def test_one_service_per_member_aliases_the_estimator(render: Render) -> None:
         alias = services[f"karmada-scheduler-estimator-{member}"]
         assert alias["metadata"]["namespace"] == "karmada-system"
         assert alias["spec"]["type"] == "ExternalName"
-        assert alias["spec"]["externalName"] == \
-            "tidal-estimator.tidal-system.svc.cluster.local"
+        assert alias["spec"]["externalName"] == "tidal-estimator.tidal-system.svc.cluster.local"
         assert alias["spec"]["ports"][0]["port"] == 10352
-    assert {"port": 10352, "targetPort": "grpc", "name": "grpc", "protocol": "TCP"} in \
-        estimator["spec"]["ports"]
+    assert {"port": 10352, "targetPort": "grpc", "name": "grpc", "protocol": "TCP"} in estimator[
+        "spec"
+    ]["ports"]
     labels = _pod(objects)["metadata"]["labels"]
     assert estimator["spec"]["selector"] == labels
-    daemon = next(o for o in objects if o["kind"] == "Deployment"
-                  and not o["metadata"]["name"].endswith("-estimator"))
+    daemon = next(
+        o
+        for o in objects
+        if o["kind"] == "Deployment" and not o["metadata"]["name"].endswith("-estimator")
+    )
     selector = daemon["spec"]["selector"]["matchLabels"]
     assert not selector.items() <= labels.items()  # the daemon's selectors miss estimator pods
 
 
-def test_pod_runs_the_estimator_with_probes_and_the_teams_file(render: Render,
-                                                               tmp_path: Path) -> None:
+def test_pod_runs_the_estimator_with_probes_and_the_teams_file(
+    render: Render, tmp_path: Path
+) -> None:
     """args [estimator]; /healthz and /readyz probes; the mounted teams file loads, and the env
     is accepted by the settings model."""
     objects = _objects(render)
@@ -71,8 +78,11 @@ def test_pod_runs_the_estimator_with_probes_and_the_teams_file(render: Render,
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    config = next(o for o in objects if o["kind"] == "ConfigMap"
-                  and o["metadata"]["name"].endswith("-estimator"))
+    config = next(
+        o
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-estimator")
+    )
     path = tmp_path / "teams.yaml"
     path.write_text(config["data"]["teams.yaml"])
     assert load_teams(path).of_namespace("team-2001") is not None
@@ -82,12 +92,16 @@ def test_pod_runs_the_estimator_with_probes_and_the_teams_file(render: Render,
     assert env["TIDAL_ESTIMATOR__GRPC_PORT"] == "10352"
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"teams": {}}, "estimator.teams is required"),
-    ({"clusters": []}, "estimator.clusters is required"),
-])
-def test_missing_values_are_clear_errors(render: Render, extra: dict[str, Any],
-                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"teams": {}}, "estimator.teams is required"),
+        ({"clusters": []}, "estimator.clusters is required"),
+    ],
+)
+def test_missing_values_are_clear_errors(
+    render: Render, extra: dict[str, Any], message: str
+) -> None:
     """Without teams or clusters the chart refuses with one line naming the value."""
     with pytest.raises(helm_python.HelmError, match=message):
         _objects(render, **extra)

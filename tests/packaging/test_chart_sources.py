@@ -17,8 +17,16 @@ import yaml
 from tests.packaging.test_chart import CHART, VARIANTS, Render, env_of, one
 from tidal.loading import load_schedules
 
-RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
-                      "persistentVolumeClaim", "projected", "secret"}
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 
 
 def restricted_violations(pod: dict[str, Any]) -> list[str]:
@@ -48,8 +56,9 @@ def restricted_violations(pod: dict[str, Any]) -> list[str]:
         if (value("seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
             out.append(f"{name}: seccompProfile")
         caps = sc.get("capabilities") or {}
-        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - \
-                {"NET_BIND_SERVICE"}:
+        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - {
+            "NET_BIND_SERVICE"
+        }:
             out.append(f"{name}: capabilities")
         if any(p.get("hostPort") for p in c.get("ports") or []):
             out.append(f"{name}: hostPort")
@@ -57,8 +66,9 @@ def restricted_violations(pod: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("variant", ["default", "git-sync", "git-sync-ssh", "extras"])
-def test_every_pod_passes_the_restricted_pod_security_standard(render: Render,
-                                                               variant: str) -> None:
+def test_every_pod_passes_the_restricted_pod_security_standard(
+    render: Render, variant: str
+) -> None:
     """Default values, git-sync on (https or ssh credentials) and extra containers: the pod
     passes the restricted Pod Security Standard, every container read-only at its root."""
     pod = one(render(VARIANTS[variant]), "Deployment")["spec"]["template"]["spec"]
@@ -75,15 +85,19 @@ def test_git_sync_pulls_the_repository_the_daemon_reads(render: Render) -> None:
     pod = deployment["spec"]["template"]["spec"]
     tidal, sync = pod["containers"]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in sync["env"]}
-    assert (env["GITSYNC_REPO"], env["GITSYNC_REF"], env["GITSYNC_PERIOD"]) == \
-        ("https://git.example.com/ops/sched", "main", "30s")
+    assert (env["GITSYNC_REPO"], env["GITSYNC_REF"], env["GITSYNC_PERIOD"]) == (
+        "https://git.example.com/ops/sched",
+        "main",
+        "30s",
+    )
     assert env["GITSYNC_USERNAME"] == {"secretKeyRef": {"name": "git-creds", "key": "username"}}
     assert env["GITSYNC_PASSWORD_FILE"] == "/etc/git-secret/password"
     root = next(m for m in sync["volumeMounts"] if m["mountPath"] == env["GITSYNC_ROOT"])
     mount = next(m for m in tidal["volumeMounts"] if m["name"] == root["name"])
     assert mount["readOnly"] is True
-    assert env_of(deployment)["TIDAL_SCHEDULES"] == \
-        f"{mount['mountPath']}/{env['GITSYNC_LINK']}/teams"
+    assert (
+        env_of(deployment)["TIDAL_SCHEDULES"] == f"{mount['mountPath']}/{env['GITSYNC_LINK']}/teams"
+    )
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert "emptyDir" in volumes[root["name"]]
     assert volumes["git-secret"]["secret"]["secretName"] == "git-creds"
@@ -111,12 +125,14 @@ def test_extra_containers_and_volumes_join_the_pod(render: Render) -> None:
     pod = one(render(VARIANTS["extras"]), "Deployment")["spec"]["template"]["spec"]
     assert [c["name"] for c in pod["containers"]] == ["tidal", "shipper"]
     assert {"name": "spool", "emptyDir": {}} in pod["volumes"]
-    assert {"name": "spool", "mountPath": "/spool", "readOnly": True} in \
-        pod["containers"][0]["volumeMounts"]
+    assert {"name": "spool", "mountPath": "/spool", "readOnly": True} in pod["containers"][0][
+        "volumeMounts"
+    ]
 
 
 def test_network_policy_admits_every_port_the_daemon_serves_and_karmadactl_init(
-        render: Render) -> None:
+    render: Render,
+) -> None:
     """Ingress admits each container port of tidal (by name or number); egress reaches the
     apiserver on 32443, the NodePort `karmadactl init` exposes it on."""
     objects = render()
@@ -138,13 +154,28 @@ def test_runbook_urls_must_be_absolute(render: Render, base: str) -> None:
 
 def test_runbook_base_without_a_trailing_slash_still_makes_whole_urls(render: Render) -> None:
     """https://git.example.com/tidal/blob/main (no /) gives .../main/docs/runbooks.md#..."""
-    rule = one(render({"metrics": {"prometheusRule": {
-        "enabled": True, "runbookBaseUrl": "https://git.example.com/tidal/blob/main"}}}),
-        "PrometheusRule")
-    urls = {r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]
-            if "alert" in r}
-    assert urls and all(u.startswith("https://git.example.com/tidal/blob/main/docs/runbooks.md#")
-                        for u in urls)
+    rule = one(
+        render(
+            {
+                "metrics": {
+                    "prometheusRule": {
+                        "enabled": True,
+                        "runbookBaseUrl": "https://git.example.com/tidal/blob/main",
+                    }
+                }
+            }
+        ),
+        "PrometheusRule",
+    )
+    urls = {
+        r["annotations"]["runbook_url"]
+        for g in rule["spec"]["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
+    assert urls and all(
+        u.startswith("https://git.example.com/tidal/blob/main/docs/runbooks.md#") for u in urls
+    )
 
 
 def test_the_chart_packages_alone_with_its_alert_rules(tmp_path: Path) -> None:
@@ -159,13 +190,18 @@ def test_the_chart_packages_alone_with_its_alert_rules(tmp_path: Path) -> None:
         assert yaml.safe_load(packed.read())["groups"]
 
 
-def test_nested_schedule_folders_survive_an_existing_configmap(tmp_path: Path,
-                                                               render: Render) -> None:
+def test_nested_schedule_folders_survive_an_existing_configmap(
+    tmp_path: Path, render: Render
+) -> None:
     """A ConfigMap cannot hold policies/day.yaml: mounted without items, its key
     policies__day.yaml is found by the swap's `to: policies/day.yaml`."""
-    volume = next(v for v in one(render({"schedules": {"existingConfigMap": {
-        "name": "team-schedules"}}}), "Deployment")["spec"]["template"]["spec"]["volumes"]
-        if v["name"] == "schedules")
+    volume = next(
+        v
+        for v in one(
+            render({"schedules": {"existingConfigMap": {"name": "team-schedules"}}}), "Deployment"
+        )["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "schedules"
+    )
     assert volume["configMap"] == {"name": "team-schedules"}  # every key a flat file
     repo = Path(__file__).parents[2] / "schedules"
     shutil.copy(repo / "team-2001.yaml", tmp_path)
@@ -190,8 +226,13 @@ def test_nothing_in_the_chart_points_outside_it() -> None:
 def test_the_packaged_chart_holds_only_files_a_clean_clone_has(tmp_path: Path) -> None:
     """Every file `helm package` puts in the archive is tracked by git, so a clean clone
     packages the same chart."""
-    tracked = subprocess.run(["git", "ls-files", "charts/tidal"], cwd=CHART.parents[1],
-                             capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "charts/tidal"],
+        cwd=CHART.parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     if not tracked:
         pytest.skip("not a git checkout")
     archive = helm_python.package(CHART, destination=tmp_path)

@@ -44,7 +44,10 @@ def test_hadolint_is_clean() -> None:
     """hadolint reports nothing on the Dockerfile (warnings included)."""
     result = subprocess.run(
         [hadolint(), "--no-color", "--failure-threshold", "style", str(DOCKERFILE)],
-        capture_output=True, text=True, check=False, timeout=60,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -64,7 +67,7 @@ def test_multi_stage_slim_python_311() -> None:
     assert any("pip wheel" in r for r in runs)
     install = next(r for r in runs if "pip install" in r)
     assert "from=builder" in install and "--no-index" in install and ".whl" in install
-    runtime = steps[[i for i, (k, _) in enumerate(steps) if k == "FROM"][1]:]
+    runtime = steps[[i for i, (k, _) in enumerate(steps) if k == "FROM"][1] :]
     assert not [a for k, a in runtime if k in ("COPY", "ADD")], "runtime stage copies no source"
 
 
@@ -92,8 +95,11 @@ def test_user_matches_the_chart_security_context() -> None:
 
 def test_dockerignore_keeps_the_context_small() -> None:
     """The build context is only what the wheel needs: pyproject.toml, README.md, tidal/."""
-    lines = [ln for ln in (ROOT / ".dockerignore").read_text().splitlines()
-             if ln and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in (ROOT / ".dockerignore").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    ]
     assert lines[0] == "*"
     assert {"!pyproject.toml", "!README.md", "!tidal/"} <= set(lines)
 

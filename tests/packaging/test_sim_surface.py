@@ -16,7 +16,8 @@ NOT_EMULATOR = {"tidal_sim.cli", "tidal_sim.demo", "tidal_sim.testing"}
 
 def _contract(name_start: str) -> dict[str, Any]:
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
-        "contracts"]
+        "contracts"
+    ]
     found: dict[str, Any] = next(c for c in contracts if c["name"].startswith(name_start))
     return found
 

@@ -16,9 +16,23 @@ ROOT = Path(__file__).resolve().parents[2]
 def build_wheel(source: Path, out: Path) -> zipfile.ZipFile:
     """Build one wheel from `source` (without network or build isolation) and open it."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(out), str(source)],
-        check=True, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     (wheel,) = out.glob("*.whl")
     return zipfile.ZipFile(wheel)
@@ -30,8 +44,9 @@ def product_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     context = tmp_path_factory.mktemp("context")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, context / name)
-    shutil.copytree(ROOT / "tidal", context / "tidal",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "tidal", context / "tidal", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     return build_wheel(context, tmp_path_factory.mktemp("wheel"))
 
 
@@ -39,8 +54,11 @@ def product_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
 def sim_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     """The tidal-sim wheel, built from a copy of sim/."""
     source = tmp_path_factory.mktemp("sim") / "sim"
-    shutil.copytree(ROOT / "sim", source, ignore=shutil.ignore_patterns(
-        "__pycache__", "*.pyc", "*.egg-info", "build"))
+    shutil.copytree(
+        ROOT / "sim",
+        source,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build"),
+    )
     return build_wheel(source, tmp_path_factory.mktemp("wheel"))
 
 
@@ -52,8 +70,7 @@ def test_product_wheel_has_no_emulator(product_wheel: zipfile.ZipFile) -> None:
     assert packages == {"tidal", "tidal-0.1.0.dist-info"}, packages
     assert not [n for n in names if n.startswith(("tidal/sim/", "tidal/demo/"))]
     assert "tidal/cli/sim.py" not in names and "tidal/cli/demo.py" not in names
-    serving_faults = [n for n in names if n.endswith(".py")
-                      and b"/sim/v1" in product_wheel.read(n)]
+    serving_faults = [n for n in names if n.endswith(".py") and b"/sim/v1" in product_wheel.read(n)]
     assert serving_faults == []
 
 
@@ -69,10 +86,16 @@ def test_sim_wheel_carries_emulator_demo_and_commands(sim_wheel: zipfile.ZipFile
     """tidal-sim ships the emulator, its topology, the demo's examples and registers
     `tidal sim` and `tidal demo` in the `tidal.commands` entry-point group."""
     names = set(sim_wheel.namelist())
-    assert {"tidal_sim/emulator.py", "tidal_sim/apiserver/admin.py", "tidal_sim/py.typed",
-            "tidal_sim/topologies/default.yaml", "tidal_sim/demo/examples/team-1005.yaml",
-            "tidal_sim/testing/plugin.py", "tidal_sim/cli/sim.py",
-            "tidal_sim/cli/demo.py"} <= names
+    assert {
+        "tidal_sim/emulator.py",
+        "tidal_sim/apiserver/admin.py",
+        "tidal_sim/py.typed",
+        "tidal_sim/topologies/default.yaml",
+        "tidal_sim/demo/examples/team-1005.yaml",
+        "tidal_sim/testing/plugin.py",
+        "tidal_sim/cli/sim.py",
+        "tidal_sim/cli/demo.py",
+    } <= names
     assert not [n for n in names if n.startswith("tidal/")]
     entry_points = sim_wheel.read("tidal_sim-0.1.0.dist-info/entry_points.txt").decode()
     assert "[tidal.commands]" in entry_points
@@ -83,8 +106,13 @@ def test_sim_wheel_carries_emulator_demo_and_commands(sim_wheel: zipfile.ZipFile
 def test_runtime_image_installs_only_the_product() -> None:
     """The Docker build copies only the product's files and installs the tidal wheel alone."""
     lines = [ln.split() for ln in (ROOT / "Dockerfile").read_text().splitlines()]
-    copied = {words[i] for words in lines if words[:1] == ["COPY"]
-              for i in range(1, len(words) - 1) if not words[i].startswith("--")}
+    copied = {
+        words[i]
+        for words in lines
+        if words[:1] == ["COPY"]
+        for i in range(1, len(words) - 1)
+        if not words[i].startswith("--")
+    }
     assert copied == {"pyproject.toml", "README.md", "constraints.txt", "tidal"}, copied
     assert "/wheels/tidal-*.whl" in (ROOT / "Dockerfile").read_text()
     kept = (ROOT / ".dockerignore").read_text().splitlines()

@@ -36,7 +36,9 @@ MODULES = Path(modules.__file__).parent / "modules"
 def test_staging_replaces_come_from_the_kubernetes_gomod() -> None:
     """Every ./staging replace becomes a pin to the release's v0 version; others are left."""
     assert staging_replaces(KUBERNETES_GOMOD, "v0.35.3") == [
-        "k8s.io/api => k8s.io/api v0.35.3", "k8s.io/client-go => k8s.io/client-go v0.35.3"]
+        "k8s.io/api => k8s.io/api v0.35.3",
+        "k8s.io/client-go => k8s.io/client-go v0.35.3",
+    ]
 
 
 def test_a_gomod_without_staging_replaces_is_an_error() -> None:
@@ -58,11 +60,14 @@ def test_committed_controlplane_module_pins_every_staging_module_to_one_version(
     assert "sigs.k8s.io/kwok v0.8.0" in (MODULES / "kwok" / "go.mod").read_text()
 
 
-def test_release_pairs_karmada_with_the_kubernetes_of_its_k8s_api(monkeypatch: pytest.MonkeyPatch
-                                                                   ) -> None:
+def test_release_pairs_karmada_with_the_kubernetes_of_its_k8s_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """k8s.io/api v0.N.M in Karmada's go.mod selects k8s.io/kubernetes v1.N.M."""
-    monkeypatch.setattr("tools.realkarmada.versions.gomod_file",
-                        lambda path, version: "require (\n\tk8s.io/api v0.34.7\n)\n")
+    monkeypatch.setattr(
+        "tools.realkarmada.versions.gomod_file",
+        lambda path, version: "require (\n\tk8s.io/api v0.34.7\n)\n",
+    )
     assert Release.of("v1.16.0") == Release("v1.16.0", "v1.34.7", "v0.34.7")
 
 
@@ -100,8 +105,10 @@ def test_pki_server_certificate_verifies_for_loopback(tmp_path: Path) -> None:
                 t.join()
                 t = threading.Thread(target=accept)
                 t.start()
-            with socket.create_connection(("127.0.0.1", port)) as raw, \
-                    client.wrap_socket(raw, server_hostname=host) as tls:
+            with (
+                socket.create_connection(("127.0.0.1", port)) as raw,
+                client.wrap_socket(raw, server_hostname=host) as tls,
+            ):
                 assert tls.version()
         t.join()
 
@@ -116,9 +123,14 @@ def test_a_process_that_dies_is_named_with_its_last_log_lines(tmp_path: Path) ->
 
 def test_stop_pids_ends_recorded_process_groups(tmp_path: Path) -> None:
     """down's stop: SIGTERM, then SIGKILL for a process that ignores SIGTERM."""
-    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal("
-                                 "signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
-                                start_new_session=True)
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+        ],
+        start_new_session=True,
+    )
     polite = subprocess.Popen(["sleep", "60"], start_new_session=True)
     stop_pids({"stubborn": stubborn.pid, "polite": polite.pid}, grace=1.0)
     assert stubborn.wait(5) != 0 and polite.wait(5) != 0
@@ -142,24 +154,35 @@ def _fake_command(tmp: Path, help_text: str) -> str:
     return str(cmd)
 
 
-@pytest.mark.parametrize(("help_text", "expected"), [
-    ("      --health-probe-bind-address string   probes\n"
-     "      --metrics-bind-address string   metrics",
-     ["--metrics-bind-address=127.0.0.1:2", "--health-probe-bind-address=127.0.0.1:1"]),
-    ("      --bind-address string   ip\n      --secure-port int   port\n"
-     "      --metrics-bind-address string   metrics",
-     ["--bind-address=127.0.0.1", "--secure-port=1", "--metrics-bind-address=127.0.0.1:2"]),
-    ("      --bind-address string   ip\n      --secure-port int   healthz and metrics",
-     ["--bind-address=127.0.0.1", "--secure-port=1"]),
-])
+@pytest.mark.parametrize(
+    ("help_text", "expected"),
+    [
+        (
+            "      --health-probe-bind-address string   probes\n"
+            "      --metrics-bind-address string   metrics",
+            ["--metrics-bind-address=127.0.0.1:2", "--health-probe-bind-address=127.0.0.1:1"],
+        ),
+        (
+            "      --bind-address string   ip\n      --secure-port int   port\n"
+            "      --metrics-bind-address string   metrics",
+            ["--bind-address=127.0.0.1", "--secure-port=1", "--metrics-bind-address=127.0.0.1:2"],
+        ),
+        (
+            "      --bind-address string   ip\n      --secure-port int   healthz and metrics",
+            ["--bind-address=127.0.0.1", "--secure-port=1"],
+        ),
+    ],
+)
 def test_controller_listeners_use_the_flags_the_release_offers(
-        tmp_path: Path, help_text: str, expected: list[str]) -> None:
+    tmp_path: Path, help_text: str, expected: list[str]
+) -> None:
     """v1.18-style health-probe flags when --help lists them, else v1.10's bind/secure port."""
     assert serving_flags(_fake_command(tmp_path, help_text), 1, 2) == expected
 
 
-def test_plane_work_dir_follows_its_variable(monkeypatch: pytest.MonkeyPatch,
-                                              tmp_path: Path) -> None:
+def test_plane_work_dir_follows_its_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """TIDAL_REALKARMADA_PLANE gives a second checkout its own plane; unset, the cache's."""
     monkeypatch.setenv("TIDAL_REALKARMADA_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("TIDAL_REALKARMADA_PLANE", raising=False)

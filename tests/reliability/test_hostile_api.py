@@ -32,8 +32,9 @@ Obj = dict[str, Any]
 
 def _schedule(tmp: Path) -> Path:
     night = datetime.now(UTC).replace(second=0, microsecond=0)
-    text = schedule_text(night, night + timedelta(hours=12)).replace("waveTimeout: 60s",
-                                                                     "waveTimeout: 6s")
+    text = schedule_text(night, night + timedelta(hours=12)).replace(
+        "waveTimeout: 60s", "waveTimeout: 6s"
+    )
     path = tmp / "team-t1.yaml"
     path.write_text(text)
     return path
@@ -49,10 +50,25 @@ def _clean_env() -> dict[str, str]:
 def _switch(emu: Any, tmp: Path) -> tuple[int, Obj | None, str]:
     kubeconfig = emu.write_kubeconfig(tmp / "kubeconfig")
     done = subprocess.run(
-        [sys.executable, "-m", "tidal", "switch", str(_schedule(tmp)), "--window", "night",
-         "--kubeconfig", str(kubeconfig), "--yes", "-o", "json"],
-        capture_output=True, text=True, timeout=90,
-        env=_clean_env())
+        [
+            sys.executable,
+            "-m",
+            "tidal",
+            "switch",
+            str(_schedule(tmp)),
+            "--window",
+            "night",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--yes",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=_clean_env(),
+    )
     try:
         record = json.loads(done.stdout) if done.stdout.strip() else None
     except ValueError:
@@ -65,6 +81,7 @@ def _strip_status_of(name: str) -> Callable[[Any, Obj | None, Obj], None]:
         resource = (new.get("spec") or {}).get("resource") or {}
         if rtype.plural == "resourcebindings" and resource.get("name") == name:
             new.pop("status", None)
+
     return hook
 
 
@@ -72,6 +89,7 @@ def _strip_summary_of(name: str) -> Callable[[Any, Obj | None, Obj], None]:
     def hook(rtype: Any, old: Obj | None, new: Obj) -> None:
         if rtype.plural == "clusters" and new["metadata"]["name"] == name:
             (new.get("status") or {}).pop("resourceSummary", None)
+
     return hook
 
 
@@ -82,21 +100,27 @@ def _summary_gone(emu: Any, name: str) -> None:
 
 CASES: dict[str, Callable[[Any], None]] = {
     "truncated-binding-list": lambda emu: emu.faults.inject(
-        type="truncate", verb="list", resource="resourcebindings", count=2),
+        type="truncate", verb="list", resource="resourcebindings", count=2
+    ),
     "truncated-policy-get": lambda emu: emu.faults.inject(
-        type="truncate", verb="get", resource="clusterpropagationpolicies", count=1),
+        type="truncate", verb="get", resource="clusterpropagationpolicies", count=1
+    ),
     "truncated-everything-sometimes": lambda emu: emu.faults.inject(
-        type="truncate", verb="get,list,patch", resource="*", probability=0.2, count=6),
+        type="truncate", verb="get,list,patch", resource="*", probability=0.2, count=6
+    ),
     "wrong-kind-binding-list": lambda emu: emu.faults.inject(
-        type="wrong-kind", verb="list", resource="resourcebindings", count=1),
+        type="wrong-kind", verb="list", resource="resourcebindings", count=1
+    ),
     "wrong-kind-template-list": lambda emu: emu.faults.inject(
-        type="wrong-kind", verb="list", resource="deployments", count=1),
+        type="wrong-kind", verb="list", resource="deployments", count=1
+    ),
     "wrong-kind-clusters": lambda emu: emu.faults.inject(
-        type="wrong-kind", verb="get,list", resource="clusters"),
+        type="wrong-kind", verb="get,list", resource="clusters"
+    ),
     "wrong-kind-policy-patch": lambda emu: emu.faults.inject(
-        type="wrong-kind", verb="patch", resource="clusterpropagationpolicies", count=1),
-    "binding-without-status": lambda emu: emu.store.admission.append(
-        _strip_status_of("web-03")),
+        type="wrong-kind", verb="patch", resource="clusterpropagationpolicies", count=1
+    ),
+    "binding-without-status": lambda emu: emu.store.admission.append(_strip_status_of("web-03")),
     "cluster-without-resource-summary": lambda emu: _summary_gone(emu, "cluster-b"),
 }
 
@@ -133,8 +157,9 @@ def _port(log: Path) -> int | None:
 def _run_finished(emu: Any) -> bool:
     rtype = emu.kinds.by_kind("v1", "ConfigMap")
     items, _rv = emu.store.list(rtype, STATE_NS, None)
-    return any(json.loads((i.get("data") or {}).get("run") or "{}").get("phase") == "done"
-               for i in items)
+    return any(
+        json.loads((i.get("data") or {}).get("run") or "{}").get("phase") == "done" for i in items
+    )
 
 
 def _start_refused(emu: Any) -> bool:
@@ -145,8 +170,7 @@ def _start_refused(emu: Any) -> bool:
     return any('"refused"' in ((i.get("data") or {}).get("handled") or "") for i in items)
 
 
-def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
-                                                      tmp_path: Path) -> None:
+def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any, tmp_path: Path) -> None:
     """`tidal run` through truncated and wrong-kind answers: the window's start ends (a run, or
     a refusal when the status-less binding breaks a floor), the process stays up and healthy,
     and no worker error or traceback is logged."""
@@ -157,21 +181,40 @@ def test_daemon_keeps_running_through_hostile_answers(make_emulator: Any,
     emu.faults.inject(type="truncate", verb="list", resource="resourcebindings", count=2)
     emu.faults.inject(type="wrong-kind", verb="list", resource="deployments", count=1)
     emu.faults.inject(type="truncate", verb="get,list", resource="*", probability=0.15)
-    emu.faults.inject(type="wrong-kind", verb="get,list", resource="resourcebindings,clusters",
-                      probability=0.1)
+    emu.faults.inject(
+        type="wrong-kind", verb="get,list", resource="resourcebindings,clusters", probability=0.1
+    )
     emu.store.admission.append(_strip_status_of("web-05"))
     log = tmp_path / "daemon.log"
     environ = _clean_env()
-    environ.update(TIDAL_LOG_FORMAT="json", TIDAL_STATE_NAMESPACE=STATE_NS, TIDAL_PORT="0",
-                   TIDAL_LEADER_ELECTION__ENABLED="false")
+    environ.update(
+        TIDAL_LOG_FORMAT="json",
+        TIDAL_STATE_NAMESPACE=STATE_NS,
+        TIDAL_PORT="0",
+        TIDAL_LEADER_ELECTION__ENABLED="false",
+    )
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules),
-             "--kubeconfig", str(emu.write_kubeconfig(tmp_path / "kubeconfig"))],
-            stdout=out, stderr=subprocess.STDOUT, env=environ)
+            [
+                sys.executable,
+                "-m",
+                "tidal",
+                "run",
+                "--schedules",
+                str(schedules),
+                "--kubeconfig",
+                str(emu.write_kubeconfig(tmp_path / "kubeconfig")),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=environ,
+        )
     try:
-        wait_for(lambda: _run_finished(emu) or _start_refused(emu) or proc.poll() is not None,
-                 120, "the window's start to end")
+        wait_for(
+            lambda: _run_finished(emu) or _start_refused(emu) or proc.poll() is not None,
+            120,
+            "the window's start to end",
+        )
         assert proc.poll() is None, log.read_text()[-3000:]
         port = _port(log)
         assert port is not None

@@ -67,14 +67,30 @@ def test_token_reaches_no_log_metric_event_or_state(make_emulator: Any, tmp_path
     emu.faults.inject(type="throttle", verb="*", resource="resourcebindings", count=2)
     log = tmp_path / "daemon.log"
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")}
-    environ.update(TIDAL_LOG_FORMAT="json", TIDAL_LOG_LEVEL="DEBUG",
-                   TIDAL_STATE_NAMESPACE=STATE_NS, TIDAL_PORT="0",
-                   TIDAL_LEADER_ELECTION__ENABLED="false",
-                   TIDAL_KARMADA__POLICY_SETTLE_SECONDS="0")  # the emulator's detector: no lag
+    environ.update(
+        TIDAL_LOG_FORMAT="json",
+        TIDAL_LOG_LEVEL="DEBUG",
+        TIDAL_STATE_NAMESPACE=STATE_NS,
+        TIDAL_PORT="0",
+        TIDAL_LEADER_ELECTION__ENABLED="false",
+        TIDAL_KARMADA__POLICY_SETTLE_SECONDS="0",
+    )  # the emulator's detector: no lag
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tidal", "run", "--schedules", str(schedules),
-             "--kubeconfig", str(kubeconfig)], stdout=out, stderr=subprocess.STDOUT, env=environ)
+            [
+                sys.executable,
+                "-m",
+                "tidal",
+                "run",
+                "--schedules",
+                str(schedules),
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=environ,
+        )
     try:
         wait_for(lambda: _finished(emu), 60, "the window's run to finish")
         port = _port(log)
@@ -90,11 +106,13 @@ def test_token_reaches_no_log_metric_event_or_state(make_emulator: Any, tmp_path
     assert sum(f.fired for f in emu.faults.list()) > 0  # error paths were logged too
     assert "tidal_switch_runs_total" in metrics
     places = {
-        "daemon output": output, "/metrics": metrics,
-        "ConfigMaps": _stored(emu, "v1", "ConfigMap"), "Events": _stored(emu, "v1", "Event"),
+        "daemon output": output,
+        "/metrics": metrics,
+        "ConfigMaps": _stored(emu, "v1", "ConfigMap"),
+        "Events": _stored(emu, "v1", "Event"),
         "Leases": _stored(emu, "coordination.k8s.io/v1", "Lease"),
         "request log identities": " ".join(r.identity for r in emu.request_log()),
     }
-    forms = (TOKEN, base64.b64encode(TOKEN.encode()).decode(), TOKEN[len("tidal-test-"):])
+    forms = (TOKEN, base64.b64encode(TOKEN.encode()).decode(), TOKEN[len("tidal-test-") :])
     leaks = [(where, form) for where, text in places.items() for form in forms if form in text]
     assert leaks == []

@@ -21,16 +21,31 @@ ENV_CASES: list[tuple[dict[str, str], list[str], tuple[str, ...]]] = [
     ({"TIDAL_LOG_LEVEL": "LOUD"}, [], ("TIDAL_LOG_LEVEL", "'DEBUG'")),
     ({"TIDAL_STATE_NAMESPACE": "Bad_NS!"}, [], ("TIDAL_STATE_NAMESPACE", "namespace name")),
     ({"TIDAL_IDENTITY": ""}, [], ("TIDAL_IDENTITY", "at least 1 character")),
-    ({"TIDAL_LEADER_ELECTION__ENABLED": "maybe"}, [],
-     ("TIDAL_LEADER_ELECTION__ENABLED", "boolean")),
-    ({"TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS": "-1"}, [],
-     ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "greater than 0")),
-    ({"TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS": "20"}, [],
-     ("TIDAL_LEADER_ELECTION", "RENEW_DEADLINE_SECONDS < LEASE_DURATION_SECONDS")),
-    ({"TIDAL_LEADER_ELECTION__LEASE_NAME": "Bad Name"}, [],
-     ("TIDAL_LEADER_ELECTION__LEASE_NAME", "object name")),
-    ({"TIDAL_SCHEDULER__MAX_CONCURRENT_SWITCHES": "0"}, [],
-     ("TIDAL_SCHEDULER__MAX_CONCURRENT_SWITCHES", "greater than or equal to 1")),
+    (
+        {"TIDAL_LEADER_ELECTION__ENABLED": "maybe"},
+        [],
+        ("TIDAL_LEADER_ELECTION__ENABLED", "boolean"),
+    ),
+    (
+        {"TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS": "-1"},
+        [],
+        ("TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS", "greater than 0"),
+    ),
+    (
+        {"TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS": "20"},
+        [],
+        ("TIDAL_LEADER_ELECTION", "RENEW_DEADLINE_SECONDS < LEASE_DURATION_SECONDS"),
+    ),
+    (
+        {"TIDAL_LEADER_ELECTION__LEASE_NAME": "Bad Name"},
+        [],
+        ("TIDAL_LEADER_ELECTION__LEASE_NAME", "object name"),
+    ),
+    (
+        {"TIDAL_SCHEDULER__MAX_CONCURRENT_SWITCHES": "0"},
+        [],
+        ("TIDAL_SCHEDULER__MAX_CONCURRENT_SWITCHES", "greater than or equal to 1"),
+    ),
     ({"TIDAL_SCHEDULER": "fast"}, [], ("TIDAL_SCHEDULER", "JSON object", "TIDAL_SCHEDULER__")),
     ({"TIDAL_CONTEXT": "nowhere"}, [], ("nowhere", "TIDAL_KUBECONFIG")),
     ({}, ["--kubeconfig", "{missing}"], ("does not exist", "TIDAL_KUBECONFIG")),
@@ -55,15 +70,19 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     (tmp / "list").write_text("- a\n- b\n")
     (tmp / "binary").write_bytes(b"\xff\xfe\x00bad")
     (tmp / "file").write_text("x: 1\n")
-    paths = {"kubeconfig": str(emu.write_kubeconfig(tmp / "kubeconfig")),
-             "schedules": str(tmp / "schedules"), "missing": str(tmp / "missing" / "x"),
-             **{name: str(tmp / name) for name in ("garbage", "list", "binary", "file")}}
+    paths = {
+        "kubeconfig": str(emu.write_kubeconfig(tmp / "kubeconfig")),
+        "schedules": str(tmp / "schedules"),
+        "missing": str(tmp / "missing" / "x"),
+        **{name: str(tmp / name) for name in ("garbage", "list", "binary", "file")},
+    }
     yield paths
     emu.stop()
 
 
-def _run(world: dict[str, str], env: dict[str, str], flags: list[str]
-         ) -> subprocess.CompletedProcess[str]:
+def _run(
+    world: dict[str, str], env: dict[str, str], flags: list[str]
+) -> subprocess.CompletedProcess[str]:
     flags = [f.format(**world) for f in flags]
     args = [sys.executable, "-m", "tidal", "run"]
     if "--schedules" not in flags:
@@ -72,15 +91,24 @@ def _run(world: dict[str, str], env: dict[str, str], flags: list[str]
         args += ["--kubeconfig", world["kubeconfig"]]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TIDAL_")}
     # a valid setting list must never start the daemon: the timeout would say so
-    return subprocess.run(args + flags, env={**environ, "TIDAL_PORT": "0", **env},
-                          capture_output=True, text=True, timeout=30,
-                          cwd=Path(world["schedules"]).parent)
+    return subprocess.run(
+        args + flags,
+        env={**environ, "TIDAL_PORT": "0", **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(world["schedules"]).parent,
+    )
 
 
-@pytest.mark.parametrize(("env", "flags", "words"), ENV_CASES,
-                         ids=[",".join(list(e) + f) or "-" for e, f, _w in ENV_CASES])
-def test_bad_setting_is_one_line_naming_it(world: dict[str, str], env: dict[str, str],
-                                           flags: list[str], words: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("env", "flags", "words"),
+    ENV_CASES,
+    ids=[",".join(list(e) + f) or "-" for e, f, _w in ENV_CASES],
+)
+def test_bad_setting_is_one_line_naming_it(
+    world: dict[str, str], env: dict[str, str], flags: list[str], words: tuple[str, ...]
+) -> None:
     """A bad TIDAL_* value or file: exit 1, one `error:` line naming the setting and form."""
     done = _run(world, env, flags)
     assert done.returncode == 1, done.stderr
@@ -92,8 +120,9 @@ def test_bad_setting_is_one_line_naming_it(world: dict[str, str], env: dict[str,
 
 
 @pytest.mark.parametrize(("flags", "words"), USAGE_CASES, ids=[f[0] for f, _w in USAGE_CASES])
-def test_bad_flag_is_a_usage_error_naming_it(world: dict[str, str], flags: list[str],
-                                             words: tuple[str, ...]) -> None:
+def test_bad_flag_is_a_usage_error_naming_it(
+    world: dict[str, str], flags: list[str], words: tuple[str, ...]
+) -> None:
     """A bad flag value is click's usage error (exit 2) naming the flag, no traceback."""
     done = _run(world, {}, flags)
     assert done.returncode == 2, done.stderr

@@ -33,9 +33,12 @@ def world() -> Any:
 def _save_run(emu: Any, state: dict[str, Any]) -> None:
     rtype = emu.kinds.by_kind("v1", "ConfigMap")
     name = f"tidal-run-{state['schedule']}"
-    body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": STATE_NS},
-            "data": {"run": json.dumps(state)}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": STATE_NS},
+        "data": {"run": json.dumps(state)},
+    }
     try:
         emu.store.get(rtype, STATE_NS, name)
     except Exception:
@@ -45,13 +48,24 @@ def _save_run(emu: Any, state: dict[str, Any]) -> None:
 
 
 def _run(phase: str, waves: list[dict[str, Any]], result: str | None = None) -> dict[str, Any]:
-    return {"schedule": TEAM.schedule, "window": "night", "runId": "r1", "phase": phase,
-            "result": result, "policies": [{"applied": True}], "waves": waves}
+    return {
+        "schedule": TEAM.schedule,
+        "window": "night",
+        "runId": "r1",
+        "phase": phase,
+        "result": result,
+        "policies": [{"applied": True}],
+        "waves": waves,
+    }
 
 
 def _wave(index: int, started: bool, result: str | None) -> dict[str, Any]:
-    return {"index": index, "workloads": [f"{NS}/Deployment/{TEAM.workload_names()[index]}"],
-            "startedAt": "2026-01-01T00:00:00Z" if started else None, "result": result}
+    return {
+        "index": index,
+        "workloads": [f"{NS}/Deployment/{TEAM.workload_names()[index]}"],
+        "startedAt": "2026-01-01T00:00:00Z" if started else None,
+        "result": result,
+    }
 
 
 def _settle(checker: Checker) -> None:
@@ -79,10 +93,11 @@ def test_moved_twice_in_one_run_is_reported(world: Any) -> None:
     _save_run(emu, _run("waves", [_wave(0, True, None)]))
     rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
     name = f"{TEAM.workload_names()[0]}-deployment"
-    for clusters in ([{"name": "cluster-b", "replicas": 5}],
-                     [{"name": "cluster-a", "replicas": 5}]):
-        emu.store.mutate(rtype, NS, name,
-                         lambda o, c=clusters: o["spec"].update(clusters=c))
+    for clusters in (
+        [{"name": "cluster-b", "replicas": 5}],
+        [{"name": "cluster-a", "replicas": 5}],
+    ):
+        emu.store.mutate(rtype, NS, name, lambda o, c=clusters: o["spec"].update(clusters=c))
         _settle(checker)
     _save_run(emu, _run("done", [_wave(0, True, "succeeded")], "succeeded"))
     _settle(checker)
@@ -105,24 +120,30 @@ def test_write_outside_the_schedules_is_reported(world: Any) -> None:
     """A daemon's write to a template no schedule selects is a violation; its own are not."""
     _emu, checker = world
     now = time.time()
-    own = RequestRecord(1, now, "patch", "deployments", "apps", NS, TEAM.workload_names()[0],
-                        200, "", "soak-a")
-    foreign = RequestRecord(2, now, "patch", "deployments", "apps", "other", "db", 200, "",
-                            "soak-a")
+    own = RequestRecord(
+        1, now, "patch", "deployments", "apps", NS, TEAM.workload_names()[0], 200, "", "soak-a"
+    )
+    foreign = RequestRecord(
+        2, now, "patch", "deployments", "apps", "other", "db", 200, "", "soak-a"
+    )
     assert checker.check_scope([own, foreign]) == 2
     assert len(checker.violations) == 1 and "other/db" in checker.violations[0]
 
 
-@pytest.mark.parametrize(("result", "marked", "left", "expected"), [
-    ("succeeded", True, False, "Lazy left behind"),
-    ("failed", False, False, "without tidal's marks"),
-    ("failed", True, False, None),
-    ("rolledBack", True, False, "Lazy left behind"),
-    ("rolledBack", True, True, None),
-    ("rolledBack", False, True, "Lazy left behind"),
-])
+@pytest.mark.parametrize(
+    ("result", "marked", "left", "expected"),
+    [
+        ("succeeded", True, False, "Lazy left behind"),
+        ("failed", False, False, "without tidal's marks"),
+        ("failed", True, False, None),
+        ("rolledBack", True, False, "Lazy left behind"),
+        ("rolledBack", True, True, None),
+        ("rolledBack", False, True, "Lazy left behind"),
+    ],
+)
 def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
-        world: Any, result: str, marked: bool, left: bool, expected: str | None) -> None:
+    world: Any, result: str, marked: bool, left: bool, expected: str | None
+) -> None:
     """After a finished run no Lazy may stay, unless a rollback journalled leaving it (it held
     unmoved templates) and it is marked; after a halted one a Lazy must carry the marks that let
     the next run restore it."""
@@ -130,8 +151,9 @@ def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
 
     emu, checker = world
     run = _run("done", [_wave(0, True, result)], result)
-    run["policies"] = [{"applied": True, "name": TEAM.policy, "lazyAdded": True,
-                        "lazyRestored": not left}]
+    run["policies"] = [
+        {"applied": True, "name": TEAM.policy, "lazyAdded": True, "lazyRestored": not left}
+    ]
     _save_run(emu, run)
     _settle(checker)
     rtype = emu.kinds.by_kind("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")
@@ -150,15 +172,18 @@ def test_a_lazy_left_on_a_policy_is_judged_by_the_run_result(
         assert len(found) == 1 and expected in found[0], found
 
 
-@pytest.mark.parametrize(("reason", "floor_metric", "failure_metric", "expected"), [
-    ("floor breached: x", 0, 1, "tidal_floor_breaches_total stayed 0"),
-    ("floor breached: x", 1, 0, None),
-    ("not converged within waveTimeout 12s", 1, 0, "tidal_wave_failures_total stayed 0"),
-    ("API error: patch deployments", 0, 1, None),
-])
+@pytest.mark.parametrize(
+    ("reason", "floor_metric", "failure_metric", "expected"),
+    [
+        ("floor breached: x", 0, 1, "tidal_floor_breaches_total stayed 0"),
+        ("floor breached: x", 1, 0, None),
+        ("not converged within waveTimeout 12s", 1, 0, "tidal_wave_failures_total stayed 0"),
+        ("API error: patch deployments", 0, 1, None),
+    ],
+)
 def test_a_breach_in_a_failed_wave_needs_its_metric(
-        world: Any, reason: str, floor_metric: float, failure_metric: float,
-        expected: str | None) -> None:
+    world: Any, reason: str, floor_metric: float, failure_metric: float, expected: str | None
+) -> None:
     """A breach seen during a wave must show in the floor metric when it failed the wave, or
     in the wave-failure metric when the wave failed first for another reason."""
     emu, checker = world
@@ -182,9 +207,15 @@ def _save_handled(emu: Any, record: dict[str, Any]) -> None:
     try:
         emu.store.get(rtype, STATE_NS, name)
     except Exception:
-        emu.store.create(rtype, {"apiVersion": "v1", "kind": "ConfigMap",
-                                 "metadata": {"name": name, "namespace": STATE_NS},
-                                 "data": data})
+        emu.store.create(
+            rtype,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": STATE_NS},
+                "data": data,
+            },
+        )
         return
     emu.store.mutate(rtype, STATE_NS, name, lambda o: o.update(data=data))
 
@@ -195,16 +226,21 @@ def test_every_window_start_ran_once_or_was_recorded_with_a_reason(world: Any) -
     emu, checker = world
     first = (time.time() // 60 - 10) * 60  # three minute boundaries after `first`
     stamps = [time.strftime("%Y%m%d-%H%M%S", time.gmtime(first + 60 * i)) for i in (1, 2, 3)]
-    iso = [time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(first + 60 * i))
-           for i in (1, 2, 3)]
+    iso = [time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(first + 60 * i)) for i in (1, 2, 3)]
     for run_id in (f"a-{stamps[0]}", f"b-{stamps[0]}"):
-        _save_run(emu, _run("done", [_wave(0, True, "succeeded")], "succeeded")
-                  | {"runId": run_id})
+        _save_run(emu, _run("done", [_wave(0, True, "succeeded")], "succeeded") | {"runId": run_id})
         _settle(checker)
     _save_handled(emu, {"window": "x", "at": iso[1], "outcome": "refused"})
     _settle(checker)
-    _save_handled(emu, {"window": "x", "at": iso[2], "outcome": "refused",
-                        "reason": "unsafe_plan: PlanRefused: a floor would break"})
+    _save_handled(
+        emu,
+        {
+            "window": "x",
+            "at": iso[2],
+            "outcome": "refused",
+            "reason": "unsafe_plan: PlanRefused: a floor would break",
+        },
+    )
     _settle(checker)
     assert checker.check_starts(first, first + 60 * 3 + 30) == 3 * len(TEAMS)
     mine = [v for v in checker.violations if v.startswith(f"{TEAM.schedule} ")]
@@ -231,8 +267,12 @@ def test_a_move_outside_the_wave_in_flight_is_reported(world: Any) -> None:
     rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
     for index in (0, 1):
         name = f"{TEAM.workload_names()[index]}-deployment"
-        emu.store.mutate(rtype, NS, name, lambda o: o["spec"].update(
-            clusters=[{"name": "cluster-b", "replicas": 5}]))
+        emu.store.mutate(
+            rtype,
+            NS,
+            name,
+            lambda o: o["spec"].update(clusters=[{"name": "cluster-b", "replicas": 5}]),
+        )
         _settle(checker)
     assert dict(checker.runs["r1"].moves_by_wave) == {0: 1}
     assert len(checker.violations) == 1, checker.violations
@@ -247,16 +287,19 @@ def test_a_move_into_a_not_ready_cluster_is_reported(world: Any) -> None:
     _settle(checker)
     rtype = emu.kinds.by_kind("work.karmada.io/v1alpha2", "ResourceBinding")
     name = f"{TEAM.workload_names()[0]}-deployment"
-    emu.store.mutate(rtype, NS, name,
-                     lambda o: o["spec"].update(clusters=[{"name": "cluster-a", "replicas": 5}]))
+    emu.store.mutate(
+        rtype, NS, name, lambda o: o["spec"].update(clusters=[{"name": "cluster-a", "replicas": 5}])
+    )
     _settle(checker)
     assert checker.violations == []
     emu.set_cluster_ready("cluster-b", False)
-    emu.store.mutate(rtype, NS, name,
-                     lambda o: o["spec"].update(clusters=[{"name": "cluster-b", "replicas": 5}]))
+    emu.store.mutate(
+        rtype, NS, name, lambda o: o["spec"].update(clusters=[{"name": "cluster-b", "replicas": 5}])
+    )
     _settle(checker)
-    assert any("moved into NotReady ['cluster-b']" in v for v in checker.violations), \
+    assert any("moved into NotReady ['cluster-b']" in v for v in checker.violations), (
         checker.violations
+    )
 
 
 def test_writes_are_judged_by_the_holder_at_their_resource_version(world: Any) -> None:
@@ -268,14 +311,18 @@ def test_writes_are_judged_by_the_holder_at_their_resource_version(world: Any) -
     now = time.time()
 
     def write(seq: int, who: str, version: int) -> RequestRecord:
-        return RequestRecord(seq, now, "patch", "deployments", "apps", NS, "x", 200, "", who,
-                             version)
+        return RequestRecord(
+            seq, now, "patch", "deployments", "apps", NS, "x", 200, "", who, version
+        )
 
-    assert checker.check_writers([write(1, "soak-a", 15), write(2, "soak-b", 25),
-                                  write(3, "soak-a", 26)]) == 3
+    assert (
+        checker.check_writers(
+            [write(1, "soak-a", 15), write(2, "soak-b", 25), write(3, "soak-a", 26)]
+        )
+        == 3
+    )
     assert len(checker.violations) == 1, checker.violations
-    assert "by soak-a at resourceVersion 26: the Lease was held by soak-b" in \
-        checker.violations[0]
+    assert "by soak-a at resourceVersion 26: the Lease was held by soak-b" in checker.violations[0]
 
 
 def test_the_chaos_throttles_longer_than_the_lease(world: Any) -> None:

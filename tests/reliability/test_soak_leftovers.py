@@ -9,21 +9,37 @@ from typing import Any
 from benchmarks.soak.leftovers import LeftoverWatch
 
 
-def _override(name: str, run: str, replicas: dict[str, int], workload: str = "web-0"
-              ) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ai-app",
-                         "labels": {"app.kubernetes.io/managed-by": "tidal",
-                                    "tidal.io/run": run}},
-            "spec": {"resourceSelectors": [{"kind": "Deployment", "name": workload}],
-                     "overrideRules": [{"targetCluster": {"clusterNames": [c]},
-                                        "overriders": {"plaintext": [
-                                            {"path": "/spec/replicas", "operator": "replace",
-                                             "value": n}]}} for c, n in replicas.items()]}}
+def _override(
+    name: str, run: str, replicas: dict[str, int], workload: str = "web-0"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ai-app",
+            "labels": {"app.kubernetes.io/managed-by": "tidal", "tidal.io/run": run},
+        },
+        "spec": {
+            "resourceSelectors": [{"kind": "Deployment", "name": workload}],
+            "overrideRules": [
+                {
+                    "targetCluster": {"clusterNames": [c]},
+                    "overriders": {
+                        "plaintext": [{"path": "/spec/replicas", "operator": "replace", "value": n}]
+                    },
+                }
+                for c, n in replicas.items()
+            ],
+        },
+    }
 
 
 def _binding(replicas: int, assigned: dict[str, int]) -> dict[str, Any]:
-    return {"spec": {"replicas": replicas,
-                     "clusters": [{"name": c, "replicas": n} for c, n in assigned.items()]}}
+    return {
+        "spec": {
+            "replicas": replicas,
+            "clusters": [{"name": c, "replicas": n} for c, n in assigned.items()],
+        }
+    }
 
 
 def _watch() -> tuple[LeftoverWatch, list[str]]:
@@ -41,8 +57,9 @@ def test_an_override_deleted_within_the_sweep_interval_is_fine_and_a_late_one_is
     watch.on_override("DELETED", _override("a", "r1", {"cluster-b": 5}), 110.0)
     assert found == []
     watch.finish(160.0)
-    assert found == ["override ai-app/b of run r2 still there 60s after its run ended (sweep "
-                     "interval 30s)"]
+    assert found == [
+        "override ai-app/b of run r2 still there 60s after its run ended (sweep interval 30s)"
+    ]
 
 
 def test_a_cap_below_the_spec_is_reported_after_the_grace_and_a_surge_is_not() -> None:

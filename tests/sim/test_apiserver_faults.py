@@ -246,8 +246,7 @@ def test_timeline_filters(make_emulator: Any) -> None:
     emu = make_emulator(DEFAULT_TOPOLOGY)
     workload = "ai-app/Deployment/llm-1005-03"
     deadline = time.time() + 5  # its first sample, not just anyone's (they come in batches)
-    while not [s for s in emu.timeline() if s["workload"] == workload] \
-            and time.time() < deadline:
+    while not [s for s in emu.timeline() if s["workload"] == workload] and time.time() < deadline:
         time.sleep(0.05)
     code, one = admin(emu, "GET", f"timeline?workload={workload}")
     assert code == 200 and one

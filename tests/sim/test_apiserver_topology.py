@@ -152,7 +152,10 @@ def test_default_topology_matches_the_schedules(make_emulator: Any) -> None:
     emu = make_emulator(DEFAULT_TOPOLOGY, clock=ManualClock())
     _, clusters = get(emu, "/apis/cluster.karmada.io/v1alpha1/clusters")
     assert [c["metadata"]["name"] for c in clusters["items"]] == [
-        "cluster-a", "cluster-b", "cluster-c"]
+        "cluster-a",
+        "cluster-b",
+        "cluster-c",
+    ]
     _, cpps = get(emu, "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies")
     by_name = {c["metadata"]["name"]: c for c in cpps["items"]}
     static = by_name["team-1005-cpp"]["spec"]

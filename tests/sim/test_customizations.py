@@ -42,10 +42,26 @@ def _ric_type(h: Harness) -> Any:
 def isvc(h: Harness, name: str, instances: int, cpu: str = "250m") -> Obj:
     rtype = h.kinds.by_kind(API, KIND)
     assert rtype is not None
-    body = {"apiVersion": API, "kind": KIND,
-            "metadata": {"name": name, "namespace": "team", "labels": {"app": name}},
-            "spec": {"serving": {"instances": instances, "template": {"spec": {"containers": [
-                {"name": "model", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}}}
+    body = {
+        "apiVersion": API,
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": "team", "labels": {"app": name}},
+        "spec": {
+            "serving": {
+                "instances": instances,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "model",
+                                "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                            }
+                        ]
+                    }
+                },
+            }
+        },
+    }
     return h.store.create(rtype, body)
 
 
@@ -61,8 +77,12 @@ def work_manifests(h: Harness) -> dict[str, Obj]:
     rtype = h.kinds.by_kind("work.karmada.io/v1alpha1", "Work")
     assert rtype is not None
     items, _ = h.store.list(rtype)
-    return {w["metadata"]["namespace"].removeprefix("karmada-es-"):
-            w["spec"]["workload"]["manifests"][0] for w in items}
+    return {
+        w["metadata"]["namespace"].removeprefix("karmada-es-"): w["spec"]["workload"]["manifests"][
+            0
+        ]
+        for w in items
+    }
 
 
 def broken(rule: str, script: str) -> Obj:
@@ -83,7 +103,9 @@ def test_replicas_and_requirements_come_from_the_replica_script() -> None:
     spec = binding(h, "llm")["spec"]
     assert spec["replicas"] == 4
     assert spec["replicaRequirements"] == {
-        "resourceRequest": {"cpu": "250m", "memory": "1Gi"}, "namespace": "team"}
+        "resourceRequest": {"cpu": "250m", "memory": "1Gi"},
+        "namespace": "team",
+    }
 
 
 def test_members_get_revised_replicas_and_report_through_the_scripts() -> None:
@@ -97,8 +119,7 @@ def test_members_get_revised_replicas_and_report_through_the_scripts() -> None:
     isvc(h, "llm", 4)
     h.settle()
     manifests = work_manifests(h)
-    assert {c: m["spec"]["serving"]["instances"] for c, m in manifests.items()} == \
-        {"a": 3, "b": 1}
+    assert {c: m["spec"]["serving"]["instances"] for c, m in manifests.items()} == {"a": 3, "b": 1}
     assert "replicas" not in manifests["a"]["spec"]
     h.advance(4.9)
     items = {i["clusterName"]: i for i in binding(h, "llm")["status"]["aggregatedStatus"]}
@@ -107,13 +128,23 @@ def test_members_get_revised_replicas_and_report_through_the_scripts() -> None:
     items = {i["clusterName"]: i for i in binding(h, "llm")["status"]["aggregatedStatus"]}
     reflected = items["a"]["status"]
     assert reflected["generation"] == reflected.pop("observedGeneration")
-    assert reflected == {"replicas": 3, "readyReplicas": 3, "updatedReplicas": 3,
-                         "availableReplicas": 3, "generation": reflected["generation"],
-                         "resourceTemplateGeneration": 1}
+    assert reflected == {
+        "replicas": 3,
+        "readyReplicas": 3,
+        "updatedReplicas": 3,
+        "availableReplicas": 3,
+        "generation": reflected["generation"],
+        "resourceTemplateGeneration": 1,
+    }
     assert {i["health"] for i in items.values()} == {"Healthy"}
     status = _template(h, "llm")["status"]
-    assert status == {"replicas": 4, "readyReplicas": 4, "updatedReplicas": 4,
-                      "availableReplicas": 4, "observedGeneration": 1}
+    assert status == {
+        "replicas": 4,
+        "readyReplicas": 4,
+        "updatedReplicas": 4,
+        "availableReplicas": 4,
+        "observedGeneration": 1,
+    }
 
 
 def _template(h: Harness, name: str) -> Obj:
@@ -132,11 +163,29 @@ def test_an_override_of_the_revised_field_sets_the_member_count() -> None:
     isvc(h, "llm", 2)
     rtype = h.kinds.by_kind("policy.karmada.io/v1alpha1", "OverridePolicy")
     assert rtype is not None
-    h.store.create(rtype, {"metadata": {"name": "raise", "namespace": "team"}, "spec": {
-        "resourceSelectors": [{"apiVersion": API, "kind": KIND, "name": "llm"}],
-        "overrideRules": [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {
-            "plaintext": [{"path": "/spec/serving/instances", "operator": "replace",
-                           "value": 3}]}}]}})
+    h.store.create(
+        rtype,
+        {
+            "metadata": {"name": "raise", "namespace": "team"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": API, "kind": KIND, "name": "llm"}],
+                "overrideRules": [
+                    {
+                        "targetCluster": {"clusterNames": ["b"]},
+                        "overriders": {
+                            "plaintext": [
+                                {
+                                    "path": "/spec/serving/instances",
+                                    "operator": "replace",
+                                    "value": 3,
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        },
+    )
     h.settle()
     h.advance(0.1)
     items = {i["clusterName"]: i for i in binding(h, "llm")["status"]["aggregatedStatus"]}
@@ -196,8 +245,9 @@ def test_a_script_that_runs_too_long_times_out() -> None:
     custom = Customizations(LuaVM(timeout=0.05))
     _, ric = kind_documents()
     ric = copy.deepcopy(ric)
-    ric["spec"]["customizations"]["healthInterpretation"]["luaScript"] = \
+    ric["spec"]["customizations"]["healthInterpretation"]["luaScript"] = (
         "function InterpretHealth(o) while true do end end"
+    )
     custom.load([ric])
     with pytest.raises(InterpreterError, match="timed out"):
         custom.interpret_health({"apiVersion": API, "kind": KIND, "metadata": {"name": "x"}})
@@ -207,10 +257,22 @@ def test_a_script_that_runs_too_long_times_out() -> None:
 def test_unsafe_functions_are_refused_as_upstream(function: str) -> None:
     """Functions Karmada's sandbox replaces raise its 'not supported' error."""
     custom = Customizations()
-    custom.load([{"metadata": {"name": "t"}, "spec": {
-        "target": {"apiVersion": API, "kind": KIND},
-        "customizations": {"healthInterpretation": {
-            "luaScript": f"function InterpretHealth(o) {function}('x') return true end"}}}}])
+    custom.load(
+        [
+            {
+                "metadata": {"name": "t"},
+                "spec": {
+                    "target": {"apiVersion": API, "kind": KIND},
+                    "customizations": {
+                        "healthInterpretation": {
+                            "luaScript": f"function InterpretHealth(o) {function}('x') "
+                            "return true end"
+                        }
+                    },
+                },
+            }
+        ]
+    )
     with pytest.raises(InterpreterError, match="is not supported in karmada customized"):
         custom.interpret_health({"apiVersion": API, "kind": KIND, "metadata": {"name": "x"}})
 
@@ -219,12 +281,26 @@ def test_customizations_merge_by_name_first_script_wins() -> None:
     """Two customizations of one kind: per operation, the first by name that sets it wins."""
     custom = Customizations()
     script = "function InterpretHealth(o) return {} end"
-    custom.load([
-        {"metadata": {"name": "b"}, "spec": {"target": {"apiVersion": API, "kind": KIND},
-                                             "customizations": {"healthInterpretation": {
-                                                 "luaScript": script.replace("{}", "false")}}}},
-        {"metadata": {"name": "a"}, "spec": {"target": {"apiVersion": API, "kind": KIND},
-                                             "customizations": {"healthInterpretation": {
-                                                 "luaScript": script.replace("{}", "true")}}}},
-    ])
+    custom.load(
+        [
+            {
+                "metadata": {"name": "b"},
+                "spec": {
+                    "target": {"apiVersion": API, "kind": KIND},
+                    "customizations": {
+                        "healthInterpretation": {"luaScript": script.replace("{}", "false")}
+                    },
+                },
+            },
+            {
+                "metadata": {"name": "a"},
+                "spec": {
+                    "target": {"apiVersion": API, "kind": KIND},
+                    "customizations": {
+                        "healthInterpretation": {"luaScript": script.replace("{}", "true")}
+                    },
+                },
+            },
+        ]
+    )
     assert custom.interpret_health({"apiVersion": API, "kind": KIND, "metadata": {"name": "x"}})

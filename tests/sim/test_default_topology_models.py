@@ -18,8 +18,7 @@ CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 
 
 def _settled(make_emulator: Any, version: KarmadaVersion) -> Emulator:
-    emu: Emulator = make_emulator(DEFAULT_TOPOLOGY, clock=ManualClock(),
-                                  karmada_version=version)
+    emu: Emulator = make_emulator(DEFAULT_TOPOLOGY, clock=ManualClock(), karmada_version=version)
     emu.advance(30.0)  # three Cluster status refreshes: modelings reported, bindings scheduled
     return emu
 
@@ -36,7 +35,8 @@ def _model_resources(emu: Emulator, cluster: str) -> set[str]:
 
 @pytest.mark.parametrize("version", [KarmadaVersion.V1_18, KarmadaVersion.V1_19])
 def test_default_models_leave_no_room_for_gpus_from_v1_18(
-        make_emulator: Any, version: KarmadaVersion) -> None:
+    make_emulator: Any, version: KarmadaVersion
+) -> None:
     """pkg/apis/cluster/mutation/mutation.go SetDefaultClusterResourceModels gives cluster-c
     cpu/memory grades only; v1.18.0 pkg/estimator/client/general.go buildModelNodes then builds
     nodes without nvidia.com/gpu, so team 4004's GPU replicas all go to cluster-b, while the

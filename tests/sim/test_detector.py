@@ -101,8 +101,9 @@ def test_preemption_needs_the_feature_gate() -> None:
         h.cpp("first", ONLY_A)
         h.deployment("web", 1)
         h.settle()
-        named = [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team",
-                  "name": "web"}]
+        named = [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team", "name": "web"}
+        ]
         h.cpp("second", ONLY_B, priority=10, preemption="Always", selectors=named)
         h.settle()
         assert h.clusters_of("web") == expected
@@ -116,8 +117,13 @@ def test_preemption_reaches_only_templates_named_in_resource_selectors() -> None
     h.cpp("first", ONLY_A)
     h.deployment("web", 1)
     h.settle()
-    by_label = [{"apiVersion": "apps/v1", "kind": "Deployment",
-                 "labelSelector": {"matchLabels": {"app": "web"}}}]
+    by_label = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
     h.cpp("second", ONLY_B, priority=10, preemption="Always", selectors=by_label)
     h.settle()
     assert h.clusters_of("web") == {"a": 1}
@@ -158,8 +164,11 @@ def test_a_late_policy_change_key_applies_the_policy_as_it_is_then() -> None:
     h.patch("ClusterPropagationPolicy", "team", lambda p: p["spec"].update(priority=1))
     h.settle()
     h.advance(0.5)  # keys of that (non-Lazy) change still queued
-    h.patch("ClusterPropagationPolicy", "team",
-            lambda p: p["spec"].update(placement=ONLY_B, activationPreference="Lazy"))
+    h.patch(
+        "ClusterPropagationPolicy",
+        "team",
+        lambda p: p["spec"].update(placement=ONLY_B, activationPreference="Lazy"),
+    )
     h.advance(0.5)
     assert [h.clusters_of(n) for n in ("w1", "w2")] == [{"a": 2}] * 2
     h.advance(1.5)  # the first change's keys arrive: the Lazy policy's new placement applies

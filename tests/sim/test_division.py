@@ -102,8 +102,7 @@ def test_dynamic_divide_replicas(
         # "replica 12 -> 6, dynamic weighted 1:1:1"
         (6, [(M1, 1), (M2, 1), (M3, 1)], {M1: 2, M2: 4, M3: 6}, False, {M1: 1, M2: 2, M3: 3}),
         # "replica 12 -> 24, dynamic weighted 10:10:10"
-        (24, [(M1, 10), (M2, 10), (M3, 10)], {M1: 2, M2: 4, M3: 6}, False,
-         {M1: 6, M2: 8, M3: 10}),
+        (24, [(M1, 10), (M2, 10), (M3, 10)], {M1: 2, M2: 4, M3: 6}, False, {M1: 6, M2: 8, M3: 10}),
         # "replica 12 -> 6, aggregated 1:1:1"
         (6, [(M1, 1), (M2, 1), (M3, 1)], {M1: 4, M2: 8}, True, {M2: 6}),
         # "replica 12 -> 8, aggregated 100:100"
@@ -134,8 +133,11 @@ def test_dynamic_scale_short_of_capacity_is_unschedulable(aggregated: bool) -> N
     "aggregated 1:1:1": wantErr, with upstream's UnschedulableError message."""
     with pytest.raises(NotEnoughReplicas, match="Clusters available replicas 3 are not enough"):
         divide_dynamic(
-            24, [(M1, 1), (M2, 1), (M3, 1)], {M1: 2, M2: 4, M3: 6},
-            fresh=False, aggregated=aggregated,
+            24,
+            [(M1, 1), (M2, 1), (M3, 1)],
+            {M1: 2, M2: 4, M3: 6},
+            fresh=False,
+            aggregated=aggregated,
         )
 
 

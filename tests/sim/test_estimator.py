@@ -14,10 +14,14 @@ ALL = list(KarmadaVersion)
 MODELLED = [v for v in KarmadaVersion if v >= KarmadaVersion.V1_18]
 
 
-def _cluster(models: list[dict[str, Any]] | None, counts: list[int] | None,
-             allocatable: dict[str, str] | None = None) -> dict[str, Any]:
-    summary: dict[str, Any] = {"allocatable": allocatable or {"pods": "1000", "cpu": "100",
-                                                                 "memory": "400Gi"}}
+def _cluster(
+    models: list[dict[str, Any]] | None,
+    counts: list[int] | None,
+    allocatable: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "allocatable": allocatable or {"pods": "1000", "cpu": "100", "memory": "400Gi"}
+    }
     if counts is not None:
         summary["allocatableModelings"] = [{"grade": g, "count": c} for g, c in enumerate(counts)]
     spec = {"resourceModels": models} if models is not None else {}
@@ -25,8 +29,10 @@ def _cluster(models: list[dict[str, Any]] | None, counts: list[int] | None,
 
 
 def _grades(*rows: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
-    return [{"grade": i, "ranges": [{"name": n, "min": lo, "max": hi} for n, lo, hi in row]}
-            for i, row in enumerate(rows)]
+    return [
+        {"grade": i, "ranges": [{"name": n, "min": lo, "max": hi} for n, lo, hi in row]}
+        for i, row in enumerate(rows)
+    ]
 
 
 CPU3 = _grades([("cpu", "0", "1")], [("cpu", "1", "2")], [("cpu", "2", "4")])
@@ -65,8 +71,11 @@ def test_no_models_falls_back_to_the_summary(version: KarmadaVersion) -> None:
 def test_gpu_request_against_default_models_v1_17_falls_back() -> None:
     """v1.17.0 general.go getMaximumReplicasBasedOnResourceModels: a resource missing from the
     models is an error, so the summary answers (8 GPUs / 1)."""
-    cluster = _cluster(default_resource_models(), [0, 0, 0, 0, 0, 0, 0, 0, 4],
-                       {"pods": "1000", "cpu": "512", "memory": "4Ti", "nvidia.com/gpu": "8"})
+    cluster = _cluster(
+        default_resource_models(),
+        [0, 0, 0, 0, 0, 0, 0, 0, 4],
+        {"pods": "1000", "cpu": "512", "memory": "4Ti", "nvidia.com/gpu": "8"},
+    )
     assert general_estimate(cluster, {"nvidia.com/gpu": 1}, KarmadaVersion.V1_17) == 8
 
 
@@ -74,18 +83,23 @@ def test_gpu_request_against_default_models_v1_17_falls_back() -> None:
 def test_gpu_request_against_default_models_is_zero_from_v1_18(version: KarmadaVersion) -> None:
     """v1.18.0+ buildModelNodes + SchedulingSimulator (util.Resource.MaxDivided): model nodes
     carry no nvidia.com/gpu, so nothing fits and there is no fallback."""
-    cluster = _cluster(default_resource_models(), [0, 0, 0, 0, 0, 0, 0, 0, 4],
-                       {"pods": "1000", "cpu": "512", "memory": "4Ti", "nvidia.com/gpu": "8"})
+    cluster = _cluster(
+        default_resource_models(),
+        [0, 0, 0, 0, 0, 0, 0, 0, 4],
+        {"pods": "1000", "cpu": "512", "memory": "4Ti", "nvidia.com/gpu": "8"},
+    )
     assert general_estimate(cluster, {"nvidia.com/gpu": 1}, version) == 0
 
 
 def test_gpu_models_schedule_gpu_workloads() -> None:
     """Topology-declared GPU grades: 2 nodes x 8 GPUs, 1 GPU each -> 16 (v1.18 node fit);
     with 8 cpu a replica the node minimum of 32 cpu fits 4 a node -> 8."""
-    models = _grades([("cpu", "32", "64"), ("memory", "256Gi", "512Gi"),
-                      ("nvidia.com/gpu", "8", "9")])
-    cluster = _cluster(models, [2], {"pods": "1000", "cpu": "64", "memory": "1Ti",
-                                     "nvidia.com/gpu": "16"})
+    models = _grades(
+        [("cpu", "32", "64"), ("memory", "256Gi", "512Gi"), ("nvidia.com/gpu", "8", "9")]
+    )
+    cluster = _cluster(
+        models, [2], {"pods": "1000", "cpu": "64", "memory": "1Ti", "nvidia.com/gpu": "16"}
+    )
     v18 = KarmadaVersion.V1_18
     assert general_estimate(cluster, {"nvidia.com/gpu": 1, "cpu": 2000}, v18) == 16
     assert general_estimate(cluster, {"nvidia.com/gpu": 1, "cpu": 8000}, v18) == 8
@@ -123,5 +137,7 @@ def test_models_gate_off_uses_the_summary() -> None:
     """general.go: without CustomizedClusterResourceModeling the models are ignored."""
     cluster = _cluster(CPU3, [0, 0, 1])
     # summary: 100 cpu / 10m = 10000, capped by the 1000 pods left
-    assert general_estimate(cluster, {"cpu": 10}, KarmadaVersion.V1_18,
-                            resource_modeling=False) == 1000
+    assert (
+        general_estimate(cluster, {"cpu": 10}, KarmadaVersion.V1_18, resource_modeling=False)
+        == 1000
+    )

@@ -20,12 +20,39 @@ from tidal_sim.controllers.matching import (
 from tidal_sim.labels import Op, SelectorError, from_object, matches, parse, render, requirement
 
 # Query strings that parse, and render back as written less their spaces.
-ROUND_TRIPS = ["x=a,y=b,z=c", "", "x!=a,y=b", "x=", "x= ", "x=,z= ", "x= ,z= ", "!x", "x>1",
-               "x>1,z<5"]
+ROUND_TRIPS = [
+    "x=a,y=b,z=c",
+    "",
+    "x!=a,y=b",
+    "x=",
+    "x= ",
+    "x=,z= ",
+    "x= ,z= ",
+    "!x",
+    "x>1",
+    "x>1,z<5",
+]
 # Query strings that do not parse.
-REJECTED = ["x=a||y=b", "x==a==b", "!x=a", "x<a", "x,,y", ",x,y", "x nott in (y)",
-            "a in (xyz),", "a in (xyz)b notin ()", "a in (xyz abc)", "a notin(", "a (", "(",
-            "x in (a b)", "a/b/c", "UPPER.case/x", f"{'a' * 64}", f"x={'v' * 64}"]
+REJECTED = [
+    "x=a||y=b",
+    "x==a==b",
+    "!x=a",
+    "x<a",
+    "x,,y",
+    ",x,y",
+    "x nott in (y)",
+    "a in (xyz),",
+    "a in (xyz)b notin ()",
+    "a in (xyz abc)",
+    "a notin(",
+    "a (",
+    "(",
+    "x in (a b)",
+    "a/b/c",
+    "UPPER.case/x",
+    f"{'a' * 64}",
+    f"x={'v' * 64}",
+]
 
 
 @pytest.mark.parametrize("query", ROUND_TRIPS)
@@ -94,12 +121,18 @@ def test_matching_follows_upstreams_table(
 # (query, the requirements it parses to) from TestSetSelectorParser.
 PARSED: list[tuple[str, list[tuple[str, Op, list[str]]]]] = [
     ("\rx", [("x", Op.EXISTS, [])]),
-    ("this-is-a-dns.domain.com/key-with-dash", [
-        ("this-is-a-dns.domain.com/key-with-dash", Op.EXISTS, [])]),
-    ("this-is-another-dns.domain.com/key-with-dash in (so,what)", [
-        ("this-is-another-dns.domain.com/key-with-dash", Op.IN, ["so", "what"])]),
-    ("0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)", [
-        ("0.1.2.domain/99", Op.NOT_IN, ["10.10.100.1", "tick.tack.clock"])]),
+    (
+        "this-is-a-dns.domain.com/key-with-dash",
+        [("this-is-a-dns.domain.com/key-with-dash", Op.EXISTS, [])],
+    ),
+    (
+        "this-is-another-dns.domain.com/key-with-dash in (so,what)",
+        [("this-is-another-dns.domain.com/key-with-dash", Op.IN, ["so", "what"])],
+    ),
+    (
+        "0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)",
+        [("0.1.2.domain/99", Op.NOT_IN, ["10.10.100.1", "tick.tack.clock"])],
+    ),
     ("foo  in\t (abc)", [("foo", Op.IN, ["abc"])]),
     ("x notin\n (abc)", [("x", Op.NOT_IN, ["abc"])]),
     ("x  notin\t\t\t(abc,def)", [("x", Op.NOT_IN, ["abc", "def"])]),
@@ -109,15 +142,23 @@ PARSED: list[tuple[str, list[tuple[str, Op, list[str]]]]] = [
     ("x in (a,,)", [("x", Op.IN, ["a", ""])]),
     ("x in (a,,,,,,)", [("x", Op.IN, ["a", ""])]),
     ("x in (a,,a,,a,,a,,)", [("x", Op.IN, ["a", ""])]),
-    ("x notin (abc,,def),bar,z in (),w", [
-        ("bar", Op.EXISTS, []), ("w", Op.EXISTS, []), ("x", Op.NOT_IN, ["abc", "", "def"]),
-        ("z", Op.IN, [""])]),
+    (
+        "x notin (abc,,def),bar,z in (),w",
+        [
+            ("bar", Op.EXISTS, []),
+            ("w", Op.EXISTS, []),
+            ("x", Op.NOT_IN, ["abc", "", "def"]),
+            ("z", Op.IN, [""]),
+        ],
+    ),
     ("x=a", [("x", Op.EQUALS, ["a"])]),
     ("x==a", [("x", Op.DOUBLE_EQUALS, ["a"])]),
     ("x>1", [("x", Op.GREATER, ["1"])]),
     ("x<7", [("x", Op.LESS, ["7"])]),
-    ("x=a,y!=b,z in (h,i,j)", [
-        ("x", Op.EQUALS, ["a"]), ("y", Op.NOT_EQUALS, ["b"]), ("z", Op.IN, ["h", "i", "j"])]),
+    (
+        "x=a,y!=b,z in (h,i,j)",
+        [("x", Op.EQUALS, ["a"]), ("y", Op.NOT_EQUALS, ["b"]), ("z", Op.IN, ["h", "i", "j"])],
+    ),
     ("x notin ( )", [("x", Op.NOT_IN, [""])]),
     ("x notin (, a)", [("x", Op.NOT_IN, ["", "a"])]),
     ("a ", [("a", Op.EXISTS, [])]),
@@ -171,14 +212,31 @@ def test_requirement_rules_follow_upstreams_table(
 def test_rendering_follows_upstreams_table() -> None:
     """Requirements render as upstream's to-string table writes them (set values sorted)."""
     cases = [
-        ([("x", Op.IN, ["def", "abc"]), ("y", Op.NOT_IN, ["jkl"]), ("z", Op.EXISTS, [])],
-         "x in (abc,def),y notin (jkl),z"),
-        ([("x", Op.NOT_IN, ["abc", "def"]), ("y", Op.NOT_EQUALS, ["jkl"]),
-          ("z", Op.DOES_NOT_EXIST, [])], "x notin (abc,def),y!=jkl,!z"),
-        ([("x", Op.NOT_IN, ["abc"]), ("y", Op.IN, ["jkl", "mno"]), ("z", Op.NOT_IN, [""])],
-         "x notin (abc),y in (jkl,mno),z notin ()"),
-        ([("x", Op.EQUALS, ["abc"]), ("y", Op.DOUBLE_EQUALS, ["jkl"]),
-          ("z", Op.NOT_EQUALS, ["a"]), ("z", Op.EXISTS, [])], "x=abc,y==jkl,z!=a,z"),
+        (
+            [("x", Op.IN, ["def", "abc"]), ("y", Op.NOT_IN, ["jkl"]), ("z", Op.EXISTS, [])],
+            "x in (abc,def),y notin (jkl),z",
+        ),
+        (
+            [
+                ("x", Op.NOT_IN, ["abc", "def"]),
+                ("y", Op.NOT_EQUALS, ["jkl"]),
+                ("z", Op.DOES_NOT_EXIST, []),
+            ],
+            "x notin (abc,def),y!=jkl,!z",
+        ),
+        (
+            [("x", Op.NOT_IN, ["abc"]), ("y", Op.IN, ["jkl", "mno"]), ("z", Op.NOT_IN, [""])],
+            "x notin (abc),y in (jkl,mno),z notin ()",
+        ),
+        (
+            [
+                ("x", Op.EQUALS, ["abc"]),
+                ("y", Op.DOUBLE_EQUALS, ["jkl"]),
+                ("z", Op.NOT_EQUALS, ["a"]),
+                ("z", Op.EXISTS, []),
+            ],
+            "x=abc,y==jkl,z!=a,z",
+        ),
         ([("x", Op.GREATER, ["2"]), ("y", Op.LESS, ["8"]), ("z", Op.EXISTS, [])], "x>2,y<8,z"),
     ]
     for terms, expected in cases:
@@ -194,8 +252,10 @@ BAZ_IN = {"key": "baz", "operator": "In", "values": ["qux", "norf"]}
         ({}, ""),
         ({"matchLabels": {"foo": "bar"}}, "foo=bar"),
         ({"matchExpressions": [BAZ_IN]}, "baz in (norf,qux)"),
-        ({"matchLabels": {"foo": "bar"}, "matchExpressions": [BAZ_IN]},
-         "baz in (norf,qux),foo=bar"),
+        (
+            {"matchLabels": {"foo": "bar"}, "matchExpressions": [BAZ_IN]},
+            "baz in (norf,qux),foo=bar",
+        ),
     ],
 )
 def test_an_object_selector_converts_as_upstream_converts_it(
@@ -218,31 +278,62 @@ def test_an_invalid_object_selector_is_refused_and_matches_nothing() -> None:
     assert label_selector_matches(None, {}) is True
 
 
-POD = {"apiVersion": "v1", "kind": "Pod",
-       "metadata": {"name": "test", "namespace": "default", "labels": {"foo": "bar"}}}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "test", "namespace": "default", "labels": {"foo": "bar"}},
+}
 
 
 @pytest.mark.parametrize(
     ("selector", "expected"),
     [
-        ({"apiVersion": "unmatched", "kind": "Pod", "name": "foo", "namespace": "default"},
-         MISMATCH),
-        ({"apiVersion": "v1", "kind": "Unmatched", "name": "foo", "namespace": "default"},
-         MISMATCH),
+        (
+            {"apiVersion": "unmatched", "kind": "Pod", "name": "foo", "namespace": "default"},
+            MISMATCH,
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Unmatched", "name": "foo", "namespace": "default"},
+            MISMATCH,
+        ),
         ({"apiVersion": "v1", "kind": "Pod", "name": "foo", "namespace": "Unmatched"}, MISMATCH),
         ({"apiVersion": "v1", "kind": "Pod", "name": "test"}, MATCH_NAME),
-        ({"apiVersion": "v1", "kind": "Pod", "name": "unmatched",
-          "labelSelector": {"matchLabels": {"foo": "bar"}}}, MISMATCH),
-        ({"apiVersion": "v1", "kind": "Pod", "name": "test",
-          "labelSelector": {"matchLabels": {"foo": "unmatched"}}}, MATCH_NAME),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": "unmatched",
+                "labelSelector": {"matchLabels": {"foo": "bar"}},
+            },
+            MISMATCH,
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": "test",
+                "labelSelector": {"matchLabels": {"foo": "unmatched"}},
+            },
+            MATCH_NAME,
+        ),
         ({"apiVersion": "v1", "kind": "Pod", "name": "unmatched"}, MISMATCH),
-        ({"apiVersion": "v1", "kind": "Pod",
-          "labelSelector": {"matchLabels": {"foo": "unmatched"}}}, MISMATCH),
-        ({"apiVersion": "v1", "kind": "Pod",
-          "labelSelector": {"matchLabels": {"foo": "bar"}}}, MATCH_LABEL_SELECTOR),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "labelSelector": {"matchLabels": {"foo": "unmatched"}},
+            },
+            MISMATCH,
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "labelSelector": {"matchLabels": {"foo": "bar"}}},
+            MATCH_LABEL_SELECTOR,
+        ),
         ({"apiVersion": "v1", "kind": "Pod"}, MATCH_ALL),
-        ({"apiVersion": "v1", "kind": "Pod", "labelSelector": {"matchLabels": {"": "bar"}}},
-         MISMATCH),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "labelSelector": {"matchLabels": {"": "bar"}}},
+            MISMATCH,
+        ),
     ],
 )
 def test_resource_selector_priority_follows_karmadas_table(

@@ -10,16 +10,28 @@ from tidal_sim.controllers.quantity import resource_list
 # pkg/modeling/modeling_test.go TestGetIndex: grade 0 cpu [0,1) memory [0,1024),
 # grade 1 cpu [1m,2) memory [1024m,2048)
 MODELS = [
-    {"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"},
-                            {"name": "memory", "min": "0", "max": "1024"}]},
-    {"grade": 1, "ranges": [{"name": "cpu", "min": "1m", "max": "2"},
-                            {"name": "memory", "min": "1024m", "max": "2048"}]},
+    {
+        "grade": 0,
+        "ranges": [
+            {"name": "cpu", "min": "0", "max": "1"},
+            {"name": "memory", "min": "0", "max": "1024"},
+        ],
+    },
+    {
+        "grade": 1,
+        "ranges": [
+            {"name": "cpu", "min": "1m", "max": "2"},
+            {"name": "memory", "min": "1024m", "max": "2048"},
+        ],
+    },
 ]
 
 
 def _cluster(nodes: int) -> dict[str, Any]:
-    return {"metadata": {"name": "m", "annotations": {"sim.tidal.io/nodes": str(nodes)}},
-            "spec": {"resourceModels": MODELS}}
+    return {
+        "metadata": {"name": "m", "annotations": {"sim.tidal.io/nodes": str(nodes)}},
+        "spec": {"resourceModels": MODELS},
+    }
 
 
 def test_a_node_goes_to_the_highest_grade_whose_minimums_it_meets() -> None:

@@ -35,15 +35,17 @@ def test_policy_group_document_carries_each_kind_schema(emulator: Emulator) -> N
     schemas = _get(emulator, url)["components"]["schemas"]
     cpp = schemas["io.karmada.policy.v1alpha1.ClusterPropagationPolicy"]
     assert cpp["x-kubernetes-group-version-kind"] == [
-        {"group": "policy.karmada.io", "version": "v1alpha1", "kind": "ClusterPropagationPolicy"}]
+        {"group": "policy.karmada.io", "version": "v1alpha1", "kind": "ClusterPropagationPolicy"}
+    ]
     assert "placement" in cpp["properties"]["spec"]["properties"]
     ref = cpp["properties"]["metadata"]["allOf"][0]["$ref"].rsplit("/", 1)[1]
     assert ref in schemas
 
 
 @needs_upstream_crds
-def test_tidal_reads_the_published_schemas_and_finds_a_typo(emulator: Emulator,
-                                                            kubeconfig: Path) -> None:
+def test_tidal_reads_the_published_schemas_and_finds_a_typo(
+    emulator: Emulator, kubeconfig: Path
+) -> None:
     """tidal's access layer reads both policy schemas in one request, and the checker built on
     them names an unknown field of a patch."""
     client = KarmadaClient.from_kubeconfig(kubeconfig)
@@ -60,9 +62,9 @@ def test_tidal_reads_the_published_schemas_and_finds_a_typo(emulator: Emulator,
     assert path[-1] == "weightPreferences" and "unknown field" in message
 
 
-def test_a_server_without_schemas_publishes_none(make_emulator: Any,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path) -> None:
+def test_a_server_without_schemas_publishes_none(
+    make_emulator: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """An emulator with no CRD source publishes no policy schema; tidal gets an empty answer,
     not an error."""
     monkeypatch.delenv("TIDAL_KARMADA_CRDS", raising=False)
@@ -80,9 +82,19 @@ def test_a_server_without_schemas_publishes_none(make_emulator: Any,
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
 def test_kubectl_explain_reads_the_policy_schema(emulator: Emulator, kubeconfig: Path) -> None:
     """`kubectl explain clusterpropagationpolicy.spec.placement` works against the emulator."""
-    done = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "explain",
-                           "clusterpropagationpolicy.spec.placement"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(kubeconfig),
+            "explain",
+            "clusterpropagationpolicy.spec.placement",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "KIND:       ClusterPropagationPolicy" in done.stdout
     assert "replicaScheduling" in done.stdout

@@ -18,17 +18,28 @@ DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment"}
 
 def replicas_rule(replicas: int, target: Obj | None) -> Obj:
     """One override rule replacing /spec/replicas for the target clusters (None: all)."""
-    rule: Obj = {"overriders": {"plaintext": [
-        {"path": "/spec/replicas", "operator": "replace", "value": replicas}]}}
+    rule: Obj = {
+        "overriders": {
+            "plaintext": [{"path": "/spec/replicas", "operator": "replace", "value": replicas}]
+        }
+    }
     if target is not None:
         rule["targetCluster"] = target
     return rule
 
 
-def op(h: Harness, name: str, rules: list[Obj], *, selectors: list[Obj] | None = None,
-       namespace: str = "team") -> Obj:
-    body: Obj = {"metadata": {"name": name, "namespace": namespace},
-                 "spec": {"overrideRules": rules}}
+def op(
+    h: Harness,
+    name: str,
+    rules: list[Obj],
+    *,
+    selectors: list[Obj] | None = None,
+    namespace: str = "team",
+) -> Obj:
+    body: Obj = {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"overrideRules": rules},
+    }
     if selectors is not None:
         body["spec"]["resourceSelectors"] = selectors
     return h.store.create(h.t("OverridePolicy"), body)
@@ -76,8 +87,12 @@ def desired_in(h: Harness, name: str, cluster: str) -> int:
 def test_surge_raises_one_member_and_delete_brings_it_back() -> None:
     """80/20 of 10; replace /spec/replicas=10 for b: b runs 10, a keeps 8; deleted: b back to 2."""
     h = eighty_twenty()
-    op(h, "surge", [replicas_rule(10, {"clusterNames": ["b"]})],
-       selectors=[{**DEPLOY, "name": "web"}])
+    op(
+        h,
+        "surge",
+        [replicas_rule(10, {"clusterNames": ["b"]})],
+        selectors=[{**DEPLOY, "name": "web"}],
+    )
     h.settle()
     assert h.clusters_of("web") == {"a": 8, "b": 2}  # the division is untouched
     assert (member_replicas(h, "a"), member_replicas(h, "b")) == (8, 10)
@@ -98,8 +113,9 @@ def test_a_deleted_overrides_annotation_stays_on_the_work() -> None:
     h.settle()
     h.store.delete(h.t("OverridePolicy"), "team", "surge")
     h.settle()
-    stale = json.loads(work(h, "b")["metadata"]["annotations"][
-        "policy.karmada.io/applied-overrides"])
+    stale = json.loads(
+        work(h, "b")["metadata"]["annotations"]["policy.karmada.io/applied-overrides"]
+    )
     assert [a["policyName"] for a in stale] == ["surge"] and member_replicas(h, "b") == 2
 
 
@@ -121,8 +137,12 @@ def test_changing_an_override_resyncs_the_selected_bindings_only() -> None:
     h.deployment("other", 5)
     h.settle()
     before = member_replicas(h, "b", "other")
-    op(h, "surge", [replicas_rule(6, {"clusterNames": ["b"]})],
-       selectors=[{**DEPLOY, "name": "web"}])
+    op(
+        h,
+        "surge",
+        [replicas_rule(6, {"clusterNames": ["b"]})],
+        selectors=[{**DEPLOY, "name": "web"}],
+    )
     h.settle()
     assert member_replicas(h, "b") == 6
 
@@ -139,8 +159,12 @@ def test_changing_selectors_resyncs_the_template_it_no_longer_selects() -> None:
     """A policy narrowed away from web re-syncs web too (old and new selectors count)."""
     h = eighty_twenty()
     h.deployment("other", 5)
-    op(h, "surge", [replicas_rule(7, {"clusterNames": ["b"]})],
-       selectors=[{**DEPLOY, "name": "web"}])
+    op(
+        h,
+        "surge",
+        [replicas_rule(7, {"clusterNames": ["b"]})],
+        selectors=[{**DEPLOY, "name": "web"}],
+    )
     h.settle()
     assert member_replicas(h, "b") == 7
 
@@ -190,8 +214,12 @@ def test_cluster_policies_first_then_namespaced_then_by_specificity_and_name() -
     op(h, "a-first", [replicas_rule(3, {"clusterNames": ["b"]})])
     h.settle()
     assert member_replicas(h, "b") == 4  # COP 5, then OP a-first 3, then OP b-second 4
-    op(h, "0-by-name", [replicas_rule(6, {"clusterNames": ["b"]})],
-       selectors=[{**DEPLOY, "name": "web"}])
+    op(
+        h,
+        "0-by-name",
+        [replicas_rule(6, {"clusterNames": ["b"]})],
+        selectors=[{**DEPLOY, "name": "web"}],
+    )
     h.settle()
     assert member_replicas(h, "b") == 6  # a name match outranks match-all, whatever its name
     annotations = work(h, "b")["metadata"]["annotations"]
@@ -215,14 +243,24 @@ def test_op_reaches_only_its_own_namespace() -> None:
 def test_add_and_remove_plaintext_and_other_overriders_are_stored_no_ops() -> None:
     """add/remove edit the member copy; an imageOverrider is accepted but changes nothing."""
     h = eighty_twenty()
-    op(h, "edit", [{"targetCluster": {"clusterNames": ["a"]}, "overriders": {
-        "plaintext": [
-            {"path": "/metadata/labels/surge", "operator": "add", "value": "yes"},
-            {"path": "/metadata/labels/app", "operator": "remove"},
+    op(
+        h,
+        "edit",
+        [
+            {
+                "targetCluster": {"clusterNames": ["a"]},
+                "overriders": {
+                    "plaintext": [
+                        {"path": "/metadata/labels/surge", "operator": "add", "value": "yes"},
+                        {"path": "/metadata/labels/app", "operator": "remove"},
+                    ],
+                    "imageOverrider": [
+                        {"component": "Registry", "operator": "replace", "value": "mirror.example"}
+                    ],
+                },
+            }
         ],
-        "imageOverrider": [{"component": "Registry", "operator": "replace",
-                            "value": "mirror.example"}],
-    }}])
+    )
     h.settle()
     manifest = work(h, "a")["spec"]["workload"]["manifests"][0]
     labels = manifest["metadata"]["labels"]
@@ -238,8 +276,18 @@ def test_a_patch_that_cannot_apply_keeps_the_members_last_work() -> None:
     op(h, "surge", [replicas_rule(10, {"clusterNames": ["b"]})])
     h.settle()
     assert member_replicas(h, "b") == 10
-    op(h, "broken", [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {"plaintext": [
-        {"path": "/spec/nothing/here", "operator": "replace", "value": 1}]}}])
+    op(
+        h,
+        "broken",
+        [
+            {
+                "targetCluster": {"clusterNames": ["b"]},
+                "overriders": {
+                    "plaintext": [{"path": "/spec/nothing/here", "operator": "replace", "value": 1}]
+                },
+            }
+        ],
+    )
     h.settle()
     assert member_replicas(h, "b") == 10 and desired_in(h, "web", "b") == 10
     h.store.delete(h.t("OverridePolicy"), "team", "surge")
@@ -256,8 +304,18 @@ def test_a_failing_override_on_a_new_member_leaves_it_without_work() -> None:
     h = Harness()
     h.cluster("a")
     h.cluster("b")
-    op(h, "broken", [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {"plaintext": [
-        {"path": "/spec/nothing/here", "operator": "replace", "value": 1}]}}])
+    op(
+        h,
+        "broken",
+        [
+            {
+                "targetCluster": {"clusterNames": ["b"]},
+                "overriders": {
+                    "plaintext": [{"path": "/spec/nothing/here", "operator": "replace", "value": 1}]
+                },
+            }
+        ],
+    )
     h.cpp("p", {**TWO, "replicaScheduling": static_weights(a=4, b=1)})
     h.deployment("web", 10)
     h.settle()
@@ -294,15 +352,34 @@ def test_cluster_scoped_template_with_a_cluster_override_policy() -> None:
     h.cluster("a")
     h.cluster("b")
     h.cpp("p", TWO, selectors=[{"apiVersion": "example.io/v1", "kind": "Widget"}])
-    h.store.create(widget, {"apiVersion": "example.io/v1", "kind": "Widget",
-                            "metadata": {"name": "w1"}, "spec": {"size": 1}})
+    h.store.create(
+        widget,
+        {
+            "apiVersion": "example.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1"},
+            "spec": {"size": 1},
+        },
+    )
     h.settle()
-    cop(h, "bigger-in-b", [{"targetCluster": {"clusterNames": ["b"]}, "overriders": {
-        "plaintext": [{"path": "/spec/size", "operator": "replace", "value": 3}]}}],
-        selectors=[{"apiVersion": "example.io/v1", "kind": "Widget", "name": "w1"}])
+    cop(
+        h,
+        "bigger-in-b",
+        [
+            {
+                "targetCluster": {"clusterNames": ["b"]},
+                "overriders": {
+                    "plaintext": [{"path": "/spec/size", "operator": "replace", "value": 3}]
+                },
+            }
+        ],
+        selectors=[{"apiVersion": "example.io/v1", "kind": "Widget", "name": "w1"}],
+    )
     h.settle()
-    sizes = {c: work(h, c, "w1", "")["spec"]["workload"]["manifests"][0]["spec"]["size"]
-             for c in ("a", "b")}
+    sizes = {
+        c: work(h, c, "w1", "")["spec"]["workload"]["manifests"][0]["spec"]["size"]
+        for c in ("a", "b")
+    }
     assert sizes == {"a": 1, "b": 3}
     annotations = work(h, "b", "w1", "")["metadata"]["annotations"]
     assert annotations["clusterresourcebinding.karmada.io/name"] == "w1-widget"
@@ -315,15 +392,29 @@ def test_override_schemas_are_the_upstream_crds() -> None:
     if not validator.upstream:
         pytest.skip("upstream CRDs not found")
     h = Harness()
-    bad = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
-           "metadata": {"name": "bad", "namespace": "team"},
-           "spec": {"overrideRules": [{"overriders": {"plaintext": [
-               {"path": "/spec/replicas", "operator": "set", "value": 1}]}}]}}
+    bad = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "OverridePolicy",
+        "metadata": {"name": "bad", "namespace": "team"},
+        "spec": {
+            "overrideRules": [
+                {
+                    "overriders": {
+                        "plaintext": [{"path": "/spec/replicas", "operator": "set", "value": 1}]
+                    }
+                }
+            ]
+        },
+    }
     with pytest.raises(Invalid) as caught:
         validator.admit(h.t("OverridePolicy"), bad, "Strict")
     assert "spec.overrideRules[0].overriders.plaintext[0].operator" in str(caught.value)
-    missing = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterOverridePolicy",
-               "metadata": {"name": "bad"}, "spec": {"overrideRules": [{}]}}
+    missing = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterOverridePolicy",
+        "metadata": {"name": "bad"},
+        "spec": {"overrideRules": [{}]},
+    }
     with pytest.raises(Invalid) as caught:
         validator.admit(h.t("ClusterOverridePolicy"), missing, "Strict")
     assert "spec.overrideRules[0].overriders" in str(caught.value)
@@ -380,9 +471,13 @@ def test_empty_workload_propagation_setting_must_be_a_boolean() -> None:
     """EmulatorSettings emptyWorkloadPropagation: a non-boolean is one located error."""
     from tidal_sim.topology import TopologyError, load_topology
 
-    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-           "spec": {"emptyWorkloadPropagation": "yes"}}
+    doc = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {"emptyWorkloadPropagation": "yes"},
+    }
     with pytest.raises(TopologyError, match="emptyWorkloadPropagation must be true or false"):
         load_topology([doc])
-    assert load_topology([{**doc, "spec": {"emptyWorkloadPropagation": True}}]
-                         ).settings.empty_workload_propagation
+    assert load_topology(
+        [{**doc, "spec": {"emptyWorkloadPropagation": True}}]
+    ).settings.empty_workload_propagation

@@ -24,16 +24,25 @@ def _configmaps(store: Store, namespace: str, count: int) -> None:
     rtype = store.kinds.by_kind("v1", "ConfigMap")
     assert rtype is not None
     for i in range(count):
-        store.create(rtype, {"metadata": {"name": f"cm-{i:03d}", "namespace": namespace,
-                                          "labels": {"even": str(i % 2 == 0).lower()}}})
+        store.create(
+            rtype,
+            {
+                "metadata": {
+                    "name": f"cm-{i:03d}",
+                    "namespace": namespace,
+                    "labels": {"even": str(i % 2 == 0).lower()},
+                }
+            },
+        )
 
 
 def test_generation_moves_on_spec_changes_only(store: Store) -> None:
     """A label change keeps metadata.generation; a spec change bumps it; a stale rv is a 409."""
     deployments = store.kinds.by_kind("apps/v1", "Deployment")
     assert deployments is not None
-    obj = store.create(deployments, {"metadata": {"name": "d", "namespace": "a"},
-                                     "spec": {"replicas": 1}})
+    obj = store.create(
+        deployments, {"metadata": {"name": "d", "namespace": "a"}, "spec": {"replicas": 1}}
+    )
     obj["metadata"]["labels"] = {"x": "y"}
     relabelled = store.update(deployments, obj)
     assert relabelled["metadata"]["generation"] == 1
@@ -94,8 +103,9 @@ def test_managed_fields_carry_the_time_of_the_last_change(store: Store) -> None:
     assert isinstance(clock, ManualClock)
     deployments = store.kinds.by_kind("apps/v1", "Deployment")
     assert deployments is not None
-    obj = store.create(deployments, {"metadata": {"name": "d", "namespace": "a"},
-                                     "spec": {"replicas": 1}})
+    obj = store.create(
+        deployments, {"metadata": {"name": "d", "namespace": "a"}, "spec": {"replicas": 1}}
+    )
     created = obj["metadata"]["managedFields"]
     assert [e.get("subresource") for e in created] == [None]
     clock.advance(5.0)

@@ -18,11 +18,20 @@ DAY = datetime(2026, 3, 2, 12, 0, tzinfo=UTC).timestamp()
 def _team_harness(start: float) -> Harness:
     h = Harness()
     h.advance(start - h.clock.now())
-    h.mgr.team_estimator = parse_team_estimator({
-        "timeZone": "UTC",
-        "teams": [{"name": "t1@a", "cluster": "a", "teamSelector": TEAM, "replicas": 4,
-                   "schedule": [{"from": "22:00", "to": "06:00", "replicas": 0}]}],
-    })
+    h.mgr.team_estimator = parse_team_estimator(
+        {
+            "timeZone": "UTC",
+            "teams": [
+                {
+                    "name": "t1@a",
+                    "cluster": "a",
+                    "teamSelector": TEAM,
+                    "replicas": 4,
+                    "schedule": [{"from": "22:00", "to": "06:00", "replicas": 0}],
+                }
+            ],
+        }
+    )
     h.cluster("a", cpu="100")
     h.cluster("b", cpu="6")
     h.cpp("dyn", {**TWO, "replicaScheduling": dynamic_weights()})
@@ -66,11 +75,16 @@ def test_team_usage_counts_the_teams_other_workloads() -> None:
 
 def test_admin_override_wins_over_the_schedule() -> None:
     """set_override pins a capacity; None returns to the time-of-day schedule."""
-    estimator = parse_team_estimator({"teams": [{"name": "x", "cluster": "a", "teamSelector": TEAM,
-                                                 "replicas": 3}]})
+    estimator = parse_team_estimator(
+        {"teams": [{"name": "x", "cluster": "a", "teamSelector": TEAM, "replicas": 3}]}
+    )
     estimator.set_override("x", 0)
-    assert estimator.state(DAY)[0] == {"name": "x", "cluster": "a", "replicas": 0,
-                                       "overridden": True}
+    assert estimator.state(DAY)[0] == {
+        "name": "x",
+        "cluster": "a",
+        "replicas": 0,
+        "overridden": True,
+    }
     estimator.set_override("x", None)
     assert estimator.state(DAY)[0]["replicas"] == 3
     with pytest.raises(KeyError, match="no team capacity named 'y'"):
@@ -82,8 +96,18 @@ def test_admin_override_wins_over_the_schedule() -> None:
     [
         ({"timeZone": "Mars/Base"}, "unknown time zone"),
         ({"teams": [{"cluster": "a", "replicas": -1}]}, r"teams\[0\].replicas"),
-        ({"teams": [{"cluster": "a", "replicas": 1,
-                     "schedule": [{"from": "25", "to": "06:00", "replicas": 0}]}]}, "HH:MM"),
+        (
+            {
+                "teams": [
+                    {
+                        "cluster": "a",
+                        "replicas": 1,
+                        "schedule": [{"from": "25", "to": "06:00", "replicas": 0}],
+                    }
+                ]
+            },
+            "HH:MM",
+        ),
         ({"nope": 1}, "unknown field"),
     ],
 )
@@ -91,8 +115,11 @@ def test_bad_settings_name_the_field(spec: dict[str, object], message: str) -> N
     """A bad teamEstimator setting fails the topology load with the field named."""
     with pytest.raises(TeamEstimatorError, match=message):
         parse_team_estimator(spec)
-    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-           "spec": {"teamEstimator": spec}}
+    doc = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {"teamEstimator": spec},
+    }
     with pytest.raises(TopologyError, match=r"teamEstimator"):
         load_topology([doc])
 
@@ -100,8 +127,9 @@ def test_bad_settings_name_the_field(spec: dict[str, object], message: str) -> N
 def test_an_answer_of_minus_one_is_not_mistaken_for_cannot_tell() -> None:
     """pkg/scheduler/core/util.go mergeReplicaResults ignores -1 (UnauthenticReplica): a team
     over capacity by one replica that it holds itself is answered -2, not -1."""
-    estimator = parse_team_estimator({"teams": [{"name": "x", "cluster": "a", "teamSelector": TEAM,
-                                                 "replicas": 0}]})
+    estimator = parse_team_estimator(
+        {"teams": [{"name": "x", "cluster": "a", "teamSelector": TEAM, "replicas": 0}]}
+    )
     labels = {"team": "t1"}
 
     def one(cluster: str) -> list[tuple[dict[str, str], int]]:

@@ -20,8 +20,9 @@ def _names(client: KarmadaClient) -> list[str]:
     return sorted(item["metadata"]["name"] for item in listing["items"])
 
 
-def test_in_process_answers_like_http(make_karmada_fake: MakeKarmadaFake,
-                                      demo_emulator: Emulator, tmp_path: Path) -> None:
+def test_in_process_answers_like_http(
+    make_karmada_fake: MakeKarmadaFake, demo_emulator: Emulator, tmp_path: Path
+) -> None:
     """The same list request gives the same clusters in-process and over HTTP, and the
     in-process one is counted by the emulator's request accounting like any other."""
     fake = make_karmada_fake(DEFAULT_TOPOLOGY)
@@ -37,16 +38,23 @@ def test_engine_clock_sleep_moves_the_emulator() -> None:
     with InProcessKarmada(static_team(), clock=ManualClock(start=0.0)) as fake:
         client, clock = fake.client(), fake.engine_clock()
         clock.sleep(5.0)  # the day placement's pods are up
-        client.request("patch", CPP, "PATCH", CPP.path(None, "team-cpp"),
-                       body={"spec": {"placement": static_placement({"cluster-b": 1})}},
-                       content_type="application/merge-patch+json")
+        client.request(
+            "patch",
+            CPP,
+            "PATCH",
+            CPP.path(None, "team-cpp"),
+            body={"spec": {"placement": static_placement({"cluster-b": 1})}},
+            content_type="application/merge-patch+json",
+        )
         path = RESOURCE_BINDINGS.path("ai-app", "web-0-deployment")
 
         def ready_on_b() -> int:
             binding = client.request("get", RESOURCE_BINDINGS, "GET", path)
-            return sum(int(s.get("status", {}).get("readyReplicas", 0))
-                       for s in binding.get("status", {}).get("aggregatedStatus", [])
-                       if s["clusterName"] == "cluster-b")
+            return sum(
+                int(s.get("status", {}).get("readyReplicas", 0))
+                for s in binding.get("status", {}).get("aggregatedStatus", [])
+                if s["clusterName"] == "cluster-b"
+            )
 
         assert ready_on_b() == 1
         clock.sleep(2.0)

@@ -16,12 +16,19 @@ from tidal_sim.topology import load_yaml_documents
 
 # Cases where the emulator disagrees, and why (each is checked to still disagree).
 KNOWN = {
-    ("kubeflow.org/v2beta1/MPIJob", "AggregateStatus", "MPIJob with failed cluster"):
-        "the script orders conditions by `pairs()` over a table keyed by type: gopher-lua's "
-        "hash order differs from Lua 5.1's",
+    (
+        "kubeflow.org/v2beta1/MPIJob",
+        "AggregateStatus",
+        "MPIJob with failed cluster",
+    ): "the script orders conditions by `pairs()` over a table keyed by type: gopher-lua's "
+    "hash order differs from Lua 5.1's",
 }
-KUBE_HELPERS = {"resourceAdd", "accuratePodRequirements", "getPodDependencies",
-                "getResourceQuantity"}
+KUBE_HELPERS = {
+    "resourceAdd",
+    "accuratePodRequirements",
+    "getPodDependencies",
+    "getResourceQuantity",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +62,19 @@ def test_every_table_case_agrees_but_the_known_ones(outcomes: list[Outcome]) -> 
     InterpretHealth and Retain gives upstream's expected output; the known exceptions
     still differ (so the list stays true)."""
     assert len(outcomes) > 400
-    wrong = [f"{o.kind} {o.operation} {o.case!r}: {o.detail}" for o in outcomes
-             if o.agrees is False and (o.kind, o.operation, o.case) not in KNOWN]
+    wrong = [
+        f"{o.kind} {o.operation} {o.case!r}: {o.detail}"
+        for o in outcomes
+        if o.agrees is False and (o.kind, o.operation, o.case) not in KNOWN
+    ]
     assert wrong == []
     still = {(o.kind, o.operation, o.case) for o in outcomes if o.agrees is False}
     assert still == set(KNOWN)
 
 
-def test_agreement_per_operation_is_reported(outcomes: list[Outcome],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_agreement_per_operation_is_reported(
+    outcomes: list[Outcome], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The per-operation agreement table (printed with -s) covers the six operations the
     emulator runs, and only InterpretDependency/InterpretComponent are not run."""
     table = agreement(outcomes)
@@ -71,14 +82,19 @@ def test_agreement_per_operation_is_reported(outcomes: list[Outcome],
         print("\nthirdparty customizations, emulator vs upstream tables (agree/run):")
         for op, (agreed, ran) in table.items():
             print(f"  {op:18} {agreed}/{ran}")
-    assert set(table) == {"AggregateStatus", "InterpretHealth", "InterpretReplica",
-                          "InterpretStatus", "Retain", "ReviseReplica"}
+    assert set(table) == {
+        "AggregateStatus",
+        "InterpretHealth",
+        "InterpretReplica",
+        "InterpretStatus",
+        "Retain",
+        "ReviseReplica",
+    }
     skipped = {o.operation for o in outcomes if o.agrees is None}
     assert skipped <= {"InterpretDependency", "InterpretComponent"}
 
 
-def test_every_script_loads_and_uses_only_helpers_the_emulator_has(
-        karmada_module: Path) -> None:
+def test_every_script_loads_and_uses_only_helpers_the_emulator_has(karmada_module: Path) -> None:
     """Every shipped script names only kube.* helpers the emulator provides (a missing one
     would be named here) and each customization loads."""
     missing: dict[str, set[str]] = {}

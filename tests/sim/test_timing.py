@@ -74,11 +74,23 @@ def test_topology_timing_defaults_and_settings() -> None:
     """EmulatorSettings defaults: 1 s status delay, 10 s summary refresh, no policy-change
     lag; all settable."""
     default = load_topology([]).settings
-    assert (default.status_delay, default.cluster_status_interval,
-            default.policy_change_lag) == (1.0, 10.0, 0.0)
-    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-           "spec": {"statusDelaySeconds": 0.2, "clusterStatusUpdateSeconds": 3,
-                    "policyChangeLagSeconds": 2}}
+    assert (default.status_delay, default.cluster_status_interval, default.policy_change_lag) == (
+        1.0,
+        10.0,
+        0.0,
+    )
+    doc = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {
+            "statusDelaySeconds": 0.2,
+            "clusterStatusUpdateSeconds": 3,
+            "policyChangeLagSeconds": 2,
+        },
+    }
     settings = load_topology([doc]).settings
-    assert (settings.status_delay, settings.cluster_status_interval,
-            settings.policy_change_lag) == (0.2, 3.0, 2.0)
+    assert (
+        settings.status_delay,
+        settings.cluster_status_interval,
+        settings.policy_change_lag,
+    ) == (0.2, 3.0, 2.0)

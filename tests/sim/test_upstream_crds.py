@@ -35,13 +35,19 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_release_archive_is_fetched_once_and_cached(isolated: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_release_archive_is_fetched_once_and_cached(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CRD files of the module archive are extracted into the user cache; the next start
     reads the cache, not the proxy."""
-    url = _module_proxy(isolated / "proxy", "v1.18.2", {
-        f"charts/karmada/_crds/bases/policy/{CPP}": "kind: CustomResourceDefinition\n",
-        "charts/karmada/values.yaml": "not a CRD\n"})
+    url = _module_proxy(
+        isolated / "proxy",
+        "v1.18.2",
+        {
+            f"charts/karmada/_crds/bases/policy/{CPP}": "kind: CustomResourceDefinition\n",
+            "charts/karmada/values.yaml": "not a CRD\n",
+        },
+    )
     monkeypatch.setenv("GOPROXY", f"{url},direct")
     found = find_crds(KarmadaVersion.V1_18)
     assert found.origin == "proxy" and found.notice == ""
@@ -52,10 +58,12 @@ def test_the_release_archive_is_fetched_once_and_cached(isolated: Path,
 
 
 def test_a_minor_the_proxy_lacks_borrows_the_default_release(
-        isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """1.17's archive missing, the default release's CRDs stand in, and the notice says so."""
-    url = _module_proxy(isolated / "proxy", "v1.18.2",
-                        {f"charts/karmada/_crds/bases/policy/{CPP}": "kind: x\n"})
+    url = _module_proxy(
+        isolated / "proxy", "v1.18.2", {f"charts/karmada/_crds/bases/policy/{CPP}": "kind: x\n"}
+    )
     monkeypatch.setenv("GOPROXY", url)
     found = find_crds(KarmadaVersion.V1_17)
     assert found.directory is not None and "v1.18.2" in found.notice
@@ -68,8 +76,9 @@ def test_no_source_gives_one_line_notice(isolated: Path) -> None:
     assert "\n" not in found.notice and "minimal built-in check" in found.notice
 
 
-def test_an_archive_without_crds_is_no_source(isolated: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_archive_without_crds_is_no_source(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An archive that holds no CRD folder is refused, named in the notice, and not cached."""
     url = _module_proxy(isolated / "proxy", "v1.18.2", {"README.md": "x"})
     monkeypatch.setenv("GOPROXY", url)

@@ -186,11 +186,16 @@ def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> N
     assert 'unknown field "spec.placement.clusterAfinity"' in status["message"]
 
 
-def _send(emulator: Emulator, method: str, path: str, text: str,
-          content_type: str = "application/json") -> tuple[int, Any, list[str]]:
+def _send(
+    emulator: Emulator, method: str, path: str, text: str, content_type: str = "application/json"
+) -> tuple[int, Any, list[str]]:
     """One request with a raw text body: (code, decoded answer, every Warning header)."""
-    req = urllib.request.Request(emulator.url + path, data=text.encode(), method=method,
-                                 headers={"Content-Type": content_type})
+    req = urllib.request.Request(
+        emulator.url + path,
+        data=text.encode(),
+        method=method,
+        headers={"Content-Type": content_type},
+    )
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read()), resp.headers.get_all("Warning") or []
@@ -199,8 +204,10 @@ def _send(emulator: Emulator, method: str, path: str, text: str,
 
 
 MERGE = "application/merge-patch+json"
-TYPO_PATCH = ('{"spec": {"placement": {"replicaScheduling": {"weightPreferences": '
-              '{"staticWeightList": []}, "zzz": 1, "aaa": 2}}}}')
+TYPO_PATCH = (
+    '{"spec": {"placement": {"replicaScheduling": {"weightPreferences": '
+    '{"staticWeightList": []}, "zzz": 1, "aaa": 2}}}}'
+)
 
 
 def _created(emulator: Emulator) -> dict[str, Any]:
@@ -210,40 +217,44 @@ def _created(emulator: Emulator) -> dict[str, Any]:
 
 
 @needs_crds
-def test_strict_merge_patch_refuses_unknown_fields_and_stores_nothing(emulator: Emulator
-                                                                      ) -> None:
+def test_strict_merge_patch_refuses_unknown_fields_and_stores_nothing(emulator: Emulator) -> None:
     """A merge patch with fieldValidation=Strict answers 400 naming every unknown field by its
     JSON path, sorted, and the stored policy is untouched."""
     before = _created(emulator)
-    code, status, _ = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Strict",
-                            TYPO_PATCH, MERGE)
+    code, status, _ = _send(
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Strict", TYPO_PATCH, MERGE
+    )
     assert code == 400 and status["reason"] == "BadRequest", status
     assert status["message"] == (
         'strict decoding error: unknown field "spec.placement.replicaScheduling.aaa", '
         'unknown field "spec.placement.replicaScheduling.weightPreferences", '
-        'unknown field "spec.placement.replicaScheduling.zzz"')
+        'unknown field "spec.placement.replicaScheduling.zzz"'
+    )
     _, now = call(emulator, "GET", f"{CPP_PATH}/team-1005-cpp")
     assert now["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 @needs_crds
 @pytest.mark.parametrize("directive", ["Warn", ""])
-def test_warn_prunes_and_sends_one_warning_per_field(emulator: Emulator, directive: str
-                                                     ) -> None:
+def test_warn_prunes_and_sends_one_warning_per_field(emulator: Emulator, directive: str) -> None:
     """Warn (the default) accepts the patch, prunes the fields and sends one Warning header per
     field: duplicates first, then the unknown fields sorted by path."""
     _created(emulator)
-    text = TYPO_PATCH.replace('"aaa": 2', '"aaa": 2, "replicaSchedulingType": "Divided", '
-                                          '"replicaSchedulingType": "Divided"')
+    text = TYPO_PATCH.replace(
+        '"aaa": 2',
+        '"aaa": 2, "replicaSchedulingType": "Divided", "replicaSchedulingType": "Divided"',
+    )
     query = f"?fieldValidation={directive}" if directive else ""
-    code, patched, warnings = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp{query}",
-                                    text, MERGE)
+    code, patched, warnings = _send(
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp{query}", text, MERGE
+    )
     assert code == 200, patched
-    assert warnings == ['299 - "duplicate field \\"replicaSchedulingType\\""',
-                        '299 - "unknown field \\"spec.placement.replicaScheduling.aaa\\""',
-                        '299 - "unknown field '
-                        '\\"spec.placement.replicaScheduling.weightPreferences\\""',
-                        '299 - "unknown field \\"spec.placement.replicaScheduling.zzz\\""']
+    assert warnings == [
+        '299 - "duplicate field \\"replicaSchedulingType\\""',
+        '299 - "unknown field \\"spec.placement.replicaScheduling.aaa\\""',
+        '299 - "unknown field \\"spec.placement.replicaScheduling.weightPreferences\\""',
+        '299 - "unknown field \\"spec.placement.replicaScheduling.zzz\\""',
+    ]
     scheduling = patched["spec"]["placement"]["replicaScheduling"]
     assert not {"aaa", "zzz", "weightPreferences"} & set(scheduling)
 
@@ -253,7 +264,8 @@ def test_ignore_prunes_silently(emulator: Emulator) -> None:
     """Ignore accepts the patch, prunes the unknown fields and sends no Warning."""
     _created(emulator)
     code, patched, warnings = _send(
-        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Ignore", TYPO_PATCH, MERGE)
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Ignore", TYPO_PATCH, MERGE
+    )
     assert code == 200 and warnings == []
     assert "zzz" not in patched["spec"]["placement"]["replicaScheduling"]
 
@@ -267,8 +279,9 @@ def test_strict_create_names_duplicate_and_unknown_fields(emulator: Emulator) ->
     assert status["message"] == (
         'ClusterPropagationPolicy in version "v1alpha1" cannot be handled as a '
         'ClusterPropagationPolicy: strict decoding error: duplicate field "weight", '
-        'unknown field '
-        '"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].wieght"')
+        "unknown field "
+        '"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].wieght"'
+    )
     assert call(emulator, "GET", f"{CPP_PATH}/team-1005-cpp")[0] == 404
 
 
@@ -278,23 +291,40 @@ def test_dry_run_patch_validates_and_defaults_but_stores_nothing(emulator: Emula
     nothing: same resourceVersion, no watch event."""
     before = _created(emulator)
     rv = before["metadata"]["resourceVersion"]
-    patch = {"spec": {"placement": {"replicaScheduling": {"weightPreference": {
-        "staticWeightList": [{"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 7}]}}}}}
-    code, answer, _ = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?dryRun=All",
-                            json.dumps(patch), MERGE)
+    patch = {
+        "spec": {
+            "placement": {
+                "replicaScheduling": {
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 7}
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    code, answer, _ = _send(
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?dryRun=All", json.dumps(patch), MERGE
+    )
     assert code == 200, answer
-    assert answer["spec"]["placement"]["replicaScheduling"]["weightPreference"][
-        "staticWeightList"][0]["weight"] == 7
+    assert (
+        answer["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"][0][
+            "weight"
+        ]
+        == 7
+    )
     assert answer["spec"]["conflictResolution"] == "Abort"  # a CRD default, filled in
     bad = json.dumps(patch).replace('"weight": 7', '"weight": "high"')
-    code, status, _ = _send(emulator, "PATCH",
-                            f"{CPP_PATH}/team-1005-cpp?dryRun=All&fieldValidation=Strict",
-                            bad, MERGE)
+    code, status, _ = _send(
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?dryRun=All&fieldValidation=Strict", bad, MERGE
+    )
     assert code == 422 and status["details"]["causes"][0]["field"] == WEIGHT_PATH
     _, now = call(emulator, "GET", f"{CPP_PATH}/team-1005-cpp")
     assert now["metadata"]["resourceVersion"] == rv
-    watch = urllib.request.urlopen(emulator.url + f"{CPP_PATH}?watch=true&resourceVersion={rv}"
-                                   "&timeoutSeconds=1")
+    watch = urllib.request.urlopen(
+        emulator.url + f"{CPP_PATH}?watch=true&resourceVersion={rv}&timeoutSeconds=1"
+    )
     assert watch.read().strip() == b""  # no controller or watcher saw a change
 
 
@@ -308,33 +338,51 @@ def test_dry_run_create_stores_nothing(emulator: Emulator) -> None:
     assert call(emulator, "GET", f"{CPP_PATH}/team-1005-cpp")[0] == 404
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("fieldValidation=Loose", 'PatchOptions.meta.k8s.io "" is invalid: fieldValidation: '
-     'Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"'),
-    ("dryRun=Yes", 'PatchOptions.meta.k8s.io "" is invalid: dryRun: '
-     'Unsupported value: []string{"Yes"}: supported values: "All"'),
-])
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "fieldValidation=Loose",
+            'PatchOptions.meta.k8s.io "" is invalid: fieldValidation: '
+            'Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"',
+        ),
+        (
+            "dryRun=Yes",
+            'PatchOptions.meta.k8s.io "" is invalid: dryRun: '
+            'Unsupported value: []string{"Yes"}: supported values: "All"',
+        ),
+    ],
+)
 def test_bad_write_options_are_refused(emulator: Emulator, query: str, message: str) -> None:
     """An unknown fieldValidation or dryRun value is refused 422 before anything happens."""
-    code, status, _ = _send(emulator, "PATCH",
-                            f"/api/v1/namespaces/default/configmaps/x?{query}", "{}", MERGE)
+    code, status, _ = _send(
+        emulator, "PATCH", f"/api/v1/namespaces/default/configmaps/x?{query}", "{}", MERGE
+    )
     assert code == 422 and status["message"] == message
 
 
 @needs_crds
-def test_strict_json_patch_names_bad_operation_keys_and_unknown_fields(emulator: Emulator
-                                                                       ) -> None:
+def test_strict_json_patch_names_bad_operation_keys_and_unknown_fields(emulator: Emulator) -> None:
     """A JSON patch with an unknown operation key, a key given twice and a path the schema
     does not know: Strict names all three; Warn accepts with one warning each."""
     _created(emulator)
-    ops = ('[{"op": "add", "path": "/spec/placement/zzz", "value": 1, "foo": "bar"},'
-           ' {"op": "add", "path": "/spec/x", "path": "/spec/placement/yyy", "value": 2}]')
-    code, status, _ = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp?fieldValidation=Strict",
-                            ops, "application/json-patch+json")
+    ops = (
+        '[{"op": "add", "path": "/spec/placement/zzz", "value": 1, "foo": "bar"},'
+        ' {"op": "add", "path": "/spec/x", "path": "/spec/placement/yyy", "value": 2}]'
+    )
+    code, status, _ = _send(
+        emulator,
+        "PATCH",
+        f"{CPP_PATH}/team-1005-cpp?fieldValidation=Strict",
+        ops,
+        "application/json-patch+json",
+    )
     assert code == 400, status
     assert status["message"] == (
         'strict decoding error: json patch unknown field "foo", json patch duplicate field '
-        '"path", unknown field "spec.placement.yyy", unknown field "spec.placement.zzz"')
-    code, _, warnings = _send(emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp",
-                              ops, "application/json-patch+json")
+        '"path", unknown field "spec.placement.yyy", unknown field "spec.placement.zzz"'
+    )
+    code, _, warnings = _send(
+        emulator, "PATCH", f"{CPP_PATH}/team-1005-cpp", ops, "application/json-patch+json"
+    )
     assert code == 200 and len(warnings) == 4

@@ -13,8 +13,7 @@ from tidal_sim.version import LATEST_RELEASE, KarmadaVersion
 
 def test_versions_parse_and_order() -> None:
     """'1.18', 'v1.18' and 'v1.18.2' name the same release; 1.17 < 1.18 <= 1.19."""
-    assert {KarmadaVersion.parse(t) for t in ("1.18", "v1.18", "v1.18.2")} == {
-        KarmadaVersion.V1_18}
+    assert {KarmadaVersion.parse(t) for t in ("1.18", "v1.18", "v1.18.2")} == {KarmadaVersion.V1_18}
     assert KarmadaVersion.V1_17 < KarmadaVersion.V1_18
     assert KarmadaVersion.V1_19 >= KarmadaVersion.V1_18
     assert LATEST_RELEASE is KarmadaVersion.V1_18  # v1.18.2 was the latest release
@@ -24,8 +23,11 @@ def test_versions_parse_and_order() -> None:
 
 def test_topology_field_and_emulator_override() -> None:
     """EmulatorSettings karmadaVersion sets it; an Emulator argument (the CLI flag) wins."""
-    doc = {"apiVersion": "sim.tidal.io/v1alpha1", "kind": "EmulatorSettings",
-           "spec": {"karmadaVersion": "1.17"}}
+    doc = {
+        "apiVersion": "sim.tidal.io/v1alpha1",
+        "kind": "EmulatorSettings",
+        "spec": {"karmadaVersion": "1.17"},
+    }
     assert load_topology([doc]).settings.karmada_version is KarmadaVersion.V1_17
     emu = Emulator([doc], karmada_version=KarmadaVersion.V1_19, controllers=False)
     assert emu.karmada_version is KarmadaVersion.V1_19

@@ -13,8 +13,11 @@ def test_divided_without_preference_defaults_to_weighted_and_divides_equally() -
     h.cluster("a")
     h.cluster("b")
     h.cpp("split", {**TWO, "replicaScheduling": {"replicaSchedulingType": "Divided"}})
-    h.cpp("bare", {**TWO, "replicaScheduling": {}}, selectors=[
-        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}])
+    h.cpp(
+        "bare",
+        {**TWO, "replicaScheduling": {}},
+        selectors=[{"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}],
+    )
     h.deployment("web", 4)
     h.settle()
     for name in ("split", "bare"):
@@ -39,20 +42,30 @@ def test_crd_defaults_and_spread_defaults() -> None:
     h.cpp("p", {**TWO, "spreadConstraints": [{"maxGroups": 2}]})
     spec = h.get("ClusterPropagationPolicy", "p")["spec"]
     assert (spec["priority"], spec["conflictResolution"], spec["preemption"]) == (
-        0, "Abort", "Never")
+        0,
+        "Abort",
+        "Never",
+    )
     assert spec["schedulerName"] == "default-scheduler"
     assert spec["placement"]["spreadConstraints"] == [
-        {"maxGroups": 2, "spreadByField": "cluster", "minGroups": 1}]
+        {"maxGroups": 2, "spreadByField": "cluster", "minGroups": 1}
+    ]
 
 
 def test_permanent_id_is_new_on_create_and_kept_on_update() -> None:
     """pkg/webhook/propagationpolicy/mutating.go: on Create the permanent-id label is set to a
     new UUID (util.MergeLabel overwrites whatever the request carried)."""
     h = Harness()
-    h.store.create(h.t("PropagationPolicy"), {
-        "metadata": {"name": "p", "namespace": "team", "labels": {PP_ID_LABEL: "mine"}},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                 "placement": TWO}})
+    h.store.create(
+        h.t("PropagationPolicy"),
+        {
+            "metadata": {"name": "p", "namespace": "team", "labels": {PP_ID_LABEL: "mine"}},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": TWO,
+            },
+        },
+    )
     first = h.get("PropagationPolicy", "p", "team")
     assert first["metadata"]["labels"][PP_ID_LABEL] not in ("", "mine")
     assert first["spec"]["resourceSelectors"][0]["namespace"] == "team"  # webhook default
@@ -68,6 +81,8 @@ def test_new_cluster_gets_the_default_resource_models() -> None:
     h = Harness()
     models = h.cluster("a")["spec"]["resourceModels"]
     assert [m["grade"] for m in models] == list(range(9))
-    assert models[1]["ranges"] == [{"name": "cpu", "min": "1", "max": "2"},
-                                   {"name": "memory", "min": "4Gi", "max": "16Gi"}]
+    assert models[1]["ranges"] == [
+        {"name": "cpu", "min": "1", "max": "2"},
+        {"name": "memory", "min": "4Gi", "max": "16Gi"},
+    ]
     assert models[8]["ranges"][0]["min"] == "128"

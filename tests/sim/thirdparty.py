@@ -46,22 +46,34 @@ def module_dir() -> tuple[Path | None, str]:
     go = shutil.which("go")
     cache = os.environ.get("GOMODCACHE")
     if not cache and go:
-        cache = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True,
-                               timeout=60).stdout.strip()
+        cache = subprocess.run(
+            [go, "env", "GOMODCACHE"], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
     cache = cache or str(Path.home() / "go" / "pkg" / "mod")
     found = Path(cache) / "github.com" / "karmada-io" / f"karmada@{VERSION}"
     if (found / TREE).is_dir():
         return found, ""
     if go is None:
-        return None, f"{MODULE}@{VERSION} is not in the Go module cache {cache} and no `go` " \
-                     "is installed to download it"
+        return (
+            None,
+            f"{MODULE}@{VERSION} is not in the Go module cache {cache} and no `go` "
+            "is installed to download it",
+        )
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "go.mod").write_text("module fetch\n\ngo 1.22\n")
-        done = subprocess.run([go, "mod", "download", f"{MODULE}@{VERSION}"], cwd=tmp,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [go, "mod", "download", f"{MODULE}@{VERSION}"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0 or not (found / TREE).is_dir():
-        return None, f"`go mod download {MODULE}@{VERSION}` failed: " \
-                     f"{(done.stderr or done.stdout).strip()[:300]}"
+        return (
+            None,
+            f"`go mod download {MODULE}@{VERSION}` failed: "
+            f"{(done.stderr or done.stdout).strip()[:300]}",
+        )
     return found, ""
 
 
@@ -106,9 +118,14 @@ def _run_case(custom: Customizations, kind: str, case: dict[str, Any]) -> Outcom
         if key not in results:
             return Outcome(kind, operation, title, False, f"no result {key}")
         if not _equal(key, want, results[key]):
-            return Outcome(kind, operation, title, False,
-                           f"{key}: expected {json.dumps(want, sort_keys=True)[:300]}, got "
-                           f"{json.dumps(results[key], sort_keys=True)[:300]}")
+            return Outcome(
+                kind,
+                operation,
+                title,
+                False,
+                f"{key}: expected {json.dumps(want, sort_keys=True)[:300]}, got "
+                f"{json.dumps(results[key], sort_keys=True)[:300]}",
+            )
     return Outcome(kind, operation, title, True)
 
 
@@ -151,8 +168,13 @@ def _normal(value: Any) -> Any:
 def _excluded(want: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """Paths (list indexes included) whose expected value is {{EXCLUDE}}."""
     out: set[tuple[str, ...]] = set()
-    items = want.items() if isinstance(want, dict) else enumerate(want) \
-        if isinstance(want, list) else ()
+    items = (
+        want.items()
+        if isinstance(want, dict)
+        else enumerate(want)
+        if isinstance(want, list)
+        else ()
+    )
     for k, v in items:
         if v == EXCLUDE:
             out.add((*path, str(k)))
@@ -167,11 +189,17 @@ def _drop_excluded(want: Any, got: Any) -> Any:
 
 def _drop_paths(value: Any, paths: set[tuple[str, ...]], path: tuple[str, ...] = ()) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_paths(v, paths, (*path, k)) for k, v in value.items()
-                if (*path, k) not in paths}
+        return {
+            k: _drop_paths(v, paths, (*path, k))
+            for k, v in value.items()
+            if (*path, k) not in paths
+        }
     if isinstance(value, list):
-        return [_drop_paths(v, paths, (*path, str(i))) for i, v in enumerate(value)
-                if (*path, str(i)) not in paths]
+        return [
+            _drop_paths(v, paths, (*path, str(i)))
+            for i, v in enumerate(value)
+            if (*path, str(i)) not in paths
+        ]
     return value
 
 
@@ -182,8 +210,9 @@ def _same_requirements(want: Any, got: Any) -> bool:
     got.pop("namespace", None) if "namespace" not in want else None
     w_req, g_req = want.pop("resourceRequest", {}) or {}, got.pop("resourceRequest", {}) or {}
     try:
-        same = {k: parse_quantity(v) for k, v in w_req.items()} == \
-            {k: parse_quantity(v) for k, v in g_req.items()}
+        same = {k: parse_quantity(v) for k, v in w_req.items()} == {
+            k: parse_quantity(v) for k, v in g_req.items()
+        }
     except QuantityError:
         return False
     return same and _json(want) == _json(got)

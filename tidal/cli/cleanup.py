@@ -17,10 +17,12 @@ from tidal.cli.options import context_option, kubeconfig_option
 @click.option("--dry-run", is_flag=True, help="say what would be swept; write nothing")
 @kubeconfig_option
 @context_option
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
-def cleanup_command(dry_run: bool, kubeconfig: Path | None, context: str | None,
-                    output: str) -> None:
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def cleanup_command(
+    dry_run: bool, kubeconfig: Path | None, context: str | None, output: str
+) -> None:
     """Remove what crashed or stopped runs left: surge overrides, bridge placements (a
     temporary Lazy is reported: a run of its window lifts it). Exit 0 when nothing of a
     finished run is left, 2 when something had to be kept (the reason is given)."""
@@ -32,8 +34,13 @@ def cleanup_command(dry_run: bool, kubeconfig: Path | None, context: str | None,
 
     settings, client = settings_and_client(kubeconfig, context)
     try:
-        report = sweep_leftovers(client, settings.state_namespace, SystemClock(),
-                                 by=f"cli:{settings.identity}", dry_run=dry_run)
+        report = sweep_leftovers(
+            client,
+            settings.state_namespace,
+            SystemClock(),
+            by=f"cli:{settings.identity}",
+            dry_run=dry_run,
+        )
     except KarmadaError as exc:
         fail(f"Karmada API: {exc}")
     finally:
@@ -45,8 +52,10 @@ def cleanup_command(dry_run: bool, kubeconfig: Path | None, context: str | None,
         for action in report.actions:
             x = action.leftover
             owner = f"schedule {x.schedule or '?'} run {x.run_id or '?'}"
-            click.echo(f"{action.result.value}: {x.kind.value} {x.ref} ({owner})"
-                       + (f": {action.reason}" if action.reason else ""))
+            click.echo(
+                f"{action.result.value}: {x.kind.value} {x.ref} ({owner})"
+                + (f": {action.reason}" if action.reason else "")
+            )
         if not report.actions:
             click.echo("nothing to sweep")
     raise SystemExit(WAVE_FAILED if kept else OK)

@@ -25,14 +25,25 @@ from tidal.domain.run_control import Verb
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     f = context_option(f)
     f = kubeconfig_option(f)
-    f = click.option("--schedules", type=click.Path(path_type=Path), default=None,
-                     help="schedules directory (TIDAL_SCHEDULES)")(f)
+    f = click.option(
+        "--schedules",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="schedules directory (TIDAL_SCHEDULES)",
+    )(f)
     return click.argument("name")(f)
 
 
-def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
-           change: Callable[..., Any], done: str | Callable[[], str], *,
-           with_run: bool = False) -> None:
+def _apply(
+    name: str,
+    schedules: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    change: Callable[..., Any],
+    done: str | Callable[[], str],
+    *,
+    with_run: bool = False,
+) -> None:
     """Write `change(controls, schedule, now[, run in the journal])` into NAME's controls."""
     from tidal.daemon.state import StateStore
     from tidal.domain.clock import SystemClock
@@ -42,8 +53,9 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
     item = next((s for s in loaded if s.schedule.name == name), None)
     if item is None:
         known = ", ".join(sorted(s.schedule.name for s in loaded)) or "none"
-        click.echo(f"error: no schedule {name!r} in {settings.schedules} (known: {known})",
-                   err=True)
+        click.echo(
+            f"error: no schedule {name!r} in {settings.schedules} (known: {known})", err=True
+        )
         raise SystemExit(INVALID_INPUT)
     now = SystemClock().now()
     store = StateStore(client, settings.state_namespace)
@@ -62,11 +74,18 @@ def _apply(name: str, schedules: Path | None, kubeconfig: Path | None, context: 
 
 @click.command("suspend")
 @_common
-def suspend_command(name: str, schedules: Path | None, kubeconfig: Path | None,
-                    context: str | None) -> None:
+def suspend_command(
+    name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None
+) -> None:
     """Stop running NAME's windows until `tidal resume NAME` (persisted)."""
-    _apply(name, schedules, kubeconfig, context,
-           lambda c, schedule, now: replace(c, suspended=True), f"{name}: suspended")
+    _apply(
+        name,
+        schedules,
+        kubeconfig,
+        context,
+        lambda c, schedule, now: replace(c, suspended=True),
+        f"{name}: suspended",
+    )
 
 
 def _run_command(verb: Verb, help_text: str) -> click.Command:
@@ -77,8 +96,14 @@ def _run_command(verb: Verb, help_text: str) -> click.Command:
     @click.command(verb.value, help=help_text)
     @_common
     @daemon_options
-    def given(name: str, schedules: Path | None, kubeconfig: Path | None,
-              context: str | None, daemon_url: str | None, token_file: Path | None) -> None:
+    def given(
+        name: str,
+        schedules: Path | None,
+        kubeconfig: Path | None,
+        context: str | None,
+        daemon_url: str | None,
+        token_file: Path | None,
+    ) -> None:
         from tidal.daemon.commands import change_for
         from tidal.domain.run_control import OUTCOMES, Source
 
@@ -89,8 +114,15 @@ def _run_command(verb: Verb, help_text: str) -> click.Command:
         def change(c: Any, schedule: Any, now: datetime, run: Any = None) -> Any:
             return change_for(name, verb, run, now, Source.CLI)(c)
 
-        _apply(name, schedules, kubeconfig, context, change, f"{name}: {OUTCOMES[verb]}",
-               with_run=verb is not Verb.RESUME)
+        _apply(
+            name,
+            schedules,
+            kubeconfig,
+            context,
+            change,
+            f"{name}: {OUTCOMES[verb]}",
+            with_run=verb is not Verb.RESUME,
+        )
 
     return given
 
@@ -98,25 +130,30 @@ def _run_command(verb: Verb, help_text: str) -> click.Command:
 resume_command = _run_command(
     Verb.RESUME,
     "Undo `tidal suspend NAME` (a missed window inside catchUpWindow then runs), and let a "
-    "switch of NAME paused by `tidal pause NAME` go on.")
+    "switch of NAME paused by `tidal pause NAME` go on.",
+)
 pause_command = _run_command(
     Verb.PAUSE,
     "Hold NAME's switch in flight before its next wave, until `tidal resume NAME`, "
-    "`tidal promote NAME` or `tidal abort NAME`.")
+    "`tidal promote NAME` or `tidal abort NAME`.",
+)
 abort_command = _run_command(
     Verb.ABORT,
     "Stop NAME's switch in flight before its next wave: rolled back (onFailure: rollback) or "
-    "halted (onFailure: halt).")
+    "halted (onFailure: halt).",
+)
 promote_command = _run_command(
     Verb.PROMOTE,
     "Let NAME's switch in flight go on at once, skipping its remaining pauses between waves "
-    "(and a `tidal pause`).")
+    "(and a `tidal pause`).",
+)
 
 
 @click.command("skip")
 @_common
-def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
-                 context: str | None) -> None:
+def skip_command(
+    name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None
+) -> None:
     """Skip NAME's next window start only; the window in force stays."""
     from tidal.domain.windows import next_start, times_of
 
@@ -129,8 +166,14 @@ def skip_command(name: str, schedules: Path | None, kubeconfig: Path | None,
         chosen.append(f"{upcoming.window} at {upcoming.at.isoformat()}")
         return replace(c, skip_start=upcoming.at)
 
-    _apply(name, schedules, kubeconfig, context, change,
-           lambda: f"{name}: the start of {chosen[-1]} will be skipped")
+    _apply(
+        name,
+        schedules,
+        kubeconfig,
+        context,
+        change,
+        lambda: f"{name}: the start of {chosen[-1]} will be skipped",
+    )
 
 
 def parse_until(text: str, tz: ZoneInfo, now: datetime) -> datetime:
@@ -145,18 +188,27 @@ def parse_until(text: str, tz: ZoneInfo, now: datetime) -> datetime:
             return candidate
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"--until {text!r}: write HH:MM (local to the schedule) or an ISO 8601 "
-                         "time such as 2026-12-03T07:00:00+08:00") from None
+        raise ValueError(
+            f"--until {text!r}: write HH:MM (local to the schedule) or an ISO 8601 "
+            "time such as 2026-12-03T07:00:00+08:00"
+        ) from None
     return value if value.tzinfo else value.replace(tzinfo=tz)
 
 
 @click.command("hold")
 @_common
 @click.option("--window", "window", required=True, help="the window to keep in force")
-@click.option("--until", "until", required=True,
-              help="HH:MM in the schedule's zone, or an ISO 8601 time")
-def hold_command(name: str, schedules: Path | None, kubeconfig: Path | None, context: str | None,
-                 window: str, until: str) -> None:
+@click.option(
+    "--until", "until", required=True, help="HH:MM in the schedule's zone, or an ISO 8601 time"
+)
+def hold_command(
+    name: str,
+    schedules: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    window: str,
+    until: str,
+) -> None:
     """Keep WINDOW in force for NAME until a time (running it now if it is not), then resume
     the normal schedule."""
     from tidal.domain.windows import Hold
@@ -171,9 +223,17 @@ def hold_command(name: str, schedules: Path | None, kubeconfig: Path | None, con
             raise ValueError(f"--until {until!r} is in the past")
         return replace(c, hold=Hold(window, end, now))
 
-    _apply(name, schedules, kubeconfig, context, change,
-           f"{name}: window {window} held until {until}")
+    _apply(
+        name, schedules, kubeconfig, context, change, f"{name}: window {window} held until {until}"
+    )
 
 
-COMMANDS = [suspend_command, resume_command, skip_command, hold_command, pause_command,
-            abort_command, promote_command]
+COMMANDS = [
+    suspend_command,
+    resume_command,
+    skip_command,
+    hold_command,
+    pause_command,
+    abort_command,
+    promote_command,
+]

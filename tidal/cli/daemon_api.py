@@ -19,14 +19,21 @@ from tidal.cli.exitcodes import INVALID_INPUT, OK
 TIMEOUT = 60.0  # seconds: a standby forwards to the leader, which writes the state object
 
 daemon_option = click.option(
-    "--daemon", "daemon_url", default=None, metavar="URL",
+    "--daemon",
+    "daemon_url",
+    default=None,
+    metavar="URL",
     help="send the command to this tidal daemon's command API, e.g. "
-         "http://tidal.tidal-system:8081 (TIDAL_DAEMON_URL); without it the command is written "
-         "to the schedule's state object in the control plane")
+    "http://tidal.tidal-system:8081 (TIDAL_DAEMON_URL); without it the command is written "
+    "to the schedule's state object in the control plane",
+)
 token_file_option = click.option(
-    "--token-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    "--token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
     help="file holding the bearer token of the daemon's command API, with --daemon "
-         "(TIDAL_DAEMON_TOKEN_FILE)")
+    "(TIDAL_DAEMON_TOKEN_FILE)",
+)
 
 
 def daemon_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,10 +83,11 @@ def send(url: str, token_file: Path | None, name: str, verb: str) -> dict[str, A
         body = _body(exc.read())
         why = body.get("error") or f"HTTP {exc.code}"
         if exc.code == 401:
-            why = "the daemon refused the request (missing or wrong credentials): pass the " \
-                  "file holding its API token as --token-file FILE (TIDAL_DAEMON_TOKEN_FILE)"
-        fail(f"{why} (daemon {url}, HTTP {exc.code})" if exc.code in (401, 502, 503)
-             else why)
+            why = (
+                "the daemon refused the request (missing or wrong credentials): pass the "
+                "file holding its API token as --token-file FILE (TIDAL_DAEMON_TOKEN_FILE)"
+            )
+        fail(f"{why} (daemon {url}, HTTP {exc.code})" if exc.code in (401, 502, 503) else why)
     except (OSError, ValueError) as exc:
         fail(f"the daemon at {url} did not answer: {getattr(exc, 'reason', exc)}")
 

@@ -25,8 +25,18 @@ def _register() -> None:
 
     from tidal.cli.plugins import OPTIONAL, discovered, missing
 
-    for name in ("validate", "schema", "plan", "switch", "run", "status", "controls", "rbac",
-                 "cleanup", "estimator"):
+    for name in (
+        "validate",
+        "schema",
+        "plan",
+        "switch",
+        "run",
+        "status",
+        "controls",
+        "rbac",
+        "cleanup",
+        "estimator",
+    ):
         module = importlib.import_module(f"tidal.cli.{name}")
         for command in getattr(module, "COMMANDS", ()):
             cli.add_command(command)

@@ -9,11 +9,15 @@ from typing import IO
 import click
 
 kubeconfig_option = click.option(
-    "--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    "--kubeconfig",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
     help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG; else KUBECONFIG, the pod's "
-         "service account, ~/.kube/config)")
-context_option = click.option("--context", default=None,
-                              help="kubeconfig context (TIDAL_CONTEXT; default: the current one)")
+    "service account, ~/.kube/config)",
+)
+context_option = click.option(
+    "--context", default=None, help="kubeconfig context (TIDAL_CONTEXT; default: the current one)"
+)
 
 
 def table_width(stream: IO[str], columns: int | None, piped: int) -> int | None:

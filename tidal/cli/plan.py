@@ -24,10 +24,13 @@ def fail(message: str, code: int = INVALID_INPUT) -> NoReturn:
 
 UNCHECKED_FLAG = "--allow-unchecked-fields"
 allow_unchecked_option = click.option(
-    UNCHECKED_FLAG, "allow_unchecked", is_flag=True,
+    UNCHECKED_FLAG,
+    "allow_unchecked",
+    is_flag=True,
     help="write policy patches and swap manifests even when no Karmada schema can check their "
-         "fields (neither --crds/TIDAL_KARMADA_CRDS nor the apiserver's OpenAPI v3 gives one); "
-         "a misspelt field is then dropped by Karmada in silence")
+    "fields (neither --crds/TIDAL_KARMADA_CRDS nor the apiserver's OpenAPI v3 gives one); "
+    "a misspelt field is then dropped by Karmada in silence",
+)
 
 
 def load_target(schedule_file: Path, window: str, schemas: Any = None) -> Any:
@@ -60,8 +63,10 @@ def policy_schemas(settings: Any, client: Any) -> Any:
     if settings.karmada_crds is not None:
         local = PolicySchemas.from_crd_dir(settings.karmada_crds)
         if local is None:
-            fail(f"{settings.karmada_crds}: no policy.karmada.io CRD files there; fix "
-                 "--crds/TIDAL_KARMADA_CRDS or unset it to use the apiserver's schemas")
+            fail(
+                f"{settings.karmada_crds}: no policy.karmada.io CRD files there; fix "
+                "--crds/TIDAL_KARMADA_CRDS or unset it to use the apiserver's schemas"
+            )
         return local
     try:
         return PolicySchemas.from_published(published_schemas(client, POLICY_KINDS))
@@ -69,8 +74,12 @@ def policy_schemas(settings: Any, client: Any) -> Any:
         fail(f"Karmada API: {exc}")
 
 
-def load_checked(schedule_file: Path, window: str, settings: Any, allow_unchecked: bool,
-                 ) -> tuple[Any, Any]:
+def load_checked(
+    schedule_file: Path,
+    window: str,
+    settings: Any,
+    allow_unchecked: bool,
+) -> tuple[Any, Any]:
     """The schedule (load_target) and a client, the policy writes checked against
     policy_schemas(); without a schema a window that writes policy fields is refused (exit 1)
     unless `allow_unchecked`. A file that is invalid on its own fails before any request."""
@@ -79,16 +88,24 @@ def load_checked(schedule_file: Path, window: str, settings: Any, allow_unchecke
     schemas = policy_schemas(settings, client)
     if schemas is not None:
         return load_target(schedule_file, window, schemas), client
-    writes = [c.name for c in loaded.schedule.window(window).policies
-              if c.patch or c.swap is not None]
-    what = (f"the policy fields of {', '.join(writes)} cannot be checked" if writes
-            else "the window writes no policy fields")
-    notice = ("no Karmada policy schema (the apiserver publishes no OpenAPI v3 for "
-              f"policy.karmada.io/v1alpha1 and no --crds/TIDAL_KARMADA_CRDS is set): {what}")
+    writes = [
+        c.name for c in loaded.schedule.window(window).policies if c.patch or c.swap is not None
+    ]
+    what = (
+        f"the policy fields of {', '.join(writes)} cannot be checked"
+        if writes
+        else "the window writes no policy fields"
+    )
+    notice = (
+        "no Karmada policy schema (the apiserver publishes no OpenAPI v3 for "
+        f"policy.karmada.io/v1alpha1 and no --crds/TIDAL_KARMADA_CRDS is set): {what}"
+    )
     if writes and not allow_unchecked:
         client.close()
-        fail(f"{schedule_file}: {notice}; set TIDAL_KARMADA_CRDS to the Karmada CRDs, or pass "
-             f"{UNCHECKED_FLAG} to write them unchecked")
+        fail(
+            f"{schedule_file}: {notice}; set TIDAL_KARMADA_CRDS to the Karmada CRDs, or pass "
+            f"{UNCHECKED_FLAG} to write them unchecked"
+        )
     click.echo(f"warning: {notice}" + (f" ({UNCHECKED_FLAG})" if writes else ""), err=True)
     return loaded, client
 
@@ -105,9 +122,12 @@ def refused_writes(loaded: Any, exc: Any) -> NoReturn:
 
 # The Karmada API does not tell its release, so the planner is told (docs/fidelity.md).
 karmada_version_option = click.option(
-    "--karmada-version", type=click.Choice([r.value for r in KarmadaRelease]), default=None,
+    "--karmada-version",
+    type=click.Choice([r.value for r in KarmadaRelease]),
+    default=None,
     help="the Karmada release whose scheduler rules the prediction follows "
-         f"(TIDAL_KARMADA__VERSION; default: the latest release, {LATEST_RELEASE.value})")
+    f"(TIDAL_KARMADA__VERSION; default: the latest release, {LATEST_RELEASE.value})",
+)
 
 
 def karmada_overrides(karmada_version: str | None) -> dict[str, Any] | None:
@@ -115,15 +135,17 @@ def karmada_overrides(karmada_version: str | None) -> dict[str, Any] | None:
     return {"version": karmada_version} if karmada_version else None
 
 
-def cli_settings(kubeconfig: Path | None, context: str | None,
-                 karmada_version: str | None = None) -> Any:
+def cli_settings(
+    kubeconfig: Path | None, context: str | None, karmada_version: str | None = None
+) -> Any:
     """The settings (flags over TIDAL_* variables), logging configured; exits 1 on a bad one."""
     from tidal.logs import configure_logging
     from tidal.settings import SettingsError, load_settings
 
     try:
-        settings = load_settings(kubeconfig=kubeconfig, context=context,
-                                 karmada=karmada_overrides(karmada_version))
+        settings = load_settings(
+            kubeconfig=kubeconfig, context=context, karmada=karmada_overrides(karmada_version)
+        )
     except SettingsError as exc:
         fail(str(exc))
     configure_logging(settings.log_format, settings.log_level)
@@ -141,24 +163,31 @@ def client_of(settings: Any) -> Any:
         fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
 
 
-def settings_and_client(kubeconfig: Path | None, context: str | None,
-                        karmada_version: str | None = None) -> tuple[Any, Any]:
+def settings_and_client(
+    kubeconfig: Path | None, context: str | None, karmada_version: str | None = None
+) -> tuple[Any, Any]:
     settings = cli_settings(kubeconfig, context, karmada_version)
     return settings, client_of(settings)
 
 
-def render_plan(sp: Any, problems: list[str], out: Any = None,
-                columns: int | None = None) -> None:
+def render_plan(sp: Any, problems: list[str], out: Any = None, columns: int | None = None) -> None:
     from rich.console import Console
 
     out = out or sys.stdout
-    console = Console(file=out, soft_wrap=True, markup=False, highlight=False,
-                      width=table_width(out, columns, 160))
+    console = Console(
+        file=out,
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
+        width=table_width(out, columns, 160),
+    )
     plan = sp.plan
-    console.print(f"schedule {sp.schedule.name}, window {sp.window.name}: "
-                  f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
-                  f"trigger {sp.trigger}, strategy {plan.strategy}"
-                  + (", Lazy during the switch" if sp.lazy else ""))
+    console.print(
+        f"schedule {sp.schedule.name}, window {sp.window.name}: "
+        f"{len(plan.workloads)} workload(s) in {len(plan.waves)} wave(s), "
+        f"trigger {sp.trigger}, strategy {plan.strategy}"
+        + (", Lazy during the switch" if sp.lazy else "")
+    )
     for index, wave in plan.numbered():
         console.print(_wave_table(plan, index, wave))
         if index <= len(plan.rooms):
@@ -195,8 +224,12 @@ def _wave_table(plan: Any, index: int, wave: list[Any]) -> Any:
     if surge:
         table.add_column("surge (override, or bridge)")
     for w in wave:
-        row = [w.name, str(w.replicas if w.replicas is not None else "-"),
-               _dist(w.before), _dist(w.after) + ("" if w.exact else " (est.)")]
+        row = [
+            w.name,
+            str(w.replicas if w.replicas is not None else "-"),
+            _dist(w.before),
+            _dist(w.after) + ("" if w.exact else " (est.)"),
+        ]
         if surge:
             row.append(_surge_cell(plan, w))
         table.add_row(*row)
@@ -205,10 +238,10 @@ def _wave_table(plan: Any, index: int, wave: list[Any]) -> Any:
 
 def _print_room(console: Any, room: Any, bridged: bool) -> None:
     """What a surge wave takes of the destinations' free capacity."""
-    console.print(f"  surge takes: {_amounts(room.surge)}"
-                  + (" (bridges included)" if bridged else ""))
-    console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the "
-                  "steady state)")
+    console.print(
+        f"  surge takes: {_amounts(room.surge)}" + (" (bridges included)" if bridged else "")
+    )
+    console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the steady state)")
     console.print(f"  free before: {_amounts(room.free_before)}")
     console.print(f"  free after:  {_amounts(room.free_after)}")
 
@@ -219,8 +252,7 @@ def _steps_table(plan: Any) -> Any:
 
     surge = plan.strategy is Strategy.SURGE
     clusters = sorted({c for s in plan.steps for c in s.assigned})
-    steps = Table(title="predicted replicas per cluster (assigned / ready)",
-                  title_justify="left")
+    steps = Table(title="predicted replicas per cluster (assigned / ready)", title_justify="left")
     steps.add_column("step")
     for c in clusters:
         steps.add_column(c, justify="right")
@@ -232,8 +264,11 @@ def _steps_table(plan: Any) -> Any:
         row = [s.label, *[f"{s.assigned.get(c, 0)} / {s.ready.get(c, 0)}" for c in clusters]]
         if surge:
             row.append(_dist(s.surged))
-        steps.add_row(*row, _dist(s.lowest_ready), "ok" if not s.violations else
-                      f"{len(s.violations)} breach(es)")
+        steps.add_row(
+            *row,
+            _dist(s.lowest_ready),
+            "ok" if not s.violations else f"{len(s.violations)} breach(es)",
+        )
     return steps
 
 
@@ -263,8 +298,7 @@ def team_estimate_of(settings: Any, client: Any, teams: Path | None) -> Any:
         rules = load_teams(path)
     except TeamsFileError as exc:
         fail(str(exc))
-    return team_estimate(client, rules, lambda: datetime.now(UTC),
-                         settings.estimator.stale_seconds)
+    return team_estimate(client, rules, lambda: datetime.now(UTC), settings.estimator.stale_seconds)
 
 
 @click.command("plan")
@@ -272,16 +306,28 @@ def team_estimate_of(settings: Any, client: Any, teams: Path | None) -> Any:
 @click.option("--window", required=True, help="the window to plan")
 @kubeconfig_option
 @context_option
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
-@click.option("--teams", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="the team estimator's TeamCapacity file, when one is deployed "
-                   "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--teams",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="the team estimator's TeamCapacity file, when one is deployed "
+    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
+)
 @karmada_version_option
 @allow_unchecked_option
-def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, context: str | None,
-                 output: str, teams: Path | None, karmada_version: str | None,
-                 allow_unchecked: bool) -> None:
+def plan_command(
+    schedule_file: Path,
+    window: str,
+    kubeconfig: Path | None,
+    context: str | None,
+    output: str,
+    teams: Path | None,
+    karmada_version: str | None,
+    allow_unchecked: bool,
+) -> None:
     """Dry-run a window: waves, predicted replicas per cluster, floor verdict. Writes nothing."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -298,8 +344,9 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
         if team is not None and settings.estimator.status_url:
             from tidal.estimator.planned import asked_warnings
 
-            sp.warnings.extend(asked_warnings(settings.estimator.status_url,
-                                              [c.name for c in sp.clusters]))
+            sp.warnings.extend(
+                asked_warnings(settings.estimator.status_url, [c.name for c in sp.clusters])
+            )
         check = preflight(sp, ready_field_of(sp))
     except PolicyWritesRefused as exc:
         refused_writes(loaded, exc)
@@ -312,9 +359,17 @@ def plan_command(schedule_file: Path, window: str, kubeconfig: Path | None, cont
     problems = check.problems + plan_problems(sp)  # root causes first
     if output == "json":
         data = sp.plan.to_dict()
-        data.update({"schedule": sp.schedule.name, "window": sp.window.name,
-                     "trigger": sp.trigger, "lazy": sp.lazy, "warnings": sp.warnings,
-                     "problems": problems, "safe": not problems})
+        data.update(
+            {
+                "schedule": sp.schedule.name,
+                "window": sp.window.name,
+                "trigger": sp.trigger,
+                "lazy": sp.lazy,
+                "warnings": sp.warnings,
+                "problems": problems,
+                "safe": not problems,
+            }
+        )
         click.echo(json.dumps(data, indent=2))
     else:
         render_plan(sp, problems, columns=settings.columns)

@@ -41,8 +41,11 @@ def _load(entry: EntryPoint) -> click.Command | None:
         log.warning("plugin_command_unavailable", entry_point=entry.value, error=str(exc))
         return None
     if not isinstance(loaded, click.Command):
-        log.warning("plugin_command_unavailable", entry_point=entry.value,
-                    error=f"not a click command but {type(loaded).__name__}")
+        log.warning(
+            "plugin_command_unavailable",
+            entry_point=entry.value,
+            error=f"not a click command but {type(loaded).__name__}",
+        )
         return None
     return loaded
 
@@ -50,12 +53,18 @@ def _load(entry: EntryPoint) -> click.Command | None:
 def missing(name: str, summary: str) -> click.Command:
     """A stand-in for an optional command whose distribution is not installed."""
 
-    @click.command(name, help=summary, short_help=summary,
-                   context_settings={"ignore_unknown_options": True,
-                                     "allow_extra_args": True})
+    @click.command(
+        name,
+        help=summary,
+        short_help=summary,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
     def stand_in() -> None:
-        click.echo(f"error: `tidal {name}` comes with the emulator distribution tidal-sim, "
-                   f"which is not installed; install it with: {INSTALL_HINT}", err=True)
+        click.echo(
+            f"error: `tidal {name}` comes with the emulator distribution tidal-sim, "
+            f"which is not installed; install it with: {INSTALL_HINT}",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT)
 
     return stand_in

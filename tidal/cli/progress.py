@@ -27,8 +27,13 @@ class WaveState(StrEnum):
     ROLLED_BACK = "rolled back"
 
 
-_STYLE = {WaveState.WAITING: "dim", WaveState.RUNNING: "bold", WaveState.SUCCEEDED: "green",
-          WaveState.FAILED: "red", WaveState.ROLLED_BACK: "yellow"}
+_STYLE = {
+    WaveState.WAITING: "dim",
+    WaveState.RUNNING: "bold",
+    WaveState.SUCCEEDED: "green",
+    WaveState.FAILED: "red",
+    WaveState.ROLLED_BACK: "yellow",
+}
 
 
 @dataclass
@@ -67,30 +72,38 @@ class SwitchView:
     def apply(self, event: Any) -> tuple[str, str | None] | None:
         """Update the view with an event; a (line, style) to print above it, or None."""
         if isinstance(event, ev.RunStarted):
-            self.title = (f"switch {event.schedule}/{event.window} run {event.run_id}: "
-                          f"{event.workloads} workload(s), {event.waves} wave(s), "
-                          f"trigger {event.trigger}")
+            self.title = (
+                f"switch {event.schedule}/{event.window} run {event.run_id}: "
+                f"{event.workloads} workload(s), {event.waves} wave(s), "
+                f"trigger {event.trigger}"
+            )
             return self.title, "bold"
         if isinstance(event, ev.PolicyChanged):
-            return (f"policy {event.kind} {event.policy}: "
-                    f"{ev.policy_action_text(event.action)}"
-                    + (" (+Lazy)" if event.lazy_added else "")), None
+            return (
+                f"policy {event.kind} {event.policy}: "
+                f"{ev.policy_action_text(event.action)}" + (" (+Lazy)" if event.lazy_added else "")
+            ), None
         if isinstance(event, ev.WorkloadSkipped):
             return f"left out {event.workload}: {event.reason}", "yellow"
         if isinstance(event, ev.FloorBreached):
-            return (f"floor breached: {event.workload} {event.ready} ready in {event.cluster}, "
-                    f"needs {event.required}"), "red"
+            return (
+                f"floor breached: {event.workload} {event.ready} ready in {event.cluster}, "
+                f"needs {event.required}"
+            ), "red"
         if isinstance(event, ev.RunFinished):
             self.result = str(event.result)
-            return (f"run {event.result}" + (f": {event.reason}" if event.reason else ""),
-                    "green" if event.result == RunResult.SUCCEEDED else "red")
+            return (
+                f"run {event.result}" + (f": {event.reason}" if event.reason else ""),
+                "green" if event.result == RunResult.SUCCEEDED else "red",
+            )
         self._wave(event)
         return None
 
     def _wave(self, event: Any) -> None:
         if isinstance(event, ev.WaveStarted) and event.wave is not None:
-            self.waves[(event.wave, event.rollback)] = WaveRow(event.wave, event.rollback,
-                                                               len(event.workloads))
+            self.waves[(event.wave, event.rollback)] = WaveRow(
+                event.wave, event.rollback, len(event.workloads)
+            )
             return
         row = self._current(event)
         if row is None:
@@ -101,9 +114,10 @@ class SwitchView:
         elif isinstance(event, ev.GatePassed) and event.gate is Gate.CONVERGED:
             row.converged = row.total
         elif isinstance(event, ev.WaveFinished):
-            row.state = {WaveResult.SUCCEEDED: WaveState.SUCCEEDED,
-                         WaveResult.ROLLED_BACK: WaveState.ROLLED_BACK}.get(
-                event.result, WaveState.FAILED)
+            row.state = {
+                WaveResult.SUCCEEDED: WaveState.SUCCEEDED,
+                WaveResult.ROLLED_BACK: WaveState.ROLLED_BACK,
+            }.get(event.result, WaveState.FAILED)
             if row.state is WaveState.SUCCEEDED:
                 row.converged = row.total
 
@@ -127,8 +141,12 @@ class SwitchView:
         table.add_column("ready/desired per cluster")
         for row in self.waves.values():
             name = f"{row.index} (rollback)" if row.rollback else str(row.index)
-            table.add_row(name, Text(str(row.state), style=_STYLE[row.state]),
-                          f"{row.converged}/{row.total}", row.clusters())
+            table.add_row(
+                name,
+                Text(str(row.state), style=_STYLE[row.state]),
+                f"{row.converged}/{row.total}",
+                row.clusters(),
+            )
         return Group(table) if self.waves else Text(self.title or "starting...")
 
 
@@ -136,11 +154,18 @@ class LiveProgress:
     """The engine's on_event for a switch on a terminal: the live view on `stream`."""
 
     def __init__(self, stream: IO[str] | None = None, width: int | None = None) -> None:
-        self.console = Console(file=stream or sys.stderr, markup=False, highlight=False,
-                               width=width)
+        self.console = Console(
+            file=stream or sys.stderr, markup=False, highlight=False, width=width
+        )
         self.view = SwitchView()
-        self.live = Live(self.view.render(), console=self.console, refresh_per_second=4,
-                         transient=False, redirect_stdout=False, redirect_stderr=False)
+        self.live = Live(
+            self.view.render(),
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
 
     def __enter__(self) -> LiveProgress:
         self.live.start()

@@ -16,21 +16,38 @@ from tidal.cli.plan import karmada_overrides, karmada_version_option
 
 
 @click.command("run")
-@click.option("--schedules", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="schedules directory (TIDAL_SCHEDULES)")
+@click.option(
+    "--schedules",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="schedules directory (TIDAL_SCHEDULES)",
+)
 @kubeconfig_option
 @context_option
-@click.option("--port", type=int, default=None,
-              help="port for /healthz, /readyz and /metrics (TIDAL_PORT)")
-@click.option("--listen-address", default=None,
-              help="IP address to serve them on (TIDAL_LISTEN_ADDRESS; default 0.0.0.0, every "
-                   "interface; 127.0.0.1 for this host only)")
-@click.option("--identity", default=None,
-              help="leader-election identity (TIDAL_IDENTITY; default hostname-pid)")
+@click.option(
+    "--port", type=int, default=None, help="port for /healthz, /readyz and /metrics (TIDAL_PORT)"
+)
+@click.option(
+    "--listen-address",
+    default=None,
+    help="IP address to serve them on (TIDAL_LISTEN_ADDRESS; default 0.0.0.0, every "
+    "interface; 127.0.0.1 for this host only)",
+)
+@click.option(
+    "--identity",
+    default=None,
+    help="leader-election identity (TIDAL_IDENTITY; default hostname-pid)",
+)
 @karmada_version_option
-def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | None,
-                port: int | None, listen_address: str | None, identity: str | None,
-                karmada_version: str | None) -> None:
+def run_command(
+    schedules: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    port: int | None,
+    listen_address: str | None,
+    identity: str | None,
+    karmada_version: str | None,
+) -> None:
     """Run the daemon: fire every window once, at the right local time, on one replica."""
     from tidal.daemon.app import Daemon, Wiring
     from tidal.karmada.client import KarmadaClient
@@ -40,15 +57,24 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
     from tidal.settings import SettingsError, load_settings
 
     try:
-        settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context,
-                                 port=port, listen_address=listen_address, identity=identity,
-                                 karmada=karmada_overrides(karmada_version))
+        settings = load_settings(
+            schedules=schedules,
+            kubeconfig=kubeconfig,
+            context=context,
+            port=port,
+            listen_address=listen_address,
+            identity=identity,
+            karmada=karmada_overrides(karmada_version),
+        )
     except SettingsError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
     if not settings.schedules.is_dir():
-        click.echo(f"error: schedules directory {settings.schedules} does not exist; "
-                   "set --schedules or TIDAL_SCHEDULES", err=True)
+        click.echo(
+            f"error: schedules directory {settings.schedules} does not exist; "
+            "set --schedules or TIDAL_SCHEDULES",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT)
     configure_logging(settings.log_format, settings.log_level)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # job chatter, not news
@@ -68,9 +94,12 @@ def run_command(schedules: Path | None, kubeconfig: Path | None, context: str | 
     try:
         daemon.start()
     except OSError as exc:
-        click.echo(f"error: cannot serve HTTP on {settings.listen_address} port "
-                   f"{settings.port}: {exc.strerror}; choose another with --port/TIDAL_PORT or "
-                   "--listen-address/TIDAL_LISTEN_ADDRESS", err=True)
+        click.echo(
+            f"error: cannot serve HTTP on {settings.listen_address} port "
+            f"{settings.port}: {exc.strerror}; choose another with --port/TIDAL_PORT or "
+            "--listen-address/TIDAL_LISTEN_ADDRESS",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT) from None
     while not daemon.wait(0.5):
         pass

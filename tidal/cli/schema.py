@@ -20,8 +20,8 @@ def schedule_json_schema() -> dict[str, Any]:
         "$id": SCHEMA_ID,
         **schema,
         "description": "A tidal schedule: windows that switch Karmada policies, and how the "
-                       "workloads are moved (waves, floors). Semantic rules (time zone exists, "
-                       "starts never coincide, swap manifests) are checked by `tidal validate`.",
+        "workloads are moved (waves, floors). Semantic rules (time zone exists, "
+        "starts never coincide, swap manifests) are checked by `tidal validate`.",
     }
 
 

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
-            ) -> tuple[Any, Any, list[Any]]:
+def connect(
+    schedules: Path | None, kubeconfig: Path | None, context: str | None
+) -> tuple[Any, Any, list[Any]]:
     """Settings, a client and the loaded schedules, or a one-line error and exit 1."""
     from tidal.karmada.client import KarmadaClient
     from tidal.karmada.errors import KarmadaError
@@ -32,8 +33,11 @@ def connect(schedules: Path | None, kubeconfig: Path | None, context: str | None
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
     if not settings.schedules.exists():
-        click.echo(f"error: schedules {settings.schedules} does not exist; pass --schedules DIR "
-                   "or set TIDAL_SCHEDULES", err=True)
+        click.echo(
+            f"error: schedules {settings.schedules} does not exist; pass --schedules DIR "
+            "or set TIDAL_SCHEDULES",
+            err=True,
+        )
         raise SystemExit(USAGE_ERROR)
     try:
         client = KarmadaClient.from_settings(settings)
@@ -73,8 +77,11 @@ def last_run(entry: dict[str, Any]) -> dict[str, Any]:
     started it: the daemon or `tidal switch`), unless a later start was handled without one
     (missed, skipped, refused)."""
     handled, run = entry["lastHandled"] or {}, entry["lastRun"] or {}
-    if not run or (handled and handled.get("runId") != run.get("runId")
-                   and str(handled.get("start") or "") > str(run.get("startedAt") or "")):
+    if not run or (
+        handled
+        and handled.get("runId") != run.get("runId")
+        and str(handled.get("start") or "") > str(run.get("startedAt") or "")
+    ):
         return handled
     outcome = run.get("result") or f"running ({run.get('phase')})"
     return {"window": run.get("window"), "start": run.get("startedAt"), "outcome": outcome}
@@ -111,8 +118,10 @@ def state_flags(s: dict[str, Any], zone: tzinfo) -> list[str]:
     if s["blocked"]:
         flags.append(f"blocked: {s['blocked']['reason']} (repair: {s['blocked']['repair']})")
     flags += [f"{held['policy']} held Lazy" for held in s["lazyHeld"]]
-    flags += [f"wave {left['wave']} override(s) left: {left['reason']}"
-              for left in (s["lastRun"] or {}).get("overridesLeft") or []]
+    flags += [
+        f"wave {left['wave']} override(s) left: {left['reason']}"
+        for left in (s["lastRun"] or {}).get("overridesLeft") or []
+    ]
     if s.get("leftovers"):
         flags.append(leftover_note(s["leftovers"]))
     return flags
@@ -140,38 +149,71 @@ def status_table(report: dict[str, Any], utc: bool) -> Table:
         last = last_run(s)
         nxt = s["nextStart"] or {}
         table.add_row(
-            s["name"], _in_force(s["windowInForce"] or {}, zone),
-            f"{last.get('window', '-')} {_when(last.get('start'), zone)}", last.get("outcome", "-"),
+            s["name"],
+            _in_force(s["windowInForce"] or {}, zone),
+            f"{last.get('window', '-')} {_when(last.get('start'), zone)}",
+            last.get("outcome", "-"),
             f"{nxt.get('window', '-')} {_when(nxt.get('start'), zone)}",
             ", ".join(state_flags(s, zone)) or "active",
-            ", ".join(d["policy"] for d in s["drift"]) or "-")
+            ", ".join(d["policy"] for d in s["drift"]) or "-",
+        )
     return table
 
 
 @click.command("status")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
-@click.option("--schedules", type=click.Path(path_type=Path), default=None,
-              help="schedules directory (TIDAL_SCHEDULES)")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--schedules",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="schedules directory (TIDAL_SCHEDULES)",
+)
 @kubeconfig_option
 @context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
 @click.argument("name", required=False)
-@click.option("--watch", "watching", is_flag=True,
-              help="a live view of the latest run per wave and cluster, refreshed every "
-                   "--interval (Ctrl-C ends it); off a terminal one JSON line per change")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
-              help="seconds between two refreshes of --watch")
-@click.option("--until-done", is_flag=True,
-              help="with --watch: stop when the runs watched have finished (exit 0: all "
-                   "succeeded, 2: one did not)")
-@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              metavar="FILE",
-              help="write a PNG of NAME's latest run (ready vs desired per cluster, floors, "
-                   "waves) to FILE; needs matplotlib (pip install 'tidal[plot]')")
-def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
-                   context: str | None, utc: bool, name: str | None, watching: bool,
-                   interval: float, until_done: bool, plot: Path | None) -> None:
+@click.option(
+    "--watch",
+    "watching",
+    is_flag=True,
+    help="a live view of the latest run per wave and cluster, refreshed every "
+    "--interval (Ctrl-C ends it); off a terminal one JSON line per change",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="seconds between two refreshes of --watch",
+)
+@click.option(
+    "--until-done",
+    is_flag=True,
+    help="with --watch: stop when the runs watched have finished (exit 0: all "
+    "succeeded, 2: one did not)",
+)
+@click.option(
+    "--plot",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="write a PNG of NAME's latest run (ready vs desired per cluster, floors, "
+    "waves) to FILE; needs matplotlib (pip install 'tidal[plot]')",
+)
+def status_command(
+    output: str,
+    schedules: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    utc: bool,
+    name: str | None,
+    watching: bool,
+    interval: float,
+    until_done: bool,
+    plot: Path | None,
+) -> None:
     """Show every schedule (or NAME): window in force, last run and result, next start,
     suspended, holds and skips, policy drift, and the current leader. --watch follows the
     latest run live; --plot FILE draws it."""
@@ -185,11 +227,25 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
     if name is not None or plot is not None:
         loaded = _one(loaded, name, settings.schedules, required=plot is not None)
     if watching or plot is not None:
-        raise SystemExit(_live(settings, client, loaded, plot=plot, interval=interval,
-                               until_done=until_done, lines=output == "json"))
+        raise SystemExit(
+            _live(
+                settings,
+                client,
+                loaded,
+                plot=plot,
+                interval=interval,
+                until_done=until_done,
+                lines=output == "json",
+            )
+        )
     try:
-        report = build_status(client, settings.state_namespace,
-                              settings.leader_election.lease_name, loaded, SystemClock().now())
+        report = build_status(
+            client,
+            settings.state_namespace,
+            settings.leader_election.lease_name,
+            loaded,
+            SystemClock().now(),
+        )
     except KarmadaError as exc:
         click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
@@ -204,14 +260,24 @@ def status_command(output: str, schedules: Path | None, kubeconfig: Path | None,
     known = {s["name"] for s in report["schedules"]}
     orphans = [x for x in report["leftovers"]["items"] if x["schedule"] not in known]
     if orphans:
-        click.echo(f"{leftover_note(orphans)} of schedules not loaded here "
-                   f"({', '.join(sorted({str(x['schedule']) for x in orphans}))}); "
-                   "`tidal cleanup` sweeps them")
+        click.echo(
+            f"{leftover_note(orphans)} of schedules not loaded here "
+            f"({', '.join(sorted({str(x['schedule']) for x in orphans}))}); "
+            "`tidal cleanup` sweeps them"
+        )
     raise SystemExit(OK)
 
 
-def _live(settings: Any, client: Any, loaded: list[Any], *, plot: Path | None,
-          interval: float, until_done: bool, lines: bool) -> int:
+def _live(
+    settings: Any,
+    client: Any,
+    loaded: list[Any],
+    *,
+    plot: Path | None,
+    interval: float,
+    until_done: bool,
+    lines: bool,
+) -> int:
     """--plot FILE (NAME's latest run drawn) or --watch (the live view); the exit code."""
     from tidal.cli import status_live
     from tidal.daemon.state import StateStore
@@ -222,8 +288,13 @@ def _live(settings: Any, client: Any, loaded: list[Any], *, plot: Path | None,
         if plot is not None:
             click.echo(f"wrote {status_live.plot(store, loaded[0], plot)}")
             return OK
-        return status_live.watch(status_live.Watcher(client, store, loaded), interval=interval,
-                                 until_done=until_done, width=settings.columns, lines=lines)
+        return status_live.watch(
+            status_live.Watcher(client, store, loaded),
+            interval=interval,
+            until_done=until_done,
+            width=settings.columns,
+            lines=lines,
+        )
     except KarmadaError as exc:
         click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
         return INVALID_INPUT
@@ -235,13 +306,18 @@ def _one(loaded: list[Any], name: str | None, where: Path, *, required: bool) ->
     if name is None:
         if len(loaded) == 1:
             return loaded
-        click.echo(f"error: --plot draws one schedule: name it (tidal status NAME --plot FILE; "
-                   f"known in {where}: {', '.join(known) or 'none'})", err=True)
+        click.echo(
+            f"error: --plot draws one schedule: name it (tidal status NAME --plot FILE; "
+            f"known in {where}: {', '.join(known) or 'none'})",
+            err=True,
+        )
         raise SystemExit(USAGE_ERROR)
     chosen = [item for item in loaded if item.schedule.name == name]
     if not chosen:
-        click.echo(f"error: no schedule {name!r} in {where} (known: {', '.join(known) or 'none'})",
-                   err=True)
+        click.echo(
+            f"error: no schedule {name!r} in {where} (known: {', '.join(known) or 'none'})",
+            err=True,
+        )
         raise SystemExit(USAGE_ERROR)
     return chosen
 

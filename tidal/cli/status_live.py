@@ -89,8 +89,15 @@ def _finished(runs: list[tuple[RunState, list[Any], list[str]]]) -> int | None:
     return OK if all(s.result is RunResult.SUCCEEDED for s, _, _ in runs) else WAVE_FAILED
 
 
-def watch(watcher: Watcher, *, interval: float, until_done: bool, width: int | None,
-          lines: bool = False, sleep: Callable[[float], None] = time.sleep) -> int:
+def watch(
+    watcher: Watcher,
+    *,
+    interval: float,
+    until_done: bool,
+    width: int | None,
+    lines: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """Refresh until Ctrl-C (or, with until_done, the runs' end); the exit code. `lines`: JSON
     lines even on a terminal (`-o json`)."""
     try:
@@ -101,8 +108,13 @@ def watch(watcher: Watcher, *, interval: float, until_done: bool, width: int | N
         return OK
 
 
-def _watch_live(watcher: Watcher, interval: float, until_done: bool, width: int | None,
-                sleep: Callable[[float], None]) -> int:
+def _watch_live(
+    watcher: Watcher,
+    interval: float,
+    until_done: bool,
+    width: int | None,
+    sleep: Callable[[float], None],
+) -> int:
     from rich.console import Console
     from rich.live import Live
 
@@ -117,8 +129,9 @@ def _watch_live(watcher: Watcher, interval: float, until_done: bool, width: int 
             sleep(interval)
 
 
-def _watch_lines(watcher: Watcher, interval: float, until_done: bool,
-                 sleep: Callable[[float], None]) -> int:
+def _watch_lines(
+    watcher: Watcher, interval: float, until_done: bool, sleep: Callable[[float], None]
+) -> int:
     last: list[dict[str, Any]] | None = None
     while True:
         runs = watcher.refresh()
@@ -142,8 +155,11 @@ def plot(store: Any, item: Any, path: Path) -> Path:
 
     state = store.load(item.schedule.name)
     if state is None:
-        click.echo(f"error: {item.schedule.name} has no run to draw yet (`tidal status` shows "
-                   "its next start)", err=True)
+        click.echo(
+            f"error: {item.schedule.name} has no run to draw yet (`tidal status` shows "
+            "its next start)",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT)
     try:
         return draw(path, [run_panel(state, floors_of(item, state.window))])
@@ -151,6 +167,8 @@ def plot(store: Any, item: Any, path: Path) -> Path:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(INVALID_INPUT) from None
     except OSError as exc:
-        click.echo(f"error: cannot write {path}: {exc.strerror or exc}; pass --plot a "
-                   "writable file", err=True)
+        click.echo(
+            f"error: cannot write {path}: {exc.strerror or exc}; pass --plot a writable file",
+            err=True,
+        )
         raise SystemExit(INVALID_INPUT) from None

@@ -71,18 +71,34 @@ def _progress(settings: Any) -> Iterator[Any]:
 @kubeconfig_option
 @context_option
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
-              help="json: print the run record (the default when stdout is not a terminal); "
-                   "text: one summary line")
-@click.option("--teams", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="the team estimator's TeamCapacity file, when one is deployed "
-                   "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="json: print the run record (the default when stdout is not a terminal); "
+    "text: one summary line",
+)
+@click.option(
+    "--teams",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="the team estimator's TeamCapacity file, when one is deployed "
+    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
+)
 @karmada_version_option
 @allow_unchecked_option
-def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
-                   context: str | None, yes: bool, output: str | None,
-                   teams: Path | None, karmada_version: str | None,
-                   allow_unchecked: bool) -> None:
+def switch_command(
+    schedule_file: Path,
+    window: str,
+    kubeconfig: Path | None,
+    context: str | None,
+    yes: bool,
+    output: str | None,
+    teams: Path | None,
+    karmada_version: str | None,
+    allow_unchecked: bool,
+) -> None:
     """Run a window's switch now: policies changed, workloads moved in waves, floors held."""
     from tidal.daemon.manual import LockBusy
     from tidal.engine.journal import FencedOut, JournalLost
@@ -104,8 +120,15 @@ def switch_command(schedule_file: Path, window: str, kubeconfig: Path | None,
             _confirm(client, loaded, window, team, output, settings)
         journal = _journal(client, settings)
         record = _carry_out(client, loaded, window, team, journal, settings)
-    except (PlanRefused, PolicyWritesRefused, ResolveError, FencedOut, JournalLost, LockBusy,
-            KarmadaError) as exc:
+    except (
+        PlanRefused,
+        PolicyWritesRefused,
+        ResolveError,
+        FencedOut,
+        JournalLost,
+        LockBusy,
+        KarmadaError,
+    ) as exc:
         _exit_for(exc, loaded)
     finally:
         if journal is not None:
@@ -135,15 +158,15 @@ def _exit_for(exc: Exception, loaded: Any) -> NoReturn:
     if isinstance(exc, FencedOut):
         fail(str(exc), WAVE_FAILED)
     if isinstance(exc, JournalLost):
-        fail(f"{exc}; stopped at once: run `tidal switch` again to carry the switch on",
-             WAVE_FAILED)
+        fail(
+            f"{exc}; stopped at once: run `tidal switch` again to carry the switch on", WAVE_FAILED
+        )
     if isinstance(exc, KarmadaError):
         fail(f"Karmada API: {exc}")
     fail(str(exc))  # ResolveError, LockBusy
 
 
-def _confirm(client: Any, loaded: Any, window: str, team: Any, output: str,
-             settings: Any) -> None:
+def _confirm(client: Any, loaded: Any, window: str, team: Any, output: str, settings: Any) -> None:
     """Show the plan and ask before anything is written (exits when unsafe or declined)."""
     from tidal.engine.planning import build_plan
     from tidal.engine.preflight import preflight, ready_field_of
@@ -160,8 +183,9 @@ def _confirm(client: Any, loaded: Any, window: str, team: Any, output: str,
         raise SystemExit(DECLINED)
 
 
-def _carry_out(client: Any, loaded: Any, window: str, team: Any, journal: Any,
-               settings: Any) -> Any:
+def _carry_out(
+    client: Any, loaded: Any, window: str, team: Any, journal: Any, settings: Any
+) -> Any:
     """Run the switch with its Events, the live progress on a terminal, and the operator's
     pause/promote/abort between waves; the run record."""
     from tidal.daemon.interlude import OperatorInterlude
@@ -177,12 +201,17 @@ def _carry_out(client: Any, loaded: Any, window: str, team: Any, journal: Any,
             for observer in observers:
                 observer(event)
 
-        return run_switch(client, loaded, window, clock=SystemClock(), journal=journal,
-                          on_event=on_event,
-                          policy_settle=settings.karmada.policy_settle_seconds,
-                          interlude=OperatorInterlude(journal.store, loaded.schedule.name,
-                                                      SystemClock()),
-                          team=team)
+        return run_switch(
+            client,
+            loaded,
+            window,
+            clock=SystemClock(),
+            journal=journal,
+            on_event=on_event,
+            policy_settle=settings.karmada.policy_settle_seconds,
+            interlude=OperatorInterlude(journal.store, loaded.schedule.name, SystemClock()),
+            team=team,
+        )
 
 
 def _report(record: Any, output: str) -> None:
@@ -193,40 +222,56 @@ def _report(record: Any, output: str) -> None:
     for warning in record.warnings:
         click.echo(f"warning: {warning}", err=True)
     waves = ", ".join(f"{w.index}:{w.result}" for w in record.waves) or "none"
-    click.echo(f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
-               + (" (already in force)" if record.noop else "") + f"; waves {waves}"
-               + (f"; {record.reason}" if record.reason else ""))
+    click.echo(
+        f"{record.schedule}/{record.window} run {record.run_id}: {record.result}"
+        + (" (already in force)" if record.noop else "")
+        + f"; waves {waves}"
+        + (f"; {record.reason}" if record.reason else "")
+    )
 
 
-def left_behind(record: Any, loaded: Any, kubeconfig: Path | None, context: str | None
-                ) -> list[str]:
+def left_behind(
+    record: Any, loaded: Any, kubeconfig: Path | None, context: str | None
+) -> list[str]:
     """What a failed run left in place, and the commands that finish or undo it."""
     import json
     import shlex
 
     if not record.left_lazy:
         return []
-    flags = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in
-                    (("--kubeconfig", kubeconfig), ("--context", context)) if value)
+    flags = "".join(
+        f" {flag} {shlex.quote(str(value))}"
+        for flag, value in (("--kubeconfig", kubeconfig), ("--context", context))
+        if value
+    )
     lines, undos = [], []
     for policy, restores_to in record.left_lazy:
         kind, *where = policy.split("/")
         name, namespace = where[-1], (where[0] if len(where) == 2 else None)
-        lines.append(f"left: {kind} {'/'.join(where)} stays activationPreference: Lazy "
-                     f"(tidal added it; it goes back to {restores_to or 'unset'}); templates "
-                     "it claims move only when touched")
-        others = [w.name for w in loaded.schedule.spec.windows if w.name != record.window
-                  and any(r.name == name for c in w.policies for r in c.policy_refs())]
-        patch = json.dumps({"spec": {"activationPreference": restores_to}},
-                           separators=(",", ":"))
+        lines.append(
+            f"left: {kind} {'/'.join(where)} stays activationPreference: Lazy "
+            f"(tidal added it; it goes back to {restores_to or 'unset'}); templates "
+            "it claims move only when touched"
+        )
+        others = [
+            w.name
+            for w in loaded.schedule.spec.windows
+            if w.name != record.window
+            and any(r.name == name for c in w.policies for r in c.policy_refs())
+        ]
+        patch = json.dumps({"spec": {"activationPreference": restores_to}}, separators=(",", ":"))
         ns = f" -n {namespace}" if namespace else ""
-        undo = (f"`tidal switch {loaded.path} --window {others[0]}{flags}` puts that window in "
-                "force and lifts the Lazy, or " if others else "") + \
-            f"`kubectl patch {kind.lower()} {name}{ns} --type merge -p '{patch}'` lifts it " \
-            "by hand"
+        undo = (
+            f"`tidal switch {loaded.path} --window {others[0]}{flags}` puts that window in "
+            "force and lifts the Lazy, or "
+            if others
+            else ""
+        ) + f"`kubectl patch {kind.lower()} {name}{ns} --type merge -p '{patch}'` lifts it by hand"
         undos.append(f"to undo: {undo}")
-    lines.append(f"to finish: fix the cause, then `tidal switch {loaded.path} --window "
-                 f"{record.window}{flags}` runs the waves not done and lifts the Lazy")
+    lines.append(
+        f"to finish: fix the cause, then `tidal switch {loaded.path} --window "
+        f"{record.window}{flags}` runs the waves not done and lifts the Lazy"
+    )
     return lines + undos
 
 
@@ -239,10 +284,14 @@ def _events(client: Any, settings: Any, journal: Any) -> Any:
     from tidal.observe import EngineObserver
 
     return EngineObserver(
-        Metrics(), recorder=EventRecorder(client, instance=f"cli:{settings.identity}",
-                                          may_write=journal.holds_lock),
-        state_object=lambda schedule: configmap_ref(run_object_name(schedule),
-                                                    settings.state_namespace))
+        Metrics(),
+        recorder=EventRecorder(
+            client, instance=f"cli:{settings.identity}", may_write=journal.holds_lock
+        ),
+        state_object=lambda schedule: configmap_ref(
+            run_object_name(schedule), settings.state_namespace
+        ),
+    )
 
 
 def _journal(client: Any, settings: Any) -> Any:
@@ -251,24 +300,46 @@ def _journal(client: Any, settings: Any) -> Any:
     from tidal.daemon.manual import ManualRunJournal
     from tidal.domain.clock import SystemClock
 
-    return ManualRunJournal(client, settings.state_namespace, settings.identity, SystemClock(),
-                            ElectionTimings.of(settings.leader_election))
+    return ManualRunJournal(
+        client,
+        settings.state_namespace,
+        settings.identity,
+        SystemClock(),
+        ElectionTimings.of(settings.leader_election),
+    )
 
 
 @click.command("retry")
 @click.argument("name")
-@click.option("--schedules", type=click.Path(path_type=Path), default=None,
-              help="schedules directory (TIDAL_SCHEDULES)")
+@click.option(
+    "--schedules",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="schedules directory (TIDAL_SCHEDULES)",
+)
 @kubeconfig_option
 @context_option
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default=None,
-              help="as for `tidal switch`")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="as for `tidal switch`",
+)
 @daemon_options
 @click.pass_context
-def retry_command(ctx: click.Context, name: str, schedules: Path | None,
-                  kubeconfig: Path | None, context: str | None, yes: bool,
-                  output: str | None, daemon_url: str | None, token_file: Path | None) -> None:
+def retry_command(
+    ctx: click.Context,
+    name: str,
+    schedules: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    yes: bool,
+    output: str | None,
+    daemon_url: str | None,
+    token_file: Path | None,
+) -> None:
     """Re-run NAME's failed switch: its window again, from the wave that failed (the waves
     done stay done), as `tidal switch` does; exits as `tidal switch`. With --daemon, the
     daemon runs it (the command returns once the daemon has taken it)."""
@@ -283,17 +354,26 @@ def retry_command(ctx: click.Context, name: str, schedules: Path | None,
     settings, client, loaded = connect(schedules, kubeconfig, context)
     item = next((s for s in loaded if s.schedule.name == name), None)
     if item is None:
-        fail(f"no schedule {name!r} in {settings.schedules} "
-             f"(known: {', '.join(sorted(s.schedule.name for s in loaded)) or 'none'})")
+        fail(
+            f"no schedule {name!r} in {settings.schedules} "
+            f"(known: {', '.join(sorted(s.schedule.name for s in loaded)) or 'none'})"
+        )
     try:
         run = failed_run(StateStore(client, settings.state_namespace), name)
     except CommandRefused as exc:
         fail(str(exc))
     finally:
         client.close()
-    ctx.invoke(switch_command, schedule_file=item.path, window=run.window,
-               kubeconfig=kubeconfig, context=context, yes=yes, output=output,
-               karmada_version=None)
+    ctx.invoke(
+        switch_command,
+        schedule_file=item.path,
+        window=run.window,
+        kubeconfig=kubeconfig,
+        context=context,
+        yes=yes,
+        output=output,
+        karmada_version=None,
+    )
 
 
 COMMANDS = [switch_command, retry_command]

@@ -12,27 +12,48 @@ from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.loading import LocatedError, load_schedules
 from tidal.loading.policies import POLICY_KINDS, PolicySchemas
 
-NOT_CHECKED = ("note: policy patches and swap manifests were not checked against the Karmada "
-               "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
-               "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or --kubeconfig to use the "
-               "control plane's published schemas, or run `tidal plan`, which dry-runs every "
-               "policy write on the Karmada apiserver")
+NOT_CHECKED = (
+    "note: policy patches and swap manifests were not checked against the Karmada "
+    "CRD schemas (none found), so a misspelt or mistyped policy field passes here; "
+    "pass --crds DIR (or set TIDAL_KARMADA_CRDS), or --kubeconfig to use the "
+    "control plane's published schemas, or run `tidal plan`, which dry-runs every "
+    "policy write on the Karmada apiserver"
+)
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, required=True,
-                type=click.Path(path_type=Path, exists=False))
-@click.option("-o", "--output", "output", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="text: errors on stderr; json: a list of errors on stdout")
-@click.option("--crds", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="directory of the Karmada CRDs used to check policy manifests and patches "
-                   "[default: TIDAL_KARMADA_CRDS]")
-@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="also check floor clusters against the Clusters of this control plane, and "
-                   "policies against its published schemas (when no --crds is given)")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=False))
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: errors on stderr; json: a list of errors on stdout",
+)
+@click.option(
+    "--crds",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="directory of the Karmada CRDs used to check policy manifests and patches "
+    "[default: TIDAL_KARMADA_CRDS]",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="also check floor clusters against the Clusters of this control plane, and "
+    "policies against its published schemas (when no --crds is given)",
+)
 @click.option("--context", default=None, help="kubeconfig context (with --kubeconfig)")
-def validate_command(paths: tuple[Path, ...], output: str, crds: Path | None,
-                     kubeconfig: Path | None, context: str | None) -> None:
+def validate_command(
+    paths: tuple[Path, ...],
+    output: str,
+    crds: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> None:
     """Check schedule files (files or directories, recursively *.yaml/*.yml).
 
     Exit 0 when everything is valid, 1 otherwise.

@@ -26,13 +26,16 @@ from tidal.karmada.views import BindingView
 
 Bindings = Mapping[str, Mapping[str, Any]]  # "namespace/Kind/name" of the template -> binding
 
-_DONE = {WaveResult.SUCCEEDED: WaveState.SUCCEEDED, WaveResult.FAILED: WaveState.FAILED,
-         WaveResult.ROLLED_BACK: WaveState.ROLLED_BACK,
-         WaveResult.FAILED_ROLLED_BACK: WaveState.ROLLED_BACK}
+_DONE = {
+    WaveResult.SUCCEEDED: WaveState.SUCCEEDED,
+    WaveResult.FAILED: WaveState.FAILED,
+    WaveResult.ROLLED_BACK: WaveState.ROLLED_BACK,
+    WaveResult.FAILED_ROLLED_BACK: WaveState.ROLLED_BACK,
+}
 
 
 def template_key(binding: Mapping[str, Any]) -> str:
-    """"namespace/Kind/name" of the template a binding binds (its spec.resource)."""
+    """ "namespace/Kind/name" of the template a binding binds (its spec.resource)."""
     ref = BindingView.of(binding).spec.get("resource") or {}
     return f"{ref.get('namespace') or ''}/{ref.get('kind')}/{ref.get('name')}"
 
@@ -43,8 +46,11 @@ def converged(binding: Mapping[str, Any] | None, ready_field: str | None = None)
         return False
     view = BindingView.of(binding)
     assigned = view.assignment()
-    if not assigned or view.generation is None or \
-            view.scheduler_observed_generation != view.generation:
+    if (
+        not assigned
+        or view.generation is None
+        or view.scheduler_observed_generation != view.generation
+    ):
         return False
     ready = view.ready(ready_field)
     return all(ready.get(c, 0) >= n for c, n in assigned.items())
@@ -62,8 +68,7 @@ def _state(wave: WaveRecord, running: bool) -> WaveState:
     return WaveState.RUNNING if running and wave.started_at else WaveState.WAITING
 
 
-def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
-             ) -> list[WaveRow]:
+def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None) -> list[WaveRow]:
     """One row per wave of the run, with the figures of its workloads' bindings now."""
     running = not state.finished
     rows = [_wave_row(wave, running, bindings, ready_field) for wave in state.waves]
@@ -77,8 +82,9 @@ def run_rows(state: RunState, bindings: Bindings, ready_field: str | None = None
     return rows
 
 
-def _wave_row(wave: WaveRecord, running: bool, bindings: Bindings, ready_field: str | None
-              ) -> WaveRow:
+def _wave_row(
+    wave: WaveRecord, running: bool, bindings: Bindings, ready_field: str | None
+) -> WaveRow:
     """A wave's row: its workloads' ready and desired per cluster, and how many converged."""
     row = WaveRow(wave.index, False, len(wave.workloads), _state(wave, running))
     for key in wave.workloads:
@@ -90,8 +96,11 @@ def _wave_row(wave: WaveRecord, running: bool, bindings: Bindings, ready_field: 
             row.ready[c] = row.ready.get(c, 0) + n
         for c, n in view.assignment().items():
             row.desired[c] = row.desired.get(c, 0) + n
-        if row.state is not WaveState.SUCCEEDED and moved(wave, key) and \
-                converged(binding, ready_field):
+        if (
+            row.state is not WaveState.SUCCEEDED
+            and moved(wave, key)
+            and converged(binding, ready_field)
+        ):
             row.converged += 1
     if row.state is WaveState.SUCCEEDED:
         row.converged = row.total
@@ -100,12 +109,17 @@ def _wave_row(wave: WaveRecord, running: bool, bindings: Bindings, ready_field: 
     return row
 
 
-def floor_notes(state: RunState, bindings: Bindings, floors: Sequence[FloorRule],
-                ready_field: str | None = None) -> list[str]:
+def floor_notes(
+    state: RunState, bindings: Bindings, floors: Sequence[FloorRule], ready_field: str | None = None
+) -> list[str]:
     """`floor cluster-b: lowest 4 ready (needs 1)` per ready-replica floor, over the run's
     workloads that have replicas (for `*`: in each cluster a workload is assigned)."""
-    views = [BindingView.of(bindings[str(k)]) for w in state.waves for k in w.workloads
-             if str(k) in bindings]
+    views = [
+        BindingView.of(bindings[str(k)])
+        for w in state.waves
+        for k in w.workloads
+        if str(k) in bindings
+    ]
     views = [v for v in views if sum(v.assignment().values()) or v.replicas]
     notes = []
     for rule in floors:
@@ -124,9 +138,11 @@ def floor_notes(state: RunState, bindings: Bindings, floors: Sequence[FloorRule]
 
 def title(state: RunState) -> str:
     outcome = str(state.result) if state.result is not None else f"running ({state.phase})"
-    return (f"{state.schedule}/{state.window} run {state.run_id}: {outcome}; "
-            f"{sum(len(w.workloads) for w in state.waves)} workload(s), "
-            f"{len(state.waves)} wave(s)")
+    return (
+        f"{state.schedule}/{state.window} run {state.run_id}: {outcome}; "
+        f"{sum(len(w.workloads) for w in state.waves)} workload(s), "
+        f"{len(state.waves)} wave(s)"
+    )
 
 
 def view_of(state: RunState, rows: list[WaveRow]) -> SwitchView:
@@ -140,13 +156,27 @@ def view_of(state: RunState, rows: list[WaveRow]) -> SwitchView:
 def document(state: RunState, rows: list[WaveRow], notes: list[str]) -> dict[str, Any]:
     """The JSON of one refresh (off a terminal, one such document a line per change)."""
     return {
-        "schedule": state.schedule, "window": state.window, "runId": state.run_id,
-        "phase": str(state.phase), "result": str(state.result) if state.result else None,
-        "waves": [{"wave": r.index, "state": str(r.state), "converged": r.converged,
-                   "total": r.total,
-                   "clusters": {c: {"ready": min(r.ready.get(c, 0), n), "desired": n,
-                                    "leaving": max(0, r.ready.get(c, 0) - n)}
-                                for c, n in sorted(r.desired.items())}}
-                  for r in rows],
+        "schedule": state.schedule,
+        "window": state.window,
+        "runId": state.run_id,
+        "phase": str(state.phase),
+        "result": str(state.result) if state.result else None,
+        "waves": [
+            {
+                "wave": r.index,
+                "state": str(r.state),
+                "converged": r.converged,
+                "total": r.total,
+                "clusters": {
+                    c: {
+                        "ready": min(r.ready.get(c, 0), n),
+                        "desired": n,
+                        "leaving": max(0, r.ready.get(c, 0) - n),
+                    }
+                    for c, n in sorted(r.desired.items())
+                },
+            }
+            for r in rows
+        ],
         "floors": notes,
     }

@@ -60,26 +60,50 @@ EXIT_LOST_LEADERSHIP = 1
 class EngineRunSwitch:
     """tidal.engine.switch.run_switch with the daemon's settings for every run."""
 
-    def __init__(self, settings: Settings,
-                 on_command: Callable[[str, str, str], None] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, on_command: Callable[[str, str, str], None] | None = None
+    ) -> None:
         self.policy_settle = settings.karmada.policy_settle_seconds
         self.on_command = on_command  # an operator's command a run acted on (metered)
         self.estimator = settings.estimator  # its teams file: dynamic splits take it in
 
-    def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
-                 clock: Clock, journal: Journal, on_event: OnEvent,
-                 run_id: str | None = None, resume: RunState | None = None,
-                 budget: SurgeBudget | None = None, reads: SharedReads | None = None
-                 ) -> RunOutcome:
+    def __call__(
+        self,
+        client: KarmadaClient,
+        loaded: LoadedSchedule,
+        window_name: str,
+        *,
+        clock: Clock,
+        journal: Journal,
+        on_event: OnEvent,
+        run_id: str | None = None,
+        resume: RunState | None = None,
+        budget: SurgeBudget | None = None,
+        reads: SharedReads | None = None,
+    ) -> RunOutcome:
         from tidal.daemon.interlude import OperatorInterlude
         from tidal.engine.switch import run_switch
 
-        interlude = OperatorInterlude(journal, loaded.schedule.name, clock, self.on_command) \
-            if isinstance(journal, StateStore) else None
-        return run_switch(client, loaded, window_name, clock=clock, journal=journal,
-                          on_event=on_event, run_id=run_id, resume=resume, budget=budget,
-                          reads=reads, policy_settle=self.policy_settle, interlude=interlude,
-                          team=self._team(client))
+        interlude = (
+            OperatorInterlude(journal, loaded.schedule.name, clock, self.on_command)
+            if isinstance(journal, StateStore)
+            else None
+        )
+        return run_switch(
+            client,
+            loaded,
+            window_name,
+            clock=clock,
+            journal=journal,
+            on_event=on_event,
+            run_id=run_id,
+            resume=resume,
+            budget=budget,
+            reads=reads,
+            policy_settle=self.policy_settle,
+            interlude=interlude,
+            team=self._team(client),
+        )
 
     def _team(self, client: KarmadaClient) -> TeamEstimate | None:
         """The team estimate for this run (the teams file read now, the members once); None
@@ -96,8 +120,7 @@ class EngineRunSwitch:
         except TeamsFileError as exc:
             log.warning("estimator_teams_invalid", error=str(exc).splitlines()[0])
             return None
-        return team_estimate(client, teams, lambda: datetime.now(UTC),
-                             self.estimator.stale_seconds)
+        return team_estimate(client, teams, lambda: datetime.now(UTC), self.estimator.stale_seconds)
 
 
 class _AlwaysLeader:
@@ -132,14 +155,16 @@ class Wiring:
 
 
 class Daemon:
-    def __init__(self, settings: Settings, *, client: KarmadaClient,
-                 wiring: Wiring = Wiring()) -> None:
+    def __init__(
+        self, settings: Settings, *, client: KarmadaClient, wiring: Wiring = Wiring()
+    ) -> None:
         self.settings = settings
         self.client = client
         self.clock = wiring.clock or SystemClock()
         self.exporter = wiring.metrics  # the engine observer reports through it (and Events)
-        self.metrics: DaemonMetrics = wiring.metrics if wiring.metrics is not None \
-            else NullMetrics()
+        self.metrics: DaemonMetrics = (
+            wiring.metrics if wiring.metrics is not None else NullMetrics()
+        )
         self.identity = settings.identity
         self._stop = threading.Event()
         self._stopping = False
@@ -148,35 +173,61 @@ class Daemon:
         self._observers = [o for o in (wiring.on_event, self._observer()) if o is not None]
         self.timings = ElectionTimings.of(settings.leader_election)  # the lease's and locks'
         self.elector = self._elector(wiring.lease_store)
-        self.state = StateStore(client, settings.state_namespace, guard=self.may_act,
-                                writer=f"daemon:{settings.identity}")
+        self.state = StateStore(
+            client,
+            settings.state_namespace,
+            guard=self.may_act,
+            writer=f"daemon:{settings.identity}",
+        )
         self.directory = ScheduleDirectory(
-            Path(settings.schedules), wiring.load or loader_for(settings.karmada_crds, client))
+            Path(settings.schedules), wiring.load or loader_for(settings.karmada_crds, client)
+        )
         api = settings.api
-        self.reads = SharedReads(client, max_watch_seconds=api.shared_watch_seconds) \
-            if api.shared_watch else None
-        self.budget = SharedBudget(self.clock, on_change=self._budget_changed,
-                                   settle_seconds=settings.scheduler.capacity_settle_seconds)
+        self.reads = (
+            SharedReads(client, max_watch_seconds=api.shared_watch_seconds)
+            if api.shared_watch
+            else None
+        )
+        self.budget = SharedBudget(
+            self.clock,
+            on_change=self._budget_changed,
+            settle_seconds=settings.scheduler.capacity_settle_seconds,
+        )
         self.queue = QueuePublisher(client, settings.state_namespace, self.identity, self.clock)
         self.reconciler = Reconciler(
-            client=client, state=self.state,
+            client=client,
+            state=self.state,
             run_switch=wiring.run_switch or EngineRunSwitch(settings, self.metrics.run_command),
             clock=self.clock,
-            get_schedule=self.directory.get, is_leader=self.may_act, on_event=self._emit,
-            on_fenced=self._fenced, metrics=self.metrics, lock_for=self._run_lock,
+            get_schedule=self.directory.get,
+            is_leader=self.may_act,
+            on_event=self._emit,
+            on_fenced=self._fenced,
+            metrics=self.metrics,
+            lock_for=self._run_lock,
             max_clock_skew=settings.scheduler.max_clock_skew_seconds,
-            shared_for=self._shared_for)
-        self.dispatcher = Dispatcher(self.reconciler, settings.scheduler.max_concurrent_switches,
-                                     on_error=self._worker_failed, priority_of=self._priority,
-                                     clock=self.clock, on_change=self._queue_changed,
-                                     waits_for_switch=self._waits_for_switch)
+            shared_for=self._shared_for,
+        )
+        self.dispatcher = Dispatcher(
+            self.reconciler,
+            settings.scheduler.max_concurrent_switches,
+            on_error=self._worker_failed,
+            priority_of=self._priority,
+            clock=self.clock,
+            on_change=self._queue_changed,
+            waits_for_switch=self._waits_for_switch,
+        )
         self.scheduler = WindowScheduler(
-            self.clock, self._window_fired,
+            self.clock,
+            self._window_fired,
             misfire_grace_seconds=settings.scheduler.misfire_grace_seconds,
-            resync_seconds=settings.scheduler.resync_seconds, resync=self.resync,
-            on_event=self.metrics.on_scheduler_event)
-        self.watcher = DirectoryWatcher(Path(settings.schedules), self.reload) \
-            if wiring.watch else None
+            resync_seconds=settings.scheduler.resync_seconds,
+            resync=self.resync,
+            on_event=self.metrics.on_scheduler_event,
+        )
+        self.watcher = (
+            DirectoryWatcher(Path(settings.schedules), self.reload) if wiring.watch else None
+        )
         self.http: HealthServer | None = None
         self._serve_http = True
         self.commands: CommandServer | None = None
@@ -185,10 +236,16 @@ class Daemon:
         self._lock_store = wiring.lock_store
         self._elector_thread: threading.Thread | None = None
         self.sweeper = SweepLoop(
-            client, settings.state_namespace, self.clock, settings.sweeper,
-            identity=self.identity, may_act=self.may_act,
-            loaded=lambda: set(self.directory.catalog.schedules), metrics=self.metrics,
-            stop=self._stop)
+            client,
+            settings.state_namespace,
+            self.clock,
+            settings.sweeper,
+            identity=self.identity,
+            may_act=self.may_act,
+            loaded=lambda: set(self.directory.catalog.schedules),
+            metrics=self.metrics,
+            stop=self._stop,
+        )
         self.lifecycle = Lifecycle(self._stages())
 
     def _elector(self, lease_store: LeaseStore | None) -> LeaderElector | _AlwaysLeader:
@@ -198,11 +255,15 @@ class Daemon:
         if not le.enabled:
             return _AlwaysLeader(self.identity)
         elector = LeaderElector(
-            lease_store or KarmadaLeaseStore(self.client, self.settings.state_namespace,
-                                             le.lease_name),
-            self.identity, self.clock, self.timings,
+            lease_store
+            or KarmadaLeaseStore(self.client, self.settings.state_namespace, le.lease_name),
+            self.identity,
+            self.clock,
+            self.timings,
             on_started_leading=self._started_leading,
-            on_stopped_leading=self._stopped_leading, publish=self._published)
+            on_stopped_leading=self._stopped_leading,
+            publish=self._published,
+        )
         self.client.gate_writes(elector)
         return elector
 
@@ -238,18 +299,32 @@ class Daemon:
 
         namespace = self.settings.state_namespace
         observer: OnEvent = EngineObserver(
-            self.exporter, recorder=EventRecorder(self.client, instance=self.identity,
-                                                 may_write=lambda: self.may_act()),
-            state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace))
+            self.exporter,
+            recorder=EventRecorder(
+                self.client, instance=self.identity, may_write=lambda: self.may_act()
+            ),
+            state_object=lambda schedule: configmap_ref(run_object_name(schedule), namespace),
+        )
         return observer
 
     def _run_lock(self, schedule: str) -> RunLock:
         lock = self._run_locks.get(schedule)
         if lock is None:
-            store = self._lock_store(schedule) if self._lock_store else KarmadaLeaseStore(
-                self.client, self.settings.state_namespace, run_lock_name(schedule))
-            lock = RunLock(store, schedule, f"daemon:{self.identity}", self.clock, self.timings,
-                           preempt=lambda holder: holder.startswith("daemon:"))
+            store = (
+                self._lock_store(schedule)
+                if self._lock_store
+                else KarmadaLeaseStore(
+                    self.client, self.settings.state_namespace, run_lock_name(schedule)
+                )
+            )
+            lock = RunLock(
+                store,
+                schedule,
+                f"daemon:{self.identity}",
+                self.clock,
+                self.timings,
+                preempt=lambda holder: holder.startswith("daemon:"),
+            )
             self._run_locks[schedule] = lock
         return lock
 
@@ -300,8 +375,9 @@ class Daemon:
     def queue_status(self) -> dict[str, Any]:
         """For each schedule that waits: for a slot or for capacity, and since when; and the
         capacity leased now (the status endpoint, `tidal status`)."""
-        return queue_report(self.dispatcher.waiting(), self.budget.waiting(),
-                            self.budget.leased(), self.clock.now())
+        return queue_report(
+            self.dispatcher.waiting(), self.budget.waiting(), self.budget.leased(), self.clock.now()
+        )
 
     def _emit(self, event: EngineEvent) -> None:
         for observer in self._observers:
@@ -350,10 +426,13 @@ class Daemon:
             self.scheduler.set_schedule(name, times_of(loaded.schedule))
         loaded_all = list(self.directory.catalog.schedules.values())
         if not loaded_all:
-            log.warning("no_schedules", directory=str(self.settings.schedules),
-                        files=len(self.directory.catalog.valid_by_file),
-                        hint="the daemon has nothing to do: put TidalSchedule files (*.yaml) "
-                             "in the directory, or point --schedules/TIDAL_SCHEDULES at them")
+            log.warning(
+                "no_schedules",
+                directory=str(self.settings.schedules),
+                files=len(self.directory.catalog.valid_by_file),
+                hint="the daemon has nothing to do: put TidalSchedule files (*.yaml) "
+                "in the directory, or point --schedules/TIDAL_SCHEDULES at them",
+            )
         self.metrics.preset(loaded_all)
         self.metrics.config_loaded(self.directory.catalog.valid_by_file, len(loaded_all))
         self.resync("reload")
@@ -384,68 +463,129 @@ class Daemon:
         from tidal.karmada.errors import KarmadaError
 
         if self.directory.get(name) is None:
-            return error(404, no_schedule(name, self.settings.schedules,
-                                          list(self.directory.catalog.schedules)))
+            return error(
+                404,
+                no_schedule(name, self.settings.schedules, list(self.directory.catalog.schedules)),
+            )
         try:
-            given = ask_retry(self.state, name) if verb is Verb.RETRY else \
-                give(self.state, name, verb, self.clock.now(), Source.API)
+            given = (
+                ask_retry(self.state, name)
+                if verb is Verb.RETRY
+                else give(self.state, name, verb, self.clock.now(), Source.API)
+            )
         except CommandRefused as exc:
             return error(409, str(exc))
         except KarmadaError as exc:
             return error(503, f"cannot write the controls of {name}: {exc}")
-        log.info("run_command_given", schedule=name, command=verb.value, run_id=given.run_id,
-                 source=Source.API.value)
+        log.info(
+            "run_command_given",
+            schedule=name,
+            command=verb.value,
+            run_id=given.run_id,
+            source=Source.API.value,
+        )
         if verb is Verb.RETRY:
             self.dispatcher.submit(name, "retry")
-        return Answer(202 if verb is Verb.RETRY else 200, {
-            "message": given.message, "schedule": name, "command": verb.value,
-            "runId": given.run_id})
+        return Answer(
+            202 if verb is Verb.RETRY else 200,
+            {
+                "message": given.message,
+                "schedule": name,
+                "command": verb.value,
+                "runId": given.run_id,
+            },
+        )
 
     def _serve_commands(self) -> None:
         api = self.settings.commands
         if not api.enabled or api.token_file is None:
             return
         self.commands = CommandServer(
-            host=self.settings.listen_address, port=api.port, token_file=api.token_file,
-            identity=self.identity, is_leader=self.may_act, leader_url=self.leader_url,
-            give=self.give_command, on_answer=self.metrics.command_request).start()
-        self._api_url = advertised_url(api.advertise_host, self.settings.listen_address,
-                                       self.commands.port)
+            host=self.settings.listen_address,
+            port=api.port,
+            token_file=api.token_file,
+            identity=self.identity,
+            is_leader=self.may_act,
+            leader_url=self.leader_url,
+            give=self.give_command,
+            on_answer=self.metrics.command_request,
+        ).start()
+        self._api_url = advertised_url(
+            api.advertise_host, self.settings.listen_address, self.commands.port
+        )
 
     # --- life cycle --------------------------------------------------------------------------
     def _stages(self) -> list[Stage]:
         """The lifecycle table: start order top to bottom; `stop_rank` orders the shutdown."""
         return [
             Stage("state namespace", self._ensure_namespace),
-            Stage("http", self._start_http, lambda _: self._stop_http(),
-                  "stopped last (the command API with it), so probes answer until the end",
-                  stop_rank=7,
-                  enabled=lambda: self._serve_http),
-            Stage("queue publisher", lambda: self.queue.start(self.queue_status, self.may_act),
-                  lambda _: self.queue.stop(), "its stop flag; thread joined 2 s", stop_rank=4),
-            Stage("dispatcher", self.dispatcher.start, self._drain,
-                  "waits for the in-flight passes (the grace), then its workers stop",
-                  stop_rank=3),
-            Stage("window scheduler", self.scheduler.start, lambda _: self.scheduler.shutdown(),
-                  "shut down first: no window fires any more", stop_rank=1),
+            Stage(
+                "http",
+                self._start_http,
+                lambda _: self._stop_http(),
+                "stopped last (the command API with it), so probes answer until the end",
+                stop_rank=7,
+                enabled=lambda: self._serve_http,
+            ),
+            Stage(
+                "queue publisher",
+                lambda: self.queue.start(self.queue_status, self.may_act),
+                lambda _: self.queue.stop(),
+                "its stop flag; thread joined 2 s",
+                stop_rank=4,
+            ),
+            Stage(
+                "dispatcher",
+                self.dispatcher.start,
+                self._drain,
+                "waits for the in-flight passes (the grace), then its workers stop",
+                stop_rank=3,
+            ),
+            Stage(
+                "window scheduler",
+                self.scheduler.start,
+                lambda _: self.scheduler.shutdown(),
+                "shut down first: no window fires any more",
+                stop_rank=1,
+            ),
             Stage("first load", self._first_load),
-            Stage("schedules watcher", self._start_watcher, lambda _: self._stop_watcher(),
-                  "its stop event; thread joined 2 s", stop_rank=2,
-                  enabled=lambda: self.watcher is not None),
-            Stage("sweeper", self.sweeper.start, lambda _: self.sweeper.join(timeout=5),
-                  "the daemon's stop event; thread joined 5 s", stop_rank=5,
-                  enabled=lambda: self.settings.sweeper.enabled),
-            Stage("leadership", self._lead, lambda _: self._step_down(),
-                  "the stop event ends the lease thread (joined 5 s); the Lease is released "
-                  "once the runs are stopped", stop_rank=6),
+            Stage(
+                "schedules watcher",
+                self._start_watcher,
+                lambda _: self._stop_watcher(),
+                "its stop event; thread joined 2 s",
+                stop_rank=2,
+                enabled=lambda: self.watcher is not None,
+            ),
+            Stage(
+                "sweeper",
+                self.sweeper.start,
+                lambda _: self.sweeper.join(timeout=5),
+                "the daemon's stop event; thread joined 5 s",
+                stop_rank=5,
+                enabled=lambda: self.settings.sweeper.enabled,
+            ),
+            Stage(
+                "leadership",
+                self._lead,
+                lambda _: self._step_down(),
+                "the stop event ends the lease thread (joined 5 s); the Lease is released "
+                "once the runs are stopped",
+                stop_rank=6,
+            ),
         ]
 
     def start(self, *, serve_http: bool = True) -> Daemon:
         self._serve_http = serve_http
         self.lifecycle.start()
-        log.info("daemon_started", identity=self.identity, schedules=str(self.settings.schedules),
-                 address=self.settings.listen_address,
-                 port=self.http.port if self.http else None, command_api=self._api_url)
+        log.info(
+            "daemon_started",
+            identity=self.identity,
+            schedules=str(self.settings.schedules),
+            address=self.settings.listen_address,
+            port=self.http.port if self.http else None,
+            command_api=self._api_url,
+        )
         return self
 
     def _ensure_namespace(self) -> None:
@@ -455,13 +595,21 @@ class Daemon:
         try:
             ensure_namespace(self.client, self.settings.state_namespace)
         except KarmadaError as exc:  # reported; readiness shows whether the API answers
-            log.warning("state_namespace_unavailable", namespace=self.settings.state_namespace,
-                        error=str(exc))
+            log.warning(
+                "state_namespace_unavailable",
+                namespace=self.settings.state_namespace,
+                error=str(exc),
+            )
 
     def _start_http(self) -> None:
-        self.http = HealthServer(self.settings.port, self.healthy, self.ready,
-                                 self.metrics.render, host=self.settings.listen_address,
-                                 status=self.queue_status).start()
+        self.http = HealthServer(
+            self.settings.port,
+            self.healthy,
+            self.ready,
+            self.metrics.render,
+            host=self.settings.listen_address,
+            status=self.queue_status,
+        ).start()
         self._serve_commands()
 
     def _stop_http(self) -> None:
@@ -486,7 +634,8 @@ class Daemon:
         """Run the lease thread (leader election on), or lead at once (off)."""
         if isinstance(self.elector, LeaderElector):
             self._elector_thread = threading.Thread(
-                target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True)
+                target=self._elect, args=(self.elector,), name="tidal-lease", daemon=True
+            )
             self._elector_thread.start()
         else:
             self.metrics.set_leader(True)
@@ -502,8 +651,12 @@ class Daemon:
         try:
             elector.run(self._stop)
         except Exception as exc:
-            log.error("lease_thread_died", identity=self.identity, error=str(exc)[:500],
-                      error_class=type(exc).__name__)
+            log.error(
+                "lease_thread_died",
+                identity=self.identity,
+                error=str(exc)[:500],
+                error_class=type(exc).__name__,
+            )
             elector.give_up(f"lease thread died: {type(exc).__name__}")
 
     def _first_load(self) -> None:

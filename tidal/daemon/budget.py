@@ -48,8 +48,12 @@ Pair = tuple[str, str]  # (cluster, resource)
 
 
 def _amounts(need: Need) -> dict[Pair, float]:
-    return {(cluster, resource): float(amount) for cluster, amounts in need.items()
-            for resource, amount in amounts.items() if amount > 0}
+    return {
+        (cluster, resource): float(amount)
+        for cluster, amounts in need.items()
+        for resource, amount in amounts.items()
+        if amount > 0
+    }
 
 
 @dataclass
@@ -95,8 +99,14 @@ class SharedBudget:
     """The SurgeBudget of every switch of one daemon (thread-safe); hand each run
     `for_schedule(name, priority)`."""
 
-    def __init__(self, clock: Clock, *, stale_after: float = 120.0, settle_seconds: float = 15.0,
-                 on_change: Callable[[SharedBudget], None] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        stale_after: float = 120.0,
+        settle_seconds: float = 15.0,
+        on_change: Callable[[SharedBudget], None] | None = None,
+    ) -> None:
         self.clock = clock
         self.stale_after = stale_after
         self.settle_seconds = settle_seconds
@@ -113,8 +123,15 @@ class SharedBudget:
         return ScheduleBudget(self, schedule, priority)
 
     # --- the SurgeBudget operations, tagged with the schedule -----------------------------
-    def reserve(self, schedule: str, priority: int, holder: str, need: Need, free: Need,
-                versions: Versions | None = None) -> bool:
+    def reserve(
+        self,
+        schedule: str,
+        priority: int,
+        holder: str,
+        need: Need,
+        free: Need,
+        versions: Versions | None = None,
+    ) -> bool:
         amounts = _amounts(need)
         free_pairs = _amounts(free)
         reported = _integers(versions or {})
@@ -126,8 +143,9 @@ class SharedBudget:
             waiter = self._waiters.get(holder)
             if waiter is None:
                 self._seq += 1
-                waiter = Waiter(holder, schedule, priority, amounts, self.clock.now(),
-                                self._seq, now)
+                waiter = Waiter(
+                    holder, schedule, priority, amounts, self.clock.now(), self._seq, now
+                )
                 self._waiters[holder] = waiter
             waiter.need, waiter.priority, waiter.polled = amounts, priority, now
             granted = self._decide(waiter, free_pairs, reported)
@@ -140,8 +158,7 @@ class SharedBudget:
                 self._holds[holder] = Hold(holder, schedule, amounts, now)
                 self._grants[schedule] = self._grants.get(schedule, 0) + 1
         if granted:
-            log.info("capacity_leased", schedule=schedule, holder=holder,
-                     need=_nested(amounts))
+            log.info("capacity_leased", schedule=schedule, holder=holder, need=_nested(amounts))
         self._changed()
         return granted
 
@@ -204,8 +221,7 @@ class SharedBudget:
         with self._lock:
             for w in sorted(self._waiters.values(), key=lambda w: w.seq):
                 if w.schedule not in out:
-                    out[w.schedule] = CapacityWait(w.schedule, w.holder, w.since,
-                                                   _nested(w.short))
+                    out[w.schedule] = CapacityWait(w.schedule, w.holder, w.since, _nested(w.short))
         return out
 
     # --- the decision -----------------------------------------------------------------------
@@ -244,8 +260,7 @@ class SharedBudget:
             elif pair in self._anchor:
                 self._anchor[pair] -= amount
 
-    def _left(self, free: Mapping[Pair, float], reported: Mapping[str, int]
-              ) -> dict[Pair, float]:
+    def _left(self, free: Mapping[Pair, float], reported: Mapping[str, int]) -> dict[Pair, float]:
         """Room per pair: the better of the two safe estimates (see the module's doc)."""
         left = dict(free)
         unseen = self._held(reported)
@@ -258,16 +273,18 @@ class SharedBudget:
     def _rank(self, w: Waiter) -> tuple[int, int, int]:
         return (-w.priority, self._grants.get(w.schedule, 0), w.seq)
 
-    def _decide(self, asking: Waiter, free: Mapping[Pair, float],
-                reported: Mapping[str, int]) -> bool:
+    def _decide(
+        self, asking: Waiter, free: Mapping[Pair, float], reported: Mapping[str, int]
+    ) -> bool:
         """Walk the waiters in rank order as if each were asking now: one that fits takes its
         room (on paper), one that does not fit claims all it asks for; `asking` is granted iff
         it fits what is left and touches nothing claimed above it."""
         left = self._left(free, reported)
         claimed: set[Pair] = set()
         for w in sorted(self._waiters.values(), key=self._rank):
-            short = {p: a - left.get(p, 0.0) for p, a in w.need.items()
-                     if a > left.get(p, 0.0) + 1e-9}
+            short = {
+                p: a - left.get(p, 0.0) for p, a in w.need.items() if a > left.get(p, 0.0) + 1e-9
+            }
             touches = bool(claimed.intersection(w.need))
             if w is asking:
                 asking.short = short
@@ -286,8 +303,12 @@ class SharedBudget:
         for holder, w in list(self._waiters.items()):
             if now - w.polled > self.stale_after:
                 del self._waiters[holder]
-                log.warning("capacity_waiter_dropped", schedule=w.schedule, holder=holder,
-                            reason="stopped asking")
+                log.warning(
+                    "capacity_waiter_dropped",
+                    schedule=w.schedule,
+                    holder=holder,
+                    reason="stopped asking",
+                )
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -305,8 +326,9 @@ class ScheduleBudget:
     schedule: str
     priority: int = 0
 
-    def reserve(self, holder: str, need: Need, free: Need,
-                versions: Versions | None = None) -> bool:
+    def reserve(
+        self, holder: str, need: Need, free: Need, versions: Versions | None = None
+    ) -> bool:
         return self.shared.reserve(self.schedule, self.priority, holder, need, free, versions)
 
     def running(self, holder: str, versions: Callable[[], Versions]) -> None:

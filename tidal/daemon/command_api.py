@@ -66,8 +66,11 @@ def advertised_url(host: str | None, listen: str, port: int) -> str:
     """http://HOST:PORT other replicas reach this one's command API at: the advertised host,
     else the listen address, else (a wildcard) this host's address."""
     if not host:
-        host = listen if listen not in ("0.0.0.0", "::") else \
-            socket.gethostbyname(socket.gethostname())
+        host = (
+            listen
+            if listen not in ("0.0.0.0", "::")
+            else socket.gethostbyname(socket.gethostname())
+        )
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
@@ -78,16 +81,25 @@ class _IPv6Server(ThreadingHTTPServer):
 class CommandServer:
     """The command API's HTTP server (stdlib http.server on a thread)."""
 
-    def __init__(self, *, host: str, port: int, token_file: Path, identity: str,
-                 is_leader: Callable[[], bool], leader_url: Callable[[], str | None],
-                 give: Callable[[str, Verb], Answer],
-                 on_answer: Callable[[str, int], None] = lambda command, code: None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        token_file: Path,
+        identity: str,
+        is_leader: Callable[[], bool],
+        leader_url: Callable[[], str | None],
+        give: Callable[[str, Verb], Answer],
+        on_answer: Callable[[str, int], None] = lambda command, code: None,
+    ) -> None:
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                answer = server_self.answer(self.path, self.headers.get("Authorization"),
-                                            self.headers.get(FORWARDED))
+                answer = server_self.answer(
+                    self.path, self.headers.get("Authorization"), self.headers.get(FORWARDED)
+                )
                 self._send(answer)
 
             def do_GET(self) -> None:
@@ -96,8 +108,9 @@ class CommandServer:
             do_PUT = do_DELETE = do_PATCH = do_GET
 
             def _send(self, answer: Answer, allow: str | None = None) -> None:
-                body = json.dumps({**answer.body, "replica": answer.body.get(
-                    "replica", identity)}).encode()
+                body = json.dumps(
+                    {**answer.body, "replica": answer.body.get("replica", identity)}
+                ).encode()
                 self.send_response(answer.code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -117,8 +130,9 @@ class CommandServer:
         server = _IPv6Server if ":" in host else ThreadingHTTPServer
         self.server = server((host, port), Handler)
         self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever,
-                                        name="tidal-command-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="tidal-command-api", daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -139,22 +153,36 @@ class CommandServer:
         verb = match.group(2) if match else "unknown"
         answer = self._answer(match, authorization, forwarded_by)
         command = verb if verb in Verb._value2member_map_ else "unknown"
-        log.info("command_request", command=command, schedule=match.group(1) if match else None,
-                 code=answer.code, forwarded_by=forwarded_by, error=answer.body.get("error"))
+        log.info(
+            "command_request",
+            command=command,
+            schedule=match.group(1) if match else None,
+            code=answer.code,
+            forwarded_by=forwarded_by,
+            error=answer.body.get("error"),
+        )
         self.on_answer(command, answer.code)
         return answer
 
-    def _answer(self, match: re.Match[str] | None, authorization: str | None,
-                forwarded_by: str | None) -> Answer:
+    def _answer(
+        self, match: re.Match[str] | None, authorization: str | None, forwarded_by: str | None
+    ) -> Answer:
         token = read_token(self.token_file)
         if token is None:
-            return error(503, f"the command API's token file {self.token_file} cannot be read "
-                              "or is empty; give the daemon its token (the chart's Secret)")
+            return error(
+                503,
+                f"the command API's token file {self.token_file} cannot be read "
+                "or is empty; give the daemon its token (the chart's Secret)",
+            )
         scheme, _, given = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
-                                                                 token.encode()):
-            return error(401, "missing or wrong credentials: send the API token as a bearer "
-                              "token (tidal ... --daemon URL --token-file FILE)")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        ):
+            return error(
+                401,
+                "missing or wrong credentials: send the API token as a bearer "
+                "token (tidal ... --daemon URL --token-file FILE)",
+            )
         if match is None:
             return error(404, f"unknown path; use {USAGE}")
         name, verb_text = match.groups()
@@ -163,26 +191,37 @@ class CommandServer:
         if self.is_leader():
             return self.give(name, Verb(verb_text))
         if forwarded_by:
-            return error(503, f"{self.identity} is not the leader either (forwarded by "
-                              f"{forwarded_by}); try again once a leader is elected")
+            return error(
+                503,
+                f"{self.identity} is not the leader either (forwarded by "
+                f"{forwarded_by}); try again once a leader is elected",
+            )
         url = self.leader_url()
         if url is None:
-            return error(503, "no leader is known to forward the command to; try again once "
-                              "a replica leads (`tidal status` shows the leader)")
-        return self._forward(url.rstrip("/") + f"{PREFIX}{name}/{verb_text}",
-                             authorization or "")
+            return error(
+                503,
+                "no leader is known to forward the command to; try again once "
+                "a replica leads (`tidal status` shows the leader)",
+            )
+        return self._forward(url.rstrip("/") + f"{PREFIX}{name}/{verb_text}", authorization or "")
 
     def _forward(self, url: str, authorization: str) -> Answer:
-        request = urllib.request.Request(url, data=b"", method="POST", headers={
-            "Authorization": authorization, FORWARDED: self.identity})
+        request = urllib.request.Request(
+            url,
+            data=b"",
+            method="POST",
+            headers={"Authorization": authorization, FORWARDED: self.identity},
+        )
         try:
             with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT) as response:
                 return Answer(response.status, _json(response.read()))
         except urllib.error.HTTPError as exc:
             return Answer(exc.code, _json(exc.read()))
         except (OSError, ValueError) as exc:
-            return error(502, f"the leader's command API at {url} did not answer: "
-                              f"{getattr(exc, 'reason', exc)}")
+            return error(
+                502,
+                f"the leader's command API at {url} did not answer: {getattr(exc, 'reason', exc)}",
+            )
 
 
 def _json(body: bytes) -> dict[str, Any]:

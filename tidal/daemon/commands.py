@@ -41,26 +41,29 @@ class Given:
     message: str
 
 
-def change_for(name: str, verb: Verb, run: RunState | None, now: datetime,
-               source: Source) -> ControlsChange:
+def change_for(
+    name: str, verb: Verb, run: RunState | None, now: datetime, source: Source
+) -> ControlsChange:
     """The change of NAME's controls that `verb` makes (not retry: see failed_run).
     CommandRefused when pause, abort or promote find no switch in flight."""
     if verb is Verb.RETRY:
         raise ValueError("retry changes no controls")
     if verb is Verb.RESUME:
+
         def resume(c: Controls) -> Controls:
             control = c.run
             if control is not None and control.paused:
                 control = control.apply(RunCommand.RESUME, now, source.value)
             return replace(c, suspended=False, run=control)
+
         return resume
     if run is None or run.finished:
-        raise CommandRefused(f"no switch of {name} is running; `tidal status` shows its "
-                             "last run")
+        raise CommandRefused(f"no switch of {name} is running; `tidal status` shows its last run")
     command, run_id = RunCommand(verb.value), run.run_id
 
     def give(c: Controls) -> Controls:
         return replace(c, run=command_for(c.run, run_id, command, now, source.value))
+
     return give
 
 
@@ -69,20 +72,24 @@ def give(store: StateStore, name: str, verb: Verb, now: datetime, source: Source
     operator is told. CommandRefused as change_for; KarmadaError when the state is unreachable."""
     run = store.load(name) if verb is not Verb.RESUME else None
     store.update_controls(name, change_for(name, verb, run, now, source))
-    return Given(name, verb, run.run_id if run is not None else None,
-                 f"{name}: {OUTCOMES[verb]}")
+    return Given(name, verb, run.run_id if run is not None else None, f"{name}: {OUTCOMES[verb]}")
 
 
 def failed_run(store: StateStore, name: str) -> RunState:
     """NAME's last run when it failed (the one `retry` runs again); CommandRefused otherwise."""
     run = store.load(name)
     if run is None or not run.finished or run.result is not RunResult.FAILED:
-        state = "running" if run is not None and not run.finished else \
-            str(run.result) if run is not None else "none"
-        raise CommandRefused(f"{name}: no failed switch to retry (last run: {state}); "
-                             "`tidal status` shows it")
+        state = (
+            "running"
+            if run is not None and not run.finished
+            else str(run.result)
+            if run is not None
+            else "none"
+        )
+        raise CommandRefused(
+            f"{name}: no failed switch to retry (last run: {state}); `tidal status` shows it"
+        )
     return run
-
 
 
 def ask_retry(store: StateStore, name: str) -> Given:
@@ -90,6 +97,10 @@ def ask_retry(store: StateStore, name: str) -> Given:
     pass (its window, from the wave that failed); CommandRefused when nothing failed."""
     run = failed_run(store, name)
     store.update_controls(name, lambda c: replace(c, retry_run=run.run_id))
-    return Given(name, Verb.RETRY, run.run_id,
-                 f"{name}: the daemon runs window {run.window} again from its failed wave "
-                 f"(failed run {run.run_id}); `tidal status` shows it")
+    return Given(
+        name,
+        Verb.RETRY,
+        run.run_id,
+        f"{name}: the daemon runs window {run.window} again from its failed wave "
+        f"(failed run {run.run_id}); `tidal status` shows it",
+    )

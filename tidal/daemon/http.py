@@ -25,9 +25,15 @@ class _IPv6Server(ThreadingHTTPServer):
 
 
 class HealthServer:
-    def __init__(self, port: int, healthy: Check, ready: Check,
-                 metrics: Callable[[], bytes] = empty_metrics, host: str = "0.0.0.0",
-                 status: Callable[[], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        port: int,
+        healthy: Check,
+        ready: Check,
+        metrics: Callable[[], bytes] = empty_metrics,
+        host: str = "0.0.0.0",
+        status: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         checks = {"/healthz": healthy, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,8 +67,9 @@ class HealthServer:
         server = _IPv6Server if ":" in host else ThreadingHTTPServer
         self.server = server((host, port), Handler)
         self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, name="tidal-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="tidal-http", daemon=True
+        )
 
     @property
     def port(self) -> int:

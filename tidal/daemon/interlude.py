@@ -20,15 +20,25 @@ POLL_SECONDS = 1.0  # how often the controls are read while a run waits between 
 ABORTED = "aborted by the operator (tidal abort) before wave {wave}"
 
 OnCommand = Callable[[str, str, str], None]  # (schedule, command, source) -> metric
-EVENTS = {RunCommand.PAUSE: "run_paused", RunCommand.RESUME: "run_resumed",
-          RunCommand.ABORT: "run_aborted", RunCommand.PROMOTE: "run_promoted"}
+EVENTS = {
+    RunCommand.PAUSE: "run_paused",
+    RunCommand.RESUME: "run_resumed",
+    RunCommand.ABORT: "run_aborted",
+    RunCommand.PROMOTE: "run_promoted",
+}
 
 
 class OperatorInterlude:
     """The engine's Interlude for one schedule's runs (tidal.engine.run)."""
 
-    def __init__(self, store: StateStore, schedule: str, clock: Clock,
-                 on_command: OnCommand | None = None, poll: float = POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        schedule: str,
+        clock: Clock,
+        on_command: OnCommand | None = None,
+        poll: float = POLL_SECONDS,
+    ) -> None:
         self.store, self.schedule, self.clock = store, schedule, clock
         self.on_command = on_command
         self.poll = poll
@@ -38,8 +48,12 @@ class OperatorInterlude:
         deadline = self.clock.monotonic() + pause
         while True:
             if not self.store.guard():  # stopping, or the lease/lock lost: as a refused save
-                raise Conflict(f"run {run_id} of {self.schedule} waits between waves: this "
-                               "process may no longer act", code=409, reason="NotLeader")
+                raise Conflict(
+                    f"run {run_id} of {self.schedule} waits between waves: this "
+                    "process may no longer act",
+                    code=409,
+                    reason="NotLeader",
+                )
             verdict = self._verdict(run_id, wave)
             if verdict is Verdict.STOP:
                 return ABORTED.format(wave=wave + 1)
@@ -60,9 +74,14 @@ class OperatorInterlude:
             return Verdict.WAIT
         if control != self._seen and control.last is not None:
             self._seen = control
-            log.info(EVENTS[control.last], schedule=self.schedule, run_id=run_id,
-                     after_wave=wave, command=control.last.value,
-                     source=control.source or "cli")
+            log.info(
+                EVENTS[control.last],
+                schedule=self.schedule,
+                run_id=run_id,
+                after_wave=wave,
+                command=control.last.value,
+                source=control.source or "cli",
+            )
             if self.on_command is not None:
                 self.on_command(self.schedule, control.last.value, control.source or "cli")
         return control.verdict()

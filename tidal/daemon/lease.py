@@ -96,8 +96,11 @@ class ElectionTimings:
 
     @classmethod
     def of(cls, settings: LeaderElectionSettings) -> ElectionTimings:
-        return cls(settings.lease_duration_seconds, settings.renew_deadline_seconds,
-                   settings.retry_period_seconds)
+        return cls(
+            settings.lease_duration_seconds,
+            settings.renew_deadline_seconds,
+            settings.retry_period_seconds,
+        )
 
     def __post_init__(self) -> None:
         if not self.retry_period < self.renew_deadline < self.lease_duration:
@@ -207,8 +210,12 @@ class LeaderElector:
         if record != self._observed_record:
             self._observed_record, self._observed_at = record, now_m
         duration = view.duration_seconds or self.timings.lease_duration
-        if holder and holder != self.identity and now_m < self._observed_at + duration \
-                and not self.preempt(holder):
+        if (
+            holder
+            and holder != self.identity
+            and now_m < self._observed_at + duration
+            and not self.preempt(holder)
+        ):
             if self._leading:
                 self._step_down(f"lease taken by {holder}")
             return False
@@ -278,8 +285,13 @@ class LeaderElector:
             if lease is None or LeaseView(lease).holder != self.identity:
                 return
             spec = dict(LeaseView(lease).spec)
-            spec.update({"holderIdentity": None, "leaseDurationSeconds": 1,
-                         "renewTime": micro_time(self.clock.now())})
+            spec.update(
+                {
+                    "holderIdentity": None,
+                    "leaseDurationSeconds": 1,
+                    "renewTime": micro_time(self.clock.now()),
+                }
+            )
             lease["spec"] = spec
             self.store.update(lease)
             log.info("leader_released", identity=self.identity)
@@ -307,8 +319,10 @@ class LockBusy(Exception):
     """Another process is switching this schedule right now."""
 
     def __init__(self, schedule: str, holder: str | None) -> None:
-        super().__init__(f"schedule {schedule} is being switched by {holder}; try again later "
-                         "(or `tidal hold`/`tidal skip` to steer the daemon)")
+        super().__init__(
+            f"schedule {schedule} is being switched by {holder}; try again later "
+            "(or `tidal hold`/`tidal skip` to steer the daemon)"
+        )
         self.holder = holder
 
 
@@ -324,9 +338,16 @@ class RunLock:
     daemon replica at once (only the leader acts, so that claim is stale; the journal's 409
     fences a late writer); a lock held by a manual run is waited for."""
 
-    def __init__(self, store: LeaseStore, schedule: str, identity: str, clock: Clock,
-                 timings: ElectionTimings = ElectionTimings(), *,
-                 preempt: Callable[[str], bool] = lambda holder: False) -> None:
+    def __init__(
+        self,
+        store: LeaseStore,
+        schedule: str,
+        identity: str,
+        clock: Clock,
+        timings: ElectionTimings = ElectionTimings(),
+        *,
+        preempt: Callable[[str], bool] = lambda holder: False,
+    ) -> None:
         self.schedule = schedule
         self.elector = LeaderElector(store, identity, clock, timings, preempt=preempt)
         self._stop = threading.Event()
@@ -360,8 +381,9 @@ class RunLock:
                 if not self.elector.check_deadline():
                     return
 
-        self._thread = threading.Thread(target=renew, name=f"tidal-lock-{self.schedule}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=renew, name=f"tidal-lock-{self.schedule}", daemon=True
+        )
         self._thread.start()
 
     @contextlib.contextmanager
@@ -391,11 +413,22 @@ class RunLock:
         self.release()
 
 
-def manual_run_lock(client: KarmadaClient, namespace: str, schedule: str, identity: str,
-                    clock: Clock, timings: ElectionTimings = ElectionTimings()) -> RunLock:
+def manual_run_lock(
+    client: KarmadaClient,
+    namespace: str,
+    schedule: str,
+    identity: str,
+    clock: Clock,
+    timings: ElectionTimings = ElectionTimings(),
+) -> RunLock:
     """For `tidal switch`: take the schedule's run lock (waiting out a stale holder) or raise
     LockBusy. Use as `with manual_run_lock(...) as lock:` and pass `lock.held` as a guard."""
-    lock = RunLock(KarmadaLeaseStore(client, namespace, run_lock_name(schedule)), schedule,
-                   f"cli:{identity}", clock, timings)
+    lock = RunLock(
+        KarmadaLeaseStore(client, namespace, run_lock_name(schedule)),
+        schedule,
+        f"cli:{identity}",
+        clock,
+        timings,
+    )
     lock.acquire(wait_seconds=timings.lease_duration + timings.retry_period)
     return lock

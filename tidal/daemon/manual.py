@@ -17,8 +17,14 @@ __all__ = ["LockBusy", "ManualRunJournal"]
 
 
 class ManualRunJournal:
-    def __init__(self, client: KarmadaClient, namespace: str, identity: str, clock: Clock,
-                 timings: ElectionTimings | None = None) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        namespace: str,
+        identity: str,
+        clock: Clock,
+        timings: ElectionTimings | None = None,
+    ) -> None:
         self.client, self.namespace, self.identity = client, namespace, identity
         self.clock, self.timings = clock, timings or ElectionTimings()
         self.lock: RunLock | None = None
@@ -39,8 +45,9 @@ class ManualRunJournal:
             from tidal.karmada.state_objects import ensure_namespace
 
             ensure_namespace(self.client, self.namespace)
-            self.lock = manual_run_lock(self.client, self.namespace, state.schedule,
-                                        self.identity, self.clock, self.timings)  # LockBusy
+            self.lock = manual_run_lock(
+                self.client, self.namespace, state.schedule, self.identity, self.clock, self.timings
+            )  # LockBusy
             gate_writes = getattr(self.client, "gate_writes", None)
             if gate_writes is not None:  # from now on every acting write needs the lock
                 gate_writes(self.lock.elector)

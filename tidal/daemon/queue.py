@@ -25,19 +25,33 @@ class WaitReason(StrEnum):
     CAPACITY = "capacity"  # a wave waits for surge room in its destination clusters
 
 
-def queue_report(slots: Mapping[str, datetime], capacity: Mapping[str, CapacityWait],
-                 leased: Mapping[str, Mapping[str, float]], now: datetime) -> dict[str, Any]:
+def queue_report(
+    slots: Mapping[str, datetime],
+    capacity: Mapping[str, CapacityWait],
+    leased: Mapping[str, Mapping[str, float]],
+    now: datetime,
+) -> dict[str, Any]:
     """{"now", "waiting": {schedule: {reason, since, seconds, [holder, short]}}, "leased"}."""
     waiting: dict[str, dict[str, Any]] = {}
     for name, since in slots.items():
-        waiting[name] = {"reason": WaitReason.SLOT.value, "since": since.isoformat(),
-                         "seconds": round((now - since).total_seconds(), 1)}
+        waiting[name] = {
+            "reason": WaitReason.SLOT.value,
+            "since": since.isoformat(),
+            "seconds": round((now - since).total_seconds(), 1),
+        }
     for name, wait in capacity.items():
-        waiting[name] = {"reason": WaitReason.CAPACITY.value, "since": wait.since.isoformat(),
-                         "seconds": round((now - wait.since).total_seconds(), 1),
-                         "holder": wait.holder, "short": wait.short}
-    return {"now": now.isoformat(), "waiting": dict(sorted(waiting.items())),
-            "leased": {c: dict(r) for c, r in sorted(leased.items())}}
+        waiting[name] = {
+            "reason": WaitReason.CAPACITY.value,
+            "since": wait.since.isoformat(),
+            "seconds": round((now - wait.since).total_seconds(), 1),
+            "holder": wait.holder,
+            "short": wait.short,
+        }
+    return {
+        "now": now.isoformat(),
+        "waiting": dict(sorted(waiting.items())),
+        "leased": {c: dict(r) for c, r in sorted(leased.items())},
+    }
 
 
 QUEUE_OBJECT = "tidal-queue"
@@ -49,8 +63,15 @@ class QueuePublisher:
     it changed, at most once per `interval` seconds. `notify()` (every change, every resync)
     only wakes the publisher's own thread: a switch never waits for this write."""
 
-    def __init__(self, client: KarmadaClient, namespace: str, identity: str, clock: Clock, *,
-                 interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        namespace: str,
+        identity: str,
+        clock: Clock,
+        *,
+        interval: float = 5.0,
+    ) -> None:
         self.client, self.namespace, self.identity, self.clock = client, namespace, identity, clock
         self.interval = interval
         self._lock = threading.Lock()
@@ -60,8 +81,7 @@ class QueuePublisher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, report: Callable[[], dict[str, Any]], may_write: Callable[[], bool]
-              ) -> None:
+    def start(self, report: Callable[[], dict[str, Any]], may_write: Callable[[], bool]) -> None:
         def run() -> None:
             while not self._stop.is_set():
                 self._wake.wait()
@@ -74,8 +94,9 @@ class QueuePublisher:
                 try:
                     self.publish(report(), may_write())
                 except Exception as exc:  # status only: never kills the thread
-                    log.warning("queue_publish_failed", error=str(exc),
-                                error_class=type(exc).__name__)
+                    log.warning(
+                        "queue_publish_failed", error=str(exc), error_class=type(exc).__name__
+                    )
 
         self._thread = threading.Thread(target=run, name="tidal-queue", daemon=True)
         self._thread.start()
@@ -91,19 +112,27 @@ class QueuePublisher:
 
     def publish(self, report: dict[str, Any], may_write: bool) -> bool:
         """Write `report` if it changed and the interval allows; True when written."""
-        content = {"waiting": {name: {k: v for k, v in entry.items() if k != "seconds"}
-                               for name, entry in report["waiting"].items()},
-                   "leased": report["leased"]}
+        content = {
+            "waiting": {
+                name: {k: v for k, v in entry.items() if k != "seconds"}
+                for name, entry in report["waiting"].items()
+            },
+            "leased": report["leased"],
+        }
         with self._lock:
             now = self.clock.monotonic()
             if not may_write or content == self._published or now - self._last < self.interval:
                 return False
             try:
-                self._write({**content, "publishedBy": self.identity,
-                             "updatedAt": self.clock.now().isoformat()})
+                self._write(
+                    {
+                        **content,
+                        "publishedBy": self.identity,
+                        "updatedAt": self.clock.now().isoformat(),
+                    }
+                )
             except KarmadaError as exc:  # status only: the next change or resync tries again
-                log.warning("queue_publish_failed", error=str(exc),
-                            error_class=type(exc).__name__)
+                log.warning("queue_publish_failed", error=str(exc), error_class=type(exc).__name__)
                 return False
             self._published, self._last = content, now
             return True
@@ -112,8 +141,13 @@ class QueuePublisher:
         text = json.dumps(data, sort_keys=True)
         existing = cm.get_configmap(self.client, self.namespace, QUEUE_OBJECT)
         if existing is None:
-            cm.create_configmap(self.client, self.namespace, QUEUE_OBJECT, {"queue": text},
-                                labels={"app.kubernetes.io/managed-by": "tidal"})
+            cm.create_configmap(
+                self.client,
+                self.namespace,
+                QUEUE_OBJECT,
+                {"queue": text},
+                labels={"app.kubernetes.io/managed-by": "tidal"},
+            )
             return
         existing["data"] = {"queue": text}
         cm.update_configmap(self.client, existing)

@@ -54,11 +54,20 @@ class RunOutcome(Protocol):
 class RunSwitch(Protocol):
     """tidal.engine.switch.run_switch, or a stand-in."""
 
-    def __call__(self, client: KarmadaClient, loaded: LoadedSchedule, window_name: str, *,
-                 clock: Clock, journal: Journal, on_event: OnEvent,
-                 run_id: str | None = None, resume: RunState | None = None,
-                 budget: SurgeBudget | None = None, reads: SharedReads | None = None
-                 ) -> RunOutcome: ...
+    def __call__(
+        self,
+        client: KarmadaClient,
+        loaded: LoadedSchedule,
+        window_name: str,
+        *,
+        clock: Clock,
+        journal: Journal,
+        on_event: OnEvent,
+        run_id: str | None = None,
+        resume: RunState | None = None,
+        budget: SurgeBudget | None = None,
+        reads: SharedReads | None = None,
+    ) -> RunOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -95,8 +104,12 @@ def ran_by_hand(run: RunState | None, start: WindowStart) -> bool:
     """A finished run of the start's window that began after the start (`tidal switch`)
     carried that start out: it is neither missed nor to be run again."""
     started = started_at(run)
-    return started is not None and run is not None and run.window == start.window and \
-        started >= start.at
+    return (
+        started is not None
+        and run is not None
+        and run.window == start.window
+        and started >= start.at
+    )
 
 
 def overtaken_by_hand(run: RunState | None, start: WindowStart) -> datetime | None:
@@ -104,15 +117,19 @@ def overtaken_by_hand(run: RunState | None, start: WindowStart) -> datetime | No
     operator's intent: the start is neither missed nor run over it. When it began, else None.
     A daemon's own run that began late (a catch-up, a retry) overtakes nothing."""
     started = started_at(run)
-    if started is None or run is None or run.window == start.window or started < start.at \
-            or (run.started_by or "").startswith("daemon:"):
+    if (
+        started is None
+        or run is None
+        or run.window == start.window
+        or started < start.at
+        or (run.started_by or "").startswith("daemon:")
+    ):
         return None
     return started
 
 
 def result_of(record: RunOutcome) -> DaemonOutcome:
-    return DaemonOutcome(record.result) if record.result is not None else \
-        DaemonOutcome.UNKNOWN
+    return DaemonOutcome(record.result) if record.result is not None else DaemonOutcome.UNKNOWN
 
 
 class Reconciler:
@@ -158,16 +175,26 @@ class Reconciler:
         try:
             self._pass(name, loaded, reason)
         except CorruptState as exc:
-            log.error("state_corrupt", schedule=name, object=exc.object, error=exc.detail,
-                      repair=exc.repair)
+            log.error(
+                "state_corrupt",
+                schedule=name,
+                object=exc.object,
+                error=exc.detail,
+                repair=exc.repair,
+            )
             self.metrics.state_corrupt(name)
             return
         except (Conflict, FencedOut, LeaseLost) as exc:
-            own_lease = any(isinstance(e, LeaseLost) or
-                            (isinstance(e, Conflict) and e.reason == "NotLeader")
-                            for e in (exc, exc.__cause__))
-            log.error("fenced_out", schedule=name, error=str(exc),
-                      reason="lease_lost" if own_lease else "another_writer")
+            own_lease = any(
+                isinstance(e, LeaseLost) or (isinstance(e, Conflict) and e.reason == "NotLeader")
+                for e in (exc, exc.__cause__)
+            )
+            log.error(
+                "fenced_out",
+                schedule=name,
+                error=str(exc),
+                reason="lease_lost" if own_lease else "another_writer",
+            )
             self.on_fenced(f"{name}: {exc}")
         except JournalLost as exc:
             # The claim ("started") stays: the next pass finds the run from its policies' marks.
@@ -226,56 +253,101 @@ class Reconciler:
         if claimed is not None and claimed.outcome is DaemonOutcome.STARTED and claimed.run_id:
             self._claimed(name, loaded, seen, unfinished, now)
             return
-        decision = decide(times, now, seen.handled.handled if seen.handled else None,
-                          seen.controls, suspended_in_spec=loaded.schedule.spec.suspend)
+        decision = decide(
+            times,
+            now,
+            seen.handled.handled if seen.handled else None,
+            seen.controls,
+            suspended_in_spec=loaded.schedule.spec.suspend,
+        )
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         if decision.start is not None:
             self._act(name, loaded, seen, unfinished, decision, now, reason)
 
-    def _act(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
-             unfinished: RunState | None, decision: Decision, now: datetime,
-             reason: str) -> None:
+    def _act(
+        self,
+        name: str,
+        loaded: LoadedSchedule,
+        seen: ScheduleState,
+        unfinished: RunState | None,
+        decision: Decision,
+        now: datetime,
+        reason: str,
+    ) -> None:
         """Carry the decision about a start out: run, miss, skip it, or watch for drift."""
         start = decision.start
         assert start is not None
         if decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
             self.handled_at[name] = start.at  # dealt with in this pass, one way or another
-        if decision.action in (Action.RUN, Action.MISSED) and \
-                self._handled_by_hand(name, seen, unfinished, decision, now):
+        if decision.action in (Action.RUN, Action.MISSED) and self._handled_by_hand(
+            name, seen, unfinished, decision, now
+        ):
             return
         if decision.action is Action.RUN:
             self._run_due(name, loaded, seen, decision, now, reason)
         elif decision.action is Action.MISSED:
-            self._missed(name, seen, start, decision, first=seen.handled is None and
-                         unfinished is None, now=now)
-        elif decision.action is Action.NOTHING and unfinished is not None and \
-                unfinished.window == start.window:
+            self._missed(
+                name,
+                seen,
+                start,
+                decision,
+                first=seen.handled is None and unfinished is None,
+                now=now,
+            )
+        elif (
+            decision.action is Action.NOTHING
+            and unfinished is not None
+            and unfinished.window == start.window
+        ):
             self._check_drift(name, unfinished)
         elif decision.action is Action.SKIP:
-            log.info("window_skipped", schedule=name, window=start.window,
-                     start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, DaemonOutcome.SKIPPED, None, now,
-                reason=decision.reason))
+            log.info(
+                "window_skipped", schedule=name, window=start.window, start=start.at.isoformat()
+            )
+            self.state.record_handled(
+                seen,
+                HandledRecord(
+                    start.window, start.at, DaemonOutcome.SKIPPED, None, now, reason=decision.reason
+                ),
+            )
             self.state.update_controls(name, lambda c: replace(c, skip_start=None))
 
-    def _resume(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
-                unfinished: RunState) -> None:
+    def _resume(
+        self, name: str, loaded: LoadedSchedule, seen: ScheduleState, unfinished: RunState
+    ) -> None:
         """Carry an unfinished run on from its journal, under the schedule's run lock."""
         with self._locked(name) as ok:
             if not ok:
                 return
-            log.info("run_resuming", schedule=name, window=unfinished.window,
-                     run_id=unfinished.run_id, phase=unfinished.phase)
+            log.info(
+                "run_resuming",
+                schedule=name,
+                window=unfinished.window,
+                run_id=unfinished.run_id,
+                phase=unfinished.phase,
+            )
             with self._shared(loaded) as shared:
-                record = self.run_switch(self.client, loaded, unfinished.window,
-                                         clock=self.clock, journal=self.state,
-                                         on_event=self.on_event, run_id=unfinished.run_id,
-                                         resume=unfinished, **shared)
+                record = self.run_switch(
+                    self.client,
+                    loaded,
+                    unfinished.window,
+                    clock=self.clock,
+                    journal=self.state,
+                    on_event=self.on_event,
+                    run_id=unfinished.run_id,
+                    resume=unfinished,
+                    **shared,
+                )
             self._finish(seen, name, unfinished.window, record, unfinished.run_id)
 
-    def _claimed(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
-                 unfinished: RunState | None, now: datetime) -> None:
+    def _claimed(
+        self,
+        name: str,
+        loaded: LoadedSchedule,
+        seen: ScheduleState,
+        unfinished: RunState | None,
+        now: datetime,
+    ) -> None:
         """A start claimed ("started") by a pass: record its finished run, restart it when the
         claimant died before its first step and it is still due, else abandon it."""
         claimed = seen.handled
@@ -287,96 +359,194 @@ class Reconciler:
         # Claimed, but the engine wrote nothing: the claimant died before its first step.
         times = times_of(loaded.schedule)
         in_force = start_in_force(times, now)
-        still_due = (in_force is not None and (in_force.window, in_force.at) ==
-                     (claimed.window, claimed.at)) or \
-            now - claimed.at <= times.catch_up_window
+        still_due = (
+            in_force is not None and (in_force.window, in_force.at) == (claimed.window, claimed.at)
+        ) or now - claimed.at <= times.catch_up_window
         if still_due or self._under_way(loaded, claimed.window, claimed.run_id):
-            log.info("run_restarting", schedule=name, window=claimed.window,
-                     run_id=claimed.run_id, reason="claimed but never started")
-            restart = WindowStart(at=claimed.at, window=claimed.window,
-                                  local=claimed.at.replace(tzinfo=None))
+            log.info(
+                "run_restarting",
+                schedule=name,
+                window=claimed.window,
+                run_id=claimed.run_id,
+                reason="claimed but never started",
+            )
+            restart = WindowStart(
+                at=claimed.at, window=claimed.window, local=claimed.at.replace(tzinfo=None)
+            )
             self._start(name, loaded, seen, seen, restart, claimed.run_id)
             return
-        self.state.record_handled(seen, HandledRecord(
-            claimed.window, claimed.at, DaemonOutcome.ABANDONED, claimed.run_id, now,
-            reason="claimed, but the claimant died before its first step and the start "
-                   "is no longer due"))
+        self.state.record_handled(
+            seen,
+            HandledRecord(
+                claimed.window,
+                claimed.at,
+                DaemonOutcome.ABANDONED,
+                claimed.run_id,
+                now,
+                reason="claimed, but the claimant died before its first step and the start "
+                "is no longer due",
+            ),
+        )
 
-    def _handled_by_hand(self, name: str, seen: ScheduleState, unfinished: RunState | None,
-                         decision: Decision, now: datetime) -> bool:
+    def _handled_by_hand(
+        self,
+        name: str,
+        seen: ScheduleState,
+        unfinished: RunState | None,
+        decision: Decision,
+        now: datetime,
+    ) -> bool:
         """A due or missed start that `tidal switch` carried out, or overtook with another
         window: recorded as such (True), never run over it."""
         start = decision.start
         if start is None or unfinished is None:
             return False
         if ran_by_hand(unfinished, start):
-            log.info("window_run_by_hand", schedule=name, window=start.window,
-                     run_id=unfinished.run_id, result=unfinished.result,
-                     start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, result_of(unfinished), unfinished.run_id,
-                now))
+            log.info(
+                "window_run_by_hand",
+                schedule=name,
+                window=start.window,
+                run_id=unfinished.run_id,
+                result=unfinished.result,
+                start=start.at.isoformat(),
+            )
+            self.state.record_handled(
+                seen,
+                HandledRecord(
+                    start.window, start.at, result_of(unfinished), unfinished.run_id, now
+                ),
+            )
             return True
         overtaken = overtaken_by_hand(unfinished, start) if decision.reason != "hold" else None
         if overtaken is None:
             return False
-        log.info("window_overtaken_by_hand", schedule=name, window=start.window,
-                 start=start.at.isoformat(), by_window=unfinished.window,
-                 run_id=unfinished.run_id, result=unfinished.result)
-        self.state.record_handled(seen, HandledRecord(
-            unfinished.window, overtaken, result_of(unfinished), unfinished.run_id, now))
+        log.info(
+            "window_overtaken_by_hand",
+            schedule=name,
+            window=start.window,
+            start=start.at.isoformat(),
+            by_window=unfinished.window,
+            run_id=unfinished.run_id,
+            result=unfinished.result,
+        )
+        self.state.record_handled(
+            seen,
+            HandledRecord(
+                unfinished.window, overtaken, result_of(unfinished), unfinished.run_id, now
+            ),
+        )
         return True
 
-    def _run_due(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
-                 decision: Decision, now: datetime, reason: str) -> None:
+    def _run_due(
+        self,
+        name: str,
+        loaded: LoadedSchedule,
+        seen: ScheduleState,
+        decision: Decision,
+        now: datetime,
+        reason: str,
+    ) -> None:
         """Claim the due start ("started", under the run lock), then run it."""
         start = decision.start
         assert start is not None
         run_id = run_id_for(name, start, due=now - decision.late_by)
-        log.info("window_due", schedule=name, window=start.window, run_id=run_id,
-                 start=start.at.isoformat(), reason=decision.reason,
-                 late_seconds=decision.late_by.total_seconds(), trigger=reason)
+        log.info(
+            "window_due",
+            schedule=name,
+            window=start.window,
+            run_id=run_id,
+            start=start.at.isoformat(),
+            reason=decision.reason,
+            late_seconds=decision.late_by.total_seconds(),
+            trigger=reason,
+        )
         with self._locked(name) as ok:
             if not ok:
                 return
             claim = self.state.record_handled(
-                seen, HandledRecord(start.window, start.at, DaemonOutcome.STARTED, run_id, now))
+                seen, HandledRecord(start.window, start.at, DaemonOutcome.STARTED, run_id, now)
+            )
             self._start(name, loaded, seen, claim, start, run_id)
 
-    def _missed(self, name: str, seen: ScheduleState, start: WindowStart, decision: Decision,
-                *, first: bool, now: datetime) -> None:
+    def _missed(
+        self,
+        name: str,
+        seen: ScheduleState,
+        start: WindowStart,
+        decision: Decision,
+        *,
+        first: bool,
+        now: datetime,
+    ) -> None:
         """A start too late to run: missed (counted), or, for a schedule tidal never ran,
         a start before its first run."""
         if first:
             # A schedule tidal never ran: its last start was before tidal managed it.
-            log.info("window_before_first_run", schedule=name, window=start.window,
-                     start=start.at.isoformat())
-            self.state.record_handled(seen, HandledRecord(
-                start.window, start.at, DaemonOutcome.BEFORE_FIRST_RUN, None, now))
+            log.info(
+                "window_before_first_run",
+                schedule=name,
+                window=start.window,
+                start=start.at.isoformat(),
+            )
+            self.state.record_handled(
+                seen,
+                HandledRecord(start.window, start.at, DaemonOutcome.BEFORE_FIRST_RUN, None, now),
+            )
             return
-        log.warning("window_missed", schedule=name, window=start.window,
-                    start=start.at.isoformat(), late_seconds=decision.late_by.total_seconds())
-        self.state.record_handled(seen, HandledRecord(
-            start.window, start.at, DaemonOutcome.MISSED, None, now, reason=decision.reason))
+        log.warning(
+            "window_missed",
+            schedule=name,
+            window=start.window,
+            start=start.at.isoformat(),
+            late_seconds=decision.late_by.total_seconds(),
+        )
+        self.state.record_handled(
+            seen,
+            HandledRecord(
+                start.window, start.at, DaemonOutcome.MISSED, None, now, reason=decision.reason
+            ),
+        )
         self.metrics.window_missed(name, start.window)
 
-    def _start(self, name: str, loaded: LoadedSchedule, before: ScheduleState, seen: ScheduleState,
-               start: WindowStart, run_id: str) -> None:
+    def _start(
+        self,
+        name: str,
+        loaded: LoadedSchedule,
+        before: ScheduleState,
+        seen: ScheduleState,
+        start: WindowStart,
+        run_id: str,
+    ) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
             with self._shared(loaded) as shared:
-                record = self.run_switch(self.client, loaded, start.window, clock=self.clock,
-                                         journal=self.state, on_event=self.on_event,
-                                         run_id=run_id, **shared)
+                record = self.run_switch(
+                    self.client,
+                    loaded,
+                    start.window,
+                    clock=self.clock,
+                    journal=self.state,
+                    on_event=self.on_event,
+                    run_id=run_id,
+                    **shared,
+                )
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:
             if exc.retryable and self._untouched(name, run_id):
                 # Nothing written yet: give the start back, the next pass retries it.
-                log.warning("switch_retry_later", schedule=name, window=start.window,
-                            run_id=run_id, error=str(exc))
-                self.state.record_handled(seen, before.handled or HandledRecord(
-                    "", datetime(1970, 1, 1, tzinfo=UTC), DaemonOutcome.RETRY))
+                log.warning(
+                    "switch_retry_later",
+                    schedule=name,
+                    window=start.window,
+                    run_id=run_id,
+                    error=str(exc),
+                )
+                self.state.record_handled(
+                    seen,
+                    before.handled
+                    or HandledRecord("", datetime(1970, 1, 1, tzinfo=UTC), DaemonOutcome.RETRY),
+                )
                 return
             self._refused(seen, name, loaded, start, run_id, exc)
             return
@@ -385,15 +555,20 @@ class Reconciler:
             return
         self._finish(seen, name, start.window, record, run_id)
 
-    def _retry(self, name: str, loaded: LoadedSchedule, seen: ScheduleState,
-               failed: RunState | None) -> None:
+    def _retry(
+        self, name: str, loaded: LoadedSchedule, seen: ScheduleState, failed: RunState | None
+    ) -> None:
         """`retry` through the daemon (controls.retry_run): the failed run's window again, from
         the wave that failed; the request is cleared first, so it runs once at most."""
         wanted = seen.controls.retry_run
         self.state.update_controls(name, lambda c: replace(c, retry_run=None))
         if failed is None or failed.run_id != wanted or failed.result is not RunResult.FAILED:
-            log.warning("retry_dropped", schedule=name, run_id=wanted,
-                        reason="that run is no longer the last failed run")
+            log.warning(
+                "retry_dropped",
+                schedule=name,
+                run_id=wanted,
+                reason="that run is no longer the last failed run",
+            )
             return
         with self._locked(name) as ok:
             if not ok:
@@ -401,25 +576,43 @@ class Reconciler:
             log.info("run_retrying", schedule=name, window=failed.window, failed_run=wanted)
             try:
                 with self._shared(loaded) as shared:
-                    record = self.run_switch(self.client, loaded, failed.window,
-                                             clock=self.clock, journal=self.state,
-                                             on_event=self.on_event, **shared)
+                    record = self.run_switch(
+                        self.client,
+                        loaded,
+                        failed.window,
+                        clock=self.clock,
+                        journal=self.state,
+                        on_event=self.on_event,
+                        **shared,
+                    )
             except (Conflict, FencedOut, LeaseLost, JournalLost):
                 raise
             except Exception as exc:  # a refused plan: logged, the failed run stays the last
-                log.error("retry_not_started", schedule=name, window=failed.window,
-                          error_class=type(exc).__name__, error=str(exc).splitlines()[0][:300]
-                          if str(exc) else "")
+                log.error(
+                    "retry_not_started",
+                    schedule=name,
+                    window=failed.window,
+                    error_class=type(exc).__name__,
+                    error=str(exc).splitlines()[0][:300] if str(exc) else "",
+                )
                 return
             run = self.state.load(name)
             handled = self.state.read(name)
-            if run is not None and handled.handled is not None and \
-                    handled.handled.run_id == wanted:
+            if run is not None and handled.handled is not None and handled.handled.run_id == wanted:
                 done = handled.handled
-                self.state.record_handled(handled, HandledRecord(
-                    done.window, done.at, result_of(record), run.run_id, self.clock.now()))
-            log.info("window_done", schedule=name, window=failed.window,
-                     run_id=run.run_id if run else None, result=result_of(record))
+                self.state.record_handled(
+                    handled,
+                    HandledRecord(
+                        done.window, done.at, result_of(record), run.run_id, self.clock.now()
+                    ),
+                )
+            log.info(
+                "window_done",
+                schedule=name,
+                window=failed.window,
+                run_id=run.run_id if run else None,
+                result=result_of(record),
+            )
 
     def _check_drift(self, name: str, run: RunState) -> None:
         """Report (never revert) policies edited since the window in force wrote them."""
@@ -432,8 +625,14 @@ class Reconciler:
             return
         if drift != self.drift.get(name, []):
             for item in drift:
-                log.warning("policy_drift", schedule=name, window=run.window,
-                            run_id=run.run_id, policy=item["policy"], reason=item["reason"])
+                log.warning(
+                    "policy_drift",
+                    schedule=name,
+                    window=run.window,
+                    run_id=run.run_id,
+                    policy=item["policy"],
+                    reason=item["reason"],
+                )
             if not drift:
                 log.info("policy_drift_cleared", schedule=name)
         self.drift[name] = drift
@@ -449,9 +648,14 @@ class Reconciler:
         self.metrics.set_clock_skew(skew, self.max_clock_skew)
         if abs(skew) <= self.max_clock_skew:
             return False
-        log.error("clock_skew", schedule=name, reason="clock_skew", skew_seconds=round(skew, 1),
-                  max_skew_seconds=self.max_clock_skew,
-                  fix="synchronise this node's clock (NTP) with the API server's")
+        log.error(
+            "clock_skew",
+            schedule=name,
+            reason="clock_skew",
+            skew_seconds=round(skew, 1),
+            max_skew_seconds=self.max_clock_skew,
+            fix="synchronise this node's clock (NTP) with the API server's",
+        )
         return True
 
     def _under_way(self, loaded: LoadedSchedule, window: str, run_id: str) -> bool:
@@ -469,23 +673,45 @@ class Reconciler:
         run = self.state.load(name)
         return run is None or run.run_id != run_id
 
-    def _refused(self, seen: ScheduleState, name: str, loaded: LoadedSchedule, start: WindowStart,
-                 run_id: str, exc: Exception) -> None:
+    def _refused(
+        self,
+        seen: ScheduleState,
+        name: str,
+        loaded: LoadedSchedule,
+        start: WindowStart,
+        run_id: str,
+        exc: Exception,
+    ) -> None:
         reason, lines = explain(exc, loaded, start.window)
-        log.error("switch_not_started", schedule=name, window=start.window, run_id=run_id,
-                  reason=reason.value, error_class=type(exc).__name__, errors=lines)
+        log.error(
+            "switch_not_started",
+            schedule=name,
+            window=start.window,
+            run_id=run_id,
+            reason=reason.value,
+            error_class=type(exc).__name__,
+            errors=lines,
+        )
         now = self.clock.now()
         summary = lines[0] if lines else type(exc).__name__
-        self.state.record_handled(seen, HandledRecord(
-            start.window, start.at, DaemonOutcome.REFUSED, run_id, now,
-            reason=f"{reason.value}: {summary}"[:500]))
+        self.state.record_handled(
+            seen,
+            HandledRecord(
+                start.window,
+                start.at,
+                DaemonOutcome.REFUSED,
+                run_id,
+                now,
+                reason=f"{reason.value}: {summary}"[:500],
+            ),
+        )
         self.metrics.switch_refused(name, start.window, reason.value, now.timestamp())
 
-    def _finish(self, seen: ScheduleState, name: str, window: str, record: RunOutcome,
-                run_id: str) -> None:
+    def _finish(
+        self, seen: ScheduleState, name: str, window: str, record: RunOutcome, run_id: str
+    ) -> None:
         result = result_of(record)
         handled = seen.handled
         at = handled.at if handled is not None and handled.run_id == run_id else self.clock.now()
-        self.state.record_handled(seen, HandledRecord(window, at, result, run_id,
-                                                      self.clock.now()))
+        self.state.record_handled(seen, HandledRecord(window, at, result, run_id, self.clock.now()))
         log.info("window_done", schedule=name, window=window, run_id=run_id, result=result)

@@ -23,13 +23,17 @@ class RefusalReason(StrEnum):
     INTERNAL = "internal"  # a bug: reported, never retried blindly
 
 
-def explain(exc: BaseException, loaded: LoadedSchedule, window: str
-            ) -> tuple[RefusalReason, list[str]]:
+def explain(
+    exc: BaseException, loaded: LoadedSchedule, window: str
+) -> tuple[RefusalReason, list[str]]:
     """The reason class and the one-line explanations of a switch that did not start."""
     path = getattr(loaded, "path", None)  # (a stand-in may have none)
     if isinstance(exc, PolicyWritesRefused):
-        lines = [str(e) for e in locate_refusals(path, window, exc.problems)] if path \
+        lines = (
+            [str(e) for e in locate_refusals(path, window, exc.problems)]
+            if path
             else [str(p) for p in exc.problems]
+        )
         return RefusalReason.POLICY_INVALID, lines[:MAX_LINES]
     if isinstance(exc, PlanRefused):
         return RefusalReason.UNSAFE_PLAN, list(exc.problems[:MAX_LINES])

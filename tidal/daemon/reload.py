@@ -47,10 +47,12 @@ def _published(client: Any) -> Any:
         log.warning("policy_schemas_unavailable", reason=str(exc))
         return None
     if schemas is None:
-        log.warning("policy_schemas_unavailable",
-                    reason="the apiserver publishes no OpenAPI v3 policy schemas and no "
-                           "TIDAL_KARMADA_CRDS is set: policy fields are checked by the "
-                           "apiserver's dry run only")
+        log.warning(
+            "policy_schemas_unavailable",
+            reason="the apiserver publishes no OpenAPI v3 policy schemas and no "
+            "TIDAL_KARMADA_CRDS is set: policy fields are checked by the "
+            "apiserver's dry run only",
+        )
     return schemas
 
 
@@ -100,11 +102,17 @@ class ScheduleDirectory:
             self.loaded_once = True
         for file, lines in newly_broken.items():
             for line in lines:
-                log.error("schedule_invalid", file=file, error=line,
-                          kept_last_good=any(str(s.path) == file for s in new.values()))
-        for event, names in (("schedule_loaded", outcome.added),
-                             ("schedule_changed", outcome.changed),
-                             ("schedule_removed", outcome.removed)):
+                log.error(
+                    "schedule_invalid",
+                    file=file,
+                    error=line,
+                    kept_last_good=any(str(s.path) == file for s in new.values()),
+                )
+        for event, names in (
+            ("schedule_loaded", outcome.added),
+            ("schedule_changed", outcome.changed),
+            ("schedule_removed", outcome.removed),
+        ):
             for name in sorted(names):
                 log.info(event, schedule=name)
         return outcome
@@ -112,9 +120,12 @@ class ScheduleDirectory:
     def _outcome(self, new: dict[str, Any], broken: dict[str, list[str]]) -> ReloadOutcome:
         """What a load adds, changes (file digest or schedule) and removes against the last."""
         old = self.catalog.schedules
-        changed = {n for n in set(new) & set(old)
-                   if getattr(new[n], "digest", None) != getattr(old[n], "digest", None)
-                   or new[n].schedule != old[n].schedule}
+        changed = {
+            n
+            for n in set(new) & set(old)
+            if getattr(new[n], "digest", None) != getattr(old[n], "digest", None)
+            or new[n].schedule != old[n].schedule
+        }
         return ReloadOutcome(set(new) - set(old), changed, set(old) - set(new), broken)
 
     def get(self, name: str) -> Any:
@@ -138,8 +149,9 @@ def watch_roots(directory: Path) -> list[Path]:
 class DirectoryWatcher:
     """Calls `on_change()` after files under the directory change (watchfiles, debounced)."""
 
-    def __init__(self, directory: Path, on_change: Callable[[], object],
-                 debounce_ms: int = 300) -> None:
+    def __init__(
+        self, directory: Path, on_change: Callable[[], object], debounce_ms: int = 300
+    ) -> None:
         self.directory = directory
         self.on_change = on_change
         self.debounce_ms = debounce_ms
@@ -154,14 +166,18 @@ class DirectoryWatcher:
         from watchfiles import watch
 
         try:
-            for _changes in watch(*watch_roots(self.directory), stop_event=self._stop,
-                                  debounce=self.debounce_ms, recursive=True,
-                                  rust_timeout=500, yield_on_timeout=False):
+            for _changes in watch(
+                *watch_roots(self.directory),
+                stop_event=self._stop,
+                debounce=self.debounce_ms,
+                recursive=True,
+                rust_timeout=500,
+                yield_on_timeout=False,
+            ):
                 try:
                     self.on_change()
                 except Exception as exc:
-                    log.exception("reload_failed", error=str(exc),
-                                  error_class=type(exc).__name__)
+                    log.exception("reload_failed", error=str(exc), error_class=type(exc).__name__)
         except Exception as exc:  # e.g. the directory vanished: reported, daemon keeps going
             log.error("watch_failed", directory=str(self.directory), error=str(exc))
 

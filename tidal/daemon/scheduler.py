@@ -47,8 +47,9 @@ class WindowTrigger(BaseTrigger):  # type: ignore[misc]
     def __init__(self, times: WindowTimes, window: str, clock: Clock) -> None:
         self.times, self.window, self.clock = times, window, clock
 
-    def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime
-                           ) -> datetime | None:
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
         shift = self.clock.now() - now  # the daemon's clock minus APScheduler's wall time
         after = now + shift - timedelta(microseconds=1)
         if previous_fire_time is not None:
@@ -68,12 +69,17 @@ class Dispatcher:
     A free slot goes to the queued schedule of highest `priority_of`, then to the one queued
     first; `waiting()` tells which schedules wait for a slot, since when (on `clock`)."""
 
-    def __init__(self, work: Callable[[str, str], None], limit: int = 1,
-                 on_error: Callable[[str, Exception], None] | None = None, *,
-                 priority_of: Callable[[str], int] | None = None,
-                 clock: Clock | None = None,
-                 on_change: Callable[[], None] | None = None,
-                 waits_for_switch: Callable[[str, str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        work: Callable[[str, str], None],
+        limit: int = 1,
+        on_error: Callable[[str, Exception], None] | None = None,
+        *,
+        priority_of: Callable[[str], int] | None = None,
+        clock: Clock | None = None,
+        on_change: Callable[[], None] | None = None,
+        waits_for_switch: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self.work = work
         self.limit = limit
         self.on_error = on_error
@@ -163,8 +169,9 @@ class Dispatcher:
         with self._lock:
             if len(self._busy) < self.limit:
                 return {}
-            queued = {name: (q.since, q.reason) for name, q in self._queued.items()
-                      if q.since is not None}
+            queued = {
+                name: (q.since, q.reason) for name, q in self._queued.items() if q.since is not None
+            }
         out: dict[str, datetime] = {}
         for name, (since, reason) in queued.items():
             try:
@@ -178,11 +185,19 @@ class Dispatcher:
         """An API error is one line with its class (the next pass retries); anything else is a
         bug and keeps its traceback. Either is counted."""
         if isinstance(exc, KarmadaError):
-            log.error("switch_worker_error", schedule=schedule, error=str(exc)[:2000],
-                      error_class=type(exc).__name__)
+            log.error(
+                "switch_worker_error",
+                schedule=schedule,
+                error=str(exc)[:2000],
+                error_class=type(exc).__name__,
+            )
         else:
-            log.exception("switch_worker_error", schedule=schedule, error=str(exc)[:2000],
-                          error_class=type(exc).__name__)
+            log.exception(
+                "switch_worker_error",
+                schedule=schedule,
+                error=str(exc)[:2000],
+                error_class=type(exc).__name__,
+            )
         if self.on_error is not None:
             try:
                 self.on_error(schedule, exc)
@@ -197,7 +212,8 @@ class Dispatcher:
         """Wait until nothing is queued or running (tests, shutdown)."""
         with self._lock:
             return self._idle.wait_for(
-                lambda: not self._busy and not self._queued and not self._again, timeout)
+                lambda: not self._busy and not self._queued and not self._again, timeout
+            )
 
     def stop(self, timeout: float | None = None) -> None:
         with self._lock:
@@ -210,30 +226,45 @@ class Dispatcher:
 class WindowScheduler:
     """The BackgroundScheduler with one job per (schedule, window), plus a periodic resync."""
 
-    def __init__(self, clock: Clock, fire: Callable[[str, str], None], *,
-                 misfire_grace_seconds: float, resync_seconds: float,
-                 resync: Callable[[], None],
-                 on_event: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        fire: Callable[[str, str], None],
+        *,
+        misfire_grace_seconds: float,
+        resync_seconds: float,
+        resync: Callable[[], None],
+        on_event: Callable[[Any], None] | None = None,
+    ) -> None:
         self.clock = clock
         self.fire = fire
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
             # Jobs only enqueue, so a small pool keeps the scheduler responsive.
             executors={"default": ThreadPoolExecutor(2)},
-            job_defaults={"coalesce": True, "max_instances": 1,
-                          "misfire_grace_time": int(misfire_grace_seconds)},
+            job_defaults={
+                "coalesce": True,
+                "max_instances": 1,
+                "misfire_grace_time": int(misfire_grace_seconds),
+            },
         )
         if on_event is not None:
             self.scheduler.add_listener(
-                on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+                on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+            )
         self._resync = resync
         self._resync_seconds = resync_seconds
         self._times: dict[str, WindowTimes] = {}
 
     def start(self) -> None:
         self.scheduler.start()
-        self.scheduler.add_job(self._resync, "interval", seconds=self._resync_seconds,
-                               id="resync", replace_existing=True)
+        self.scheduler.add_job(
+            self._resync,
+            "interval",
+            seconds=self._resync_seconds,
+            id="resync",
+            replace_existing=True,
+        )
 
     def running(self) -> bool:
         return bool(self.scheduler.running)
@@ -247,8 +278,13 @@ class WindowScheduler:
         self._times[name] = times
         for window, _start in times.starts:
             self.scheduler.add_job(
-                self.fire, WindowTrigger(times, window, self.clock), args=(name, window),
-                id=f"{name}/{window}", name=f"{name}/{window}", replace_existing=True)
+                self.fire,
+                WindowTrigger(times, window, self.clock),
+                args=(name, window),
+                id=f"{name}/{window}",
+                name=f"{name}/{window}",
+                replace_existing=True,
+            )
 
     def remove_schedule(self, name: str) -> None:
         times = self._times.pop(name, None)

@@ -42,8 +42,10 @@ class CorruptState(Exception):
         self.schedule, self.object = schedule, f"{namespace}/{name}"
         self.detail = " ".join(detail.split())[:300]
         self.repair = f"kubectl --namespace {namespace} delete configmap {name}"
-        super().__init__(f"state object {self.object} cannot be read ({self.detail}); "
-                         f"repair it or delete it: {self.repair}")
+        super().__init__(
+            f"state object {self.object} cannot be read ({self.detail}); "
+            f"repair it or delete it: {self.repair}"
+        )
 
 
 _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
@@ -112,13 +114,20 @@ class HandledData(TypedDict, total=False):
 def controls_to_dict(c: Controls) -> ControlsData:
     hold = None
     if c.hold is not None:
-        hold = HoldData(window=c.hold.window, until=c.hold.until.isoformat(),
-                        since=c.hold.since.isoformat())
+        hold = HoldData(
+            window=c.hold.window, until=c.hold.until.isoformat(), since=c.hold.since.isoformat()
+        )
     run = None
     if c.run is not None:
-        run = RunControlData(runId=c.run.run_id, paused=c.run.paused, promoted=c.run.promoted,
-                             aborted=c.run.aborted, last=c.run.last, at=_iso(c.run.at),
-                             source=c.run.source)
+        run = RunControlData(
+            runId=c.run.run_id,
+            paused=c.run.paused,
+            promoted=c.run.promoted,
+            aborted=c.run.aborted,
+            last=c.run.last,
+            at=_iso(c.run.at),
+            source=c.run.source,
+        )
     data = ControlsData(suspended=c.suspended, skipStart=_iso(c.skip_start), hold=hold, run=run)
     if c.retry_run:
         data["retryRun"] = c.retry_run
@@ -137,12 +146,24 @@ def controls_from_dict(d: ControlsData) -> Controls:
     return Controls(
         suspended=bool(d.get("suspended")),
         skip_start=_dt(d.get("skipStart")),
-        hold=Hold(window=hold["window"], until=datetime.fromisoformat(hold["until"]),
-                  since=datetime.fromisoformat(hold["since"])) if hold else None,
-        run=RunControl(run_id=run["runId"], paused=bool(run.get("paused")),
-                       promoted=bool(run.get("promoted")), aborted=bool(run.get("aborted")),
-                       last=_command(run.get("last")),
-                       at=_dt(run.get("at")), source=run.get("source")) if run else None,
+        hold=Hold(
+            window=hold["window"],
+            until=datetime.fromisoformat(hold["until"]),
+            since=datetime.fromisoformat(hold["since"]),
+        )
+        if hold
+        else None,
+        run=RunControl(
+            run_id=run["runId"],
+            paused=bool(run.get("paused")),
+            promoted=bool(run.get("promoted")),
+            aborted=bool(run.get("aborted")),
+            last=_command(run.get("last")),
+            at=_dt(run.get("at")),
+            source=run.get("source"),
+        )
+        if run
+        else None,
         retry_run=d.get("retryRun") or None,
     )
 
@@ -186,19 +207,27 @@ class HandledRecord:
         return Handled(window=self.window, at=self.at)
 
     def to_dict(self) -> HandledData:
-        data = HandledData(window=self.window, at=self.at.isoformat(),
-                           outcome=str(self.outcome),
-                           runId=self.run_id, updatedAt=_iso(self.updated_at))
+        data = HandledData(
+            window=self.window,
+            at=self.at.isoformat(),
+            outcome=str(self.outcome),
+            runId=self.run_id,
+            updatedAt=_iso(self.updated_at),
+        )
         if self.reason:
             data["reason"] = self.reason
         return data
 
     @classmethod
     def from_dict(cls, d: HandledData) -> HandledRecord:
-        return cls(window=d["window"], at=datetime.fromisoformat(d["at"]),
-                   outcome=DaemonOutcome(d.get("outcome", DaemonOutcome.UNKNOWN)),
-                   run_id=d.get("runId"),
-                   updated_at=_dt(d.get("updatedAt")), reason=str(d.get("reason", "")))
+        return cls(
+            window=d["window"],
+            at=datetime.fromisoformat(d["at"]),
+            outcome=DaemonOutcome(d.get("outcome", DaemonOutcome.UNKNOWN)),
+            run_id=d.get("runId"),
+            updated_at=_dt(d.get("updatedAt")),
+            reason=str(d.get("reason", "")),
+        )
 
 
 @dataclass
@@ -214,8 +243,13 @@ class ScheduleState:
 class StateStore:
     """Reads and writes the per-schedule state objects; also the engine's Journal."""
 
-    def __init__(self, client: KarmadaClient, namespace: str,
-                 guard: Callable[[], bool] = lambda: True, writer: str | None = None) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        namespace: str,
+        guard: Callable[[], bool] = lambda: True,
+        writer: str | None = None,
+    ) -> None:
         self.client = client
         self.namespace = namespace
         self.guard = guard  # False when this replica must not write (lost the lease)
@@ -223,13 +257,14 @@ class StateStore:
 
     def _check_guard(self, what: str) -> None:
         if not self.guard():
-            raise Conflict(f"{what}: this replica is not the leader", code=409,
-                           reason="NotLeader")
+            raise Conflict(f"{what}: this replica is not the leader", code=409, reason="NotLeader")
 
     # --- Journal protocol (tidal.engine.journal) -----------------------------------------
     def load(self, schedule_name: str) -> RunState | None:
-        return self._run_of(cm.get_configmap(self.client, self.namespace,
-                                             run_object_name(schedule_name)), schedule_name)
+        return self._run_of(
+            cm.get_configmap(self.client, self.namespace, run_object_name(schedule_name)),
+            schedule_name,
+        )
 
     @staticmethod
     def _run_of(obj: Obj | None, schedule: str = "") -> RunState | None:
@@ -237,11 +272,13 @@ class StateStore:
         if obj is None or not ConfigMapView(obj).data.get("run"):
             return None
         try:
-            return RunState.from_json(obj["data"]["run"],
-                                      journal_token=obj["metadata"]["resourceVersion"])
+            return RunState.from_json(
+                obj["data"]["run"], journal_token=obj["metadata"]["resourceVersion"]
+            )
         except _UNREADABLE as exc:
-            raise _corrupt(schedule or str(obj["metadata"].get("name", "")).removeprefix(
-                RUN_PREFIX), obj, exc) from exc
+            raise _corrupt(
+                schedule or str(obj["metadata"].get("name", "")).removeprefix(RUN_PREFIX), obj, exc
+            ) from exc
 
     def save(self, state: RunState) -> None:
         self._check_guard(f"save run state of {state.schedule}")
@@ -252,20 +289,26 @@ class StateStore:
         if state.journal_token is None:
             current = cm.get_configmap(self.client, self.namespace, name)
             if current is None:
-                state.journal_token = self._create(name, state.schedule, data,
-                                                   f"run state of {state.schedule}")
+                state.journal_token = self._create(
+                    name, state.schedule, data, f"run state of {state.schedule}"
+                )
                 return
             stored = self._run_of(current, state.schedule)
             if stored is not None and not stored.finished:
-                raise Conflict(f"run state of {state.schedule} holds an unfinished run",
-                               code=409, reason="Conflict")
+                raise Conflict(
+                    f"run state of {state.schedule} holds an unfinished run",
+                    code=409,
+                    reason="Conflict",
+                )
             state.journal_token = current["metadata"]["resourceVersion"]
         # Conflict propagates: fenced out
         try:
             state.journal_token = self._update(name, state.schedule, state.journal_token, data)
         except NotFound as exc:
-            raise JournalLost(f"run state ConfigMap {self.namespace}/{name} of run "
-                              f"{state.run_id} was deleted while the run was under way") from exc
+            raise JournalLost(
+                f"run state ConfigMap {self.namespace}/{name} of run "
+                f"{state.run_id} was deleted while the run was under way"
+            ) from exc
 
     # --- handled record and controls -------------------------------------------------------
     def read(self, schedule: str) -> ScheduleState:
@@ -278,10 +321,16 @@ class StateStore:
             return ScheduleState(schedule, None, Controls(), None)
         data = obj.get("data") or {}
         try:
-            handled = HandledRecord.from_dict(json.loads(data["handled"])) \
-                if data.get("handled") else None
-            controls = controls_from_dict(json.loads(data["controls"])) \
-                if data.get("controls") else Controls()
+            handled = (
+                HandledRecord.from_dict(json.loads(data["handled"]))
+                if data.get("handled")
+                else None
+            )
+            controls = (
+                controls_from_dict(json.loads(data["controls"]))
+                if data.get("controls")
+                else Controls()
+            )
         except _UNREADABLE as exc:
             raise _corrupt(schedule, obj, exc) from exc
         return ScheduleState(schedule, handled, controls, obj["metadata"]["resourceVersion"])
@@ -295,19 +344,28 @@ class StateStore:
     def _create(self, name: str, schedule: str, data: dict[str, str], what: str) -> str:
         """Create a state object; its resourceVersion. Conflict when another writer made it."""
         try:
-            made = cm.create_configmap(self.client, self.namespace, name, data,
-                                       {**LABELS, "tidal.io/schedule": schedule})
+            made = cm.create_configmap(
+                self.client, self.namespace, name, data, {**LABELS, "tidal.io/schedule": schedule}
+            )
         except AlreadyExists as exc:
-            raise Conflict(f"{what} created by another writer", code=409,
-                           reason="Conflict") from exc
+            raise Conflict(
+                f"{what} created by another writer", code=409, reason="Conflict"
+            ) from exc
         return str(made["metadata"]["resourceVersion"])
 
     def _update(self, name: str, schedule: str, token: str | None, data: dict[str, str]) -> str:
         """Replace a state object's data, fenced on `token`; its new resourceVersion."""
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": self.namespace, "resourceVersion": token,
-                             "labels": {**LABELS, "tidal.io/schedule": schedule}},
-                "data": data}
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "resourceVersion": token,
+                "labels": {**LABELS, "tidal.io/schedule": schedule},
+            },
+            "data": data,
+        }
         return str(cm.update_configmap(self.client, body)["metadata"]["resourceVersion"])
 
     def record_handled(self, seen: ScheduleState, record: HandledRecord) -> ScheduleState:
@@ -316,8 +374,10 @@ class StateStore:
         self._check_guard(f"record {record.outcome} of {seen.schedule}")
         current = seen
         for _ in range(5):
-            data = {"handled": json.dumps(record.to_dict(), sort_keys=True),
-                    "controls": json.dumps(controls_to_dict(current.controls), sort_keys=True)}
+            data = {
+                "handled": json.dumps(record.to_dict(), sort_keys=True),
+                "controls": json.dumps(controls_to_dict(current.controls), sort_keys=True),
+            }
             try:
                 token = self._write(seen.schedule, current.token, data)
                 return ScheduleState(seen.schedule, record, current.controls, token)
@@ -346,8 +406,9 @@ class StateStore:
         """Every schedule's handled record and controls, by schedule name."""
         return self.list_all()[0]
 
-    def list_all(self) -> tuple[dict[str, ScheduleState], dict[str, RunState],
-                                dict[str, CorruptState]]:
+    def list_all(
+        self,
+    ) -> tuple[dict[str, ScheduleState], dict[str, RunState], dict[str, CorruptState]]:
         """Every schedule's state and last run (as `load` reads it), by schedule name, from
         one list of the state objects; and the objects that cannot be read, by schedule."""
         states: dict[str, ScheduleState] = {}

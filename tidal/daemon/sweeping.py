@@ -60,11 +60,15 @@ class SweepReport:
     @property
     def idle(self) -> list[Leftover]:
         """Leftovers of runs not active that are still there (kept, or a dry run's)."""
-        return [a.leftover for a in self.actions
-                if a.result in (SweepResult.KEPT, SweepResult.WOULD_SWEEP)]
+        return [
+            a.leftover
+            for a in self.actions
+            if a.result in (SweepResult.KEPT, SweepResult.WOULD_SWEEP)
+        ]
 
-    def counts(self, alert_age: float, loaded: Collection[str] = ()
-               ) -> dict[tuple[str, str], tuple[int, int]]:
+    def counts(
+        self, alert_age: float, loaded: Collection[str] = ()
+    ) -> dict[tuple[str, str], tuple[int, int]]:
         """(kind, schedule) -> (idle leftovers, those older than `alert_age` seconds). A
         temporary Lazy of a schedule in `loaded` is never overdue: a run of its window lifts
         it (a halt holds it on purpose; `tidal status` shows it held)."""
@@ -73,19 +77,24 @@ class SweepReport:
             key = (x.kind.value, x.schedule)
             count, overdue = out.get(key, (0, 0))
             age = x.age_seconds(self.at)
-            late = age is not None and age > alert_age and not (
-                x.kind is LeftoverKind.LAZY and x.schedule in loaded)
+            late = (
+                age is not None
+                and age > alert_age
+                and not (x.kind is LeftoverKind.LAZY and x.schedule in loaded)
+            )
             out[key] = (count + 1, overdue + int(late))
         return out
 
     @property
     def acted(self) -> bool:
-        return any(a.result in (SweepResult.REMOVED, SweepResult.RESTORED)
-                   for a in self.actions)
+        return any(a.result in (SweepResult.REMOVED, SweepResult.RESTORED) for a in self.actions)
 
     def to_json(self) -> dict[str, object]:
-        return {"at": self.at.isoformat(), "actions": [a.to_json(self.at) for a in self.actions],
-                "left": [x.to_json(self.at) for x in self.left]}
+        return {
+            "at": self.at.isoformat(),
+            "actions": [a.to_json(self.at) for a in self.actions],
+            "left": [x.to_json(self.at) for x in self.left],
+        }
 
 
 def owners_of(runs: dict[str, RunState]) -> dict[str, str]:
@@ -93,33 +102,50 @@ def owners_of(runs: dict[str, RunState]) -> dict[str, str]:
     return {run.run_id: name for name, run in runs.items()}
 
 
-def sweep_leftovers(client: KarmadaClient, namespace: str, clock: Clock, *, by: str,
-                    dry_run: bool = False, loaded: Collection[str] = (),
-                    budget_seconds: float = 30.0) -> SweepReport:
+def sweep_leftovers(
+    client: KarmadaClient,
+    namespace: str,
+    clock: Clock,
+    *,
+    by: str,
+    dry_run: bool = False,
+    loaded: Collection[str] = (),
+    budget_seconds: float = 30.0,
+) -> SweepReport:
     """Find every leftover and sweep those of runs not active; `loaded`: the schedules this
     daemon runs (it resumes their unfinished runs itself)."""
     _states, runs, _corrupt = StateStore(client, namespace).list_all()
     leftovers = find_leftovers(client, owners_of(runs))
     now = clock.now()
     active = _activity(client, namespace, now, runs, loaded)
-    actions = sweep(client, clock, leftovers, active=active, dry_run=dry_run,
-                    budget_seconds=budget_seconds)
-    gone = {a.leftover for a in actions if a.result in (SweepResult.REMOVED,
-                                                         SweepResult.RESTORED)}
+    actions = sweep(
+        client, clock, leftovers, active=active, dry_run=dry_run, budget_seconds=budget_seconds
+    )
+    gone = {a.leftover for a in actions if a.result in (SweepResult.REMOVED, SweepResult.RESTORED)}
     report = SweepReport(now, actions, [x for x in leftovers if x not in gone])
     for action in actions:
-        log.info("leftover_swept" if action.leftover in gone else "leftover_kept",
-                 kind=action.leftover.kind.value, object=action.leftover.ref,
-                 schedule=action.leftover.schedule, run_id=action.leftover.run_id,
-                 result=action.result.value, reason=action.reason, dry_run=dry_run)
+        log.info(
+            "leftover_swept" if action.leftover in gone else "leftover_kept",
+            kind=action.leftover.kind.value,
+            object=action.leftover.ref,
+            schedule=action.leftover.schedule,
+            run_id=action.leftover.run_id,
+            result=action.result.value,
+            reason=action.reason,
+            dry_run=dry_run,
+        )
     if report.acted and not dry_run:
         _journal(client, namespace, report, by)
     return report
 
 
-def _activity(client: KarmadaClient, namespace: str, now: datetime,
-              runs: dict[str, RunState], loaded: Collection[str]
-              ) -> Callable[[Leftover], bool]:
+def _activity(
+    client: KarmadaClient,
+    namespace: str,
+    now: datetime,
+    runs: dict[str, RunState],
+    loaded: Collection[str],
+) -> Callable[[Leftover], bool]:
     locks: dict[str, bool] = {}
 
     def active(leftover: Leftover) -> bool:
@@ -131,8 +157,12 @@ def _activity(client: KarmadaClient, namespace: str, now: datetime,
         if locks[schedule]:
             return True
         run = runs.get(schedule)
-        return schedule in loaded and run is not None and not run.finished and \
-            run.run_id == leftover.run_id
+        return (
+            schedule in loaded
+            and run is not None
+            and not run.finished
+            and run.run_id == leftover.run_id
+        )
 
     return active
 
@@ -156,10 +186,20 @@ class SweepLoop:
     gains the lease) and then every interval, while it leads; its writes pass the leader's
     write gate like every acting write (fenced by the lease). Publishes the metrics."""
 
-    def __init__(self, client: KarmadaClient, namespace: str, clock: Clock,
-                 settings: SweeperSettings, *, identity: str, may_act: Callable[[], bool],
-                 loaded: Callable[[], Collection[str]], metrics: DaemonMetrics,
-                 stop: threading.Event, poll_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        namespace: str,
+        clock: Clock,
+        settings: SweeperSettings,
+        *,
+        identity: str,
+        may_act: Callable[[], bool],
+        loaded: Callable[[], Collection[str]],
+        metrics: DaemonMetrics,
+        stop: threading.Event,
+        poll_seconds: float = 0.5,
+    ) -> None:
         self.client, self.namespace, self.clock = client, namespace, clock
         self.settings, self.identity = settings, identity
         self.may_act, self.loaded, self.metrics = may_act, loaded, metrics
@@ -179,14 +219,18 @@ class SweepLoop:
         if not self.may_act():
             return None
         try:
-            report = sweep_leftovers(self.client, self.namespace, self.clock,
-                                     by=f"daemon:{self.identity}", loaded=self.loaded(),
-                                     budget_seconds=self.settings.budget_seconds)
+            report = sweep_leftovers(
+                self.client,
+                self.namespace,
+                self.clock,
+                by=f"daemon:{self.identity}",
+                loaded=self.loaded(),
+                budget_seconds=self.settings.budget_seconds,
+            )
         except (KarmadaError, LeaseLost) as exc:
             log.warning("sweep_failed", error=str(exc), error_class=type(exc).__name__)
             return None
-        self.metrics.set_leftovers(report.counts(self.settings.alert_age_seconds,
-                                                 self.loaded()))
+        self.metrics.set_leftovers(report.counts(self.settings.alert_age_seconds, self.loaded()))
         return report
 
     def _loop(self) -> None:

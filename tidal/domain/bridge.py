@@ -48,15 +48,17 @@ def bridge_shares(replicas: int, clusters: Iterable[str]) -> dict[str, int]:
     return {c: replicas for c in sorted(clusters)}
 
 
-def bridge_growth(replicas: int, before: Mapping[str, int],
-                  clusters: Iterable[str]) -> dict[str, int]:
+def bridge_growth(
+    replicas: int, before: Mapping[str, int], clusters: Iterable[str]
+) -> dict[str, int]:
     """Replicas the bridge adds per cluster beyond what the workload has there (its room)."""
     out = {c: replicas - before.get(c, 0) for c in sorted(clusters)}
     return {c: n for c, n in out.items() if n > 0}
 
 
-def bridge_placement(placement: Mapping[str, Any] | None,
-                     clusters: Iterable[str]) -> dict[str, Any]:
+def bridge_placement(
+    placement: Mapping[str, Any] | None, clusters: Iterable[str]
+) -> dict[str, Any]:
     """`placement` made Duplicated over exactly `clusters` (tolerations and every other field
     kept, the cluster choice and the replica division replaced)."""
     out = {k: copy.deepcopy(v) for k, v in (placement or {}).items() if k not in _REPLACED}

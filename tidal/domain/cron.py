@@ -62,8 +62,9 @@ class Start:
         weekdays: list[str] = []
         for wd in sorted(self.weekdays or ()):
             if wd in self.nth_weekdays:
-                weekdays += [f"{_ORDINALS[n]} {_WEEKDAY_NAMES[wd]}"
-                             for n in sorted(self.nth_weekdays[wd])]
+                weekdays += [
+                    f"{_ORDINALS[n]} {_WEEKDAY_NAMES[wd]}" for n in sorted(self.nth_weekdays[wd])
+                ]
             else:
                 weekdays.append(_WEEKDAY_NAMES[wd])
         return weekdays
@@ -98,7 +99,7 @@ def _cron_of(text: object) -> str:
         raise ValueError(f"start must be a string; {START_HINT}")
     value = text.strip()
     if value.startswith("cron:"):  # the issue's `cron: "0 23 * * 1-5"` spelling
-        value = value[len("cron:"):].strip()
+        value = value[len("cron:") :].strip()
     hh_mm = _HH_MM.match(value)
     if hh_mm:
         hour, minute = int(hh_mm.group(1)), int(hh_mm.group(2))
@@ -126,7 +127,8 @@ def parse_start(text: str) -> Start:
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         reason = str(exc).split("\n")[0]
         raise ValueError(
-            f"{text!r} is not a valid cron expression ({reason}); {START_HINT}") from exc
+            f"{text!r} is not a valid cron expression ({reason}); {START_HINT}"
+        ) from exc
     minutes, hours, days_field, months_field, weekdays_field = expanded
     days = frozenset(d for d in days_field if isinstance(d, int))
     start = Start(
@@ -137,8 +139,7 @@ def parse_start(text: str) -> Start:
         days=None if days_field == ["*"] or not days else days,
         last_day="l" in days_field,
         months=_values(months_field, range(1, 13)),
-        weekdays=None if weekdays_field == ["*"]
-        else frozenset(int(w) % 7 for w in weekdays_field),
+        weekdays=None if weekdays_field == ["*"] else frozenset(int(w) % 7 for w in weekdays_field),
         nth_weekdays={int(k) % 7: frozenset(int(n) for n in v) for k, v in nth.items()},
     )
     if not _ever_fires(start):
@@ -157,8 +158,7 @@ def _days_in_cycle() -> tuple[date, ...]:
 
 
 def _ever_fires(start: Start) -> bool:
-    return any(start.matches_date(d) for d in _days_in_cycle()
-               if d.month in start.months)
+    return any(start.matches_date(d) for d in _days_in_cycle() if d.month in start.months)
 
 
 def can_coincide(a: Start | str, b: Start | str) -> bool:
@@ -168,8 +168,11 @@ def can_coincide(a: Start | str, b: Start | str) -> bool:
     if not (first.minutes & second.minutes and first.hours & second.hours):
         return False
     months = first.months & second.months
-    return any(first.matches_date(d) and second.matches_date(d)
-               for d in _days_in_cycle() if d.month in months)
+    return any(
+        first.matches_date(d) and second.matches_date(d)
+        for d in _days_in_cycle()
+        if d.month in months
+    )
 
 
 # --- DST: a start inside a spring-forward gap runs at the first valid instant after it, so
@@ -205,8 +208,11 @@ def dst_gaps(zone: str) -> tuple[tuple[datetime, datetime], ...]:
 def _local_minutes(start: Start, day: date) -> list[datetime]:
     if not start.matches_date(day):
         return []
-    return [datetime(day.year, day.month, day.day, hour, minute)
-            for hour in sorted(start.hours) for minute in sorted(start.minutes)]
+    return [
+        datetime(day.year, day.month, day.day, hour, minute)
+        for hour in sorted(start.hours)
+        for minute in sorted(start.minutes)
+    ]
 
 
 def _effective_minutes(start: Start, gap_start: datetime, gap_end: datetime) -> set[datetime]:
@@ -221,7 +227,8 @@ def _effective_minutes(start: Start, gap_start: datetime, gap_end: datetime) -> 
 def dst_collision(a: Start, b: Start, zone: str) -> date | None:
     """A date on which a DST gap moves one start onto the other's instant, or None."""
     for gap_start, gap_end in dst_gaps(zone):
-        if (gap_end in _effective_minutes(a, gap_start, gap_end)
-                and gap_end in _effective_minutes(b, gap_start, gap_end)):
+        if gap_end in _effective_minutes(a, gap_start, gap_end) and gap_end in _effective_minutes(
+            b, gap_start, gap_end
+        ):
             return gap_start.date()
     return None

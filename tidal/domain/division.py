@@ -205,8 +205,9 @@ def _sorted_desc(pool: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return sorted(pool, key=lambda item: -item[1])
 
 
-def _fewest_clusters(target: int, pool: list[tuple[str, int]],
-                     scheduled: Mapping[str, int]) -> list[tuple[str, int]]:
+def _fewest_clusters(
+    target: int, pool: list[tuple[str, int]], scheduled: Mapping[str, int]
+) -> list[tuple[str, int]]:
     """Aggregated: the clusters already scheduled first, then the rest, cut where their
     available replicas first reach the target."""
     prior = [item for item in pool if scheduled.get(item[0], 0) > 0]

@@ -37,7 +37,8 @@ def parse_duration(text: str) -> timedelta:
     order = ["d", "h", "m", "s", "ms"]
     if seen != sorted(seen, key=order.index):
         raise ValueError(
-            f"{text!r} lists its units out of order; write the largest first, e.g. 1h30m")
+            f"{text!r} lists its units out of order; write the largest first, e.g. 1h30m"
+        )
     return total
 
 
@@ -80,8 +81,11 @@ def _positive(value: Any) -> timedelta:
     return _coerce(value, positive=True)
 
 
-_SCHEMA: dict[str, Any] = {"type": "string", "pattern": DURATION_PATTERN,
-                           "examples": ["30s", "10m", "1h30m"]}
+_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": DURATION_PATTERN,
+    "examples": ["30s", "10m", "1h30m"],
+}
 
 Duration = Annotated[
     timedelta,

@@ -56,8 +56,10 @@ class FloorViolation:
 
     def __str__(self) -> str:
         where = "across clusters" if self.cluster == EVERY_CLUSTER else f"in {self.cluster}"
-        return (f"{self.workload}: {self.ready} ready {where}, floor needs {self.required} "
-                f"({self.floor})")
+        return (
+            f"{self.workload}: {self.ready} ready {where}, floor needs {self.required} "
+            f"({self.floor})"
+        )
 
 
 def required_available(replicas: int, percent: float) -> int:

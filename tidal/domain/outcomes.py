@@ -70,8 +70,9 @@ class WaveResult(StrEnum):
         return self in (WaveResult.ROLLED_BACK, WaveResult.FAILED_ROLLED_BACK)
 
     def after_rollback(self) -> WaveResult:
-        return WaveResult.FAILED_ROLLED_BACK if self is WaveResult.FAILED else \
-            WaveResult.ROLLED_BACK
+        return (
+            WaveResult.FAILED_ROLLED_BACK if self is WaveResult.FAILED else WaveResult.ROLLED_BACK
+        )
 
 
 NOT_STARTED: Final = "notStarted"  # the run record's result of a wave not yet finished

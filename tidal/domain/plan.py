@@ -68,8 +68,11 @@ class PlannedWorkload:
         surged)."""
         if not self.surged or not self.replicas:
             return {}
-        return {c: self._larger(c) for c in sorted(self.members())
-                if self.before.get(c, 0) != self.after.get(c, 0)}
+        return {
+            c: self._larger(c)
+            for c in sorted(self.members())
+            if self.before.get(c, 0) != self.after.get(c, 0)
+        }
 
     def bridge_shares(self) -> dict[str, int]:
         """Replicas per cluster while bridged: the full count in every cluster it leaves or
@@ -98,8 +101,9 @@ class PlannedWorkload:
 
     @property
     def moves(self) -> bool:
-        return {c: n for c, n in self.before.items() if n} != \
-            {c: n for c, n in self.after.items() if n}
+        return {c: n for c, n in self.before.items() if n} != {
+            c: n for c, n in self.after.items() if n
+        }
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,12 @@ class WaveRoom:
     extra: Amounts = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"surge": self.surge, "extra": self.extra, "freeBefore": self.free_before,
-                "freeAfter": self.free_after}
+        return {
+            "surge": self.surge,
+            "extra": self.extra,
+            "freeBefore": self.free_before,
+            "freeAfter": self.free_after,
+        }
 
 
 @dataclass(frozen=True)
@@ -160,11 +168,23 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         waves = []
         for number, wave in self.numbered():
-            entry: dict[str, Any] = {"index": number, "workloads": [
-                {"workload": w.name, "replicas": w.replicas, "before": dict(w.before),
-                 "after": dict(w.after), "exact": w.exact, "surged": w.surged,
-                 "surge": w.surge(), "bridged": w.bridged, "bridge": w.bridge_shares()}
-                for w in wave]}
+            entry: dict[str, Any] = {
+                "index": number,
+                "workloads": [
+                    {
+                        "workload": w.name,
+                        "replicas": w.replicas,
+                        "before": dict(w.before),
+                        "after": dict(w.after),
+                        "exact": w.exact,
+                        "surged": w.surged,
+                        "surge": w.surge(),
+                        "bridged": w.bridged,
+                        "bridge": w.bridge_shares(),
+                    }
+                    for w in wave
+                ],
+            }
             if number <= len(self.rooms):
                 entry.update(self.rooms[number - 1].to_dict())
             waves.append(entry)
@@ -173,15 +193,24 @@ class Plan:
             "strategy": str(self.strategy),
             "waves": waves,
             "steps": [
-                {"step": s.label, "wave": s.wave, "assigned": s.assigned,
-                 "lowestReady": s.lowest_ready, "ready": s.ready, "surged": s.surged,
-                 "violations": [str(v) for v in s.violations]}
-                for s in self.steps],
+                {
+                    "step": s.label,
+                    "wave": s.wave,
+                    "assigned": s.assigned,
+                    "lowestReady": s.lowest_ready,
+                    "ready": s.ready,
+                    "surged": s.surged,
+                    "violations": [str(v) for v in s.violations],
+                }
+                for s in self.steps
+            ],
             "floors": [f.describe() for f in self.floors],
             "problems": list(self.problems),
             "capacity": list(self.capacity),
-            "noRoom": [{"workload": name, "missing": lacking}
-                       for name, lacking in sorted(self.no_room.items())],
+            "noRoom": [
+                {"workload": name, "missing": lacking}
+                for name, lacking in sorted(self.no_room.items())
+            ],
         }
 
 
@@ -203,10 +232,15 @@ def _total(into: dict[str, int], add: Mapping[str, int]) -> None:
         into[cluster] = into.get(cluster, 0) + n
 
 
-def _wave_state(wave: Sequence[PlannedWorkload], checks: Sequence[Sequence[Mapping[str, int]]],
-                lows: Sequence[Mapping[str, int]], assigned: Sequence[Mapping[str, int]],
-                floors: Sequence[FloorRule], clusters: Sequence[str],
-                peaks: Sequence[Mapping[str, int]] = ()) -> _WaveState:
+def _wave_state(
+    wave: Sequence[PlannedWorkload],
+    checks: Sequence[Sequence[Mapping[str, int]]],
+    lows: Sequence[Mapping[str, int]],
+    assigned: Sequence[Mapping[str, int]],
+    floors: Sequence[FloorRule],
+    clusters: Sequence[str],
+    peaks: Sequence[Mapping[str, int]] = (),
+) -> _WaveState:
     """`checks`: per workload the ready maps its floors must hold in (one per instant that can
     be the worst); `lows`: its lowest ready per cluster; `peaks`: its most ready per cluster."""
     violations: list[FloorViolation] = []
@@ -238,8 +272,13 @@ def _wave_state(wave: Sequence[PlannedWorkload], checks: Sequence[Sequence[Mappi
     return _WaveState(violations, lowest, totals, ready, peak)
 
 
-def _step(label: str, wave: int | None, states: Sequence[_WaveState],
-          clusters: Sequence[str], peak_of: int | None = None) -> PlanStep:
+def _step(
+    label: str,
+    wave: int | None,
+    states: Sequence[_WaveState],
+    clusters: Sequence[str],
+    peak_of: int | None = None,
+) -> PlanStep:
     """Combine per-wave states (in wave order, which is the workloads' order) into one step;
     `peak_of`: the index of the state in flight whose surge peak the step reports."""
     violations: list[FloorViolation] = []
@@ -258,9 +297,15 @@ def _step(label: str, wave: int | None, states: Sequence[_WaveState],
         _total(assigned, state.assigned)
         _total(ready, state.ready)
         _total(surged, state.peak if i == peak_of else state.ready)
-    return PlanStep(label, wave, dict(sorted(assigned.items())), lowest, tuple(violations),
-                    dict(sorted(ready.items())),
-                    dict(sorted(surged.items())) if peak_of is not None else {})
+    return PlanStep(
+        label,
+        wave,
+        dict(sorted(assigned.items())),
+        lowest,
+        tuple(violations),
+        dict(sorted(ready.items())),
+        dict(sorted(surged.items())) if peak_of is not None else {},
+    )
 
 
 def _peak(w: PlannedWorkload) -> dict[str, int]:
@@ -288,8 +333,9 @@ def make_plan(
     Each workload is checked once in each of its three states (before, in flight, after);
     a step combines wave by wave: earlier waves after, its own in flight, later ones before."""
     if waves is None:
-        sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas,
-                          order=order)
+        sorted_ = ordered(
+            workloads, key=lambda w: w.key, replicas=lambda w: w.replicas, order=order
+        )
         waves = split_waves(sorted_, wave_size) if sorted_ else []
     else:
         sorted_ = [w for wave in waves for w in wave]
@@ -316,8 +362,12 @@ def _flight_checks(w: PlannedWorkload) -> list[Mapping[str, int]]:
     return [w.in_flight()]
 
 
-def _steps(waves: Sequence[Sequence[PlannedWorkload]], floors: Sequence[FloorRule],
-           clusters: Sequence[str], strategy: Strategy) -> list[PlanStep]:
+def _steps(
+    waves: Sequence[Sequence[PlannedWorkload]],
+    floors: Sequence[FloorRule],
+    clusters: Sequence[str],
+    strategy: Strategy,
+) -> list[PlanStep]:
     """The plan's steps: before, each wave in flight (earlier waves after, later before),
     end."""
     before: list[_WaveState] = []
@@ -329,15 +379,30 @@ def _steps(waves: Sequence[Sequence[PlannedWorkload]], floors: Sequence[FloorRul
         ready = [w.ready_after() for w in wave]
         lows = [w.in_flight() for w in wave]
         before.append(_wave_state(wave, [[o] for o in olds], olds, olds, floors, clusters))
-        flight.append(_wave_state(wave, [_flight_checks(w) for w in wave], lows, news, floors,
-                                  clusters, [_peak(w) for w in wave]))
+        flight.append(
+            _wave_state(
+                wave,
+                [_flight_checks(w) for w in wave],
+                lows,
+                news,
+                floors,
+                clusters,
+                [_peak(w) for w in wave],
+            )
+        )
         after.append(_wave_state(wave, [[r] for r in ready], ready, news, floors, clusters))
     steps = [_step("before", None, before, clusters)]
     for index in range(len(waves)):
         surging = strategy is Strategy.SURGE and any(w.surged or w.bridged for w in waves[index])
-        steps.append(_step(f"wave {index + 1}", index + 1,
-                           [*after[:index], flight[index], *before[index + 1:]], clusters,
-                           peak_of=index if surging else None))
+        steps.append(
+            _step(
+                f"wave {index + 1}",
+                index + 1,
+                [*after[:index], flight[index], *before[index + 1 :]],
+                clusters,
+                peak_of=index if surging else None,
+            )
+        )
     steps.append(_step("end", None, after, clusters))
     return steps
 
@@ -350,8 +415,7 @@ def amount_text(resource: str, value: float) -> str:
     return f"{value:.6g}"
 
 
-def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]
-                    ) -> list[tuple[str, list[str]]]:
+def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]) -> list[tuple[str, list[str]]]:
     """One line per destination cluster the wave's moved replicas do not fit into, naming the
     workloads and the missing resources (and those workloads)."""
     by_cluster: dict[str, tuple[list[str], dict[str, float]]] = {}
@@ -365,7 +429,12 @@ def _capacity_notes(number: int, wave: Sequence[PlannedWorkload]
     for cluster in sorted(by_cluster):
         names, total = by_cluster[cluster]
         lacking = ", ".join(f"{r} {amount_text(r, a)}" for r, a in sorted(total.items()))
-        notes.append((f"wave {number}: replicas moved to {cluster} do not fit its free "
-                      f"capacity (short of {lacking}) and would stay Pending: "
-                      f"{', '.join(names)}", names))
+        notes.append(
+            (
+                f"wave {number}: replicas moved to {cluster} do not fit its free "
+                f"capacity (short of {lacking}) and would stay Pending: "
+                f"{', '.join(names)}",
+                names,
+            )
+        )
     return notes

@@ -32,8 +32,20 @@ from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 from tidal.domain.selectors import label_selector_matches
 
 _SUFFIX = {
-    "": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+    "": 1.0,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
 }
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 UNLIMITED = 1_000_000
@@ -79,21 +91,33 @@ class ClusterFacts:
     def from_cluster(cls, obj: Mapping[str, Any]) -> ClusterFacts:
         meta = obj.get("metadata") or {}
         status = obj.get("status") or {}
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in status.get("conditions") or [])
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
         summary = status.get("resourceSummary") or {}
         free: dict[str, float] = {}
         for name, qty in (summary.get("allocatable") or {}).items():
-            used = sum(parse_quantity((summary.get(part) or {}).get(name, 0))
-                       for part in ("allocated", "allocating"))
+            used = sum(
+                parse_quantity((summary.get(part) or {}).get(name, 0))
+                for part in ("allocated", "allocating")
+            )
             free[name] = parse_quantity(qty) - used
-        return cls(str(meta.get("name")), ready, dict(meta.get("labels") or {}), free,
-                   _model_nodes((obj.get("spec") or {}).get("resourceModels") or [],
-                                summary.get("allocatableModelings") or []))
+        return cls(
+            str(meta.get("name")),
+            ready,
+            dict(meta.get("labels") or {}),
+            free,
+            _model_nodes(
+                (obj.get("spec") or {}).get("resourceModels") or [],
+                summary.get("allocatableModelings") or [],
+            ),
+        )
 
 
-def _model_nodes(models: Sequence[Mapping[str, Any]], modelings: Sequence[Mapping[str, Any]]
-                 ) -> tuple[ModelNodes, ...]:
+def _model_nodes(
+    models: Sequence[Mapping[str, Any]], modelings: Sequence[Mapping[str, Any]]
+) -> tuple[ModelNodes, ...]:
     if not models or not modelings:
         return ()
     count_of: dict[int, int] = {}
@@ -103,16 +127,20 @@ def _model_nodes(models: Sequence[Mapping[str, Any]], modelings: Sequence[Mappin
     grades = []
     for model in models:
         grade = int(model.get("grade") or 0)
-        minimums = {str(r.get("name")): parse_quantity(r.get("min", 0))
-                    for r in model.get("ranges") or []}
+        minimums = {
+            str(r.get("name")): parse_quantity(r.get("min", 0)) for r in model.get("ranges") or []
+        }
         grades.append((grade, ModelNodes(count_of.get(grade, 0), minimums)))
     return tuple(nodes for _, nodes in sorted(grades, key=lambda g: g[0]))
 
 
 def _limits_a_node(resource: str) -> bool:
     """Resources a model node is measured in (cpu, memory, ephemeral storage, extended ones)."""
-    return resource in ("cpu", "memory", "ephemeral-storage") or "/" in resource \
+    return (
+        resource in ("cpu", "memory", "ephemeral-storage")
+        or "/" in resource
         or resource.startswith(("hugepages-", "attachable-volumes-"))
+    )
 
 
 def model_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) -> int:
@@ -120,8 +148,11 @@ def model_replicas(nodes: Sequence[ModelNodes], request: Mapping[str, float]) ->
     total = 0
     for grade in nodes:
         fits = [MODEL_NODE_PODS]
-        fits += [whole(grade.minimums.get(name, 0.0), need)
-                 for name, need in request.items() if need > 0 and _limits_a_node(name)]
+        fits += [
+            whole(grade.minimums.get(name, 0.0), need)
+            for name, need in request.items()
+            if need > 0 and _limits_a_node(name)
+        ]
         total += grade.count * max(0, min(fits))
     return total
 
@@ -161,8 +192,11 @@ def _matches_affinity(affinity: Mapping[str, Any] | None, cluster: ClusterFacts)
     return selector is None or label_selector_matches(selector, cluster.labels)
 
 
-def candidates(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts],
-               current: Mapping[str, int] | None = None) -> list[str]:
+def candidates(
+    placement: Mapping[str, Any],
+    clusters: Sequence[ClusterFacts],
+    current: Mapping[str, int] | None = None,
+) -> list[str]:
     """Clusters that the placement's (first) cluster affinity admits, by name: ready ones, and
     NotReady ones the binding already uses (pkg/scheduler/framework/plugins/tainttoleration
     skips the taint check for clusters in spec.clusters)."""
@@ -170,14 +204,17 @@ def candidates(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts],
     if affinity is None and placement.get("clusterAffinities"):
         affinity = placement["clusterAffinities"][0]
     used = current or {}
-    return sorted(c.name for c in clusters
-                  if (c.ready or c.name in used) and _matches_affinity(affinity, c))
+    return sorted(
+        c.name for c in clusters if (c.ready or c.name in used) and _matches_affinity(affinity, c)
+    )
 
 
-def static_weights(placement: Mapping[str, Any], clusters: Sequence[ClusterFacts]
-                   ) -> dict[str, int]:
-    rules = ((placement.get("replicaScheduling") or {}).get("weightPreference") or {}) \
-        .get("staticWeightList") or []
+def static_weights(
+    placement: Mapping[str, Any], clusters: Sequence[ClusterFacts]
+) -> dict[str, int]:
+    rules = ((placement.get("replicaScheduling") or {}).get("weightPreference") or {}).get(
+        "staticWeightList"
+    ) or []
     weights: dict[str, int] = {}
     for cluster in clusters:
         for rule in rules:
@@ -239,13 +276,21 @@ def models_lack(cluster: ClusterFacts, request: Mapping[str, float]) -> list[str
     if not cluster.model_nodes:
         return []
     graded = {name for grade in cluster.model_nodes for name in grade.minimums}
-    return sorted(name for name, need in request.items()
-                  if need > 0 and _limits_a_node(name) and name not in graded)
+    return sorted(
+        name
+        for name, need in request.items()
+        if need > 0 and _limits_a_node(name) and name not in graded
+    )
 
 
-def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
-                       model_nodes: Sequence[ModelNodes] = (),
-                       release: KarmadaRelease = LATEST_RELEASE, *, placed: int = 0) -> int:
+def available_replicas(
+    free: Mapping[str, float],
+    request: Mapping[str, float],
+    model_nodes: Sequence[ModelNodes] = (),
+    release: KarmadaRelease = LATEST_RELEASE,
+    *,
+    placed: int = 0,
+) -> int:
     """How many more replicas of `request` fit: bounded by the pods left (none reported: 0),
     then by the model nodes when the cluster has them (by `release`'s rules) less `placed`,
     the replicas placed there since they were reported (negative: taken away, which adds room
@@ -270,8 +315,9 @@ def available_replicas(free: Mapping[str, float], request: Mapping[str, float],
     return max(0, min(fits))
 
 
-def shortfall(free: Mapping[str, float], request: Mapping[str, float], replicas: int
-              ) -> dict[str, float]:
+def shortfall(
+    free: Mapping[str, float], request: Mapping[str, float], replicas: int
+) -> dict[str, float]:
     """What `replicas` more of `request` would lack in `free`: resource -> amount missing."""
     if replicas <= 0:
         return {}
@@ -296,8 +342,12 @@ class Predictor:
     their replicas compete for it as pods, so their shortfall is counted workload by workload.
     """
 
-    def __init__(self, placement: Mapping[str, Any], clusters: Sequence[ClusterFacts],
-                 release: KarmadaRelease = LATEST_RELEASE) -> None:
+    def __init__(
+        self,
+        placement: Mapping[str, Any],
+        clusters: Sequence[ClusterFacts],
+        release: KarmadaRelease = LATEST_RELEASE,
+    ) -> None:
         self.placement = placement
         self.mode = placement_mode(placement)
         self.release = release
@@ -326,31 +376,43 @@ class Predictor:
             try:
                 weights = static_weights(self.placement, self.clusters)
             except (TypeError, ValueError, KeyError) as exc:  # a server without the CRD schema
-                return Prediction(dict(workload.current), exact=False,
-                                  problem=f"the static weights are not whole numbers: {exc}")
+                return Prediction(
+                    dict(workload.current),
+                    exact=False,
+                    problem=f"the static weights are not whole numbers: {exc}",
+                )
             result = static_weight_divide(total, names, weights, workload.uid)
             short, pending = self._static_shortfall(workload, result)
             self._deduct(workload, {n: r - pending.get(n, 0) for n, r in result.items()})
             return Prediction(result, exact=True, short=short, pending=pending)
         available = []
         for name in names:
-            avail = available_replicas(self._seen_free.get(name, {}), workload.request,
-                                       self._models.get(name, ()), self.release,
-                                       placed=self._seen_placed.get(name, 0))
+            avail = available_replicas(
+                self._seen_free.get(name, {}),
+                workload.request,
+                self._models.get(name, ()),
+                self.release,
+                placed=self._seen_placed.get(name, 0),
+            )
             team = workload.team.get(name, -1)
             available.append((name, avail if team == -1 else min(avail, team)))
         try:
-            result = dynamic_divide(total, available, dict(workload.current),
-                                    mode="Fresh" if fresh else "Steady",
-                                    aggregated=self.mode == "aggregated", tie_uid=workload.uid)
+            result = dynamic_divide(
+                total,
+                available,
+                dict(workload.current),
+                mode="Fresh" if fresh else "Steady",
+                aggregated=self.mode == "aggregated",
+                tie_uid=workload.uid,
+            )
         except Unschedulable as exc:
-            return Prediction(dict(workload.current), exact=False,
-                              problem=f"unschedulable: {exc}")
+            return Prediction(dict(workload.current), exact=False, problem=f"unschedulable: {exc}")
         self._deduct(workload, result)
         return Prediction(result, exact=False)
 
-    def _static_shortfall(self, workload: WorkloadFacts, result: Mapping[str, int]
-                          ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    def _static_shortfall(
+        self, workload: WorkloadFacts, result: Mapping[str, int]
+    ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
         """Static weights ignore free capacity: replicas moved into a full cluster stay Pending.
         Returns the missing resources and the Pending replicas per destination."""
         short, pending = {}, {}

@@ -21,15 +21,30 @@ from tidal.domain.selectors import (
 )
 
 
-def selects(selectors: Iterable[Any] | None, *, api_version: str, kind: str, namespace: str,
-            name: str, labels: Mapping[str, str]) -> bool:
+def selects(
+    selectors: Iterable[Any] | None,
+    *,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+) -> bool:
     """Whether any of `selectors` (resourceSelectors items) selects the template."""
-    return any(isinstance(s, Mapping) and _one(s, api_version, kind, namespace, name, labels)
-               for s in selectors or ())
+    return any(
+        isinstance(s, Mapping) and _one(s, api_version, kind, namespace, name, labels)
+        for s in selectors or ()
+    )
 
 
-def _one(selector: Mapping[str, Any], api_version: str, kind: str, namespace: str, name: str,
-         labels: Mapping[str, str]) -> bool:
+def _one(
+    selector: Mapping[str, Any],
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+) -> bool:
     if selector.get("apiVersion") != api_version or selector.get("kind") != kind:
         return False
     if selector.get("namespace") and selector["namespace"] != namespace:
@@ -42,11 +57,13 @@ def _one(selector: Mapping[str, Any], api_version: str, kind: str, namespace: st
     if not isinstance(label_selector, Mapping):
         return False
     try:
-        requirements = from_label_selector(label_selector.get("matchLabels"),
-                                           label_selector.get("matchExpressions"))
+        requirements = from_label_selector(
+            label_selector.get("matchLabels"), label_selector.get("matchExpressions")
+        )
     except (SelectorError, TypeError, AttributeError):
         return False
-    if not all(is_label_key(r.key) and all(is_label_value(v) for v in r.values)
-               for r in requirements):
+    if not all(
+        is_label_key(r.key) and all(is_label_value(v) for v in r.values) for r in requirements
+    ):
         return False
     return matches(requirements, labels)

@@ -71,10 +71,15 @@ def _wave_size_text(value: WaveSize) -> int | str:
 WaveSizeField = Annotated[
     WaveSize,
     PlainSerializer(_wave_size_text),
-    WithJsonSchema({"anyOf": [
-        {"type": "integer", "minimum": 1},
-        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"},
-    ], "examples": [5, "25%"]}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"},
+            ],
+            "examples": [5, "25%"],
+        }
+    ),
 ]
 
 
@@ -82,8 +87,10 @@ class Floor(_Model):
     """A per-workload minimum that every wave must keep: per cluster, or across all clusters."""
 
     clusters: list[Annotated[str, Field(min_length=1)]] | None = Field(
-        default=None, min_length=1,
-        description='cluster names, or ["*"] for every cluster the workload is scheduled to')
+        default=None,
+        min_length=1,
+        description='cluster names, or ["*"] for every cluster the workload is scheduled to',
+    )
     min_ready_replicas: int | None = Field(default=None, ge=1)
     min_available_percent: float | None = Field(default=None, gt=0, le=100)
 
@@ -91,15 +98,23 @@ class Floor(_Model):
     def _one_kind_of_floor(self) -> Floor:
         per_cluster = self.clusters is not None or self.min_ready_replicas is not None
         if per_cluster and self.min_available_percent is not None:
-            raise_problems([(("minAvailablePercent",),
-                             "a floor is either clusters + minReadyReplicas or "
-                             "minAvailablePercent; split it into two floors")])
+            raise_problems(
+                [
+                    (
+                        ("minAvailablePercent",),
+                        "a floor is either clusters + minReadyReplicas or "
+                        "minAvailablePercent; split it into two floors",
+                    )
+                ]
+            )
         if not per_cluster and self.min_available_percent is None:
-            raise_problems([((), "an empty floor; set clusters + minReadyReplicas or "
-                                 "minAvailablePercent")])
+            raise_problems(
+                [((), "an empty floor; set clusters + minReadyReplicas or minAvailablePercent")]
+            )
         if per_cluster and self.clusters is None:
-            raise_problems([((), 'minReadyReplicas needs clusters; add clusters: [...] '
-                                 '(or ["*"])')])
+            raise_problems(
+                [((), 'minReadyReplicas needs clusters; add clusters: [...] (or ["*"])')]
+            )
         if per_cluster and self.min_ready_replicas is None:
             raise_problems([((), "clusters needs minReadyReplicas; add minReadyReplicas: N")])
         if self.clusters and "*" in self.clusters and len(self.clusters) > 1:
@@ -122,13 +137,17 @@ class Surge(_Model):
     and what happens to a workload whose surge can never fit."""
 
     headroom_percent: float = Field(
-        default=10.0, ge=0, lt=100,
+        default=10.0,
+        ge=0,
+        lt=100,
         description="share of each destination cluster's free capacity that surges leave "
-                    "unused (waves are sized so their surge fits the rest)")
+        "unused (waves are sized so their surge fits the rest)",
+    )
     when_no_room: WhenNoRoom = Field(
         default="direct",
         description="a workload whose surge can never fit: direct (moved without surge, "
-                    "only if its floors still hold) or refuse (the plan is refused)")
+        "only if its floors still hold) or refuse (the plan is refused)",
+    )
 
 
 class Rollout(_Model):
@@ -142,11 +161,13 @@ class Rollout(_Model):
     order: Order = Field(
         default="name",
         description="wave order: name (namespace, name), smallestFirst or largestFirst "
-                    "(by spec.replicas, ties by name)")
+        "(by spec.replicas, ties by name)",
+    )
     strategy: Strategy = Field(
         default="surge",
         description="surge: each wave raises its destinations first (an OverridePolicy) and "
-                    "moves once they are ready; direct: move at once (replicas dip)")
+        "moves once they are ready; direct: move at once (replicas dip)",
+    )
     surge: Surge = Field(default_factory=Surge)
 
 
@@ -161,4 +182,3 @@ class RolloutOverride(_Model):
     order: Order | None = None
     strategy: Strategy | None = None
     surge: Surge | None = None
-

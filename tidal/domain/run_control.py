@@ -38,8 +38,7 @@ class RunControl:
     at: datetime | None = None
     source: str | None = None  # how the last command came: "api" (the daemon's) or "cli"
 
-    def apply(self, command: RunCommand, at: datetime, source: str | None = None
-              ) -> RunControl:
+    def apply(self, command: RunCommand, at: datetime, source: str | None = None) -> RunControl:
         if command is RunCommand.PAUSE:
             changed = replace(self, paused=True)
         elif command is RunCommand.RESUME:
@@ -58,11 +57,15 @@ class RunControl:
         return Verdict.GO if self.promoted else Verdict.WAIT
 
 
-def command_for(control: RunControl | None, run_id: str, command: RunCommand,
-                at: datetime, source: str | None = None) -> RunControl:
+def command_for(
+    control: RunControl | None,
+    run_id: str,
+    command: RunCommand,
+    at: datetime,
+    source: str | None = None,
+) -> RunControl:
     """`control` after `command` to run `run_id` (a control of another run is dropped)."""
-    current = control if control is not None and control.run_id == run_id \
-        else RunControl(run_id)
+    current = control if control is not None and control.run_id == run_id else RunControl(run_id)
     return current.apply(command, at, source)
 
 
@@ -88,6 +91,6 @@ OUTCOMES = {
     Verb.PAUSE: "the switch in flight holds before its next wave (`tidal resume` lets it go on)",
     Verb.RESUME: "resumed",
     Verb.ABORT: "the switch in flight stops before its next wave, rolled back or halted as its "
-                "onFailure says",
+    "onFailure says",
     Verb.PROMOTE: "the switch in flight goes on without its remaining pauses between waves",
 }

@@ -55,16 +55,45 @@ from tidal.domain.schedule_base import (
 from tidal.domain.schedule_base import ContractModel as _Model
 
 __all__ = [
-    "API_VERSION", "DNS_LABEL", "DNS_SUBDOMAIN", "KIND", "SEMANTIC_ERROR", "WAVE_SIZE_HINT",
-    "DnsLabel", "Floor", "LabelSelector", "LabelSelectorRequirement", "Loc", "Metadata",
-    "NamespaceName", "ObjectName", "OnFailure", "Order", "PolicyChange", "PolicyKind",
-    "PolicyRef", "Problem", "Rollout", "RolloutOverride", "ScheduleSpec", "Swap",
-    "TidalSchedule", "TimeZoneName", "Trigger", "WaveSize", "WaveSizeField", "Window",
-    "WorkloadSelector", "check_time_zone", "label_key_problem", "label_value_problem",
+    "API_VERSION",
+    "DNS_LABEL",
+    "DNS_SUBDOMAIN",
+    "KIND",
+    "SEMANTIC_ERROR",
+    "WAVE_SIZE_HINT",
+    "DnsLabel",
+    "Floor",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Loc",
+    "Metadata",
+    "NamespaceName",
+    "ObjectName",
+    "OnFailure",
+    "Order",
+    "PolicyChange",
+    "PolicyKind",
+    "PolicyRef",
+    "Problem",
+    "Rollout",
+    "RolloutOverride",
+    "ScheduleSpec",
+    "Swap",
+    "TidalSchedule",
+    "TimeZoneName",
+    "Trigger",
+    "WaveSize",
+    "WaveSizeField",
+    "Window",
+    "WorkloadSelector",
+    "check_time_zone",
+    "label_key_problem",
+    "label_value_problem",
     "raise_problems",
 ]
 
 # --- selection -------------------------------------------------------------------------------
+
 
 class LabelSelectorRequirement(_Model):
     key: str = Field(min_length=1)
@@ -74,13 +103,19 @@ class LabelSelectorRequirement(_Model):
     @model_validator(mode="after")
     def _values_fit_operator(self) -> LabelSelectorRequirement:
         if self.operator in ("In", "NotIn") and not self.values:
-            raise_problems([(("values",), f"operator {self.operator} needs at least one value; "
-                                          "add values: [...]")])
+            raise_problems(
+                [
+                    (
+                        ("values",),
+                        f"operator {self.operator} needs at least one value; add values: [...]",
+                    )
+                ]
+            )
         if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise_problems([(("values",), f"operator {self.operator} takes no values; "
-                                          "remove values")])
+            raise_problems(
+                [(("values",), f"operator {self.operator} takes no values; remove values")]
+            )
         return self
-
 
 
 class LabelSelector(_Model):
@@ -112,9 +147,11 @@ class WorkloadSelector(_Model):
     namespace: NamespaceName | None = None
     label_selector: LabelSelector | None = None
     ready_replicas_field: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
+        default=None,
+        pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
         description="dotted path in the member status holding ready replicas, "
-                    "e.g. status.readyReplicas")
+        "e.g. status.readyReplicas",
+    )
 
 
 # --- policies --------------------------------------------------------------------------------
@@ -143,11 +180,14 @@ class Swap(_Model):
     @classmethod
     def _relative_inside(cls, value: str) -> str:
         if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
-            raise ValueError(f"{value!r} is an absolute path; give a path relative to the "
-                             "schedule file, inside its directory")
+            raise ValueError(
+                f"{value!r} is an absolute path; give a path relative to the "
+                "schedule file, inside its directory"
+            )
         if ".." in re.split(r"[/\\]", value):
-            raise ValueError(f"{value!r} leaves the schedule's directory; keep the manifest "
-                             "inside it (no '..')")
+            raise ValueError(
+                f"{value!r} leaves the schedule's directory; keep the manifest inside it (no '..')"
+            )
         return value
 
     @field_validator("manifest", mode="before")
@@ -165,8 +205,9 @@ def _check_field_path(path: str) -> str:
     return path
 
 
-_FIELD_PATH_SCHEMA = WithJsonSchema({"type": "string", "pattern": FIELD_PATH.pattern,
-                                     "examples": ["spec.failover"]})
+_FIELD_PATH_SCHEMA = WithJsonSchema(
+    {"type": "string", "pattern": FIELD_PATH.pattern, "examples": ["spec.failover"]}
+)
 # A policy change checks its own entries with its patch (every problem reported at once)
 FieldPathText = Annotated[str, _FIELD_PATH_SCHEMA]
 FieldPath = Annotated[str, AfterValidator(_check_field_path), _FIELD_PATH_SCHEMA]
@@ -179,14 +220,17 @@ class PolicyChange(_Model):
     name: ObjectName | None = None
     namespace: NamespaceName | None = None
     patch: dict[str, Any] | None = Field(
-        default=None, description="JSON merge patch (RFC 7386) applied to the policy; it may "
-                                  "change spec.placement only, plus the fields in allowFields, "
-                                  "never metadata")
+        default=None,
+        description="JSON merge patch (RFC 7386) applied to the policy; it may "
+        "change spec.placement only, plus the fields in allowFields, "
+        "never metadata",
+    )
     swap: Swap | None = None
     allow_fields: list[FieldPathText] = Field(
         default_factory=list,
         description="fields under spec this change may set besides spec.placement, as dotted "
-                    "paths (e.g. spec.failover); shown in the plan. metadata never")
+        "paths (e.g. spec.failover); shown in the plan. metadata never",
+    )
 
     @model_validator(mode="after")
     def _patch_or_swap(self) -> PolicyChange:
@@ -197,8 +241,9 @@ class PolicyChange(_Model):
                 problems.append((("allowFields", index), why))
         if self.patch is not None:
             allowed = [f for f in self.allow_fields if allow_field_problem(f) is None]
-            problems += [(("patch", *loc), message) for loc, message
-                         in scope_problems(self.patch, allowed)]
+            problems += [
+                (("patch", *loc), message) for loc, message in scope_problems(self.patch, allowed)
+            ]
         problems += self._shape_problems()
         raise_problems(problems)
         return self
@@ -215,17 +260,21 @@ class PolicyChange(_Model):
         if self.patch is not None and not self.patch:
             problems.append((("patch",), "the patch is empty; give the fields to change"))
         if self.swap is not None and self.name is not None:
-            problems.append((("name",), "a swap takes its names from swap.from and the `to` "
-                                        "manifest; remove name"))
+            problems.append(
+                (
+                    ("name",),
+                    "a swap takes its names from swap.from and the `to` manifest; remove name",
+                )
+            )
         return problems + self._scope_problems()
 
     def _scope_problems(self) -> list[Problem]:
         """A ClusterPropagationPolicy has no namespace; a patched PropagationPolicy one."""
         if self.kind == "ClusterPropagationPolicy" and self.namespace is not None:
-            return [(("namespace",), "a ClusterPropagationPolicy is cluster-scoped; "
-                                     "remove namespace")]
-        if (self.kind == "PropagationPolicy" and self.namespace is None
-                and self.swap is None):
+            return [
+                (("namespace",), "a ClusterPropagationPolicy is cluster-scoped; remove namespace")
+            ]
+        if self.kind == "PropagationPolicy" and self.namespace is None and self.swap is None:
             return [((), "a PropagationPolicy needs its namespace; add namespace: <ns>")]
         return []
 
@@ -292,10 +341,16 @@ def _refuse_non_string_start(value: Any) -> Any:
 
 
 StartText = Annotated[
-    str, BeforeValidator(_refuse_non_string_start), AfterValidator(_check_start),
-    WithJsonSchema({"type": "string", "examples": ["23:00", "0 23 * * 1-5"],
-                    "description": 'HH:MM local time, or a 5-field cron expression '
-                                   '(local time)'}),
+    str,
+    BeforeValidator(_refuse_non_string_start),
+    AfterValidator(_check_start),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "examples": ["23:00", "0 23 * * 1-5"],
+            "description": "HH:MM local time, or a 5-field cron expression (local time)",
+        }
+    ),
 ]
 
 
@@ -318,14 +373,17 @@ class Window(_Model):
                 assert change.name is not None
                 key, field = (change.kind, change.namespace, change.name), ("name",)
             if key in seen:
-                problems.append((("policies", index, *field),
-                                 f"{key[0]} {key[2]} is already changed by policies[{seen[key]}] "
-                                 "of this window; merge the two changes into one"))
+                problems.append(
+                    (
+                        ("policies", index, *field),
+                        f"{key[0]} {key[2]} is already changed by policies[{seen[key]}] "
+                        "of this window; merge the two changes into one",
+                    )
+                )
             else:
                 seen[key] = index
         raise_problems(problems)
         return self
-
 
 
 def _with_allowed(window: Any, inherited: list[str]) -> Any:
@@ -348,10 +406,13 @@ class ScheduleSpec(_Model):
     time_zone: TimeZoneName
     suspend: bool = False
     priority: int = Field(
-        default=0, ge=MIN_PRIORITY, le=MAX_PRIORITY,
+        default=0,
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
         description="order among schedules switching at the same time, higher first: for "
-                    "the daemon's concurrency slots and its shared surge capacity (within a "
-                    "priority, schedules take turns wave by wave)")
+        "the daemon's concurrency slots and its shared surge capacity (within a "
+        "priority, schedules take turns wave by wave)",
+    )
     catch_up_window: PositiveDuration = timedelta(minutes=30)
     skip_dates: list[date] = Field(default_factory=list)
     workloads: list[WorkloadSelector] = Field(default_factory=list)
@@ -360,7 +421,8 @@ class ScheduleSpec(_Model):
     allow_fields: list[FieldPath] = Field(
         default_factory=list,
         description="fields under spec every policy change of this schedule may set besides "
-                    "spec.placement (added to each change's own allowFields); metadata never")
+        "spec.placement (added to each change's own allowFields); metadata never",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -387,7 +449,8 @@ class ScheduleSpec(_Model):
         if parsed > MAX_CATCH_UP_WINDOW:
             raise ValueError(
                 f"{value} is longer than the limit of 24h; a start older than a day is never "
-                "caught up (the next start comes first): write at most 24h")
+                "caught up (the next start comes first): write at most 24h"
+            )
         return parsed
 
     @model_validator(mode="after")
@@ -396,26 +459,39 @@ class ScheduleSpec(_Model):
         first_index: dict[str, int] = {}
         for index, window in enumerate(self.windows):
             if window.name in first_index:
-                problems.append((("windows", index, "name"),
-                                 f"window name {window.name!r} is already used by window "
-                                 f"{first_index[window.name] + 1}; give each window its own name"))
+                problems.append(
+                    (
+                        ("windows", index, "name"),
+                        f"window name {window.name!r} is already used by window "
+                        f"{first_index[window.name] + 1}; give each window its own name",
+                    )
+                )
             else:
                 first_index[window.name] = index
         for index, window in enumerate(self.windows):
             for earlier in self.windows[:index]:
                 if can_coincide(earlier.start, window.start):
-                    problems.append((("windows", index, "start"),
-                                     f"window {window.name!r} can start at the same minute as "
-                                     f"window {earlier.name!r}; move one of the starts"))
+                    problems.append(
+                        (
+                            ("windows", index, "start"),
+                            f"window {window.name!r} can start at the same minute as "
+                            f"window {earlier.name!r}; move one of the starts",
+                        )
+                    )
                     break
-                day = dst_collision(parse_start(earlier.start), parse_start(window.start),
-                                    self.time_zone)
+                day = dst_collision(
+                    parse_start(earlier.start), parse_start(window.start), self.time_zone
+                )
                 if day is not None:
-                    problems.append((("windows", index, "start"),
-                                     f"window {window.name!r} starts at the same instant as "
-                                     f"window {earlier.name!r} when the clocks spring forward in "
-                                     f"{self.time_zone} (e.g. {day}: a start in the skipped hour "
-                                     "runs at its end); move one of the starts"))
+                    problems.append(
+                        (
+                            ("windows", index, "start"),
+                            f"window {window.name!r} starts at the same instant as "
+                            f"window {earlier.name!r} when the clocks spring forward in "
+                            f"{self.time_zone} (e.g. {day}: a start in the skipped hour "
+                            "runs at its end); move one of the starts",
+                        )
+                    )
                     break
         raise_problems(problems)
         return self
@@ -459,6 +535,9 @@ class TidalSchedule(_Model):
 
     def policy_refs(self) -> set[PolicyRef]:
         """Every policy any window of this schedule writes or deletes."""
-        return {ref for window in self.spec.windows for change in window.policies
-                for ref in change.policy_refs()}
-
+        return {
+            ref
+            for window in self.spec.windows
+            for change in window.policies
+            for ref in change.policy_refs()
+        }

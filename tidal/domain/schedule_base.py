@@ -29,8 +29,9 @@ Problem = tuple[Loc, str]
 def raise_problems(problems: list[Problem]) -> None:
     """Raise every problem at once (no-op for an empty list)."""
     if problems:
-        raise PydanticCustomError(SEMANTIC_ERROR, "{message}",
-                                  {"message": problems[0][1], "problems": problems})
+        raise PydanticCustomError(
+            SEMANTIC_ERROR, "{message}", {"message": problems[0][1], "problems": problems}
+        )
 
 
 # --- names -----------------------------------------------------------------------------------
@@ -46,22 +47,26 @@ def _name_checker(pattern: str, max_length: int, what: str) -> Any:
         if len(value) > max_length or not compiled.match(value):
             raise ValueError(
                 f"{value!r} is not a valid {what}: use at most {max_length} lower-case letters, "
-                "digits and '-', starting and ending with a letter or digit")
+                "digits and '-', starting and ending with a letter or digit"
+            )
         return value
 
     return check
 
 
 DnsLabel = Annotated[
-    str, AfterValidator(_name_checker(DNS_LABEL, 63, "name")),
+    str,
+    AfterValidator(_name_checker(DNS_LABEL, 63, "name")),
     WithJsonSchema({"type": "string", "pattern": DNS_LABEL, "maxLength": 63}),
 ]
 ObjectName = Annotated[
-    str, AfterValidator(_name_checker(DNS_SUBDOMAIN, 253, "Kubernetes object name")),
+    str,
+    AfterValidator(_name_checker(DNS_SUBDOMAIN, 253, "Kubernetes object name")),
     WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN, "maxLength": 253}),
 ]
 NamespaceName = Annotated[
-    str, AfterValidator(_name_checker(DNS_LABEL, 63, "namespace")),
+    str,
+    AfterValidator(_name_checker(DNS_LABEL, 63, "namespace")),
     WithJsonSchema({"type": "string", "pattern": DNS_LABEL, "maxLength": 63}),
 ]
 
@@ -69,11 +74,14 @@ NamespaceName = Annotated[
 class ContractModel(BaseModel):
     """Frozen, closed, camelCase in YAML, snake_case in Python."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
-                              alias_generator=to_camel, validate_default=False,
-                              field_title_generator=lambda name, info: info.alias or to_camel(name))
-
-
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        validate_default=False,
+        field_title_generator=lambda name, info: info.alias or to_camel(name),
+    )
 
 
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -86,18 +94,21 @@ def label_key_problem(key: str) -> str | None:
     if prefix and (len(prefix) > 253 or not _LABEL_PREFIX.match(prefix)):
         return f"label key {key!r} has an invalid prefix; use a DNS subdomain before '/'"
     if len(name) > 63 or not _LABEL_NAME.match(name):
-        return (f"label key {key!r} is invalid; use at most 63 letters, digits, '-', '_' or '.', "
-                "starting and ending with a letter or digit")
+        return (
+            f"label key {key!r} is invalid; use at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
     return None
 
 
 def label_value_problem(value: str) -> str | None:
     """Why `value` is not a Kubernetes label value, or None."""
     if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
-        return (f"label value {value!r} is invalid; use at most 63 letters, digits, '-', '_' "
-                "or '.', starting and ending with a letter or digit")
+        return (
+            f"label value {value!r} is invalid; use at most 63 letters, digits, '-', '_' "
+            "or '.', starting and ending with a letter or digit"
+        )
     return None
-
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +128,10 @@ def check_time_zone(value: str) -> str:
     return value
 
 
-TimeZoneName = Annotated[str, AfterValidator(check_time_zone),
-                         WithJsonSchema({"type": "string", "examples": ["Asia/Shanghai"],
-                                         "description": "IANA time zone name"})]
-
+TimeZoneName = Annotated[
+    str,
+    AfterValidator(check_time_zone),
+    WithJsonSchema(
+        {"type": "string", "examples": ["Asia/Shanghai"], "description": "IANA time zone name"}
+    ),
+]

@@ -63,8 +63,7 @@ def _delta(w: PlannedWorkload, c: str) -> int:
 
 def surgeable(w: PlannedWorkload) -> bool:
     """It has replicas, an override can set them, and a member cluster changes share."""
-    return bool(w.replicas) and overridable(w) and \
-        any(_delta(w, c) for c in w.members())
+    return bool(w.replicas) and overridable(w) and any(_delta(w, c) for c in w.members())
 
 
 def bridgeable(w: PlannedWorkload) -> bool:
@@ -72,8 +71,13 @@ def bridgeable(w: PlannedWorkload) -> bool:
     surge could not keep all its replicas serving (its members hold fewer at the worst
     moment: e.g. none, 1 replica from cluster-a to cluster-b); a surge is preferred where it
     can, as it holds less."""
-    return bool(w.replicas) and overridable(w) and w.moves and \
-        needs_bridge(w.before, w.after) and sum(w.bridge().values()) < (w.replicas or 0)
+    return (
+        bool(w.replicas)
+        and overridable(w)
+        and w.moves
+        and needs_bridge(w.before, w.after)
+        and sum(w.bridge().values()) < (w.replicas or 0)
+    )
 
 
 def bridge_extra(w: PlannedWorkload) -> dict[str, int]:
@@ -205,8 +209,13 @@ class SurgeLayout:
         return out
 
 
-def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
-               rooms: Mapping[str, Room], spec: SurgeSpec) -> SurgeLayout:
+def size_waves(
+    workloads: Sequence[PlannedWorkload],
+    *,
+    max_size: int,
+    rooms: Mapping[str, Room],
+    spec: SurgeSpec,
+) -> SurgeLayout:
     """Cut ordered `workloads` into waves of at most `max_size` whose surges fit.
 
     A wave closes early when the next workload's surge would not fit beside the surges already
@@ -248,8 +257,11 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
         if missing(add(taken, need), room) and wave:
             close()
             room = usable(free, spec.headroom_percent)
-        short = missing(need, room) if bridged else \
-            add(missing(need, room), _fits_models(w, rooms, free))
+        short = (
+            missing(need, room)
+            if bridged
+            else add(missing(need, room), _fits_models(w, rooms, free))
+        )
         if short:
             layout.no_room[w.name] = short
             wave.append(replace(w, surged=False))
@@ -262,46 +274,72 @@ def size_waves(workloads: Sequence[PlannedWorkload], *, max_size: int,
 
 def describe(amounts: Amounts) -> str:
     """`cluster-b: nvidia.com/gpu 2, pods 2; ...`"""
-    return "; ".join(f"{cluster}: " + ", ".join(f"{r} {amount_text(r, q)}"
-                                                for r, q in sorted(row.items()))
-                     for cluster, row in sorted(amounts.items()))
+    return "; ".join(
+        f"{cluster}: " + ", ".join(f"{r} {amount_text(r, q)}" for r, q in sorted(row.items()))
+        for cluster, row in sorted(amounts.items())
+    )
 
 
-def make_surge_plan(workloads: Sequence[PlannedWorkload], *, wave_size: int,
-                    floors: Sequence[FloorRule], order: Order, rooms: Mapping[str, Room],
-                    spec: SurgeSpec) -> Plan:
+def make_surge_plan(
+    workloads: Sequence[PlannedWorkload],
+    *,
+    wave_size: int,
+    floors: Sequence[FloorRule],
+    order: Order,
+    rooms: Mapping[str, Room],
+    spec: SurgeSpec,
+) -> Plan:
     """The plan of a surge switch: waves sized for their surges (at most `wave_size`), floors
     checked with surged workloads in their before or after state, and every workload without
     room reported (a problem with `whenNoRoom: refuse`, else a note: it moves without surge,
     its floors checked as a direct move)."""
-    sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas,
-                      order=order)
+    sorted_ = ordered(workloads, key=lambda w: w.key, replicas=lambda w: w.replicas, order=order)
     layout = size_waves(sorted_, max_size=wave_size, rooms=rooms, spec=spec)
-    plan = make_plan(sorted_, wave_size=wave_size, floors=floors, waves=layout.waves,
-                     strategy=Strategy.SURGE)
+    plan = make_plan(
+        sorted_, wave_size=wave_size, floors=floors, waves=layout.waves, strategy=Strategy.SURGE
+    )
     problems, capacity = list(plan.problems), list(plan.capacity)
     for name, lacking in sorted(layout.no_room.items()):
         note = f"{name}: its surge never fits (short of {describe(lacking)})"
         if spec.when_no_room == "refuse":
-            problems.append(note + "; whenNoRoom is refuse: free capacity in the "
-                                   "destination, or set rollout.surge.whenNoRoom: direct")
+            problems.append(
+                note + "; whenNoRoom is refuse: free capacity in the "
+                "destination, or set rollout.surge.whenNoRoom: direct"
+            )
         else:
             capacity.append(note + "; it moves without surge (whenNoRoom: direct)")
     for w in plan.workloads:
         if w.bridged:
-            capacity.append(f"{w.name}: bridged: Duplicated over "
-                            f"{', '.join(sorted(w.bridge_shares()))} until its destination "
-                            "serves, then moved (Karmada builds no member for a cluster "
-                            "assigned 0 replicas, so there is nothing to raise)")
-        elif w.replicas and w.moves and overridable(w) and not w.members() and \
-                w.name not in layout.no_room:
-            why = "" if spec.bridge else "; a bridge needs trigger touch (the policy Lazy " \
+            capacity.append(
+                f"{w.name}: bridged: Duplicated over "
+                f"{', '.join(sorted(w.bridge_shares()))} until its destination "
+                "serves, then moved (Karmada builds no member for a cluster "
+                "assigned 0 replicas, so there is nothing to raise)"
+            )
+        elif (
+            w.replicas
+            and w.moves
+            and overridable(w)
+            and not w.members()
+            and w.name not in layout.no_room
+        ):
+            why = (
+                ""
+                if spec.bridge
+                else "; a bridge needs trigger touch (the policy Lazy "
                 "during the run), a rebalance moves it directly"
-            capacity.append(f"{w.name}: moves without surge: no cluster holds it both before "
-                            "and after (Karmada builds no member for a cluster assigned 0 "
-                            f"replicas, so there is nothing to raise){why}")
-    rooms_ = [WaveRoom(s, b, a, e) for s, b, a, e in
-              zip(layout.surge, layout.free_before, layout.free_after, layout.extra,
-                  strict=True)]
-    return replace(plan, problems=problems, capacity=capacity, rooms=rooms_,
-                   no_room=dict(layout.no_room))
+            )
+            capacity.append(
+                f"{w.name}: moves without surge: no cluster holds it both before "
+                "and after (Karmada builds no member for a cluster assigned 0 "
+                f"replicas, so there is nothing to raise){why}"
+            )
+    rooms_ = [
+        WaveRoom(s, b, a, e)
+        for s, b, a, e in zip(
+            layout.surge, layout.free_before, layout.free_after, layout.extra, strict=True
+        )
+    ]
+    return replace(
+        plan, problems=problems, capacity=capacity, rooms=rooms_, no_room=dict(layout.no_room)
+    )

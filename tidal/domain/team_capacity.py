@@ -227,8 +227,11 @@ def admits(claim: ReplicaClaim, node: NodeView) -> bool:
         return False
     if claim.affinity and not any(_term_holds(t, node) for t in claim.affinity):
         return False
-    return all(any(t.tolerates(taint) for t in claim.tolerations)
-               for taint in node.taints if taint.effect in ("NoSchedule", "NoExecute"))
+    return all(
+        any(t.tolerates(taint) for t in claim.tolerations)
+        for taint in node.taints
+        if taint.effect in ("NoSchedule", "NoExecute")
+    )
 
 
 def node_fit(claim: ReplicaClaim, node: NodeView) -> int:
@@ -238,8 +241,9 @@ def node_fit(claim: ReplicaClaim, node: NodeView) -> int:
     fits = [int(node.allocatable.get("pods", 0)) - node.pods]
     for name, need in claim.request.items():
         if need > 0:
-            fits.append(whole(node.allocatable.get(name, 0.0) - node.requested.get(name, 0.0),
-                              need))
+            fits.append(
+                whole(node.allocatable.get(name, 0.0) - node.requested.get(name, 0.0), need)
+            )
     return max(0, min(fits))
 
 

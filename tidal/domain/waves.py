@@ -28,8 +28,12 @@ class WorkloadKey:
         return cls(namespace, name, kind, api_version)
 
 
-def ordered(items: Sequence[T], key: Callable[[T], WorkloadKey],
-            replicas: Callable[[T], int | None] | None = None, order: Order = "name") -> list[T]:
+def ordered(
+    items: Sequence[T],
+    key: Callable[[T], WorkloadKey],
+    replicas: Callable[[T], int | None] | None = None,
+    order: Order = "name",
+) -> list[T]:
     """Stable wave order: (namespace, name), or by replicas with (namespace, name) breaking ties."""
     by_name = sorted(items, key=key)
     if order == "name" or replicas is None:
@@ -42,4 +46,4 @@ def split_waves(items: Sequence[T], size: int) -> list[list[T]]:
     """Consecutive groups of `size` (the last may be smaller); no empty wave."""
     if size < 1:
         raise ValueError(f"a wave holds at least one workload, got size {size}")
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

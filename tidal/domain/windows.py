@@ -143,8 +143,9 @@ def times_of(schedule: _ScheduleLike) -> WindowTimes:
     )
 
 
-def _forward(cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, window: str
-             ) -> Iterator[WindowStart]:
+def _forward(
+    cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, window: str
+) -> Iterator[WindowStart]:
     """Starts of one window with instant strictly after `after`, in order (deduplicated)."""
     local_from = after.astimezone(tz).replace(tzinfo=None) - _DST_SLACK
     it = croniter(cron, local_from)
@@ -161,8 +162,9 @@ def _forward(cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, wi
         yield WindowStart(at=at, window=window, local=local)
 
 
-def _backward(cron: str, tz: ZoneInfo, skip: frozenset[date], until: datetime, window: str
-              ) -> Iterator[WindowStart]:
+def _backward(
+    cron: str, tz: ZoneInfo, skip: frozenset[date], until: datetime, window: str
+) -> Iterator[WindowStart]:
     """Starts of one window with instant at or before `until`, latest first (deduplicated)."""
     local_from = until.astimezone(tz).replace(tzinfo=None) + _DST_SLACK
     it = croniter(cron, local_from)
@@ -326,8 +328,7 @@ def decide(
     return Decision(Action.MISSED, start, "start older than catchUpWindow", late)
 
 
-def _handled(start: WindowStart, last: Handled | None, covered: Hold | None
-             ) -> Decision | None:
+def _handled(start: WindowStart, last: Handled | None, covered: Hold | None) -> Decision | None:
     """Nothing to do when the start was handled already, or a later run was (a manual run
     after the start is operator intent: never silently reverted); else None."""
     if last is None:

@@ -99,8 +99,15 @@ def _new_record(run: WaveInFlight) -> BridgeRecord | None:
         assert name is not None
         current = api.get_policy(ctx.client, record.kind, name, record.namespace)
         original = copy.deepcopy(PolicyView(current).spec.get("placement") or {})
-        policies.append(BridgedPolicy(record.kind, name, record.namespace, original,
-                                      bridge_placement(original, clusters[key])))
+        policies.append(
+            BridgedPolicy(
+                record.kind,
+                name,
+                record.namespace,
+                original,
+                bridge_placement(original, clusters[key]),
+            )
+        )
         for w, now, _then in chosen:
             if w.policy == key and w.replicas:
                 targets[w.name] = bridge_shares(w.replicas, clusters[key])
@@ -116,9 +123,14 @@ def _step(run: WaveInFlight, record: BridgeRecord, step: BridgeStep) -> None:
     ctx = run.ctx
     record.advance(step)
     ctx.save()
-    ctx.emitter.emit(BridgeStepped(**ctx.event_base(run.wave.index), step=step,
-                                   workloads=tuple(sorted(record.targets)),
-                                   rollback=run.direction is Direction.BACK))
+    ctx.emitter.emit(
+        BridgeStepped(
+            **ctx.event_base(run.wave.index),
+            step=step,
+            workloads=tuple(sorted(record.targets)),
+            rollback=run.direction is Direction.BACK,
+        )
+    )
 
 
 def record_for(run: WaveInFlight) -> BridgeRecord | None:
@@ -163,8 +175,12 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
         if run.wave.surge_for(run.direction is Direction.BACK) is None:
             room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
-    patiently(run.ctx.client, run.ctx.clock, run.ctx.wave_timeout,
-              functools.partial(_place, run.ctx.client, record, bridge=False))
+    patiently(
+        run.ctx.client,
+        run.ctx.clock,
+        run.ctx.wave_timeout,
+        functools.partial(_place, run.ctx.client, record, bridge=False),
+    )
     _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
     return None
@@ -175,17 +191,25 @@ def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Work
     bridge placement."""
     bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
     live = {w.name for w in run.live}
-    return [w for w in run.ctx.everyone if w.name not in record.targets and w.name not in live
-            and triggers.normalize_placement(
-                BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges]
+    return [
+        w
+        for w in run.ctx.everyone
+        if w.name not in record.targets
+        and w.name not in live
+        and triggers.normalize_placement(
+            BindingView.of(run.watch.cache.get(w.binding_key)).placement
+        )
+        in bridges
+    ]
 
 
 def _moved(run: WaveInFlight) -> set[str]:
     """The workloads of waves already moved (going forward; none going back)."""
     if run.direction is not Direction.FORWARD:
         return set()
-    return {str(k) for wave in run.ctx.state.waves if wave.result is not None
-            for k in wave.workloads}
+    return {
+        str(k) for wave in run.ctx.state.waves if wave.result is not None for k in wave.workloads
+    }
 
 
 def _strays(run: WaveInFlight, record: BridgeRecord) -> None:
@@ -203,19 +227,20 @@ def _strays(run: WaveInFlight, record: BridgeRecord) -> None:
         triggers.touch_wave(ctx.client, again, stamp=ctx.now_iso(), run_id=ctx.run_id)
     for w in strays:
         what = "touched again" if w.name in moved else "its own wave moves it"
-        note = f"{w.name} took wave {run.wave.index}'s bridge placement (changed meanwhile): " \
-               f"{what}"
+        note = f"{w.name} took wave {run.wave.index}'s bridge placement (changed meanwhile): {what}"
         if note not in ctx.state.warnings:
             ctx.state.warnings.append(note)
-        ctx.emitter.emit(RunWarning(**ctx.event_base(run.wave.index), code="bridge_stray",
-                                    message=note))
+        ctx.emitter.emit(
+            RunWarning(**ctx.event_base(run.wave.index), code="bridge_stray", message=note)
+        )
 
 
 def _touch_and_wait(run: WaveInFlight, record: BridgeRecord) -> WaveOutcome | None:
     ctx = run.ctx
     subset = [w for w in run.live if w.name in record.targets]
-    touched = triggers.touch_wave(ctx.client, subset, stamp=ctx.now_iso(), run_id=ctx.run_id,
-                                  skip=record.touched)
+    touched = triggers.touch_wave(
+        ctx.client, subset, stamp=ctx.now_iso(), run_id=ctx.run_id, skip=record.touched
+    )
     record.touched = sorted(set(record.touched) | set(touched.touched))
     ctx.save()  # a template deleted meanwhile is left to the wave's gates
     unmatched = run.unmatched(touched)
@@ -235,32 +260,57 @@ def _short(run: WaveInFlight, record: BridgeRecord, gone: set[str]) -> list[str]
             continue
         view = BindingView.of(binding)
         assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
-        out += [f"{w.name} {c} {ready.get(c, 0)}/{n}" for c, n in wanted.items()
-                if assigned.get(c, 0) < n or ready.get(c, 0) < n]
+        out += [
+            f"{w.name} {c} {ready.get(c, 0)}/{n}"
+            for c, n in wanted.items()
+            if assigned.get(c, 0) < n or ready.get(c, 0) < n
+        ]
     return out
 
 
 def owner_mark(ctx: SwitchContext) -> dict[str, str]:
     """Who a bridge placement belongs to, in its mark: the sweeper finds it by them."""
-    return {"schedule": ctx.schedule, "runId": ctx.run_id, "purpose": "bridge",
-            "since": ctx.now_iso()}
+    return {
+        "schedule": ctx.schedule,
+        "runId": ctx.run_id,
+        "purpose": "bridge",
+        "since": ctx.now_iso(),
+    }
 
 
-def _place(client: KarmadaClient, record: BridgeRecord, *, bridge: bool,
-           only_from_bridge: bool = False, owner: Mapping[str, str] | None = None) -> None:
+def _place(
+    client: KarmadaClient,
+    record: BridgeRecord,
+    *,
+    bridge: bool,
+    only_from_bridge: bool = False,
+    owner: Mapping[str, str] | None = None,
+) -> None:
     """Write the bridge placement (or put the original back) on every bridged policy;
     `only_from_bridge`: only where the policy still carries the bridge (a hand edit since
     stays, for the drift check to report); `owner`: the run's mark (owner_mark)."""
     for p in record.policies:
-        _write(client, p.kind, p.name, p.namespace, p.bridge if bridge else p.original,
-               mark={**(owner or {}), "original": p.original, "bridge": p.bridge}
-               if bridge else None,
-               expect=p.bridge if only_from_bridge else None)
+        _write(
+            client,
+            p.kind,
+            p.name,
+            p.namespace,
+            p.bridge if bridge else p.original,
+            mark={**(owner or {}), "original": p.original, "bridge": p.bridge} if bridge else None,
+            expect=p.bridge if only_from_bridge else None,
+        )
 
 
-def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
-           placement: Mapping[str, Any], *, mark: Mapping[str, Any] | None,
-           expect: Mapping[str, Any] | None) -> None:
+def _write(
+    client: KarmadaClient,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    placement: Mapping[str, Any],
+    *,
+    mark: Mapping[str, Any] | None,
+    expect: Mapping[str, Any] | None,
+) -> None:
     """Set the policy's placement; `mark`: the bridge annotation to write with it (None:
     remove it); `expect`: write only where the placement is that now."""
     for _ in range(CONFLICT_ATTEMPTS):
@@ -275,14 +325,20 @@ def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
             return
         if expect is not None and now != triggers.normalize_placement(expect):
             return
-        body: dict[str, Any] = {"metadata": {"annotations": {
-            BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None}}}
+        body: dict[str, Any] = {
+            "metadata": {
+                "annotations": {
+                    BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None
+                }
+            }
+        }
         diff = json_merge_patch.create_patch(spec, {**spec, "placement": dict(placement)})
         if diff:
             body["spec"] = diff
         try:
-            api.patch_policy(client, kind, name, namespace, body,
-                             resource_version=view.resource_version)
+            api.patch_policy(
+                client, kind, name, namespace, body, resource_version=view.resource_version
+            )
         except Conflict:
             continue
         return
@@ -292,8 +348,12 @@ def _write(client: KarmadaClient, kind: str, name: str, namespace: str | None,
 def _put_back(ctx: SwitchContext, record: BridgeRecord) -> None:
     """The original placement back where the bridge still is, retried on 429/5xx/timeouts
     within one waveTimeout (tidal.engine.patience)."""
-    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-              functools.partial(_place, ctx.client, record, bridge=False, only_from_bridge=True))
+    patiently(
+        ctx.client,
+        ctx.clock,
+        ctx.wave_timeout,
+        functools.partial(_place, ctx.client, record, bridge=False, only_from_bridge=True),
+    )
 
 
 def release(run: WaveInFlight) -> WaveOutcome | None:
@@ -321,20 +381,28 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
             try:
                 _put_back(ctx, record)
             except KarmadaError as exc:  # best effort: a resume puts it back from the journal
-                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
-                                            message=f"bridge of wave {wave.index}: {exc}"))
+                ctx.emitter.emit(
+                    RunWarning(
+                        **ctx.event_base(wave.index),
+                        code="cleanup",
+                        message=f"bridge of wave {wave.index}: {exc}",
+                    )
+                )
                 continue
             record.advance(BridgeStep.RELEASED)
             room.release_room(ctx, wave, back)
             moved = set(wave.rollback_triggered if back else wave.triggered)
             left = sorted(set(record.touched) - moved)
             if left and not (ctx.state.phase is Phase.ROLLBACK and not back):
-                note = (f"wave {wave.index}: {', '.join(left)} keep serving in every cluster "
-                        "of the bridge (Duplicated) until a run of this schedule moves them")
+                note = (
+                    f"wave {wave.index}: {', '.join(left)} keep serving in every cluster "
+                    "of the bridge (Duplicated) until a run of this schedule moves them"
+                )
                 if note not in ctx.state.warnings:
                     ctx.state.warnings.append(note)
-                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="bridge_left",
-                                            message=note))
+                ctx.emitter.emit(
+                    RunWarning(**ctx.event_base(wave.index), code="bridge_left", message=note)
+                )
             ctx.save()
 
 
@@ -347,8 +415,9 @@ def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
         restore_policy(client, ref.kind, ref.name, ref.namespace)
 
 
-def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None, *,
-                   run_id: str | None = None) -> bool:
+def restore_policy(
+    client: KarmadaClient, kind: str, name: str, namespace: str | None, *, run_id: str | None = None
+) -> bool:
     """The policy's placement from before the bridge back, from its mark (a placement
     edited since stays: only the mark goes); False when it carries no mark, or (`run_id`)
     when the mark is another run's (a new run bridged it since it was found)."""
@@ -367,6 +436,13 @@ def restore_policy(client: KarmadaClient, kind: str, name: str, namespace: str |
     if original and now == triggers.normalize_placement(bridge_):
         _write(client, kind, name, namespace, original, mark=None, expect=None)
     else:
-        _write(client, kind, name, namespace, PolicyView(obj).spec.get("placement") or {},
-               mark=None, expect=None)
+        _write(
+            client,
+            kind,
+            name,
+            namespace,
+            PolicyView(obj).spec.get("placement") or {},
+            mark=None,
+            expect=None,
+        )
     return True

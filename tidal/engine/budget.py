@@ -24,8 +24,9 @@ Versions: TypeAlias = Mapping[str, str]
 
 
 class SurgeBudget(Protocol):
-    def reserve(self, holder: str, need: Need, free: Need,
-                versions: Versions | None = None) -> bool:
+    def reserve(
+        self, holder: str, need: Need, free: Need, versions: Versions | None = None
+    ) -> bool:
         """Hold `need` for `holder` (a run id and wave) if it fits `free` minus what others hold;
         `versions`: the Cluster objects `free` was read from.
 
@@ -47,15 +48,19 @@ class SurgeBudget(Protocol):
 
 def fits(need: Need, free: Need) -> bool:
     """Every requested amount is at most what is free in that cluster."""
-    return all(amount <= free.get(cluster, {}).get(resource, 0.0)
-               for cluster, amounts in need.items() for resource, amount in amounts.items())
+    return all(
+        amount <= free.get(cluster, {}).get(resource, 0.0)
+        for cluster, amounts in need.items()
+        for resource, amount in amounts.items()
+    )
 
 
 class OwnBudget:
     """A run on its own: the surge must fit what the clusters report free right now."""
 
-    def reserve(self, holder: str, need: Need, free: Need,
-                versions: Versions | None = None) -> bool:
+    def reserve(
+        self, holder: str, need: Need, free: Need, versions: Versions | None = None
+    ) -> bool:
         return fits(need, free)
 
     def running(self, holder: str, versions: Callable[[], Versions]) -> None:

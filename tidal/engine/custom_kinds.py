@@ -29,12 +29,16 @@ from tidal.karmada.interpreters import (
 )
 
 
-def custom_kind_refusals(client: KarmadaClient, schedule: TidalSchedule,
-                         workloads: Sequence[Workload], *, surge: bool) -> list[str]:
+def custom_kind_refusals(
+    client: KarmadaClient, schedule: TidalSchedule, workloads: Sequence[Workload], *, surge: bool
+) -> list[str]:
     """Why the switch must not start for its custom kinds (empty: it may); for a surge, sets
     each custom workload's `replica_paths`."""
-    named = {(s.api_version, s.kind): i for i, s in enumerate(schedule.spec.workloads)
-             if is_custom_kind(s.api_version)}
+    named = {
+        (s.api_version, s.kind): i
+        for i, s in enumerate(schedule.spec.workloads)
+        if is_custom_kind(s.api_version)
+    }
     custom = [w for w in workloads if is_custom_kind(w.key.api_version)]
     if not named and not custom:
         return []
@@ -47,7 +51,8 @@ def custom_kind_refusals(client: KarmadaClient, schedule: TidalSchedule,
                 f"spec.workloads[{index}].kind: {kind} ({api_version}): tidal cannot find its "
                 f"replicas: no ResourceInterpreterCustomization gives it a {REPLICA_RESOURCE} "
                 "script, so Karmada treats it as replica-less; add one (docs/custom-kinds.md) "
-                "or leave the kind out of spec.workloads")
+                "or leave the kind out of spec.workloads"
+            )
     if not surge:
         return refusals
     failed: set[tuple[str, str]] = set()

@@ -26,6 +26,7 @@ class SwitchContext(Protocol):
 
     def list_clusters(self) -> list[Obj]: ...
 
+
 CHECK_SECONDS = 1.0
 
 
@@ -51,6 +52,8 @@ class DestinationHealth:
             return None  # unknown is not NotReady: the next look decides
         if not down:
             return None
-        return WaveOutcome(False, FailureReason.CLUSTER_NOT_READY,
-                           f"destination cluster turned NotReady during wave {self.wave}: "
-                           f"{', '.join(down)}")
+        return WaveOutcome(
+            False,
+            FailureReason.CLUSTER_NOT_READY,
+            f"destination cluster turned NotReady during wave {self.wave}: {', '.join(down)}",
+        )

@@ -29,8 +29,9 @@ _TRUNCATION = timedelta(seconds=1)
 _FUTURE_TOLERANCE = timedelta(seconds=2)
 
 
-def settle_wait(last_changed: datetime | None, server_now: datetime,
-                settle_seconds: float) -> float:
+def settle_wait(
+    last_changed: datetime | None, server_now: datetime, settle_seconds: float
+) -> float:
     """Seconds still to wait before `settle_seconds` have passed since `last_changed` (both on
     the API server's clock); never more than the settle time itself."""
     if last_changed is None or settle_seconds <= 0:
@@ -42,8 +43,15 @@ def settle_wait(last_changed: datetime | None, server_now: datetime,
     return min(longest, max(0.0, (due - server_now).total_seconds()))
 
 
-def let_detector_settle(client: KarmadaClient, target: PolicyTarget, *, clock: Clock,
-                        settle_seconds: float, emitter: Emitter, base: EventBase) -> float:
+def let_detector_settle(
+    client: KarmadaClient,
+    target: PolicyTarget,
+    *,
+    clock: Clock,
+    settle_seconds: float,
+    emitter: Emitter,
+    base: EventBase,
+) -> float:
     """Wait (on `clock`) until the policy `target` patches last changed `settle_seconds` ago;
     returns the seconds waited."""
     if settle_seconds <= 0 or target.swap_from:
@@ -55,8 +63,14 @@ def let_detector_settle(client: KarmadaClient, target: PolicyTarget, *, clock: C
     ahead = client.clock_offset() or 0.0  # our clock ahead of the server's (its Date header)
     wait = settle_wait(last, clock.now() - timedelta(seconds=ahead), settle_seconds)
     if wait > 0 and last is not None:
-        emitter.emit(PolicySettling(**base, kind=target.kind,
-                                    policy=policy_ref(target.namespace, target.name),
-                                    last_changed=last.isoformat(), seconds=round(wait, 3)))
+        emitter.emit(
+            PolicySettling(
+                **base,
+                kind=target.kind,
+                policy=policy_ref(target.namespace, target.name),
+                last_changed=last.isoformat(),
+                seconds=round(wait, 3),
+            )
+        )
         clock.sleep(wait)
     return wait

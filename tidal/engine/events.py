@@ -50,8 +50,11 @@ class EngineEvent:
         return self.event_name
 
     def fields(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items()
-                if k not in ("schedule", "window", "run_id", "wave")}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in ("schedule", "window", "run_id", "wave")
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,8 +185,11 @@ class WaveFinished(EngineEvent):
 
     @property
     def name(self) -> str:
-        return {WaveResult.SUCCEEDED: "wave_succeeded", WaveResult.FAILED: "wave_failed",
-                WaveResult.ROLLED_BACK: "wave_rolled_back"}.get(self.result, "wave_finished")
+        return {
+            WaveResult.SUCCEEDED: "wave_succeeded",
+            WaveResult.FAILED: "wave_failed",
+            WaveResult.ROLLED_BACK: "wave_rolled_back",
+        }.get(self.result, "wave_finished")
 
     @property
     def log_level(self) -> str:
@@ -216,8 +222,11 @@ class Emitter:
 
     def emit(self, event: EngineEvent) -> None:
         level = getattr(event, "log_level", event.level)
-        bound: dict[str, Any] = {"schedule": event.schedule, "window": event.window,
-                                 "run_id": event.run_id}
+        bound: dict[str, Any] = {
+            "schedule": event.schedule,
+            "window": event.window,
+            "run_id": event.run_id,
+        }
         if event.wave is not None:
             bound["wave"] = event.wave
         getattr(self._log, level)(event.name, **bound, **event.fields())

@@ -56,8 +56,10 @@ GATES = tuple(Gate)
 
 T = TypeVar("T")
 
-def ready_by_cluster(binding: Mapping[str, Any] | None, ready_field: str | None = None
-                     ) -> dict[str, int]:
+
+def ready_by_cluster(
+    binding: Mapping[str, Any] | None, ready_field: str | None = None
+) -> dict[str, int]:
     """Ready replicas per member cluster from the binding's aggregatedStatus."""
     return BindingView.of(binding).ready(ready_field)
 
@@ -122,14 +124,18 @@ def rescheduled(target: WaveTarget, binding: BindingView) -> bool:
     return before is None or second(last) > second(before)
 
 
-def old_split_members(assigned: Mapping[str, int], raised: Mapping[str, int],
-                      members: Mapping[str, int | None]) -> list[str]:
+def old_split_members(
+    assigned: Mapping[str, int], raised: Mapping[str, int], members: Mapping[str, int | None]
+) -> list[str]:
     """Member clusters still running the split from before a move: one no longer `assigned`
     that still reports the workload, or one no override `raised` running more replicas than
     assigned (its Work not yet rendered from the new split)."""
-    return [cluster for cluster, replicas in members.items()
-            if cluster not in assigned or (cluster not in raised and replicas is not None
-                                           and replicas > assigned[cluster])]
+    return [
+        cluster
+        for cluster, replicas in members.items()
+        if cluster not in assigned
+        or (cluster not in raised and replicas is not None and replicas > assigned[cluster])
+    ]
 
 
 @dataclass
@@ -144,14 +150,16 @@ class GateReport:
     assigned: dict[str, int] = field(default_factory=dict)
 
 
-def workload_state(target: WaveTarget, binding: Obj, ready_field: str | None
-                   ) -> tuple[bool, bool, bool, str]:
+def workload_state(
+    target: WaveTarget, binding: Obj, ready_field: str | None
+) -> tuple[bool, bool, bool, str]:
     """(triggered, scheduled, converged, unschedulable message) for one binding."""
     view = BindingView(binding)
     triggered = target.triggered(view)
     generation = view.generation
-    scheduled = triggered and generation is not None and \
-        view.scheduler_observed_generation == generation
+    scheduled = (
+        triggered and generation is not None and view.scheduler_observed_generation == generation
+    )
     if scheduled and target.trigger_time is not None:
         scheduled = rescheduled(target, view)
     cond = view.scheduled
@@ -198,9 +206,15 @@ class GateTracker:
     """The gates of one wave, updated one binding at a time (a watch event costs O(1) work
     for the changed binding plus O(wave) to aggregate, never O(all workloads))."""
 
-    def __init__(self, wave: Sequence[WaveTarget], everyone: Sequence[Workload],
-                 floors: Sequence[FloorRule], before: Mapping[str, Mapping[str, int]],
-                 ready_field: str | None = None, memo: BindingMemo | None = None) -> None:
+    def __init__(
+        self,
+        wave: Sequence[WaveTarget],
+        everyone: Sequence[Workload],
+        floors: Sequence[FloorRule],
+        before: Mapping[str, Mapping[str, int]],
+        ready_field: str | None = None,
+        memo: BindingMemo | None = None,
+    ) -> None:
         self.targets = {t.workload.binding_key: t for t in wave}
         self.people = {w.binding_key: w for w in everyone}
         self.floors = list(floors)
@@ -237,9 +251,13 @@ class GateTracker:
             if binding is None:
                 self.violations.pop(key, None)
                 return
-            found = self._floors(key, w, binding) if self.memo is None else \
-                self.memo.get("floors", key, binding,
-                              functools.partial(self._floors, key, w, binding))
+            found = (
+                self._floors(key, w, binding)
+                if self.memo is None
+                else self.memo.get(
+                    "floors", key, binding, functools.partial(self._floors, key, w, binding)
+                )
+            )
             if found:
                 self.violations[key] = found
             else:
@@ -248,8 +266,9 @@ class GateTracker:
     def _floors(self, key: str, w: Workload, binding: Obj) -> list[FloorViolation]:
         view = BindingView(binding)
         kept = set(self.before.get(w.name, {})) & set(view.assignment())
-        return check_floors(w.name, live_replicas(w, view), view.ready(self.ready_field),
-                            self.floors, kept)
+        return check_floors(
+            w.name, live_replicas(w, view), view.ready(self.ready_field), self.floors, kept
+        )
 
     def shortfalls(self) -> list[tuple[str, dict[str, tuple[int, int]]]]:
         """Wave workloads not converged: cluster -> (ready, assigned) where ready < assigned."""
@@ -295,26 +314,41 @@ class GateTracker:
         return report
 
 
-def evaluate(wave: Sequence[WaveTarget], everyone: Sequence[Workload],
-             cache: Mapping[str, Obj], floors: Sequence[FloorRule],
-             before: Mapping[str, Mapping[str, int]], ready_field: str | None = None
-             ) -> GateReport:
+def evaluate(
+    wave: Sequence[WaveTarget],
+    everyone: Sequence[Workload],
+    cache: Mapping[str, Obj],
+    floors: Sequence[FloorRule],
+    before: Mapping[str, Mapping[str, int]],
+    ready_field: str | None = None,
+) -> GateReport:
     """Evaluate the gates of one wave against the latest bindings (all at once)."""
     return GateTracker(wave, everyone, floors, before, ready_field).load(cache).report()
 
 
-def lowest_ready(everyone: Sequence[Workload], cache: Mapping[str, Obj], clusters: Sequence[str],
-                 ready_field: str | None = None, memo: BindingMemo | None = None
-                 ) -> dict[str, int]:
+def lowest_ready(
+    everyone: Sequence[Workload],
+    cache: Mapping[str, Obj],
+    clusters: Sequence[str],
+    ready_field: str | None = None,
+    memo: BindingMemo | None = None,
+) -> dict[str, int]:
     """The lowest ready count of any replica-bearing workload per floor cluster."""
     out: dict[str, int] = {}
     for w in everyone:
         if not w.replicas:
             continue
         binding = cache.get(w.binding_key)
-        ready = ready_by_cluster(binding, ready_field) if memo is None or binding is None \
-            else memo.get("ready", w.binding_key, binding,
-                          functools.partial(ready_by_cluster, binding, ready_field))
+        ready = (
+            ready_by_cluster(binding, ready_field)
+            if memo is None or binding is None
+            else memo.get(
+                "ready",
+                w.binding_key,
+                binding,
+                functools.partial(ready_by_cluster, binding, ready_field),
+            )
+        )
         for c in clusters:
             out[c] = min(out.get(c, ready.get(c, 0)), ready.get(c, 0))
     return out

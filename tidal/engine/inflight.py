@@ -67,16 +67,16 @@ class SwitchContext:
     # per binding version: floor violations and ready counts already worked out this run
     memo: gates.BindingMemo = field(default_factory=gates.BindingMemo)
 
-    def binding_watch(self, namespace: str | None, cluster_scoped: bool,
-                      keys: Collection[str] | None = None) -> BindingWatch:
+    def binding_watch(
+        self, namespace: str | None, cluster_scoped: bool, keys: Collection[str] | None = None
+    ) -> BindingWatch:
         """A watch of the namespace's bindings; with `keys`, caching those only."""
         if self.reads is not None:
             return self.reads.binding_watch(namespace, cluster_scoped=cluster_scoped, keys=keys)
         return BindingWatch(self.client, namespace, cluster_scoped=cluster_scoped, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
-        return self.reads.list_clusters() if self.reads is not None else \
-            list_clusters(self.client)
+        return self.reads.list_clusters() if self.reads is not None else list_clusters(self.client)
 
     def clusters_version(self) -> str | None:
         """The shared Cluster cache's resourceVersion (None: a run alone has no cache)."""
@@ -104,8 +104,7 @@ class SwitchContext:
         return self.state.run_id
 
     def event_base(self, wave: int | None) -> EventBase:
-        return EventBase(schedule=self.schedule, window=self.window, run_id=self.run_id,
-                         wave=wave)
+        return EventBase(schedule=self.schedule, window=self.window, run_id=self.run_id, wave=wave)
 
     def now_iso(self) -> str:
         return iso_now(self.clock)
@@ -115,9 +114,16 @@ class WaveInFlight:
     """One wave in flight: its workloads still in the run, their targets, the one watch and
     the one deadline its steps share, and its direction."""
 
-    def __init__(self, ctx: SwitchContext, wave: WaveState, live: Sequence[Workload],
-                 placements: Mapping[str, object], watch: BindingWatch,
-                 direction: Direction, health: DestinationHealth | None = None) -> None:
+    def __init__(
+        self,
+        ctx: SwitchContext,
+        wave: WaveState,
+        live: Sequence[Workload],
+        placements: Mapping[str, object],
+        watch: BindingWatch,
+        direction: Direction,
+        health: DestinationHealth | None = None,
+    ) -> None:
         self.ctx, self.wave, self.watch, self.direction = ctx, wave, watch, direction
         self.health = health or DestinationHealth(ctx, wave.index, ())
         self.live = list(live)
@@ -141,13 +147,21 @@ class WaveInFlight:
         if self.direction is Direction.BACK:
             return []
         policy = {w.name: w.policy for w in self.live}
-        return sorted(name for name, obj in touched.objects.items()
-                      if policy.get(name) in self.ctx.selectors
-                      and not selected_by(obj, self.ctx.selectors[policy[name]]))
+        return sorted(
+            name
+            for name, obj in touched.objects.items()
+            if policy.get(name) in self.ctx.selectors
+            and not selected_by(obj, self.ctx.selectors[policy[name]])
+        )
 
 
-def leave_out(ctx: SwitchContext, index: int, name: str, reason: str,
-              targets: dict[str, gates.WaveTarget] | None = None) -> None:
+def leave_out(
+    ctx: SwitchContext,
+    index: int,
+    name: str,
+    reason: str,
+    targets: dict[str, gates.WaveTarget] | None = None,
+) -> None:
     """Leave a workload of wave `index` out of the run, with a warning and an event."""
     ctx.skipped.add(name)
     if targets is not None:
@@ -157,5 +171,4 @@ def leave_out(ctx: SwitchContext, index: int, name: str, reason: str,
     note = f"{name} left out: {what} during the switch"
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
-    ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name,
-                                     reason=reason))
+    ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name, reason=reason))

@@ -78,8 +78,11 @@ class PolicyRecord:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else \
-            f"{self.kind}/{self.name}"
+        return (
+            f"{self.kind}/{self.namespace}/{self.name}"
+            if self.namespace
+            else f"{self.kind}/{self.name}"
+        )
 
     @property
     def applied(self) -> bool:
@@ -99,10 +102,16 @@ class PolicyRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "name": self.name, "namespace": self.namespace,
-            "action": self.action.value, "swapFrom": self.swap_from,
-            "preImage": self.pre_image, "preHash": self.pre_hash, "postHash": self.post_hash,
-            "applied": self.applied, "lazyAdded": self.lazy.added,
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "action": self.action.value,
+            "swapFrom": self.swap_from,
+            "preImage": self.pre_image,
+            "preHash": self.pre_hash,
+            "postHash": self.post_hash,
+            "applied": self.applied,
+            "lazyAdded": self.lazy.added,
             "originalActivation": self.original_activation,
             "keepLazy": self.lazy is LazyMark.KEPT,
             "lazyRestored": self.lazy is LazyMark.LIFTED,
@@ -111,17 +120,34 @@ class PolicyRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PolicyRecord:
-        stage = PolicyStage.RESTORED if d.get("restored") else \
-            PolicyStage.APPLIED if d.get("applied") else PolicyStage.PENDING
+        stage = (
+            PolicyStage.RESTORED
+            if d.get("restored")
+            else PolicyStage.APPLIED
+            if d.get("applied")
+            else PolicyStage.PENDING
+        )
         lazy = LazyMark.NONE
         if d.get("lazyAdded"):
-            lazy = LazyMark.LIFTED if d.get("lazyRestored") else \
-                LazyMark.KEPT if d.get("keepLazy") else LazyMark.ADDED
+            lazy = (
+                LazyMark.LIFTED
+                if d.get("lazyRestored")
+                else LazyMark.KEPT
+                if d.get("keepLazy")
+                else LazyMark.ADDED
+            )
         return cls(
-            kind=d["kind"], name=d["name"], namespace=d.get("namespace"),
-            action=ChangeKind(d.get("action", "patch")), swap_from=d.get("swapFrom"),
-            pre_image=d.get("preImage"), pre_hash=d.get("preHash"), post_hash=d.get("postHash"),
-            stage=stage, lazy=lazy, original_activation=d.get("originalActivation"),
+            kind=d["kind"],
+            name=d["name"],
+            namespace=d.get("namespace"),
+            action=ChangeKind(d.get("action", "patch")),
+            swap_from=d.get("swapFrom"),
+            pre_image=d.get("preImage"),
+            pre_hash=d.get("preHash"),
+            post_hash=d.get("postHash"),
+            stage=stage,
+            lazy=lazy,
+            original_activation=d.get("originalActivation"),
         )
 
 
@@ -151,19 +177,27 @@ class SurgeRecord:
         return self.step not in (SurgeStep.NONE, SurgeStep.RELEASED)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"targets": self.targets, "need": self.need, "step": self.step.value,
-                "overrides": list(self.overrides), "kept": self.kept,
-                **({"rescaled": dict(self.rescaled)} if self.rescaled else {})}
+        return {
+            "targets": self.targets,
+            "need": self.need,
+            "step": self.step.value,
+            "overrides": list(self.overrides),
+            "kept": self.kept,
+            **({"rescaled": dict(self.rescaled)} if self.rescaled else {}),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SurgeRecord:
-        return cls(targets={w: {c: int(n) for c, n in t.items()}
-                            for w, t in (d.get("targets") or {}).items()},
-                   need={c: {r: float(q) for r, q in a.items()}
-                         for c, a in (d.get("need") or {}).items()},
-                   step=SurgeStep(d.get("step", SurgeStep.NONE)),
-                   overrides=list(d.get("overrides") or []), kept=d.get("kept", ""),
-                   rescaled={w: int(n) for w, n in (d.get("rescaled") or {}).items()})
+        return cls(
+            targets={
+                w: {c: int(n) for c, n in t.items()} for w, t in (d.get("targets") or {}).items()
+            },
+            need={c: {r: float(q) for r, q in a.items()} for c, a in (d.get("need") or {}).items()},
+            step=SurgeStep(d.get("step", SurgeStep.NONE)),
+            overrides=list(d.get("overrides") or []),
+            kept=d.get("kept", ""),
+            rescaled={w: int(n) for w, n in (d.get("rescaled") or {}).items()},
+        )
 
 
 @dataclass
@@ -178,13 +212,23 @@ class BridgedPolicy:
     bridge: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "namespace": self.namespace,
-                "original": self.original, "bridge": self.bridge}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "original": self.original,
+            "bridge": self.bridge,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BridgedPolicy:
-        return cls(kind=d["kind"], name=d["name"], namespace=d.get("namespace"),
-                   original=dict(d.get("original") or {}), bridge=dict(d.get("bridge") or {}))
+        return cls(
+            kind=d["kind"],
+            name=d["name"],
+            namespace=d.get("namespace"),
+            original=dict(d.get("original") or {}),
+            bridge=dict(d.get("bridge") or {}),
+        )
 
 
 @dataclass
@@ -211,19 +255,25 @@ class BridgeRecord:
         return self.step not in (BridgeStep.NONE, BridgeStep.RELEASED)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"targets": self.targets, "need": self.need, "step": self.step.value,
-                "policies": [p.to_dict() for p in self.policies],
-                "touched": list(self.touched)}
+        return {
+            "targets": self.targets,
+            "need": self.need,
+            "step": self.step.value,
+            "policies": [p.to_dict() for p in self.policies],
+            "touched": list(self.touched),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BridgeRecord:
-        return cls(targets={w: {c: int(n) for c, n in t.items()}
-                            for w, t in (d.get("targets") or {}).items()},
-                   need={c: {r: float(q) for r, q in a.items()}
-                         for c, a in (d.get("need") or {}).items()},
-                   step=BridgeStep(d.get("step", BridgeStep.NONE)),
-                   policies=[BridgedPolicy.from_dict(p) for p in d.get("policies") or []],
-                   touched=list(d.get("touched") or []))
+        return cls(
+            targets={
+                w: {c: int(n) for c, n in t.items()} for w, t in (d.get("targets") or {}).items()
+            },
+            need={c: {r: float(q) for r, q in a.items()} for c, a in (d.get("need") or {}).items()},
+            step=BridgeStep(d.get("step", BridgeStep.NONE)),
+            policies=[BridgedPolicy.from_dict(p) for p in d.get("policies") or []],
+            touched=list(d.get("touched") or []),
+        )
 
 
 @dataclass
@@ -251,8 +301,9 @@ class WaveState:
         return self.bridge_back if back else self.bridge
 
     def __post_init__(self) -> None:
-        self.workloads = [k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k)
-                          for k in self.workloads]
+        self.workloads = [
+            k if isinstance(k, WorkloadKey) else WorkloadKey.parse(k) for k in self.workloads
+        ]
         if self.result is not None:
             self.result = WaveResult(self.result)
 
@@ -263,17 +314,20 @@ class WaveState:
     def to_dict(self) -> dict[str, Any]:
         # 0.1.0 keys: a failed wave that was moved back is result "failed" + rolledBack
         return {
-            "index": self.index, "workloads": [str(k) for k in self.workloads],
+            "index": self.index,
+            "workloads": [str(k) for k in self.workloads],
             "result": self.result.reported if self.result is not None else None,
-            "reason": self.reason, "startedAt": self.started_at, "finishedAt": self.finished_at,
-            "triggered": list(self.triggered), "rebalancers": list(self.rebalancers),
+            "reason": self.reason,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+            "triggered": list(self.triggered),
+            "rebalancers": list(self.rebalancers),
             "rollbackTriggered": list(self.rollback_triggered),
             "rolledBack": self.rolled_back,
             **({"surge": self.surge.to_dict()} if self.surge is not None else {}),
             **({"surgeBack": self.surge_back.to_dict()} if self.surge_back is not None else {}),
             **({"bridge": self.bridge.to_dict()} if self.bridge is not None else {}),
-            **({"bridgeBack": self.bridge_back.to_dict()}
-               if self.bridge_back is not None else {}),
+            **({"bridgeBack": self.bridge_back.to_dict()} if self.bridge_back is not None else {}),
             **({"samples": list(self.samples)} if self.samples else {}),
         }
 
@@ -286,8 +340,11 @@ class WaveState:
         return cls(
             index=int(d["index"]),
             workloads=[WorkloadKey.parse(str(k)) for k in d.get("workloads", [])],
-            result=result, reason=d.get("reason", ""), started_at=d.get("startedAt"),
-            finished_at=d.get("finishedAt"), triggered=list(d.get("triggered", [])),
+            result=result,
+            reason=d.get("reason", ""),
+            started_at=d.get("startedAt"),
+            finished_at=d.get("finishedAt"),
+            triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
             rollback_triggered=list(d.get("rollbackTriggered", [])),
             surge=SurgeRecord.from_dict(d["surge"]) if d.get("surge") else None,
@@ -342,14 +399,20 @@ class RunState:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schedule": self.schedule, "window": self.window, "runId": self.run_id,
-            "phase": str(self.phase), "trigger": str(self.trigger),
-            "startedAt": self.started_at, "finishedAt": self.finished_at,
+            "schedule": self.schedule,
+            "window": self.window,
+            "runId": self.run_id,
+            "phase": str(self.phase),
+            "trigger": str(self.trigger),
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
             "result": str(self.result) if self.result is not None else None,
             "reason": self.reason,
             "policies": [p.to_dict() for p in self.policies],
-            "waves": [w.to_dict() for w in self.waves], "warnings": list(self.warnings),
-            "scheduleHash": self.schedule_hash, "scheduleSnapshot": self.schedule_snapshot,
+            "waves": [w.to_dict() for w in self.waves],
+            "warnings": list(self.warnings),
+            "scheduleHash": self.schedule_hash,
+            "scheduleSnapshot": self.schedule_snapshot,
             "startedBy": self.started_by,
             # only surges are marked: a journal without the key is a direct run (0.1.0 too)
             **({"strategy": str(self.strategy)} if self.strategy is not Strategy.DIRECT else {}),
@@ -364,20 +427,29 @@ class RunState:
         try:
             strategy = Strategy(d.get("strategy") or Strategy.DIRECT)
         except ValueError:
-            raise ValueError(f"unknown run strategy {d.get('strategy')!r} (surge or direct; "
-                             "a journal without one is direct)") from None
+            raise ValueError(
+                f"unknown run strategy {d.get('strategy')!r} (surge or direct; "
+                "a journal without one is direct)"
+            ) from None
         result = d.get("result")
         return cls(
-            schedule=d["schedule"], window=d["window"], run_id=d["runId"], phase=phase,
-            trigger=Trigger(d.get("trigger", Trigger.TOUCH)), started_at=d.get("startedAt"),
+            schedule=d["schedule"],
+            window=d["window"],
+            run_id=d["runId"],
+            phase=phase,
+            trigger=Trigger(d.get("trigger", Trigger.TOUCH)),
+            started_at=d.get("startedAt"),
             finished_at=d.get("finishedAt"),
             result=RunResult(result) if result is not None else None,
             reason=d.get("reason", ""),
             policies=[PolicyRecord.from_dict(p) for p in d.get("policies", [])],
             waves=[WaveState.from_dict(w) for w in d.get("waves", [])],
-            started_by=d.get("startedBy"), strategy=strategy,
-            warnings=list(d.get("warnings", [])), schedule_hash=d.get("scheduleHash"),
-            schedule_snapshot=d.get("scheduleSnapshot"), journal_token=journal_token,
+            started_by=d.get("startedBy"),
+            strategy=strategy,
+            warnings=list(d.get("warnings", [])),
+            schedule_hash=d.get("scheduleHash"),
+            schedule_snapshot=d.get("scheduleSnapshot"),
+            journal_token=journal_token,
         )
 
     def to_json(self) -> str:
@@ -420,8 +492,11 @@ class InMemoryJournal:
             stored = self._states.get(state.schedule)
             current = stored[0] if stored else None
             if current != state.journal_token:
-                raise Conflict(f"run state of {state.schedule} was written by another writer",
-                               code=409, reason="Conflict")
+                raise Conflict(
+                    f"run state of {state.schedule} was written by another writer",
+                    code=409,
+                    reason="Conflict",
+                )
             self._counter += 1
             token = str(self._counter)
             self._states[state.schedule] = (token, json.loads(state.to_json()))

@@ -36,8 +36,9 @@ def _wait_of(state: tenacity.RetryCallState) -> float:
     return float(min(FIRST_BACKOFF * 2 ** (state.attempt_number - 1), MAX_BACKOFF))
 
 
-def patiently(client: KarmadaClient, clock: Clock, budget_seconds: float,
-              call: Callable[[], T]) -> T:
+def patiently(
+    client: KarmadaClient, clock: Clock, budget_seconds: float, call: Callable[[], T]
+) -> T:
     """`call()` (one or more requests on `client`), retried on retryable API errors while
     `budget_seconds` last: the last error is raised when the next try would start later."""
     deadline = clock.monotonic() + max(budget_seconds, 0.0)
@@ -49,6 +50,11 @@ def patiently(client: KarmadaClient, clock: Clock, budget_seconds: float,
         with client.single_attempt():
             return call()
 
-    retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_retryable), stop=stop,
-                                 wait=_wait_of, sleep=clock.sleep, reraise=True)
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_retryable),
+        stop=stop,
+        wait=_wait_of,
+        sleep=clock.sleep,
+        reraise=True,
+    )
     return retrying(once)

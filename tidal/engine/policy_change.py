@@ -31,9 +31,20 @@ from tidal.karmada.names import (
 )
 from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
-__all__ = ["COMPLETED_RUN", "LAZY", "apply", "comparable", "finish", "is_done",
-           "original_activation", "record_for",
-           "restore_activation_after_rollback", "rollback", "run_under_way", "temporary_lazy"]
+__all__ = [
+    "COMPLETED_RUN",
+    "LAZY",
+    "apply",
+    "comparable",
+    "finish",
+    "is_done",
+    "original_activation",
+    "record_for",
+    "restore_activation_after_rollback",
+    "rollback",
+    "run_under_way",
+    "temporary_lazy",
+]
 CONFLICT_ATTEMPTS = 6
 
 Save = Callable[[], None]
@@ -45,10 +56,13 @@ def is_done(obj: Obj | None, target: PolicyTarget, window: str) -> bool:
     if obj is None:
         return False
     view = PolicyView(obj)
-    return (view.window == window and view.completed_run is not None
-            and view.completed_run == view.run
-            and (not view.temporary_lazy()[0] or view.lazy_added_by == view.completed_run)
-            and view.spec_without_activation() == comparable(target.target_spec))
+    return (
+        view.window == window
+        and view.completed_run is not None
+        and view.completed_run == view.run
+        and (not view.temporary_lazy()[0] or view.lazy_added_by == view.completed_run)
+        and view.spec_without_activation() == comparable(target.target_spec)
+    )
 
 
 def temporary_lazy(obj: Obj | None) -> tuple[bool, str | None]:
@@ -72,13 +86,25 @@ def _adopt(record: PolicyRecord, obj: Obj | None) -> None:
 
 
 def record_for(target: PolicyTarget) -> PolicyRecord:
-    return PolicyRecord(kind=target.kind, name=target.name, namespace=target.namespace,
-                        action=ChangeKind.SWAP if target.swap_from else ChangeKind.PATCH,
-                        swap_from=target.swap_from)
+    return PolicyRecord(
+        kind=target.kind,
+        name=target.name,
+        namespace=target.namespace,
+        action=ChangeKind.SWAP if target.swap_from else ChangeKind.PATCH,
+        swap_from=target.swap_from,
+    )
 
 
-def apply(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
+def apply(
+    client: KarmadaClient,
+    target: PolicyTarget,
+    record: PolicyRecord,
+    *,
+    window: str,
+    run_id: str,
+    lazy: bool,
+    save: Save,
+) -> tuple[Obj | None, PolicyAction]:
     """Apply one change; returns (the policy in force after, action taken)."""
     if target.swap_from:
         return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
@@ -89,8 +115,16 @@ def _marks(window: str, run_id: str) -> dict[str, Any]:
     return {"annotations": {POLICY_WINDOW: window, POLICY_RUN: run_id}}
 
 
-def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-           run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
+def _patch(
+    client: KarmadaClient,
+    target: PolicyTarget,
+    record: PolicyRecord,
+    *,
+    window: str,
+    run_id: str,
+    lazy: bool,
+    save: Save,
+) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
         current = api.get_policy(client, target.kind, target.name, target.namespace)
@@ -114,12 +148,17 @@ def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *,
         if lazy and new_spec.get("activationPreference") != LAZY:
             body.setdefault("spec", {})["activationPreference"] = LAZY
             record.lazy = LazyMark.ADDED
-            body["metadata"]["annotations"].update(
-                _lazy_marks(run_id, record.original_activation))
+            body["metadata"]["annotations"].update(_lazy_marks(run_id, record.original_activation))
         save()
         try:
-            after = api.patch_policy(client, target.kind, target.name, target.namespace, body,
-                                     resource_version=view.resource_version)
+            after = api.patch_policy(
+                client,
+                target.kind,
+                target.name,
+                target.namespace,
+                body,
+                resource_version=view.resource_version,
+            )
         except Conflict:
             continue
         record.stage = PolicyStage.APPLIED
@@ -128,8 +167,9 @@ def _patch(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *,
     raise Conflict(f"{target.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
-def _manifest(target: PolicyTarget, window: str, run_id: str, lazy: bool,
-              record: PolicyRecord) -> Obj:
+def _manifest(
+    target: PolicyTarget, window: str, run_id: str, lazy: bool, record: PolicyRecord
+) -> Obj:
     manifest = copy.deepcopy(target.change.swap.manifest if target.change.swap else {}) or {}
     meta = manifest.setdefault("metadata", {})
     meta.setdefault("annotations", {}).update(_marks(window, run_id)["annotations"])
@@ -146,8 +186,16 @@ def _manifest(target: PolicyTarget, window: str, run_id: str, lazy: bool,
     return manifest
 
 
-def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, window: str,
-          run_id: str, lazy: bool, save: Save) -> tuple[Obj | None, PolicyAction]:
+def _swap(
+    client: KarmadaClient,
+    target: PolicyTarget,
+    record: PolicyRecord,
+    *,
+    window: str,
+    run_id: str,
+    lazy: bool,
+    save: Save,
+) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
     to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
@@ -174,8 +222,7 @@ def _swap(client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, *, 
     return to_obj, PolicyAction.SWAP
 
 
-def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str,
-           save: Save) -> PolicyAction:
+def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> PolicyAction:
     """After the last wave: restore activationPreference (unless kept) and mark completion."""
     restore = record.lazy is LazyMark.ADDED
     if not record.applied and not restore:
@@ -200,15 +247,22 @@ def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str,
     for _ in range(CONFLICT_ATTEMPTS):
         current = api.get_policy(client, record.kind, record.name, record.namespace)
         try:
-            return api.patch_policy(client, record.kind, record.name, record.namespace, body,
-                                    resource_version=PolicyView(current).resource_version)
+            return api.patch_policy(
+                client,
+                record.kind,
+                record.name,
+                record.namespace,
+                body,
+                resource_version=PolicyView(current).resource_version,
+            )
         except Conflict:
             continue
     raise Conflict(f"{record.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
 
 
-def rollback(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool,
-             save: Save) -> PolicyAction:
+def rollback(
+    client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: bool, save: Save
+) -> PolicyAction:
     """Put the previous spec back (keeping Lazy while waves move workloads back)."""
     if not record.applied or record.restored:
         return PolicyAction.UNCHANGED
@@ -238,8 +292,7 @@ def _unswap(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: b
     if lazy and spec.get("activationPreference") != LAZY:
         original = original_activation(record)
         spec["activationPreference"] = LAZY
-        manifest["metadata"].setdefault("annotations", {}).update(
-            _lazy_marks(run_id, original))
+        manifest["metadata"].setdefault("annotations", {}).update(_lazy_marks(run_id, original))
     with contextlib.suppress(AlreadyExists):
         api.create_policy(client, manifest)
 
@@ -260,7 +313,8 @@ def _unpatch(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
         body["spec"] = diff
     if PolicyView(current).run == run_id:  # the policy no longer is this run's window
         body.setdefault("metadata", {}).setdefault("annotations", {}).update(
-            {POLICY_WINDOW: None, POLICY_RUN: None})
+            {POLICY_WINDOW: None, POLICY_RUN: None}
+        )
     if body:
         _patch_retrying(client, record, body)
 
@@ -279,8 +333,9 @@ def original_activation(record: PolicyRecord) -> str | None:
     return str(value) if value is not None else None
 
 
-def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecord,
-                                      *, save: Save) -> None:
+def restore_activation_after_rollback(
+    client: KarmadaClient, record: PolicyRecord, *, save: Save
+) -> None:
     """After rolled-back waves: the activationPreference from before tidal, marks removed."""
     name = record.swap_from if record.action is ChangeKind.SWAP else record.name
     assert name is not None
@@ -299,8 +354,7 @@ def restore_activation_after_rollback(client: KarmadaClient, record: PolicyRecor
     api.patch_policy(client, record.kind, name, record.namespace, body)
 
 
-def run_under_way(client: KarmadaClient, schedule: TidalSchedule, window: str,
-                  run_id: str) -> bool:
+def run_under_way(client: KarmadaClient, schedule: TidalSchedule, window: str, run_id: str) -> bool:
     """Does a policy of the schedule's `window` carry `run_id`'s marks without its completion
     (the run changed it and did not finish)?"""
     for change in schedule.window(window).policies:

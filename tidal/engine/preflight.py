@@ -32,8 +32,10 @@ def unusable_floor_clusters(sp: SwitchPlan) -> dict[str, str]:
     for name in floor_clusters(sp.floors):
         cluster = known.get(name)
         if cluster is None:
-            out[name] = (f"floor cluster {name} does not exist (Clusters: "
-                         f"{', '.join(sorted(known)) or 'none'}); fix the floor's clusters")
+            out[name] = (
+                f"floor cluster {name} does not exist (Clusters: "
+                f"{', '.join(sorted(known)) or 'none'}); fix the floor's clusters"
+            )
         elif not cluster.ready:
             out[name] = f"floor cluster {name} is not Ready; wait for it or postpone the switch"
     return out
@@ -53,10 +55,12 @@ def unattainable_floors(sp: SwitchPlan) -> dict[str, dict[str, int]]:
 def _unattainable_lines(sp: SwitchPlan, explained: Counter[str]) -> list[str]:
     lines = []
     for floor, workloads in unattainable_floors(sp).items():
-        lines.append(f"{sp.schedule.name}: floor {floor} is above the replicas of "
-                     f"{len(workloads)} workload(s) (largest: {max(workloads.values())}), so it "
-                     f"can never hold; lower minReadyReplicas or narrow the floor's clusters; "
-                     f"this explains {explained[floor]} floor breach(es), not listed")
+        lines.append(
+            f"{sp.schedule.name}: floor {floor} is above the replicas of "
+            f"{len(workloads)} workload(s) (largest: {max(workloads.values())}), so it "
+            f"can never hold; lower minReadyReplicas or narrow the floor's clusters; "
+            f"this explains {explained[floor]} floor breach(es), not listed"
+        )
     return lines
 
 
@@ -67,8 +71,11 @@ def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport
     roots = unusable_floor_clusters(sp)
     unattainable = unattainable_floors(sp)
     explained = Counter(v.cluster for _, v in sp.plan.violations if v.cluster in roots)
-    symptoms = {(v.floor, v.workload, v.cluster) for _, v in sp.plan.violations
-                if v.workload in unattainable.get(v.floor, {})}
+    symptoms = {
+        (v.floor, v.workload, v.cluster)
+        for _, v in sp.plan.violations
+        if v.workload in unattainable.get(v.floor, {})
+    }
     now: list[str] = []
     if sp.plan.waves:  # else nothing moves: no gate will watch the floors
         for w in sp.selection.workloads:
@@ -83,8 +90,10 @@ def preflight(sp: SwitchPlan, ready_field: str | None = None) -> PreflightReport
     report.problems.extend(_unattainable_lines(sp, Counter(f for f, _, _ in symptoms)))
     for name, line in roots.items():
         count = explained.get(name, 0)
-        report.problems.append(line + (f"; this explains {count} floor breach(es) in {name}, "
-                                       "not listed" if count else ""))
+        report.problems.append(
+            line
+            + (f"; this explains {count} floor breach(es) in {name}, not listed" if count else "")
+        )
     report.problems.extend(now)
     return report
 

@@ -55,26 +55,40 @@ def rebalance(run: WaveInFlight) -> WaveOutcome | None:
             return None
         if _await_answered(run, pending, expected) or attempt:
             ctx.clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
-        before = {w.name: last for w in pending
-                  if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)}
-        name = triggers.rebalancer_name(ctx.schedule, ctx.run_id, wave.index - 1,
-                                        len(wave.rebalancers), back)
+        before = {
+            w.name: last
+            for w in pending
+            if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)
+        }
+        name = triggers.rebalancer_name(
+            ctx.schedule, ctx.run_id, wave.index - 1, len(wave.rebalancers), back
+        )
         wave.rebalancers.append(name)
         ctx.save()
         try:
-            obj = triggers.rebalance_wave(ctx.client, name, pending, schedule=ctx.schedule,
-                                          run_id=ctx.run_id,
-                                          annotations={SCHEDULED_BEFORE: _encode(before)})
+            obj = triggers.rebalance_wave(
+                ctx.client,
+                name,
+                pending,
+                schedule=ctx.schedule,
+                run_id=ctx.run_id,
+                annotations={SCHEDULED_BEFORE: _encode(before)},
+            )
         except KarmadaError as exc:
-            return WaveOutcome(False, FailureReason.API_ERROR,
-                               f"creating WorkloadRebalancer {name}: {exc}")
+            return WaveOutcome(
+                False, FailureReason.API_ERROR, f"creating WorkloadRebalancer {name}: {exc}"
+            )
         view = ObjectView(obj)  # a retried create answers the existing object: trust it
         pending = _arm(run.targets, pending, view.created, _decode(view.annotations))
     return None  # the gates will not count what the scheduler ignored: waveTimeout says so
 
 
-def _arm(targets: Mapping[str, gates.WaveTarget], workloads: Sequence[Workload],
-         created: datetime | None, before: Mapping[str, datetime | None]) -> list[Workload]:
+def _arm(
+    targets: Mapping[str, gates.WaveTarget],
+    workloads: Sequence[Workload],
+    created: datetime | None,
+    before: Mapping[str, datetime | None],
+) -> list[Workload]:
     """Point the targets at this rebalancer; the workloads it cannot reschedule."""
     again = []
     for w in workloads:
@@ -96,12 +110,14 @@ def _expected_placements(run: WaveInFlight, workloads: Sequence[Workload]) -> di
     """The placement each binding gets from the run's policy change before its trigger: none
     under a Lazy policy the wave did not touch (pkg/detector: a Lazy policy's change waits for
     the template's next change, and a rebalance alone does not bring it)."""
-    lazy = {r.key for r in run.ctx.state.policies
-            if r.lazy.added or r.original_activation == LAZY}
+    lazy = {r.key for r in run.ctx.state.policies if r.lazy.added or r.original_activation == LAZY}
     touched = set(run.triggered_before)
-    return {w.name: placement for w in workloads
-            if (placement := run.placements.get(w.policy)) is not None
-            and (w.policy not in lazy or w.name in touched)}
+    return {
+        w.name: placement
+        for w in workloads
+        if (placement := run.placements.get(w.policy)) is not None
+        and (w.policy not in lazy or w.name in touched)
+    }
 
 
 def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) -> bool:
@@ -115,7 +131,8 @@ def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) ->
         return False  # a swapped policy's templates wait for the new one to claim them
     placement = expected.get(w.name)
     if placement is not None and not gates.touch_triggered(
-            gates.WaveTarget(w, placement=placement), view):
+        gates.WaveTarget(w, placement=placement), view
+    ):
         return False
     cond = view.scheduled
     if cond is not None and cond.status == "False":
@@ -123,8 +140,9 @@ def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) ->
     return view.generation is not None and view.scheduler_observed_generation == view.generation
 
 
-def _await_answered(run: WaveInFlight, workloads: Sequence[Workload],
-                    expected: Mapping[str, object]) -> bool:
+def _await_answered(
+    run: WaveInFlight, workloads: Sequence[Workload], expected: Mapping[str, object]
+) -> bool:
     """Watch until every binding is `_answered` or the wave's deadline passes (the gates then
     report the timeout); whether there was anything to wait for."""
     clock = run.ctx.clock
@@ -175,8 +193,10 @@ def _workload_name(ref: Mapping[str, object]) -> str:
 
 
 def _encode(before: Mapping[str, datetime]) -> str:
-    return json.dumps({name: t.isoformat().replace("+00:00", "Z")
-                       for name, t in sorted(before.items())}, separators=(",", ":"))
+    return json.dumps(
+        {name: t.isoformat().replace("+00:00", "Z") for name, t in sorted(before.items())},
+        separators=(",", ":"),
+    )
 
 
 def _decode(annotations: Mapping[str, str]) -> dict[str, datetime | None]:

@@ -25,9 +25,14 @@ class WaveRecord:
     finished_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "workloads": list(self.workloads), "result": self.result,
-                "reason": self.reason, "startedAt": self.started_at,
-                "finishedAt": self.finished_at}
+        return {
+            "index": self.index,
+            "workloads": list(self.workloads),
+            "result": self.result,
+            "reason": self.reason,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+        }
 
 
 @dataclass
@@ -50,24 +55,46 @@ class RunRecord:
         return self.result is RunResult.SUCCEEDED
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schedule": self.schedule, "window": self.window, "runId": self.run_id,
-                "result": self.result.value, "startedAt": self.started_at,
-                "finishedAt": self.finished_at, "waves": [w.to_dict() for w in self.waves],
-                "warnings": list(self.warnings),
-                "leftLazy": [{"policy": p, "restoresTo": r} for p, r in self.left_lazy]}
+        return {
+            "schedule": self.schedule,
+            "window": self.window,
+            "runId": self.run_id,
+            "result": self.result.value,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+            "waves": [w.to_dict() for w in self.waves],
+            "warnings": list(self.warnings),
+            "leftLazy": [{"policy": p, "restoresTo": r} for p, r in self.left_lazy],
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
     def from_state(cls, state: RunState, *, noop: bool = False) -> RunRecord:
-        waves = [WaveRecord(w.index, [str(k) for k in w.workloads],
-                            w.result.reported if w.result is not None else NOT_STARTED,
-                            w.reason, w.started_at, w.finished_at)
-                 for w in state.waves if w.result is not None or w.started_at is not None]
-        left = [(p.key, p.original_activation) for p in state.policies
-                if p.lazy is LazyMark.ADDED]
-        return cls(state.schedule, state.window, state.run_id,
-                   state.result or RunResult.FAILED,
-                   state.started_at, state.finished_at, waves, list(state.warnings),
-                   state.reason, noop, left)
+        waves = [
+            WaveRecord(
+                w.index,
+                [str(k) for k in w.workloads],
+                w.result.reported if w.result is not None else NOT_STARTED,
+                w.reason,
+                w.started_at,
+                w.finished_at,
+            )
+            for w in state.waves
+            if w.result is not None or w.started_at is not None
+        ]
+        left = [(p.key, p.original_activation) for p in state.policies if p.lazy is LazyMark.ADDED]
+        return cls(
+            state.schedule,
+            state.window,
+            state.run_id,
+            state.result or RunResult.FAILED,
+            state.started_at,
+            state.finished_at,
+            waves,
+            list(state.warnings),
+            state.reason,
+            noop,
+            left,
+        )

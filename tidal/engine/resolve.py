@@ -30,8 +30,17 @@ from tidal.karmada.views import BindingView, ObjectView
 # (namespace or None for all, cluster_scoped) -> the bindings there (e.g. from a shared cache)
 ListBindings: TypeAlias = Callable[[str | None, bool], list[Obj]]
 
-SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
-                 "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
+SERVER_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+)
 
 
 class ResolveError(Exception):
@@ -54,8 +63,11 @@ class PolicyTarget:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else \
-            f"{self.kind}/{self.name}"
+        return (
+            f"{self.kind}/{self.namespace}/{self.name}"
+            if self.namespace
+            else f"{self.kind}/{self.name}"
+        )
 
     @property
     def target_placement(self) -> dict[str, Any]:
@@ -108,8 +120,9 @@ class Workload:
         return {k: parse_quantity(v) for k, v in requests.items()}
 
     def ref(self) -> RebalancerWorkload:
-        out = RebalancerWorkload(apiVersion=self.key.api_version, kind=self.key.kind,
-                                 name=self.key.name)
+        out = RebalancerWorkload(
+            apiVersion=self.key.api_version, kind=self.key.kind, name=self.key.name
+        )
         if self.key.namespace:
             out["namespace"] = self.key.namespace
         return out
@@ -163,11 +176,21 @@ def _target(client: KarmadaClient, change: PolicyChange) -> PolicyTarget:
     from_obj = policies_api.find_policy(client, kind, change.swap.from_, namespace)
     to_obj = policies_api.find_policy(client, kind, to_name, namespace)
     if from_obj is None and to_obj is None:
-        raise ResolveError(f"swap {change.swap.from_} -> {to_name}: neither {kind} exists; "
-                           f"create {change.swap.from_} first")
-    return PolicyTarget(change, kind, to_name, namespace, from_obj or to_obj,
-                        dict(manifest.get("spec") or {}), swap_from=change.swap.from_,
-                        from_obj=from_obj, to_obj=to_obj)
+        raise ResolveError(
+            f"swap {change.swap.from_} -> {to_name}: neither {kind} exists; "
+            f"create {change.swap.from_} first"
+        )
+    return PolicyTarget(
+        change,
+        kind,
+        to_name,
+        namespace,
+        from_obj or to_obj,
+        dict(manifest.get("spec") or {}),
+        swap_from=change.swap.from_,
+        from_obj=from_obj,
+        to_obj=to_obj,
+    )
 
 
 def _kinds_of(policy: Obj) -> list[tuple[str, str, str | None]]:
@@ -176,8 +199,11 @@ def _kinds_of(policy: Obj) -> list[tuple[str, str, str | None]]:
     spec = policy.get("spec") or {}
     ns_default = (policy.get("metadata") or {}).get("namespace")
     for sel in spec.get("resourceSelectors") or []:
-        entry = (str(sel.get("apiVersion")), str(sel.get("kind")),
-                 sel.get("namespace") or ns_default)
+        entry = (
+            str(sel.get("apiVersion")),
+            str(sel.get("kind")),
+            sel.get("namespace") or ns_default,
+        )
         if entry not in out:
             out.append(entry)
     return out
@@ -195,10 +221,14 @@ def _claimed_by(template: Obj, policy: Obj) -> bool:
 def selected_by(template: Obj, selectors: Any) -> bool:
     """Karmada applies a policy with these resourceSelectors to the template."""
     view = ObjectView(template)
-    return selects(selectors, api_version=str(template.get("apiVersion")),
-                   kind=str(template.get("kind")),
-                   namespace=str(view.metadata.get("namespace") or ""),
-                   name=view.name, labels=view.labels)
+    return selects(
+        selectors,
+        api_version=str(template.get("apiVersion")),
+        kind=str(template.get("kind")),
+        namespace=str(view.metadata.get("namespace") or ""),
+        name=view.name,
+        labels=view.labels,
+    )
 
 
 def _claimed_by_other(template: Obj) -> bool:
@@ -212,14 +242,23 @@ def _select_templates(client: KarmadaClient, selectors: list[WorkloadSelector]) 
     for sel in selectors:
         query = None
         if sel.label_selector is not None:
-            query = selector_to_query(sel.label_selector.match_labels,
-                                      sel.label_selector.match_expressions) or None
+            query = (
+                selector_to_query(
+                    sel.label_selector.match_labels, sel.label_selector.match_expressions
+                )
+                or None
+            )
         out += list_templates(client, sel.api_version, sel.kind, sel.namespace, query)
     return out
 
 
-def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
-            bindings: ListBindings | None = None) -> Selection:
+def resolve(
+    client: KarmadaClient,
+    schedule: TidalSchedule,
+    window: Window,
+    *,
+    bindings: ListBindings | None = None,
+) -> Selection:
     """Read the window's policies, the templates they claim and their bindings (listed, or
     from `bindings`: a shared cache's (namespace, cluster_scoped) -> objects)."""
     targets = [_target(client, change) for change in window.policies]
@@ -235,7 +274,8 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
         if claim is None:
             selection.warnings.append(
                 f"{target.key} has no claim label yet (Karmada has not processed it): "
-                "it claims no templates")
+                "it claims no templates"
+            )
             continue
         if selectors:
             if listed is None:
@@ -244,8 +284,11 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
             _claimed_outside(selection, target, listed, every)
             found = _claimed_of_listed(selection, policy, listed, alone=len(targets) == 1)
         else:
-            found = [tpl for api_version, kind, namespace in _kinds_of(policy)
-                     for tpl in list_templates(client, api_version, kind, namespace, claim)]
+            found = [
+                tpl
+                for api_version, kind, namespace in _kinds_of(policy)
+                for tpl in list_templates(client, api_version, kind, namespace, claim)
+            ]
         for tpl in found:
             name = _key_text(tpl)
             if name not in seen:
@@ -255,12 +298,14 @@ def resolve(client: KarmadaClient, schedule: TidalSchedule, window: Window, *,
     for policy_key, names in selection.excluded_claimed.items():
         selection.warnings.append(
             f"{policy_key} claims excluded templates ({', '.join(sorted(names))}); they pick "
-            "up the change at their next edit: give them their own policy")
+            "up the change at their next edit: give them their own policy"
+        )
     return selection
 
 
-def _claimed_of_listed(selection: Selection, policy: Obj, listed: list[Obj], *,
-                       alone: bool) -> list[Obj]:
+def _claimed_of_listed(
+    selection: Selection, policy: Obj, listed: list[Obj], *, alone: bool
+) -> list[Obj]:
     """The templates spec.workloads selects that `policy` claims; the others are left out
     (claimed by another policy; or by none, when the window changes this policy alone)."""
     found: list[Obj] = []
@@ -268,11 +313,11 @@ def _claimed_of_listed(selection: Selection, policy: Obj, listed: list[Obj], *,
         if _claimed_by(tpl, policy):
             found.append(tpl)
         elif _claimed_by_other(tpl):
-            selection.skipped.append(Skipped(_key_text(tpl), "foreign",
-                                             "claimed by another policy"))
+            selection.skipped.append(
+                Skipped(_key_text(tpl), "foreign", "claimed by another policy")
+            )
         elif alone:
-            selection.skipped.append(Skipped(_key_text(tpl), "unbound",
-                                             "claimed by no policy"))
+            selection.skipped.append(Skipped(_key_text(tpl), "unbound", "claimed by no policy"))
     return found
 
 
@@ -281,7 +326,7 @@ def _take(selection: Selection, target: PolicyTarget, tpl: Obj, name: str) -> No
     by none of the policy's resourceSelectors (left out, with a warning)."""
     annotations = (tpl.get("metadata") or {}).get("annotations") or {}
     if annotations.get(EXCLUDE) == "true":
-        selection.skipped.append(Skipped(name, "excluded", f"{EXCLUDE}: \"true\""))
+        selection.skipped.append(Skipped(name, "excluded", f'{EXCLUDE}: "true"'))
         selection.excluded_claimed.setdefault(target.key, []).append(name)
         return
     if not selected_by(tpl, target.target_spec.get("resourceSelectors")):
@@ -289,7 +334,8 @@ def _take(selection: Selection, target: PolicyTarget, tpl: Obj, name: str) -> No
         selection.skipped.append(Skipped(name, "unmatched", why))
         selection.warnings.append(
             f"{name}: {why} (labels changed?): Karmada applies that policy to it no "
-            "more, so it stays where it is; fix its labels or the selectors")
+            "more, so it stays where it is; fix its labels or the selectors"
+        )
         return
     selection.workloads.append(Workload(_key(tpl), tpl, None, target.key))
 
@@ -307,8 +353,12 @@ def _every_template(client: KarmadaClient) -> Callable[[str, str, str | None], l
     return templates
 
 
-def _claimed_outside(selection: Selection, target: PolicyTarget, listed: list[Obj],
-                     templates: Callable[[str, str, str | None], list[Obj]]) -> None:
+def _claimed_outside(
+    selection: Selection,
+    target: PolicyTarget,
+    listed: list[Obj],
+    templates: Callable[[str, str, str | None], list[Obj]],
+) -> None:
     """The templates `target`'s policy claims and selects that spec.workloads did not list:
     outside the waves (excluded ones: kept Lazy, as those the selector lists). `templates`:
     every template of (apiVersion, kind, namespace), listed once for all policies."""
@@ -318,12 +368,18 @@ def _claimed_outside(selection: Selection, target: PolicyTarget, listed: list[Ob
     for api_version, kind, namespace in _kinds_of(policy):
         for tpl in templates(api_version, kind, namespace):
             name = _key_text(tpl)
-            if name in chosen or not _claimed_by(tpl, policy) or not selected_by(
-                    tpl, target.target_spec.get("resourceSelectors")):
+            if (
+                name in chosen
+                or not _claimed_by(tpl, policy)
+                or not selected_by(tpl, target.target_spec.get("resourceSelectors"))
+            ):
                 continue
             annotations = (tpl.get("metadata") or {}).get("annotations") or {}
-            into = selection.excluded_claimed if annotations.get(EXCLUDE) == "true" \
+            into = (
+                selection.excluded_claimed
+                if annotations.get(EXCLUDE) == "true"
                 else selection.outside_selector
+            )
             names = into.setdefault(target.key, [])
             if name not in names:
                 names.append(name)
@@ -331,16 +387,21 @@ def _claimed_outside(selection: Selection, target: PolicyTarget, listed: list[Ob
 
 def _key(tpl: Obj) -> WorkloadKey:
     meta = tpl.get("metadata") or {}
-    return WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name")),
-                       str(tpl.get("kind")), str(tpl.get("apiVersion")))
+    return WorkloadKey(
+        str(meta.get("namespace") or ""),
+        str(meta.get("name")),
+        str(tpl.get("kind")),
+        str(tpl.get("apiVersion")),
+    )
 
 
 def _key_text(tpl: Obj) -> str:
     return str(_key(tpl))
 
 
-def _attach_bindings(client: KarmadaClient, selection: Selection,
-                     bindings: ListBindings | None = None) -> None:
+def _attach_bindings(
+    client: KarmadaClient, selection: Selection, bindings: ListBindings | None = None
+) -> None:
     namespaces = sorted({w.key.namespace for w in selection.workloads})
     cache: dict[str, Obj] = {}
 
@@ -348,8 +409,7 @@ def _attach_bindings(client: KarmadaClient, selection: Selection,
         if bindings is not None:
             items = bindings(namespace, cluster_scoped)
         else:
-            items, _ = bindings_api.list_bindings(client, namespace,
-                                                  cluster_scoped=cluster_scoped)
+            items, _ = bindings_api.list_bindings(client, namespace, cluster_scoped=cluster_scoped)
         cache.update({bindings_api.key_of(b): b for b in items})
 
     if "" in namespaces:

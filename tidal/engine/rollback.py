@@ -26,8 +26,9 @@ def previous_placement(record: PolicyRecord) -> object:
     return normalize_placement((spec or {}).get("placement"))
 
 
-def roll_back(ctx: SwitchContext, by_name: dict[str, Workload],
-              targets: Mapping[str, object]) -> tuple[bool, str]:
+def roll_back(
+    ctx: SwitchContext, by_name: dict[str, Workload], targets: Mapping[str, object]
+) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not). The run is in its
     rollback phase; `targets`: policy key -> the normalized placement the run switched to."""
     state = ctx.state
@@ -55,16 +56,20 @@ def _restore_policies(ctx: SwitchContext) -> dict[str, object]:
     """Put each changed policy back (last first); policy key -> its previous placement."""
     placements: dict[str, object] = {}
     for record in reversed(ctx.state.policies):
-        action = policy_change.rollback(ctx.client, record, run_id=ctx.run_id,
-                                        lazy=ctx.strategy.marks_lazy, save=ctx.save)
+        action = policy_change.rollback(
+            ctx.client, record, run_id=ctx.run_id, lazy=ctx.strategy.marks_lazy, save=ctx.save
+        )
         ctx.save()
         placements[record.key] = previous_placement(record)
         if action is not PolicyAction.UNCHANGED:
-            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None),
-                                           kind=record.kind,
-                                           policy=policy_ref(record.namespace,
-                                                             record.swap_from or record.name),
-                                           action=PolicyAction.RESTORE))
+            ctx.emitter.emit(
+                PolicyChanged(
+                    **ctx.event_base(None),
+                    kind=record.kind,
+                    policy=policy_ref(record.namespace, record.swap_from or record.name),
+                    action=PolicyAction.RESTORE,
+                )
+            )
     return placements
 
 
@@ -73,37 +78,63 @@ def _waves_to_undo(waves: Sequence[WaveState], stray: set[str]) -> list[WaveStat
     what Karmada moved of untriggered waves (a floor such a workload breaks, a scale past
     capacity, must not keep the triggered waves where the run put them). A wave whose bridge
     touched templates moved those (to the bridge): they go back too."""
-    undo = [w for w in waves if (w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-                                 and (w.triggered or w.rebalancers or _bridged(w)))
-            or stray.intersection(str(k) for k in w.workloads)]
+    undo = [
+        w
+        for w in waves
+        if (
+            w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
+            and (w.triggered or w.rebalancers or _bridged(w))
+        )
+        or stray.intersection(str(k) for k in w.workloads)
+    ]
     ours = [w for w in undo if w.triggered or w.rebalancers]
     return [*reversed(ours), *reversed([w for w in undo if w not in ours])]
 
 
-def _undo_wave(ctx: SwitchContext, wave: WaveState, workloads: list[Workload],
-               placements: Mapping[str, object]) -> str:
+def _undo_wave(
+    ctx: SwitchContext, wave: WaveState, workloads: list[Workload], placements: Mapping[str, object]
+) -> str:
     """Move one wave's workloads back under the floors; the failure reason, or ""."""
     started = ctx.clock.monotonic()
-    outcome = run_wave(ctx, wave, workloads,
-                       placements={w.policy: placements.get(w.policy) for w in workloads},
-                       direction=Direction.BACK) if workloads else None
+    outcome = (
+        run_wave(
+            ctx,
+            wave,
+            workloads,
+            placements={w.policy: placements.get(w.policy) for w in workloads},
+            direction=Direction.BACK,
+        )
+        if workloads
+        else None
+    )
     base = ctx.event_base(wave.index)
     if outcome is not None and not outcome.ok:
         wave.reason = f"rollback failed: {outcome.reason}"
         ctx.save()
-        ctx.emitter.emit(WaveFinished(**base, result=WaveResult.FAILED,
-                                      reason=wave.reason, failure=outcome.failure,
-                                      duration_seconds=ctx.clock.monotonic() - started,
-                                      rollback=True))
+        ctx.emitter.emit(
+            WaveFinished(
+                **base,
+                result=WaveResult.FAILED,
+                reason=wave.reason,
+                failure=outcome.failure,
+                duration_seconds=ctx.clock.monotonic() - started,
+                rollback=True,
+            )
+        )
         return wave.reason
     if wave.result in (WaveResult.SUCCEEDED, WaveResult.FAILED):  # else never started
         wave.result = wave.result.after_rollback()
     wave.finished_at = ctx.now_iso()
     ctx.save()
-    ctx.emitter.emit(WaveFinished(**base, result=WaveResult.ROLLED_BACK,
-                                  reason=wave.reason,
-                                  duration_seconds=ctx.clock.monotonic() - started,
-                                  rollback=True))
+    ctx.emitter.emit(
+        WaveFinished(
+            **base,
+            result=WaveResult.ROLLED_BACK,
+            reason=wave.reason,
+            duration_seconds=ctx.clock.monotonic() - started,
+            rollback=True,
+        )
+    )
     return ""
 
 
@@ -138,8 +169,11 @@ def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
     assert name is not None
     policy = policies_api.find_policy(ctx.client, record.kind, name, record.namespace)
     view = PolicyView.of(policy)
-    if policy is None or view.activation != LAZY or \
-            policy_change.original_activation(record) == LAZY:
+    if (
+        policy is None
+        or view.activation != LAZY
+        or policy_change.original_activation(record) == LAZY
+    ):
         return []  # lifting changes nothing
     placement = normalize_placement(view.spec.get("placement"))
     mine = [w for w in ctx.everyone if w.policy == record.key]
@@ -147,18 +181,28 @@ def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
     return [w.name for w in mine if w.name in now and now[w.name] != placement]
 
 
-def moved_outside_waves(ctx: SwitchContext, by_name: Mapping[str, Workload],
-                        changed: set[str], targets: Mapping[str, object],
-                        previous: Mapping[str, object]) -> set[str]:
+def moved_outside_waves(
+    ctx: SwitchContext,
+    by_name: Mapping[str, Workload],
+    changed: set[str],
+    targets: Mapping[str, object],
+    previous: Mapping[str, object],
+) -> set[str]:
     """Workloads of waves never triggered whose bindings carry the placement this run switched
     to all the same (a wave lists only templates that did not when the run was planned):
     Karmada applied the Lazy policy when a user changed their templates (a scale) during the
     run. The rollback moves them back in their waves, under the floors."""
-    untriggered = {str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers)
-                   for k in w.workloads}
-    mine = [by_name[n] for n in sorted(untriggered) if n in by_name
-            and by_name[n].policy in changed and targets.get(by_name[n].policy) is not None
-            and targets.get(by_name[n].policy) != previous.get(by_name[n].policy)]
+    untriggered = {
+        str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers) for k in w.workloads
+    }
+    mine = [
+        by_name[n]
+        for n in sorted(untriggered)
+        if n in by_name
+        and by_name[n].policy in changed
+        and targets.get(by_name[n].policy) is not None
+        and targets.get(by_name[n].policy) != previous.get(by_name[n].policy)
+    ]
     now = _placements(ctx, mine)
     return {w.name for w in mine if w.name in now and now[w.name] == targets[w.policy]}
 
@@ -169,16 +213,21 @@ def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, 
     for namespace in sorted({w.key.namespace for w in workloads}):
         items = ctx.list_bindings(namespace or None, cluster_scoped=not namespace)
         bindings.update({key_of(b): b for b in items})
-    return {w.name: normalize_placement(BindingView.of(bindings[w.binding_key]).placement)
-            for w in workloads if w.binding_key in bindings}
+    return {
+        w.name: normalize_placement(BindingView.of(bindings[w.binding_key]).placement)
+        for w in workloads
+        if w.binding_key in bindings
+    }
 
 
 def _keep_lazy(ctx: SwitchContext, record: PolicyRecord, held: list[str]) -> None:
     """Leave the Lazy on, with its marks: the next run of a window naming the policy moves
     those templates in waves and lifts it (or `tidal status` shows it held until then)."""
     shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
-    note = (f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
-            "at once, outside any wave (they do not follow the policy's placement)")
+    note = (
+        f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
+        "at once, outside any wave (they do not follow the policy's placement)"
+    )
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
         ctx.save()

@@ -49,30 +49,50 @@ def _holds_room(wave: WaveState, back: bool) -> bool:
     """The wave's bridge or surge of that direction still holds its room."""
     bridge, surge = wave.bridge_for(back), wave.surge_for(back)
     return (bridge is not None and bridge.active) or (
-        surge is not None and surge.step in (SurgeStep.RESERVED, SurgeStep.SURGED,
-                                             SurgeStep.MOVING, SurgeStep.RELEASING))
+        surge is not None
+        and surge.step
+        in (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
+    )
 
 
 def reserve_wave(run: WaveInFlight, steps: Iterable[Leasing | None]) -> WaveOutcome | None:
     """Reserve the room of every step of the wave still to run, as one hold, polling until it
     fits or the wave times out; None when it is held (or nothing needs room)."""
-    pending = [s for s in steps if s is not None and s.step not in (
-        BridgeStep.RESTORED, BridgeStep.RELEASED, SurgeStep.MOVING, SurgeStep.RELEASING,
-        SurgeStep.RELEASED, SurgeStep.KEPT)]
+    pending = [
+        s
+        for s in steps
+        if s is not None
+        and s.step
+        not in (
+            BridgeStep.RESTORED,
+            BridgeStep.RELEASED,
+            SurgeStep.MOVING,
+            SurgeStep.RELEASING,
+            SurgeStep.RELEASED,
+            SurgeStep.KEPT,
+        )
+    ]
     need: Amounts = {}
     for s in pending:
         need = add(need, s.need)
     if not need:
         return None
     resumed = any(s.step not in (BridgeStep.NONE, SurgeStep.NONE) for s in pending)
-    what = " and ".join(sorted({"bridge" if isinstance(s.step, BridgeStep) else "surge"
-                                for s in pending}))
-    return _reserve(run, holder(run.ctx, run.wave, run.direction is Direction.BACK), need,
-                    resumed=resumed, what=what)
+    what = " and ".join(
+        sorted({"bridge" if isinstance(s.step, BridgeStep) else "surge" for s in pending})
+    )
+    return _reserve(
+        run,
+        holder(run.ctx, run.wave, run.direction is Direction.BACK),
+        need,
+        resumed=resumed,
+        what=what,
+    )
 
 
-def _reserve(run: WaveInFlight, name: str, need: Amounts, *, resumed: bool,
-             what: str) -> WaveOutcome | None:
+def _reserve(
+    run: WaveInFlight, name: str, need: Amounts, *, resumed: bool, what: str
+) -> WaveOutcome | None:
     """Reserve `need` as `name`; `resumed`: what `name` holds already is counted as used in
     the free amounts."""
     ctx = run.ctx
@@ -84,22 +104,32 @@ def _reserve(run: WaveInFlight, name: str, need: Amounts, *, resumed: bool,
         if ctx.budget.reserve(name, need, free, versions):
             return None
         if ctx.clock.monotonic() >= run.deadline:
-            short = {c: {r: q - free.get(c, {}).get(r, 0.0) for r, q in a.items()
-                         if q > free.get(c, {}).get(r, 0.0)} for c, a in need.items()}
+            short = {
+                c: {
+                    r: q - free.get(c, {}).get(r, 0.0)
+                    for r, q in a.items()
+                    if q > free.get(c, {}).get(r, 0.0)
+                }
+                for c, a in need.items()
+            }
             short = {c: a for c, a in short.items() if a}
-            why = f"short of {describe(short)}" if short else \
-                f"{describe(need)} is free but held by other waves of this daemon"
-            return WaveOutcome(False, FailureReason.TIMEOUT,
-                               f"no room for the wave's {what} within waveTimeout "
-                               f"{ctx.wave_timeout:g}s ({why})")
+            why = (
+                f"short of {describe(short)}"
+                if short
+                else f"{describe(need)} is free but held by other waves of this daemon"
+            )
+            return WaveOutcome(
+                False,
+                FailureReason.TIMEOUT,
+                f"no room for the wave's {what} within waveTimeout {ctx.wave_timeout:g}s ({why})",
+            )
         wait_for_status(ctx.clock, ctx.clusters_version, seen)
 
 
 def running(run: WaveInFlight) -> None:
     """The wave's extra replicas all run: tell the budget (the Cluster versions read now)."""
     ctx = run.ctx
-    ctx.budget.running(holder(ctx, run.wave, run.direction is Direction.BACK),
-                       status_versions(ctx))
+    ctx.budget.running(holder(ctx, run.wave, run.direction is Direction.BACK), status_versions(ctx))
 
 
 def release_room(ctx: SwitchContext, wave: WaveState, back: bool) -> None:
@@ -123,8 +153,10 @@ def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str |
 def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
     """What the clusters report free (less the headroom), and the Cluster versions it is from."""
     clusters = ctx.list_clusters()
-    free = usable({c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
-                  ctx.headroom_percent)
+    free = usable(
+        {c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
+        ctx.headroom_percent,
+    )
     return free, _versions_of(clusters)
 
 

@@ -84,11 +84,21 @@ class NoOp:
 
     def report(self, emitter: Emitter, clock: Clock) -> RunRecord:
         emitter.emit(RunStarted(**self.base, workloads=0, waves=0, trigger=self.plan.trigger))
-        emitter.emit(RunFinished(**self.base, result=RunResult.SUCCEEDED,
-                                 reason=ALREADY_IN_FORCE, noop=True))
-        return RunRecord(self.base["schedule"], self.base["window"], self.base["run_id"],
-                         RunResult.SUCCEEDED, self.started_at, clock.now().isoformat(), [],
-                         list(self.plan.warnings), ALREADY_IN_FORCE, noop=True)
+        emitter.emit(
+            RunFinished(**self.base, result=RunResult.SUCCEEDED, reason=ALREADY_IN_FORCE, noop=True)
+        )
+        return RunRecord(
+            self.base["schedule"],
+            self.base["window"],
+            self.base["run_id"],
+            RunResult.SUCCEEDED,
+            self.started_at,
+            clock.now().isoformat(),
+            [],
+            list(self.plan.warnings),
+            ALREADY_IN_FORCE,
+            noop=True,
+        )
 
 
 def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
@@ -109,26 +119,43 @@ def carried_over(previous: RunState | None, window: str) -> list[PolicyRecord]:
     return out
 
 
-def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock: Clock,
-            journal: Journal, emitter: Emitter, run_id: str | None = None,
-            resume: RunState | None = None,
-            budget: SurgeBudget | None = None,
-            reads: SharedReads | None = None,
-            policy_settle: float = 0.0,
-            interlude: Interlude | None = None,
-            team: TeamEstimate | None = None) -> PreparedRun | Refusal | NoOp:
+def prepare(
+    client: KarmadaClient,
+    source: ScheduleSource,
+    window: str,
+    *,
+    clock: Clock,
+    journal: Journal,
+    emitter: Emitter,
+    run_id: str | None = None,
+    resume: RunState | None = None,
+    budget: SurgeBudget | None = None,
+    reads: SharedReads | None = None,
+    policy_settle: float = 0.0,
+    interlude: Interlude | None = None,
+    team: TeamEstimate | None = None,
+) -> PreparedRun | Refusal | NoOp:
     """Resume the window's unfinished run (`resume`, else the journal's; with `run_id`, only
     that run) or plan a new one; `policy_settle`: detector_settle.py; `interlude`: what
     happens between two waves (default: the rollout's pause); `team`: a deployed team
     estimator's answers, which the plan's dynamic splits take into account."""
     previous = resume if resume is not None else journal.load(schedule_of(source).name)
-    resuming = previous is not None and not previous.finished and \
-        previous.window == window and (run_id is None or previous.run_id == run_id)
+    resuming = (
+        previous is not None
+        and not previous.finished
+        and previous.window == window
+        and (run_id is None or previous.run_id == run_id)
+    )
     schedule, notes = _schedule_of_run(source, previous if resuming else None)
     bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
-    sp = build_plan(client, schedule, window,
-                    trigger=previous.trigger if resuming and previous else None, reads=reads,
-                    team=team)
+    sp = build_plan(
+        client,
+        schedule,
+        window,
+        trigger=previous.trigger if resuming and previous else None,
+        reads=reads,
+        team=team,
+    )
     ready_field = ready_field_of(sp)
     if resuming and previous is not None:
         state = previous
@@ -137,31 +164,59 @@ def prepare(client: KarmadaClient, source: ScheduleSource, window: str, *, clock
         if not isinstance(started, RunState):
             return started
         state = started
-    return PreparedRun(sp, state, journal, resuming, notes, client, clock, emitter, ready_field,
-                       budget or OwnBudget(), reads, policy_settle, interlude)
+    return PreparedRun(
+        sp,
+        state,
+        journal,
+        resuming,
+        notes,
+        client,
+        clock,
+        emitter,
+        ready_field,
+        budget or OwnBudget(),
+        reads,
+        policy_settle,
+        interlude,
+    )
 
 
-def _schedule_of_run(source: ScheduleSource, previous: RunState | None
-                     ) -> tuple[TidalSchedule, list[str]]:
+def _schedule_of_run(
+    source: ScheduleSource, previous: RunState | None
+) -> tuple[TidalSchedule, list[str]]:
     """The schedule a run goes by: a resumed run's own snapshot when the file was edited
     since it started (with a note saying so), else the file's."""
     schedule = schedule_of(source)
-    if previous is None or previous.schedule_snapshot is None or \
-            previous.schedule_hash == schedule_hash(schedule):
+    if (
+        previous is None
+        or previous.schedule_snapshot is None
+        or previous.schedule_hash == schedule_hash(schedule)
+    ):
         return schedule, []
     return restore_schedule(previous.schedule_snapshot), [
         f"schedule {schedule.name} was edited during the run: this run finishes against the "
         f"version it started with ({previous.schedule_hash}); the edit applies from the next "
-        "start"]
+        "start"
+    ]
 
 
-def _start_new(client: KarmadaClient, sp: SwitchPlan, previous: RunState | None,
-               run_id: str | None, clock: Clock, ready_field: str | None
-               ) -> RunState | Refusal | NoOp:
+def _start_new(
+    client: KarmadaClient,
+    sp: SwitchPlan,
+    previous: RunState | None,
+    run_id: str | None,
+    clock: Clock,
+    ready_field: str | None,
+) -> RunState | Refusal | NoOp:
     """A new run's state, planned waves and all; or its refusal, or a no-op."""
     schedule, window = sp.schedule, sp.window.name
-    state = RunState(schedule.name, window, run_id or new_run_id(clock), trigger=sp.trigger,
-                     journal_token=previous.journal_token if previous else None)
+    state = RunState(
+        schedule.name,
+        window,
+        run_id or new_run_id(clock),
+        trigger=sp.trigger,
+        journal_token=previous.journal_token if previous else None,
+    )
     state.policies = carried_over(previous, window)
     state.schedule_hash, state.schedule_snapshot = schedule_hash(schedule), snapshot_of(schedule)
     state.strategy = sp.plan.strategy
@@ -174,8 +229,7 @@ def _start_new(client: KarmadaClient, sp: SwitchPlan, previous: RunState | None,
         base = EventBase(schedule=schedule.name, window=window, run_id=state.run_id, wave=None)
         return NoOp(sp, base, clock.now().isoformat())
     state.started_at = iso_now(clock)
-    state.waves = [WaveState(number, [w.key for w in wave])
-                   for number, wave in sp.plan.numbered()]
+    state.waves = [WaveState(number, [w.key for w in wave]) for number, wave in sp.plan.numbered()]
     state.warnings = list(sp.warnings)
     return state
 
@@ -209,18 +263,28 @@ class PreparedRun:
         sp, state = self.plan, self.state
         surge = state.strategy is Strategy.SURGE
         self.ctx = SwitchContext(
-            client=self.client, clock=self.clock, emitter=self.emitter, state=state,
-            save=self.save, strategy=strategy_for(state.trigger, surge=surge),
-            floors=sp.floors, everyone=list(sp.selection.workloads),
+            client=self.client,
+            clock=self.clock,
+            emitter=self.emitter,
+            state=state,
+            save=self.save,
+            strategy=strategy_for(state.trigger, surge=surge),
+            floors=sp.floors,
+            everyone=list(sp.selection.workloads),
             before={w.name: w.current for w in sp.selection.workloads},
-            ready_field=self.ready_field, wave_timeout=sp.rollout.wave_timeout.total_seconds(),
+            ready_field=self.ready_field,
+            wave_timeout=sp.rollout.wave_timeout.total_seconds(),
             surges={w.name: w.surge() for w in sp.plan.workloads if w.surged} if surge else {},
             bridges={w.name: w.bridge_shares() for w in sp.plan.workloads if w.bridged}
-            if surge else {},
-            budget=self.budget, headroom_percent=sp.rollout.surge.headroom_percent,
+            if surge
+            else {},
+            budget=self.budget,
+            headroom_percent=sp.rollout.surge.headroom_percent,
             reads=self.reads,
-            selectors={t.key: t.target_spec.get("resourceSelectors")
-                       for t in sp.selection.policies})
+            selectors={
+                t.key: t.target_spec.get("resourceSelectors") for t in sp.selection.policies
+            },
+        )
 
     def save(self) -> None:
         state = self.state
@@ -230,19 +294,28 @@ class PreparedRun:
             raise FencedOut(f"run state of {state.schedule} not saved: {exc}") from exc
         except Conflict as exc:
             if exc.reason == "NotLeader":  # our own lease lapsed: no other writer is implied
-                raise FencedOut(f"run state of {state.schedule} not saved: this replica no "
-                                "longer holds the lease; stopping") from exc
-            raise FencedOut(f"run state of {state.schedule} was written by another writer; "
-                            "stopping") from exc
+                raise FencedOut(
+                    f"run state of {state.schedule} not saved: this replica no "
+                    "longer holds the lease; stopping"
+                ) from exc
+            raise FencedOut(
+                f"run state of {state.schedule} was written by another writer; stopping"
+            ) from exc
 
     def execute(self) -> RunRecord:
         state, ctx = self.state, self.ctx
         base = ctx.event_base(None)
         self.save()
         self.started = ctx.clock.monotonic()
-        ctx.emitter.emit(RunStarted(**base, workloads=sum(len(w.workloads) for w in state.waves),
-                                    waves=len(state.waves), trigger=state.trigger,
-                                    resumed=self.resuming))
+        ctx.emitter.emit(
+            RunStarted(
+                **base,
+                workloads=sum(len(w.workloads) for w in state.waves),
+                waves=len(state.waves),
+                trigger=state.trigger,
+                resumed=self.resuming,
+            )
+        )
         for warning in state.warnings:
             ctx.emitter.emit(RunWarning(**base, code="selection", message=warning))
         for note in self.notes:
@@ -254,10 +327,14 @@ class PreparedRun:
             raise FencedOut(f"{state.schedule}: {exc}") from exc
         except KarmadaError as exc:
             self._api_failure(exc)
-        ctx.emitter.emit(RunFinished(**base, result=state.result or RunResult.FAILED,
-                                     reason="" if state.result is RunResult.SUCCEEDED
-                                     else state.reason,
-                                     duration_seconds=ctx.clock.monotonic() - self.started))
+        ctx.emitter.emit(
+            RunFinished(
+                **base,
+                result=state.result or RunResult.FAILED,
+                reason="" if state.result is RunResult.SUCCEEDED else state.reason,
+                duration_seconds=ctx.clock.monotonic() - self.started,
+            )
+        )
         return RunRecord.from_state(state)
 
     def move(self, phase: Phase) -> None:
@@ -294,8 +371,14 @@ class PreparedRun:
         with contextlib.suppress(KarmadaError):  # (a resume puts bridges back from the journal)
             bridging.clean_up(ctx)
         for wave in in_flight:
-            ctx.emitter.emit(WaveFinished(**ctx.event_base(wave.index), result=WaveResult.FAILED,
-                                          reason=state.reason, failure=FailureReason.API_ERROR))
+            ctx.emitter.emit(
+                WaveFinished(
+                    **ctx.event_base(wave.index),
+                    result=WaveResult.FAILED,
+                    reason=state.reason,
+                    failure=FailureReason.API_ERROR,
+                )
+            )
 
 
 def remove_rebalancers(ctx: SwitchContext) -> None:
@@ -306,8 +389,14 @@ def remove_rebalancers(ctx: SwitchContext) -> None:
     plural = WORKLOAD_REBALANCERS.plural
     if plural not in ctx.collection_refused:
         try:
-            patiently(ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(
-                delete_labelled, ctx.client, rebalancer_selector(ctx.schedule, ctx.run_id)))
+            patiently(
+                ctx.client,
+                ctx.clock,
+                ctx.wave_timeout,
+                functools.partial(
+                    delete_labelled, ctx.client, rebalancer_selector(ctx.schedule, ctx.run_id)
+                ),
+            )
             return
         except Forbidden:
             ctx.collection_refused.add(plural)
@@ -316,14 +405,24 @@ def remove_rebalancers(ctx: SwitchContext) -> None:
     for wave in ctx.state.waves:
         for name in wave.rebalancers:
             try:
-                patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-                          functools.partial(delete_rebalancer, ctx.client, name))
+                patiently(
+                    ctx.client,
+                    ctx.clock,
+                    ctx.wave_timeout,
+                    functools.partial(delete_rebalancer, ctx.client, name),
+                )
             except KarmadaError as exc:  # best effort: the TTL removes it anyway
-                ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
-                                            message=f"WorkloadRebalancer {name}: {exc}"))
+                ctx.emitter.emit(
+                    RunWarning(
+                        **ctx.event_base(wave.index),
+                        code="cleanup",
+                        message=f"WorkloadRebalancer {name}: {exc}",
+                    )
+                )
 
 
 # ---- the phase handlers: each does its phase's work and names the next phase ----
+
 
 def _planned(run: PreparedRun) -> Phase:
     """Nothing of this run is written yet: remove overrides an earlier run left behind."""
@@ -342,20 +441,40 @@ def _policies(run: PreparedRun) -> Phase:
             state.policies.append(record)
             records[target.key] = record
         if sp.lazy:  # the waves rely on Lazy: no template may still carry an older change
-            let_detector_settle(ctx.client, target, clock=ctx.clock, emitter=ctx.emitter,
-                                settle_seconds=run.policy_settle, base=base)
-        _, action = policy_change.apply(ctx.client, target, record, window=ctx.window,
-                                        run_id=ctx.run_id, lazy=sp.lazy, save=run.save)
-        keep = bool(sp.selection.excluded_claimed.get(target.key)) and \
-            ctx.strategy.marks_lazy
+            let_detector_settle(
+                ctx.client,
+                target,
+                clock=ctx.clock,
+                emitter=ctx.emitter,
+                settle_seconds=run.policy_settle,
+                base=base,
+            )
+        _, action = policy_change.apply(
+            ctx.client,
+            target,
+            record,
+            window=ctx.window,
+            run_id=ctx.run_id,
+            lazy=sp.lazy,
+            save=run.save,
+        )
+        keep = bool(sp.selection.excluded_claimed.get(target.key)) and ctx.strategy.marks_lazy
         record.keep_lazy(keep)
         run.save()
-        ctx.emitter.emit(PolicyChanged(**base, kind=target.kind,
-                                       policy=policy_ref(target.namespace, target.name),
-                                       action=action, lazy_added=record.lazy.added))
+        ctx.emitter.emit(
+            PolicyChanged(
+                **base,
+                kind=target.kind,
+                policy=policy_ref(target.namespace, target.name),
+                action=action,
+                lazy_added=record.lazy.added,
+            )
+        )
         if record.lazy is LazyMark.KEPT:
-            note = (f"{target.key} stays Lazy after the switch: it claims excluded "
-                    "templates that would otherwise move at once")
+            note = (
+                f"{target.key} stays Lazy after the switch: it claims excluded "
+                "templates that would otherwise move at once"
+            )
             if note not in state.warnings:
                 state.warnings.append(note)
     return Phase.WAVES
@@ -373,11 +492,13 @@ class _WaveInputs:
 
     @classmethod
     def of(cls, sp: SwitchPlan) -> _WaveInputs:
-        return cls({t.key: normalize_placement(t.target_placement)
-                    for t in sp.selection.policies}, sp.by_name,
-                   {w.name: w for w in sp.plan.workloads},
-                   {s.workload: s.reason for s in sp.selection.skipped},
-                   {w.key.kind: w.key.api_version for w in sp.selection.workloads})
+        return cls(
+            {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies},
+            sp.by_name,
+            {w.name: w for w in sp.plan.workloads},
+            {s.workload: s.reason for s in sp.selection.skipped},
+            {w.key.kind: w.key.api_version for w in sp.selection.workloads},
+        )
 
 
 def _waves(run: PreparedRun) -> Phase:
@@ -411,29 +532,47 @@ def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase |
     workloads = [inputs.by_name[n] for n in names if n in inputs.by_name]
     for name in names:  # journalled, gone since (a resume): deleted or no longer selected
         if name not in inputs.by_name and name not in ctx.skipped:
-            leave_out(ctx, wave.index, name,
-                      inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions))
+            leave_out(
+                ctx,
+                wave.index,
+                name,
+                inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions),
+            )
     planned = [inputs.planned_by_name[n] for n in names if n in inputs.planned_by_name]
     # a run alone judges the destinations from a fresh listing (its cache may trail a change
     # made a moment ago); the daemon's runs from the shared cache
     fresh = ctx.reads is None or ctx.reads.private
-    outcome = wave_checks.before_wave(ctx.client, run.state.policies, planned,
-                                      None if fresh else ctx.list_clusters) or \
-        run_wave(ctx, wave, workloads, placements=inputs.placements,
-                 destinations=wave_checks.destinations(planned))
+    outcome = wave_checks.before_wave(
+        ctx.client, run.state.policies, planned, None if fresh else ctx.list_clusters
+    ) or run_wave(
+        ctx,
+        wave,
+        workloads,
+        placements=inputs.placements,
+        destinations=wave_checks.destinations(planned),
+    )
     wave.finished_at = iso_now(clock)
     wbase = ctx.event_base(wave.index)
     if not outcome.ok:
         wave.result, wave.reason = WaveResult.FAILED, outcome.reason
         run.save()
-        emitter.emit(WaveFinished(**wbase, result=WaveResult.FAILED, reason=outcome.reason,
-                                  failure=outcome.failure,
-                                  duration_seconds=clock.monotonic() - started))
+        emitter.emit(
+            WaveFinished(
+                **wbase,
+                result=WaveResult.FAILED,
+                reason=outcome.reason,
+                failure=outcome.failure,
+                duration_seconds=clock.monotonic() - started,
+            )
+        )
         return run.fail(outcome.reason, halt=outcome.failure is FailureReason.POLICY_DRIFT)
     wave.result = WaveResult.SUCCEEDED
     run.save()
-    emitter.emit(WaveFinished(**wbase, result=WaveResult.SUCCEEDED,
-                              duration_seconds=clock.monotonic() - started))
+    emitter.emit(
+        WaveFinished(
+            **wbase, result=WaveResult.SUCCEEDED, duration_seconds=clock.monotonic() - started
+        )
+    )
     return None
 
 
@@ -441,12 +580,23 @@ def _finishing(run: PreparedRun) -> Phase:
     """Lift the temporary Lazy, mark the policies completed, remove the rebalancers."""
     ctx = run.ctx
     for record in run.state.policies:
-        action = patiently(ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(
-            policy_change.finish, ctx.client, record, run_id=ctx.run_id, save=run.save))
+        action = patiently(
+            ctx.client,
+            ctx.clock,
+            ctx.wave_timeout,
+            functools.partial(
+                policy_change.finish, ctx.client, record, run_id=ctx.run_id, save=run.save
+            ),
+        )
         if action is PolicyAction.LAZY_RESTORED:
-            ctx.emitter.emit(PolicyChanged(**ctx.event_base(None), kind=record.kind,
-                                           policy=policy_ref(record.namespace, record.name),
-                                           action=action))
+            ctx.emitter.emit(
+                PolicyChanged(
+                    **ctx.event_base(None),
+                    kind=record.kind,
+                    policy=policy_ref(record.namespace, record.name),
+                    action=action,
+                )
+            )
     remove_rebalancers(ctx)
     surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
     bridging.clean_up(ctx)
@@ -462,8 +612,7 @@ def _rollback(run: PreparedRun) -> Phase:
     # would read as a hand edit)
     surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
     bridging.clean_up(run.ctx, forward_only=True)
-    targets = {t.key: normalize_placement(t.target_placement)
-               for t in run.plan.selection.policies}
+    targets = {t.key: normalize_placement(t.target_placement) for t in run.plan.selection.policies}
     ok, why = roll_back(run.ctx, run.plan.by_name, targets)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:

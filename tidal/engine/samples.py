@@ -27,8 +27,9 @@ MIN_SAMPLES = 4
 EVERY_SECONDS = 2.0  # the least time between two samples of a wave (the last one is always kept)
 
 
-def totals(everyone: Sequence[Workload], cache: Mapping[str, Any], ready_field: str | None
-           ) -> tuple[dict[str, int], dict[str, int]]:
+def totals(
+    everyone: Sequence[Workload], cache: Mapping[str, Any], ready_field: str | None
+) -> tuple[dict[str, int], dict[str, int]]:
     """(ready, desired) replicas per cluster over the run's workloads, from the bindings."""
     ready: dict[str, int] = {}
     desired: dict[str, int] = {}
@@ -65,8 +66,11 @@ def keep(samples: list[Sample], sample: Sample, most: int = MAX_SAMPLES) -> None
     figures = {k: v for k, v in sample.items() if k != "t"}
     if samples and samples[-1] == sample:
         return
-    if samples and {k: v for k, v in samples[-1].items() if k != "t"} == figures \
-            and len(samples) > 1:
+    if (
+        samples
+        and {k: v for k, v in samples[-1].items() if k != "t"} == figures
+        and len(samples) > 1
+    ):
         previous = {k: v for k, v in samples[-2].items() if k != "t"}
         if previous == figures:  # a flat stretch: move its end, keep its start
             samples[-1] = sample

@@ -19,15 +19,20 @@ def describe_shortfalls(stuck: Sequence[Shortfall]) -> str:
     """`not converged: ns/Kind/a (cluster-b: 3 of 5 not ready), ...`."""
     parts = []
     for name, clusters in stuck[:MAX_LISTED]:
-        where = ", ".join(f"{c}: {assigned - ready} of {assigned} not ready"
-                          for c, (ready, assigned) in sorted(clusters.items()))
+        where = ", ".join(
+            f"{c}: {assigned - ready} of {assigned} not ready"
+            for c, (ready, assigned) in sorted(clusters.items())
+        )
         parts.append(f"{name} ({where})")
     more = f" and {len(stuck) - MAX_LISTED} more" if len(stuck) > MAX_LISTED else ""
     return "not converged: " + ", ".join(parts) + more if parts else ""
 
 
-def likely_cause(clusters: Sequence[str], cluster_objs: Sequence[Mapping[str, Any]],
-                 requests: Sequence[Mapping[str, float]]) -> str:
+def likely_cause(
+    clusters: Sequence[str],
+    cluster_objs: Sequence[Mapping[str, Any]],
+    requests: Sequence[Mapping[str, float]],
+) -> str:
     """The resources the clusters lack for the replicas waiting there, or a NotReady cluster."""
     by_name = {view.name: view for view in map(ClusterView, cluster_objs)}
     causes = []
@@ -48,15 +53,19 @@ def likely_cause(clusters: Sequence[str], cluster_objs: Sequence[Mapping[str, An
             allocated = parse_quantity(cluster.summary("allocated").get(resource, 0))
             pending = parse_quantity(cluster.summary("allocating").get(resource, 0))
             if allocatable - allocated < need:
-                short.append(f"insufficient {resource} (allocatable {raw}, allocated "
-                             f"{_num(allocated)}, asked by Pending pods {_num(pending)}, a "
-                             f"replica needs {_num(need)})")
+                short.append(
+                    f"insufficient {resource} (allocatable {raw}, allocated "
+                    f"{_num(allocated)}, asked by Pending pods {_num(pending)}, a "
+                    f"replica needs {_num(need)})"
+                )
         if short:
             causes.append(f"pods Pending in {name}: " + "; ".join(short))
     if not causes:
         return ""
-    return "likely cause: " + "; ".join(causes) + " (free capacity there, lower the " \
+    return (
+        "likely cause: " + "; ".join(causes) + " (free capacity there, lower the "
         "replicas, or move fewer workloads to it)"
+    )
 
 
 def _num(value: float) -> str:

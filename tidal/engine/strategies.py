@@ -77,8 +77,9 @@ class TriggerStrategy(Protocol):
     marks_lazy: ClassVar[bool]  # policies get a temporary Lazy so that waves pace activation
     fresh: ClassVar[bool]  # the scheduler reschedules from scratch (prediction)
 
-    def needs_move(self, placement_now: object, target_placement: object,
-                   policies_done: bool) -> bool: ...
+    def needs_move(
+        self, placement_now: object, target_placement: object, policies_done: bool
+    ) -> bool: ...
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:
         """Set the wave in motion; a failed outcome ends the wave."""
@@ -98,8 +99,9 @@ class Touch:
     marks_lazy: ClassVar[bool] = True
     fresh: ClassVar[bool] = False
 
-    def needs_move(self, placement_now: object, target_placement: object,
-                   policies_done: bool) -> bool:
+    def needs_move(
+        self, placement_now: object, target_placement: object, policies_done: bool
+    ) -> bool:
         return placement_now != target_placement
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:
@@ -120,8 +122,9 @@ class Rebalance:
     marks_lazy: ClassVar[bool] = False
     fresh: ClassVar[bool] = True
 
-    def needs_move(self, placement_now: object, target_placement: object,
-                   policies_done: bool) -> bool:
+    def needs_move(
+        self, placement_now: object, target_placement: object, policies_done: bool
+    ) -> bool:
         return not policies_done
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:
@@ -142,8 +145,9 @@ class Both:
     marks_lazy: ClassVar[bool] = True
     fresh: ClassVar[bool] = True
 
-    def needs_move(self, placement_now: object, target_placement: object,
-                   policies_done: bool) -> bool:
+    def needs_move(
+        self, placement_now: object, target_placement: object, policies_done: bool
+    ) -> bool:
         return placement_now != target_placement or not policies_done
 
     def arm(self, wave: WaveSteps) -> WaveOutcome | None:

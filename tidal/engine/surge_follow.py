@@ -29,13 +29,15 @@ if TYPE_CHECKING:
 IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING)
 
 
-def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]
-                  ) -> None:
+def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]) -> None:
     """Delete the override of every workload of the wave whose spec.replicas (its binding's,
     in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
     the record's `rescaled`), so a resume writes it no more."""
-    in_force = [(back, record) for back in (False, True)
-                if (record := wave.surge_for(back)) is not None and record.step in IN_FORCE]
+    in_force = [
+        (back, record)
+        for back in (False, True)
+        if (record := wave.surge_for(back)) is not None and record.step in IN_FORCE
+    ]
     if not in_force:
         return
     by_name = {w.name: w for w in ctx.everyone}
@@ -51,19 +53,25 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
             _lift(ctx, wave, record, w, back, now)
 
 
-def _lift(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool,
-          now: int) -> None:
+def _lift(
+    ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool, now: int
+) -> None:
     before = {name: dict(split) for name, split in record.targets.items()}
     record.rescaled[w.name] = now
     record.targets[w.name] = {}
     ctx.save()
     left = set(record.overrides)
-    write_overrides(ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back,
-                    before=before)
+    write_overrides(
+        ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back, before=before
+    )
     gone = sorted(left - set(record.overrides))
     where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
     ctx.save()
-    ctx.emitter.emit(RunWarning(
-        **ctx.event_base(wave.index), code="surge_rescaled",
-        message=f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
-                f"its override is lifted ({where}); it moves without one"))
+    ctx.emitter.emit(
+        RunWarning(
+            **ctx.event_base(wave.index),
+            code="surge_rescaled",
+            message=f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
+            f"its override is lifted ({where}); it moves without one",
+        )
+    )

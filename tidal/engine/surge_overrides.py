@@ -54,8 +54,11 @@ GroupKey = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]  # namespace
 
 
 def group_key(w: Workload, split: Split) -> GroupKey:
-    return (w.key.namespace, tuple(w.replica_paths or (REPLICAS_PATH,)),
-            tuple(sorted(split.items())))
+    return (
+        w.key.namespace,
+        tuple(w.replica_paths or (REPLICAS_PATH,)),
+        tuple(sorted(split.items())),
+    )
 
 
 def group_name(owner: Owner, key: GroupKey) -> str:
@@ -65,8 +68,7 @@ def group_name(owner: Owner, key: GroupKey) -> str:
     return f"tidal-{owner.schedule}-{owner.run_id}-w{owner.wave}{suffix}-g{digest}".lower()
 
 
-def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]]
-            ) -> dict[str, ReplicaOverride]:
+def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]]) -> dict[str, ReplicaOverride]:
     """One override per group key of `members` (workload, split), by reference text."""
     by_key: dict[GroupKey, list[TemplateRef]] = {}
     for w, split in members:
@@ -79,22 +81,36 @@ def grouped(owner: Owner, members: Iterable[tuple[Workload, Split]]
     out: dict[str, ReplicaOverride] = {}
     for group, refs in sorted(by_key.items()):
         _namespace, paths, replicas = group
-        override = ReplicaOverride(group_name(owner, group), owner,
-                                   tuple(sorted(refs, key=lambda t: (t.kind, t.name))),
-                                   dict(replicas), paths=paths)
+        override = ReplicaOverride(
+            group_name(owner, group),
+            owner,
+            tuple(sorted(refs, key=lambda t: (t.kind, t.name))),
+            dict(replicas),
+            paths=paths,
+        )
         out[str(override.ref)] = override
     return out
 
 
-def _members(workloads: Mapping[str, Workload], targets: Mapping[str, Split]
-             ) -> list[tuple[Workload, Split]]:
-    return [(workloads[name], split) for name, split in sorted(targets.items())
-            if name in workloads and split]
+def _members(
+    workloads: Mapping[str, Workload], targets: Mapping[str, Split]
+) -> list[tuple[Workload, Split]]:
+    return [
+        (workloads[name], split)
+        for name, split in sorted(targets.items())
+        if name in workloads and split
+    ]
 
 
-def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
-                    workloads: Mapping[str, Workload], *, back: bool,
-                    before: Mapping[str, Split] | None = None) -> None:
+def write_overrides(
+    ctx: SwitchContext,
+    wave: int,
+    record: SurgeRecord,
+    workloads: Mapping[str, Workload],
+    *,
+    back: bool,
+    before: Mapping[str, Split] | None = None,
+) -> None:
     """Make the wave's overrides those `record.targets` need; `before`: the targets they were
     written for (None: as the journal names them, every one written again), so that only the
     groups that change are written, and a workload moving to another group is held by its old
@@ -107,8 +123,7 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
     ctx.save()
     first, previous = _first_pass(owner, wanted, record, workloads, before)
     for ref, override in first.items():
-        if ref in previous and ref in written and \
-                previous[ref].templates == override.templates:
+        if ref in previous and ref in written and previous[ref].templates == override.templates:
             continue  # as written already
         _put(ctx, override, exists=ref in written)
     for ref, override in wanted.items():
@@ -120,17 +135,23 @@ def write_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord,
         ctx.save()
 
 
-def _first_pass(owner: Owner, wanted: dict[str, ReplicaOverride], record: SurgeRecord,
-                workloads: Mapping[str, Workload], before: Mapping[str, Split] | None
-                ) -> tuple[dict[str, ReplicaOverride], dict[str, ReplicaOverride]]:
+def _first_pass(
+    owner: Owner,
+    wanted: dict[str, ReplicaOverride],
+    record: SurgeRecord,
+    workloads: Mapping[str, Workload],
+    before: Mapping[str, Split] | None,
+) -> tuple[dict[str, ReplicaOverride], dict[str, ReplicaOverride]]:
     """The groups of the first writing pass (movers still held by their old group, where it
     stays) and the groups as they were written for `before` (empty: unknown)."""
     if before is None:
         return wanted, {}
     previous = grouped(owner, _members(workloads, before))
-    moving = [(workloads[n], dict(s)) for n, s in sorted(before.items())
-              if n in workloads and s and record.targets.get(n) and
-              dict(record.targets[n]) != dict(s)]
+    moving = [
+        (workloads[n], dict(s))
+        for n, s in sorted(before.items())
+        if n in workloads and s and record.targets.get(n) and dict(record.targets[n]) != dict(s)
+    ]
     held = grouped(owner, [*_members(workloads, record.targets), *moving])
     return {ref: held[ref] for ref in wanted}, previous
 
@@ -151,12 +172,14 @@ def _put(ctx: SwitchContext, override: ReplicaOverride, *, exists: bool) -> None
 
 
 def _delete(ctx: SwitchContext, ref: OverrideRef) -> None:
-    patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-              functools.partial(delete_override, ctx.client, ref))
+    patiently(
+        ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(delete_override, ctx.client, ref)
+    )
 
 
-def remove_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord, *, back: bool,
-                     deadline: float) -> None:
+def remove_overrides(
+    ctx: SwitchContext, wave: int, record: SurgeRecord, *, back: bool, deadline: float
+) -> None:
     """Delete every override `record` names: one deletecollection by the owner labels per
     namespace (and one for the cluster-scoped ones), then one by one whatever is still named
     (one from before the direction label, or everything where deletecollection is not
@@ -169,9 +192,12 @@ def remove_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord, *, back
         if plural in ctx.collection_refused:
             continue
         try:
-            gone = patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
-                             functools.partial(delete_owned, ctx.client, owner,
-                                               namespace or None))
+            gone = patiently(
+                ctx.client,
+                ctx.clock,
+                deadline - ctx.clock.monotonic(),
+                functools.partial(delete_owned, ctx.client, owner, namespace or None),
+            )
         except Forbidden:
             ctx.collection_refused.add(plural)  # an RBAC from before: one by one from now on
             continue
@@ -181,7 +207,11 @@ def remove_overrides(ctx: SwitchContext, wave: int, record: SurgeRecord, *, back
             ctx.save()
     for text in list(record.overrides):
         ref = OverrideRef.parse(text)
-        patiently(ctx.client, ctx.clock, deadline - ctx.clock.monotonic(),
-                  functools.partial(delete_override, ctx.client, ref))
+        patiently(
+            ctx.client,
+            ctx.clock,
+            deadline - ctx.clock.monotonic(),
+            functools.partial(delete_override, ctx.client, ref),
+        )
         record.overrides.remove(text)
         ctx.save()

@@ -45,6 +45,7 @@ from tidal.karmada.views import BindingView
 if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
 
+
 def _targets(run: WaveInFlight) -> dict[str, dict[str, int]]:
     """What each workload's override sets: forward, the plan's surge; back (a workload that
     was surged forward), in each cluster it is in now and was in before, the larger share."""
@@ -56,8 +57,9 @@ def _targets(run: WaveInFlight) -> dict[str, dict[str, int]]:
         elif ctx.surges.get(w.name):
             now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
             then = ctx.before.get(w.name, {})
-            wanted = {c: max(n, now[c]) for c, n in then.items()
-                      if c in now and n != now[c]}  # listed: a member to override
+            wanted = {
+                c: max(n, now[c]) for c, n in then.items() if c in now and n != now[c]
+            }  # listed: a member to override
         else:
             wanted = {}
         if wanted:
@@ -101,8 +103,12 @@ def surge(run: WaveInFlight) -> WaveOutcome | None:
     nothing to surge)."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = record_for(run)
-    if record is None or record.step in (SurgeStep.MOVING, SurgeStep.RELEASING,
-                                         SurgeStep.RELEASED, SurgeStep.KEPT):
+    if record is None or record.step in (
+        SurgeStep.MOVING,
+        SurgeStep.RELEASING,
+        SurgeStep.RELEASED,
+        SurgeStep.KEPT,
+    ):
         return None
     if record.step is SurgeStep.NONE:
         record.advance(SurgeStep.RESERVED)
@@ -122,12 +128,17 @@ def surge(run: WaveInFlight) -> WaveOutcome | None:
     return None
 
 
-def _write_overrides(run: WaveInFlight, record: SurgeRecord, back: bool,
-                     before: Mapping[str, Mapping[str, int]] | None = None) -> None:
+def _write_overrides(
+    run: WaveInFlight,
+    record: SurgeRecord,
+    back: bool,
+    before: Mapping[str, Mapping[str, int]] | None = None,
+) -> None:
     """The wave's overrides, one per distinct split (tidal.engine.surge_overrides), created
     or changed (names journalled first); `before`: the targets they were written for."""
-    write_overrides(run.ctx, run.wave.index, record, {w.name: w for w in run.live},
-                    back=back, before=before)
+    write_overrides(
+        run.ctx, run.wave.index, record, {w.name: w for w in run.live}, back=back, before=before
+    )
 
 
 def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -142,14 +153,18 @@ def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
             continue
         view = BindingView.of(binding)
         assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
-        out += [f"{w.name} {c} {ready.get(c, 0)}/{n}" for c, n in wanted.items()
-                if n > assigned.get(c, 0) and ready.get(c, 0) < n]
+        out += [
+            f"{w.name} {c} {ready.get(c, 0)}/{n}"
+            for c, n in wanted.items()
+            if n > assigned.get(c, 0) and ready.get(c, 0) < n
+        ]
     return out
 
 
 def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     """Until every surged replica is ready; a floor breached anywhere fails the wave; a
     workload scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
+
     def short() -> list[str]:
         lift_rescaled(run.ctx, run.wave, run.watch.cache)
         return _surged_short(run, record)
@@ -157,14 +172,16 @@ def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
     return wait_ready(run, short, "surged")
 
 
-def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
-               what: str) -> WaveOutcome | None:
+def wait_ready(
+    run: WaveInFlight, short_of: Callable[[], list[str]], what: str
+) -> WaveOutcome | None:
     """Until `short_of()` names nothing (replicas not ready yet); a floor breached anywhere
     fails the wave, and so does waveTimeout."""
     ctx = run.ctx
     base = ctx.event_base(run.wave.index)
-    tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before,
-                                ctx.ready_field, ctx.memo).load(run.watch.cache)
+    tracker = gates.GateTracker(
+        [], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo
+    ).load(run.watch.cache)
     ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
     while True:
         down = run.health.check()
@@ -173,20 +190,29 @@ def wait_ready(run: WaveInFlight, short_of: Callable[[], list[str]],
         report = tracker.report()
         if report.violations:
             for v in report.violations:
-                ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster, workload=v.workload,
-                                               ready=v.ready, required=v.required,
-                                               floor=v.floor))
+                ctx.emitter.emit(
+                    FloorBreached(
+                        **base,
+                        cluster=v.cluster,
+                        workload=v.workload,
+                        ready=v.ready,
+                        required=v.required,
+                        floor=v.floor,
+                    )
+                )
             return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
         short = short_of()
         if not short:
             return None
         remaining = run.deadline - ctx.clock.monotonic()
         if remaining <= 0:
-            return WaveOutcome(False, FailureReason.TIMEOUT,
-                               f"{what} replicas not ready within waveTimeout "
-                               f"{ctx.wave_timeout:g}s: {', '.join(short[:5])}")
-        ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0,
-                                      total=len(short)))
+            return WaveOutcome(
+                False,
+                FailureReason.TIMEOUT,
+                f"{what} replicas not ready within waveTimeout "
+                f"{ctx.wave_timeout:g}s: {', '.join(short[:5])}",
+            )
+        ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0, total=len(short)))
         for obj, deleted in run.watch.changes(min(remaining, 5.0)):
             key = key_of(obj)
             tracker.update(key, None if deleted else obj)
@@ -245,8 +271,12 @@ def _not_applied(run: WaveInFlight, record: SurgeRecord) -> list[str]:
         if binding is None:
             continue
         view = BindingView.of(binding)
-        out += [f"{w.name} {cluster}" for cluster in gates.old_split_members(
-            view.assignment(), record.targets.get(w.name) or {}, view.member_replicas())]
+        out += [
+            f"{w.name} {cluster}"
+            for cluster in gates.old_split_members(
+                view.assignment(), record.targets.get(w.name) or {}, view.member_replicas()
+            )
+        ]
     return out
 
 
@@ -263,9 +293,12 @@ def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
             return None
         remaining = run.deadline - ctx.clock.monotonic()
         if remaining <= 0:
-            return WaveOutcome(False, FailureReason.TIMEOUT,
-                               "Karmada has not applied the new split to the members within "
-                               f"waveTimeout {ctx.wave_timeout:g}s: {', '.join(late[:5])}")
+            return WaveOutcome(
+                False,
+                FailureReason.TIMEOUT,
+                "Karmada has not applied the new split to the members within "
+                f"waveTimeout {ctx.wave_timeout:g}s: {', '.join(late[:5])}",
+            )
         for _ in run.watch.changes(min(remaining, 5.0)):  # the watch keeps its cache
             break
 
@@ -277,15 +310,20 @@ def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool
     list, so what an error leaves behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    remove_overrides(ctx, wave.index, record, back=back,
-                     deadline=ctx.clock.monotonic() + ctx.wave_timeout)
+    remove_overrides(
+        ctx, wave.index, record, back=back, deadline=ctx.clock.monotonic() + ctx.wave_timeout
+    )
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, back)
 
 
-def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str, Obj | None],
-                  by_name: Mapping[str, Workload]) -> str:
+def _breaks_floor(
+    ctx: SwitchContext,
+    record: SurgeRecord,
+    bindings: Mapping[str, Obj | None],
+    by_name: Mapping[str, Workload],
+) -> str:
     """The first floor that removing the record's overrides would break ('' if none): each
     member falls back to its assigned replicas."""
     for name in sorted(record.targets):
@@ -307,14 +345,17 @@ def _breaks_floor(ctx: SwitchContext, record: SurgeRecord, bindings: Mapping[str
     return ""
 
 
-def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool = False
-             ) -> None:
+def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool = False) -> None:
     """Remove the overrides of every wave still surged (a run that stops); with
     `keep_if_breaking` (a halt) keep those whose removal would break a floor, and say so.
     `forward_only`: leave the rollback's own surges (a resumed rollback goes on with them)."""
     directions = (False,) if forward_only else (False, True)
-    records = [(w, r, back) for w in ctx.state.waves for back in directions
-               if (r := w.surge_for(back)) is not None and r.active]
+    records = [
+        (w, r, back)
+        for w in ctx.state.waves
+        for back in directions
+        if (r := w.surge_for(back)) is not None and r.active
+    ]
     if not records:
         return
     by_name = {w.name: w for w in ctx.everyone}
@@ -327,19 +368,27 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
             record.kept = f"removing it would break a floor: {why}"
             record.advance(SurgeStep.KEPT)
             room.release_room(ctx, wave, back)  # its replicas stay: Cluster status counts them
-            note = (f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
-                    f"{record.kept}; they are removed by the next run of this schedule")
+            note = (
+                f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
+                f"{record.kept}; they are removed by the next run of this schedule"
+            )
             if note not in ctx.state.warnings:
                 ctx.state.warnings.append(note)
             ctx.save()
-            ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="surge_kept",
-                                        message=note))
+            ctx.emitter.emit(
+                RunWarning(**ctx.event_base(wave.index), code="surge_kept", message=note)
+            )
             continue
         try:
             _remove(ctx, wave, record, back)
         except KarmadaError as exc:  # best effort: the next run finds it by its labels
-            ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="cleanup",
-                                        message=f"override(s) of wave {wave.index}: {exc}"))
+            ctx.emitter.emit(
+                RunWarning(
+                    **ctx.event_base(wave.index),
+                    code="cleanup",
+                    message=f"override(s) of wave {wave.index}: {exc}",
+                )
+            )
 
 
 def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Obj | None]:
@@ -359,8 +408,11 @@ def leftovers_exist(client: KarmadaClient, schedule: str) -> bool:
 def remove_leftovers(ctx: SwitchContext) -> None:
     """Overrides of this schedule left by another run (crashed, halted, forgotten): found by
     their labels and deleted, unless removing one would break a floor (then kept, and said)."""
-    leftovers = [view for view in list_overrides(ctx.client, schedule=ctx.schedule)
-                 if view.run_id != ctx.run_id]
+    leftovers = [
+        view
+        for view in list_overrides(ctx.client, schedule=ctx.schedule)
+        if view.run_id != ctx.run_id
+    ]
     if not leftovers:
         return
     bindings = _bindings(ctx, ctx.everyone)
@@ -368,19 +420,28 @@ def remove_leftovers(ctx: SwitchContext) -> None:
     by_selector = {(w.key.namespace, w.key.kind, w.key.name): w for w in ctx.everyone}
     for view in leftovers:
         ref = ref_of(view)
-        selected = [by_selector.get((namespace, kind, name))
-                    for _api, kind, namespace, name in view.templates()]
+        selected = [
+            by_selector.get((namespace, kind, name))
+            for _api, kind, namespace, name in view.templates()
+        ]
         targets: dict[str, dict[str, int]] = {w.name: {} for w in selected if w is not None}
         why = _breaks_floor(ctx, SurgeRecord(targets), bindings, by_name)
         if why:
-            note = f"{ref} (left by run {view.run_id}) kept: removing it would break a " \
-                   f"floor: {why}"
+            note = f"{ref} (left by run {view.run_id}) kept: removing it would break a floor: {why}"
             if note not in ctx.state.warnings:
                 ctx.state.warnings.append(note)
-            ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept",
-                                        message=note))
+            ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept", message=note))
             continue
-        patiently(ctx.client, ctx.clock, ctx.wave_timeout,
-                  functools.partial(delete_override, ctx.client, ref))
-        ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_leftover",
-                                    message=f"{ref} left by run {view.run_id}: removed"))
+        patiently(
+            ctx.client,
+            ctx.clock,
+            ctx.wave_timeout,
+            functools.partial(delete_override, ctx.client, ref),
+        )
+        ctx.emitter.emit(
+            RunWarning(
+                **ctx.event_base(None),
+                code="surge_leftover",
+                message=f"{ref} left by run {view.run_id}: removed",
+            )
+        )

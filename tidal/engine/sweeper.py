@@ -71,10 +71,14 @@ class Leftover:
 
     def to_json(self, now: datetime) -> dict[str, Any]:
         age = self.age_seconds(now)
-        return {"kind": self.kind.value, "object": self.ref, "schedule": self.schedule or None,
-                "runId": self.run_id or None,
-                "since": self.since.isoformat() if self.since else None,
-                "ageSeconds": None if age is None else round(age)}
+        return {
+            "kind": self.kind.value,
+            "object": self.ref,
+            "schedule": self.schedule or None,
+            "runId": self.run_id or None,
+            "since": self.since.isoformat() if self.since else None,
+            "ageSeconds": None if age is None else round(age),
+        }
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,7 @@ class SweepAction:
     reason: str = ""
 
     def to_json(self, now: datetime) -> dict[str, Any]:
-        return {**self.leftover.to_json(now), "result": self.result.value,
-                "reason": self.reason}
+        return {**self.leftover.to_json(now), "result": self.result.value, "reason": self.reason}
 
 
 def _policy_ref(kind: str, namespace: str | None, name: str) -> str:
@@ -101,9 +104,16 @@ def find_leftovers(client: KarmadaClient, lazy_owners: Mapping[str, str]) -> lis
     """Every temporary object tidal wrote that is still there (active runs' too: `sweep`
     leaves those); `lazy_owners`: run id -> schedule, from the journals (a Lazy mark names
     only the run)."""
-    out = [Leftover(LeftoverKind.OVERRIDE, f"{v.kind}/{v.namespace}/{v.name}",
-                    v.schedule or "", v.run_id or "", v.created)
-           for v in list_overrides(client)]
+    out = [
+        Leftover(
+            LeftoverKind.OVERRIDE,
+            f"{v.kind}/{v.namespace}/{v.name}",
+            v.schedule or "",
+            v.run_id or "",
+            v.created,
+        )
+        for v in list_overrides(client)
+    ]
     for kind in (CPP_KIND, PP_KIND):
         try:
             listed = policies_api.list_policies(client, kind)
@@ -115,14 +125,21 @@ def find_leftovers(client: KarmadaClient, lazy_owners: Mapping[str, str]) -> lis
             text = view.annotations.get(BRIDGE_PLACEMENT)
             if text is not None:
                 mark = _mark(text)
-                out.append(Leftover(LeftoverKind.BRIDGE, ref, str(mark.get("schedule") or ""),
-                                    str(mark.get("runId") or ""),
-                                    parse_time(mark.get("since")) or view.created))
+                out.append(
+                    Leftover(
+                        LeftoverKind.BRIDGE,
+                        ref,
+                        str(mark.get("schedule") or ""),
+                        str(mark.get("runId") or ""),
+                        parse_time(mark.get("since")) or view.created,
+                    )
+                )
             added, _ = view.temporary_lazy()
             by = view.lazy_added_by
             if added and by and by != view.completed_run:
-                out.append(Leftover(LeftoverKind.LAZY, ref, lazy_owners.get(by, ""), by,
-                                    view.last_changed))
+                out.append(
+                    Leftover(LeftoverKind.LAZY, ref, lazy_owners.get(by, ""), by, view.last_changed)
+                )
     return out
 
 
@@ -134,9 +151,15 @@ def _mark(text: str) -> dict[str, Any]:
     return mark if isinstance(mark, dict) else {}
 
 
-def sweep(client: KarmadaClient, clock: Clock, leftovers: list[Leftover], *,
-          active: Callable[[Leftover], bool], dry_run: bool = False,
-          budget_seconds: float = 30.0) -> list[SweepAction]:
+def sweep(
+    client: KarmadaClient,
+    clock: Clock,
+    leftovers: list[Leftover],
+    *,
+    active: Callable[[Leftover], bool],
+    dry_run: bool = False,
+    budget_seconds: float = 30.0,
+) -> list[SweepAction]:
     """Undo each leftover whose run is not `active` (see the module); one action each."""
     actions = []
     for leftover in leftovers:
@@ -149,20 +172,31 @@ def sweep(client: KarmadaClient, clock: Clock, leftovers: list[Leftover], *,
     return actions
 
 
-def _sweep_one(client: KarmadaClient, clock: Clock, leftover: Leftover, dry_run: bool,
-               budget: float) -> SweepAction:
+def _sweep_one(
+    client: KarmadaClient, clock: Clock, leftover: Leftover, dry_run: bool, budget: float
+) -> SweepAction:
     if leftover.kind is LeftoverKind.LAZY:
-        return SweepAction(leftover, SweepResult.KEPT,
-                           "lifting it would move every template the policy claims at once; "
-                           "a run of a window naming the policy lifts it (or patch "
-                           "spec.activationPreference back by hand)")
+        return SweepAction(
+            leftover,
+            SweepResult.KEPT,
+            "lifting it would move every template the policy claims at once; "
+            "a run of a window naming the policy lifts it (or patch "
+            "spec.activationPreference back by hand)",
+        )
     if leftover.kind is LeftoverKind.BRIDGE:
         if dry_run:
-            return SweepAction(leftover, SweepResult.WOULD_SWEEP,
-                               "the placement from before the bridge goes back")
+            return SweepAction(
+                leftover, SweepResult.WOULD_SWEEP, "the placement from before the bridge goes back"
+            )
         kind, namespace, name = _parse_policy_ref(leftover.ref)
-        restored = patiently(client, clock, budget, functools.partial(
-            restore_policy, client, kind, name, namespace, run_id=leftover.run_id))
+        restored = patiently(
+            client,
+            clock,
+            budget,
+            functools.partial(
+                restore_policy, client, kind, name, namespace, run_id=leftover.run_id
+            ),
+        )
         if not restored:
             return SweepAction(leftover, SweepResult.KEPT, "bridged again by another run since")
         return SweepAction(leftover, SweepResult.RESTORED)
@@ -186,16 +220,18 @@ def _short_without(client: KarmadaClient, ref: OverrideRef) -> str:
     cluster_scoped = ref.kind == COP_KIND
     listed: dict[str, Obj] | None = None
     if len(templates) > 1:  # a wave's override (one per split): one listing, not a GET each
-        items, _ = bindings_api.list_bindings(client, ref.namespace or None,
-                                              cluster_scoped=cluster_scoped)
+        items, _ = bindings_api.list_bindings(
+            client, ref.namespace or None, cluster_scoped=cluster_scoped
+        )
         listed = {bindings_api.key_of(item): item for item in items}
     for _api, kind, namespace, name in templates:
         scope = None if cluster_scoped else namespace
         if listed is not None:
             binding = listed.get(f"{scope or ''}/{binding_name(name, kind)}")
         else:
-            binding = client.find(bindings_api.resource(cluster_scoped), scope,
-                                  binding_name(name, kind))
+            binding = client.find(
+                bindings_api.resource(cluster_scoped), scope, binding_name(name, kind)
+            )
         if binding is None:
             continue  # its template is gone: nothing to serve
         view = BindingView.of(binding)
@@ -203,10 +239,11 @@ def _short_without(client: KarmadaClient, ref: OverrideRef) -> str:
         served = sum(min(ready.get(c, 0), n) for c, n in assigned.items())
         wanted = view.replicas or 0
         if served < wanted:
-            return (f"removing it would leave {namespace}/{kind}/{name} {served}/{wanted} "
-                    "ready where its binding assigns them (not ready yet)")
+            return (
+                f"removing it would leave {namespace}/{kind}/{name} {served}/{wanted} "
+                "ready where its binding assigns them (not ready yet)"
+            )
     return ""
 
 
-__all__ = ["Leftover", "LeftoverKind", "SweepAction", "SweepResult",
-           "find_leftovers", "sweep"]
+__all__ = ["Leftover", "LeftoverKind", "SweepAction", "SweepResult", "find_leftovers", "sweep"]

@@ -21,13 +21,23 @@ from tidal.karmada.informer import SharedReads
 __all__ = ["PlanRefused", "carried_over", "new_run_id", "plan_problems", "run_switch"]
 
 
-def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, *,
-               clock: Clock, journal: Journal, on_event: OnEvent | None = None,
-               run_id: str | None = None, resume: RunState | None = None,
-               logger: Any = None, budget: SurgeBudget | None = None,
-               reads: SharedReads | None = None, policy_settle: float = 0.0,
-               interlude: Interlude | None = None,
-               team: TeamEstimate | None = None) -> RunRecord:
+def run_switch(
+    client: KarmadaClient,
+    loaded: ScheduleSource,
+    window_name: str,
+    *,
+    clock: Clock,
+    journal: Journal,
+    on_event: OnEvent | None = None,
+    run_id: str | None = None,
+    resume: RunState | None = None,
+    logger: Any = None,
+    budget: SurgeBudget | None = None,
+    reads: SharedReads | None = None,
+    policy_settle: float = 0.0,
+    interlude: Interlude | None = None,
+    team: TeamEstimate | None = None,
+) -> RunRecord:
     """Carry out one window now (or resume a half-finished run of it); surges reserve their
     capacity from `budget` (the daemon's shared one; alone, what the clusters have free), and
     waves read bindings and clusters from `reads` (the daemon's shared informers; alone, their
@@ -40,10 +50,21 @@ def run_switch(client: KarmadaClient, loaded: ScheduleSource, window_name: str, 
         # every wave reading the same cache (a wave of its own would list and watch again)
         reads = SharedReads(client, private=True)
     with reads.in_use() if reads is not None else contextlib.nullcontext():
-        prepared = prepare(client, loaded, window_name, clock=clock, journal=journal,
-                           emitter=emitter, run_id=run_id, resume=resume, budget=budget,
-                           reads=reads, policy_settle=policy_settle, interlude=interlude,
-                           team=team)
+        prepared = prepare(
+            client,
+            loaded,
+            window_name,
+            clock=clock,
+            journal=journal,
+            emitter=emitter,
+            run_id=run_id,
+            resume=resume,
+            budget=budget,
+            reads=reads,
+            policy_settle=policy_settle,
+            interlude=interlude,
+            team=team,
+        )
         if isinstance(prepared, Refusal):
             raise prepared.error
         if isinstance(prepared, NoOp):

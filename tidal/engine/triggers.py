@@ -26,8 +26,9 @@ REBALANCER_TTL_SECONDS = 600
 def normalize_placement(placement: Any) -> Any:
     """Placement without empty values and with the CRD's replicaSchedulingType default."""
     if isinstance(placement, dict):
-        out = {k: normalize_placement(v) for k, v in placement.items()
-               if v not in (None, {}, [], "")}
+        out = {
+            k: normalize_placement(v) for k, v in placement.items() if v not in (None, {}, [], "")
+        }
         out = {k: v for k, v in out.items() if v not in (None, {}, [], "")}
         rs = out.get("replicaScheduling")
         if isinstance(rs, dict) and "replicaSchedulingType" not in rs:
@@ -52,12 +53,10 @@ def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workl
 def lazy_swap(targets: Sequence[PolicyTarget]) -> bool:
     """A swap to a Lazy policy: its templates are claimed only at their next edit, and
     Karmada's scheduler ignores unclaimed bindings, so a rebalance alone moves nothing."""
-    return any(t.swap_from and t.target_spec.get("activationPreference") == "Lazy"
-               for t in targets)
+    return any(t.swap_from and t.target_spec.get("activationPreference") == "Lazy" for t in targets)
 
 
-def choose(trigger: str, targets: Sequence[PolicyTarget],
-           workloads: Sequence[Workload]) -> Trigger:
+def choose(trigger: str, targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> Trigger:
     """auto: touch for a placement change, both when that placement is dynamic or
     aggregated, rebalance when the placement stays the same (both for a swap to a Lazy
     policy, which needs the touch to claim the templates)."""
@@ -80,8 +79,14 @@ class TouchResult:
     objects: dict[str, Obj] = field(default_factory=dict)  # each template as the touch left it
 
 
-def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: str, run_id: str,
-               skip: Sequence[str] = ()) -> TouchResult:
+def touch_wave(
+    client: KarmadaClient,
+    workloads: Sequence[Workload],
+    *,
+    stamp: str,
+    run_id: str,
+    skip: Sequence[str] = (),
+) -> TouchResult:
     """One merge patch per template; a template deleted meanwhile is reported, not fatal."""
     result = TouchResult()
     for w in workloads:
@@ -89,9 +94,15 @@ def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: s
             result.touched.append(w.name)
             continue
         try:
-            obj = templates_api.touch(client, w.key.api_version, w.key.kind,
-                                      w.key.namespace or None, w.key.name, stamp=stamp,
-                                      run_id=run_id)
+            obj = templates_api.touch(
+                client,
+                w.key.api_version,
+                w.key.kind,
+                w.key.namespace or None,
+                w.key.name,
+                stamp=stamp,
+                run_id=run_id,
+            )
         except NotFound:
             result.deleted.append(w.name)
             continue
@@ -101,8 +112,9 @@ def touch_wave(client: KarmadaClient, workloads: Sequence[Workload], *, stamp: s
     return result
 
 
-def rebalancer_name(schedule: str, run_id: str, wave: int, attempt: int = 0,
-                    rollback: bool = False) -> str:
+def rebalancer_name(
+    schedule: str, run_id: str, wave: int, attempt: int = 0, rollback: bool = False
+) -> str:
     base = f"tidal-{schedule}-{run_id}-w{wave + 1}" + ("-back" if rollback else "")
     if attempt:
         base += f"-r{attempt}"
@@ -114,14 +126,24 @@ def is_rollback_rebalancer(name: str) -> bool:
     return "-back" in name.rsplit("-w", 1)[-1]
 
 
-def rebalance_wave(client: KarmadaClient, name: str, workloads: Sequence[Workload], *,
-                   schedule: str, run_id: str, annotations: dict[str, str] | None = None
-                   ) -> WorkloadRebalancer:
+def rebalance_wave(
+    client: KarmadaClient,
+    name: str,
+    workloads: Sequence[Workload],
+    *,
+    schedule: str,
+    run_id: str,
+    annotations: dict[str, str] | None = None,
+) -> WorkloadRebalancer:
     refs = [w.ref() for w in workloads]
-    return rebalancers_api.create_rebalancer(client, name, refs,
-                                             ttl_seconds=REBALANCER_TTL_SECONDS,
-                                             labels=rebalancer_labels(schedule, run_id),
-                                             annotations=annotations)
+    return rebalancers_api.create_rebalancer(
+        client,
+        name,
+        refs,
+        ttl_seconds=REBALANCER_TTL_SECONDS,
+        labels=rebalancer_labels(schedule, run_id),
+        annotations=annotations,
+    )
 
 
 def rebalancer_labels(schedule: str, run_id: str) -> dict[str, str]:

@@ -64,26 +64,43 @@ def gone_reason(ctx: SwitchContext, name: str, api_versions: Mapping[str, str]) 
     return "not_selected"
 
 
-def run_wave(ctx: SwitchContext, wave: WaveState, workloads: Sequence[Workload], *,
-             placements: Mapping[str, object],
-             direction: Direction = Direction.FORWARD,
-             destinations: Collection[str] = ()) -> WaveOutcome:
+def run_wave(
+    ctx: SwitchContext,
+    wave: WaveState,
+    workloads: Sequence[Workload],
+    *,
+    placements: Mapping[str, object],
+    direction: Direction = Direction.FORWARD,
+    destinations: Collection[str] = (),
+) -> WaveOutcome:
     """Trigger the wave's workloads with the run's strategy and gate them. `placements`:
     policy key -> normalized target placement (what a touched binding must carry);
     `destinations`: the clusters it moves replicas into, which must stay Ready to its end
     (tidal.engine.destinations)."""
     live = [w for w in workloads if w.name not in ctx.skipped]
-    ctx.emitter.emit(WaveStarted(**ctx.event_base(wave.index),
-                                 workloads=tuple(w.name for w in live),
-                                 trigger=ctx.trigger, rollback=direction is Direction.BACK))
+    ctx.emitter.emit(
+        WaveStarted(
+            **ctx.event_base(wave.index),
+            workloads=tuple(w.name for w in live),
+            trigger=ctx.trigger,
+            rollback=direction is Direction.BACK,
+        )
+    )
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)
     # every binding the wave reads (its gates, floors, surges, bridges, rebalances): the
     # run's workloads and the wave's; the watch keeps and wakes for nothing else
     keys = {w.binding_key for w in ctx.everyone or live} | {w.binding_key for w in live}
     watch = ctx.binding_watch(namespace, cluster_scoped, keys=keys)
     watch.start()
-    run = WaveRun(ctx, wave, live, placements, watch, direction,
-                  DestinationHealth(ctx, wave.index, destinations))
+    run = WaveRun(
+        ctx,
+        wave,
+        live,
+        placements,
+        watch,
+        direction,
+        DestinationHealth(ctx, wave.index, destinations),
+    )
     outcome = ctx.strategy.arm(run)
     if outcome is not None and not outcome.ok:
         return outcome
@@ -111,8 +128,9 @@ class WaveRun(WaveInFlight):
             self.targets[w.name].placement = self.placements.get(w.policy)
         ctx.save()
         done = self.triggered_before
-        touched = triggers.touch_wave(ctx.client, self.live, stamp=ctx.now_iso(),
-                                      run_id=ctx.run_id, skip=done)
+        touched = triggers.touch_wave(
+            ctx.client, self.live, stamp=ctx.now_iso(), run_id=ctx.run_id, skip=done
+        )
         for name in touched.deleted:
             self.leave_out(name, "deleted")
         for name in self.unmatched(touched):
@@ -125,8 +143,16 @@ class WaveRun(WaveInFlight):
         return rebalancing.rebalance(self)
 
     def gate(self, until: Gate) -> WaveOutcome:
-        return _gate(self.ctx, self.wave, self.targets, self.watch, self.deadline, until,
-                     passed=self.passed, health=self.health)
+        return _gate(
+            self.ctx,
+            self.wave,
+            self.targets,
+            self.watch,
+            self.deadline,
+            until,
+            passed=self.passed,
+            health=self.health,
+        )
 
     def scheduled(self) -> WaveOutcome:
         return self.gate(until=Gate.SCHEDULED)
@@ -166,10 +192,17 @@ def _rebalancer_failures(ctx: SwitchContext, wave: WaveState) -> list[tuple[str,
     return out
 
 
-def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarget],
-          watch: BindingWatch, deadline: float, until: Gate = Gate.CONVERGED, *,
-          passed: set[Gate] | None = None,
-          health: DestinationHealth | None = None) -> WaveOutcome:
+def _gate(
+    ctx: SwitchContext,
+    wave: WaveState,
+    targets: dict[str, gates.WaveTarget],
+    watch: BindingWatch,
+    deadline: float,
+    until: Gate = Gate.CONVERGED,
+    *,
+    passed: set[Gate] | None = None,
+    health: DestinationHealth | None = None,
+) -> WaveOutcome:
     """Until every target passed `until`; `passed`: the gates this wave announced already
     (each gate_passed event once per wave)."""
     index = wave.index
@@ -191,9 +224,16 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 ctx.emitter.emit(GatePassed(**base, gate=gate))
         if report.failure is FailureReason.FLOOR_BREACH:
             for v in report.violations:
-                ctx.emitter.emit(FloorBreached(**base, cluster=v.cluster,
-                                               workload=v.workload, ready=v.ready,
-                                               required=v.required, floor=v.floor))
+                ctx.emitter.emit(
+                    FloorBreached(
+                        **base,
+                        cluster=v.cluster,
+                        workload=v.workload,
+                        ready=v.ready,
+                        required=v.required,
+                        floor=v.floor,
+                    )
+                )
             return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
         if report.failure:
             return WaveOutcome(False, report.failure, report.reason)
@@ -201,28 +241,40 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
             for name in report.missing:
                 w = targets[name].workload
                 if not _template_gone(ctx, w):
-                    return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
-                                       f"{name}: ReferencedBindingNotFound")
+                    return WaveOutcome(
+                        False, FailureReason.BINDING_NOT_FOUND, f"{name}: ReferencedBindingNotFound"
+                    )
                 leave_out(ctx, index, name, "deleted", targets)
             tracker = _tracker(ctx, targets, watch)
             continue
         if until in report.passed:
             if until is Gate.CONVERGED:
                 ctx.emitter.emit(GatePassed(**base, gate=Gate.FLOORS))
-            ctx.emitter.emit(WaveProgress(**base, ready=report.ready, assigned=report.assigned,
-                                          converged=report.converged, total=len(targets)))
+            ctx.emitter.emit(
+                WaveProgress(
+                    **base,
+                    ready=report.ready,
+                    assigned=report.assigned,
+                    converged=report.converged,
+                    total=len(targets),
+                )
+            )
             _sample(ctx, wave, watch.cache, force=True)
             return WaveOutcome(True)
         now = ctx.clock.monotonic()
-        if wave.rebalancers and Gate.TRIGGERED not in report.passed and \
-                now - last_check >= REBALANCER_CHECK_SECONDS:
+        if (
+            wave.rebalancers
+            and Gate.TRIGGERED not in report.passed
+            and now - last_check >= REBALANCER_CHECK_SECONDS
+        ):
             last_check = now
             gone = False
             for name, reason in _rebalancer_failures(ctx, wave):
                 if name in targets:
                     if not _template_gone(ctx, targets[name].workload):
-                        return WaveOutcome(False, FailureReason.BINDING_NOT_FOUND,
-                                           f"{name}: {reason}")
+                        return WaveOutcome(
+                            False, FailureReason.BINDING_NOT_FOUND, f"{name}: {reason}"
+                        )
                     leave_out(ctx, index, name, "deleted", targets)
                     gone = True
             if gone:
@@ -230,46 +282,70 @@ def _gate(ctx: SwitchContext, wave: WaveState, targets: dict[str, gates.WaveTarg
                 continue
         remaining = deadline - now
         if remaining <= 0:
-            return WaveOutcome(False, FailureReason.TIMEOUT,
-                               _timeout_reason(ctx, report, len(targets), tracker))
-        ctx.emitter.emit(WaveProgress(**base, ready=report.ready,
-                                      assigned=report.assigned, converged=report.converged,
-                                      total=len(targets)))
+            return WaveOutcome(
+                False, FailureReason.TIMEOUT, _timeout_reason(ctx, report, len(targets), tracker)
+            )
+        ctx.emitter.emit(
+            WaveProgress(
+                **base,
+                ready=report.ready,
+                assigned=report.assigned,
+                converged=report.converged,
+                total=len(targets),
+            )
+        )
         _sample(ctx, wave, watch.cache)
         for obj, deleted in watch.changes(min(remaining, 5.0)):
             tracker.update(key_of(obj), None if deleted else obj)
             probe = tracker.report()
-            if probe.failure or probe.missing or until in probe.passed or \
-                    probe.passed - passed - {Gate.FLOORS}:
+            if (
+                probe.failure
+                or probe.missing
+                or until in probe.passed
+                or probe.passed - passed - {Gate.FLOORS}
+            ):
                 break
             if ctx.clock.monotonic() >= deadline:
                 break
 
 
-def _sample(ctx: SwitchContext, wave: WaveState, cache: dict[str, Obj],
-            force: bool = False) -> None:
+def _sample(
+    ctx: SwitchContext, wave: WaveState, cache: dict[str, Obj], force: bool = False
+) -> None:
     """The run's replicas per cluster now, into the wave's record (saved with it)."""
     if not ctx.sampler.due(wave.index, ctx.clock.monotonic(), force):
         return
     ready, desired = samples.totals(ctx.everyone, cache, ctx.ready_field)
-    samples.keep(wave.samples, {"t": samples.seconds_since(ctx.state.started_at, ctx.clock.now()),
-                                "ready": ready, "desired": desired,
-                                "lowest": dict(sorted(ctx.floor_seen.items()))},
-                 samples.limit(len(ctx.state.waves)))
+    samples.keep(
+        wave.samples,
+        {
+            "t": samples.seconds_since(ctx.state.started_at, ctx.clock.now()),
+            "ready": ready,
+            "desired": desired,
+            "lowest": dict(sorted(ctx.floor_seen.items())),
+        },
+        samples.limit(len(ctx.state.waves)),
+    )
 
 
-def _tracker(ctx: SwitchContext, targets: dict[str, gates.WaveTarget],
-             watch: BindingWatch) -> gates.GateTracker:
-    return gates.GateTracker(list(targets.values()), ctx.everyone, ctx.floors, ctx.before,
-                             ctx.ready_field, ctx.memo).load(watch.cache)
+def _tracker(
+    ctx: SwitchContext, targets: dict[str, gates.WaveTarget], watch: BindingWatch
+) -> gates.GateTracker:
+    return gates.GateTracker(
+        list(targets.values()), ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo
+    ).load(watch.cache)
 
 
-def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
-                    tracker: gates.GateTracker) -> str:
-    stuck = next((g for g in (Gate.TRIGGERED, Gate.SCHEDULED) if g not in report.passed),
-                 Gate.CONVERGED)
-    parts = [f"not {stuck} within waveTimeout {ctx.wave_timeout:g}s: {report.converged}/{total} "
-             f"workloads converged; ready {report.ready}, assigned {report.assigned}"]
+def _timeout_reason(
+    ctx: SwitchContext, report: gates.GateReport, total: int, tracker: gates.GateTracker
+) -> str:
+    stuck = next(
+        (g for g in (Gate.TRIGGERED, Gate.SCHEDULED) if g not in report.passed), Gate.CONVERGED
+    )
+    parts = [
+        f"not {stuck} within waveTimeout {ctx.wave_timeout:g}s: {report.converged}/{total} "
+        f"workloads converged; ready {report.ready}, assigned {report.assigned}"
+    ]
     short = [s for s in tracker.shortfalls() if s[1]]
     if stuck is Gate.CONVERGED and short:
         parts.append(stall.describe_shortfalls(short))
@@ -284,17 +360,24 @@ def _timeout_reason(ctx: SwitchContext, report: gates.GateReport, total: int,
     return "; ".join(parts)
 
 
-def _observe_floors(ctx: SwitchContext, index: int, cache: dict[str, Obj],
-                    clusters: Sequence[str]) -> None:
+def _observe_floors(
+    ctx: SwitchContext, index: int, cache: dict[str, Obj], clusters: Sequence[str]
+) -> None:
     if not clusters:
         return
     lowest = gates.lowest_ready(ctx.everyone, cache, clusters, ctx.ready_field, ctx.memo)
-    required = {c: max((f.min_ready_replicas or 0) for f in ctx.floors
-                       if c in f.named_clusters()) for c in clusters}
+    required = {
+        c: max((f.min_ready_replicas or 0) for f in ctx.floors if c in f.named_clusters())
+        for c in clusters
+    }
     for cluster, value in lowest.items():
         if ctx.floor_seen.get(cluster) != value:
             ctx.floor_seen[cluster] = value
-            ctx.emitter.emit(FloorObserved(**ctx.event_base(index), cluster=cluster,
-                                           min_ready=value, required=required[cluster]))
-
-
+            ctx.emitter.emit(
+                FloorObserved(
+                    **ctx.event_base(index),
+                    cluster=cluster,
+                    min_ready=value,
+                    required=required[cluster],
+                )
+            )

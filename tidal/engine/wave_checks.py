@@ -24,8 +24,9 @@ POLICY_DRIFT = FailureReason.POLICY_DRIFT
 CLUSTER_NOT_READY = FailureReason.CLUSTER_NOT_READY
 
 
-def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
-                    also_ours: bool = False) -> list[tuple[str, str]]:
+def edited_policies(
+    client: KarmadaClient, records: Iterable[PolicyRecord], *, also_ours: bool = False
+) -> list[tuple[str, str]]:
     """(policy, how) for each written policy whose spec no longer hashes to what the run
     wrote. With `also_ours`, the spec from before the run (a rollback already restored it)
     counts as the run's own too."""
@@ -40,8 +41,9 @@ def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
         now = content_hash(PolicyView(obj).spec_without_activation())
         allowed = {record.post_hash}
         if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
-            allowed.add(content_hash(PolicyView({"spec": record.pre_image})
-                                     .spec_without_activation()))
+            allowed.add(
+                content_hash(PolicyView({"spec": record.pre_image}).spec_without_activation())
+            )
         if now not in allowed:
             out.append((record.key, "spec edited"))
     return out
@@ -49,18 +51,22 @@ def edited_policies(client: KarmadaClient, records: Iterable[PolicyRecord], *,
 
 def drift_reason(edited: Sequence[tuple[str, str]]) -> str:
     what = ", ".join(f"{key} ({how})" for key, how in edited)
-    return (f"{what} since this run wrote it: halted without overwriting the edit; put the "
-            "change into the schedule file or run the window again")
+    return (
+        f"{what} since this run wrote it: halted without overwriting the edit; put the "
+        "change into the schedule file or run the window again"
+    )
 
 
 def destinations(planned: Iterable[PlannedWorkload]) -> set[str]:
     """Clusters the planned moves add replicas to."""
-    return {cluster for w in planned for cluster, n in w.after.items()
-            if n > w.before.get(cluster, 0)}
+    return {
+        cluster for w in planned for cluster, n in w.after.items() if n > w.before.get(cluster, 0)
+    }
 
 
-def not_ready(client: KarmadaClient, clusters: set[str],
-              listed: Callable[[], list[Obj]] | None = None) -> list[str]:
+def not_ready(
+    client: KarmadaClient, clusters: set[str], listed: Callable[[], list[Obj]] | None = None
+) -> list[str]:
     """`cluster (reason)` for each of `clusters` whose Ready condition is not True (from
     `listed`, e.g. a shared cache, else a listing)."""
     out = []
@@ -71,16 +77,21 @@ def not_ready(client: KarmadaClient, clusters: set[str],
     return sorted(out)
 
 
-def before_wave(client: KarmadaClient, records: Sequence[PolicyRecord],
-                planned: Sequence[PlannedWorkload],
-                clusters: Callable[[], list[Obj]] | None = None) -> WaveOutcome | None:
+def before_wave(
+    client: KarmadaClient,
+    records: Sequence[PolicyRecord],
+    planned: Sequence[PlannedWorkload],
+    clusters: Callable[[], list[Obj]] | None = None,
+) -> WaveOutcome | None:
     """None when the wave may start; else the failed outcome with its own reason."""
     edited = edited_policies(client, records)
     if edited:
         return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))
     down = not_ready(client, destinations(planned), clusters)
     if down:
-        return WaveOutcome(False, CLUSTER_NOT_READY,
-                           f"destination cluster NotReady: {', '.join(down)}; nothing of this "
-                           "wave was moved")
+        return WaveOutcome(
+            False,
+            CLUSTER_NOT_READY,
+            f"destination cluster NotReady: {', '.join(down)}; nothing of this wave was moved",
+        )
     return None

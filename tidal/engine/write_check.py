@@ -27,8 +27,10 @@ class WriteProblem:
 
     def __str__(self) -> str:
         what = "manifest" if self.swap else "patch"
-        return f"policies[{self.index}]: the apiserver refuses the {what} of {self.policy}: " \
-               f"{self.message}"
+        return (
+            f"policies[{self.index}]: the apiserver refuses the {what} of {self.policy}: "
+            f"{self.message}"
+        )
 
 
 class PolicyWritesRefused(Exception):
@@ -46,17 +48,25 @@ def dry_run_writes(client: KarmadaClient, targets: list[PolicyTarget]) -> list[W
     for index, target in enumerate(targets):
         try:
             if target.swap_from is None:
-                api.patch_policy(client, target.kind, target.name, target.namespace,
-                                 dict(target.change.patch or {}), dry_run=True)
+                api.patch_policy(
+                    client,
+                    target.kind,
+                    target.name,
+                    target.namespace,
+                    dict(target.change.patch or {}),
+                    dry_run=True,
+                )
             elif target.to_obj is None and target.change.swap is not None:
                 manifest = copy.deepcopy(target.change.swap.manifest or {})
                 if target.namespace:
-                    manifest.setdefault("metadata", {}).setdefault("namespace",
-                                                                   target.namespace)
+                    manifest.setdefault("metadata", {}).setdefault("namespace", target.namespace)
                 api.create_policy(client, manifest, dry_run=True)
         except AlreadyExists:
             continue  # the swap's `to` exists already: the run adopts it
         except Invalid as exc:
-            problems.append(WriteProblem(index, target.swap_from is not None, target.key,
-                                         exc.fields, exc.message))
+            problems.append(
+                WriteProblem(
+                    index, target.swap_from is not None, target.key, exc.fields, exc.message
+                )
+            )
     return problems

@@ -73,13 +73,22 @@ def _own(snapshot: Snapshot, cluster: str, workload: Workload | None) -> int:
     if workload is None:
         return 0
     placed = snapshot.bindings.get(
-        (workload.namespace, binding_name(workload.name, workload.kind)), {})
+        (workload.namespace, binding_name(workload.name, workload.kind)), {}
+    )
     return placed.get(cluster, 0)
 
 
-def _facts(snapshot: Snapshot, teams: Teams, rule: ClusterRule, cluster: str, namespace: str,
-           team: str, claim: ReplicaClaim, now: datetime, bound: timedelta
-           ) -> TeamFacts | Reason:
+def _facts(
+    snapshot: Snapshot,
+    teams: Teams,
+    rule: ClusterRule,
+    cluster: str,
+    namespace: str,
+    team: str,
+    claim: ReplicaClaim,
+    now: datetime,
+    bound: timedelta,
+) -> TeamFacts | Reason:
     member = snapshot.members.get(cluster)
     quotas = None
     if rule.reads_member:
@@ -133,9 +142,16 @@ class PoolFits:
 POOLS = PoolFits()
 
 
-def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim | None,
-           namespace: str, workload: Workload | None, now: datetime,
-           bound: timedelta) -> Answer:
+def answer(
+    snapshot: Snapshot,
+    teams: Teams,
+    cluster: str,
+    claim: ReplicaClaim | None,
+    namespace: str,
+    workload: Workload | None,
+    now: datetime,
+    bound: timedelta,
+) -> Answer:
     """The replicas the workload's team may still add in `cluster` (see the module's table);
     `claim` None: the request could not be read."""
     if snapshot.read_at is None:
@@ -144,8 +160,11 @@ def answer(snapshot: Snapshot, teams: Teams, cluster: str, claim: ReplicaClaim |
         return _cannot(Reason.UNKNOWN_CLUSTER)
     if not namespace:
         return _cannot(Reason.NO_NAMESPACE)
-    labels = snapshot.labels.get((namespace, workload.kind, workload.name)) \
-        if workload is not None and workload.namespace in ("", namespace) else None
+    labels = (
+        snapshot.labels.get((namespace, workload.kind, workload.name))
+        if workload is not None and workload.namespace in ("", namespace)
+        else None
+    )
     team = teams.team_of(namespace, labels)
     if team is None:
         return _cannot(Reason.NO_TEAM)

@@ -32,14 +32,22 @@ class EstimatorApp:
     """`start()` binds both ports (OSError when it cannot) and begins refreshing; answers are
     "cannot tell" (not_ready) until the first refresh is in."""
 
-    def __init__(self, settings: EstimatorSettings, client: KarmadaClient, teams: Teams, *,
-                 http_port: int, now: Callable[[], datetime] = _utcnow,
-                 reload: Callable[[], Teams | None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: EstimatorSettings,
+        client: KarmadaClient,
+        teams: Teams,
+        *,
+        http_port: int,
+        now: Callable[[], datetime] = _utcnow,
+        reload: Callable[[], Teams | None] | None = None,
+    ) -> None:
         self.settings = settings
         self.metrics = EstimatorMetrics()
         self.cache = MemberCache(client, teams, now=now, on_member=self.metrics.on_member)
-        self.estimator = Estimator(teams, self.cache, self.metrics, now=now,
-                                   stale_seconds=settings.stale_seconds)
+        self.estimator = Estimator(
+            teams, self.cache, self.metrics, now=now, stale_seconds=settings.stale_seconds
+        )
         self._http_port = http_port
         self._reload = reload  # a changed teams file, read again (None: unchanged or invalid)
         self._stop = threading.Event()
@@ -49,18 +57,25 @@ class EstimatorApp:
 
     def start(self) -> EstimatorApp:
         s = self.settings
-        self._grpc, self.grpc_port = serve_grpc(self.estimator, s.address, s.grpc_port,
-                                                s.workers)
+        self._grpc, self.grpc_port = serve_grpc(self.estimator, s.address, s.grpc_port, s.workers)
         try:
             self._http = serve_http(self.estimator, s.address, self._http_port)
         except OSError:
             self._grpc.stop(0)
             raise
         self.http_port = int(self._http.server_address[1])
-        threading.Thread(target=self._refresh_loop, args=(s.refresh_seconds,),
-                         name="estimator-refresh", daemon=True).start()
-        log.info("estimator_started", grpc_port=self.grpc_port, http_port=self.http_port,
-                 teams=len(self.cache.teams.teams))
+        threading.Thread(
+            target=self._refresh_loop,
+            args=(s.refresh_seconds,),
+            name="estimator-refresh",
+            daemon=True,
+        ).start()
+        log.info(
+            "estimator_started",
+            grpc_port=self.grpc_port,
+            http_port=self.http_port,
+            teams=len(self.cache.teams.teams),
+        )
         return self
 
     def _refresh_loop(self, interval: float) -> None:

@@ -54,22 +54,30 @@ class Snapshot:
 def _placed(obj: Obj) -> tuple[str, str, dict[str, str], dict[str, int]]:
     """A binding's namespace, name, template reference and replicas per cluster."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    placed = {str(t.get("name")): int(t.get("replicas") or 0)
-              for t in spec.get("clusters") or [] if isinstance(t, dict)}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-            dict(spec.get("resource") or {}), placed)
+    placed = {
+        str(t.get("name")): int(t.get("replicas") or 0)
+        for t in spec.get("clusters") or []
+        if isinstance(t, dict)
+    }
+    return (
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        dict(spec.get("resource") or {}),
+        placed,
+    )
 
 
-def _held(bindings: list[Obj], teams: Teams,
-          labels: Mapping[tuple[str, str, str], Mapping[str, str]]
-          ) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], dict[str, int]]]:
+def _held(
+    bindings: list[Obj], teams: Teams, labels: Mapping[tuple[str, str, str], Mapping[str, str]]
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], dict[str, int]]]:
     held: dict[tuple[str, str], int] = {}
     per_binding: dict[tuple[str, str], dict[str, int]] = {}
     for obj in bindings:
         namespace, name, ref, placed = _placed(obj)
         per_binding[(namespace, name)] = placed
-        team = teams.team_of(namespace, labels.get(
-            (namespace, str(ref.get("kind")), str(ref.get("name")))))
+        team = teams.team_of(
+            namespace, labels.get((namespace, str(ref.get("kind")), str(ref.get("name"))))
+        )
         if team is None:
             continue
         for cluster, replicas in placed.items():
@@ -77,8 +85,9 @@ def _held(bindings: list[Obj], teams: Teams,
     return held, per_binding
 
 
-def template_labels(client: KarmadaClient, teams: Teams, bindings: list[Obj]
-                    ) -> dict[tuple[str, str, str], Mapping[str, str]]:
+def template_labels(
+    client: KarmadaClient, teams: Teams, bindings: list[Obj]
+) -> dict[tuple[str, str, str], Mapping[str, str]]:
     """Labels of the bindings' templates in the namespaces of teams told apart by labels: one
     list per (kind, namespace)."""
     if not teams.by_labels:
@@ -101,9 +110,15 @@ def template_labels(client: KarmadaClient, teams: Teams, bindings: list[Obj]
 class MemberCache:
     """Keeps the snapshot fresh; `snapshot` is safe to read from any thread."""
 
-    def __init__(self, client: KarmadaClient, teams: Teams, *, now: Callable[[], datetime],
-                 on_member: Callable[[str, bool, int], None] | None = None,
-                 workers: int = 4) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        teams: Teams,
+        *,
+        now: Callable[[], datetime],
+        on_member: Callable[[str, bool, int], None] | None = None,
+        workers: int = 4,
+    ) -> None:
         self.client = client
         self.teams = teams
         self._now = now
@@ -118,37 +133,60 @@ class MemberCache:
         with self._lock:
             previous = self.snapshot
             try:
-                clusters = frozenset(str((c.get("metadata") or {}).get("name"))
-                                     for c in list_paged(self.client, CLUSTERS)[0])
+                clusters = frozenset(
+                    str((c.get("metadata") or {}).get("name"))
+                    for c in list_paged(self.client, CLUSTERS)[0]
+                )
                 bindings = list_bindings(self.client)[0]
                 labels = template_labels(self.client, self.teams, bindings)
                 held, per_binding = _held(bindings, self.teams, labels)
             except KarmadaError as exc:
                 log.warning("estimator_karmada_unreadable", error=str(exc))
-                self.snapshot = Snapshot(previous.read_at, previous.clusters, previous.members,
-                                         previous.held, previous.bindings, str(exc),
-                                         previous.labels)
+                self.snapshot = Snapshot(
+                    previous.read_at,
+                    previous.clusters,
+                    previous.members,
+                    previous.held,
+                    previous.bindings,
+                    str(exc),
+                    previous.labels,
+                )
                 return self.snapshot
-            wanted = sorted(c for c in clusters
-                            if self.teams.pools(c) or self.teams.quota_namespaces(c))
-            with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(wanted) or 1))
-                                    ) as pool:
-                states = dict(zip(wanted, pool.map(
-                    lambda c: self._read(c, previous.members.get(c)), wanted), strict=True))
-            self.snapshot = Snapshot(self._now(), clusters, states, held, per_binding,
-                                     labels=labels)
+            wanted = sorted(
+                c for c in clusters if self.teams.pools(c) or self.teams.quota_namespaces(c)
+            )
+            with ThreadPoolExecutor(
+                max_workers=max(1, min(self._workers, len(wanted) or 1))
+            ) as pool:
+                states = dict(
+                    zip(
+                        wanted,
+                        pool.map(lambda c: self._read(c, previous.members.get(c)), wanted),
+                        strict=True,
+                    )
+                )
+            self.snapshot = Snapshot(
+                self._now(), clusters, states, held, per_binding, labels=labels
+            )
             return self.snapshot
 
     def _read(self, cluster: str, before: MemberState | None) -> MemberState:
         try:
-            view = read_member(self.client, cluster, nodes=bool(self.teams.pools(cluster)),
-                               namespaces=self.teams.quota_namespaces(cluster))
+            view = read_member(
+                self.client,
+                cluster,
+                nodes=bool(self.teams.pools(cluster)),
+                namespaces=self.teams.quota_namespaces(cluster),
+            )
         except KarmadaError as exc:
             if before is None or not before.error:
                 log.warning("estimator_member_unreadable", cluster=cluster, error=str(exc))
             self._report(cluster, False, 1)
-            return MemberState(before.view if before else None,
-                               before.read_at if before else None, str(exc) or "unreadable")
+            return MemberState(
+                before.view if before else None,
+                before.read_at if before else None,
+                str(exc) or "unreadable",
+            )
         if before is not None and before.error:
             log.info("estimator_member_readable", cluster=cluster)
         self._report(cluster, True, view.requests)

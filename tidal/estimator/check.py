@@ -41,13 +41,22 @@ class ClusterCheck:
 
     def line(self) -> str:
         reached = "unreachable" if self.answer is None else f"answers ({self.answer})"
-        asked = f"karmada-scheduler asked {self.asked} time(s)" if self.asked else \
-            "karmada-scheduler has not asked (check its --enable-scheduler-estimator flags)"
+        asked = (
+            f"karmada-scheduler asked {self.asked} time(s)"
+            if self.asked
+            else "karmada-scheduler has not asked (check its --enable-scheduler-estimator flags)"
+        )
         return f"{self.cluster}: service {self.service}; estimator {reached}; {asked}"
 
 
-def ask(address: str, cluster: str, namespace: str = "", timeout: float = 3.0,
-        request: Mapping[str, str] | None = None, workload: str | None = None) -> int | None:
+def ask(
+    address: str,
+    cluster: str,
+    namespace: str = "",
+    timeout: float = 3.0,
+    request: Mapping[str, str] | None = None,
+    workload: str | None = None,
+) -> int | None:
     """One MaxAvailableReplicas question over gRPC (no answer: None)."""
     pb = messages()
     requirements = pb.ReplicaRequirements(namespace=namespace)
@@ -55,15 +64,17 @@ def ask(address: str, cluster: str, namespace: str = "", timeout: float = 3.0,
         requirements.resourceRequestBytes[name] = pb.Quantity(string=qty).SerializeToString()
     metadata = ((OBJECT_KEY, workload),) if workload else ()
     with grpc.insecure_channel(address) as channel:
-        call = channel.unary_unary(f"/{SERVICE}/MaxAvailableReplicas",
-                                   request_serializer=pb.MaxAvailableReplicasRequest
-                                   .SerializeToString,
-                                   response_deserializer=pb.MaxAvailableReplicasResponse
-                                   .FromString)
+        call = channel.unary_unary(
+            f"/{SERVICE}/MaxAvailableReplicas",
+            request_serializer=pb.MaxAvailableReplicasRequest.SerializeToString,
+            response_deserializer=pb.MaxAvailableReplicasResponse.FromString,
+        )
         try:
-            reply = call(pb.MaxAvailableReplicasRequest(cluster=cluster,
-                                                        replicaRequirements=requirements),
-                         timeout=timeout, metadata=metadata)
+            reply = call(
+                pb.MaxAvailableReplicasRequest(cluster=cluster, replicaRequirements=requirements),
+                timeout=timeout,
+                metadata=metadata,
+            )
         except grpc.RpcError:
             return None
     return int(reply.maxReplicas)
@@ -75,8 +86,11 @@ def _service(client: KarmadaClient, namespace: str, name: str, port: int) -> tup
     except KarmadaError as exc:
         return f"{namespace}/{name} unreadable ({exc})", False
     if svc is None:
-        return (f"{namespace}/{name} not in Karmada's API: dialled as "
-                f"{name}.{namespace}.svc.cluster.local:{port}", True)
+        return (
+            f"{namespace}/{name} not in Karmada's API: dialled as "
+            f"{name}.{namespace}.svc.cluster.local:{port}",
+            True,
+        )
     spec = svc.get("spec") or {}
     if spec.get("type") != "ExternalName":
         return f"{namespace}/{name} is {spec.get('type')}, must be ExternalName", False
@@ -95,14 +109,29 @@ def status(url: str, timeout: float = 3.0) -> dict[str, Any] | None:
         return None
 
 
-def check(client: KarmadaClient, clusters: list[str], *, estimator: str, status_url: str,
-          namespace: str, prefix: str, port: int) -> tuple[list[ClusterCheck], bool]:
+def check(
+    client: KarmadaClient,
+    clusters: list[str],
+    *,
+    estimator: str,
+    status_url: str,
+    namespace: str,
+    prefix: str,
+    port: int,
+) -> tuple[list[ClusterCheck], bool]:
     """A ClusterCheck per cluster, and whether the estimator's /status was readable."""
     seen = status(status_url)
     asked = (seen or {}).get("asked") or {}
     checks = []
     for cluster in clusters:
         text, ok = _service(client, namespace, f"{prefix}-{cluster}", port)
-        checks.append(ClusterCheck(cluster, text, ok, ask(estimator, cluster),
-                                   int((asked.get(cluster) or {}).get("requests") or 0)))
+        checks.append(
+            ClusterCheck(
+                cluster,
+                text,
+                ok,
+                ask(estimator, cluster),
+                int((asked.get(cluster) or {}).get("requests") or 0),
+            )
+        )
     return checks, seen is not None

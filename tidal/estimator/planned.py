@@ -19,20 +19,24 @@ from tidal.estimator.wire import Workload
 from tidal.karmada.client import KarmadaClient
 
 
-def team_estimate(client: KarmadaClient, teams: Teams, now: Callable[[], datetime],
-                  stale_seconds: float) -> TeamEstimate:
+def team_estimate(
+    client: KarmadaClient, teams: Teams, now: Callable[[], datetime], stale_seconds: float
+) -> TeamEstimate:
     """Reads the members once (now) and answers every question from that snapshot."""
     cache = MemberCache(client, teams, now=now)
     snapshot = cache.refresh()
     bound = timedelta(seconds=stale_seconds)
 
-    def estimate(namespace: str, kind: str, name: str, request: Mapping[str, float],
-                 clusters: Sequence[str]) -> Mapping[str, int]:
+    def estimate(
+        namespace: str, kind: str, name: str, request: Mapping[str, float], clusters: Sequence[str]
+    ) -> Mapping[str, int]:
         claim = ReplicaClaim(dict(request))
         workload = Workload(kind, namespace, name)
         at = now()
-        return {c: answer(snapshot, teams, c, claim, namespace, workload, at, bound).replicas
-                for c in clusters}
+        return {
+            c: answer(snapshot, teams, c, claim, namespace, workload, at, bound).replicas
+            for c in clusters
+        }
 
     return estimate
 
@@ -41,10 +45,15 @@ def asked_warnings(status_url: str, clusters: Sequence[str]) -> list[str]:
     """Lines for the clusters karmada-scheduler has not asked the running estimator about."""
     seen = status(status_url)
     if seen is None:
-        return [f"the team estimator's /status at {status_url} is unreadable: cannot tell "
-                "whether karmada-scheduler asks it (tidal estimator check)"]
+        return [
+            f"the team estimator's /status at {status_url} is unreadable: cannot tell "
+            "whether karmada-scheduler asks it (tidal estimator check)"
+        ]
     asked = seen.get("asked") or {}
-    return [f"cluster {c}: karmada-scheduler has not asked the team estimator about it; the "
-            "plan assumes it does (check --enable-scheduler-estimator and the Service "
-            "karmada-scheduler-estimator-" + c + "; tidal estimator check)"
-            for c in clusters if not (asked.get(c) or {}).get("requests")]
+    return [
+        f"cluster {c}: karmada-scheduler has not asked the team estimator about it; the "
+        "plan assumes it does (check --enable-scheduler-estimator and the Service "
+        "karmada-scheduler-estimator-" + c + "; tidal estimator check)"
+        for c in clusters
+        if not (asked.get(c) or {}).get("requests")
+    ]

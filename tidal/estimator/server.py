@@ -43,21 +43,35 @@ class EstimatorMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.answers = Counter("tidal_estimator_answers_total",
-                               "MaxAvailableReplicas answers by cluster, reason and limit",
-                               ["cluster", "reason", "limit"], registry=self.registry)
-        self.seconds = Histogram("tidal_estimator_answer_seconds",
-                                 "Time to answer one MaxAvailableReplicas request",
-                                 buckets=(1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1),
-                                 registry=self.registry)
-        self.readable = Gauge("tidal_estimator_member_readable",
-                              "1 when the last read of the member through the proxy succeeded",
-                              ["cluster"], registry=self.registry)
-        self.member_requests = Counter("tidal_estimator_member_requests_total",
-                                       "Requests sent to members (refreshes, never answers)",
-                                       ["cluster"], registry=self.registry)
-        self.age = Gauge("tidal_estimator_snapshot_age_seconds",
-                         "Age of the snapshot answers come from", registry=self.registry)
+        self.answers = Counter(
+            "tidal_estimator_answers_total",
+            "MaxAvailableReplicas answers by cluster, reason and limit",
+            ["cluster", "reason", "limit"],
+            registry=self.registry,
+        )
+        self.seconds = Histogram(
+            "tidal_estimator_answer_seconds",
+            "Time to answer one MaxAvailableReplicas request",
+            buckets=(1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1),
+            registry=self.registry,
+        )
+        self.readable = Gauge(
+            "tidal_estimator_member_readable",
+            "1 when the last read of the member through the proxy succeeded",
+            ["cluster"],
+            registry=self.registry,
+        )
+        self.member_requests = Counter(
+            "tidal_estimator_member_requests_total",
+            "Requests sent to members (refreshes, never answers)",
+            ["cluster"],
+            registry=self.registry,
+        )
+        self.age = Gauge(
+            "tidal_estimator_snapshot_age_seconds",
+            "Age of the snapshot answers come from",
+            registry=self.registry,
+        )
 
     def on_member(self, cluster: str, readable: bool, sent: int) -> None:
         self.readable.labels(cluster).set(1 if readable else 0)
@@ -67,8 +81,15 @@ class EstimatorMetrics:
 class Estimator:
     """Answers questions from the cache's snapshot; keeps what was asked per cluster."""
 
-    def __init__(self, teams: Teams, cache: MemberCache, metrics: EstimatorMetrics, *,
-                 now: Callable[[], datetime], stale_seconds: float) -> None:
+    def __init__(
+        self,
+        teams: Teams,
+        cache: MemberCache,
+        metrics: EstimatorMetrics,
+        *,
+        now: Callable[[], datetime],
+        stale_seconds: float,
+    ) -> None:
         self.teams, self.cache, self.metrics = teams, cache, metrics
         self._now = now
         self._bound = timedelta(seconds=stale_seconds)
@@ -90,14 +111,23 @@ class Estimator:
             log.warning("estimator_bad_request", cluster=request.cluster, error=str(exc))
             claim = None
         now = self._now()
-        result = answer(self.cache.snapshot, self.teams, request.cluster, claim, namespace,
-                        workload, now, self._bound)
+        result = answer(
+            self.cache.snapshot,
+            self.teams,
+            request.cluster,
+            claim,
+            namespace,
+            workload,
+            now,
+            self._bound,
+        )
         self._record(request.cluster, result, namespace, workload, now)
         self.metrics.seconds.observe(time.perf_counter() - started)
         return result.replicas
 
-    def _record(self, cluster: str, result: Answer, namespace: str, workload: Any,
-                now: datetime) -> None:
+    def _record(
+        self, cluster: str, result: Answer, namespace: str, workload: Any, now: datetime
+    ) -> None:
         known = result.reason is not Reason.UNKNOWN_CLUSTER
         label = cluster if known else UNKNOWN
         self.metrics.answers.labels(label, result.reason.value, result.limit.value).inc()
@@ -107,12 +137,23 @@ class Estimator:
                 seen["requests"] += 1
                 seen["last"] = now.isoformat()
         if result.reason not in (Reason.ANSWERED, Reason.NO_TEAM):
-            log.info("estimator_cannot_tell", cluster=cluster, reason=result.reason.value,
-                     namespace=namespace, team=result.team,
-                     workload=workload.name if workload else "")
+            log.info(
+                "estimator_cannot_tell",
+                cluster=cluster,
+                reason=result.reason.value,
+                namespace=namespace,
+                team=result.team,
+                workload=workload.name if workload else "",
+            )
         else:
-            log.debug("estimator_answer", cluster=cluster, replicas=result.replicas,
-                      limit=result.limit.value, team=result.team, namespace=namespace)
+            log.debug(
+                "estimator_answer",
+                cluster=cluster,
+                replicas=result.replicas,
+                limit=result.limit.value,
+                team=result.team,
+                namespace=namespace,
+            )
 
     def status(self) -> dict[str, Any]:
         snap = self.cache.snapshot
@@ -125,9 +166,14 @@ class Estimator:
             "teams": [t.name for t in self.teams.teams],
             "teamsLoadedAt": self.teams_loaded_at.isoformat(),
             "asked": asked,
-            "members": {name: {"readable": not m.error, "error": m.error,
-                               "readAt": m.read_at.isoformat() if m.read_at else None}
-                        for name, m in snap.members.items()},
+            "members": {
+                name: {
+                    "readable": not m.error,
+                    "error": m.error,
+                    "readAt": m.read_at.isoformat() if m.read_at else None,
+                }
+                for name, m in snap.members.items()
+            },
             "karmadaError": snap.error,
         }
 
@@ -151,20 +197,30 @@ def _handlers(estimator: Estimator) -> grpc.GenericRpcHandler:
 
     def unary(fn: Any, req: Any, resp: Any) -> grpc.RpcMethodHandler[Any, Any]:
         return grpc.unary_unary_rpc_method_handler(
-            fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString)
+            fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+        )
 
-    return grpc.method_handlers_generic_handler(SERVICE, {
-        "MaxAvailableReplicas": unary(max_replicas, pb.MaxAvailableReplicasRequest,
-                                      pb.MaxAvailableReplicasResponse),
-        "MaxAvailableComponentSets": unary(component_sets, pb.MaxAvailableComponentSetsRequest,
-                                           pb.MaxAvailableComponentSetsResponse),
-        "GetUnschedulableReplicas": unary(unschedulable, pb.UnschedulableReplicasRequest,
-                                          pb.UnschedulableReplicasResponse),
-    })
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "MaxAvailableReplicas": unary(
+                max_replicas, pb.MaxAvailableReplicasRequest, pb.MaxAvailableReplicasResponse
+            ),
+            "MaxAvailableComponentSets": unary(
+                component_sets,
+                pb.MaxAvailableComponentSetsRequest,
+                pb.MaxAvailableComponentSetsResponse,
+            ),
+            "GetUnschedulableReplicas": unary(
+                unschedulable, pb.UnschedulableReplicasRequest, pb.UnschedulableReplicasResponse
+            ),
+        },
+    )
 
 
-def serve_grpc(estimator: Estimator, address: str, port: int, workers: int
-               ) -> tuple[grpc.Server, int]:
+def serve_grpc(
+    estimator: Estimator, address: str, port: int, workers: int
+) -> tuple[grpc.Server, int]:
     """The gRPC server, started; and the port it listens on (0 picks one). OSError when the
     address cannot be bound."""
     server = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="estimator"))
@@ -194,8 +250,7 @@ class _Http(BaseHTTPRequestHandler):
             self._send(200, b"ok", "text/plain")
         elif path == "/readyz":
             ready = snap.read_at is not None
-            self._send(200 if ready else 503, b"ok" if ready else b"no snapshot yet",
-                       "text/plain")
+            self._send(200 if ready else 503, b"ok" if ready else b"no snapshot yet", "text/plain")
         elif path == "/status":
             self._send(200, orjson.dumps(est.status()), "application/json")
         else:

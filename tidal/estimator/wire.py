@@ -93,20 +93,23 @@ def _terms(selector: Any) -> tuple[NodeTerm, ...]:
     def reqs(items: Any) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
         return tuple((r.key, r.operator, tuple(r.values)) for r in items)
 
-    return tuple(NodeTerm(reqs(t.matchExpressions), reqs(t.matchFields))
-                 for t in selector.nodeSelectorTerms)
+    return tuple(
+        NodeTerm(reqs(t.matchExpressions), reqs(t.matchFields)) for t in selector.nodeSelectorTerms
+    )
 
 
-def _claim_parts(claim: Any) -> tuple[dict[str, str], tuple[NodeTerm, ...],
-                                      tuple[Toleration, ...]]:
+def _claim_parts(claim: Any) -> tuple[dict[str, str], tuple[NodeTerm, ...], tuple[Toleration, ...]]:
     pb = messages()
     try:
         if claim.nodeAffinityBytes:
             affinity = _terms(pb.NodeSelector.FromString(claim.nodeAffinityBytes))
         else:
             affinity = _terms(claim.nodeAffinity) if claim.HasField("nodeAffinity") else ()
-        raw = [pb.Toleration.FromString(b) for b in claim.tolerationsBytes] \
-            if claim.tolerationsBytes else list(claim.tolerations)
+        raw = (
+            [pb.Toleration.FromString(b) for b in claim.tolerationsBytes]
+            if claim.tolerationsBytes
+            else list(claim.tolerations)
+        )
     except Exception as exc:  # DecodeError
         raise WireError(f"node claim: {exc}") from None
     tolerations = tuple(Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in raw)

@@ -31,11 +31,19 @@ def key_of(obj: Obj) -> str:
     return f"{namespace}/{meta.get('name')}"
 
 
-def list_bindings(client: KarmadaClient, namespace: str | None = None, *,
-                  cluster_scoped: bool = False, label_selector: str | None = None
-                  ) -> tuple[list[Obj], str]:
-    return list_paged(client, resource(cluster_scoped), None if cluster_scoped else namespace,
-                      label_selector=label_selector)
+def list_bindings(
+    client: KarmadaClient,
+    namespace: str | None = None,
+    *,
+    cluster_scoped: bool = False,
+    label_selector: str | None = None,
+) -> tuple[list[Obj], str]:
+    return list_paged(
+        client,
+        resource(cluster_scoped),
+        None if cluster_scoped else namespace,
+        label_selector=label_selector,
+    )
 
 
 class BindingWatch:
@@ -48,9 +56,15 @@ class BindingWatch:
     select by a set of names), but nothing else is kept.
     """
 
-    def __init__(self, client: KarmadaClient, namespace: str | None = None, *,
-                 cluster_scoped: bool = False, max_watch_seconds: float = 10.0,
-                 keys: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        namespace: str | None = None,
+        *,
+        cluster_scoped: bool = False,
+        max_watch_seconds: float = 10.0,
+        keys: Iterable[str] | None = None,
+    ) -> None:
         self.client = client
         self.namespace = None if cluster_scoped else namespace
         self.res = resource(cluster_scoped)
@@ -86,12 +100,16 @@ class BindingWatch:
         if not self.version:
             self.start()
         timeout = max(1, math.ceil(min(seconds, self.max_watch_seconds)))
-        query: dict[str, Any] = {"resourceVersion": self.version, "timeoutSeconds": timeout,
-                                 "allowWatchBookmarks": True}
+        query: dict[str, Any] = {
+            "resourceVersion": self.version,
+            "timeoutSeconds": timeout,
+            "allowWatchBookmarks": True,
+        }
         self.watches += 1
         try:
-            for event in self.client.stream(self.res, self.res.path(self.namespace), query,
-                                            read_timeout=timeout + 5.0):
+            for event in self.client.stream(
+                self.res, self.res.path(self.namespace), query, read_timeout=timeout + 5.0
+            ):
                 kind = event.get("type")
                 obj = event.get("object") or {}
                 version = (obj.get("metadata") or {}).get("resourceVersion")

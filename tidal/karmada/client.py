@@ -69,8 +69,9 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def path(self, namespace: str | None = None, name: str | None = None,
-             subresource: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"
@@ -86,24 +87,34 @@ def _r(group: str, version: str, plural: str, kind: str, namespaced: bool) -> Re
     return Resource(group, version, plural, kind, namespaced)
 
 
-PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "propagationpolicies",
-                          "PropagationPolicy", True)
-CLUSTER_PROPAGATION_POLICIES = _r("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies",
-                                  "ClusterPropagationPolicy", False)
+PROPAGATION_POLICIES = _r(
+    "policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", True
+)
+CLUSTER_PROPAGATION_POLICIES = _r(
+    "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "ClusterPropagationPolicy", False
+)
 OVERRIDE_POLICIES = _r("policy.karmada.io", "v1alpha1", "overridepolicies", "OverridePolicy", True)
-CLUSTER_OVERRIDE_POLICIES = _r("policy.karmada.io", "v1alpha1", "clusteroverridepolicies",
-                               "ClusterOverridePolicy", False)
+CLUSTER_OVERRIDE_POLICIES = _r(
+    "policy.karmada.io", "v1alpha1", "clusteroverridepolicies", "ClusterOverridePolicy", False
+)
 RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)
-CLUSTER_RESOURCE_BINDINGS = _r("work.karmada.io", "v1alpha2", "clusterresourcebindings",
-                               "ClusterResourceBinding", False)
-WORKLOAD_REBALANCERS = _r("apps.karmada.io", "v1alpha1", "workloadrebalancers",
-                          "WorkloadRebalancer", False)
+CLUSTER_RESOURCE_BINDINGS = _r(
+    "work.karmada.io", "v1alpha2", "clusterresourcebindings", "ClusterResourceBinding", False
+)
+WORKLOAD_REBALANCERS = _r(
+    "apps.karmada.io", "v1alpha1", "workloadrebalancers", "WorkloadRebalancer", False
+)
 CLUSTERS = _r("cluster.karmada.io", "v1alpha1", "clusters", "Cluster", False)
 
 KNOWN: tuple[Resource, ...] = (
-    PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, OVERRIDE_POLICIES,
-    CLUSTER_OVERRIDE_POLICIES, RESOURCE_BINDINGS,
-    CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS,
+    PROPAGATION_POLICIES,
+    CLUSTER_PROPAGATION_POLICIES,
+    OVERRIDE_POLICIES,
+    CLUSTER_OVERRIDE_POLICIES,
+    RESOURCE_BINDINGS,
+    CLUSTER_RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    CLUSTERS,
     _r("apps", "v1", "deployments", "Deployment", True),
     _r("apps", "v1", "statefulsets", "StatefulSet", True),
     _r("apps", "v1", "daemonsets", "DaemonSet", True),
@@ -155,7 +166,9 @@ def _client_from_file(path: str | Path, context: str | None, configuration: Any)
 
     try:
         return config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(path) if path else None, context=context, persist_config=False,
+            config_file=str(path) if path else None,
+            context=context,
+            persist_config=False,
             client_configuration=configuration,
         )
     except config.ConfigException as exc:
@@ -163,14 +176,19 @@ def _client_from_file(path: str | Path, context: str | None, configuration: Any)
     except yaml.YAMLError as exc:  # the client parses the file with PyYAML
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
-        raise KarmadaError(f"kubeconfig {path or '(default)'} is not valid YAML{at}: "
-                           f"{getattr(exc, 'problem', None) or exc}") from exc
+        raise KarmadaError(
+            f"kubeconfig {path or '(default)'} is not valid YAML{at}: "
+            f"{getattr(exc, 'problem', None) or exc}"
+        ) from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise KarmadaError(f"cannot read kubeconfig {path}: "
-                           f"{getattr(exc, 'strerror', None) or exc}") from exc
+        raise KarmadaError(
+            f"cannot read kubeconfig {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from exc
     except (TypeError, AttributeError, KeyError, ValueError) as exc:  # odd shapes
-        raise KarmadaError(f"kubeconfig {path or '(default)'} is not a kubeconfig "
-                           f"(apiVersion v1, kind Config): {exc!r}") from exc
+        raise KarmadaError(
+            f"kubeconfig {path or '(default)'} is not a kubeconfig "
+            f"(apiVersion v1, kind Config): {exc!r}"
+        ) from exc
 
 
 class KarmadaClient:
@@ -210,8 +228,14 @@ class KarmadaClient:
 
     # construction -------------------------------------------------------------------------
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None, context: str | None = None, *,
-                        sources: KubeconfigSources | None = None, **kw: Any) -> KarmadaClient:
+    def from_kubeconfig(
+        cls,
+        path: str | Path | None,
+        context: str | None = None,
+        *,
+        sources: KubeconfigSources | None = None,
+        **kw: Any,
+    ) -> KarmadaClient:
         """A client from the kubeconfig at `path`; with no path, from the first of `sources`
         (the settings' KUBECONFIG, in-cluster, ~/.kube/config) that is there."""
         from kubernetes import client as k8s
@@ -223,7 +247,8 @@ class KarmadaClient:
             found = cls._standard_kubeconfig(sources or _NO_SOURCES)
             if found is None:  # in a pod: its service account
                 config.load_incluster_config(  # type: ignore[no-untyped-call]
-                    client_configuration=configuration)
+                    client_configuration=configuration
+                )
                 return cls(k8s.ApiClient(configuration), **kw)
             path = found
         if path and not Path(path).is_file():
@@ -240,8 +265,10 @@ class KarmadaClient:
             if Path(candidate).expanduser().is_file():
                 return Path(candidate).expanduser()
         if sources.listed:  # as kubectl: a set KUBECONFIG is the only place looked at
-            raise KarmadaError(f"no kubeconfig found: KUBECONFIG={os.pathsep.join(sources.listed)}"
-                               " names no existing file; fix or unset KUBECONFIG")
+            raise KarmadaError(
+                f"no kubeconfig found: KUBECONFIG={os.pathsep.join(sources.listed)}"
+                " names no existing file; fix or unset KUBECONFIG"
+            )
         tried.append("KUBECONFIG (not set)")
         if sources.in_cluster:
             return None
@@ -257,8 +284,9 @@ class KarmadaClient:
         """A client for the settings' kubeconfig, rate-limited as they say."""
         kw.setdefault("limiter", RateLimiter(settings.api.qps, settings.api.burst))
         kw.setdefault("karmada_release", settings.karmada.version)
-        return cls.from_kubeconfig(settings.kubeconfig, settings.context,
-                                   sources=settings.kubeconfig_sources(), **kw)
+        return cls.from_kubeconfig(
+            settings.kubeconfig, settings.context, sources=settings.kubeconfig_sources(), **kw
+        )
 
     def close(self) -> None:
         close = getattr(self.api, "close", None)
@@ -316,12 +344,12 @@ class KarmadaClient:
         """Time left to send an acting write; LeaseLost when there is none."""
         left = gate.seconds_left()
         if left <= 0:
-            raise LeaseLost("this process does not hold its Lease", verb=verb,
-                            resource=resource)
+            raise LeaseLost("this process does not hold its Lease", verb=verb, resource=resource)
         return left
 
-    def _gated_wait(self, gate: WriteGate, verb: str, resource: str
-                    ) -> Callable[[tenacity.RetryCallState], float]:
+    def _gated_wait(
+        self, gate: WriteGate, verb: str, resource: str
+    ) -> Callable[[tenacity.RetryCallState], float]:
         """The retry delay, unless the retry would land after the Lease may have passed on:
         then the write is given up and the holder steps down."""
 
@@ -329,25 +357,33 @@ class KarmadaClient:
             delay = self._delay(state)
             left = gate.seconds_left()
             if delay >= left:
-                why = (f"a retry in {delay:g}s would outlive the Lease "
-                       f"({max(left, 0.0):.1f}s left)")
+                why = f"a retry in {delay:g}s would outlive the Lease ({max(left, 0.0):.1f}s left)"
                 gate.give_up(f"{verb} {resource}: {why}")
                 cause = state.outcome.exception() if state.outcome else None
-                raise LeaseLost(why + "; gave the write up and stepped down", verb=verb,
-                                resource=resource) from cause
+                raise LeaseLost(
+                    why + "; gave the write up and stepped down", verb=verb, resource=resource
+                ) from cause
             return delay
 
         return wait
 
-    def call(self, verb: str, resource: str, fn: Callable[[], T], *,
-             retry_conflict: bool = False) -> T:
+    def call(
+        self, verb: str, resource: str, fn: Callable[[], T], *, retry_conflict: bool = False
+    ) -> T:
         """Run `fn` (one API request) with translation, retries and the request hook.
 
         `retry_conflict`: a 409 may be retried blindly (a write with no resourceVersion)."""
         return self._call(verb, resource, fn, retry_conflict, report_success=True)
 
-    def _call(self, verb: str, resource: str, fn: Callable[[], T], retry_conflict: bool,
-              report_success: bool, gate: WriteGate | None = None) -> T:
+    def _call(
+        self,
+        verb: str,
+        resource: str,
+        fn: Callable[[], T],
+        retry_conflict: bool,
+        report_success: bool,
+        gate: WriteGate | None = None,
+    ) -> T:
         def once() -> T:
             if self.limiter is not None and resource not in UNLIMITED_RESOURCES:
                 self.limiter.wait()  # every attempt, as client-go
@@ -397,8 +433,11 @@ class KarmadaClient:
     ) -> Obj:
         """One JSON request; the decoded object, or a KarmadaError (or LeaseLost: an acting
         write this process may no longer send)."""
-        gate = self.write_gate if method != "GET" and \
-            resource.plural not in UNGATED_RESOURCES else None
+        gate = (
+            self.write_gate
+            if method != "GET" and resource.plural not in UNGATED_RESOURCES
+            else None
+        )
 
         def send() -> Obj:
             timeout = self.request_timeout
@@ -409,13 +448,15 @@ class KarmadaClient:
             code = int(response.status)
             self._observe_date(getattr(response, "headers", None))
             if code >= 400:
-                raise error_for_status(code, data, response.headers, verb=verb,
-                                       resource=resource.plural)
+                raise error_for_status(
+                    code, data, response.headers, verb=verb, resource=resource.plural
+                )
             self._report(verb, resource.plural, code)
             return _expect_kind(_decode(data, verb, resource.plural, code), resource, verb, code)
 
-        return self._call(verb, resource.plural, send, retry_conflict, report_success=False,
-                          gate=gate)
+        return self._call(
+            verb, resource.plural, send, retry_conflict, report_success=False, gate=gate
+        )
 
     def find(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
         """GET one object; None when it does not exist."""
@@ -424,22 +465,37 @@ class KarmadaClient:
         except NotFound:
             return None
 
-    def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-              content_type: str, timeout: float | tuple[float, float] | None) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | tuple[float, float] | None,
+    ) -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         m, url, hdrs, payload, _ = self.api.param_serialize(
-            method=method, resource_path=path, query_params=params, header_params=headers,
-            body=body, auth_settings=["BearerToken"],
+            method=method,
+            resource_path=path,
+            query_params=params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
         )
-        return self.api.call_api(m, url, header_params=hdrs, body=payload,
-                                 _request_timeout=timeout)
+        return self.api.call_api(m, url, header_params=hdrs, body=payload, _request_timeout=timeout)
 
-    def stream(self, resource: Resource, path: str, query: Mapping[str, Any],
-               read_timeout: float,
-               on_open: Callable[[Callable[[], None]], None] | None = None) -> Iterator[Obj]:
+    def stream(
+        self,
+        resource: Resource,
+        path: str,
+        query: Mapping[str, Any],
+        read_timeout: float,
+        on_open: Callable[[Callable[[], None]], None] | None = None,
+    ) -> Iterator[Obj]:
         """A watch: yields decoded event objects line by line until the server ends it.
 
         Raises KarmadaError (Gone for 410) for an error answer; a dropped connection ends
@@ -453,8 +509,9 @@ class KarmadaClient:
             response = self._send("GET", path, q, None, "application/json", (5.0, read_timeout))
             code = int(response.status)
             if code >= 400:
-                raise error_for_status(code, response.read(), response.headers, verb="watch",
-                                       resource=resource.plural)
+                raise error_for_status(
+                    code, response.read(), response.headers, verb="watch", resource=resource.plural
+                )
             self._report("watch", resource.plural, code)
             return response
 
@@ -503,22 +560,27 @@ class KarmadaClient:
         try:
             listing = self.request("get", meta, "GET", path)
         except NotFound as exc:
-            raise NotFound(f"the server does not serve {api_version}", verb="get",
-                           resource=api_version) from exc
+            raise NotFound(
+                f"the server does not serve {api_version}", verb="get", resource=api_version
+            ) from exc
         found: Resource | None = None
         with self._lock:
             for entry in listing.get("resources", []):
                 name = str(entry.get("name", ""))
                 if "/" in name:
                     continue
-                res = Resource(group, version, name, str(entry.get("kind")),
-                               bool(entry.get("namespaced")))
+                res = Resource(
+                    group, version, name, str(entry.get("kind")), bool(entry.get("namespaced"))
+                )
                 self._resources[(api_version, res.kind)] = res
                 if res.kind == kind:
                     found = res
         if found is None:
-            raise NotFound(f"the server does not serve kind {kind} in {api_version}",
-                           verb="get", resource=api_version)
+            raise NotFound(
+                f"the server does not serve kind {kind} in {api_version}",
+                verb="get",
+                resource=api_version,
+            )
         return found
 
 
@@ -544,11 +606,20 @@ def _expect_kind(obj: Obj, resource: Resource, verb: str, code: int) -> Obj:
     """An answer holding another kind than asked for (a misrouting proxy or aggregated API) is
     a bad response, not an empty or odd object to act upon."""
     kind = obj.get("kind")
-    if not kind or not resource.kind or kind in _ALWAYS_ACCEPTED_KINDS \
-            or kind in (resource.kind, resource.kind + "List"):
+    if (
+        not kind
+        or not resource.kind
+        or kind in _ALWAYS_ACCEPTED_KINDS
+        or kind in (resource.kind, resource.kind + "List")
+    ):
         return obj
-    raise BadResponse(f"expected {resource.kind} from {resource.plural}, got {kind}",
-                      code=code, verb=verb, resource=resource.plural, retryable=True)
+    raise BadResponse(
+        f"expected {resource.kind} from {resource.plural}, got {kind}",
+        code=code,
+        verb=verb,
+        resource=resource.plural,
+        retryable=True,
+    )
 
 
 def _decode(data: bytes | str | None, verb: str, resource: str, code: int) -> Obj:
@@ -557,9 +628,18 @@ def _decode(data: bytes | str | None, verb: str, resource: str, code: int) -> Ob
     try:
         obj = orjson.loads(data)  # several times faster than json on large list pages
     except ValueError as exc:
-        raise BadResponse(f"malformed JSON ({len(data)} bytes)", code=code, verb=verb,
-                          resource=resource, retryable=True) from exc
+        raise BadResponse(
+            f"malformed JSON ({len(data)} bytes)",
+            code=code,
+            verb=verb,
+            resource=resource,
+            retryable=True,
+        ) from exc
     if not isinstance(obj, dict):
-        raise BadResponse(f"expected a JSON object, got {type(obj).__name__}", code=code,
-                          verb=verb, resource=resource)
+        raise BadResponse(
+            f"expected a JSON object, got {type(obj).__name__}",
+            code=code,
+            verb=verb,
+            resource=resource,
+        )
     return obj

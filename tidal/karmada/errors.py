@@ -163,8 +163,13 @@ def error_for_status(
         header = headers.get("Retry-After") if hasattr(headers, "get") else None
         retry_after = parse_retry_after(header) if header is not None else retry_after
     cls = _class_of(code, reason)
-    kw: dict[str, Any] = {"code": code, "reason": reason or str(code), "verb": verb,
-                          "resource": resource, "fields": fields}
+    kw: dict[str, Any] = {
+        "code": code,
+        "reason": reason or str(code),
+        "verb": verb,
+        "resource": resource,
+        "fields": fields,
+    }
     if cls is Throttled:
         return Throttled(message, retry_after=retry_after, **kw)
     return cls(message, **kw)
@@ -229,9 +234,13 @@ def translate(exc: BaseException, *, verb: str = "", resource: str = "") -> Karm
     if isinstance(exc, Urllib3Error | ConnectionError | TimeoutError | OSError):
         reason = getattr(exc, "reason", None)  # MaxRetryError wraps the real cause
         cause = reason if isinstance(reason, BaseException) else exc
-        return Unavailable(f"no answer from the API server: {type(cause).__name__}: {cause}",
-                           verb=verb, resource=resource)
+        return Unavailable(
+            f"no answer from the API server: {type(cause).__name__}: {cause}",
+            verb=verb,
+            resource=resource,
+        )
     if isinstance(exc, ValueError):
-        return BadResponse(f"{type(exc).__name__}: {exc}", verb=verb, resource=resource,
-                           retryable=True)
+        return BadResponse(
+            f"{type(exc).__name__}: {exc}", verb=verb, resource=resource, retryable=True
+        )
     return KarmadaError(f"{type(exc).__name__}: {exc}", verb=verb, resource=resource)

@@ -26,8 +26,14 @@ WAVE_FAILED: Final = "WaveFailed"
 FLOOR_BREACHED: Final = "FloorBreached"
 SWITCH_SUCCEEDED: Final = "SwitchSucceeded"
 ROLLED_BACK: Final = "RolledBack"
-REASONS: Final = (SWITCH_STARTED, WAVE_SUCCEEDED, WAVE_FAILED, FLOOR_BREACHED, SWITCH_SUCCEEDED,
-                  ROLLED_BACK)
+REASONS: Final = (
+    SWITCH_STARTED,
+    WAVE_SUCCEEDED,
+    WAVE_FAILED,
+    FLOOR_BREACHED,
+    SWITCH_SUCCEEDED,
+    ROLLED_BACK,
+)
 
 _EVENTS = next(r for r in KNOWN if r.plural == "events" and r.group == "")
 _MAX_MESSAGE: Final = 1024
@@ -57,8 +63,9 @@ class ObjectRef:
 
 def policy_ref(kind: str, name: str, namespace: str | None = None) -> ObjectRef:
     """A reference to a (Cluster)PropagationPolicy."""
-    return ObjectRef("policy.karmada.io/v1alpha1", kind, name,
-                     namespace if kind == "PropagationPolicy" else None)
+    return ObjectRef(
+        "policy.karmada.io/v1alpha1", kind, name, namespace if kind == "PropagationPolicy" else None
+    )
 
 
 def configmap_ref(name: str, namespace: str) -> ObjectRef:
@@ -88,15 +95,18 @@ class EventRecorder:
         self._client: Any = client
         if isinstance(client, KarmadaClient):
             self._client = KarmadaClient(
-                client.api, on_request=client.on_request, retry=RetryPolicy(attempts=1),
+                client.api,
+                on_request=client.on_request,
+                retry=RetryPolicy(attempts=1),
                 request_timeout=timeout_seconds,
             )
         self.component = component
         self.instance = instance
         self._now = now
 
-    def event_body(self, involved: ObjectRef, reason: str, message: str,
-                   event_type: EventType = "Normal") -> dict[str, Any]:
+    def event_body(
+        self, involved: ObjectRef, reason: str, message: str, event_type: EventType = "Normal"
+    ) -> dict[str, Any]:
         """The Event object that `record` would create (exposed for tests and dry runs)."""
         namespace = involved.namespace or _CLUSTER_SCOPED_EVENT_NAMESPACE
         stamp = self._now().astimezone(UTC)
@@ -112,8 +122,10 @@ class EventRecorder:
             "reason": reason,
             "message": message,
             "type": event_type,
-            "source": {"component": self.component, **({"host": self.instance}
-                                                        if self.instance else {})},
+            "source": {
+                "component": self.component,
+                **({"host": self.instance} if self.instance else {}),
+            },
             "reportingComponent": self.component,
             "reportingInstance": self.instance or self.component,
             "firstTimestamp": seconds,
@@ -127,15 +139,17 @@ class EventRecorder:
             return involved
         try:
             resource = self._client.resource_for(involved.api_version, involved.kind)
-            obj = self._client.request("get", resource, "GET",
-                                       resource.path(involved.namespace, involved.name))
+            obj = self._client.request(
+                "get", resource, "GET", resource.path(involved.namespace, involved.name)
+            )
         except Exception:  # gone, or not there yet: the Event still says what happened
             return involved
         uid = (obj.get("metadata") or {}).get("uid")
         return replace(involved, uid=str(uid)) if uid else involved
 
-    def record(self, involved: ObjectRef, reason: str, message: str,
-               event_type: EventType = "Normal") -> bool:
+    def record(
+        self, involved: ObjectRef, reason: str, message: str, event_type: EventType = "Normal"
+    ) -> bool:
         """Create one Event about `involved`; True when the server took it."""
         if not self._may_write():
             log.debug("kube_event_skipped", reason=reason, why="not the acting replica")
@@ -147,10 +161,17 @@ class EventRecorder:
             if not self._may_write():  # asked again: the uid lookup is a round trip
                 log.debug("kube_event_skipped", reason=reason, why="not the acting replica")
                 return False
-            self._client.request("create", _EVENTS, "POST", _EVENTS.path(namespace), body=body,
-                                 query=STRICT)
+            self._client.request(
+                "create", _EVENTS, "POST", _EVENTS.path(namespace), body=body, query=STRICT
+            )
         except Exception as exc:  # best-effort: never let an Event break a switch
-            log.warning("kube_event_failed", reason=reason, kind=involved.kind,
-                        name=involved.name, namespace=involved.namespace, error=str(exc))
+            log.warning(
+                "kube_event_failed",
+                reason=reason,
+                kind=involved.kind,
+                name=involved.name,
+                namespace=involved.namespace,
+                error=str(exc),
+            )
             return False
         return True

@@ -53,8 +53,9 @@ class _Subscriber:
         self._ready = threading.Condition()
 
     def wants(self, obj: Obj) -> bool:
-        return self.namespace is None or \
-            (obj.get("metadata") or {}).get("namespace") == self.namespace
+        return (
+            self.namespace is None or (obj.get("metadata") or {}).get("namespace") == self.namespace
+        )
 
     def put(self, key: str, event: Event) -> None:
         with self._ready:
@@ -73,10 +74,18 @@ class _Subscriber:
 class Informer:
     """A shared, self-healing list+watch of one resource kind across all namespaces."""
 
-    def __init__(self, client: KarmadaClient, res: Resource, *, max_watch_seconds: float = 60.0,
-                 retry_seconds: float = 1.0, sync_timeout: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep, fail_fast: bool = False,
-                 namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        res: Resource,
+        *,
+        max_watch_seconds: float = 60.0,
+        retry_seconds: float = 1.0,
+        sync_timeout: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+        fail_fast: bool = False,
+        namespace: str | None = None,
+    ) -> None:
         self.client, self.res = client, res
         self.namespace = namespace if res.namespaced else None  # None: every namespace
         self.max_watch_seconds = max_watch_seconds
@@ -114,8 +123,9 @@ class Informer:
         with self._lock:
             self._users += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name=f"tidal-informer-{self.res.plural}")
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name=f"tidal-informer-{self.res.plural}"
+                )
                 self._thread.start()
 
     def release(self) -> None:
@@ -151,12 +161,20 @@ class Informer:
                 with self._lock:
                     self.error = exc
                     self._synced.notify_all()
-                log.warning("shared_watch_failed", resource=self.res.plural, error=str(exc),
-                            error_class=type(exc).__name__)
+                log.warning(
+                    "shared_watch_failed",
+                    resource=self.res.plural,
+                    error=str(exc),
+                    error_class=type(exc).__name__,
+                )
                 self._sleep(self.retry_seconds)
             except Exception as exc:  # a bug must not silently stop every switch's watch
-                log.exception("shared_watch_failed", resource=self.res.plural,
-                              error=str(exc)[:500], error_class=type(exc).__name__)
+                log.exception(
+                    "shared_watch_failed",
+                    resource=self.res.plural,
+                    error=str(exc)[:500],
+                    error_class=type(exc).__name__,
+                )
                 with self._lock:
                     self._is_synced = False  # list afresh: the cache may have missed events
                 self._sleep(self.retry_seconds)
@@ -169,8 +187,9 @@ class Informer:
             self._cache, self.version, self._is_synced = fresh, version, True
             self.lists += 1
             self.error = None
-            changed: list[Event] = [(obj, False) for key, obj in fresh.items()
-                                    if old.get(key) != obj]
+            changed: list[Event] = [
+                (obj, False) for key, obj in fresh.items() if old.get(key) != obj
+            ]
             changed += [(obj, True) for key, obj in old.items() if key not in fresh]
             for obj, deleted in changed:
                 self._publish(key_of(obj), obj, deleted)
@@ -179,8 +198,11 @@ class Informer:
 
     def _watch(self) -> None:
         timeout = max(1, int(self.max_watch_seconds))
-        query: dict[str, Any] = {"resourceVersion": self.version, "timeoutSeconds": timeout,
-                                 "allowWatchBookmarks": True}
+        query: dict[str, Any] = {
+            "resourceVersion": self.version,
+            "timeoutSeconds": timeout,
+            "allowWatchBookmarks": True,
+        }
         self.watches += 1
 
         def opened(end: Callable[[], None]) -> None:
@@ -190,8 +212,13 @@ class Informer:
             if gone:  # released while the watch was opening
                 end()
 
-        for event in self.client.stream(self.res, self.res.path(self.namespace), query,
-                                        read_timeout=timeout + 5.0, on_open=opened):
+        for event in self.client.stream(
+            self.res,
+            self.res.path(self.namespace),
+            query,
+            read_timeout=timeout + 5.0,
+            on_open=opened,
+        ):
             obj = event.get("object") or {}
             with self._lock:
                 version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -244,15 +271,22 @@ class Informer:
     # --- readers ----------------------------------------------------------------------------
     def _wait_synced(self) -> None:
         """Wait for the first listing (the lock is held); its error if it does not come."""
-        if not self._synced.wait_for(
+        if (
+            not self._synced.wait_for(
                 lambda: self._is_synced or (self.fail_fast and self.error is not None),
-                self.sync_timeout) or not self._is_synced:
+                self.sync_timeout,
+            )
+            or not self._is_synced
+        ):
             raise self.error or KarmadaError(
-                f"the shared {self.res.plural} cache did not fill within "
-                f"{self.sync_timeout:g}s", verb="list", resource=self.res.plural)
+                f"the shared {self.res.plural} cache did not fill within {self.sync_timeout:g}s",
+                verb="list",
+                resource=self.res.plural,
+            )
 
-    def subscribe(self, namespace: str | None, keys: Iterable[str] | None = None
-                  ) -> tuple[dict[str, Obj], _Subscriber]:
+    def subscribe(
+        self, namespace: str | None, keys: Iterable[str] | None = None
+    ) -> tuple[dict[str, Obj], _Subscriber]:
         """The cache (of one namespace, or all) and a queue of every later change, taken at
         one instant so no change falls between them. With `keys` ("namespace/name"), only
         those: a key not cached yet gets its later events, a deleted one its deletion."""
@@ -267,11 +301,15 @@ class Informer:
             else:
                 token, released = next(self._tokens), self._released
                 self._keyed[token] = weakref.ref(
-                    subscriber, lambda _ref: released.append((token, wanted)))
+                    subscriber, lambda _ref: released.append((token, wanted))
+                )
                 for key in wanted:
                     self._by_key[key] = (*self._by_key.get(key, ()), token)
-                snapshot = {k: o for k in wanted
-                            if (o := self._cache.get(k)) is not None and subscriber.wants(o)}
+                snapshot = {
+                    k: o
+                    for k in wanted
+                    if (o := self._cache.get(k)) is not None and subscriber.wants(o)
+                }
         return snapshot, subscriber
 
     def wait_changed(self, version: str, timeout: float) -> bool:
@@ -284,17 +322,25 @@ class Informer:
         """The cached objects (of one namespace, or all)."""
         with self._lock:
             self._wait_synced()
-            return [o for o in self._cache.values() if namespace is None or
-                    (o.get("metadata") or {}).get("namespace") == namespace]
+            return [
+                o
+                for o in self._cache.values()
+                if namespace is None or (o.get("metadata") or {}).get("namespace") == namespace
+            ]
 
 
 class SharedBindingView(BindingWatch):
     """A BindingWatch served from an Informer: no request of its own."""
 
-    def __init__(self, informer: Informer, namespace: str | None,
-                 keys: Iterable[str] | None = None) -> None:
-        super().__init__(informer.client, namespace,
-                         cluster_scoped=informer.res is CLUSTER_RESOURCE_BINDINGS, keys=keys)
+    def __init__(
+        self, informer: Informer, namespace: str | None, keys: Iterable[str] | None = None
+    ) -> None:
+        super().__init__(
+            informer.client,
+            namespace,
+            cluster_scoped=informer.res is CLUSTER_RESOURCE_BINDINGS,
+            keys=keys,
+        )
         self.informer = informer
         self._subscriber: _Subscriber | None = None
 
@@ -328,8 +374,9 @@ class SharedReads:
     """The informers of one daemon (bindings, cluster bindings, clusters), each started on
     first use while at least one switch is `in_use`, stopped when the last one ends."""
 
-    def __init__(self, client: KarmadaClient, *, private: bool = False,
-                 **informer_settings: Any) -> None:
+    def __init__(
+        self, client: KarmadaClient, *, private: bool = False, **informer_settings: Any
+    ) -> None:
         # private: the informers of one run alone (tidal.engine.switch), where a check that
         # must see the latest state before acting lists afresh as such a run always did
         self.private = private
@@ -339,8 +386,10 @@ class SharedReads:
         # the daemon's: one per kind, across namespaces; a run alone's bindings: one per
         # namespace it reads (what its waves listed before; a hundred runs at once do not
         # each hold every namespace's bindings), keyed "plural/namespace"
-        self.informers = {res.plural: Informer(client, res, **informer_settings)
-                          for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)}
+        self.informers = {
+            res.plural: Informer(client, res, **informer_settings)
+            for res in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)
+        }
         self._lock = threading.Lock()
         self._runs = 0
         self._started: set[str] = set()
@@ -373,8 +422,13 @@ class SharedReads:
                 informer.acquire()
         return informer
 
-    def binding_watch(self, namespace: str | None, *, cluster_scoped: bool = False,
-                      keys: Iterable[str] | None = None) -> BindingWatch:
+    def binding_watch(
+        self,
+        namespace: str | None,
+        *,
+        cluster_scoped: bool = False,
+        keys: Iterable[str] | None = None,
+    ) -> BindingWatch:
         """A view of the namespace's bindings (or all), or of only `keys` among them."""
         res = CLUSTER_RESOURCE_BINDINGS if cluster_scoped else RESOURCE_BINDINGS
         scope = None if cluster_scoped else namespace

@@ -31,8 +31,14 @@ RIC_API_VERSION = "config.karmada.io/v1alpha1"
 RIC_KIND = "ResourceInterpreterCustomization"
 RIC_GROUP, RIC_PLURAL = "config.karmada.io", "resourceinterpretercustomizations"
 REPLICA_RESOURCE, REPLICA_REVISION = "replicaResource", "replicaRevision"
-BUILTIN_REPLICA_KINDS = frozenset({("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"),
-                                   ("apps/v1", "ReplicaSet"), ("batch/v1", "Job")})
+BUILTIN_REPLICA_KINDS = frozenset(
+    {
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
+    }
+)
 DEFAULT_REPLICA_PATHS = ("/spec/replicas",)
 _PROBES = (7919, 104729)  # unlikely to be in a template already
 _TIMEOUT_SECONDS = 1.0
@@ -88,8 +94,9 @@ def merge_customizations(items: list[Obj]) -> dict[tuple[str, str], KindScripts]
     return {k: KindScripts(k[0], k[1], v) for k, v in merged.items()}
 
 
-def replica_paths(template: Obj, scripts: KindScripts | None, *,
-                  timeout: float = _TIMEOUT_SECONDS) -> tuple[str, ...]:
+def replica_paths(
+    template: Obj, scripts: KindScripts | None, *, timeout: float = _TIMEOUT_SECONDS
+) -> tuple[str, ...]:
     """JSON pointers of the fields Karmada's replica revision writes for this template."""
     api_version, kind = str(template.get("apiVersion", "")), str(template.get("kind", ""))
     if scripts is None or not scripts.has(REPLICA_REVISION):
@@ -98,28 +105,35 @@ def replica_paths(template: Obj, scripts: KindScripts | None, *,
         raise ReplicaFieldError(
             f"{kind} ({api_version}): no ResourceInterpreterCustomization gives it a "
             f"{REPLICA_REVISION} script, so Karmada cannot set its member replicas; add one, "
-            "or switch it without surge")
+            "or switch it without surge"
+        )
     body = {k: v for k, v in template.items() if k != "status"}
     found: set[str] | None = None
     for probe in _PROBES:
         try:
             revised = _revise(scripts.scripts[REPLICA_REVISION], body, probe, timeout)
         except _ScriptError as exc:
-            raise ReplicaFieldError(f"{kind} ({api_version}): its {REPLICA_REVISION} script "
-                                    f"fails on {_name(template)}: {exc}") from None
+            raise ReplicaFieldError(
+                f"{kind} ({api_version}): its {REPLICA_REVISION} script "
+                f"fails on {_name(template)}: {exc}"
+            ) from None
         paths = {path for path, value in _leaves(revised) if value == probe}
         found = paths if found is None else found & paths
     if not found:
         raise ReplicaFieldError(
             f"{kind} ({api_version}): its {REPLICA_REVISION} script writes the replica count "
-            f"to no field of {_name(template)}; fix the script, or switch it without surge")
+            f"to no field of {_name(template)}; fix the script, or switch it without surge"
+        )
     return tuple(sorted(found))
 
 
 def _name(template: Obj) -> str:
     meta = template.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+    return (
+        f"{meta.get('namespace')}/{meta.get('name')}"
+        if meta.get("namespace")
         else str(meta.get("name"))
+    )
 
 
 def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -159,8 +173,11 @@ def _revise(script: str, obj: Obj, replicas: int, timeout: float) -> Any:
     from lupa import lua51  # imported on use: only switches of customized kinds need Lua
 
     with _lock:
-        options: dict[str, Any] = {"unpack_returned_tuples": False, "register_eval": False,
-                                   "register_builtins": False}
+        options: dict[str, Any] = {
+            "unpack_returned_tuples": False,
+            "register_eval": False,
+            "register_builtins": False,
+        }
         lua: Any = lua51.LuaRuntime(**options)
         sandbox: Any = lua.execute(_SANDBOX)
         arm, disarm = sandbox

@@ -19,14 +19,23 @@ def get_lease(client: KarmadaClient, namespace: str, name: str) -> Obj | None:
 
 def create_lease(client: KarmadaClient, namespace: str, name: str, spec: Obj) -> Obj:
     """Create the Lease (AlreadyExists when another replica created it first)."""
-    body = {"apiVersion": LEASES.api_version, "kind": "Lease",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
-    return client.request("create", LEASES, "POST", LEASES.path(namespace), body=body,
-                          query=STRICT)
+    body = {
+        "apiVersion": LEASES.api_version,
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return client.request("create", LEASES, "POST", LEASES.path(namespace), body=body, query=STRICT)
 
 
 def update_lease(client: KarmadaClient, lease: Obj) -> Obj:
     """Replace the Lease; its metadata.resourceVersion makes a stale write a Conflict."""
     meta = lease["metadata"]
-    return client.request("update", LEASES, "PUT", LEASES.path(meta["namespace"], meta["name"]),
-                          body=lease, query=STRICT)
+    return client.request(
+        "update",
+        LEASES,
+        "PUT",
+        LEASES.path(meta["namespace"], meta["name"]),
+        body=lease,
+        query=STRICT,
+    )

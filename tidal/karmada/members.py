@@ -28,8 +28,9 @@ class Proxied(Resource):
 
     cluster: str = ""
 
-    def path(self, namespace: str | None = None, name: str | None = None,
-             subresource: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
         return PROXY.format(cluster=self.cluster) + super().path(namespace, name, subresource)
 
 
@@ -88,17 +89,28 @@ def node_views(nodes: Iterable[Obj], pods: Iterable[Obj]) -> tuple[NodeView, ...
     return tuple(_node_view(node, requested, counts) for node in nodes)
 
 
-def _node_view(node: Obj, requested: dict[str, dict[str, float]],
-               counts: dict[str, int]) -> NodeView:
+def _node_view(
+    node: Obj, requested: dict[str, dict[str, float]], counts: dict[str, int]
+) -> NodeView:
     meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
     name = str(meta.get("name"))
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                for c in status.get("conditions") or [])
-    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "")),
-                         str(t.get("effect", ""))) for t in spec.get("taints") or [])
-    return NodeView(name, dict(meta.get("labels") or {}),
-                    _resources(status.get("allocatable")), requested.get(name, {}),
-                    counts.get(name, 0), ready and not spec.get("unschedulable"), taints)
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    taints = tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+        for t in spec.get("taints") or []
+    )
+    return NodeView(
+        name,
+        dict(meta.get("labels") or {}),
+        _resources(status.get("allocatable")),
+        requested.get(name, {}),
+        counts.get(name, 0),
+        ready and not spec.get("unschedulable"),
+        taints,
+    )
 
 
 def quota_view(obj: Obj) -> QuotaView:
@@ -110,21 +122,26 @@ def quota_view(obj: Obj) -> QuotaView:
     return QuotaView(str((obj.get("metadata") or {}).get("name")), hard, used)
 
 
-def read_member(client: KarmadaClient, cluster: str, *, nodes: bool,
-                namespaces: Iterable[str]) -> MemberView:
+def read_member(
+    client: KarmadaClient, cluster: str, *, nodes: bool, namespaces: Iterable[str]
+) -> MemberView:
     """One read of `cluster` through the proxy: its nodes and pods (when `nodes`), and the
     ResourceQuotas of `namespaces`. Raises KarmadaError when the member cannot be read."""
     sent = 0
     views: tuple[NodeView, ...] | None = None
     if nodes:
         node_objs, _ = list_paged(client, _on(cluster, "nodes", "Node", False))
-        pod_objs, _ = list_paged(client, _on(cluster, "pods", "Pod", True),
-                                 field_selector="status.phase!=Succeeded,status.phase!=Failed")
+        pod_objs, _ = list_paged(
+            client,
+            _on(cluster, "pods", "Pod", True),
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+        )
         views, sent = node_views(node_objs, pod_objs), sent + 2
     quotas: dict[str, tuple[QuotaView, ...]] = {}
     for namespace in sorted(set(namespaces)):
-        objs, _ = list_paged(client, _on(cluster, "resourcequotas", "ResourceQuota", True),
-                             namespace)
+        objs, _ = list_paged(
+            client, _on(cluster, "resourcequotas", "ResourceQuota", True), namespace
+        )
         quotas[namespace] = tuple(quota_view(o) for o in objs)
         sent += 1
     return MemberView(views, quotas, sent)

@@ -67,9 +67,13 @@ class Owner:
             raise ValueError(f"override owner wave {self.wave}: must be 0 or more")
 
     def labels(self) -> dict[str, str]:
-        return {LABEL_MANAGED_BY: MANAGER, LABEL_SCHEDULE: label_value(self.schedule),
-                LABEL_RUN: label_value(self.run_id), LABEL_WAVE: str(self.wave),
-                LABEL_DIRECTION: "back" if self.back else "forward"}
+        return {
+            LABEL_MANAGED_BY: MANAGER,
+            LABEL_SCHEDULE: label_value(self.schedule),
+            LABEL_RUN: label_value(self.run_id),
+            LABEL_WAVE: str(self.wave),
+            LABEL_DIRECTION: "back" if self.back else "forward",
+        }
 
     def annotations(self) -> dict[str, str]:
         return {LABEL_SCHEDULE: self.schedule, LABEL_RUN: self.run_id, PURPOSE: "surge"}
@@ -109,10 +113,16 @@ class OverrideRef:
     @classmethod
     def parse(cls, text: str) -> OverrideRef:
         parts = text.split("/")
-        if len(parts) != 3 or parts[0] not in (OP_KIND, COP_KIND) or not parts[2] \
-                or bool(parts[1]) != (parts[0] == OP_KIND):
-            raise ValueError(f"override reference {text!r}: expected OverridePolicy/<namespace>/"
-                             "<name> or ClusterOverridePolicy//<name>")
+        if (
+            len(parts) != 3
+            or parts[0] not in (OP_KIND, COP_KIND)
+            or not parts[2]
+            or bool(parts[1]) != (parts[0] == OP_KIND)
+        ):
+            raise ValueError(
+                f"override reference {text!r}: expected OverridePolicy/<namespace>/"
+                "<name> or ClusterOverridePolicy//<name>"
+            )
         return cls(parts[0], parts[1], parts[2])
 
     @property
@@ -135,23 +145,31 @@ class ReplicaOverride:
     def __post_init__(self) -> None:
         where = f"override {self.name!r}"
         if not self.paths or not all(p.startswith("/") and len(p) > 1 for p in self.paths):
-            raise ValueError(f"{where}: replica paths {list(self.paths)} must be JSON "
-                             "pointers such as /spec/replicas")
+            raise ValueError(
+                f"{where}: replica paths {list(self.paths)} must be JSON "
+                "pointers such as /spec/replicas"
+            )
         if not _NAME.match(self.name):
-            raise ValueError(f"{where}: the name must be a DNS subdomain (lower case letters, "
-                             "digits, '-', '.'; at most 253)")
+            raise ValueError(
+                f"{where}: the name must be a DNS subdomain (lower case letters, "
+                "digits, '-', '.'; at most 253)"
+            )
         if not self.templates:
             raise ValueError(f"{where}: select at least one template")
         namespaces = {t.namespace for t in self.templates}
         if len(namespaces) != 1:
-            raise ValueError(f"{where}: templates span namespaces {sorted(namespaces)}; make "
-                             "one override per namespace (cluster-scoped ones apart)")
+            raise ValueError(
+                f"{where}: templates span namespaces {sorted(namespaces)}; make "
+                "one override per namespace (cluster-scoped ones apart)"
+            )
         if not self.replicas:
             raise ValueError(f"{where}: set replicas for at least one cluster")
         for cluster, count in self.replicas.items():
             if not cluster or not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise ValueError(f"{where}: replicas for cluster {cluster!r} must be a whole "
-                                 f"number >= 0, got {count!r}")
+                raise ValueError(
+                    f"{where}: replicas for cluster {cluster!r} must be a whole "
+                    f"number >= 0, got {count!r}"
+                )
 
     @property
     def namespace(self) -> str:
@@ -180,26 +198,46 @@ def manifest(override: ReplicaOverride) -> Obj:
     by_count: dict[int, list[str]] = {}
     for cluster, count in sorted(override.replicas.items()):
         by_count.setdefault(count, []).append(cluster)
-    rules = [{"targetCluster": {"clusterNames": clusters},
-              "overriders": {"plaintext": [
-                  {"path": path, "operator": "replace", "value": count}
-                  for path in override.paths]}}
-             for count, clusters in sorted(by_count.items(), key=lambda kv: kv[1])]
-    meta: Obj = {"name": ref.name, "labels": override.owner.labels(),
-                 "annotations": override.owner.annotations()}
+    rules = [
+        {
+            "targetCluster": {"clusterNames": clusters},
+            "overriders": {
+                "plaintext": [
+                    {"path": path, "operator": "replace", "value": count} for path in override.paths
+                ]
+            },
+        }
+        for count, clusters in sorted(by_count.items(), key=lambda kv: kv[1])
+    ]
+    meta: Obj = {
+        "name": ref.name,
+        "labels": override.owner.labels(),
+        "annotations": override.owner.annotations(),
+    }
     if ref.namespace:
         meta["namespace"] = ref.namespace
-    return {"apiVersion": ref.resource.api_version, "kind": ref.kind, "metadata": meta,
-            "spec": {"resourceSelectors": selectors, "overrideRules": rules}}
+    return {
+        "apiVersion": ref.resource.api_version,
+        "kind": ref.kind,
+        "metadata": meta,
+        "spec": {"resourceSelectors": selectors, "overrideRules": rules},
+    }
 
 
-def create_override(client: KarmadaClient, override: ReplicaOverride, *,
-                    dry_run: bool = False) -> OverrideView:
+def create_override(
+    client: KarmadaClient, override: ReplicaOverride, *, dry_run: bool = False
+) -> OverrideView:
     """Create it (AlreadyExists if it is there); a dry run is validated, never stored."""
     res = override.ref.resource
     query = {**STRICT, "dryRun": "All"} if dry_run else STRICT
-    created = client.request("create", res, "POST", res.path(override.namespace or None),
-                             body=manifest(override), query=query)
+    created = client.request(
+        "create",
+        res,
+        "POST",
+        res.path(override.namespace or None),
+        body=manifest(override),
+        query=query,
+    )
     return OverrideView.of(created)
 
 
@@ -216,8 +254,9 @@ def replace_override(client: KarmadaClient, override: ReplicaOverride) -> Overri
         for part in ("labels", "annotations"):
             meta[part] = {**(meta.get(part) or {}), **wanted["metadata"][part]}
         try:
-            replaced = client.request("update", ref.resource, "PUT", path,
-                                      body={**wanted, "metadata": meta}, query=STRICT)
+            replaced = client.request(
+                "update", ref.resource, "PUT", path, body={**wanted, "metadata": meta}, query=STRICT
+            )
         except Conflict:
             conflicts += 1
             if conflicts >= _REPLACE_ATTEMPTS:
@@ -243,29 +282,36 @@ def get_override(client: KarmadaClient, ref: OverrideRef) -> OverrideView | None
 def delete_override(client: KarmadaClient, ref: OverrideRef) -> bool:
     """Delete it; False when it was already gone."""
     try:
-        client.request("delete", ref.resource, "DELETE",
-                       ref.resource.path(ref.namespace or None, ref.name))
+        client.request(
+            "delete", ref.resource, "DELETE", ref.resource.path(ref.namespace or None, ref.name)
+        )
     except NotFound:
         return False
     return True
 
 
-def owner_selector(schedule: str | None = None, run_id: str | None = None,
-                   wave: int | None = None, back: bool | None = None) -> str:
+def owner_selector(
+    schedule: str | None = None,
+    run_id: str | None = None,
+    wave: int | None = None,
+    back: bool | None = None,
+) -> str:
     """The label selector of tidal's overrides, narrowed to a schedule, run, wave and
     direction."""
     parts = [f"{LABEL_MANAGED_BY}={MANAGER}"]
     direction = None if back is None else "back" if back else "forward"
-    for label, value in ((LABEL_SCHEDULE, schedule), (LABEL_RUN, run_id),
-                         (LABEL_WAVE, None if wave is None else str(wave)),
-                         (LABEL_DIRECTION, direction)):
+    for label, value in (
+        (LABEL_SCHEDULE, schedule),
+        (LABEL_RUN, run_id),
+        (LABEL_WAVE, None if wave is None else str(wave)),
+        (LABEL_DIRECTION, direction),
+    ):
         if value is not None:
             parts.append(f"{label}={label_value(value)}")
     return ",".join(parts)
 
 
-def delete_owned(client: KarmadaClient, owner: Owner, namespace: str | None
-                 ) -> list[OverrideRef]:
+def delete_owned(client: KarmadaClient, owner: Owner, namespace: str | None) -> list[OverrideRef]:
     """Delete every override of `owner` (its wave and direction) in `namespace` (None: the
     ClusterOverridePolicies) in one request (deletecollection by the owner labels, which
     select nothing of another run, wave or direction); the ones deleted. Forbidden where
@@ -273,16 +319,24 @@ def delete_owned(client: KarmadaClient, owner: Owner, namespace: str | None
     res = OVERRIDE_POLICIES if namespace else CLUSTER_OVERRIDE_POLICIES
     kind = OP_KIND if namespace else COP_KIND
     selector = owner_selector(owner.schedule, owner.run_id, owner.wave, owner.back)
-    answer = client.request("deletecollection", res, "DELETE", res.path(namespace),
-                            query={"labelSelector": selector})
-    return [OverrideRef(kind, namespace or "", str((item.get("metadata") or {}).get("name")))
-            for item in answer.get("items") or []]
+    answer = client.request(
+        "deletecollection", res, "DELETE", res.path(namespace), query={"labelSelector": selector}
+    )
+    return [
+        OverrideRef(kind, namespace or "", str((item.get("metadata") or {}).get("name")))
+        for item in answer.get("items") or []
+    ]
 
 
-def list_overrides(client: KarmadaClient, *, schedule: str | None = None,
-                   run_id: str | None = None, wave: int | None = None,
-                   namespaces: Iterable[str] | None = None,
-                   cluster_scoped: bool = True) -> list[OverrideView]:
+def list_overrides(
+    client: KarmadaClient,
+    *,
+    schedule: str | None = None,
+    run_id: str | None = None,
+    wave: int | None = None,
+    namespaces: Iterable[str] | None = None,
+    cluster_scoped: bool = True,
+) -> list[OverrideView]:
     """tidal's overrides found by their owner labels: OverridePolicies in `namespaces` (None:
     every namespace, one cluster-wide list), then ClusterOverridePolicies unless
     `cluster_scoped` is False. Sorted by kind, namespace, name."""

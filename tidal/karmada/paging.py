@@ -9,17 +9,26 @@ from tidal.karmada.client import KarmadaClient, Obj, Resource
 PAGE_SIZE = 500
 
 
-def list_paged(client: KarmadaClient, res: Resource, namespace: str | None = None, *,
-               label_selector: str | None = None, field_selector: str | None = None,
-               page_size: int = PAGE_SIZE) -> tuple[list[Obj], str]:
+def list_paged(
+    client: KarmadaClient,
+    res: Resource,
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    page_size: int = PAGE_SIZE,
+) -> tuple[list[Obj], str]:
     """Every object matching the selectors, page by page; and the list's resourceVersion."""
     items: list[Obj] = []
     token: str | None = None
     version = ""
     while True:
-        query: dict[str, Any] = {"limit": page_size, "continue": token,
-                                 "labelSelector": label_selector or None,
-                                 "fieldSelector": field_selector or None}
+        query: dict[str, Any] = {
+            "limit": page_size,
+            "continue": token,
+            "labelSelector": label_selector or None,
+            "fieldSelector": field_selector or None,
+        }
         page = client.request("list", res, "GET", res.path(namespace), query=query)
         items.extend(page.get("items") or [])
         meta = page.get("metadata") or {}

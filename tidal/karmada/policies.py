@@ -31,15 +31,21 @@ def get_policy(client: KarmadaClient, kind: str, name: str, namespace: str | Non
     return client.request("get", res, "GET", res.path(namespace, name))
 
 
-def find_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None
-                ) -> Obj | None:
+def find_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None) -> Obj | None:
     """The policy, or None when it does not exist."""
     return client.find(resource(kind), namespace, name)
 
 
-def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None,
-                 patch: dict[str, Any], resource_version: str | None = None, *,
-                 dry_run: bool = False) -> Obj:
+def patch_policy(
+    client: KarmadaClient,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    patch: dict[str, Any],
+    resource_version: str | None = None,
+    *,
+    dry_run: bool = False,
+) -> Obj:
     """JSON merge patch with strict field validation; with a resourceVersion the server
     refuses it (Conflict) if stale; a dry run is validated and defaulted, never stored."""
     body = dict(patch)
@@ -48,9 +54,16 @@ def patch_policy(client: KarmadaClient, kind: str, name: str, namespace: str | N
         meta["resourceVersion"] = resource_version
         body["metadata"] = meta
     res = resource(kind)
-    return client.request("patch", res, "PATCH", res.path(namespace, name), body=body,
-                          content_type=MERGE_PATCH, query=DRY_RUN if dry_run else STRICT,
-                          retry_conflict=dry_run)  # a dry run has no resourceVersion to honour
+    return client.request(
+        "patch",
+        res,
+        "PATCH",
+        res.path(namespace, name),
+        body=body,
+        content_type=MERGE_PATCH,
+        query=DRY_RUN if dry_run else STRICT,
+        retry_conflict=dry_run,
+    )  # a dry run has no resourceVersion to honour
 
 
 def create_policy(client: KarmadaClient, manifest: Obj, *, dry_run: bool = False) -> Obj:
@@ -58,8 +71,14 @@ def create_policy(client: KarmadaClient, manifest: Obj, *, dry_run: bool = False
     kind = str(manifest.get("kind"))
     res = resource(kind)
     namespace = (manifest.get("metadata") or {}).get("namespace")
-    return client.request("create", res, "POST", res.path(namespace), body=manifest,
-                          query=DRY_RUN if dry_run else STRICT)
+    return client.request(
+        "create",
+        res,
+        "POST",
+        res.path(namespace),
+        body=manifest,
+        query=DRY_RUN if dry_run else STRICT,
+    )
 
 
 def delete_policy(client: KarmadaClient, kind: str, name: str, namespace: str | None) -> bool:

@@ -17,9 +17,14 @@ from collections.abc import Callable
 class RateLimiter:
     """A thread-safe token bucket; time and sleep are parameters (fake clocks in tests)."""
 
-    def __init__(self, qps: float, burst: int, *,
-                 monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError(f"a rate limit needs qps > 0 and burst >= 1 (got {qps}, {burst})")
         self.qps, self.burst = float(qps), burst

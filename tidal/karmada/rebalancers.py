@@ -10,21 +10,31 @@ from tidal.karmada.errors import AlreadyExists, NotFound
 from tidal.karmada.objects import RebalancerWorkload, WorkloadRebalancer
 
 
-def create_rebalancer(client: KarmadaClient, name: str, workloads: Sequence[RebalancerWorkload],
-                      *, ttl_seconds: int | None = 300, labels: dict[str, str] | None = None,
-                      annotations: dict[str, str] | None = None) -> WorkloadRebalancer:
+def create_rebalancer(
+    client: KarmadaClient,
+    name: str,
+    workloads: Sequence[RebalancerWorkload],
+    *,
+    ttl_seconds: int | None = 300,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> WorkloadRebalancer:
     """Create it; if it already exists (a retried create, a resume) return the existing one."""
     spec: dict[str, object] = {"workloads": [dict(w) for w in workloads]}
     if ttl_seconds is not None:
         spec["ttlSecondsAfterFinished"] = ttl_seconds
-    body = {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": "WorkloadRebalancer",
-            "metadata": {"name": name, "labels": labels or {},
-                         "annotations": annotations or {}}, "spec": spec}
+    body = {
+        "apiVersion": WORKLOAD_REBALANCERS.api_version,
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+        "spec": spec,
+    }
     res = WORKLOAD_REBALANCERS
     try:
-        return cast(WorkloadRebalancer,
-                    client.request("create", res, "POST", res.path(), body=body,
-                                   query=STRICT))
+        return cast(
+            WorkloadRebalancer,
+            client.request("create", res, "POST", res.path(), body=body, query=STRICT),
+        )
     except AlreadyExists:
         return get_rebalancer(client, name)
 
@@ -47,6 +57,7 @@ def delete_labelled(client: KarmadaClient, selector: str) -> list[str]:
     """Delete every rebalancer `selector` selects in one request (deletecollection); the names
     deleted. Forbidden where the RBAC does not grant deletecollection."""
     res = WORKLOAD_REBALANCERS
-    answer = client.request("deletecollection", res, "DELETE", res.path(),
-                            query={"labelSelector": selector})
+    answer = client.request(
+        "deletecollection", res, "DELETE", res.path(), query={"labelSelector": selector}
+    )
     return [str((item.get("metadata") or {}).get("name")) for item in answer.get("items") or []]

@@ -23,8 +23,9 @@ def published_schemas(client: KarmadaClient, kinds: tuple[str, ...]) -> dict[str
     Empty when the server publishes no OpenAPI v3 for the group (404) or the document lacks
     the kinds; other API errors propagate (KarmadaError)."""
     try:
-        document = client.request("get openapi", _DOCUMENT, "GET",
-                                  f"/openapi/v3/apis/{POLICY_GROUP_VERSION}")
+        document = client.request(
+            "get openapi", _DOCUMENT, "GET", f"/openapi/v3/apis/{POLICY_GROUP_VERSION}"
+        )
     except NotFound:
         return {}
     components = (document.get("components") or {}).get("schemas") or {}
@@ -40,9 +41,10 @@ def _kind_of(schema: Any) -> str | None:
     if not isinstance(schema, dict):
         return None
     for gvk in schema.get("x-kubernetes-group-version-kind") or []:
-        if isinstance(gvk, dict) and f"{gvk.get('group')}/{gvk.get('version')}" == \
-                POLICY_GROUP_VERSION:
+        if (
+            isinstance(gvk, dict)
+            and f"{gvk.get('group')}/{gvk.get('version')}" == POLICY_GROUP_VERSION
+        ):
             kind = gvk.get("kind")
             return str(kind) if kind else None
     return None
-

@@ -24,27 +24,42 @@ def get_configmap(client: KarmadaClient, namespace: str, name: str) -> Obj | Non
 
 def list_configmaps(client: KarmadaClient, namespace: str, label_selector: str) -> list[Obj]:
     """ConfigMaps in the namespace matching the selector (paged)."""
-    items, _ = list_paged(client, CONFIGMAPS, namespace, label_selector=label_selector,
-                          page_size=200)
+    items, _ = list_paged(
+        client, CONFIGMAPS, namespace, label_selector=label_selector, page_size=200
+    )
     return items
 
 
-def create_configmap(client: KarmadaClient, namespace: str, name: str, data: dict[str, str],
-                     labels: dict[str, str] | None = None) -> Obj:
+def create_configmap(
+    client: KarmadaClient,
+    namespace: str,
+    name: str,
+    data: dict[str, str],
+    labels: dict[str, str] | None = None,
+) -> Obj:
     """Create the ConfigMap (AlreadyExists when another writer created it first)."""
-    body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "data": data}
-    return client.request("create", CONFIGMAPS, "POST", CONFIGMAPS.path(namespace), body=body,
-                          query=STRICT)
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "data": data,
+    }
+    return client.request(
+        "create", CONFIGMAPS, "POST", CONFIGMAPS.path(namespace), body=body, query=STRICT
+    )
 
 
 def update_configmap(client: KarmadaClient, configmap: Obj) -> Obj:
     """Replace the ConfigMap; a stale metadata.resourceVersion is a Conflict."""
     meta = configmap["metadata"]
-    return client.request("update", CONFIGMAPS, "PUT",
-                          CONFIGMAPS.path(meta["namespace"], meta["name"]), body=configmap,
-                          query=STRICT)
+    return client.request(
+        "update",
+        CONFIGMAPS,
+        "PUT",
+        CONFIGMAPS.path(meta["namespace"], meta["name"]),
+        body=configmap,
+        query=STRICT,
+    )
 
 
 def ensure_namespace(client: KarmadaClient, name: str) -> None:
@@ -57,6 +72,11 @@ def ensure_namespace(client: KarmadaClient, name: str) -> None:
     except Forbidden:
         return
     with contextlib.suppress(AlreadyExists, Forbidden):
-        client.request("create", NAMESPACES, "POST", NAMESPACES.path(),
-                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                       query=STRICT)
+        client.request(
+            "create",
+            NAMESPACES,
+            "POST",
+            NAMESPACES.path(),
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            query=STRICT,
+        )

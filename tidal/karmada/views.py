@@ -132,8 +132,11 @@ class BindingView(ObjectView):
 
     def assignment(self) -> dict[str, int]:
         """Replicas per member cluster the scheduler assigned (spec.clusters)."""
-        return {str(c["name"]): int(c.get("replicas") or 0)
-                for c in _list(self.spec.get("clusters")) if c.get("name")}
+        return {
+            str(c["name"]): int(c.get("replicas") or 0)
+            for c in _list(self.spec.get("clusters"))
+            if c.get("name")
+        }
 
     def ready(self, ready_field: str | None = None) -> dict[str, int]:
         """Ready replicas per member cluster from aggregatedStatus (`ready_field` names
@@ -144,8 +147,7 @@ class BindingView(ObjectView):
         out: dict[str, int] = {}
         for item in _list(self.status.get("aggregatedStatus")):
             value = _walk(_map(item.get("status")), path)
-            out[str(item.get("clusterName"))] = int(value) if isinstance(value, int | float) \
-                else 0
+            out[str(item.get("clusterName"))] = int(value) if isinstance(value, int | float) else 0
         return out
 
     def member_replicas(self) -> dict[str, int | None]:
@@ -154,20 +156,25 @@ class BindingView(ObjectView):
         out: dict[str, int | None] = {}
         for item in _list(self.status.get("aggregatedStatus")):
             value = _map(item.get("status")).get("replicas")
-            out[str(item.get("clusterName"))] = int(value) if isinstance(value, int | float) \
-                else None
+            out[str(item.get("clusterName"))] = (
+                int(value) if isinstance(value, int | float) else None
+            )
         return out
 
     def healthy_clusters(self) -> set[str]:
-        return {str(i.get("clusterName")) for i in _list(self.status.get("aggregatedStatus"))
-                if i.get("health") == "Healthy"}
+        return {
+            str(i.get("clusterName"))
+            for i in _list(self.status.get("aggregatedStatus"))
+            if i.get("health") == "Healthy"
+        }
 
     @property
     def scheduled(self) -> ScheduledCondition | None:
         for cond in _list(self.status.get("conditions")):
             if cond.get("type") == "Scheduled":
-                return ScheduledCondition(str(cond.get("status")), str(cond.get("reason")),
-                                          str(cond.get("message", "")))
+                return ScheduledCondition(
+                    str(cond.get("status")), str(cond.get("reason")), str(cond.get("message", ""))
+                )
         return None
 
     @property
@@ -231,9 +238,11 @@ class PolicyView(ObjectView):
     def last_changed(self) -> datetime | None:
         """When the policy itself (not a subresource) was last changed, by anyone: the newest
         metadata.managedFields time (whole seconds), or None if the server keeps none."""
-        times = [parse_time(entry.get("time"))
-                 for entry in self.metadata.get("managedFields") or []
-                 if isinstance(entry, Mapping) and not entry.get("subresource")]
+        times = [
+            parse_time(entry.get("time"))
+            for entry in self.metadata.get("managedFields") or []
+            if isinstance(entry, Mapping) and not entry.get("subresource")
+        ]
         return max((t for t in times if t is not None), default=None)
 
     def temporary_lazy(self) -> tuple[bool, str | None]:
@@ -278,8 +287,12 @@ class LeaseView(ObjectView):
     def record(self) -> tuple[object, ...]:
         """What changes at every renewal (holder, renew and acquire times, transitions)."""
         spec = self.spec
-        return (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("acquireTime"),
-                spec.get("leaseTransitions"))
+        return (
+            spec.get("holderIdentity"),
+            spec.get("renewTime"),
+            spec.get("acquireTime"),
+            spec.get("leaseTransitions"),
+        )
 
 
 class ConfigMapView(ObjectView):
@@ -297,8 +310,10 @@ class ClusterView(ObjectView):
 
     @property
     def ready(self) -> bool:
-        return any(c.get("type") == "Ready" and c.get("status") == "True"
-                   for c in _list(self.status.get("conditions")))
+        return any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in _list(self.status.get("conditions"))
+        )
 
     def summary(self, part: str) -> Mapping[str, Any]:
         """resourceSummary.<part>: allocatable, allocated or allocating."""
@@ -343,8 +358,14 @@ class OverrideView(ObjectView):
         out = []
         for s in _list(self.spec.get("resourceSelectors")):
             if isinstance(s, Mapping) and s.get("name"):
-                out.append((str(s.get("apiVersion", "")), str(s.get("kind", "")),
-                            str(s.get("namespace") or self.namespace), str(s["name"])))
+                out.append(
+                    (
+                        str(s.get("apiVersion", "")),
+                        str(s.get("kind", "")),
+                        str(s.get("namespace") or self.namespace),
+                        str(s["name"]),
+                    )
+                )
         return out
 
     def replicas(self) -> dict[str, int]:
@@ -357,8 +378,11 @@ class OverrideView(ObjectView):
                 continue
             clusters = _list(_map(rule.get("targetCluster")).get("clusterNames"))
             for item in _list(_map(rule.get("overriders")).get("plaintext")):
-                if not isinstance(item, Mapping) or not str(item.get("path", "")) \
-                        or item.get("operator") not in ("replace", "add"):
+                if (
+                    not isinstance(item, Mapping)
+                    or not str(item.get("path", ""))
+                    or item.get("operator") not in ("replace", "add")
+                ):
                     continue
                 value = item.get("value")
                 if isinstance(value, int) and not isinstance(value, bool):

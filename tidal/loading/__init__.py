@@ -9,5 +9,11 @@ from tidal.loading.loader import (
     load_schedules,
 )
 
-__all__ = ["LoadResult", "LoadedSchedule", "LocatedError", "collect_files",
-           "load_schedule_file", "load_schedules"]
+__all__ = [
+    "LoadResult",
+    "LoadedSchedule",
+    "LocatedError",
+    "collect_files",
+    "load_schedule_file",
+    "load_schedules",
+]

@@ -54,13 +54,22 @@ def _check(frame: _Frame) -> None:
     """Raise at the first item past a limit (called as items are counted)."""
     path = frame.path
     if path == _WINDOWS and frame.items > MAX_WINDOWS:
-        raise YamlProblem(*frame.mark, f"{_dotted(path)}: more than {MAX_WINDOWS} windows; "
-                                       "split the schedule into several files")
-    if len(path) == 4 and path[:2] == _WINDOWS and path[3] == "policies" \
-            and frame.items > MAX_POLICIES_PER_WINDOW:
-        raise YamlProblem(*frame.mark,
-                          f"{_dotted(path)}: more than {MAX_POLICIES_PER_WINDOW} policy changes "
-                          "in one window; split the window or the schedule")
+        raise YamlProblem(
+            *frame.mark,
+            f"{_dotted(path)}: more than {MAX_WINDOWS} windows; "
+            "split the schedule into several files",
+        )
+    if (
+        len(path) == 4
+        and path[:2] == _WINDOWS
+        and path[3] == "policies"
+        and frame.items > MAX_POLICIES_PER_WINDOW
+    ):
+        raise YamlProblem(
+            *frame.mark,
+            f"{_dotted(path)}: more than {MAX_POLICIES_PER_WINDOW} policy changes "
+            "in one window; split the window or the schedule",
+        )
 
 
 def check_bounds(text: str) -> None:

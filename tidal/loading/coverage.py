@@ -14,8 +14,9 @@ from tidal.loading.yamlfile import read_yaml_file
 PREFIX = "spec.workloads: "
 
 
-def workloads_errors(loaded: LoadedSchedule, window: str, problems: Iterable[str]
-                     ) -> list[LocatedError]:
+def workloads_errors(
+    loaded: LoadedSchedule, window: str, problems: Iterable[str]
+) -> list[LocatedError]:
     """One located error per problem, at spec.workloads, naming the window."""
     try:
         tree = read_yaml_file(loaded.path).tree
@@ -23,6 +24,12 @@ def workloads_errors(loaded: LoadedSchedule, window: str, problems: Iterable[str
         tree = None
     place: tuple[str | int, ...] = ("spec", "workloads")
     (line, col), found = locate(tree, place) if tree is not None else ((1, 1), place)
-    return [LocatedError(str(loaded.path), line, col,
-                         f"{dotted(found)}: window {window}: {p.removeprefix(PREFIX)}")
-            for p in problems]
+    return [
+        LocatedError(
+            str(loaded.path),
+            line,
+            col,
+            f"{dotted(found)}: window {window}: {p.removeprefix(PREFIX)}",
+        )
+        for p in problems
+    ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _ESCAPES = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F, 0x85]}
-_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029", ord("\n"): "\\n", ord("\t"): "\\t",
-                 ord("\r"): "\\r"})
+_ESCAPES.update(
+    {0x2028: "\\u2028", 0x2029: "\\u2029", ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"}
+)
 
 
 @dataclass(frozen=True, order=True)

@@ -34,8 +34,9 @@ class LoadedSchedule:
     schedule: TidalSchedule
     digest: str = ""  # sha256 over the file and its swap manifests: changes when either does
     # positions of every policy reference, for cross-file errors
-    policy_locations: dict[PolicyRef, tuple[int, int]] = field(default_factory=dict, repr=False,
-                                                              compare=False)
+    policy_locations: dict[PolicyRef, tuple[int, int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
 
 @dataclass
@@ -72,8 +73,9 @@ def collect_files(
         elif path.exists():
             found.append((path, True))
         else:
-            errors.append(LocatedError(str(path), 1, 1, "no such file or directory; "
-                                                        "check the path"))
+            errors.append(
+                LocatedError(str(path), 1, 1, "no such file or directory; check the path")
+            )
     unique: dict[Path, tuple[Path, bool]] = {}
     for path, explicit in found:
         key = path.absolute()
@@ -81,8 +83,12 @@ def collect_files(
     return list(unique.values()), errors
 
 
-def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None,
-                   schemas: PolicySchemas | None = None) -> LoadResult:
+def load_schedules(
+    paths: Iterable[Path | str],
+    *,
+    crd_dir: Path | None = None,
+    schemas: PolicySchemas | None = None,
+) -> LoadResult:
     """Load every schedule under `paths`; invalid files appear only in `errors`. Policy patches
     and manifests are checked against `schemas`, else the CRD schemas in `crd_dir`, when
     given."""
@@ -90,8 +96,7 @@ def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None,
     result = LoadResult(errors=list(errors))
     schemas = schemas or PolicySchemas.from_crd_dir(crd_dir)
     for path, explicit in files:
-        loaded, file_errors = load_schedule_file(path, schemas=schemas,
-                                                 only_schedules=not explicit)
+        loaded, file_errors = load_schedule_file(path, schemas=schemas, only_schedules=not explicit)
         result.errors += file_errors
         if loaded is not None and not file_errors:
             result.schedules.append(loaded)
@@ -100,9 +105,12 @@ def load_schedules(paths: Iterable[Path | str], *, crd_dir: Path | None = None,
     return result
 
 
-def load_schedule_file(path: Path, *, schemas: PolicySchemas | None = None,
-                       only_schedules: bool = False,
-                       ) -> tuple[LoadedSchedule | None, list[LocatedError]]:
+def load_schedule_file(
+    path: Path,
+    *,
+    schemas: PolicySchemas | None = None,
+    only_schedules: bool = False,
+) -> tuple[LoadedSchedule | None, list[LocatedError]]:
     """One file. With only_schedules, documents of other API groups are skipped silently."""
     name = str(path)
     try:
@@ -110,12 +118,21 @@ def load_schedule_file(path: Path, *, schemas: PolicySchemas | None = None,
     except YamlProblem as problem:
         return None, [LocatedError(name, problem.line, problem.col, problem.message)]
     except Exception as exc:  # last line of defence: never a traceback for a user's file
-        return None, [LocatedError(name, 1, 1, f"internal error while loading "
-                                               f"({type(exc).__name__}: {exc}); please report")]
+        return None, [
+            LocatedError(
+                name,
+                1,
+                1,
+                f"internal error while loading ({type(exc).__name__}: {exc}); please report",
+            )
+        ]
 
 
-def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
-          ) -> tuple[LoadedSchedule | None, list[LocatedError]]:
+def _load(
+    path: Path,
+    schemas: PolicySchemas | None,
+    only_schedules: bool,
+) -> tuple[LoadedSchedule | None, list[LocatedError]]:
     name = str(path)
     document = read_yaml_file(path)
     data = document.data
@@ -123,18 +140,33 @@ def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
         if only_schedules:
             return None, []
         (line, col), _ = locate(document.tree, ("kind",))
-        return None, [LocatedError(name, line, col,
-                                   f"kind: a {data['apiVersion']} {data.get('kind')} is not a "
-                                   f"{KIND}; pass schedule files (apiVersion tidal.io/v1alpha1)")]
+        return None, [
+            LocatedError(
+                name,
+                line,
+                col,
+                f"kind: a {data['apiVersion']} {data.get('kind')} is not a "
+                f"{KIND}; pass schedule files (apiVersion tidal.io/v1alpha1)",
+            )
+        ]
     if not isinstance(data, dict):
-        return None, [LocatedError(name, 1, 1, f"the file holds a {type(data).__name__}, "
-                                               f"not a {KIND} mapping; write one TidalSchedule")]
+        return None, [
+            LocatedError(
+                name,
+                1,
+                1,
+                f"the file holds a {type(data).__name__}, "
+                f"not a {KIND} mapping; write one TidalSchedule",
+            )
+        ]
     errors = _patch_errors(name, document, schemas)
     try:
         schedule = TidalSchedule.model_validate(data)
     except ValidationError as exc:
-        return None, errors + [LocatedError(name, line, col, message)
-                               for line, col, message in validation_problems(exc, document.tree)]
+        return None, errors + [
+            LocatedError(name, line, col, message)
+            for line, col, message in validation_problems(exc, document.tree)
+        ]
     digest = hashlib.sha256(path.read_bytes())
     windows = []
     locations: dict[PolicyRef, tuple[int, int]] = {}
@@ -149,7 +181,8 @@ def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
                 continue
             assert change.swap is not None
             manifest, manifest_bytes, manifest_errors = _swap_manifest(
-                path, document, (*at, "swap", "to"), change.swap.to, change.kind, schemas)
+                path, document, (*at, "swap", "to"), change.swap.to, change.kind, schemas
+            )
             errors += manifest_errors
             if manifest is None:
                 changes.append(change)
@@ -161,10 +194,16 @@ def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
                 changes.append(change)
                 continue
             if manifest["metadata"]["name"] == change.swap.from_:
-                errors.append(_error(name, document, (*at, "swap", "to"),
-                                     f"the manifest is {change.swap.from_!r} itself: a swap "
-                                     "deletes `from` and creates `to`; to change one policy, "
-                                     "use a patch"))
+                errors.append(
+                    _error(
+                        name,
+                        document,
+                        (*at, "swap", "to"),
+                        f"the manifest is {change.swap.from_!r} itself: a swap "
+                        "deletes `from` and creates `to`; to change one policy, "
+                        "use a patch",
+                    )
+                )
                 changes.append(change)
                 continue
             swap = change.swap.model_copy(update={"manifest": manifest})
@@ -181,8 +220,11 @@ def _load(path: Path, schemas: PolicySchemas | None, only_schedules: bool,
     return LoadedSchedule(path, final, digest.hexdigest(), locations), []
 
 
-def _patch_errors(name: str, document: YamlDocument, schemas: PolicySchemas | None,
-                  ) -> list[LocatedError]:
+def _patch_errors(
+    name: str,
+    document: YamlDocument,
+    schemas: PolicySchemas | None,
+) -> list[LocatedError]:
     """Merge patches checked against the policy CRD, even when the rest of the file is invalid."""
     errors: list[LocatedError] = []
     spec = document.data.get("spec")
@@ -205,8 +247,11 @@ def _is_other_document(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     api_version = data.get("apiVersion")
-    return (isinstance(api_version, str) and not api_version.startswith("tidal.io/")
-            and data.get("kind") != KIND)
+    return (
+        isinstance(api_version, str)
+        and not api_version.startswith("tidal.io/")
+        and data.get("kind") != KIND
+    )
 
 
 def _namespace_conflict(namespace: str | None, manifest: dict[str, Any], kind: str) -> str | None:
@@ -214,16 +259,24 @@ def _namespace_conflict(namespace: str | None, manifest: dict[str, Any], kind: s
         return None
     in_manifest = manifest.get("metadata", {}).get("namespace")
     if namespace is None and in_manifest is None:
-        return ("a PropagationPolicy needs a namespace; set metadata.namespace in the manifest "
-                "or namespace in the schedule")
+        return (
+            "a PropagationPolicy needs a namespace; set metadata.namespace in the manifest "
+            "or namespace in the schedule"
+        )
     if namespace is not None and in_manifest is not None and namespace != in_manifest:
-        return (f"the manifest's namespace {in_manifest!r} differs from the schedule's "
-                f"{namespace!r}; make them the same")
+        return (
+            f"the manifest's namespace {in_manifest!r} differs from the schedule's "
+            f"{namespace!r}; make them the same"
+        )
     return None
 
 
-def _error(file: str, document: YamlDocument, loc: Sequence[str | int], message: str,
-           ) -> LocatedError:
+def _error(
+    file: str,
+    document: YamlDocument,
+    loc: Sequence[str | int],
+    message: str,
+) -> LocatedError:
     (line, col), found = locate(document.tree, loc)
     return LocatedError(file, line, col, f"{dotted(found)}: {message}")
 
@@ -232,9 +285,14 @@ def _error(file: str, document: YamlDocument, loc: Sequence[str | int], message:
 CONFIGMAP_DIR_SEPARATOR = "__"
 
 
-def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[str | int, ...],
-                   to: str, kind: str, schemas: PolicySchemas | None,
-                   ) -> tuple[dict[str, Any] | None, bytes, list[LocatedError]]:
+def _swap_manifest(
+    schedule_path: Path,
+    document: YamlDocument,
+    to_loc: tuple[str | int, ...],
+    to: str,
+    kind: str,
+    schemas: PolicySchemas | None,
+) -> tuple[dict[str, Any] | None, bytes, list[LocatedError]]:
     name = str(schedule_path)
     base = schedule_path.parent
     target = base / to
@@ -246,22 +304,51 @@ def _swap_manifest(schedule_path: Path, document: YamlDocument, to_loc: tuple[st
     except (OSError, RuntimeError):  # symlink loops
         inside = False
     if not inside:
-        return None, b"", [_error(name, document, to_loc,
-                                  f"swap manifest {to!r} resolves outside the schedule's "
-                                  "directory (a symlink?); keep the real file inside it")]
+        return (
+            None,
+            b"",
+            [
+                _error(
+                    name,
+                    document,
+                    to_loc,
+                    f"swap manifest {to!r} resolves outside the schedule's "
+                    "directory (a symlink?); keep the real file inside it",
+                )
+            ],
+        )
     if not target.is_file():
-        return None, b"", [_error(name, document, to_loc,
-                                  f"swap manifest {to!r} not found at {target}; "
-                                  "create it or fix the path")]
+        return (
+            None,
+            b"",
+            [
+                _error(
+                    name,
+                    document,
+                    to_loc,
+                    f"swap manifest {to!r} not found at {target}; create it or fix the path",
+                )
+            ],
+        )
     try:
         manifest_doc = read_yaml_file(target)
     except YamlProblem as problem:
         return None, b"", [LocatedError(str(target), problem.line, problem.col, problem.message)]
     problems = manifest_problems(manifest_doc.data, kind, schemas)
     if problems:
-        return None, b"", [_error(str(target), manifest_doc, loc,
-                                  f"{message} (swapped in by {schedule_path.name})")
-                           for loc, message in problems]
+        return (
+            None,
+            b"",
+            [
+                _error(
+                    str(target),
+                    manifest_doc,
+                    loc,
+                    f"{message} (swapped in by {schedule_path.name})",
+                )
+                for loc, message in problems
+            ],
+        )
     return manifest_doc.data, target.read_bytes(), []
 
 
@@ -275,20 +362,30 @@ def _cross_file_checks(result: LoadResult) -> None:
         first = names.get(schedule.name)
         if first is not None:
             line, col = _name_position(loaded)
-            result.errors.append(LocatedError(
-                str(loaded.path), line, col,
-                f"metadata.name: schedule name {schedule.name!r} is already used by "
-                f"{first.path}; give each schedule its own name"))
+            result.errors.append(
+                LocatedError(
+                    str(loaded.path),
+                    line,
+                    col,
+                    f"metadata.name: schedule name {schedule.name!r} is already used by "
+                    f"{first.path}; give each schedule its own name",
+                )
+            )
             continue
         conflicts = []
         for ref in sorted(schedule.policy_refs(), key=str):
             owner = owners.get(ref)
             if owner is not None:
                 line, col = loaded.policy_locations.get(ref, (1, 1))
-                conflicts.append(LocatedError(
-                    str(loaded.path), line, col,
-                    f"{ref} is already managed by schedule {owner.schedule.name!r} "
-                    f"({owner.path}); a policy belongs to one schedule"))
+                conflicts.append(
+                    LocatedError(
+                        str(loaded.path),
+                        line,
+                        col,
+                        f"{ref} is already managed by schedule {owner.schedule.name!r} "
+                        f"({owner.path}); a policy belongs to one schedule",
+                    )
+                )
         if conflicts:
             result.errors += conflicts
             continue

@@ -28,8 +28,7 @@ def locate(tree: Any, loc: Sequence[str | int]) -> tuple[tuple[int, int], Loc]:
     found: list[str | int] = []
     for part in loc:
         in_map = isinstance(node, CommentedMap) and _has_key(node, part)
-        in_seq = (isinstance(node, CommentedSeq) and isinstance(part, int)
-                  and 0 <= part < len(node))
+        in_seq = isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node)
         if in_map or in_seq:
             where = position(node, part, where)
             node = node[part]
@@ -94,7 +93,7 @@ def _friendly(error: ErrorDetails) -> str:
     if kind == "too_short":
         return f"needs at least {ctx.get('min_length', 1)} item(s); add one"
     if kind in ("string_type", "str_type") and isinstance(value, int | float | bool):
-        return f"expected text, got {value!r}; quote it: \"{value}\""
+        return f'expected text, got {value!r}; quote it: "{value}"'
     if kind == "list_type" and isinstance(value, str):
         return f"expected a list, got {value!r}; write [{value}]"
     for prefix, expected in _EXPECTED.items():

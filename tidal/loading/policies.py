@@ -53,8 +53,9 @@ class PolicySchemas:
         """The apiserver's OpenAPI v3 component schemas by kind, or None when one is missing."""
         if not all(isinstance(published.get(kind), dict) for kind in POLICY_KINDS):
             return None
-        closed = {kind: _closed(_without_refs(copy.deepcopy(published[kind])))
-                  for kind in POLICY_KINDS}
+        closed = {
+            kind: _closed(_without_refs(copy.deepcopy(published[kind]))) for kind in POLICY_KINDS
+        }
         return cls(closed, "the apiserver's OpenAPI v3")
 
     def schema(self, kind: str) -> dict[str, Any] | None:
@@ -87,8 +88,9 @@ def _crd_schema(crd_dir: str, kind: str) -> dict[str, Any] | None:
 def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     """Refuse unknown fields where the CRD lists its properties (Kubernetes would prune them)."""
     if isinstance(schema.get("properties"), dict):
-        if ("additionalProperties" not in schema
-                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+        if "additionalProperties" not in schema and not schema.get(
+            "x-kubernetes-preserve-unknown-fields"
+        ):
             schema["additionalProperties"] = False
         for sub in schema["properties"].values():
             _closed(sub)
@@ -107,12 +109,15 @@ def unknown_field(name: str, allowed: list[str]) -> str:
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     names = f"; allowed: {', '.join(allowed)}" if allowed else ""
-    return (f"unknown field `{name}`{hint} for a Karmada policy (Karmada would drop it)"
-            f"{names}; fix the spelling or remove it")
+    return (
+        f"unknown field `{name}`{hint} for a Karmada policy (Karmada would drop it)"
+        f"{names}; fix the spelling or remove it"
+    )
 
 
-def allowed_fields(schemas: PolicySchemas | None, kind: str, path: tuple[str | int, ...]
-                   ) -> list[str] | None:
+def allowed_fields(
+    schemas: PolicySchemas | None, kind: str, path: tuple[str | int, ...]
+) -> list[str] | None:
     """The field names the policy schema allows in the object at `path` (None: unknown)."""
     schema = schemas.schema(kind) if schemas is not None else None
     for part in path:
@@ -154,26 +159,44 @@ def _schema_problems(schema: dict[str, Any], document: Any) -> list[Problem]:
 def manifest_problems(manifest: Any, kind: str, schemas: PolicySchemas | None) -> list[Problem]:
     """Problems of a swap manifest that must be a Karmada policy of `kind`."""
     if not isinstance(manifest, dict):
-        return [((), "a swap manifest must be one Karmada policy (a mapping); "
-                     f"write a {kind} manifest")]
+        return [
+            ((), f"a swap manifest must be one Karmada policy (a mapping); write a {kind} manifest")
+        ]
     problems: list[Problem] = []
     if manifest.get("apiVersion") != POLICY_API_VERSION:
-        problems.append((("apiVersion",), f"apiVersion must be {POLICY_API_VERSION}; "
-                                          "this file is not a Karmada policy"))
+        problems.append(
+            (
+                ("apiVersion",),
+                f"apiVersion must be {POLICY_API_VERSION}; this file is not a Karmada policy",
+            )
+        )
     found_kind = manifest.get("kind")
     if found_kind not in POLICY_KINDS:
-        problems.append((("kind",), f"kind {found_kind!r} is not a Karmada policy; "
-                                    f"the schedule swaps in a {kind}"))
+        problems.append(
+            (
+                ("kind",),
+                f"kind {found_kind!r} is not a Karmada policy; the schedule swaps in a {kind}",
+            )
+        )
         return problems
     if found_kind != kind:
-        problems.append((("kind",), f"kind {found_kind} does not match the schedule's policy "
-                                    f"kind {kind}; make them the same"))
+        problems.append(
+            (
+                ("kind",),
+                f"kind {found_kind} does not match the schedule's policy "
+                f"kind {kind}; make them the same",
+            )
+        )
     metadata = manifest.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         problems.append((("metadata",), "the policy needs metadata.name; add it"))
     elif kind == "ClusterPropagationPolicy" and "namespace" in metadata:
-        problems.append((("metadata", "namespace"), "a ClusterPropagationPolicy is "
-                                                   "cluster-scoped; remove metadata.namespace"))
+        problems.append(
+            (
+                ("metadata", "namespace"),
+                "a ClusterPropagationPolicy is cluster-scoped; remove metadata.namespace",
+            )
+        )
     if not isinstance(manifest.get("spec"), dict):
         problems.append((("spec",), "the policy needs a spec; add spec.resourceSelectors"))
     if problems:
@@ -186,8 +209,11 @@ def manifest_problems(manifest: Any, kind: str, schemas: PolicySchemas | None) -
     return problems
 
 
-def patch_problems(patch: dict[str, Any], kind: str, schemas: PolicySchemas | None,
-                   ) -> list[Problem]:
+def patch_problems(
+    patch: dict[str, Any],
+    kind: str,
+    schemas: PolicySchemas | None,
+) -> list[Problem]:
     """Problems of a merge patch: its fields must exist in the policy schema (nulls delete)."""
     schema = schemas.schema(kind) if schemas is not None else None
     if schema is None:

@@ -39,12 +39,15 @@ def _window_index(document: YamlDocument | None, window: str) -> int:
     if document is None or not isinstance(document.data, dict):
         return 0
     windows = (document.data.get("spec") or {}).get("windows")
-    return next((i for i, w in enumerate(windows or [])
-                 if isinstance(w, dict) and w.get("name") == window), 0)
+    return next(
+        (i for i, w in enumerate(windows or []) if isinstance(w, dict) and w.get("name") == window),
+        0,
+    )
 
 
-def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
-                    schemas: PolicySchemas | None = None) -> list[LocatedError]:
+def locate_refusals(
+    path: Path, window: str, refusals: Iterable[Refusal], schemas: PolicySchemas | None = None
+) -> list[LocatedError]:
     """One located error per refused write (per field the server named, where it named any);
     an unknown field lists the names the policy schema allows there when `schemas` has it."""
     try:
@@ -56,20 +59,28 @@ def locate_refusals(path: Path, window: str, refusals: Iterable[Refusal],
     for refusal in refusals:
         at: tuple[str | int, ...] = ("spec", "windows", w_index, "policies", refusal.index)
         what = "manifest" if refusal.swap else "patch"
-        fields: list[str | None] = [None] if refusal.swap or not refusal.fields \
-            else list(refusal.fields)
+        fields: list[str | None] = (
+            [None] if refusal.swap or not refusal.fields else list(refusal.fields)
+        )
         for field in fields:
-            place = (*at, "swap", "to") if refusal.swap else \
-                (*at, "patch", *field_parts(field or ""))
-            (line, col), found = locate(document.tree, place) if document is not None \
-                else ((1, 1), place)
-            errors.append(LocatedError(str(path), line, col, f"{dotted(found)}: " + _message(
-                refusal, what, field, schemas)))
+            place = (
+                (*at, "swap", "to") if refusal.swap else (*at, "patch", *field_parts(field or ""))
+            )
+            (line, col), found = (
+                locate(document.tree, place) if document is not None else ((1, 1), place)
+            )
+            errors.append(
+                LocatedError(
+                    str(path),
+                    line,
+                    col,
+                    f"{dotted(found)}: " + _message(refusal, what, field, schemas),
+                )
+            )
     return errors
 
 
-def _message(refusal: Refusal, what: str, field: str | None,
-             schemas: PolicySchemas | None) -> str:
+def _message(refusal: Refusal, what: str, field: str | None, schemas: PolicySchemas | None) -> str:
     head = f"the apiserver refuses this {what} of {refusal.policy} (server-side dry run)"
     if field is None:
         return f"{head}: {refusal.message}"
@@ -82,6 +93,8 @@ def _message(refusal: Refusal, what: str, field: str | None,
         allowed = allowed_fields(schemas, kind, parts[:-1])
         if allowed is not None:
             return f"{head}: {unknown_field(name, allowed)}"
-        return f"{head}: unknown field `{name}` (it would be dropped); fix its name, " \
-               f"`{explain}` lists the fields"
+        return (
+            f"{head}: unknown field `{name}` (it would be dropped); fix its name, "
+            f"`{explain}` lists the fields"
+        )
     return f"{head}: {refusal.message}; fix the value, `{explain}` describes it"

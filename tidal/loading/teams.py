@@ -98,8 +98,9 @@ class _Spec(BaseModel):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r}; write an IANA name such as "
-                             "Europe/Berlin") from None
+            raise ValueError(
+                f"unknown time zone {value!r}; write an IANA name such as Europe/Berlin"
+            ) from None
         return value
 
 
@@ -127,14 +128,21 @@ def _rules(spec: _Spec) -> Teams:
     for team in spec.teams:
         clusters = {
             name: ClusterRule(
-                c.quota, c.node_pool,
-                ReplicaCap(c.replicas, tuple(
-                    CapacityWindow(clock_time(w.start), clock_time(w.end), w.replicas)
-                    for w in c.windows)))
+                c.quota,
+                c.node_pool,
+                ReplicaCap(
+                    c.replicas,
+                    tuple(
+                        CapacityWindow(clock_time(w.start), clock_time(w.end), w.replicas)
+                        for w in c.windows
+                    ),
+                ),
+            )
             for name, c in team.clusters.items()
         }
-        teams.append(TeamRule(team.name, frozenset(team.namespaces), clusters,
-                              team.template_selector))
+        teams.append(
+            TeamRule(team.name, frozenset(team.namespaces), clusters, team.template_selector)
+        )
     return Teams(tuple(teams), ZoneInfo(spec.time_zone))
 
 
@@ -161,8 +169,16 @@ def load_teams(path: Path) -> Teams:
         for ns in team.namespaces:
             if ns in seen:
                 line, col = _where(doc.tree, ("spec", "teams", i, "namespaces"))
-                raise TeamsFileError([LocatedError(
-                    str(path), line, col, f"spec.teams.{i}.namespaces: {ns} is already team "
-                    f"{seen[ns]}'s; a namespace belongs to one team")])
+                raise TeamsFileError(
+                    [
+                        LocatedError(
+                            str(path),
+                            line,
+                            col,
+                            f"spec.teams.{i}.namespaces: {ns} is already team "
+                            f"{seen[ns]}'s; a namespace belongs to one team",
+                        )
+                    ]
+                )
             seen[ns] = team.name
     return _rules(parsed.spec)

@@ -37,8 +37,9 @@ class _TextDatesConstructor(RoundTripConstructor):
     """Dates stay text (as they will in JSON): "2026-13-45" is then a located model error."""
 
 
-_TextDatesConstructor.add_constructor("tag:yaml.org,2002:timestamp",
-                                      _TextDatesConstructor.construct_yaml_str)
+_TextDatesConstructor.add_constructor(
+    "tag:yaml.org,2002:timestamp", _TextDatesConstructor.construct_yaml_str
+)
 
 
 def _yaml() -> YAML:
@@ -58,13 +59,20 @@ def read_yaml_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> YamlDocume
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise YamlProblem(1, 1, f"file is {size} bytes, more than the limit of {max_bytes}; "
-                                    "split it or remove what is not a schedule")
+            raise YamlProblem(
+                1,
+                1,
+                f"file is {size} bytes, more than the limit of {max_bytes}; "
+                "split it or remove what is not a schedule",
+            )
         with path.open("rb") as handle:
             raw = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise YamlProblem(1, 1, f"cannot read the file ({exc.strerror or exc}); "
-                                "check the path and its permissions") from exc
+        raise YamlProblem(
+            1,
+            1,
+            f"cannot read the file ({exc.strerror or exc}); check the path and its permissions",
+        ) from exc
     if len(raw) > max_bytes:
         raise YamlProblem(1, 1, f"file is larger than the limit of {max_bytes} bytes; split it")
     return parse_yaml_bytes(raw)
@@ -81,12 +89,14 @@ def parse_yaml_bytes(raw: bytes) -> YamlDocument:
     except YAMLError as exc:
         raise YamlProblem(1, 1, f"invalid YAML: {_one_line(str(exc))}") from exc
     except RecursionError as exc:
-        raise YamlProblem(1, 1, f"nesting deeper than {MAX_DEPTH} levels; flatten the file") \
-            from exc
+        raise YamlProblem(
+            1, 1, f"nesting deeper than {MAX_DEPTH} levels; flatten the file"
+        ) from exc
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         # e.g. a complex (list or mapping) key, which ruamel cannot hash
-        raise YamlProblem(1, 1, f"unsupported YAML ({_one_line(str(exc))}); use plain text "
-                                "keys and plain values") from exc
+        raise YamlProblem(
+            1, 1, f"unsupported YAML ({_one_line(str(exc))}); use plain text keys and plain values"
+        ) from exc
     if tree is None:
         raise YamlProblem(1, 1, "the file is empty; write one TidalSchedule document")
     budget = [MAX_NODES]
@@ -99,8 +109,9 @@ def _decode(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise YamlProblem(line, col, f"byte 0x{raw[exc.start]:02x} is not UTF-8; "
-                                     "save the file as UTF-8") from exc
+        raise YamlProblem(
+            line, col, f"byte 0x{raw[exc.start]:02x} is not UTF-8; save the file as UTF-8"
+        ) from exc
 
 
 def _scan_events(text: str) -> None:
@@ -113,14 +124,20 @@ def _scan_events(text: str) -> None:
                 documents += 1
                 if documents > 1:
                     mark = event.start_mark
-                    raise YamlProblem(mark.line + 1, mark.column + 1,
-                                      "a second YAML document; put one schedule per file")
+                    raise YamlProblem(
+                        mark.line + 1,
+                        mark.column + 1,
+                        "a second YAML document; put one schedule per file",
+                    )
             elif isinstance(event, CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
                     mark = event.start_mark
-                    raise YamlProblem(mark.line + 1, mark.column + 1,
-                                      f"nesting deeper than {MAX_DEPTH} levels; flatten the file")
+                    raise YamlProblem(
+                        mark.line + 1,
+                        mark.column + 1,
+                        f"nesting deeper than {MAX_DEPTH} levels; flatten the file",
+                    )
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
             elif isinstance(event, AliasEvent):
@@ -137,11 +154,16 @@ def _marked_problem(exc: MarkedYAMLError) -> YamlProblem:
     problem = _one_line(exc.problem or "")
     context = _one_line(exc.context or "")
     if "'\\t'" in problem or "\t" in problem:
-        return YamlProblem(line, col, "a tab character where YAML needs spaces; "
-                                      "indent with spaces only")
+        return YamlProblem(
+            line, col, "a tab character where YAML needs spaces; indent with spaces only"
+        )
     if "duplicate key" in problem:
-        return YamlProblem(line, col, f"invalid YAML: {problem.split(' with value')[0]}; "
-                                      "each key may appear once per mapping")
+        return YamlProblem(
+            line,
+            col,
+            f"invalid YAML: {problem.split(' with value')[0]}; "
+            "each key may appear once per mapping",
+        )
     if "expected a single document" in context or "another document" in problem:
         return YamlProblem(line, col, "a second YAML document; put one schedule per file")
     where = f" ({context}" if context else ""
@@ -169,8 +191,9 @@ def position(node: Any, key_or_index: Any, fallback: tuple[int, int]) -> tuple[i
         return fallback
 
 
-def _plain_map(node: CommentedMap, depth: int, budget: list[int],
-               where: tuple[int, int]) -> dict[Any, Any]:
+def _plain_map(
+    node: CommentedMap, depth: int, budget: list[int], where: tuple[int, int]
+) -> dict[Any, Any]:
     result: dict[Any, Any] = {}
     for key in node:
         at = position(node, key, where)
@@ -184,16 +207,22 @@ def _plain_map(node: CommentedMap, depth: int, budget: list[int],
 def _plain(node: Any, depth: int, budget: list[int], where: tuple[int, int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
-        raise YamlProblem(*where, f"the document expands to more than {MAX_NODES} values "
-                                  "(anchors/aliases?); remove the aliases")
+        raise YamlProblem(
+            *where,
+            f"the document expands to more than {MAX_NODES} values "
+            "(anchors/aliases?); remove the aliases",
+        )
     if depth > MAX_DEPTH:
-        raise YamlProblem(*where, f"nesting deeper than {MAX_DEPTH} levels (a recursive "
-                                  "alias?); flatten the file")
+        raise YamlProblem(
+            *where, f"nesting deeper than {MAX_DEPTH} levels (a recursive alias?); flatten the file"
+        )
     if isinstance(node, CommentedMap):
         return _plain_map(node, depth, budget, where)
     if isinstance(node, CommentedSeq):
-        return [_plain(item, depth + 1, budget, position(node, index, where))
-                for index, item in enumerate(node)]
+        return [
+            _plain(item, depth + 1, budget, position(node, index, where))
+            for index, item in enumerate(node)
+        ]
     if node is None or isinstance(node, bool):
         return node
     for kind in (str, int, float):  # plain values of ruamel's own subclasses
@@ -201,5 +230,8 @@ def _plain(node: Any, depth: int, budget: list[int], where: tuple[int, int]) -> 
             return kind(node)
     if isinstance(node, datetime | date):
         return node.isoformat()
-    raise YamlProblem(*where, f"unsupported YAML value of type {type(node).__name__} "
-                              "(a custom tag?); write plain text, numbers, lists and mappings")
+    raise YamlProblem(
+        *where,
+        f"unsupported YAML value of type {type(node).__name__} "
+        "(a custom tag?); write plain text, numbers, lists and mappings",
+    )

@@ -28,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     ld = sub.add_parser("load-demo", help="apply the demo topology's teams to a running plane")
     ld.add_argument("--kubeconfig", type=Path, required=True)
     ld.add_argument("--work-dir", type=Path, help="the plane's work dir (its tidal estimator)")
-    e = sub.add_parser("estimator", help="where the plane's tidal estimator listens, and its "
-                                         "teams file (read again when it changes)")
+    e = sub.add_parser(
+        "estimator",
+        help="where the plane's tidal estimator listens, and its "
+        "teams file (read again when it changes)",
+    )
     e.add_argument("--work-dir", type=Path)
     args = parser.parse_args(argv)
     try:
@@ -51,8 +54,10 @@ def _run(args: argparse.Namespace) -> int:
 
         started = time.monotonic()
         built = build(args.karmada_version, args.log)
-        print(f"built {built.release.karmada} (kubernetes {built.release.kubernetes}) in "
-              f"{time.monotonic() - started:.1f}s: {built.bin_dir}")
+        print(
+            f"built {built.release.karmada} (kubernetes {built.release.kubernetes}) in "
+            f"{time.monotonic() - started:.1f}s: {built.bin_dir}"
+        )
         return 0
     from tools.realkarmada import plane
 
@@ -61,8 +66,10 @@ def _run(args: argparse.Namespace) -> int:
         from tools.realkarmada.procs import PlaneError
 
         try:
-            print(f"applied {load_demo(args.kubeconfig, args.work_dir)} objects of the demo "
-                  "topology, GPU resource models, and the demo's team capacity")
+            print(
+                f"applied {load_demo(args.kubeconfig, args.work_dir)} objects of the demo "
+                "topology, GPU resource models, and the demo's team capacity"
+            )
         except PlaneError as e:
             print(f"realkarmada load-demo: {e}", file=sys.stderr)
             return 1
@@ -77,8 +84,10 @@ def _run(args: argparse.Namespace) -> int:
         except (PlaneError, OSError) as e:
             print(f"realkarmada estimator: {e}", file=sys.stderr)
             return 1
-        print(f"grpc 127.0.0.1:{info['grpc']} http http://127.0.0.1:{info['http']} "
-              f"teams {info['teams']}")
+        print(
+            f"grpc 127.0.0.1:{info['grpc']} http http://127.0.0.1:{info['http']} "
+            f"teams {info['teams']}"
+        )
         return 0
     if args.cmd == "up":
         return plane.up_command(args.karmada_version, args.kubeconfig_out, args.work_dir)

@@ -69,20 +69,32 @@ def ldflags(release: Release, stamp: str) -> str:
     major, minor, _ = release.kubernetes.lstrip("v").split(".")
     kv = "k8s.io/component-base/version"
     kd = "github.com/karmada-io/karmada/pkg/version"
-    return " ".join([
-        "-s", "-w",
-        f"-X {kv}.gitVersion={release.kubernetes}", f"-X {kv}.gitMajor={major}",
-        f"-X {kv}.gitMinor={minor}", f"-X {kv}.gitTreeState=clean", f"-X {kv}.buildDate={stamp}",
-        f"-X {kd}.gitVersion={release.karmada}", f"-X {kd}.gitTreeState=clean",
-        f"-X {kd}.buildDate={stamp}",
-    ])
+    return " ".join(
+        [
+            "-s",
+            "-w",
+            f"-X {kv}.gitVersion={release.kubernetes}",
+            f"-X {kv}.gitMajor={major}",
+            f"-X {kv}.gitMinor={minor}",
+            f"-X {kv}.gitTreeState=clean",
+            f"-X {kv}.buildDate={stamp}",
+            f"-X {kd}.gitVersion={release.karmada}",
+            f"-X {kd}.gitTreeState=clean",
+            f"-X {kd}.buildDate={stamp}",
+        ]
+    )
 
 
 def cache_key(modules: Path, karmada: str) -> str:
     h = hashlib.sha256(karmada.encode())
     h.update(go("env", "GOVERSION").encode())
-    for name in ("controlplane/go.mod", "controlplane/go.sum", "kwok/go.mod", "kwok/go.sum",
-                 f"controlplane/{ETCD_MAIN}/main.go"):
+    for name in (
+        "controlplane/go.mod",
+        "controlplane/go.sum",
+        "kwok/go.mod",
+        "kwok/go.sum",
+        f"controlplane/{ETCD_MAIN}/main.go",
+    ):
         h.update(name.encode() + (modules / name).read_bytes())
     h.update(BUILD_FLAGS_REVISION.encode())
     return h.hexdigest()[:16]
@@ -121,8 +133,7 @@ def build(karmada: str = DEFAULT_KARMADA, log: Path | None = None) -> Built:
     return Built(out / "bin", release)
 
 
-def _go_build(module: Path, flags: list[str], tools: dict[str, str], into: Path,
-              log: Path) -> None:
+def _go_build(module: Path, flags: list[str], tools: dict[str, str], into: Path, log: Path) -> None:
     """One `go build` per module, so shared packages compile once and in parallel; each main
     package lands under the last element of its path and is renamed to its binary name."""
     scratch = into / ".scratch"
@@ -133,8 +144,9 @@ def _go_build(module: Path, flags: list[str], tools: dict[str, str], into: Path,
         f.write(f"$ cd {module} && {' '.join(args)}\n")
         f.flush()
         try:
-            rc = subprocess.run(args, cwd=module, env=go_env(), stdout=f, stderr=subprocess.STDOUT,
-                                check=False).returncode
+            rc = subprocess.run(
+                args, cwd=module, env=go_env(), stdout=f, stderr=subprocess.STDOUT, check=False
+            ).returncode
         except FileNotFoundError:
             raise ToolchainError(NO_GO) from None
         f.write(f"exit {rc} after {time.monotonic() - started:.0f}s\n")

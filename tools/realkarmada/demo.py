@@ -37,15 +37,25 @@ spec:
 """
 _INF = "9223372036854775807"
 # grades at the plane's node shapes (cluster-a: 20 GPUs a node, cluster-b: 32)
-_BOUNDS = [("0", "128", "0", "1Ti", "0", "20"), ("128", "192", "1Ti", "1536Gi", "20", "32"),
-           ("192", _INF, "1536Gi", _INF, "32", _INF)]
+_BOUNDS = [
+    ("0", "128", "0", "1Ti", "0", "20"),
+    ("128", "192", "1Ti", "1536Gi", "20", "32"),
+    ("192", _INF, "1536Gi", _INF, "32", _INF),
+]
 
 
 def gpu_models() -> list[dict[str, Any]]:
-    return [{"grade": g, "ranges": [
-        {"name": "cpu", "min": c0, "max": c1}, {"name": "memory", "min": m0, "max": m1},
-        {"name": "nvidia.com/gpu", "min": g0, "max": g1}]}
-        for g, (c0, c1, m0, m1, g0, g1) in enumerate(_BOUNDS)]
+    return [
+        {
+            "grade": g,
+            "ranges": [
+                {"name": "cpu", "min": c0, "max": c1},
+                {"name": "memory", "min": m0, "max": m1},
+                {"name": "nvidia.com/gpu", "min": g0, "max": g1},
+            ],
+        }
+        for g, (c0, c1, m0, m1, g0, g1) in enumerate(_BOUNDS)
+    ]
 
 
 def demo_objects() -> list[dict[str, Any]]:
@@ -63,8 +73,16 @@ def load_demo(kubeconfig: Path, work: Path | None = None) -> int:
     from tools.realkarmada.procs import PlaneError
 
     for cluster in MEMBERS:
-        _kubectl(kubeconfig, "patch", "cluster", cluster, "--type", "merge", "-p",
-                 json.dumps({"spec": {"resourceModels": gpu_models()}}))
+        _kubectl(
+            kubeconfig,
+            "patch",
+            "cluster",
+            cluster,
+            "--type",
+            "merge",
+            "-p",
+            json.dumps({"spec": {"resourceModels": gpu_models()}}),
+        )
     objs = demo_objects()
     _apply(kubeconfig, objs)
     # a plane without tidal estimator: the general estimator alone

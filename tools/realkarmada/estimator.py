@@ -27,24 +27,42 @@ from tools.realkarmada.procs import STATE, PlaneError, start_time
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULER_PORT = 10352  # karmada-scheduler's --scheduler-estimator-port default
 PREFIX = "karmada-scheduler-estimator"
-NO_TEAMS = "apiVersion: tidal.io/v1alpha1\nkind: TeamCapacity\nmetadata: {name: none}\n" \
-           "spec: {teams: []}\n"
+NO_TEAMS = (
+    "apiVersion: tidal.io/v1alpha1\nkind: TeamCapacity\nmetadata: {name: none}\nspec: {teams: []}\n"
+)
 NAME = "tidal-estimator"
 
 
 def scheduler_flags() -> list[str]:
-    return ["--enable-scheduler-estimator=true", f"--scheduler-estimator-port={SCHEDULER_PORT}",
-            "--scheduler-estimator-service-namespace=karmada-system",
-            f"--scheduler-estimator-service-prefix={PREFIX}"]
+    return [
+        "--enable-scheduler-estimator=true",
+        f"--scheduler-estimator-port={SCHEDULER_PORT}",
+        "--scheduler-estimator-service-namespace=karmada-system",
+        f"--scheduler-estimator-service-prefix={PREFIX}",
+    ]
 
 
 def services(clusters: list[str], grpc_port: int) -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "Service",
-             "metadata": {"name": f"{PREFIX}-{c}", "namespace": "karmada-system"},
-             "spec": {"type": "ExternalName", "externalName": "localhost",
-                      "ports": [{"name": "grpc", "port": SCHEDULER_PORT, "protocol": "TCP",
-                                 "targetPort": grpc_port}]}}
-            for c in clusters]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"{PREFIX}-{c}", "namespace": "karmada-system"},
+            "spec": {
+                "type": "ExternalName",
+                "externalName": "localhost",
+                "ports": [
+                    {
+                        "name": "grpc",
+                        "port": SCHEDULER_PORT,
+                        "protocol": "TCP",
+                        "targetPort": grpc_port,
+                    }
+                ],
+            },
+        }
+        for c in clusters
+    ]
 
 
 def rbac(user: str) -> list[dict[str, Any]]:
@@ -54,26 +72,61 @@ def rbac(user: str) -> list[dict[str, Any]]:
     (pkg/controllers/unifiedauth/unified_auth_controller.go); without it the proxy answers 403
     "cannot impersonate resource users", even for a system:masters user."""
     return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": NAME},
-         "rules": [{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
-                    "verbs": ["get", "list"]},
-                   {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"],
-                    "verbs": ["get"]},
-                   {"apiGroups": ["work.karmada.io"], "resources": ["resourcebindings"],
-                    "verbs": ["list"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": NAME},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": NAME},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": NAME},
+            "rules": [
+                {
+                    "apiGroups": ["cluster.karmada.io"],
+                    "resources": ["clusters"],
+                    "verbs": ["get", "list"],
+                },
+                {
+                    "apiGroups": ["cluster.karmada.io"],
+                    "resources": ["clusters/proxy"],
+                    "verbs": ["get"],
+                },
+                {
+                    "apiGroups": ["work.karmada.io"],
+                    "resources": ["resourcebindings"],
+                    "verbs": ["list"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": NAME},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": NAME,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
     ]
 
 
 def args(kubeconfig: Path, teams: Path, grpc_port: int, http_port: int) -> list[str]:
-    return [sys.executable, "-m", "tidal", "estimator", "--teams", str(teams),
-            "--kubeconfig", str(kubeconfig), "--address", "127.0.0.1",
-            "--grpc-port", str(grpc_port), "--port", str(http_port), "--refresh-seconds", "2"]
+    return [
+        sys.executable,
+        "-m",
+        "tidal",
+        "estimator",
+        "--teams",
+        str(teams),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--address",
+        "127.0.0.1",
+        "--grpc-port",
+        str(grpc_port),
+        "--port",
+        str(http_port),
+        "--refresh-seconds",
+        "2",
+    ]
 
 
 def env() -> dict[str, str]:
@@ -97,8 +150,9 @@ def info(work: Path) -> dict[str, Any]:
 
 def status(work: Path) -> dict[str, Any] | None:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{info(work)['http']}/status",
-                                    timeout=3) as reply:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{info(work)['http']}/status", timeout=3
+        ) as reply:
             body: dict[str, Any] = json.loads(reply.read())
             return body
     except (OSError, ValueError):
@@ -115,8 +169,11 @@ def set_teams(work: Path, text: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         seen = status(work)
-        if seen is not None and sorted(seen.get("teams") or []) == names and \
-                datetime.fromisoformat(seen["teamsLoadedAt"]) >= written:
+        if (
+            seen is not None
+            and sorted(seen.get("teams") or []) == names
+            and datetime.fromisoformat(seen["teamsLoadedAt"]) >= written
+        ):
             return
         time.sleep(0.5)
     raise PlaneError(f"tidal estimator did not take teams {names} within {timeout:.0f}s")
@@ -144,9 +201,15 @@ def start(work: Path, timeout: float = 60.0) -> None:
     est = state["estimator"]
     log = work / "logs" / f"{NAME}.log"
     with log.open("ab") as f:
-        proc = subprocess.Popen(est["args"], stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=work,
-                                env={**os.environ, **env()}, start_new_session=True)
+        proc = subprocess.Popen(
+            est["args"],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=work,
+            env={**os.environ, **env()},
+            start_new_session=True,
+        )
     state["pids"][NAME] = proc.pid
     state.setdefault("starts", {})[NAME] = start_time(proc.pid) or 0
     (work / STATE).write_text(json.dumps(state, indent=2))

@@ -43,11 +43,14 @@ def render(directory: Path) -> str:
         phases = [k for k in ("night", "day") if k in emu or k in real]
         for phase in phases:
             e, r = emu.get(phase, {}), real.get(phase, {})
-            out.append(f"**{phase}** — emulator {e.get('seconds', '—')} s (emulator clock), "
-                       f"real {r.get('seconds', '—')} s; cells: assigned/ready in "
-                       "cluster-a · cluster-b\n")
-            out.append("| wave | workload | emulator | real | plan (emulator) | plan (real) | "
-                       "same |")
+            out.append(
+                f"**{phase}** — emulator {e.get('seconds', '—')} s (emulator clock), "
+                f"real {r.get('seconds', '—')} s; cells: assigned/ready in "
+                "cluster-a · cluster-b\n"
+            )
+            out.append(
+                "| wave | workload | emulator | real | plan (emulator) | plan (real) | same |"
+            )
             out.append("|---|---|---|---|---|---|---|")
             ewaves, rwaves = e.get("waves", []), r.get("waves", [])
             for i in range(max(len(ewaves), len(rwaves))):
@@ -60,21 +63,30 @@ def render(directory: Path) -> str:
                     ep = _pred(e.get("predicted", {}).get(name))
                     rp = _pred(r.get("predicted", {}).get(name))
                     final = r.get("final", {}).get(name)
-                    if final and rp != "—" and rp != " · ".join(
-                            str(final.get(c, [0, 0])[0]) for c in CLUSTERS):
+                    if (
+                        final
+                        and rp != "—"
+                        and rp != " · ".join(str(final.get(c, [0, 0])[0]) for c in CLUSTERS)
+                    ):
                         rp = f"**{rp}** (real ended {_pred({c: v[0] for c, v in final.items()})})"
-                    out.append(f"| {i + 1} | {_short(name)} | {ec} | {rc} | {ep} | {rp} | "
-                               f"{'yes' if ec == rc else '**no**'} |")
+                    out.append(
+                        f"| {i + 1} | {_short(name)} | {ec} | {rc} | {ep} | {rp} | "
+                        f"{'yes' if ec == rc else '**no**'} |"
+                    )
             out.append("")
         for key in ("halt", "rollback"):
             if key in emu or key in real:
                 e, r = emu.get(key, {}), real.get(key, {})
-                out.append(f"**onFailure {key}**: result emulator `{e.get('result')}`, real "
-                           f"`{r.get('result')}`; breach on {e.get('breach')} / "
-                           f"{r.get('breach')}\n")
+                out.append(
+                    f"**onFailure {key}**: result emulator `{e.get('result')}`, real "
+                    f"`{r.get('result')}`; breach on {e.get('breach')} / "
+                    f"{r.get('breach')}\n"
+                )
         if "waves_by_replica" in emu or "waves_by_replica" in real:
-            out.append(f"waves completed by replica: emulator {emu.get('waves_by_replica')}, "
-                       f"real {real.get('waves_by_replica')}\n")
+            out.append(
+                f"waves completed by replica: emulator {emu.get('waves_by_replica')}, "
+                f"real {real.get('waves_by_replica')}\n"
+            )
     return "\n".join(out)
 
 

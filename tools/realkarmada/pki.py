@@ -26,9 +26,13 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
 
 
 def _write_key(key: rsa.RSAPrivateKey, path: Path) -> None:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.TraditionalOpenSSL,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
     path.chmod(0o600)
 
 
@@ -40,17 +44,31 @@ class Pki:
         dir.mkdir(parents=True, exist_ok=True)
         self._ca_key = _key()
         now = dt.datetime.now(dt.UTC)
-        self._ca = (x509.CertificateBuilder().subject_name(_name("tidal-realkarmada-ca"))
-                    .issuer_name(_name("tidal-realkarmada-ca")).public_key(self._ca_key.public_key())
-                    .serial_number(x509.random_serial_number())
-                    .not_valid_before(now - dt.timedelta(minutes=5))
-                    .not_valid_after(now + dt.timedelta(days=_DAYS))
-                    .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                    .add_extension(x509.KeyUsage(
-                        digital_signature=True, content_commitment=False, key_encipherment=False,
-                        data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                        crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-                    .sign(self._ca_key, hashes.SHA256()))
+        self._ca = (
+            x509.CertificateBuilder()
+            .subject_name(_name("tidal-realkarmada-ca"))
+            .issuer_name(_name("tidal-realkarmada-ca"))
+            .public_key(self._ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=_DAYS))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(self._ca_key, hashes.SHA256())
+        )
         self.ca = dir / "ca.crt"
         self.ca.write_bytes(self._ca.public_bytes(serialization.Encoding.PEM))
         _write_key(self._ca_key, dir / "ca.key")
@@ -58,21 +76,37 @@ class Pki:
     def ca_pem(self) -> bytes:
         return self.ca.read_bytes()
 
-    def issue(self, name: str, cn: str, *, org: str | None = None, dns: tuple[str, ...] = (),
-              server: bool = False, client: bool = False) -> tuple[Path, Path]:
+    def issue(
+        self,
+        name: str,
+        cn: str,
+        *,
+        org: str | None = None,
+        dns: tuple[str, ...] = (),
+        server: bool = False,
+        client: bool = False,
+    ) -> tuple[Path, Path]:
         """Sign a leaf for `cn`; servers get 127.0.0.1 and localhost plus `dns` as SANs."""
         key = _key()
         now = dt.datetime.now(dt.UTC)
         usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
-            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
-        b = (x509.CertificateBuilder().subject_name(_name(cn, org)).issuer_name(self._ca.subject)
-             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - dt.timedelta(minutes=5))
-             .not_valid_after(now + dt.timedelta(days=_DAYS))
-             .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
+        )
+        b = (
+            x509.CertificateBuilder()
+            .subject_name(_name(cn, org))
+            .issuer_name(self._ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=_DAYS))
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
         if server:
-            sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                            x509.DNSName("localhost")]
+            sans: list[x509.GeneralName] = [
+                x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                x509.DNSName("localhost"),
+            ]
             sans += [x509.DNSName(d) for d in dns]
             b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = b.sign(self._ca_key, hashes.SHA256())
@@ -85,6 +119,9 @@ class Pki:
         """An RSA key pair for signing service-account tokens (sa.key, sa.pub)."""
         key = _key()
         _write_key(key, self.dir / "sa.key")
-        (self.dir / "sa.pub").write_bytes(key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        (self.dir / "sa.pub").write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
         return self.dir / "sa.key", self.dir / "sa.pub"

@@ -58,9 +58,15 @@ class Supervisor:
         with log.open("ab") as f:
             f.write(f"$ {' '.join(args)}\n".encode())
             f.flush()
-            proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, cwd=self.work,
-                                    env={**os.environ, **(env or {})}, start_new_session=True)
+            proc = subprocess.Popen(
+                args,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.work,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
         self.popen[name] = proc
         self.pids[name] = proc.pid
         starts: dict[str, int] = self.state.setdefault("starts", {})  # type: ignore[assignment]
@@ -76,14 +82,17 @@ class Supervisor:
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
                 log = self.logs / f"{name}.log"
-                raise PlaneError(f"{name} exited with code {proc.returncode}; last lines of "
-                                 f"{log}:\n{tail(log)}")
+                raise PlaneError(
+                    f"{name} exited with code {proc.returncode}; last lines of {log}:\n{tail(log)}"
+                )
             with contextlib.suppress(Exception):
                 if ready():
                     return
             time.sleep(0.5)
-        raise PlaneError(f"{name} not ready after {timeout:.0f}s; last lines of "
-                         f"{self.logs / (name + '.log')}:\n{tail(self.logs / (name + '.log'))}")
+        raise PlaneError(
+            f"{name} not ready after {timeout:.0f}s; last lines of "
+            f"{self.logs / (name + '.log')}:\n{tail(self.logs / (name + '.log'))}"
+        )
 
 
 def https_ok(url: str, ca: Path, cert: Path | None = None, key: Path | None = None) -> bool:
@@ -97,8 +106,10 @@ def https_ok(url: str, ca: Path, cert: Path | None = None, key: Path | None = No
 def tls_ok(port: int, ca: Path) -> bool:
     """A TLS handshake with 127.0.0.1:port verifies against `ca` (servers with no health URL)."""
     ctx = ssl.create_default_context(cafile=str(ca))
-    with socket.create_connection(("127.0.0.1", port), timeout=3) as raw, \
-            ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=3) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1"),
+    ):
         return True
 
 
@@ -116,8 +127,9 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def stop_pids(pids: dict[str, int], grace: float = 10.0,
-              starts: dict[str, int] | None = None) -> list[str]:
+def stop_pids(
+    pids: dict[str, int], grace: float = 10.0, starts: dict[str, int] | None = None
+) -> list[str]:
     """SIGTERM each recorded process group, then SIGKILL what is left; returns names stopped.
     With `starts`, a PID whose start time differs (reused by another process since) is left."""
     alive: dict[str, int] = {}

@@ -22,14 +22,19 @@ def karmada_crds(version: str, webhook_url: str, ca_pem: bytes) -> list[dict[str
     crds = [doc for path in sorted(root.rglob("*.yaml")) for doc in _docs(path)]
     for crd in crds:
         if crd["metadata"]["name"] in CONVERTED_CRDS:
-            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
-                "clientConfig": {"url": f"{webhook_url}/convert", "caBundle": _b64(ca_pem)},
-                "conversionReviewVersions": ["v1"]}}
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {"url": f"{webhook_url}/convert", "caBundle": _b64(ca_pem)},
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
     return crds
 
 
-def karmada_webhook_configurations(version: str, webhook_url: str,
-                                   ca_pem: bytes) -> list[dict[str, Any]]:
+def karmada_webhook_configurations(
+    version: str, webhook_url: str, ca_pem: bytes
+) -> list[dict[str, Any]]:
     """The release's mutating/validating configurations, pointed at the local webhook."""
     deploy = module_dir(KARMADA_MODULE, version) / "artifacts" / "deploy"
     path = deploy / "webhook-configuration.yaml"
@@ -42,9 +47,11 @@ def kwok_stages() -> list[dict[str, Any]]:
     """Node initialise + lease heartbeat, and the 'general' pod lifecycle whose create stage
     delays each pod a second plus up to five of jitter."""
     root = module_dir(KWOK_MODULE, KWOK) / "kustomize" / "stage"
-    paths = [root / "node" / "fast" / "node-initialize.yaml",
-             root / "node" / "heartbeat-with-lease" / "node-heartbeat-with-lease.yaml",
-             *sorted((root / "pod" / "general").glob("pod-*.yaml"))]
+    paths = [
+        root / "node" / "fast" / "node-initialize.yaml",
+        root / "node" / "heartbeat-with-lease" / "node-heartbeat-with-lease.yaml",
+        *sorted((root / "pod" / "general").glob("pod-*.yaml")),
+    ]
     return [doc for p in paths for doc in _docs(p)]
 
 

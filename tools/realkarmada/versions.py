@@ -18,8 +18,10 @@ KUBERNETES_MODULE = "k8s.io/kubernetes"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 
 
-NO_GO = ("go not found on PATH: install Go >= 1.25 (the real-Karmada tier builds upstream "
-         "commands from Go modules)")
+NO_GO = (
+    "go not found on PATH: install Go >= 1.25 (the real-Karmada tier builds upstream "
+    "commands from Go modules)"
+)
 
 
 class ToolchainError(RuntimeError):
@@ -36,8 +38,9 @@ def go_env() -> dict[str, str]:
 def go(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     """Run `go ARGS` and return stdout; a failure raises ToolchainError with go's last line."""
     try:
-        done = subprocess.run(["go", *args], cwd=cwd, env=env or go_env(), text=True,
-                              capture_output=True, check=False)
+        done = subprocess.run(
+            ["go", *args], cwd=cwd, env=env or go_env(), text=True, capture_output=True, check=False
+        )
     except FileNotFoundError:
         raise ToolchainError(NO_GO) from None
     if done.returncode != 0:

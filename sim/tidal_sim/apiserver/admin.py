@@ -87,8 +87,12 @@ class AdminApi:
         except ValueError as exc:
             raise ApiError(400, f"body is not JSON: {exc}") from exc
         replicas = data.get("replicas") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not (
-            replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool))
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("name"), str)
+            or not (
+                replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool))
+            )
         ):
             raise ApiError(400, 'write {"name": "<team capacity name>", "replicas": N or null}')
         try:

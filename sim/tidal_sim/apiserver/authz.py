@@ -100,14 +100,20 @@ class Authorizer:
         resource = route.resource
         rules = self._bound(user, self._objects("ClusterRoleBinding"), None)
         if route.namespace is not None:
-            rules += self._bound(user, self._objects("RoleBinding", route.namespace),
-                                 route.namespace)
+            rules += self._bound(
+                user, self._objects("RoleBinding", route.namespace), route.namespace
+            )
         if any(_rule_allows(r, verb, route.rtype.group, resource, route.name) for r in rules):
             return
         who = user or "system:anonymous"
-        where = f' in the namespace "{route.namespace}"' if route.namespace else \
-            " at the cluster scope"
+        where = (
+            f' in the namespace "{route.namespace}"' if route.namespace else " at the cluster scope"
+        )
         group = f'in API group "{route.rtype.group}"'
         target = f'{resource} "{route.name}"' if route.name else resource
-        raise ApiError(403, f'{target} is forbidden: User "{who}" cannot {verb} resource '
-                            f'"{resource}" {group}{where}', reason="Forbidden")
+        raise ApiError(
+            403,
+            f'{target} is forbidden: User "{who}" cannot {verb} resource '
+            f'"{resource}" {group}{where}',
+            reason="Forbidden",
+        )

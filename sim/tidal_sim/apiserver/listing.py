@@ -114,4 +114,3 @@ def page(
     if limit is None or remaining == 0 or not chunk:
         return chunk, list_rv, None, None
     return chunk, list_rv, encode_continue(list_rv, _key(chunk[-1])), remaining
-

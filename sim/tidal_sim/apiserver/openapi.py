@@ -60,10 +60,16 @@ _OBJECT_META_SCHEMA: dict[str, Any] = {
     "properties": {
         "name": {"type": "string", "description": "Name, unique within a namespace."},
         "namespace": {"type": "string", "description": "The namespace of a namespaced object."},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"},
-                   "description": "Map of string keys and values to select objects by."},
-        "annotations": {"type": "object", "additionalProperties": {"type": "string"},
-                        "description": "Unstructured key value map set by tools."},
+        "labels": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Map of string keys and values to select objects by.",
+        },
+        "annotations": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Unstructured key value map set by tools.",
+        },
         "resourceVersion": {"type": "string", "description": "The object's version."},
         "uid": {"type": "string", "description": "Unique in time and space."},
     },
@@ -79,15 +85,20 @@ def component_name(rtype: ResourceType) -> str:
 def _published(rtype: ResourceType, schema: dict[str, Any]) -> dict[str, Any]:
     doc = copy.deepcopy(schema)
     properties = doc.setdefault("properties", {})
-    properties["metadata"] = {"allOf": [{"$ref": f"#/components/schemas/{OBJECT_META}"}],
-                              "default": {}, "description": "Standard object's metadata."}
+    properties["metadata"] = {
+        "allOf": [{"$ref": f"#/components/schemas/{OBJECT_META}"}],
+        "default": {},
+        "description": "Standard object's metadata.",
+    }
     doc["x-kubernetes-group-version-kind"] = [
-        {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}]
+        {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+    ]
     return doc
 
 
-def group_version(kinds: KindRegistry, group: str, version: str,
-                  schema_of: SchemaOf | None = None) -> dict[str, Any] | None:
+def group_version(
+    kinds: KindRegistry, group: str, version: str, schema_of: SchemaOf | None = None
+) -> dict[str, Any] | None:
     types = [r for r in kinds.all() if r.group == group and r.version == version]
     if not types:
         return None

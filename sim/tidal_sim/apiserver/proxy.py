@@ -65,8 +65,18 @@ class ClusterProxy:
         cluster, rest_path = match.group(1), match.group(2) or "/"
         result = self._answer(req, cluster, rest_path)
         verb = req.method.lower()
-        self.accounting.record(verb, "clusters/proxy", "cluster.karmada.io", None, cluster,
-                               result.code, req.user_agent, req.identity, None, False)
+        self.accounting.record(
+            verb,
+            "clusters/proxy",
+            "cluster.karmada.io",
+            None,
+            cluster,
+            result.code,
+            req.user_agent,
+            req.identity,
+            None,
+            False,
+        )
         return result
 
     def _answer(self, req: Request, cluster: str, path: str) -> Response | StreamResponse:
@@ -76,10 +86,17 @@ class ClusterProxy:
                 raise NotFound(cluster)
             obj = self.karmada.get(clusters, None, cluster)
         except NotFound:
-            return error_response(ApiError(404, f'clusters.cluster.karmada.io "{cluster}" '
-                                                'not found'))
-        ready = next((c for c in (obj.get("status") or {}).get("conditions") or []
-                      if c.get("type") == "Ready"), None)
+            return error_response(
+                ApiError(404, f'clusters.cluster.karmada.io "{cluster}" not found')
+            )
+        ready = next(
+            (
+                c
+                for c in (obj.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Ready"
+            ),
+            None,
+        )
         if cluster in self.unreachable or (ready is not None and ready.get("status") != "True"):
             return error_response(ApiError(503, f"cluster {cluster} is not reachable"))
         store = self.member(cluster)

@@ -36,8 +36,12 @@ def corrupt_body(response: Response, fault_type: str) -> Response:
         payload = body.encode() if isinstance(body, str) else dumps(body)
         return Response(response.code, payload[: max(len(payload) // 2, 1)], response.headers)
     if isinstance(body, dict) and isinstance(body.get("items"), list):
-        wrong = dict(body, apiVersion="v1", kind="ConfigMapList",
-                     items=[_as_configmap(i) for i in body["items"]])
+        wrong = dict(
+            body,
+            apiVersion="v1",
+            kind="ConfigMapList",
+            items=[_as_configmap(i) for i in body["items"]],
+        )
         return Response(response.code, wrong, response.headers)
     return Response(response.code, _as_configmap(body), response.headers)
 
@@ -80,13 +84,20 @@ class RestHandlers(WriteVerbs):
         cut_after = self._apply_faults(verb, route, req.identity)
         response = self._answer(verb, route, req, cut_after)
         if isinstance(response, Response) and response.code < 400:
-            for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
-                                          types=BODY_FAULT_TYPES, identity=req.identity):
+            for fault in self.faults.fire(
+                verb,
+                route.resource,
+                route.namespace,
+                route.name,
+                types=BODY_FAULT_TYPES,
+                identity=req.identity,
+            ):
                 response = corrupt_body(response, fault.type)
         return response
 
-    def _answer(self, verb: str, route: Route, req: Request, cut_after: float | None
-                ) -> Response | StreamResponse:
+    def _answer(
+        self, verb: str, route: Route, req: Request, cut_after: float | None
+    ) -> Response | StreamResponse:
         try:
             if route.subresource == "scale":
                 return self._scale(verb, route, req)
@@ -116,8 +127,9 @@ class RestHandlers(WriteVerbs):
     def _apply_faults(self, verb: str, route: Route, identity: str) -> float | None:
         cut_after: float | None = None
         request_faults = tuple(t for t in FAULT_TYPES if t not in BODY_FAULT_TYPES)
-        for fault in self.faults.fire(verb, route.resource, route.namespace, route.name,
-                                      request_faults, identity):
+        for fault in self.faults.fire(
+            verb, route.resource, route.namespace, route.name, request_faults, identity
+        ):
             if fault.type == "latency":
                 time.sleep(fault.seconds)
             elif fault.type == "error":
@@ -146,7 +158,11 @@ class RestHandlers(WriteVerbs):
             req.query.get("labelSelector", ""), req.query.get("fieldSelector", "")
         )
         chunk, list_rv, token, remaining = page(
-            self.store, route.rtype, route.namespace, accepts, req.int_param("limit"),
+            self.store,
+            route.rtype,
+            route.namespace,
+            accepts,
+            req.int_param("limit"),
             req.query.get("continue"),
         )
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}

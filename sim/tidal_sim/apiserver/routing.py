@@ -32,8 +32,9 @@ def _group_version(parts: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
-def _namespace_of(kinds: KindRegistry, group: str, version: str, segs: list[str]
-                  ) -> tuple[str | None, list[str]]:
+def _namespace_of(
+    kinds: KindRegistry, group: str, version: str, segs: list[str]
+) -> tuple[str | None, list[str]]:
     """(namespace, the segments after it) of `namespaces/NS/PLURAL/...` when PLURAL is a
     namespaced kind; (None, segs) otherwise."""
     if segs[0] == "namespaces" and len(segs) >= 3:

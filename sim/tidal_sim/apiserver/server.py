@@ -199,8 +199,12 @@ class ApiServer:
 
 def _written_version(verb: str, result: Response | StreamResponse) -> int | None:
     """The resourceVersion a successful create/update/patch gave the object."""
-    if verb not in ("create", "update", "patch") or not isinstance(result, Response) \
-            or result.code >= 400 or not isinstance(result.body, dict):
+    if (
+        verb not in ("create", "update", "patch")
+        or not isinstance(result, Response)
+        or result.code >= 400
+        or not isinstance(result.body, dict)
+    ):
         return None
     version = (result.body.get("metadata") or {}).get("resourceVersion")
     return int(version) if isinstance(version, str) and version.isdigit() else None

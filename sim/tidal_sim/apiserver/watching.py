@@ -155,8 +155,7 @@ def _nothing() -> None:
     pass
 
 
-def _initial_events(render: Callable[[Obj], Obj] | None, initial: list[Obj]
-                    ) -> Iterator[bytes]:
+def _initial_events(render: Callable[[Obj], Obj] | None, initial: list[Obj]) -> Iterator[bytes]:
     """The list a watch starts with, as ADDED events, 200 to a chunk."""
     batch: list[bytes] = []
     for obj in initial:

@@ -34,19 +34,30 @@ def write_options(kind: str, req: Request, *, body_checked: bool = True) -> Writ
     dry_run = req.query.get("dryRun")
     causes = []
     if dry_run is not None and dry_run != "All":
-        causes.append(("dryRun", f'Unsupported value: []string{{"{dry_run}"}}: '
-                                 'supported values: "All"'))
+        causes.append(
+            ("dryRun", f'Unsupported value: []string{{"{dry_run}"}}: supported values: "All"')
+        )
     if directive not in DIRECTIVES:
         allowed = ", ".join(f'"{d}"' for d in DIRECTIVES)
-        causes.append(("fieldValidation",
-                       f'Unsupported value: "{directive}": supported values: {allowed}'))
+        causes.append(
+            ("fieldValidation", f'Unsupported value: "{directive}": supported values: {allowed}')
+        )
     if causes:
         texts = [f"{field}: {message}" for field, message in causes]
         joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-        raise ApiError(422, f'{kind}.meta.k8s.io "" is invalid: {joined}', reason="Invalid",
-                       details={"group": "meta.k8s.io", "kind": kind, "causes": [
-                           {"reason": "FieldValueNotSupported", "field": f, "message": m}
-                           for f, m in causes]})
+        raise ApiError(
+            422,
+            f'{kind}.meta.k8s.io "" is invalid: {joined}',
+            reason="Invalid",
+            details={
+                "group": "meta.k8s.io",
+                "kind": kind,
+                "causes": [
+                    {"reason": "FieldValueNotSupported", "field": f, "message": m}
+                    for f, m in causes
+                ],
+            },
+        )
     decoding = _decoding_problems(req) if body_checked else ()
     return WriteOptions(directive or "Warn", dry_run == "All", decoding)
 

@@ -27,8 +27,15 @@ _STATUS_ON_CREATE = {("cluster.karmada.io", "clusters")}
 
 
 class Admitter(Protocol):
-    def admit(self, rtype: ResourceType, obj: Obj, field_validation: str = "Warn", *,
-              decoding: tuple[str, ...] = (), patch: bool = False) -> list[str]:
+    def admit(
+        self,
+        rtype: ResourceType,
+        obj: Obj,
+        field_validation: str = "Warn",
+        *,
+        decoding: tuple[str, ...] = (),
+        patch: bool = False,
+    ) -> list[str]:
         """Prune, default and validate an object written through the API, in place; returns
         warnings; raises a StoreError (Invalid, or BadRequest for Strict unknown fields)."""
 
@@ -126,13 +133,15 @@ class WriteVerbs:
         if route.name:
             meta["name"] = route.name
 
-    def _admit(self, rtype: ResourceType, obj: Obj, options: WriteOptions, *,
-               patch: bool = False) -> dict[str, str | list[str]]:
+    def _admit(
+        self, rtype: ResourceType, obj: Obj, options: WriteOptions, *, patch: bool = False
+    ) -> dict[str, str | list[str]]:
         """Admission; returns the response headers it asks for (one Warning per problem)."""
         if self.admitter is None:
             return {}
-        warnings = self.admitter.admit(rtype, obj, options.field_validation,
-                                       decoding=options.decoding, patch=patch)
+        warnings = self.admitter.admit(
+            rtype, obj, options.field_validation, decoding=options.decoding, patch=patch
+        )
         if not warnings:
             return {}
         return {"Warning": ['299 - "' + w.replace('"', '\\"') + '"' for w in warnings]}
@@ -155,8 +164,9 @@ class WriteVerbs:
             meta = body["metadata"]
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
-            meta.update(uid=str(uuid.uuid4()), creationTimestamp=self.store.clock.rfc3339(),
-                        generation=1)
+            meta.update(
+                uid=str(uuid.uuid4()), creationTimestamp=self.store.clock.rfc3339(), generation=1
+            )
             return Response(201, body, headers)
         created = self.store.create(rtype, body)
         if self.on_created is not None:
@@ -225,8 +235,7 @@ class WriteVerbs:
             return Response(200, patched, headers)
         return Response(200, self.store.update(route.rtype, patched), headers)
 
-    def _server_side_apply(self, route: Route, req: Request, options: WriteOptions
-                           ) -> Response:
+    def _server_side_apply(self, route: Route, req: Request, options: WriteOptions) -> Response:
         """Server-side apply, approximated: create if absent, else a merge of the configuration
         (field ownership is not tracked, so there are no apply conflicts)."""
         if req.query.get("fieldManager") in (None, ""):

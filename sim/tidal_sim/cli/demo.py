@@ -18,17 +18,29 @@ INTERRUPTED = 130  # as the shell reports a SIGINT, and as tidal.cli.main does
 
 
 @click.command("demo")
-@click.option("--keep", is_flag=True,
-              help="leave the emulator running after the summary (Ctrl-C ends it)")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
-              show_default=True,
-              help="summary format; with json, progress goes to stderr and stdout is the JSON")
-@click.option("--speed", type=float, default=10.0, show_default=True,
-              help="simulated seconds per real second")
-@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False),
-              default=Path("tidal-demo.png"), show_default=True, metavar="FILE",
-              help="where to write the picture of the demo (replicas per cluster over time, "
-                   "waves, floors); needs matplotlib (pip install 'tidal[plot]')")
+@click.option(
+    "--keep", is_flag=True, help="leave the emulator running after the summary (Ctrl-C ends it)"
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="summary format; with json, progress goes to stderr and stdout is the JSON",
+)
+@click.option(
+    "--speed", type=float, default=10.0, show_default=True, help="simulated seconds per real second"
+)
+@click.option(
+    "--plot",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("tidal-demo.png"),
+    show_default=True,
+    metavar="FILE",
+    help="where to write the picture of the demo (replicas per cluster over time, "
+    "waves, floors); needs matplotlib (pip install 'tidal[plot]')",
+)
 def demo_command(keep: bool, output: str, speed: float, plot: Path) -> None:
     """Run a night switch and a day switch of two teams against the built-in emulator.
 
@@ -85,16 +97,21 @@ def _exit_code(result: Any) -> int:
     return OK if result.ok else UNSAFE_PLAN if result.refused else WAVE_FAILED
 
 
-def _summary(result: Any, console: Any, output: str, *, kept: bool, speed: float,
-             plot: Path) -> None:
+def _summary(
+    result: Any, console: Any, output: str, *, kept: bool, speed: float, plot: Path
+) -> None:
     """The result as JSON on stdout, or the summary table, the splits, the picture's path and
     a verdict line."""
     from tidal_sim.demo.render import splits_table, summary_table
 
     picture, no_picture = _picture(result, plot)
     if output == "json":
-        click.echo(json.dumps({**result.to_json(kept=kept),
-                               "picture": str(picture) if picture else None}, indent=2))
+        click.echo(
+            json.dumps(
+                {**result.to_json(kept=kept), "picture": str(picture) if picture else None},
+                indent=2,
+            )
+        )
         if no_picture:
             click.echo(no_picture, err=True)
         return
@@ -103,9 +120,13 @@ def _summary(result: Any, console: Any, output: str, *, kept: bool, speed: float
     for split in result.splits:
         console.print(f"{split.why}.")
     console.print(f"picture: {picture}" if picture else no_picture)
-    verdict = "every switch succeeded, no floor breached" if result.ok else \
-        "interrupted" if result.interrupted else \
-        f"NOT all switches succeeded (daemon log: {result.log})"
+    verdict = (
+        "every switch succeeded, no floor breached"
+        if result.ok
+        else "interrupted"
+        if result.interrupted
+        else f"NOT all switches succeeded (daemon log: {result.log})"
+    )
     console.print(f"{verdict}; {result.wall_seconds:.0f}s wall time at x{speed:g}")
 
 
@@ -124,20 +145,26 @@ def _picture(result: Any, path: Path) -> tuple[Path | None, str]:
 def _keep(result: Any, console: Any, *, to_stderr: bool) -> None:
     """Print how to poke at the emulator, then wait for Ctrl-C (or SIGTERM)."""
     kc = result.kubeconfig
-    schedules = Path("schedules") if (Path("schedules") / "team-1005.yaml").is_file() else \
-        result.workdir / "schedules"
+    schedules = (
+        Path("schedules")
+        if (Path("schedules") / "team-1005.yaml").is_file()
+        else result.workdir / "schedules"
+    )
     ran = result.workdir / "schedules"  # the copies the daemon ran: windows brought forward
     # Plain echo: commands must not be wrapped at the console's width (copy and paste).
-    click.echo(f"\nThe emulator keeps running (simulated clock x{result.speed:g}; `tidal status`"
-               " reads the real clock: its next starts are the real day's). Kubeconfig:\n"
-               f"  {kc}\nTry:\n"
-               f"  tidal status --schedules {ran} --kubeconfig {kc}\n"
-               f"  kubectl --kubeconfig {kc} get cpp\n"
-               f"  kubectl --kubeconfig {kc} get deploy,rb -n ai-app\n"
-               f"  kubectl --kubeconfig {kc} describe cpp team-1005-cpp   # the daemon's Events\n"
-               f"  tidal plan {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
-               f"  tidal switch {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
-               "Ctrl-C to stop.", err=to_stderr)
+    click.echo(
+        f"\nThe emulator keeps running (simulated clock x{result.speed:g}; `tidal status`"
+        " reads the real clock: its next starts are the real day's). Kubeconfig:\n"
+        f"  {kc}\nTry:\n"
+        f"  tidal status --schedules {ran} --kubeconfig {kc}\n"
+        f"  kubectl --kubeconfig {kc} get cpp\n"
+        f"  kubectl --kubeconfig {kc} get deploy,rb -n ai-app\n"
+        f"  kubectl --kubeconfig {kc} describe cpp team-1005-cpp   # the daemon's Events\n"
+        f"  tidal plan {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
+        f"  tidal switch {schedules}/team-1005.yaml --window night --kubeconfig {kc}\n"
+        "Ctrl-C to stop.",
+        err=to_stderr,
+    )
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

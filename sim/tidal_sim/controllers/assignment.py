@@ -129,8 +129,10 @@ def assign_with_affinities(
     first: FitError | NotEnoughReplicas | SchedulerError | None = None
     for term in terms[index:]:
         try:
-            return (assign(clusters, binding, term, estimate, keep_empty=keep_empty),
-                    term.get("affinityName", ""))
+            return (
+                assign(clusters, binding, term, estimate, keep_empty=keep_empty),
+                term.get("affinityName", ""),
+            )
         except (FitError, NotEnoughReplicas, SchedulerError) as exc:
             first = first or exc
     assert first is not None
@@ -138,7 +140,11 @@ def assign_with_affinities(
 
 
 def assign(
-    clusters: dict[str, Obj], binding: Obj, affinity: Obj | None, estimate: Estimate, *,
+    clusters: dict[str, Obj],
+    binding: Obj,
+    affinity: Obj | None,
+    estimate: Estimate,
+    *,
     keep_empty: bool = False,
 ) -> list[Obj]:
     """The binding's new spec.clusters. `keep_empty` (karmada-scheduler
@@ -152,8 +158,9 @@ def assign(
     request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
     workload = is_workload(spec)
     # estimators are skipped for non-workloads
-    available = {name: estimate(clusters[name], request, binding) if replicas else 0
-                 for name in candidates}
+    available = {
+        name: estimate(clusters[name], request, binding) if replicas else 0 for name in candidates
+    }
     candidates = order_candidates(candidates, available, current)
     candidates = _spread_by_cluster(
         placement,
@@ -163,12 +170,18 @@ def assign(
     )
     if not workload:
         return [{"name": n} for n in candidates]
-    return _attach(_divide(clusters, binding, candidates, available, current), candidates,
-                   keep_empty)
+    return _attach(
+        _divide(clusters, binding, candidates, available, current), candidates, keep_empty
+    )
 
 
-def _divide(clusters: dict[str, Obj], binding: Obj, candidates: list[str],
-            available: dict[str, int], current: dict[str, int]) -> list[Obj]:
+def _divide(
+    clusters: dict[str, Obj],
+    binding: Obj,
+    candidates: list[str],
+    available: dict[str, int],
+    current: dict[str, int],
+) -> list[Obj]:
     """The replicas of a workload binding over its candidate clusters, by its placement's
     replica scheduling (duplicated, static weights, dynamic weights or aggregated)."""
     spec = binding.get("spec") or {}
@@ -186,13 +199,20 @@ def _divide(clusters: dict[str, Obj], binding: Obj, candidates: list[str],
         return [_target(n, r) for n, r in result.items()]
     if preference not in ("Weighted", "Aggregated"):
         raise SchedulerError(f"unsupported replica division preference {preference!r}")
-    result = _divide_dynamic(binding, candidates, available, current,
-                             aggregated=preference == "Aggregated")
+    result = _divide_dynamic(
+        binding, candidates, available, current, aggregated=preference == "Aggregated"
+    )
     return [_target(n, r) for n, r in result.items()]
 
 
-def _divide_dynamic(binding: Obj, candidates: list[str], available: dict[str, int],
-                    current: dict[str, int], *, aggregated: bool) -> dict[str, int]:
+def _divide_dynamic(
+    binding: Obj,
+    candidates: list[str],
+    available: dict[str, int],
+    current: dict[str, int],
+    *,
+    aggregated: bool,
+) -> dict[str, int]:
     """Dynamic weights or aggregated: by what the estimators say is available; the error
     names the step that failed (fresh scale, scale down or up) as karmada-scheduler does."""
     spec = binding.get("spec") or {}
@@ -284,8 +304,9 @@ def _static_weights(placement: Obj) -> bool:
     )
 
 
-def _roomier(chosen: list[str], rest: list[str], available: dict[str, int],
-             replicas: int) -> list[str]:
+def _roomier(
+    chosen: list[str], rest: list[str], available: dict[str, int], replicas: int
+) -> list[str]:
     """While the chosen clusters cannot hold the replicas, swap the last chosen ones (last
     first) for the roomiest of the rest that has more room."""
     index = len(chosen) - 1

@@ -119,24 +119,29 @@ class Customizations:
     @staticmethod
     def _where(op: Operation, obj: Obj, problem: str) -> str:
         meta = obj.get("metadata") or {}
-        name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+        name = (
+            f"{meta.get('namespace')}/{meta.get('name')}"
+            if meta.get("namespace")
             else str(meta.get("name"))
+        )
         return f"{op.upstream} of {obj.get('kind')} {name}: {problem}"
 
     def _table(self, op: Operation, obj: Obj, value: Any, what: str) -> Any:
         converted = to_python(value) if value is not None else None
         if not isinstance(converted, dict | list):
             kind = "nil" if value is None else type(converted).__name__
-            raise InterpreterError(self._where(
-                op, obj, f"expect the returned {what} type is table but got {kind}"))
+            raise InterpreterError(
+                self._where(op, obj, f"expect the returned {what} type is table but got {kind}")
+            )
         return converted
 
     def get_replicas(self, obj: Obj) -> Replicas:
         op = Operation.INTERPRET_REPLICA
         count, requires = self._run(op, obj, 2, obj)
         if isinstance(count, bool) or not isinstance(count, int | float):
-            raise InterpreterError(self._where(op, obj, f"result type {_lua_type(count)} is not "
-                                                        "number"))
+            raise InterpreterError(
+                self._where(op, obj, f"result type {_lua_type(count)} is not number")
+            )
         if requires is None:
             return Replicas(int(count), None)
         table = self._table(op, obj, requires, "requires")
@@ -165,15 +170,17 @@ class Customizations:
         op = Operation.INTERPRET_HEALTH
         (result,) = self._run(op, observed, 1, observed)
         if not isinstance(result, bool):
-            raise InterpreterError(self._where(op, observed,
-                                               f"result type {_lua_type(result)} is not bool"))
+            raise InterpreterError(
+                self._where(op, observed, f"result type {_lua_type(result)} is not bool")
+            )
         return result
 
     def retain(self, desired: Obj, observed: Obj) -> Obj:
         op = Operation.RETAIN
         (result,) = self._run(op, desired, 1, desired, observed)
-        return _as_object(restore_empty(self._table(op, desired, result, "requires"),
-                                        [desired, observed]))
+        return _as_object(
+            restore_empty(self._table(op, desired, result, "requires"), [desired, observed])
+        )
 
 
 def _lua_type(value: Any) -> str:
@@ -201,8 +208,9 @@ def _requirements(table: Obj) -> Obj | None:
         canonical = {}
         for name, value in requests.items():
             try:
-                canonical[name] = quantity_text(parse_quantity(value),
-                                                binary=str(value).endswith("i"))
+                canonical[name] = quantity_text(
+                    parse_quantity(value), binary=str(value).endswith("i")
+                )
             except QuantityError as exc:
                 raise InterpreterError(f"resourceRequest {name}: {exc}") from None
         out["resourceRequest"] = canonical

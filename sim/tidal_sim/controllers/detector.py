@@ -144,8 +144,9 @@ class Detector:
         are deterministic, so only a changed customization can change the answer)."""
         targets = {
             (str(t.get("apiVersion", "")), str(t.get("kind", "")))
-            for t in (((o or {}).get("spec") or {}).get("target") or {}
-                      for o in (customization, old))
+            for t in (
+                ((o or {}).get("spec") or {}).get("target") or {} for o in (customization, old)
+            )
         }
         for key in sorted(self.templates):
             if key[:2] in targets:

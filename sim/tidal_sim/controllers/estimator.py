@@ -62,8 +62,9 @@ def general_estimate(
     return min(_by_summary(pods, wanted, allocatable, allocated, allocating), MAX_INT32)
 
 
-def _by_models(models: list[Obj], modelings: list[Obj], wanted: Resources,
-               version: KarmadaVersion) -> int | None:
+def _by_models(
+    models: list[Obj], modelings: list[Obj], wanted: Resources, version: KarmadaVersion
+) -> int | None:
     """Replicas by the resource models (v1.18: model nodes; before: grades); None when the
     models miss a requested resource (upstream falls back to the summary)."""
     try:
@@ -74,8 +75,13 @@ def _by_models(models: list[Obj], modelings: list[Obj], wanted: Resources,
         return None
 
 
-def _by_summary(pods: int, wanted: Resources, allocatable: Resources, allocated: Resources,
-                allocating: Resources) -> int:
+def _by_summary(
+    pods: int,
+    wanted: Resources,
+    allocatable: Resources,
+    allocated: Resources,
+    allocating: Resources,
+) -> int:
     """Replicas by the resource summary: the scarcest requested resource (0 when one is
     missing or exhausted)."""
     best = pods
@@ -136,9 +142,7 @@ def _fit_model_grades(models: list[Obj], modelings: list[Obj], wanted: Resources
     for name, amount in wanted.items():
         if not any(name in grade for grade in minimums):
             raise _ModelsLack(name)
-        index = next(
-            (i for i, grade in enumerate(minimums) if grade.get(name, 0) >= amount), None
-        )
+        index = next((i for i, grade in enumerate(minimums) if grade.get(name, 0) >= amount), None)
         if index is None:
             return 0
         lowest = max(lowest, index)

@@ -65,8 +65,9 @@ class TemplateGenerations(Protocol):
 class WorkSync(Protocol):
     """The binding controller's Works, as the members see them: replicas per cluster."""
 
-    def replicas(self, bkey: BKey, binding: dict[str, Any], targets: dict[str, int],
-                 is_workload: bool) -> dict[str, int]: ...
+    def replicas(
+        self, bkey: BKey, binding: dict[str, Any], targets: dict[str, int], is_workload: bool
+    ) -> dict[str, int]: ...
 
     def forget(self, bkey: BKey) -> None: ...
 
@@ -102,7 +103,12 @@ class ControllerHost(Protocol):
 
     def after(self, delay: float, fn: Callable[[], None]) -> Pending: ...
 
-    def write(self, rtype: ResourceType, namespace: str | None, name: str,
-              change: Callable[[dict[str, Any]], None], *,
-              subresource: Literal["status"] | None = None) -> dict[str, Any]: ...
-
+    def write(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict[str, Any]], None],
+        *,
+        subresource: Literal["status"] | None = None,
+    ) -> dict[str, Any]: ...

@@ -260,7 +260,15 @@ class ControllerManager:
 
 def _startup_order(rtype: ResourceType) -> int:
     """Clusters and policies first, then templates, then bindings (as caches fill upstream)."""
-    order = {CLUSTER_KIND: 0, RIC_KIND: 0, CPP_KIND: 1, PP_KIND: 1, OP_KIND: 1, COP_KIND: 1,
-             RB_KIND: 3,
-             CRB_KIND: 3, REBALANCER_KIND: 4}
+    order = {
+        CLUSTER_KIND: 0,
+        RIC_KIND: 0,
+        CPP_KIND: 1,
+        PP_KIND: 1,
+        OP_KIND: 1,
+        COP_KIND: 1,
+        RB_KIND: 3,
+        CRB_KIND: 3,
+        REBALANCER_KIND: 4,
+    }
     return order.get(rtype.kind, 2)

@@ -72,8 +72,9 @@ def _fields_match(field_selector: Mapping[str, Any] | None, spec: Mapping[str, A
         return True
     fields = {"provider": spec.get("provider"), "region": spec.get("region")}
     zones = list(spec.get("zones") or ([spec["zone"]] if spec.get("zone") else []))
-    return all(_field_matches(expr, fields, zones)
-               for expr in field_selector.get("matchExpressions") or [])
+    return all(
+        _field_matches(expr, fields, zones) for expr in field_selector.get("matchExpressions") or []
+    )
 
 
 def _field_matches(expr: Mapping[str, Any], fields: Mapping[str, Any], zones: list[str]) -> bool:

@@ -195,8 +195,7 @@ class Members:
     def _rearm(self, state: ClusterState) -> None:
         """Pods fail no more in the cluster: its starting pods not yet timed get their timer."""
         for bkey in list(state.bindings):
-            member = self.bindings[bkey].members.get(state.name) if bkey in self.bindings \
-                else None
+            member = self.bindings[bkey].members.get(state.name) if bkey in self.bindings else None
             for pod in member.pods if member else []:
                 if pod.state == "starting" and not pod.armed:
                     self._arm_start(state, pod)
@@ -216,9 +215,12 @@ class Members:
         }
         resource_version = str(resource.get("resourceVersion", ""))
         replicas = self.mgr.works.replicas(bkey, binding, targets, is_workload)
-        if state is not None and (state.targets, state.resource_version, state.is_workload,
-                                  state.replicas) == (targets, resource_version, is_workload,
-                                                      replicas):
+        if state is not None and (
+            state.targets,
+            state.resource_version,
+            state.is_workload,
+            state.replicas,
+        ) == (targets, resource_version, is_workload, replicas):
             return
         request = resource_list((spec.get("replicaRequirements") or {}).get("resourceRequest"))
         request["pods"] = 1
@@ -234,11 +236,21 @@ class Members:
             self._member(bkey, state, cluster, resynced=resynced)
         self.mgr.status.mark_binding(bkey)
 
-    def _new_binding(self, bkey: BKey, resource: Obj, is_workload: bool,
-                     request: Resources, template_generation: int) -> BindingState:
+    def _new_binding(
+        self,
+        bkey: BKey,
+        resource: Obj,
+        is_workload: bool,
+        request: Resources,
+        template_generation: int,
+    ) -> BindingState:
         workload = "/".join(str(resource.get(k, "")) for k in ("namespace", "kind", "name"))
         state = self.bindings[bkey] = BindingState(
-            workload, is_workload, request, {}, str(resource.get("resourceVersion", "")),
+            workload,
+            is_workload,
+            request,
+            {},
+            str(resource.get("resourceVersion", "")),
             template_generation,
             kind=(str(resource.get("apiVersion", "")), str(resource.get("kind", ""))),
         )

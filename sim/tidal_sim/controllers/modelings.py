@@ -37,8 +37,10 @@ def allocatable_modelings(
     if not models or nodes <= 0:
         return None
     minimums = [
-        {str(r.get("name")): to_units(str(r.get("name")), r.get("min", 0))
-         for r in model.get("ranges") or []}
+        {
+            str(r.get("name")): to_units(str(r.get("name")), r.get("min", 0))
+            for r in model.get("ranges") or []
+        }
         for model in models
     ]
     names = sorted({name for grade in minimums for name in grade})
@@ -52,8 +54,10 @@ def allocatable_modelings(
         grade = _grade_of(free, minimums, names)
         if grade >= 0:
             counts[grade] += 1
-    return [{"grade": int(model.get("grade") or 0), "count": counts[i]}
-            for i, model in enumerate(models)]
+    return [
+        {"grade": int(model.get("grade") or 0), "count": counts[i]}
+        for i, model in enumerate(models)
+    ]
 
 
 def _grade_of(free: Resources, minimums: list[Resources], names: list[str]) -> int:

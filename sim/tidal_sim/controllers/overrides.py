@@ -60,8 +60,9 @@ def _rules(policy: Obj, cluster: Obj) -> list[Obj]:
     spec = policy.get("spec") or {}
     rules = spec.get("overrideRules")
     if not rules:  # the deprecated single targetCluster + overriders form
-        rules = [{"targetCluster": spec.get("targetCluster"),
-                  "overriders": spec.get("overriders") or {}}]
+        rules = [
+            {"targetCluster": spec.get("targetCluster"), "overriders": spec.get("overriders") or {}}
+        ]
     return [
         rule.get("overriders") or {}
         for rule in rules

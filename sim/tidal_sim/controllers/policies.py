@@ -76,8 +76,14 @@ def named_templates(policy: Obj) -> list[ObjKey]:
     for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
         if selector.get("name"):
             namespace = own_ns if is_pp else selector.get("namespace") or ""
-            keys.append((selector.get("apiVersion", ""), selector.get("kind", ""), namespace,
-                         selector["name"]))
+            keys.append(
+                (
+                    selector.get("apiVersion", ""),
+                    selector.get("kind", ""),
+                    namespace,
+                    selector["name"],
+                )
+            )
     return keys
 
 
@@ -86,8 +92,11 @@ def _outranks(det: Detector, policy: Obj, holder_ref: PolicyRef) -> bool:
     the same kind with a lower priority, or a ClusterPropagationPolicy (a CPP never preempts
     a PP)."""
     is_pp: bool = policy["kind"] == PP_KIND
-    own = (policy["kind"], policy["metadata"].get("namespace", "") if is_pp else "",
-           policy["metadata"]["name"])
+    own = (
+        policy["kind"],
+        policy["metadata"].get("namespace", "") if is_pp else "",
+        policy["metadata"]["name"],
+    )
     holder = det.policies.get(holder_ref)
     if holder_ref == own or holder is None:
         return False

@@ -129,7 +129,8 @@ class RebalancerController:
     def _sync_from_spec(self, rebalancer: Obj) -> list[Obj]:
         wanted = [dict(w) for w in (rebalancer.get("spec") or {}).get("workloads") or []]
         observed, remaining = _still_wanted(
-            (rebalancer.get("status") or {}).get("observedWorkloads") or [], wanted)
+            (rebalancer.get("status") or {}).get("observedWorkloads") or [], wanted
+        )
         observed += [{"workload": w} for i, w in enumerate(remaining) if w not in remaining[:i]]
         observed.sort(key=_workload_sort_key)
         return observed

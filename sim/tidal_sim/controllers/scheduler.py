@@ -199,8 +199,11 @@ class Scheduler:
         affinity_name: str | None = None
         try:
             result, affinity_name = assign_with_affinities(
-                self.clusters, binding, self.estimate,
-                keep_empty=self.mgr.empty_workload_propagation)
+                self.clusters,
+                binding,
+                self.estimate,
+                keep_empty=self.mgr.empty_workload_propagation,
+            )
             condition = ("True", "Success", SUCCESS_MESSAGE)
         except FitError as exc:
             result, condition = None, ("False", "NoClusterFit", str(exc))

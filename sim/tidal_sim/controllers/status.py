@@ -78,9 +78,7 @@ def _summed_status(old: Obj, items: list[Obj], generation: int) -> Obj:
         for counter in _COUNTERS:
             sums[counter] += int(member.get(counter, 0))
     new = dict(old)
-    new_observed = (
-        generation if observed_latest == len(items) else old.get("observedGeneration", 0)
-    )
+    new_observed = generation if observed_latest == len(items) else old.get("observedGeneration", 0)
     for key, value in [*sums.items(), ("observedGeneration", new_observed)]:
         if value:
             new[key] = value
@@ -166,8 +164,9 @@ class StatusWriter:
         spec = binding.get("spec") or {}
         items = self._member_statuses(bkey, spec)
         status = binding.get("status") or {}
-        conditions = _fully_applied(list(status.get("conditions") or []), items,
-                                    self.mgr.clock.rfc3339())
+        conditions = _fully_applied(
+            list(status.get("conditions") or []), items, self.mgr.clock.rfc3339()
+        )
         if (
             status.get("aggregatedStatus", []) != items
             or (status.get("conditions") or []) != conditions
@@ -197,8 +196,10 @@ class StatusWriter:
     def _flush_template(self, resource: dict[str, Any], items: list[Obj]) -> None:
         custom = self.mgr.customizations
         aggregate = resource.get("kind") not in WORKLOAD_KINDS and custom.enabled(
-            str(resource.get("apiVersion", "")), str(resource.get("kind", "")),
-            Operation.AGGREGATE_STATUS)
+            str(resource.get("apiVersion", "")),
+            str(resource.get("kind", "")),
+            Operation.AGGREGATE_STATUS,
+        )
         rtype = self.mgr.store.kinds.by_kind(
             resource.get("apiVersion", ""), resource.get("kind", "")
         )
@@ -247,8 +248,13 @@ class StatusWriter:
         def change(obj: Obj) -> None:
             obj["status"] = new
 
-        self.mgr.write(rtype, meta.get("namespace") or None, meta["name"], change,
-                       subresource="status" if rtype.has_status else None)
+        self.mgr.write(
+            rtype,
+            meta.get("namespace") or None,
+            meta["name"],
+            change,
+            subresource="status" if rtype.has_status else None,
+        )
 
     # -- clusters ----------------------------------------------------------------------
     def _flush_cluster(self, name: str) -> None:
@@ -269,9 +275,14 @@ class StatusWriter:
             cluster, resource_list(summary.get("allocatable")), allocated
         )
         unchanged = (summary.get("allocated") or {}, summary.get("allocating") or {}) == (
-            want_allocated, want_allocating)
-        if unchanged and want_modelings in (None, summary.get("allocatableModelings")) and \
-                not needs_ready:
+            want_allocated,
+            want_allocating,
+        )
+        if (
+            unchanged
+            and want_modelings in (None, summary.get("allocatableModelings"))
+            and not needs_ready
+        ):
             return
         now = self.mgr.clock.rfc3339()
 

@@ -171,11 +171,18 @@ def _team(where: str, index: int, raw: Any) -> TeamCapacity:
     selector = raw.get("teamSelector") or {}
     if not isinstance(selector, dict):
         raise TeamEstimatorError(f"{where}.teamSelector: must be a label selector")
-    schedule = [_window(f"{where}.schedule[{j}]", window)
-                for j, window in enumerate(raw.get("schedule") or [])]
+    schedule = [
+        _window(f"{where}.schedule[{j}]", window)
+        for j, window in enumerate(raw.get("schedule") or [])
+    ]
     name = str(raw.get("name") or f"team-{index}@{raw['cluster']}")
-    return TeamCapacity(name, str(raw["cluster"]), selector,
-                        _count(f"{where}.replicas", raw.get("replicas")), tuple(schedule))
+    return TeamCapacity(
+        name,
+        str(raw["cluster"]),
+        selector,
+        _count(f"{where}.replicas", raw.get("replicas")),
+        tuple(schedule),
+    )
 
 
 def _window(at: str, window: Any) -> CapacityWindow:
@@ -203,6 +210,7 @@ def parse_team_estimator(spec: Any) -> TeamEstimator:
         raise TeamEstimatorError(
             f"teamEstimator.timeZone: unknown time zone {spec.get('timeZone')!r}"
         ) from None
-    teams = [_team(f"teamEstimator.teams[{i}]", i, raw)
-             for i, raw in enumerate(spec.get("teams") or [])]
+    teams = [
+        _team(f"teamEstimator.teams[{i}]", i, raw) for i, raw in enumerate(spec.get("teams") or [])
+    ]
     return TeamEstimator(tuple(teams), zone)

@@ -42,9 +42,17 @@ _SPEC_DEFAULTS = (
     ("schedulerName", "default-scheduler"),
 )
 # Default grades: cpu cores and memory GiB (min, max); the last grade has no upper bound.
-_DEFAULT_GRADES = ((0, 1, 0, 4), (1, 2, 4, 16), (2, 4, 16, 32), (4, 8, 32, 64), (8, 16, 64, 128),
-                   (16, 32, 128, 256), (32, 64, 256, 512), (64, 128, 512, 1024),
-                   (128, None, 1024, None))
+_DEFAULT_GRADES = (
+    (0, 1, 0, 4),
+    (1, 2, 4, 16),
+    (2, 4, 16, 32),
+    (4, 8, 32, 64),
+    (8, 16, 64, 128),
+    (16, 32, 128, 256),
+    (32, 64, 256, 512),
+    (64, 128, 512, 1024),
+    (128, None, 1024, None),
+)
 
 
 def default_resource_models() -> list[Obj]:

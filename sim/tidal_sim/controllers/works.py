@@ -54,8 +54,17 @@ EXECUTION_SPACE_PREFIX = "karmada-es-"
 RB_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
 RB_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
 CRB_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
-_DROPPED_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-                 "ownerReferences", "finalizers", "deletionTimestamp", "selfLink")
+_DROPPED_META = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "deletionTimestamp",
+    "selfLink",
+)
 
 
 @dataclass
@@ -85,8 +94,9 @@ def work_name(kind: str, name: str, namespace: str) -> str:
     return f"{base}-{zlib.crc32(key.lower().encode()):x}"
 
 
-def _keep_last(previous: Synced, cluster: str, works: dict[str, str],
-               manifests: dict[str, Obj]) -> int:
+def _keep_last(
+    previous: Synced, cluster: str, works: dict[str, str], manifests: dict[str, Obj]
+) -> int:
     """A member whose Work could not be built keeps its last one (none: nothing runs there);
     the replicas it runs."""
     if cluster not in previous.works:
@@ -156,8 +166,9 @@ class Works:
             self._named.get((key[0], name), set()).discard(key)
 
     def _namespace_policies(self, namespace: str, template_name: str) -> list[Obj]:
-        keys = self._broad.get(namespace, set()) | self._named.get((namespace, template_name),
-                                                                     set())
+        keys = self._broad.get(namespace, set()) | self._named.get(
+            (namespace, template_name), set()
+        )
         return [self.policies[k] for k in sorted(keys)]
 
     def _candidates(self, sources: list[Obj]) -> list[BKey]:
@@ -182,8 +193,11 @@ class Works:
     ) -> dict[str, int]:
         """Write the binding's Works if their inputs changed; the replicas each member runs."""
         resource = (binding.get("spec") or {}).get("resource") or {}
-        key = (tuple(sorted(targets.items())), str(resource.get("resourceVersion", "")),
-               is_workload)
+        key = (
+            tuple(sorted(targets.items())),
+            str(resource.get("resourceVersion", "")),
+            is_workload,
+        )
         synced = self._synced.get(bkey)
         if synced is not None and synced.key == key:
             return dict(synced.replicas)
@@ -282,8 +296,9 @@ class Works:
 
     def _binding(self, bkey: BKey) -> Obj | None:
         try:
-            return self.mgr.store.get(self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2],
-                                      copy_=False)
+            return self.mgr.store.get(
+                self.mgr.binding_type(bkey[0]), bkey[1] or None, bkey[2], copy_=False
+            )
         except NotFound:
             return None
 
@@ -301,8 +316,9 @@ class Works:
         assert rtype is not None
         return rtype
 
-    def _write_work(self, cluster: str, name: str, annotations: dict[str, str],
-                    manifest: Obj) -> None:
+    def _write_work(
+        self, cluster: str, name: str, annotations: dict[str, str], manifest: Obj
+    ) -> None:
         namespace = EXECUTION_SPACE_PREFIX + cluster
         self._ensure_namespace(namespace)
         rtype = self._work_type()
@@ -313,14 +329,24 @@ class Works:
             current = None
         if current is None:
             now = self.mgr.clock.rfc3339()
-            self.mgr.store.create(rtype, {
-                "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-                "spec": spec,
-                "status": {"conditions": [{
-                    "type": "Applied", "status": "True", "reason": "AppliedSuccessful",
-                    "message": "Manifest has been successfully applied",
-                    "lastTransitionTime": now}]},
-            })
+            self.mgr.store.create(
+                rtype,
+                {
+                    "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+                    "spec": spec,
+                    "status": {
+                        "conditions": [
+                            {
+                                "type": "Applied",
+                                "status": "True",
+                                "reason": "AppliedSuccessful",
+                                "message": "Manifest has been successfully applied",
+                                "lastTransitionTime": now,
+                            }
+                        ]
+                    },
+                },
+            )
             return
         # ctrlutil.CreateOrUpdateWork merges annotations into the existing ones and never
         # removes a key: once an override is deleted, its applied-overrides entry stays on the

@@ -34,12 +34,18 @@ class TeamSplit:
         return list(self.after.values())[-1] if self.after else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"schedule": self.schedule, "start": self.start, "after": self.after,
-                "end": self.end, "why": self.why}
+        return {
+            "schedule": self.schedule,
+            "start": self.start,
+            "after": self.after,
+            "end": self.end,
+            "why": self.why,
+        }
 
 
-def why(schedule: str, start: Split, end: Split | None, *, dynamic: bool,
-        team_limited: bool) -> str:
+def why(
+    schedule: str, start: Split, end: Split | None, *, dynamic: bool, team_limited: bool
+) -> str:
     """One sentence: why the last switch left the team where it did, against its start."""
     if end is None:
         return f"{schedule} did not finish a switch"
@@ -47,37 +53,65 @@ def why(schedule: str, start: Split, end: Split | None, *, dynamic: bool,
     if all(start.get(c, 0) == end.get(c, 0) for c in clusters):
         return f"{schedule} ends where it started: the last window puts its start placement back"
     if dynamic:
-        limit = (", by Karmada's general estimator alone (the team estimator's limits apply "
-                 "from the team's first window on)" if team_limited else "")
-        return (f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: "
-                "its policy divides replicas by each cluster's free capacity (dynamicWeight: "
-                "AvailableReplicas), so each wave of the last switch got the split of what was "
-                "free when it was rescheduled, while the start's split was made when the "
-                f"workloads were first placed{limit}")
-    return (f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: "
-                "its policy divides replicas by each cluster's free capacity (dynamicWeight: "
-                "AvailableReplicas), so each wave got the split of the capacity free when it "
-                f"was rescheduled, the start's by the capacity free when it was first placed"
-                f"{limit}")
-    return (f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: the "
-            "policy in force after the last window divides its replicas differently from the "
-            "one in force at the start")
+        limit = (
+            ", by Karmada's general estimator alone (the team estimator's limits apply "
+            "from the team's first window on)"
+            if team_limited
+            else ""
+        )
+        return (
+            f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: "
+            "its policy divides replicas by each cluster's free capacity (dynamicWeight: "
+            "AvailableReplicas), so each wave of the last switch got the split of what was "
+            "free when it was rescheduled, while the start's split was made when the "
+            f"workloads were first placed{limit}"
+        )
+    return (
+        f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: "
+        "its policy divides replicas by each cluster's free capacity (dynamicWeight: "
+        "AvailableReplicas), so each wave got the split of the capacity free when it "
+        f"was rescheduled, the start's by the capacity free when it was first placed"
+        f"{limit}"
+    )
+    return (
+        f"{schedule} ends at {split_text(end)}, not its start's {split_text(start)}: the "
+        "policy in force after the last window divides its replicas differently from the "
+        "one in force at the start"
+    )
 
 
-def team_splits(tracker: Tracker, start: Mapping[str, Split], dynamic: Mapping[str, bool],
-                team_limited: Mapping[str, bool]) -> list[TeamSplit]:
+def team_splits(
+    tracker: Tracker,
+    start: Mapping[str, Split],
+    dynamic: Mapping[str, bool],
+    team_limited: Mapping[str, bool],
+) -> list[TeamSplit]:
     out = []
     for schedule in dict.fromkeys(r.planned.schedule for r in tracker.runs):
-        after = {r.planned.window: dict(r.ready_after) for r in tracker.runs
-                 if r.planned.schedule == schedule and r.ready_after is not None}
+        after = {
+            r.planned.window: dict(r.ready_after)
+            for r in tracker.runs
+            if r.planned.schedule == schedule and r.ready_after is not None
+        }
         first = dict(start.get(schedule, {}))
         for split in after.values():  # a cluster the team reaches later: none there at first
             for cluster in split:
                 first.setdefault(cluster, 0)
         end = list(after.values())[-1] if after else None
-        out.append(TeamSplit(schedule, dict(sorted(first.items())), after,
-                             why(schedule, first, end, dynamic=dynamic.get(schedule, False),
-                                 team_limited=team_limited.get(schedule, False))))
+        out.append(
+            TeamSplit(
+                schedule,
+                dict(sorted(first.items())),
+                after,
+                why(
+                    schedule,
+                    first,
+                    end,
+                    dynamic=dynamic.get(schedule, False),
+                    team_limited=team_limited.get(schedule, False),
+                ),
+            )
+        )
     return out
 
 
@@ -85,8 +119,9 @@ LEAD = 10.0  # simulated seconds shown before a window's start
 TAIL = 20.0  # and after its switch ended
 
 
-def team_series(samples: Iterable[Sample], members: set[str], t0: float, t1: float
-                ) -> tuple[Series, ...]:
+def team_series(
+    samples: Iterable[Sample], members: set[str], t0: float, t1: float
+) -> tuple[Series, ...]:
     """Ready and desired (assigned) per cluster summed over a team, at each change within
     [t0, t1] (seconds since t0; what held at t0 as its first point, the last held to t1)."""
     latest: dict[tuple[str, str], tuple[int, int]] = {}
@@ -123,12 +158,20 @@ def draw_demo(path: Path, tracker: Tracker, samples: list[Sample], end: float) -
             t0 = start - LEAD
             t1 = (run.finished if run.finished is not None else end) + TAIL
             series = team_series(samples, tracker.members.get(schedule, set()), t0, t1)
-            spans = tuple(WaveSpan(f"w{index}", began - t0,
-                                   (finished if finished is not None else t1) - t0, result)
-                          for index, began, finished, result in run.wave_spans)
+            spans = tuple(
+                WaveSpan(
+                    f"w{index}", began - t0, (finished if finished is not None else t1) - t0, result
+                )
+                for index, began, finished, result in run.wave_spans
+            )
             lines, notes = floor_lines(run.floors)
-            panels.append(Panel(f"{schedule} {run.planned.window}: {run.state}", series,
-                                lines, spans, notes))
-    return draw(path, panels, columns=columns,
-                xlabel="simulated seconds (the window starts at 10)",
-                title="tidal demo: replicas per cluster, ready (solid) and desired (dashed)")
+            panels.append(
+                Panel(f"{schedule} {run.planned.window}: {run.state}", series, lines, spans, notes)
+            )
+    return draw(
+        path,
+        panels,
+        columns=columns,
+        xlabel="simulated seconds (the window starts at 10)",
+        title="tidal demo: replicas per cluster, ready (solid) and desired (dashed)",
+    )

@@ -34,9 +34,16 @@ from tidal_sim.demo.picture import TeamSplit, split_text
 from tidal_sim.demo.tracking import FloorVerdict, Tracker, WindowRun
 
 Totals = Callable[[str], dict[str, tuple[int, int]]]  # schedule -> cluster -> (ready, assigned)
-STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "bold green",
-         "failed": "bold red", "rolledBack": "bold yellow", "refused": "bold red",
-         "timeout": "bold red", "interrupted": "bold yellow"}
+STYLE = {
+    "waiting": "dim",
+    "running": "bold cyan",
+    "succeeded": "bold green",
+    "failed": "bold red",
+    "rolledBack": "bold yellow",
+    "refused": "bold red",
+    "timeout": "bold red",
+    "interrupted": "bold yellow",
+}
 GATES = ("triggered", "scheduled", "converged", "floors")
 
 
@@ -56,15 +63,19 @@ def describe(run: WindowRun, event: EngineEvent | None, note: str, totals: Total
         return f"{who}: switch {what}: {note}"
     if isinstance(event, RunStarted):
         verb = "resumed" if event.resumed else "started"
-        return (f"{who}: switch {verb}: {event.workloads} workloads in {event.waves} waves, "
-                f"trigger {event.trigger}")
+        return (
+            f"{who}: switch {verb}: {event.workloads} workloads in {event.waves} waves, "
+            f"trigger {event.trigger}"
+        )
     if isinstance(event, PolicyChanged):
         lazy = " (activationPreference Lazy while the waves run)" if event.lazy_added else ""
         return f"{who}: {event.kind} {event.policy}: {policy_action_text(event.action)}{lazy}"
     if isinstance(event, WaveStarted):
         kind = "rollback wave" if event.rollback else "wave"
-        return (f"{who}: {kind} {event.wave}/{run.waves_total}: {len(event.workloads)} "
-                f"workloads, trigger {event.trigger}")
+        return (
+            f"{who}: {kind} {event.wave}/{run.waves_total}: {len(event.workloads)} "
+            f"workloads, trigger {event.trigger}"
+        )
     if isinstance(event, WaveFinished):
         return _wave_finished(who, run, event, totals)
     return _run_line(who, event)
@@ -74,21 +85,23 @@ def _wave_finished(who: str, run: WindowRun, event: WaveFinished, totals: Totals
     if event.result != "succeeded":
         return f"{who}: wave {event.wave} {event.result}: {event.reason}"
     floors = "  ".join(f"floor {c}: min {m}" for c, m in sorted(run.engine_min.items()))
-    return (f"{who}: wave {event.wave}/{run.waves_total} succeeded in "
-            f"{event.duration_seconds:.0f}s, gates {' > '.join(run.gates)}; ready "
-            f"{ready_text(totals(run.planned.schedule))}"
-            + (f"; {floors}" if floors else ""))
+    return (
+        f"{who}: wave {event.wave}/{run.waves_total} succeeded in "
+        f"{event.duration_seconds:.0f}s, gates {' > '.join(run.gates)}; ready "
+        f"{ready_text(totals(run.planned.schedule))}" + (f"; {floors}" if floors else "")
+    )
 
 
 def _run_line(who: str, event: EngineEvent) -> str | None:
     """Floor breaches, the run's end, workloads left out and warnings (None: no line)."""
     if isinstance(event, FloorBreached):
-        return (f"{who}: FLOOR BREACHED in {event.cluster}: {event.workload} has "
-                f"{event.ready} ready, needs {event.required} ({event.floor})")
+        return (
+            f"{who}: FLOOR BREACHED in {event.cluster}: {event.workload} has "
+            f"{event.ready} ready, needs {event.required} ({event.floor})"
+        )
     if isinstance(event, RunFinished):
         how = f" ({event.reason})" if event.reason else ""
-        return (f"{who}: switch {event.result} after {event.duration_seconds:.0f}s "
-                f"(simulated){how}")
+        return f"{who}: switch {event.result} after {event.duration_seconds:.0f}s (simulated){how}"
     if isinstance(event, WorkloadSkipped):
         return f"{who}: {event.workload} left out ({event.reason})"
     if isinstance(event, RunWarning):
@@ -122,8 +135,9 @@ class PlainProgress:
 class LiveProgress:
     """A rich Live view for a terminal."""
 
-    def __init__(self, console: Console, totals: Totals, sim_now: Callable[[], float],
-                 title: str) -> None:
+    def __init__(
+        self, console: Console, totals: Totals, sim_now: Callable[[], float], title: str
+    ) -> None:
         self.console, self.totals, self.sim_now, self.title = console, totals, sim_now, title
         self.lines: deque[Text] = deque(maxlen=10)
         self._lock = threading.Lock()
@@ -133,13 +147,13 @@ class LiveProgress:
 
     def start(self, tracker: Tracker) -> None:
         self._tracker = tracker
-        self._live = Live(get_renderable=self._render, console=self.console,
-                          refresh_per_second=4, transient=False)
+        self._live = Live(
+            get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
+        )
         self._live.start()
 
     def note(self, text: str) -> None:
-        style = "red" if "BREACHED" in text or "NOT started" in text or "stopped" in text \
-            else ""
+        style = "red" if "BREACHED" in text or "NOT started" in text or "stopped" in text else ""
         with self._lock:
             self.lines.append(Text(f"{clock_text(self.sim_now())}  {text}", style=style))
 
@@ -157,10 +171,20 @@ class LiveProgress:
             self._live = None
 
     def _render(self) -> Any:
-        table = Table(title=f"{self.title}   simulated time {clock_text(self.sim_now())}",
-                      title_justify="left", expand=False)
-        for name in ("schedule", "window", "state", "wave", "gates", "ready / assigned",
-                     "floor (lowest ready)"):
+        table = Table(
+            title=f"{self.title}   simulated time {clock_text(self.sim_now())}",
+            title_justify="left",
+            expand=False,
+        )
+        for name in (
+            "schedule",
+            "window",
+            "state",
+            "wave",
+            "gates",
+            "ready / assigned",
+            "floor (lowest ready)",
+        ):
             table.add_column(name)
         if self._tracker is not None:
             for run in self._tracker.runs:
@@ -179,8 +203,11 @@ class LiveProgress:
             state = Text(f"starts {run.planned.at:%H:%M:%S}Z", style=STYLE["waiting"])
         else:
             state = Text(run.state, style=STYLE.get(run.state, ""))
-        totals = {} if run.state == "waiting" else (
-            self._final.get(run.key) or self.totals(run.planned.schedule))
+        totals = (
+            {}
+            if run.state == "waiting"
+            else (self._final.get(run.key) or self.totals(run.planned.schedule))
+        )
         ready = "\n".join(f"{c} {r}/{a}" for c, (r, a) in totals.items())
         floor = _floor_cell(run)
         return [run.planned.schedule, run.planned.window, state, wave, gates, ready, floor]
@@ -188,12 +215,13 @@ class LiveProgress:
 
 def _floor_cell(run: WindowRun) -> str:
     """The floor column: each cluster's lowest ready against its floor, and BREACHED."""
-    required = {c: rule.min_ready_replicas for rule in run.floors
-                for c in rule.named_clusters()}
-    lines = [f"{c} {m} (needs {required.get(c, '?')})"
-             for c, m in sorted(run.engine_min.items())]
-    lines += [f"each kept cluster (needs {rule.min_ready_replicas})" for rule in run.floors
-              if rule.every_cluster and run.state != "waiting"]
+    required = {c: rule.min_ready_replicas for rule in run.floors for c in rule.named_clusters()}
+    lines = [f"{c} {m} (needs {required.get(c, '?')})" for c, m in sorted(run.engine_min.items())]
+    lines += [
+        f"each kept cluster (needs {rule.min_ready_replicas})"
+        for rule in run.floors
+        if rule.every_cluster and run.state != "waiting"
+    ]
     if run.engine_breaches:
         lines.append("BREACHED")
     return "\n".join(lines)
@@ -208,33 +236,44 @@ def floor_text(verdict: FloorVerdict) -> str:
 
 def summary_table(tracker: Tracker) -> Table:
     table = Table(title="tidal demo: summary", title_justify="left")
-    for name in ("schedule", "window", "result", "waves", "floor", "lowest ready",
-                 "breached"):
+    for name in ("schedule", "window", "result", "waves", "floor", "lowest ready", "breached"):
         table.add_column(name)
     for run in tracker.runs:
         verdicts = run.verdicts or []
         floors = "\n".join(floor_text(v) for v in verdicts) or "-"
-        lowest = "\n".join("-" if v.min_ready is None else
-                           f"{v.min_ready:g}{'%' if not v.cluster else ''}"
-                           for v in verdicts) or "-"
+        lowest = (
+            "\n".join(
+                "-" if v.min_ready is None else f"{v.min_ready:g}{'%' if not v.cluster else ''}"
+                for v in verdicts
+            )
+            or "-"
+        )
         breached = "yes" if run.floor_breached else "no"
         result = Text(run.state, style=STYLE.get(run.state, ""))
         if run.reason and not run.ok:
             result.append(f"\n{run.reason[:300]}", style="")
-        table.add_row(run.planned.schedule, run.planned.window, result,
-                      f"{run.waves_done}/{run.waves_total}", floors, lowest,
-                      Text(breached, style="bold red" if run.floor_breached else "green"))
+        table.add_row(
+            run.planned.schedule,
+            run.planned.window,
+            result,
+            f"{run.waves_done}/{run.waves_total}",
+            floors,
+            lowest,
+            Text(breached, style="bold red" if run.floor_breached else "green"),
+        )
     return table
 
 
 def splits_table(splits: list[TeamSplit]) -> Table:
     """Where each team's ready replicas were per cluster: at the start, after each switch."""
     windows = list(dict.fromkeys(w for s in splits for w in s.after))
-    table = Table(title="where each team ran (ready replicas per cluster)",
-                  title_justify="left")
+    table = Table(title="where each team ran (ready replicas per cluster)", title_justify="left")
     for name in ("schedule", "at the start", *(f"after {w}" for w in windows)):
         table.add_column(name)
     for split in splits:
-        table.add_row(split.schedule, split_text(split.start),
-                      *(split_text(split.after.get(w)) for w in windows))
+        table.add_row(
+            split.schedule,
+            split_text(split.start),
+            *(split_text(split.after.get(w)) for w in windows),
+        )
     return table

@@ -78,8 +78,11 @@ class DemoResult:
 
     def picture(self, path: Path) -> Path:
         """The demo's picture at `path` (tidal.plot.PlotUnavailable without matplotlib)."""
-        samples = self.emulator.controllers.timeline.samples() \
-            if self.emulator is not None and self.emulator.controllers is not None else []
+        samples = (
+            self.emulator.controllers.timeline.samples()
+            if self.emulator is not None and self.emulator.controllers is not None
+            else []
+        )
         return draw_demo(path, self.tracker, samples, self.clock_end)
 
     @property
@@ -109,8 +112,10 @@ def _deployments_ready(emulator: Any) -> bool:
     rtype = emulator.kinds.by_kind("apps/v1", "Deployment")
     items, _ = emulator.store.list(rtype, copy_=False)
     return bool(items) and all(
-        int((d.get("status") or {}).get("readyReplicas") or 0) >= int(
-            (d.get("spec") or {}).get("replicas") or 0) for d in items)
+        int((d.get("status") or {}).get("readyReplicas") or 0)
+        >= int((d.get("spec") or {}).get("replicas") or 0)
+        for d in items
+    )
 
 
 def _wait(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -142,8 +147,13 @@ class Demo:
     """One demo run. `run()` returns when every switch finished (or the time limit passed);
     the emulator is still up then (for --keep): call `close()`."""
 
-    def __init__(self, options: DemoOptions, make_progress: Callable[[Callable[[str], dict[
-            str, tuple[int, int]]], Callable[[], float]], Progress]) -> None:
+    def __init__(
+        self,
+        options: DemoOptions,
+        make_progress: Callable[
+            [Callable[[str], dict[str, tuple[int, int]]], Callable[[], float]], Progress
+        ],
+    ) -> None:
         self.options = options
         self.make_progress = make_progress
         self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="tidal-demo-"))
@@ -166,8 +176,10 @@ class Demo:
         result = load_schedules([target])
         if result.errors:
             where = "; ".join(str(e) for e in result.errors[:3])
-            raise DemoError(f"the example schedules from {label} do not validate: {where}; "
-                            "fix them (tidal validate) or run the demo outside the checkout")
+            raise DemoError(
+                f"the example schedules from {label} do not validate: {where}; "
+                "fix them (tidal validate) or run the demo outside the checkout"
+            )
         return windows, list(result.schedules), label
 
     def _start_emulator(self, start: float) -> Any:
@@ -185,15 +197,18 @@ class Demo:
         except OSError as exc:
             raise DemoError(f"cannot start the emulator on loopback: {exc}") from None
         if not _wait(lambda: _deployments_ready(self.emulator), 30.0):
-            raise DemoError("the emulator's Deployments did not become ready within 30 s; "
-                            "is the machine overloaded? try again")
+            raise DemoError(
+                "the emulator's Deployments did not become ready within 30 s; "
+                "is the machine overloaded? try again"
+            )
         return self.emulator
 
     def totals(self, schedule: str) -> dict[str, tuple[int, int]]:
         if self.emulator is None or self.emulator.controllers is None:
             return {}
-        return cluster_totals(self.emulator.controllers.timeline.current(),
-                              self.members.get(schedule, set()))
+        return cluster_totals(
+            self.emulator.controllers.timeline.current(), self.members.get(schedule, set())
+        )
 
     def sim_now(self) -> float:
         return self.clock.now() if self.clock is not None else time.time()
@@ -223,39 +238,69 @@ class Demo:
         metrics = Metrics()
         client = KarmadaClient.from_kubeconfig(kubeconfig, on_request=metrics.on_request)
         floors = self._read_teams(client, loaded, windows)
-        start_split = {name: {c: ready for c, (ready, _) in self.totals(name).items()}
-                       for name in self.members}
+        start_split = {
+            name: {c: ready for c, (ready, _) in self.totals(name).items()} for name in self.members
+        }
         self._pin_before_first_windows(windows)
         progress = self.make_progress(self.totals, self.sim_now)
-        tracker = Tracker(windows, floors, self.members, self.sim_now, listener=progress.on_run,
-                          totals=self.totals)
+        tracker = Tracker(
+            windows,
+            floors,
+            self.members,
+            self.sim_now,
+            listener=progress.on_run,
+            totals=self.totals,
+        )
         try:
             settings = self._settings()
         except SettingsError as exc:
             raise DemoError(str(exc)) from None
-        wiring = Wiring(clock=DaemonClock(self.clock), run_switch=_observed_run_switch(tracker),
-                        metrics=metrics, on_event=tracker.on_event, watch=False)
+        wiring = Wiring(
+            clock=DaemonClock(self.clock),
+            run_switch=_observed_run_switch(tracker),
+            metrics=metrics,
+            on_event=tracker.on_event,
+            watch=False,
+        )
         daemon = Daemon(settings, client=client, wiring=wiring)
         progress.start(tracker)
-        progress.note(f"emulator up at {emulator.url} (simulated clock x{self.options.speed:g});"
-                      f" schedules from {label}")
+        progress.note(
+            f"emulator up at {emulator.url} (simulated clock x{self.options.speed:g});"
+            f" schedules from {label}"
+        )
         for w in windows:
-            progress.note(f"{w.schedule} {w.window}: start {w.original!r} ({w.time_zone}) "
-                          f"brought forward to {w.at:%H:%M:%S}Z")
+            progress.note(
+                f"{w.schedule} {w.window}: start {w.original!r} ({w.time_zone}) "
+                f"brought forward to {w.at:%H:%M:%S}Z"
+            )
         try:
             daemon.start(serve_http=False)
             self._loop(tracker, daemon, progress, began)
         finally:
             daemon.shutdown(grace_seconds=10)
             progress.stop()
-        tracker.judge(emulator.controllers.timeline.samples()
-                      if emulator.controllers is not None else [])
-        splits = team_splits(tracker, start_split, self._dynamic(),
-                             {name: bool(self._team_limits(m)) for name, m in self.members.items()})
-        return DemoResult(tracker, label, self.workdir, kubeconfig, log_path,
-                          self.options.speed, time.monotonic() - began, emulator,
-                          interrupted=self.interrupted, splits=splits,
-                          clock_end=self.sim_now())
+        tracker.judge(
+            emulator.controllers.timeline.samples() if emulator.controllers is not None else []
+        )
+        splits = team_splits(
+            tracker,
+            start_split,
+            self._dynamic(),
+            {name: bool(self._team_limits(m)) for name, m in self.members.items()},
+        )
+        return DemoResult(
+            tracker,
+            label,
+            self.workdir,
+            kubeconfig,
+            log_path,
+            self.options.speed,
+            time.monotonic() - began,
+            emulator,
+            interrupted=self.interrupted,
+            splits=splits,
+            clock_end=self.sim_now(),
+        )
 
     def _dynamic(self) -> dict[str, bool]:
         """Each team whose bindings divide by free capacity (dynamicWeight) now."""
@@ -267,7 +312,8 @@ class Demo:
         for item in items:
             spec = item.get("spec") or {}
             weights = ((spec.get("placement") or {}).get("replicaScheduling") or {}).get(
-                "weightPreference") or {}
+                "weightPreference"
+            ) or {}
             if weights.get("dynamicWeight"):
                 ref = spec.get("resource") or {}
                 dynamic.add(f"{ref.get('namespace')}/{ref.get('kind')}/{ref.get('name')}")
@@ -277,11 +323,15 @@ class Demo:
         """The team estimator's entries for these workloads (none: no team estimate)."""
         if self.emulator is None or not self.emulator.team_capacity():
             return []
-        return list(self.emulator.topology.settings.team_estimator.teams_of(
-            self.emulator._template_labels(members)))
+        return list(
+            self.emulator.topology.settings.team_estimator.teams_of(
+                self.emulator._template_labels(members)
+            )
+        )
 
-    def _read_teams(self, client: Any, loaded: list[Any], windows: list[DemoWindow]
-                    ) -> dict[tuple[str, str], list[FloorRule]]:
+    def _read_teams(
+        self, client: Any, loaded: list[Any], windows: list[DemoWindow]
+    ) -> dict[tuple[str, str], list[FloorRule]]:
         """Each window's floors, and each team's workloads (as its first window selects them:
         the rows of the ready-replica display and the workloads the floors are judged on)."""
         from tidal.engine.planning import build_plan
@@ -293,7 +343,8 @@ class Demo:
                 schedule = item.schedule
                 for w in schedule.spec.windows:
                     floors[(schedule.name, w.name)] = [
-                        FloorRule.from_model(f) for f in schedule.rollout_for(w.name).floors]
+                        FloorRule.from_model(f) for f in schedule.rollout_for(w.name).floors
+                    ]
                 first_window = next(d.window for d in windows if d.schedule == schedule.name)
                 plan = build_plan(client, schedule, first_window)
                 self.members[schedule.name] = {w.name for w in plan.selection.workloads}
@@ -305,15 +356,25 @@ class Demo:
         from tidal.settings import load_settings
 
         return load_settings(
-            schedules=self.workdir / "schedules", port=0, state_namespace=STATE_NAMESPACE,
+            schedules=self.workdir / "schedules",
+            port=0,
+            state_namespace=STATE_NAMESPACE,
             identity="tidal-demo",
             # One replica: no election. Lease timings are simulated seconds on a fast clock,
             # so they are generous; renewals happen every retry period of real time.
-            leader_election={"enabled": False, "lease_duration_seconds": 900,
-                             "renew_deadline_seconds": 600, "retry_period_seconds": 1},
+            leader_election={
+                "enabled": False,
+                "lease_duration_seconds": 900,
+                "renew_deadline_seconds": 600,
+                "retry_period_seconds": 1,
+            },
             # Both teams switch at once; resync often so a start is picked up promptly.
-            scheduler={"max_concurrent_switches": 2, "resync_seconds": 1,
-                       "misfire_grace_seconds": 3600})
+            scheduler={
+                "max_concurrent_switches": 2,
+                "resync_seconds": 1,
+                "misfire_grace_seconds": 3600,
+            },
+        )
 
     def _loop(self, tracker: Tracker, daemon: Any, progress: Progress, began: float) -> None:
         try:
@@ -323,8 +384,9 @@ class Demo:
             tracker.interrupt()
             progress.note("interrupted: the daemon finishes its in-flight step and stops")
 
-    def _wait_for_runs(self, tracker: Tracker, daemon: Any, progress: Progress, began: float
-                       ) -> None:
+    def _wait_for_runs(
+        self, tracker: Tracker, daemon: Any, progress: Progress, began: float
+    ) -> None:
         assert self.clock is not None
         poked: set[tuple[str, str]] = set()
         while not tracker.all_done():
@@ -333,8 +395,11 @@ class Demo:
                 progress.note("time limit reached: stopping the daemon")
                 return
             now = self.clock.now()
-            due = [r for r in tracker.runs if r.state == "waiting"
-                   and r.planned.at.timestamp() <= now and r.key not in poked]
+            due = [
+                r
+                for r in tracker.runs
+                if r.state == "waiting" and r.planned.at.timestamp() <= now and r.key not in poked
+            ]
             if due:
                 poked.update(r.key for r in due)
                 for run in due:
@@ -345,9 +410,11 @@ class Demo:
                 if upcoming is not None:
                     skip = upcoming.planned.at.timestamp() - now - FAST_FORWARD_MARGIN
                     if skip > 1.0:
-                        progress.note(f"nothing runs until {upcoming.planned.window} at "
-                                      f"{upcoming.planned.at:%H:%M:%S}Z: fast-forward "
-                                      f"{skip:.0f}s of simulated time")
+                        progress.note(
+                            f"nothing runs until {upcoming.planned.window} at "
+                            f"{upcoming.planned.at:%H:%M:%S}Z: fast-forward "
+                            f"{skip:.0f}s of simulated time"
+                        )
                         self.clock.fast_forward(skip)
             time.sleep(0.05)
 
@@ -362,8 +429,9 @@ class Demo:
             if window.schedule in seen or moment is None:
                 continue
             seen.add(window.schedule)
-            self.emulator.follow_time_of_day(moment - timedelta(minutes=1),
-                                             self.members.get(window.schedule, set()))
+            self.emulator.follow_time_of_day(
+                moment - timedelta(minutes=1), self.members.get(window.schedule, set())
+            )
         estimator.suspended = False
 
     def _capacity_for(self, window: DemoWindow, progress: Progress) -> None:
@@ -375,11 +443,14 @@ class Demo:
         members = self.members.get(window.schedule, set())
         state = self.emulator.follow_time_of_day(moment, members)
         mine = self.emulator.topology.settings.team_estimator.teams_of(
-            self.emulator._template_labels(members))
+            self.emulator._template_labels(members)
+        )
         shown = ", ".join(f"{t['name']}={t['replicas']}" for t in state if t["name"] in mine)
         if shown:
-            progress.note(f"team estimator at {moment:%H:%M} {window.time_zone} "
-                          f"({window.schedule} {window.window}): {shown}")
+            progress.note(
+                f"team estimator at {moment:%H:%M} {window.time_zone} "
+                f"({window.schedule} {window.window}): {shown}"
+            )
 
     def close(self, *, remove: bool = True) -> None:
         if self.emulator is not None:

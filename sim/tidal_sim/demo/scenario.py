@@ -64,8 +64,9 @@ def original_moment(window: DemoWindow) -> datetime | None:
         else:
             return None
         day = window.at.astimezone(ZoneInfo(window.time_zone)).date()
-        return datetime(day.year, day.month, day.day, hour, minute,
-                        tzinfo=ZoneInfo(window.time_zone))
+        return datetime(
+            day.year, day.month, day.day, hour, minute, tzinfo=ZoneInfo(window.time_zone)
+        )
     except ValueError:
         return None
 
@@ -82,8 +83,9 @@ def first_start(real_now: float, lead_seconds: float) -> datetime:
     return datetime.fromtimestamp(minute, tz=UTC)
 
 
-def bring_forward(source: Path, target: Path, *, first: datetime, gap: timedelta
-                  ) -> list[DemoWindow]:
+def bring_forward(
+    source: Path, target: Path, *, first: datetime, gap: timedelta
+) -> list[DemoWindow]:
     """Copy the example schedules (and the policy files they swap in) from `source` to
     `target`, starting their windows at `first`, `first + gap`, ... (whole minutes)."""
     if first.second or first.microsecond or gap.total_seconds() % 60:
@@ -100,8 +102,10 @@ def bring_forward(source: Path, target: Path, *, first: datetime, gap: timedelta
         try:
             doc = yaml.load(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ScenarioError(f"{path}: cannot read the example schedule ({exc}); "
-                                "run `tidal demo` from a checkout or reinstall tidal") from exc
+            raise ScenarioError(
+                f"{path}: cannot read the example schedule ({exc}); "
+                "run `tidal demo` from a checkout or reinstall tidal"
+            ) from exc
         windows += _rewrite(doc, path, first, gap)
         with (target / name).open("w", encoding="utf-8") as out:
             yaml.dump(doc, out)
@@ -111,8 +115,10 @@ def bring_forward(source: Path, target: Path, *, first: datetime, gap: timedelta
 def _rewrite(doc: Any, path: Path, first: datetime, gap: timedelta) -> list[DemoWindow]:
     spec = doc.get("spec") if isinstance(doc, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("windows"), list):
-        raise ScenarioError(f"{path}: not a TidalSchedule with spec.windows; "
-                            "restore the example from the repository")
+        raise ScenarioError(
+            f"{path}: not a TidalSchedule with spec.windows; "
+            "restore the example from the repository"
+        )
     zone = str(spec.get("timeZone") or "UTC")
     tz = ZoneInfo(zone)
     spec.pop("skipDates", None)

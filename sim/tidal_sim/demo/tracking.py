@@ -37,8 +37,13 @@ class FloorVerdict:
     breached: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"floor": self.floor, "cluster": self.cluster, "required": self.required,
-                "minReady": self.min_ready, "breached": self.breached}
+        return {
+            "floor": self.floor,
+            "cluster": self.cluster,
+            "required": self.required,
+            "minReady": self.min_ready,
+            "breached": self.breached,
+        }
 
 
 @dataclass
@@ -79,16 +84,24 @@ class WindowRun:
         return self.state == "succeeded" and not self.floor_breached
 
     def to_json(self) -> dict[str, Any]:
-        duration = (self.finished - self.started
-                    if self.started is not None and self.finished is not None else None)
+        duration = (
+            self.finished - self.started
+            if self.started is not None and self.finished is not None
+            else None
+        )
         return {
-            "schedule": self.planned.schedule, "window": self.planned.window,
-            "result": self.state, "runId": self.run_id, "trigger": self.trigger,
-            "waves": self.waves_done, "wavesPlanned": self.waves_total,
+            "schedule": self.planned.schedule,
+            "window": self.planned.window,
+            "result": self.state,
+            "runId": self.run_id,
+            "trigger": self.trigger,
+            "waves": self.waves_done,
+            "wavesPlanned": self.waves_total,
             "start": self.planned.at.isoformat().replace("+00:00", "Z"),
             "durationSimulatedSeconds": None if duration is None else round(duration, 1),
             "floors": [v.to_json() for v in self.verdicts],
-            "floorBreached": self.floor_breached, "reason": self.reason,
+            "floorBreached": self.floor_breached,
+            "reason": self.reason,
             "readyAfter": self.ready_after,
         }
 
@@ -103,11 +116,13 @@ def _wave_event(run: WindowRun, event: EngineEvent, now: float) -> None:
         run.gates.append(event.gate)
     elif isinstance(event, FloorObserved):
         low = run.engine_min.get(event.cluster)
-        run.engine_min[event.cluster] = event.min_ready if low is None else \
-            min(low, event.min_ready)
+        run.engine_min[event.cluster] = (
+            event.min_ready if low is None else min(low, event.min_ready)
+        )
     elif isinstance(event, FloorBreached):
-        run.engine_breaches.append(f"{event.workload}: {event.ready} ready in "
-                                   f"{event.cluster}, floor {event.required}")
+        run.engine_breaches.append(
+            f"{event.workload}: {event.ready} ready in {event.cluster}, floor {event.required}"
+        )
     elif isinstance(event, WaveFinished):
         if not event.rollback and run.wave_spans and run.wave_spans[-1][2] is None:
             index, began, _, _ = run.wave_spans[-1]
@@ -121,10 +136,15 @@ def _wave_event(run: WindowRun, event: EngineEvent, now: float) -> None:
 class Tracker:
     """Thread-safe: the daemon's workers report, the demo's main loop reads."""
 
-    def __init__(self, windows: Sequence[DemoWindow], floors: dict[tuple[str, str],
-                 list[FloorRule]], members: dict[str, set[str]], now: Callable[[], float],
-                 listener: Callable[[WindowRun, EngineEvent | None, str], None] | None = None,
-                 totals: Callable[[str], dict[str, tuple[int, int]]] | None = None) -> None:
+    def __init__(
+        self,
+        windows: Sequence[DemoWindow],
+        floors: dict[tuple[str, str], list[FloorRule]],
+        members: dict[str, set[str]],
+        now: Callable[[], float],
+        listener: Callable[[WindowRun, EngineEvent | None, str], None] | None = None,
+        totals: Callable[[str], dict[str, tuple[int, int]]] | None = None,
+    ) -> None:
         self.runs = [WindowRun(w, floors.get((w.schedule, w.window), [])) for w in windows]
         self._totals = totals
         self._clusters_seen: dict[tuple[str, str], set[str]] = {}
@@ -210,8 +230,10 @@ class Tracker:
     def busy(self, now: float) -> bool:
         """A switch is running, or a window has started and not finished yet."""
         with self._lock:
-            return any(not r.done and (r.state == "running" or r.planned.at.timestamp() <= now)
-                       for r in self.runs)
+            return any(
+                not r.done and (r.state == "running" or r.planned.at.timestamp() <= now)
+                for r in self.runs
+            )
 
     def next_waiting(self) -> WindowRun | None:
         with self._lock:
@@ -226,12 +248,14 @@ class Tracker:
                 continue
             end = run.finished if run.finished is not None else self._now()
             members = self.members.get(run.planned.schedule, set())
-            run.verdicts = [judge_floor(rule, members, series, run.started, end)
-                            for rule in run.floors]
+            run.verdicts = [
+                judge_floor(rule, members, series, run.started, end) for rule in run.floors
+            ]
 
 
-def cluster_totals(current: dict[tuple[str, str], tuple[int, int]],
-                   members: Iterable[str]) -> dict[str, tuple[int, int]]:
+def cluster_totals(
+    current: dict[tuple[str, str], tuple[int, int]], members: Iterable[str]
+) -> dict[str, tuple[int, int]]:
     """(ready, assigned) per cluster summed over a team's workloads, from timeline.current()."""
     wanted = set(members)
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -251,7 +275,8 @@ def _series(samples: list[Sample]) -> Series:
     out: Series = defaultdict(lambda: defaultdict(list))
     for s in samples:
         out[str(s["workload"])][str(s["cluster"])].append(
-            (float(s["t"]), int(s["assigned"]), int(s["ready"])))
+            (float(s["t"]), int(s["assigned"]), int(s["ready"]))
+        )
     return out
 
 
@@ -265,14 +290,16 @@ def _at(points: list[tuple[float, int, int]], t: float) -> tuple[int, int]:
     return value
 
 
-def _during(points: list[tuple[float, int, int]], start: float, end: float
-            ) -> list[tuple[float, int, int]]:
+def _during(
+    points: list[tuple[float, int, int]], start: float, end: float
+) -> list[tuple[float, int, int]]:
     first = _at(points, start)
     return [(start, *first)] + [p for p in points if start < p[0] <= end]
 
 
-def judge_floor(rule: FloorRule, members: set[str], series: Series, start: float,
-                end: float) -> FloorVerdict:
+def judge_floor(
+    rule: FloorRule, members: set[str], series: Series, start: float, end: float
+) -> FloorVerdict:
     """The lowest ready replicas the rule's clusters saw during [start, end], and the verdict."""
     if rule.min_available_percent is not None:
         return _judge_percent(rule, members, series, start, end)
@@ -281,20 +308,21 @@ def judge_floor(rule: FloorRule, members: set[str], series: Series, start: float
     for workload in sorted(members):
         clusters = series.get(workload, {})
         if rule.every_cluster:
-            names = [c for c, pts in clusters.items()
-                     if _at(pts, start)[0] > 0 and _at(pts, end)[0] > 0]
+            names = [
+                c for c, pts in clusters.items() if _at(pts, start)[0] > 0 and _at(pts, end)[0] > 0
+            ]
         else:
             names = list(rule.named_clusters())
         for cluster in names:
             for _, _, ready in _during(clusters.get(cluster, []), start, end):
                 low = ready if low is None else min(low, ready)
     label = "*" if rule.every_cluster else ",".join(rule.named_clusters())
-    return FloorVerdict(rule.describe(), label, required, low,
-                        low is not None and low < required)
+    return FloorVerdict(rule.describe(), label, required, low, low is not None and low < required)
 
 
-def _judge_percent(rule: FloorRule, members: set[str], series: Series, start: float,
-                   end: float) -> FloorVerdict:
+def _judge_percent(
+    rule: FloorRule, members: set[str], series: Series, start: float, end: float
+) -> FloorVerdict:
     percent = rule.min_available_percent or 0.0
     low: float | None = None
     breached = False
@@ -303,12 +331,14 @@ def _judge_percent(rule: FloorRule, members: set[str], series: Series, start: fl
         replicas = sum(_at(pts, start)[0] for pts in clusters.values())
         if replicas <= 0:
             continue
-        times = sorted({start} | {t for pts in clusters.values() for t, _, _ in pts
-                                  if start < t <= end})
+        times = sorted(
+            {start} | {t for pts in clusters.values() for t, _, _ in pts if start < t <= end}
+        )
         for t in times:
             ready = sum(_at(pts, t)[1] for pts in clusters.values())
             share = 100.0 * ready / replicas
             low = share if low is None else min(low, share)
             breached |= ready < math.ceil(replicas * percent / 100 - 1e-9)
-    return FloorVerdict(rule.describe(), "", percent, None if low is None else round(low, 1),
-                        breached)
+    return FloorVerdict(
+        rule.describe(), "", percent, None if low is None else round(low, 1), breached
+    )

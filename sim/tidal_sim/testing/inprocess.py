@@ -64,8 +64,7 @@ class InProcessResponse:
     def __init__(self, result: Response | StreamResponse) -> None:
         self.status = result.code
         self.reason = ""
-        headers = {k: v if isinstance(v, str) else ", ".join(v)
-                   for k, v in result.headers.items()}
+        headers = {k: v if isinstance(v, str) else ", ".join(v) for k, v in result.headers.items()}
         if isinstance(result, StreamResponse):
             self.data = b""
             self.response: _Stream | None = _Stream(result)
@@ -98,12 +97,21 @@ class InProcessApiClient:
         self.emulator = emulator
         self.user = user
 
-    def param_serialize(self, method: str, resource_path: str, path_params: Any = None,
-                        query_params: list[tuple[str, Any]] | None = None,
-                        header_params: Mapping[str, str] | None = None, body: Any = None,
-                        post_params: Any = None, files: Any = None, auth_settings: Any = None,
-                        collection_formats: Any = None, _host: Any = None,
-                        _request_auth: Any = None) -> tuple[str, str, dict[str, str], Any, Any]:
+    def param_serialize(
+        self,
+        method: str,
+        resource_path: str,
+        path_params: Any = None,
+        query_params: list[tuple[str, Any]] | None = None,
+        header_params: Mapping[str, str] | None = None,
+        body: Any = None,
+        post_params: Any = None,
+        files: Any = None,
+        auth_settings: Any = None,
+        collection_formats: Any = None,
+        _host: Any = None,
+        _request_auth: Any = None,
+    ) -> tuple[str, str, dict[str, str], Any, Any]:
         url = resource_path
         if query_params:
             url += "?" + urlencode([(k, str(v)) for k, v in query_params])
@@ -111,9 +119,15 @@ class InProcessApiClient:
         headers.setdefault("Authorization", f"Bearer sim:{self.user}")
         return method, url, headers, body, post_params
 
-    def call_api(self, method: str, url: str, header_params: Mapping[str, str] | None = None,
-                 body: Any = None, post_params: Any = None,
-                 _request_timeout: Any = None) -> InProcessResponse:
+    def call_api(
+        self,
+        method: str,
+        url: str,
+        header_params: Mapping[str, str] | None = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> InProcessResponse:
         split = urlsplit(url)
         query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         if body is None:
@@ -124,9 +138,15 @@ class InProcessApiClient:
             payload = body.encode()
         else:
             payload = json.dumps(body).encode()
-        request = Request(method, split.path.rstrip("/") or "/", query,
-                          _Headers(dict(header_params or {})), payload,
-                          idle=self._idle, now=self.emulator.clock.now)
+        request = Request(
+            method,
+            split.path.rstrip("/") or "/",
+            query,
+            _Headers(dict(header_params or {})),
+            payload,
+            idle=self._idle,
+            now=self.emulator.clock.now,
+        )
         result = self.emulator.server.dispatch(request)
         self.emulator.settle()  # the controllers react before the caller looks again
         return InProcessResponse(result)
@@ -167,8 +187,13 @@ class EngineClock:
 class InProcessKarmada:
     """An emulated Karmada control plane reached without sockets, on a ManualClock."""
 
-    def __init__(self, topology: Path | str | list[Obj] | None = None, *,
-                 clock: ManualClock | None = None, **emulator_options: Any) -> None:
+    def __init__(
+        self,
+        topology: Path | str | list[Obj] | None = None,
+        *,
+        clock: ManualClock | None = None,
+        **emulator_options: Any,
+    ) -> None:
         self.clock = clock or ManualClock()
         self.emulator = Emulator(topology, clock=self.clock, **emulator_options)
 
@@ -182,8 +207,12 @@ class InProcessKarmada:
     def __enter__(self) -> InProcessKarmada:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     def api_client(self, *, user: str = "admin") -> InProcessApiClient:
