@@ -6,9 +6,7 @@ rolls wave 1 back (the day placement again, all ready) and status shows it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from click.testing import CliRunner
 from tests.e2e.daemon_helpers import STATE_NS, log_events, stop_all, wait_for
 from tests.e2e.targets import Target
 from tests.e2e.test_targets_daemon import _run, day_team, due_schedule
+from tests.e2e.test_targets_daemon import start_replica as daemon_replica
 from tests.e2e.test_targets_static import _day_ready
 from tidal.cli.main import cli
 from tidal.karmada.leases import get_lease
@@ -30,38 +29,18 @@ NAME = "team-1005"
 def start_replica(
     target: Target, tmp: Path, who: str, schedules: Path, token: Path
 ) -> subprocess.Popen[bytes]:
-    env = dict(
-        os.environ,
-        PYTHONUNBUFFERED="1",
-        TIDAL_LOG_FORMAT="json",
-        TIDAL_STATE_NAMESPACE=STATE_NS,
-        TIDAL_LEADER_ELECTION__LEASE_DURATION_SECONDS="3",
-        TIDAL_LEADER_ELECTION__RENEW_DEADLINE_SECONDS="2",
-        TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
-        TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle),
-        TIDAL_LISTEN_ADDRESS="127.0.0.1",
-        TIDAL_COMMANDS__ENABLED="true",
-        TIDAL_COMMANDS__PORT="0",
-        TIDAL_COMMANDS__TOKEN_FILE=str(token),
-    )
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tidal",
-            "run",
-            "--schedules",
-            str(schedules),
-            "--kubeconfig",
-            str(target.kubeconfig),
-            "--port",
-            "0",
-            "--identity",
-            who,
-        ],
-        stdout=(tmp / f"{who}.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        env=env,
+    """A replica (test_targets_daemon's) serving the command API on 127.0.0.1 with `token`."""
+    return daemon_replica(
+        target,
+        tmp,
+        who,
+        schedules,
+        extra_env={
+            "TIDAL_LISTEN_ADDRESS": "127.0.0.1",
+            "TIDAL_COMMANDS__ENABLED": "true",
+            "TIDAL_COMMANDS__PORT": "0",
+            "TIDAL_COMMANDS__TOKEN_FILE": str(token),
+        },
     )
 
 

@@ -43,8 +43,16 @@ def due_schedule(directory: Path, wave_timeout: float) -> None:
 
 
 def start_replica(
-    target: Target, tmp: Path, who: str, schedules: Path, *, sweep_seconds: float = 60.0
+    target: Target,
+    tmp: Path,
+    who: str,
+    schedules: Path,
+    *,
+    sweep_seconds: float = 60.0,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
+    """A `tidal run` replica named `who` on the target, short lease timings, its JSON log in
+    tmp/WHO.log; `extra_env` adds settings."""
     env = dict(
         os.environ,
         PYTHONUNBUFFERED="1",  # a SIGKILL must not lose logged events
@@ -55,6 +63,7 @@ def start_replica(
         TIDAL_LEADER_ELECTION__RETRY_PERIOD_SECONDS="0.5",
         TIDAL_SWEEPER__INTERVAL_SECONDS=str(sweep_seconds),
         TIDAL_KARMADA__POLICY_SETTLE_SECONDS=str(target.policy_settle),
+        **(extra_env or {}),
     )
     return subprocess.Popen(
         [
