@@ -134,11 +134,13 @@ def run_remote(
         section.put(f"emulator.{key}", emu[key])
         if value >= 0 and emu[key] > 0:
             section.put(f"over_emulator.{key}", round(value / emu[key], 2))
-    section.say(*markdown(real, emu, workloads))
+    section.say(*markdown(real, emu, workloads, wave_size))
     return section
 
 
-def markdown(real: dict[str, float], emu: dict[str, float], workloads: int) -> list[str]:
+def markdown(
+    real: dict[str, float], emu: dict[str, float], workloads: int, wave_size: str
+) -> list[str]:
     rows = [
         "b3.requests_naive",
         "b3.requests_tidal_rebalance",
@@ -154,8 +156,9 @@ def markdown(real: dict[str, float], emu: dict[str, float], workloads: int) -> l
     ]
     lines = [
         f"Team 1005 of the demo topology ({workloads} Deployments, static 4:1 policy, GPU "
-        "pods), night switch in waves of 25% with `strategy: surge`; requests counted on the "
-        "client side (KarmadaClient's request hook; the naive controller's ApiClient wrapped).",
+        f"pods), night switch in waves of {wave_size} with `strategy: surge`; requests "
+        "counted on the client side (KarmadaClient's request hook; the naive controller's "
+        "ApiClient wrapped).",
         "",
         "| figure | real Karmada | emulator | real / emulator |",
         "|---|---|---|---|",
