@@ -77,6 +77,8 @@ def figures(touch: Arm, rebalance: Arm, naive: Arm, workloads: int) -> dict[str,
             else -1.0
         ),
         "b1.surge.switch_seconds": round(touch.seconds, 1),
+        # the policy's settle (TIDAL_KARMADA__POLICY_SETTLE_SECONDS) and the plan before wave 1
+        "b1.surge.first_wave_seconds": round(touch.first_wave_seconds, 1),
         "b1.surge.waves": len(touch.waves),
         "b1.surge.succeeded": 1.0 if touch.result.startswith("succeeded") else 0.0,
         "b3.rebalance_succeeded": 1.0 if rebalance.result.startswith("succeeded") else 0.0,
@@ -149,10 +151,13 @@ def markdown(
         "b1.surge.converge_seconds",
         "b1.surge.capacity_bound_seconds",
         "b1.surge.converge_over_bound",
+        "b1.surge.first_wave_seconds",
         "waves.touch_to_scheduled_ms_median",
         "waves.touch_to_scheduled_ms_max",
         "waves.scheduled_to_converged_ms_median",
         "waves.scheduled_to_converged_ms_max",
+        "waves.rebalance.touch_to_scheduled_ms_median",
+        "waves.rebalance.scheduled_to_converged_ms_median",
     ]
     lines = [
         f"Team 1005 of the demo topology ({workloads} Deployments, static 4:1 policy, GPU "

@@ -156,6 +156,7 @@ class Arm:
     seconds: float
     waves: list[dict[str, float]] = field(default_factory=list)  # touch/scheduled/converged
     converge_seconds: float = -1.0
+    first_wave_seconds: float = -1.0  # from the switch's start to its first wave's first write
     bound_seconds: float = 0.0
 
 
@@ -230,6 +231,8 @@ def tidal_arm(
     arm.bound_seconds = rounds * round_seconds
     done = sampler.first(t0, all_converged)
     arm.converge_seconds = (done - t0) if done is not None else -1.0
+    if started:
+        arm.first_wave_seconds = started[0][0] - t0
     for touch, names in started:
         scheduled, converged = _at_night(want, names)
         t_s = sampler.first(touch, scheduled)
