@@ -128,9 +128,9 @@ def run_remote(
     target = plane or Target(kubeconfig, REAL_POLICY_SETTLE, REAL_ROUND_SECONDS, REAL_STATUS_SETTLE)
     real = measure(target, workloads, workdir / "real", wave_size)
     with served_emulator(workdir, startup) as emu_kc:
-        emu = measure(
-            Target(emu_kc, 0.0, startup + 0.1, 0.0), workloads, workdir / "emu", wave_size
-        )
+        # the engine's settings as on the plane (its policy settle too): what differs is the plane
+        twin = Target(emu_kc, target.policy_settle, startup + 0.1, 0.0)
+        emu = measure(twin, workloads, workdir / "emu", wave_size)
     for key, value in real.items():
         section.put(key, value)
         section.put(f"emulator.{key}", emu[key])
