@@ -128,8 +128,9 @@ def run_remote(
     target = plane or Target(kubeconfig, REAL_POLICY_SETTLE, REAL_ROUND_SECONDS, REAL_STATUS_SETTLE)
     real = measure(target, workloads, workdir / "real", wave_size)
     with served_emulator(workdir, startup) as emu_kc:
-        # the engine's settings as on the plane (its policy settle too): what differs is the plane
-        twin = Target(emu_kc, target.policy_settle, startup + 0.1, 0.0)
+        # the engine's settings and the set-up's pauses as on the plane (the policy's age at the
+        # switch decides whether the policy settle waits): what differs is the plane
+        twin = Target(emu_kc, target.policy_settle, startup + 0.1, target.status_settle)
         emu = measure(twin, workloads, workdir / "emu", wave_size)
     for key, value in real.items():
         section.put(key, value)
