@@ -1,5 +1,7 @@
-"""`python -m benchmarks --out DIR [--quick] [--only b1,b2,...]`: run, then write DIR/report.md,
-DIR/results.json and the PNG plots."""
+"""`python -m benchmarks --out DIR [--quick] [--only b1,b2,...] [--karmada-kubeconfig FILE]`:
+run, then write DIR/report.md, DIR/results.json and the PNG plots. With --karmada-kubeconfig,
+B1's surge night and B3's counts also run against that Karmada plane and the emulator over HTTP
+(benchmarks/real.py); `--only ''` runs that alone."""
 
 from __future__ import annotations
 
@@ -51,7 +53,26 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(BENCHMARKS),
         help=f"comma-separated subset of {','.join(BENCHMARKS)}",
     )
+    parser.add_argument(
+        "--karmada-kubeconfig",
+        type=Path,
+        help="a real Karmada plane (python -m tools.realkarmada up --kubeconfig-out FILE): "
+        "run B1's surge night and B3's counts there too, beside the emulator's",
+    )
+    parser.add_argument(
+        "--real-workloads",
+        type=int,
+        default=20,
+        help="workloads of the real-plane arms (team 1005 of the demo topology: at most 20)",
+    )
     args = parser.parse_args(argv)
+    if args.karmada_kubeconfig is not None and not args.karmada_kubeconfig.is_file():
+        parser.error(
+            f"--karmada-kubeconfig {args.karmada_kubeconfig}: no such file; pass the kubeconfig "
+            "`python -m tools.realkarmada up --kubeconfig-out FILE` wrote"
+        )
+    if not 1 <= args.real_workloads <= 20:
+        parser.error("--real-workloads: choose 1 to 20 (team 1005 of the demo topology)")
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
@@ -64,12 +85,19 @@ def main(argv: list[str] | None = None) -> int:
     cfg = RunConfig(args.out, args.quick or args.tiny, args.tiny)
     sections: list[Section] = []
     t0 = time.monotonic()
-    for name in chosen:
-        module_name, title = BENCHMARKS[name]
+    jobs = [(name, *BENCHMARKS[name]) for name in chosen]
+    if args.karmada_kubeconfig is not None:
+        jobs.append(("real", "benchmarks.real", "Real Karmada: B1 surge night and B3 counts"))
+    for name, module_name, title in jobs:
         print(f"[{time.monotonic() - t0:6.1f}s] {title} ...", flush=True)
         started = time.monotonic()
         try:
-            section: Section = importlib.import_module(module_name).run(cfg)
+            module = importlib.import_module(module_name)
+            section: Section = (
+                module.run_remote(cfg, args.karmada_kubeconfig, workloads=args.real_workloads)
+                if name == "real"
+                else module.run(cfg)
+            )
         except Exception as exc:  # one broken benchmark must not lose the others' figures
             section = Section(name, title)
             section.say(
