@@ -193,6 +193,21 @@ def test_floor_breach_fails_at_once() -> None:
     assert report.violations[0].cluster == "b"
 
 
+def test_a_status_being_collected_is_not_a_breach_but_a_member_at_zero_is() -> None:
+    """Scheduled with no member status yet (rebuilt after a reschedule) is unknown, not 0
+    ready: no breach; a member that reports 0 ready still breaches; a breach already seen
+    stands while the status is rebuilt."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    floors = [FloorRule(("b",), 1)]
+    assert _eval(_binding(ready={}), target, floors).failure != "floor_breach"
+    assert _eval(_binding(ready={"b": 0}), target, floors).failure == "floor_breach"
+    w = target.workload
+    tracker = gates.GateTracker([target], [w], floors, {w.name: {"b": 1}})
+    tracker.update(w.binding_key, _binding(ready={"b": 0}))
+    tracker.update(w.binding_key, _binding(ready={}))
+    assert tracker.report().failure == "floor_breach"
+
+
 def test_missing_binding_is_reported() -> None:
     """A binding that vanished is listed as missing, not converged."""
     w = _workload()

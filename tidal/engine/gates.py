@@ -202,6 +202,14 @@ class BindingMemo:
         return value
 
 
+def _status_pending(binding: Obj) -> bool:
+    """Scheduled to members but no member status collected yet (right after a reschedule the
+    aggregated status is rebuilt): not known, which is not 0 ready. A member that runs nothing
+    ready still reports itself, so an outage is never hidden by this."""
+    view = BindingView(binding)
+    return not view.status.get("aggregatedStatus") and bool(view.assignment())
+
+
 class GateTracker:
     """The gates of one wave, updated one binding at a time (a watch event costs O(1) work
     for the changed binding plus O(wave) to aggregate, never O(all workloads))."""
@@ -251,6 +259,8 @@ class GateTracker:
             if binding is None:
                 self.violations.pop(key, None)
                 return
+            if _status_pending(binding):
+                return  # its members' status is being collected: the last verdict stands
             found = (
                 self._floors(key, w, binding)
                 if self.memo is None
