@@ -18,8 +18,11 @@ from tests.e2e.switch_helpers import (
     switch,
     write_schedule,
 )
+from tests.e2e.daemon_helpers import wait_for
+from tidal.domain.prediction import ClusterFacts
 from tidal.engine import events as ev
 from tidal.karmada import policies
+from tidal.karmada.informer import SharedReads
 
 pytestmark = pytest.mark.e2e
 
@@ -49,17 +52,32 @@ def _schedule(tmp: Path, on_failure: str) -> Path:
 def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
     make_switch_emulator: MakeEmulator, tmp_path: Path
 ) -> None:
-    """cluster-b goes NotReady after wave 1: wave 2 fails at once with cluster_not_ready and
-    moves nothing into it."""
+    """cluster-b goes NotReady after wave 1 (and the run's Cluster watch has seen it): wave 2
+    fails at once with cluster_not_ready and moves nothing into it."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
+    reads = SharedReads(client, private=True)
+
+    def b_down() -> bool:
+        return any(
+            c.name == "cluster-b" and not c.ready
+            for c in map(ClusterFacts.from_cluster, reads.list_clusters())
+        )
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
             emu.set_cluster_ready("cluster-b", False, reason="ClusterNotReachable")
+            wait_for(b_down, 10, "the run's Cluster informer to see cluster-b NotReady")
 
     events: list[Any] = []
-    record = switch(client, _schedule(tmp_path, "halt"), "night", events=events, on_event=on_event)
+    record = switch(
+        client,
+        _schedule(tmp_path, "halt"),
+        "night",
+        events=events,
+        on_event=on_event,
+        reads=reads,
+    )
     assert record.result == "failed", record.to_json()
     assert [(w.index, w.result) for w in record.waves] == [(1, "succeeded"), (2, "failed")]
     failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
@@ -75,20 +93,35 @@ def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
 def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
     make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str
 ) -> None:
-    """The policy is edited by hand after wave 1: wave 2 fails with policy_drift, the run
-    halts (even with onFailure rollback) and the policy keeps the edit."""
+    """The policy is edited by hand after wave 1 (and the run's policy watch has seen it):
+    wave 2 fails with policy_drift, the run halts (even with onFailure rollback) and the
+    policy keeps the edit."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
+    reads = SharedReads(client, private=True)
+
+    def edited() -> bool:
+        seen = reads.find_policy("ClusterPropagationPolicy", "team-cpp", None) or {}
+        weights = ((seen.get("spec") or {}).get("placement") or {}).get("replicaScheduling")
+        return bool(weights) and weights.get("weightPreference") == (
+            EDIT["replicaScheduling"]["weightPreference"]
+        )
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
             policies.patch_policy(
                 client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
             )
+            wait_for(edited, 10, "the run's policy informer to see the edit")
 
     events: list[Any] = []
     record = switch(
-        client, _schedule(tmp_path, on_failure), "night", events=events, on_event=on_event
+        client,
+        _schedule(tmp_path, on_failure),
+        "night",
+        events=events,
+        on_event=on_event,
+        reads=reads,
     )
     assert record.result == "failed", record.to_json()
     failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]

@@ -104,11 +104,17 @@ def apply(
     run_id: str,
     lazy: bool,
     save: Save,
+    cached: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
-    """Apply one change; returns (the policy in force after, action taken)."""
+    """Apply one change; returns (the policy in force after, action taken). `cached`: a run
+    alone's policy informer, read instead of a GET before the first attempt."""
     if target.swap_from:
-        return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
-    return _patch(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
+        return _swap(
+            client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, find=cached
+        )
+    return _patch(
+        client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, first=cached
+    )
 
 
 def _marks(window: str, run_id: str) -> dict[str, Any]:
@@ -124,10 +130,12 @@ def _patch(
     run_id: str,
     lazy: bool,
     save: Save,
+    first: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
-        current = api.get_policy(client, target.kind, target.name, target.namespace)
+        current = _read(client, target.kind, target.name, target.namespace, first)
+        first = None  # a Conflict: read afresh
         _adopt(record, current)
         view = PolicyView(current)
         if view.written_by(window, run_id):
@@ -195,10 +203,12 @@ def _swap(
     run_id: str,
     lazy: bool,
     save: Save,
+    find: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
-    to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
-    from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
+    look = find or functools.partial(api.find_policy, client)
+    to_obj = look(target.kind, target.name, target.namespace)
+    from_obj = look(target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
         _adopt(record, to_obj)
         ours = PolicyView(to_obj).written_by(window, run_id)
@@ -222,8 +232,16 @@ def _swap(
     return to_obj, PolicyAction.SWAP
 
 
-def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> PolicyAction:
-    """After the last wave: restore activationPreference (unless kept) and mark completion."""
+def finish(
+    client: KarmadaClient,
+    record: PolicyRecord,
+    *,
+    run_id: str,
+    save: Save,
+    cached: PolicyLookup | None = None,
+) -> PolicyAction:
+    """After the last wave: restore activationPreference (unless kept) and mark completion
+    (`cached`: read instead of a GET before the first attempt)."""
     restore = record.lazy is LazyMark.ADDED
     if not record.applied and not restore:
         return PolicyAction.UNCHANGED
@@ -237,15 +255,29 @@ def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Sa
     if restore:
         body["spec"] = {"activationPreference": record.original_activation}
     save()
-    _patch_retrying(client, record, body)
+    _patch_retrying(client, record, body, cached)
     if restore:
         record.lazy = LazyMark.LIFTED
     return action
 
 
-def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str, Any]) -> Obj:
+def _read(
+    client: KarmadaClient, kind: str, name: str, namespace: str | None, cached: PolicyLookup | None
+) -> Obj:
+    """The policy from `cached` if it holds it, else read (NotFound if it is not there)."""
+    found = cached(kind, name, namespace) if cached is not None else None
+    return found if found is not None else api.get_policy(client, kind, name, namespace)
+
+
+def _patch_retrying(
+    client: KarmadaClient,
+    record: PolicyRecord,
+    body: dict[str, Any],
+    first: PolicyLookup | None = None,
+) -> Obj:
     for _ in range(CONFLICT_ATTEMPTS):
-        current = api.get_policy(client, record.kind, record.name, record.namespace)
+        current = _read(client, record.kind, record.name, record.namespace, first)
+        first = None  # a Conflict: read afresh
         try:
             return api.patch_policy(
                 client,

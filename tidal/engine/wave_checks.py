@@ -17,6 +17,7 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import ChangeKind, FailureReason
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.views import PolicyView, cluster_ready_reason
 
@@ -25,28 +26,41 @@ CLUSTER_NOT_READY = FailureReason.CLUSTER_NOT_READY
 
 
 def edited_policies(
-    client: KarmadaClient, records: Iterable[PolicyRecord], *, also_ours: bool = False
+    client: KarmadaClient,
+    records: Iterable[PolicyRecord],
+    *,
+    also_ours: bool = False,
+    cached: PolicyLookup | None = None,
 ) -> list[tuple[str, str]]:
     """(policy, how) for each written policy whose spec no longer hashes to what the run
     wrote. With `also_ours`, the spec from before the run (a rollback already restored it)
-    counts as the run's own too."""
+    counts as the run's own too. With `cached` (the run's policy informer), a policy the
+    watch shows as the run wrote it costs no request; one it shows otherwise (an edit, or
+    the run's own write not delivered yet) is read afresh, and only that read decides."""
     out: list[tuple[str, str]] = []
     for record in records:
         if record.restored or not record.post_hash:  # a post-hash: the run wrote it
             continue
-        obj = policies_api.find_policy(client, record.kind, record.name, record.namespace)
-        if obj is None:
-            out.append((record.key, "deleted"))
-            continue
-        now = content_hash(PolicyView(obj).spec_without_activation())
-        allowed = {record.post_hash}
-        if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
-            allowed.add(
-                content_hash(PolicyView({"spec": record.pre_image}).spec_without_activation())
-            )
-        if now not in allowed:
-            out.append((record.key, "spec edited"))
+        how = None
+        if cached is not None:
+            how = _edit(record, cached(record.kind, record.name, record.namespace), also_ours)
+        if cached is None or how is not None:
+            found = policies_api.find_policy(client, record.kind, record.name, record.namespace)
+            how = _edit(record, found, also_ours)
+        if how is not None:
+            out.append((record.key, how))
     return out
+
+
+def _edit(record: PolicyRecord, obj: Obj | None, also_ours: bool) -> str | None:
+    """How `obj` differs from what the run wrote (None: it does not)."""
+    if obj is None:
+        return "deleted"
+    now = content_hash(PolicyView(obj).spec_without_activation())
+    allowed = {record.post_hash}
+    if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
+        allowed.add(content_hash(PolicyView({"spec": record.pre_image}).spec_without_activation()))
+    return None if now in allowed else "spec edited"
 
 
 def drift_reason(edited: Sequence[tuple[str, str]]) -> str:
@@ -82,9 +96,13 @@ def before_wave(
     records: Sequence[PolicyRecord],
     planned: Sequence[PlannedWorkload],
     clusters: Callable[[], list[Obj]] | None = None,
+    cached: PolicyLookup | None = None,
 ) -> WaveOutcome | None:
-    """None when the wave may start; else the failed outcome with its own reason."""
-    edited = edited_policies(client, records)
+    """None when the wave may start; else the failed outcome with its own reason. With
+    `clusters` and `cached` (the run's informers), a wave that finds nothing wrong sends no
+    request: a change reaches them by their watch, as it reaches the checks made while the
+    wave settles."""
+    edited = edited_policies(client, records, cached=cached)
     if edited:
         return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))
     down = not_ready(client, destinations(planned), clusters)

@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from tidal.karmada import policies
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import (
     CLUSTER_RESOURCE_BINDINGS,
@@ -318,6 +319,26 @@ class Informer:
         with self._lock:
             return self._changed.wait_for(lambda: self.version != version, max(0.0, timeout))
 
+    def get(self, key: str) -> Obj | None:
+        """The cached object of `key` ("namespace/name", "/name" cluster-scoped), or None."""
+        with self._lock:
+            self._wait_synced()
+            return self._cache.get(key)
+
+    def wrote(self, obj: Obj) -> None:
+        """This process wrote `obj` (the server's answer): cache it now unless the watch
+        brought a later version already (resourceVersions compared as integers), so a
+        reader right after the write sees it (client-go's mutation cache does the same)."""
+        key = key_of(obj)
+        version = _version(obj)
+        with self._lock:
+            if not self._is_synced or version is None:
+                return
+            cached = self._cache.get(key)
+            seen = _version(cached) if cached is not None else None
+            if seen is None or version > seen:
+                self._cache[key] = obj
+
     def items(self, namespace: str | None = None) -> list[Obj]:
         """The cached objects (of one namespace, or all)."""
         with self._lock:
@@ -327,6 +348,11 @@ class Informer:
                 for o in self._cache.values()
                 if namespace is None or (o.get("metadata") or {}).get("namespace") == namespace
             ]
+
+
+def _version(obj: Obj) -> int | None:
+    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(text) if text.isdigit() else None
 
 
 class SharedBindingView(BindingWatch):
@@ -444,6 +470,29 @@ class SharedReads:
     def wait_clusters_changed(self, version: str, timeout: float) -> bool:
         """Until any Cluster changes after `version` (True) or `timeout` seconds (False)."""
         return self._informer(CLUSTERS).wait_changed(version, timeout)
+
+    def find_policy(self, kind: str, name: str, namespace: str | None) -> Obj | None:
+        """The (Cluster)PropagationPolicy as the watch last saw it (None: not there). A run
+        alone's informer lists the kind when the run first reads a policy (its plan), so its
+        reads are as fresh as a GET until its own writes; what it then acts on is either
+        confirmed afresh (the drift check) or written with the resourceVersion read, which a
+        stale copy makes a Conflict that is read again."""
+        res = policies.resource(kind)
+        scope = namespace if res.namespaced else None
+        return self._informer(res, scope).get(f"{scope or ''}/{name}")
+
+    def wrote_policy(self, obj: Obj) -> None:
+        """A policy this run wrote (the server's answer), into the policy cache if its
+        informer runs (see Informer.wrote)."""
+        res = policies.resource(str(obj.get("kind") or ""))
+        namespace = (obj.get("metadata") or {}).get("namespace") if res.namespaced else None
+        key = res.plural
+        if self.private and namespace is not None:
+            key = f"{res.plural}/{namespace}"
+        with self._lock:
+            informer = self.informers.get(key) if key in self._started else None
+        if informer is not None:
+            informer.wrote(obj)
 
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""
