@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.daemon_helpers import wait_for
 from tests.e2e.switch_helpers import (
     NS,
     MakeEmulator,
@@ -18,7 +19,6 @@ from tests.e2e.switch_helpers import (
     switch,
     write_schedule,
 )
-from tests.e2e.daemon_helpers import wait_for
 from tidal.domain.prediction import ClusterFacts
 from tidal.engine import events as ev
 from tidal.karmada import policies
@@ -103,9 +103,8 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
     def edited() -> bool:
         seen = reads.find_policy("ClusterPropagationPolicy", "team-cpp", None) or {}
         weights = ((seen.get("spec") or {}).get("placement") or {}).get("replicaScheduling")
-        return bool(weights) and weights.get("weightPreference") == (
-            EDIT["replicaScheduling"]["weightPreference"]
-        )
+        wanted = EDIT["replicaScheduling"]["weightPreference"]
+        return isinstance(weights, dict) and weights.get("weightPreference") == wanted
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from tidal.karmada.names import (
     POLICY_WINDOW,
     claim_labels,
 )
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
 __all__ = [

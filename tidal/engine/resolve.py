@@ -22,10 +22,10 @@ from tidal.domain.selectors import selector_to_query
 from tidal.domain.waves import WorkloadKey
 from tidal.karmada import bindings as bindings_api
 from tidal.karmada import policies as policies_api
-from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
 from tidal.karmada.objects import RebalancerWorkload
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.templates import list_templates
 from tidal.karmada.views import BindingView, ObjectView
 

@@ -17,8 +17,8 @@ from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import ChangeKind, FailureReason
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
-from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.clusters import list_clusters
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import PolicyView, cluster_ready_reason
 
 POLICY_DRIFT = FailureReason.POLICY_DRIFT
