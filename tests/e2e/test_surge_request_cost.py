@@ -152,3 +152,56 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
         ("delete", 200),
     ]
     no_overrides(client)
+
+
+def test_an_rbac_without_the_policy_watch_reads_each_policy_with_a_get(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """As a user whose RBAC was printed before policies were watched: the policy listing is
+    refused once (403), then every policy read is a GET, as before; the switch succeeds."""
+    import yaml
+    from click.testing import CliRunner
+
+    from tests.e2e.test_rbac_enforced import _post_as_admin
+    from tidal.cli.main import cli
+    from tidal.karmada.client import KarmadaClient
+
+    emu = make_switch_emulator(team([5, 6, 5, 6]))
+    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    printed = CliRunner().invoke(
+        cli,
+        [
+            "rbac",
+            str(path.parent),
+            "--user",
+            "tidal",
+            "--state-namespace",
+            "default",
+            "--template-resource",
+            "deployments.apps@ai-app",
+        ],
+    )
+    assert printed.exit_code == 0, printed.output
+    for obj in yaml.safe_load_all(printed.stdout):
+        for rule in (obj or {}).get("rules") or []:
+            if any(r.endswith("propagationpolicies") for r in rule.get("resources") or []):
+                rule["verbs"] = [v for v in rule["verbs"] if v != "watch"]
+        if obj:
+            _post_as_admin(emu.url, obj)
+    emu.enforce_rbac(True)
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
+    emu.reset_requests()
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    ours = Counter(
+        (r.verb, r.code)
+        for r in emu.request_log()
+        if r.identity == "tidal" and r.resource == "clusterpropagationpolicies" and not r.dry_run
+    )
+    # the list is allowed, its watch refused: the cache is dropped before anyone reads it,
+    # and every policy read is a GET: the bridge-mark check and the plan (one each), the Lazy
+    # patch and its removal (a GET before each), the drift check before each of the 2 waves
+    assert ours == Counter(
+        {("list", 200): 1, ("watch", 403): 1, ("get", 200): 6, ("patch", 200): 2}
+    )
+    no_overrides(client)

@@ -35,7 +35,7 @@ from tidal.karmada.client import (
     Obj,
     Resource,
 )
-from tidal.karmada.errors import Gone, KarmadaError
+from tidal.karmada.errors import Forbidden, Gone, KarmadaError
 from tidal.karmada.paging import list_paged
 
 log = structlog.get_logger("tidal.karmada.informer")
@@ -101,6 +101,7 @@ class Informer:
         self._changed = threading.Condition(self._lock)  # any event or listing
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
+        self._watching = False  # its first watch was accepted (a fail_fast reader waits for it)
         # readers are held weakly: a finished wave drops its view and with it its subscriber
         self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
         # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
@@ -143,6 +144,7 @@ class Informer:
         if self._users > 0:
             return False
         self._thread, self._is_synced, self._cache, self.version = None, False, {}, ""
+        self._watching = False
         return True
 
     def _run(self) -> None:
@@ -161,6 +163,10 @@ class Informer:
             except KarmadaError as exc:
                 with self._lock:
                     self.error = exc
+                    if self.fail_fast and isinstance(exc, Forbidden):
+                        # listed but not let watch: a cache that would never change is no
+                        # cache; its readers get the refusal (and read by GET instead)
+                        self._is_synced = False
                     self._synced.notify_all()
                 log.warning(
                     "shared_watch_failed",
@@ -209,6 +215,8 @@ class Informer:
         def opened(end: Callable[[], None]) -> None:
             with self._lock:
                 self._end_watch = end
+                self._watching = True
+                self._synced.notify_all()
                 gone = self._users == 0
             if gone:  # released while the watch was opening
                 end()
@@ -274,7 +282,8 @@ class Informer:
         """Wait for the first listing (the lock is held); its error if it does not come."""
         if (
             not self._synced.wait_for(
-                lambda: self._is_synced or (self.fail_fast and self.error is not None),
+                lambda: (self._is_synced and (self._watching or not self.fail_fast))
+                or (self.fail_fast and self.error is not None),
                 self.sync_timeout,
             )
             or not self._is_synced
@@ -419,6 +428,7 @@ class SharedReads:
         self._lock = threading.Lock()
         self._runs = 0
         self._started: set[str] = set()
+        self._refused: set[str] = set()  # plurals the RBAC does not let us list and watch
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[SharedReads]:
@@ -434,14 +444,22 @@ class SharedReads:
                         self.informers[plural].release()
                     self._started.clear()
 
-    def _informer(self, res: Resource, namespace: str | None = None) -> Informer:
-        key = res.plural
+    def _key(self, res: Resource, namespace: str | None) -> str:
         if self.private and namespace is not None and res.namespaced:
-            key = f"{res.plural}/{namespace}"
+            return f"{res.plural}/{namespace}"
+        return res.plural
+
+    def _informer(
+        self, res: Resource, namespace: str | None = None, *, fail_fast: bool = False
+    ) -> Informer:
+        key = self._key(res, namespace)
         with self._lock:
             informer = self.informers.get(key)
             if informer is None:
-                informer = Informer(self.client, res, namespace=namespace, **self._settings)
+                settings = dict(self._settings)
+                if fail_fast:
+                    settings["fail_fast"] = True
+                informer = Informer(self.client, res, namespace=namespace, **settings)
                 self.informers[key] = informer
             if key not in self._started:
                 self._started.add(key)
@@ -479,16 +497,32 @@ class SharedReads:
         stale copy makes a Conflict that is read again."""
         res = policies.resource(kind)
         scope = namespace if res.namespaced else None
-        return self._informer(res, scope).get(f"{scope or ''}/{name}")
+        if res.plural not in self._refused:
+            # an error of its listing reaches this reader at once (a GET is the fallback)
+            informer = self._informer(res, scope, fail_fast=True)
+            try:
+                return informer.get(f"{scope or ''}/{name}")
+            except Forbidden:
+                self._refuse(res, scope)  # an RBAC from before the watch: GET from now on
+        return policies.find_policy(self.client, kind, name, namespace)
+
+    def _refuse(self, res: Resource, namespace: str | None) -> None:
+        """The RBAC refuses to list or watch `res`: stop its informer for good."""
+        key = self._key(res, namespace)
+        with self._lock:
+            self._refused.add(res.plural)
+            started = key in self._started
+            self._started.discard(key)
+        if started:
+            self.informers[key].release()
+        log.warning("shared_watch_refused", resource=res.plural, fallback="get")
 
     def wrote_policy(self, obj: Obj) -> None:
         """A policy this run wrote (the server's answer), into the policy cache if its
         informer runs (see Informer.wrote)."""
         res = policies.resource(str(obj.get("kind") or ""))
         namespace = (obj.get("metadata") or {}).get("namespace") if res.namespaced else None
-        key = res.plural
-        if self.private and namespace is not None:
-            key = f"{res.plural}/{namespace}"
+        key = self._key(res, namespace)
         with self._lock:
             informer = self.informers.get(key) if key in self._started else None
         if informer is not None:
