@@ -282,8 +282,10 @@ class Informer:
         """Wait for the first listing (the lock is held); its error if it does not come."""
         if (
             not self._synced.wait_for(
-                lambda: (self._is_synced and (self._watching or not self.fail_fast))
-                or (self.fail_fast and self.error is not None),
+                lambda: (
+                    (self._is_synced and (self._watching or not self.fail_fast))
+                    or (self.fail_fast and self.error is not None)
+                ),
                 self.sync_timeout,
             )
             or not self._is_synced
