@@ -157,8 +157,9 @@ def _first_pass(
 
 
 def _put(ctx: SwitchContext, override: ReplicaOverride, *, exists: bool) -> None:
-    """Create it, or replace the one there (read, then replaced: the verbs tidal's RBAC has
-    always granted), trying first what `exists` guesses."""
+    """Create it, or replace the one there (replaced with the verbs tidal's RBAC has always
+    granted: read, then update; the read is skipped when this run wrote it last, its answer
+    kept in ctx.overrides_written), trying first what `exists` guesses."""
     ref = str(override.ref)
     written = ctx.overrides_written
     if exists:

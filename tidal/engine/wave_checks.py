@@ -4,6 +4,11 @@
   whatever onFailure says, and nothing overwrites the edit);
 - every cluster the wave moves replicas into is Ready (Karmada would place replicas there
   that never start; the wave fails with its own reason before anything is triggered).
+
+Both read the run's informers (tidal.karmada.informer: Clusters, and the policies listed and
+watched once per run), so a wave that finds nothing wrong costs no request; a change reaches
+them by their watch, as it reaches the checks the wave makes while it settles. Drift the
+cache suggests is confirmed by a GET before it halts anything.
 """
 
 from __future__ import annotations
