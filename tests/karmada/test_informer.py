@@ -270,3 +270,43 @@ def test_a_keyed_reader_gets_the_relist_difference_of_its_keys_only(
         assert sorted(_drain(wide, 3)) == [("a", True), ("c", False), ("d", False)]
         assert list(keyed.changes(0.2)) == []
     assert set(keyed.cache) == {"default/b", "default/c"}
+
+
+def _cpp(name: str, weight: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {"clusterAffinity": {"clusterNames": [f"cluster-{weight}"]}},
+        },
+    }
+
+
+def test_policies_are_read_from_one_list_and_watch_and_a_write_is_seen_at_once(
+    emulator: Any, tmp_path: Path
+) -> None:
+    """A run's policy reads come from one list and one watch, no GET; a policy the run wrote
+    is in the cache as soon as its answer is (before the watch brings it), and a later
+    version from the watch is never replaced by an older written one."""
+    from tidal.karmada import policies
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    policies.create_policy(client, _cpp("p-1", 1))
+    since = len(emulator.request_log())
+    reads = SharedReads(client, private=True)
+    kind = "ClusterPropagationPolicy"
+    with reads.in_use():
+        assert (reads.find_policy(kind, "p-1", None) or {})["metadata"]["name"] == "p-1"
+        assert reads.find_policy(kind, "absent", None) is None
+        written = policies.create_policy(client, _cpp("p-2", 2))
+        reads.wrote_policy(written)
+        assert reads.find_policy(kind, "p-2", None) == written
+        older = dict(written, metadata={**written["metadata"], "resourceVersion": "1"})
+        reads.wrote_policy(older)
+        assert reads.find_policy(kind, "p-2", None) == written
+    verbs = [
+        r.verb for r in emulator.request_log(since) if r.resource == "clusterpropagationpolicies"
+    ]
+    assert sorted(verbs) == ["create", "list", "watch"]
