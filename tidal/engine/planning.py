@@ -32,6 +32,7 @@ from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.informer import SharedReads
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import BindingView, PolicyView
 
 
@@ -126,7 +127,9 @@ def build_plan(
             trigger=trigger,
             reads=reads,
             team=team,
-            cached_policies=cached_policies,
+            policies=reads.find_policy
+            if reads is not None and reads.private and cached_policies
+            else None,
         )
 
 
@@ -163,7 +166,7 @@ def _build_plan(
     trigger: Trigger | None,
     reads: SharedReads | None = None,
     team: TeamEstimate | None = None,
-    cached_policies: bool = True,
+    policies: PolicyLookup | None = None,
 ) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
@@ -172,9 +175,7 @@ def _build_plan(
         schedule,
         window,
         bindings=reads.list_bindings if reads is not None else None,
-        policies=reads.find_policy
-        if reads is not None and reads.private and cached_policies
-        else None,
+        policies=policies,
     )
     refused = dry_run_writes(client, selection.policies)
     if refused:
