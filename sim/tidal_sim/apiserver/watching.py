@@ -93,6 +93,7 @@ def open_watch(
     timeout: float | None,
     cut_after: float | None,
     is_closed: Callable[[], bool],
+    stalled: Callable[[], bool] = lambda: False,
     bookmark_interval: float = 1.0,
     render: Callable[[Obj], Obj] | None = None,
     idle: Callable[[float], None] | None = None,
@@ -147,6 +148,7 @@ def open_watch(
         bookmark_interval,
         idle,
         now,
+        stalled,
     )
     return stream, cleanup
 
@@ -194,6 +196,14 @@ def _next_event(sub: Subscription, wait: float, idle: Callable[[float], None] | 
         return _EMPTY
 
 
+def _hold(wait: float, idle: Callable[[float], None] | None) -> None:
+    """Let `wait` seconds pass with nothing sent (a simulated clock: let it move)."""
+    if idle is not None:
+        idle(max(wait, 0.001))
+    else:
+        time.sleep(max(wait, 0.001))
+
+
 def _stream(
     render: Callable[[Obj], Obj] | None,
     store: Store,
@@ -211,6 +221,7 @@ def _stream(
     bookmark_interval: float,
     idle: Callable[[float], None] | None,
     clock: Callable[[], float],
+    stalled: Callable[[], bool] = lambda: False,
 ) -> Iterator[bytes]:
     start = clock()
     deadline = start + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
@@ -223,6 +234,11 @@ def _stream(
             yield _bookmark(rtype, rv, initial_end=True)
         while (now := clock()) < deadline:
             wait = _wait_for(deadline - now, next_bookmark - now if bookmarks else None)
+            if stalled():  # a stall-watch fault: hold every event (and bookmark) back
+                _hold(wait, idle)
+                if is_closed():
+                    return
+                continue
             event = _next_event(sub, wait, idle)
             if event is _EMPTY:
                 if is_closed():
