@@ -20,9 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # second pass: 31 -> 23 and 39 -> 28: the checks before each wave read the run's informers
 # (a policy GET and a Cluster listing fewer per wave), the policy reads of the run come from
 # one list+watch (touch: 4 GETs, rebalance: 7, for 2 requests), and the end-of-run leftover
-# sweep (2 listings) runs only when the start kept some
-TOUCH = 23
-REBALANCE = 28
+# sweep (2 listings) runs only when the start kept some. Then 23 -> 25 and 28 -> 32: the
+# drift check before each wave GETs the policy again (an informer cannot prove it holds a
+# hand edit made a moment ago), and a swap reads both policies afresh (the old one is
+# deleted without a precondition and its spec kept for a rollback)
+TOUCH = 25
+REBALANCE = 32
 STARTUP = 0.5  # seconds a pod takes to start in both emulators
 
 

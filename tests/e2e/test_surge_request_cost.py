@@ -19,9 +19,10 @@ from tidal.engine import events as ev
 pytestmark = pytest.mark.e2e
 
 # every wave of a touch-triggered surge: one override created per distinct split, one
-# request deleting them all (by their owner labels), and one touch per template; the checks
-# before it (drift of the policy, destinations Ready) read the run's informers, no request
-PER_WAVE: dict[str, int] = {}
+# request deleting them all (by their owner labels), and one touch per template; before it,
+# the policy the run wrote is read afresh (a GET: the drift check never trusts an informer
+# that may trail a hand edit), and its destinations' Ready from the Cluster informer
+PER_WAVE: dict[str, int] = {"get clusterpropagationpolicies": 1}
 
 
 def _per_wave(
@@ -85,8 +86,8 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
             "watch resourcebindings": 1,
             "list clusters": 1,
             "watch clusters": 1,
-            # the policies: listed and watched once (the bridge-mark check, the plan, the
-            # patches' first attempts and every drift check read that cache), no GET
+            # the policies: listed and watched once (the bridge-mark check, the plan and the
+            # patches' first attempts read that cache); the drift checks GET (per wave)
             "list clusterpropagationpolicies": 1,
             "watch clusterpropagationpolicies": 1,
             # leftovers: swept at the start; at the end only if the start kept any

@@ -93,25 +93,18 @@ def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
 def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
     make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str
 ) -> None:
-    """The policy is edited by hand after wave 1 (and the run's policy watch has seen it):
-    wave 2 fails with policy_drift, the run halts (even with onFailure rollback) and the
-    policy keeps the edit."""
+    """The policy is edited by hand after wave 1, the moment it ends (whether or not the
+    run's policy watch has delivered it yet): wave 2 fails with policy_drift, the run halts
+    (even with onFailure rollback) and the policy keeps the edit."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
     reads = SharedReads(client, private=True)
-
-    def edited() -> bool:
-        seen = reads.find_policy("ClusterPropagationPolicy", "team-cpp", None) or {}
-        weights = ((seen.get("spec") or {}).get("placement") or {}).get("replicaScheduling")
-        wanted = EDIT["replicaScheduling"]["weightPreference"]
-        return isinstance(weights, dict) and weights.get("weightPreference") == wanted
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
             policies.patch_policy(
                 client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
             )
-            wait_for(edited, 10, "the run's policy informer to see the edit")
 
     events: list[Any] = []
     record = switch(
@@ -133,3 +126,76 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
         placement["replicaScheduling"]["weightPreference"]
         == EDIT["replicaScheduling"]["weightPreference"]
     )
+
+
+@pytest.mark.parametrize("on_failure", ["halt", "rollback"])
+def test_a_hand_edit_the_stuck_policy_watch_never_delivers_still_halts(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, on_failure: str
+) -> None:
+    """The run's policy watch is stuck (open, silent: the edit never reaches its cache) when
+    the policy is edited by hand after wave 1: the drift check does not trust that cache;
+    wave 2 fails with policy_drift and the edit stays."""
+    emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
+    client = client_for(emu, tmp_path)
+    reads = SharedReads(client, private=True)
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished) and event.wave == 1:
+            emu.faults.inject(type="stall-watch", resource="clusterpropagationpolicies")
+            policies.patch_policy(
+                client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
+            )
+
+    events: list[Any] = []
+    try:
+        record = switch(
+            client,
+            _schedule(tmp_path, on_failure),
+            "night",
+            events=events,
+            on_event=on_event,
+            reads=reads,
+        )
+    finally:
+        emu.faults.clear()
+    assert record.result == "failed", record.to_json()
+    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
+    assert [(e.wave, e.failure) for e in failed] == [(2, "policy_drift")]
+    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
+    policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
+    weights = policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]
+    assert weights == EDIT["replicaScheduling"]["weightPreference"]
+
+
+def test_a_cluster_gone_not_ready_while_the_cluster_watch_is_down_fails_the_next_wave(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """After wave 1 the run's Cluster watch is cut and every new one refused (500), then
+    cluster-b goes NotReady: the cache that stopped following still shows it Ready, and is
+    not read; wave 2 fails with cluster_not_ready and moves nothing into it."""
+    emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
+    client = client_for(emu, tmp_path)
+    reads = SharedReads(client, private=True)
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ev.WaveFinished) and event.wave == 1:
+            emu.faults.inject(type="error", verb="watch", resource="clusters")
+            emu.faults.inject(type="drop-watch", resource="clusters")
+            emu.set_cluster_ready("cluster-b", False, reason="ClusterNotReachable")
+
+    events: list[Any] = []
+    try:
+        record = switch(
+            client,
+            _schedule(tmp_path, "halt"),
+            "night",
+            events=events,
+            on_event=on_event,
+            reads=reads,
+        )
+    finally:
+        emu.faults.clear()
+    assert record.result == "failed", record.to_json()
+    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
+    assert [(e.wave, e.failure) for e in failed] == [(2, "cluster_not_ready")]
+    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]

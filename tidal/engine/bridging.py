@@ -435,6 +435,10 @@ def restore_policy(
     edited since stays: only the mark goes); False when it carries no mark, or (`run_id`)
     when the mark is another run's (a new run bridged it since it was found)."""
     obj = (find or functools.partial(api.find_policy, client))(kind, name, namespace)
+    if find is not None and BRIDGE_PLACEMENT in PolicyView.of(obj).annotations:
+        # what is written back is chosen from this copy: read it afresh, a cache may trail
+        # a hand edit
+        obj = api.find_policy(client, kind, name, namespace)
     text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
     if obj is None or text is None:
         return False

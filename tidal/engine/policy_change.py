@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -111,9 +110,7 @@ def apply(
     """Apply one change; returns (the policy in force after, action taken). `cached`: a run
     alone's policy informer, read instead of a GET before the first attempt."""
     if target.swap_from:
-        return _swap(
-            client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, find=cached
-        )
+        return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
     return _patch(
         client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, first=cached
     )
@@ -136,17 +133,23 @@ def _patch(
 ) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
-        current = _read(client, target.kind, target.name, target.namespace, first)
-        first = None  # a Conflict: read afresh
+        current, cached = _read(client, target.kind, target.name, target.namespace, first)
+        first = None  # after a Conflict, or a cached copy that asks for no write: afresh
+        undo = _undo_point(record)
         _adopt(record, current)
         view = PolicyView(current)
-        if view.written_by(window, run_id):
-            record.stage = PolicyStage.APPLIED
-            return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
         spec = dict(view.spec)
         merged = json_merge_patch.merge(copy.deepcopy(current), patch)
         new_spec = merged.get("spec") or {}
-        if comparable(new_spec) == comparable(spec) and not record.applied:
+        unchanged = comparable(new_spec) == comparable(spec) and not record.applied
+        if cached and (unchanged or view.written_by(window, run_id)):
+            # nothing to write by a copy that may trail the server: only a fresh read says so
+            undo(record)
+            continue
+        if view.written_by(window, run_id):
+            record.stage = PolicyStage.APPLIED
+            return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
+        if unchanged:
             return current, PolicyAction.UNCHANGED
         if record.pre_image is None:
             record.pre_image = copy.deepcopy(spec)
@@ -170,6 +173,7 @@ def _patch(
                 resource_version=view.resource_version,
             )
         except Conflict:
+            undo(record)  # what was taken from the outdated copy goes with it
             continue
         record.stage = PolicyStage.APPLIED
         record.post_hash = content_hash(PolicyView(after).spec_without_activation())
@@ -205,12 +209,12 @@ def _swap(
     run_id: str,
     lazy: bool,
     save: Save,
-    find: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
-    look = find or functools.partial(api.find_policy, client)
-    to_obj = look(target.kind, target.name, target.namespace)
-    from_obj = look(target.kind, target.swap_from, target.namespace)
+    # read afresh, not from a cache: the old policy is deleted without a precondition and
+    # its spec kept for a rollback, so a copy trailing a hand edit would lose the edit
+    to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
+    from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
         _adopt(record, to_obj)
         ours = PolicyView(to_obj).written_by(window, run_id)
@@ -265,10 +269,24 @@ def finish(
 
 def _read(
     client: KarmadaClient, kind: str, name: str, namespace: str | None, cached: PolicyLookup | None
-) -> Obj:
-    """The policy from `cached` if it holds it, else read (NotFound if it is not there)."""
+) -> tuple[Obj, bool]:
+    """The policy from `cached` if it holds it, else read (NotFound if it is not there);
+    and whether it came from the cache (which may trail the server)."""
     found = cached(kind, name, namespace) if cached is not None else None
-    return found if found is not None else api.get_policy(client, kind, name, namespace)
+    if found is not None:
+        return found, True
+    return api.get_policy(client, kind, name, namespace), False
+
+
+def _undo_point(record: PolicyRecord) -> Callable[[PolicyRecord], None]:
+    """Puts back what an attempt takes from the copy it read (pre-image, Lazy mark), for an
+    attempt whose copy turned out outdated (a Conflict) or not to be trusted (a cache)."""
+    kept = (record.pre_image, record.pre_hash, record.original_activation, record.lazy)
+
+    def undo(into: PolicyRecord) -> None:
+        into.pre_image, into.pre_hash, into.original_activation, into.lazy = kept
+
+    return undo
 
 
 def _patch_retrying(
@@ -278,7 +296,7 @@ def _patch_retrying(
     first: PolicyLookup | None = None,
 ) -> Obj:
     for _ in range(CONFLICT_ATTEMPTS):
-        current = _read(client, record.kind, record.name, record.namespace, first)
+        current, _cached = _read(client, record.kind, record.name, record.namespace, first)
         first = None  # a Conflict: read afresh
         try:
             return api.patch_policy(

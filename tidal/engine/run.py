@@ -550,15 +550,14 @@ def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase |
                 inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions),
             )
     planned = [inputs.planned_by_name[n] for n in names if n in inputs.planned_by_name]
-    # from the run's informers (a run alone's or the daemon's): a change reaches them by
-    # their watch, as it reaches the wave's later checks; no request per wave
+    # the policies it wrote read afresh, the Clusters from the run's informers (a run alone's
+    # or the daemon's), which list afresh while their watch is not open
     reads = ctx.reads
     outcome = wave_checks.before_wave(
         ctx.client,
         run.state.policies,
         planned,
         None if reads is None else reads.list_clusters,
-        None if reads is None else reads.find_policy,
     ) or run_wave(
         ctx,
         wave,

@@ -5,10 +5,10 @@
 - every cluster the wave moves replicas into is Ready (Karmada would place replicas there
   that never start; the wave fails with its own reason before anything is triggered).
 
-Both read the run's informers (tidal.karmada.informer: Clusters, and the policies listed and
-watched once per run), so a wave that finds nothing wrong costs no request; a change reaches
-them by their watch, as it reaches the checks the wave makes while it settles. Drift the
-cache suggests is confirmed by a GET before it halts anything.
+The policies are read afresh (one GET per policy the run wrote): an informer's cache cannot
+prove it holds a hand edit made a moment ago (its watch may be slow, stuck or reconnecting),
+and a drift missed is a hand edit overwritten. The Clusters come from the run's informer,
+which lists afresh itself whenever its watch is not open (see SharedReads.list_clusters).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from tidal.engine.states import ChangeKind, FailureReason
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
-from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import PolicyView, cluster_ready_reason
 
 POLICY_DRIFT = FailureReason.POLICY_DRIFT
@@ -31,27 +30,19 @@ CLUSTER_NOT_READY = FailureReason.CLUSTER_NOT_READY
 
 
 def edited_policies(
-    client: KarmadaClient,
-    records: Iterable[PolicyRecord],
-    *,
-    also_ours: bool = False,
-    cached: PolicyLookup | None = None,
+    client: KarmadaClient, records: Iterable[PolicyRecord], *, also_ours: bool = False
 ) -> list[tuple[str, str]]:
     """(policy, how) for each written policy whose spec no longer hashes to what the run
     wrote. With `also_ours`, the spec from before the run (a rollback already restored it)
-    counts as the run's own too. With `cached` (the run's policy informer), a policy the
-    watch shows as the run wrote it costs no request; one it shows otherwise (an edit, or
-    the run's own write not delivered yet) is read afresh, and only that read decides."""
+    counts as the run's own too. Each is read afresh (a GET), never from an informer: a
+    watch may be slow, stuck or between two connections, and its cache would then show the
+    run's own write while a hand edit is already there."""
     out: list[tuple[str, str]] = []
     for record in records:
         if record.restored or not record.post_hash:  # a post-hash: the run wrote it
             continue
-        how = None
-        if cached is not None:
-            how = _edit(record, cached(record.kind, record.name, record.namespace), also_ours)
-        if cached is None or how is not None:
-            found = policies_api.find_policy(client, record.kind, record.name, record.namespace)
-            how = _edit(record, found, also_ours)
+        found = policies_api.find_policy(client, record.kind, record.name, record.namespace)
+        how = _edit(record, found, also_ours)
         if how is not None:
             out.append((record.key, how))
     return out
@@ -101,13 +92,11 @@ def before_wave(
     records: Sequence[PolicyRecord],
     planned: Sequence[PlannedWorkload],
     clusters: Callable[[], list[Obj]] | None = None,
-    cached: PolicyLookup | None = None,
 ) -> WaveOutcome | None:
-    """None when the wave may start; else the failed outcome with its own reason. With
-    `clusters` and `cached` (the run's informers), a wave that finds nothing wrong sends no
-    request: a change reaches them by their watch, as it reaches the checks made while the
-    wave settles."""
-    edited = edited_policies(client, records, cached=cached)
+    """None when the wave may start; else the failed outcome with its own reason. The
+    policies the run wrote are read afresh (one GET each); the Clusters from `clusters` (the
+    run's informer, which lists afresh itself while its watch is not open) when given."""
+    edited = edited_policies(client, records)
     if edited:
         return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))
     down = not_ready(client, destinations(planned), clusters)

@@ -35,10 +35,15 @@ from tidal.karmada.client import (
     Obj,
     Resource,
 )
+from tidal.karmada.clusters import list_clusters
 from tidal.karmada.errors import Forbidden, Gone, KarmadaError
 from tidal.karmada.paging import list_paged
 
 log = structlog.get_logger("tidal.karmada.informer")
+
+# how long a reader that must not read a cache whose watch is down waits for the watch to
+# (re)open before it reads afresh instead
+LIVE_WAIT_SECONDS = 1.0
 
 Event = tuple[Obj, bool]  # (object, deleted)
 
@@ -102,6 +107,9 @@ class Informer:
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
         self._watching = False  # its first watch was accepted (a fail_fast reader waits for it)
+        # a watch is open now: while not (ended, refused, reconnecting, relisting) the cache
+        # may miss changes, and a reader that must see the latest state reads afresh
+        self._live = False
         # readers are held weakly: a finished wave drops its view and with it its subscriber
         self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
         # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
@@ -144,7 +152,7 @@ class Informer:
         if self._users > 0:
             return False
         self._thread, self._is_synced, self._cache, self.version = None, False, {}, ""
-        self._watching = False
+        self._watching = self._live = False
         return True
 
     def _run(self) -> None:
@@ -215,12 +223,21 @@ class Informer:
         def opened(end: Callable[[], None]) -> None:
             with self._lock:
                 self._end_watch = end
-                self._watching = True
+                self._watching = self._live = True
                 self._synced.notify_all()
                 gone = self._users == 0
             if gone:  # released while the watch was opening
                 end()
 
+        try:
+            self._follow(query, timeout, opened)
+        finally:
+            with self._lock:
+                self._live = False  # ended or failed: not live until the next one opens
+
+    def _follow(
+        self, query: dict[str, Any], timeout: int, opened: Callable[[Callable[[], None]], None]
+    ) -> None:
         for event in self.client.stream(
             self.res,
             self.res.path(self.namespace),
@@ -335,6 +352,32 @@ class Informer:
         with self._lock:
             self._wait_synced()
             return self._cache.get(key)
+
+    def _wait_live(self, wait: float) -> bool:
+        """Synced, and a watch open now, waiting up to `wait` seconds for one to (re)open
+        (the lock is held)."""
+        self._wait_synced()
+        return self._synced.wait_for(lambda: self._live and self._is_synced, max(0.0, wait))
+
+    def live_get(self, key: str, wait: float) -> tuple[bool, Obj | None]:
+        """(True, the cached object of `key` or None) while a watch is open; (False, None)
+        when none opens within `wait` seconds: the cache may trail, read afresh instead."""
+        with self._lock:
+            if not self._wait_live(wait):
+                return False, None
+            return True, self._cache.get(key)
+
+    def live_items(self, wait: float, namespace: str | None = None) -> list[Obj] | None:
+        """The cached objects (see `items`) while a watch is open; None when none opens
+        within `wait` seconds: the cache may trail, list afresh instead."""
+        with self._lock:
+            if not self._wait_live(wait):
+                return None
+            return [
+                obj
+                for obj in self._cache.values()
+                if namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
+            ]
 
     def wrote(self, obj: Obj) -> None:
         """This process wrote `obj` (the server's answer): cache it now unless the watch
@@ -481,7 +524,13 @@ class SharedReads:
         return SharedBindingView(self._informer(res, scope), scope, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
-        return self._informer(CLUSTERS).items()
+        """The Clusters from the cache while its watch is open; listed afresh while it is
+        not (ended, failed, reconnecting): a cache that stopped following is not read."""
+        items = self._informer(CLUSTERS).live_items(LIVE_WAIT_SECONDS)
+        if items is None:
+            log.info("shared_watch_not_live", resource=CLUSTERS.plural, fallback="list")
+            return list_clusters(self.client)
+        return items
 
     def clusters_version(self) -> str:
         """The Cluster cache's resourceVersion: it changes with any Cluster's status."""
@@ -503,9 +552,13 @@ class SharedReads:
             # an error of its listing reaches this reader at once (a GET is the fallback)
             informer = self._informer(res, scope, fail_fast=True)
             try:
-                return informer.get(f"{scope or ''}/{name}")
+                live, found = informer.live_get(f"{scope or ''}/{name}", LIVE_WAIT_SECONDS)
             except Forbidden:
                 self._refuse(res, scope)  # an RBAC from before the watch: GET from now on
+            else:
+                if live:
+                    return found
+                log.info("shared_watch_not_live", resource=res.plural, fallback="get")
         return policies.find_policy(self.client, kind, name, namespace)
 
     def _refuse(self, res: Resource, namespace: str | None) -> None:
