@@ -141,8 +141,8 @@ def _patch(
         spec = dict(view.spec)
         merged = json_merge_patch.merge(copy.deepcopy(current), patch)
         new_spec = merged.get("spec") or {}
-        unchanged = comparable(new_spec) == comparable(spec) and not record.applied
-        if cached and (unchanged or view.written_by(window, run_id)):
+        unchanged = _unchanged(new_spec, spec, record)
+        if cached and _writes_nothing(view, unchanged, window, run_id):
             # nothing to write by a copy that may trail the server: only a fresh read says so
             undo(record)
             continue
@@ -179,6 +179,16 @@ def _patch(
         record.post_hash = content_hash(PolicyView(after).spec_without_activation())
         return after, PolicyAction.PATCH
     raise Conflict(f"{target.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+
+def _unchanged(new_spec: dict[str, Any], spec: dict[str, Any], record: PolicyRecord) -> bool:
+    """The patch changes nothing, and this run wrote nothing there yet."""
+    return comparable(new_spec) == comparable(spec) and not record.applied
+
+
+def _writes_nothing(view: PolicyView, unchanged: bool, window: str, run_id: str) -> bool:
+    """This copy asks for no write: the patch changes nothing, or this run wrote it."""
+    return unchanged or view.written_by(window, run_id)
 
 
 def _manifest(
