@@ -61,7 +61,7 @@ def rebalance(run: WaveInFlight) -> WaveOutcome | None:
             if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)
         }
         name = triggers.rebalancer_name(
-            ctx.schedule, ctx.run_id, wave.index - 1, len(wave.rebalancers), back
+            ctx.schedule, ctx.run_id, wave.index, len(wave.rebalancers), back
         )
         wave.rebalancers.append(name)
         ctx.save()

@@ -8,7 +8,6 @@ FencedOut, stop at once."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import secrets
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from tidal.domain.clock import Clock
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.team_capacity import TeamEstimate
-from tidal.engine import bridging, policy_change, surging, wave_checks
+from tidal.engine import bridging, cleanup, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.detector_settle import let_detector_settle
 from tidal.engine.events import (
@@ -352,8 +351,7 @@ class PreparedRun:
         self.state.result = RunResult.FAILED
         remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
         # nor surges, unless removing one would break a floor (then it says so), nor bridges
-        surging.clean_up(self.ctx, keep_if_breaking=True)
-        bridging.clean_up(self.ctx)
+        cleanup.clean_up(self.ctx, keep_if_breaking=True)
         return Phase.DONE
 
     def _api_failure(self, exc: KarmadaError) -> None:
@@ -366,10 +364,9 @@ class PreparedRun:
         state.advance(Phase.DONE)  # from any phase: an API error ends the run
         state.finished_at = iso_now(ctx.clock)
         self.save()
-        with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
-            surging.clean_up(ctx, keep_if_breaking=True)
-        with contextlib.suppress(KarmadaError):  # (a resume puts bridges back from the journal)
-            bridging.clean_up(ctx)
+        # best effort: the next run finds what stays (a resume puts bridges back from the
+        # journal)
+        cleanup.clean_up(ctx, keep_if_breaking=True, best_effort=True)
         for wave in in_flight:
             ctx.emitter.emit(
                 WaveFinished(
@@ -598,8 +595,7 @@ def _finishing(run: PreparedRun) -> Phase:
                 )
             )
     remove_rebalancers(ctx)
-    surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
-    bridging.clean_up(ctx)
+    cleanup.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
     surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
@@ -610,16 +606,14 @@ def _rollback(run: PreparedRun) -> Phase:
     state = run.state
     # forward surges and bridges go before moving back (a bridge placement left on a policy
     # would read as a hand edit)
-    surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
-    bridging.clean_up(run.ctx, forward_only=True)
+    cleanup.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
     targets = {t.key: normalize_placement(t.target_placement) for t in run.plan.selection.policies}
     ok, why = roll_back(run.ctx, run.plan.by_name, targets)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:
         state.reason = why
     remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
-    surging.clean_up(run.ctx, keep_if_breaking=not ok)
-    bridging.clean_up(run.ctx)
+    cleanup.clean_up(run.ctx, keep_if_breaking=not ok)
     return Phase.DONE
 
 
