@@ -132,8 +132,13 @@ class TriggerRebalance:
 
     kind = StepKind.TRIGGER_REBALANCE
 
+    def __init__(self) -> None:
+        self._rebalancing: rebalancing.Rebalancing | None = None
+
     def advance(self, run: WaveInFlight) -> Answer:
-        return answer(rebalancing.rebalance(run))
+        if self._rebalancing is None:
+            self._rebalancing = rebalancing.Rebalancing(run)
+        return self._rebalancing.advance()
 
     def done_in(self, run: WaveInFlight) -> bool:
         return False  # the rebalancers themselves tell (asked again on a resume)
