@@ -26,6 +26,7 @@ from tidal.daemon.manual import ManualRunJournal
 from tidal.daemon.state import run_object_name
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
+from tidal.engine.record import RunRecord
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient, RetryPolicy
 from tidal.karmada.errors import Forbidden
@@ -468,8 +469,8 @@ def _rolled_back(
     rollbacks = [e for e in seen if isinstance(e, ev.WaveStarted) and e.rollback]
     # wave 2 too when Karmada re-placed the scaled Deployment under the night policy
     assert record.result == "rolledBack" and 1 in {e.wave for e in rollbacks}, (
-        record.to_json(),
-        rollbacks,
+        _summary(record),
+        [(e.wave, e.workloads) for e in rollbacks],
     )
     breach = next(e for e in seen if isinstance(e, ev.FloorBreached))
     assert breach.workload == NAMES[-1]
@@ -484,6 +485,12 @@ def _rolled_back(
         "breach": breach.workload,
         "waves": [(w.index, w.result) for w in record.waves],
     }
+
+
+def _summary(record: RunRecord) -> str:
+    """The run's result, reason and each wave's, short enough to survive pytest's truncation."""
+    waves = "; ".join(f"wave {w.index} {w.result}: {w.reason}" for w in record.waves)
+    return f"{record.result.value} ({record.reason}); {waves}"
 
 
 def _events_of(scene: Target, reason: str) -> list[dict[str, Any]]:
@@ -515,7 +522,7 @@ def _crash_resumed(scene: Target, client: KarmadaClient, path: Path) -> dict[str
         )
     finally:
         resumed.close()
-    assert record.result == "succeeded", record.to_json()
+    assert record.result == "succeeded", _summary(record)
     scene.wait_for(_ready(NIGHT), "night placement after the resume", 90)
     return {"result": record.result, "waves": [(w.index, w.result) for w in record.waves]}
 
@@ -550,7 +557,7 @@ def _template_deleted_mid_wave(scene: Target, client: KarmadaClient, tmp: Path) 
         )
     finally:
         journal.close()
-    assert record.result == "succeeded", record.to_json()
+    assert record.result == "succeeded", _summary(record)
     assert any(gone in w and "left out" in w for w in record.warnings), record.warnings
     scene.wait_for(_ready(DAY, NAMES[1:]), "day placement without the deleted one", 90)
     return {"result": record.result, "warnings": record.warnings}
