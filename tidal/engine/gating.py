@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from tidal.domain.floors import floor_clusters
 from tidal.domain.waves import WorkloadKey
 from tidal.engine import gates, samples, stall
-from tidal.engine.events import FloorBreached, FloorObserved, GatePassed, WaveProgress
-from tidal.engine.inflight import SwitchContext, WaveInFlight, leave_out
+from tidal.engine.events import FloorObserved, GatePassed, WaveProgress
+from tidal.engine.inflight import SwitchContext, WaveInFlight, leave_out, report_breaches
 from tidal.engine.journal import WaveState
 from tidal.engine.states import FailureReason, Gate
 from tidal.engine.steps import DONE, Answer, Failed, Pending, StepKind, WakeOn
@@ -125,18 +125,7 @@ def _announce(run: WaveInFlight, report: gates.GateReport) -> None:
 
 def _failed(run: WaveInFlight, report: gates.GateReport) -> Failed | None:
     if report.failure is FailureReason.FLOOR_BREACH:
-        base = run.ctx.event_base(run.wave.index)
-        for v in report.violations:
-            run.ctx.emitter.emit(
-                FloorBreached(
-                    **base,
-                    cluster=v.cluster,
-                    workload=v.workload,
-                    ready=v.ready,
-                    required=v.required,
-                    floor=v.floor,
-                )
-            )
+        report_breaches(run.ctx, run.wave.index, report.violations)
     if report.failure:
         return Failed(report.failure, report.reason)
     return None

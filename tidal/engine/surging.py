@@ -19,11 +19,12 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from tidal.domain.floors import FloorViolation, check_floors
+from tidal.domain.floors import check_floors
 from tidal.domain.plan import Amounts
 from tidal.domain.surge import add, amounts_for
 from tidal.engine import gates, room
-from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
+from tidal.engine.events import RunWarning, WaveProgress
+from tidal.engine.inflight import report_breaches
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
@@ -209,22 +210,6 @@ class ReadyWait:
         base = ctx.event_base(run.wave.index)
         ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0, total=len(short)))
         return Pending(WakeOn(keys=self.ours, seen=self.tracker.update), run.deadline)
-
-
-def report_breaches(ctx: SwitchContext, index: int, violations: Iterable[FloorViolation]) -> None:
-    """A floor_breached event per violation."""
-    base = ctx.event_base(index)
-    for v in violations:
-        ctx.emitter.emit(
-            FloorBreached(
-                **base,
-                cluster=v.cluster,
-                workload=v.workload,
-                ready=v.ready,
-                required=v.required,
-                floor=v.floor,
-            )
-        )
 
 
 def fit(run: WaveInFlight) -> None:
