@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
