@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # tidal's requests for 4 workloads in 2 waves of 50%, surge: the touch night and the swap with
 # one WorkloadRebalancer per wave (plan, preflight, policy change, waves, gates)
 TOUCH = 31
-REBALANCE = 39
+REBALANCE = 38
 STARTUP = 0.5  # seconds a pod takes to start in both emulators
 
 
@@ -60,7 +60,14 @@ def test_every_real_key_is_reported_for_the_plane_and_the_emulator(
 
 def test_tidal_request_counts_are_exact_on_both_planes(results: dict[str, float]) -> None:
     """Counted on the client side, tidal's requests for the touch and the rebalance night are
-    the same exact numbers on the plane under test and on the run's own emulator."""
+    the same exact numbers on the plane under test and on the run's own emulator.
+
+    Every request is counted, watches included: each arm opens one watch of bindings and one of
+    Clusters (60 s watches, for runs of a few seconds: none ends and reopens inside a run). The
+    rebalance night makes exactly one WorkloadRebalancer per wave because tidal lets the touch's
+    scheduling second pass before it (tidal.engine.rebalancing); it used to make one in that
+    second, which Karmada ignores, and a second one a second later, or not, depending on where
+    the scheduling fell within its second: 39 or, under load, 38."""
     for key in ("b3.requests_tidal_touch", "b3.requests_tidal_rebalance"):
         assert results[f"real.{key}"] == results[f"real.emulator.{key}"], key
     assert results["real.b3.requests_tidal_touch"] == TOUCH

@@ -12,7 +12,10 @@ a word: the scheduler only catches schedulerObservedGeneration up. So, per wave:
    the gates and a resumed run never count that scheduling as the reschedule);
 3. a binding whose last scheduling is not older than the rebalancer's second (its
    creationTimestamp: the server's clock) gets a new rebalancer a second later. After waiting
-   for a scheduling in step 1, that second is let pass before the first one.
+   for a scheduling in step 1, or when a binding's last scheduling is younger than two seconds
+   (the touch's, which trigger both waited for in its `scheduled` gate), that second is let
+   pass before the first one: a rebalancer is not made to be ignored, and a wave makes one
+   rebalancer unless the server's clock is a second behind ours or a create is held up.
 
 Each rebalancer's name is journalled before it is created; a resumed run asks the newest
 rebalancer naming each workload whether it was honoured and rescheduled it.
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 SCHEDULED_BEFORE = "tidal.io/scheduled-before"  # workload -> lastScheduledTime (JSON)
 RETRIGGER_ATTEMPTS = 4  # rebalancers per wave and direction at most
 NEXT_SECOND = 1.0  # long enough for the server's clock to reach its next second
+# a last scheduling younger than this may share the second a rebalancer made now gets: its
+# whole second (metav1.Time truncates) and a second of skew between our clock and the server's
+RECENT_SECONDS = 2 * NEXT_SECOND
 
 
 class Rebalancing:
@@ -69,7 +75,7 @@ class Rebalancing:
                 self.waited = bool(self.waiting)
             if self.waiting and clock.monotonic() < run.deadline:
                 return Pending(WakeOn(seen=self._seen, when=self._all_answered), run.deadline)
-            if self.waited or self.attempt:
+            if self.waited or self.attempt or _scheduled_lately(run, self.pending):
                 clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
             failed = self._create()
             if failed is not None:
@@ -118,6 +124,18 @@ class Rebalancing:
         view = ObjectView(obj)  # a retried create answers the existing object: trust it
         self.pending = _arm(run.targets, self.pending, view.created, _decode(view.annotations))
         return None
+
+
+def _scheduled_lately(run: WaveInFlight, workloads: Sequence[Workload]) -> bool:
+    """A binding was last scheduled less than RECENT_SECONDS ago by the engine's clock (the
+    touch's scheduling the `scheduled` gate of trigger both just waited for): a rebalancer
+    made now could fall in that scheduling's second and be ignored."""
+    now = run.ctx.clock.now()
+    for w in workloads:
+        last = BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled
+        if last is not None and (now - last).total_seconds() < RECENT_SECONDS:
+            return True
+    return False
 
 
 def _arm(
