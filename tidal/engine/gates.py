@@ -222,6 +222,7 @@ class GateTracker:
         before: Mapping[str, Mapping[str, int]],
         ready_field: str | None = None,
         memo: BindingMemo | None = None,
+        recovering: set[str] | None = None,
     ) -> None:
         self.targets = {t.workload.binding_key: t for t in wave}
         self.people = {w.binding_key: w for w in everyone}
@@ -234,6 +235,9 @@ class GateTracker:
         self.assigned: dict[str, dict[str, int]] = {}
         self.missing: set[str] = set(self.targets)
         self.memo = memo
+        # bindings below their floors when the rollback began (shared with the run): not held
+        # against a wave until they met their floors once
+        self.recovering = set() if recovering is None else recovering
 
     def load(self, cache: Mapping[str, Obj]) -> GateTracker:
         for key in set(self.targets) | set(self.people):
@@ -268,10 +272,12 @@ class GateTracker:
                     "floors", key, binding, functools.partial(self._floors, key, w, binding)
                 )
             )
-            if found:
+            if found and key not in self.recovering:
                 self.violations[key] = found
-            else:
-                self.violations.pop(key, None)
+                return
+            if not found:
+                self.recovering.discard(key)  # it met its floors: from now on they count
+            self.violations.pop(key, None)
 
     def _floors(self, key: str, w: Workload, binding: Obj) -> list[FloorViolation]:
         view = BindingView(binding)

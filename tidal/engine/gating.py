@@ -206,7 +206,13 @@ def _sample(
 def _tracker(run: WaveInFlight) -> gates.GateTracker:
     ctx = run.ctx
     return gates.GateTracker(
-        list(run.targets.values()), ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo
+        list(run.targets.values()),
+        ctx.everyone,
+        ctx.floors,
+        ctx.before,
+        ctx.ready_field,
+        ctx.memo,
+        ctx.recovering,
     ).load(run.watch.cache)
 
 

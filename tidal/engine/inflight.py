@@ -66,6 +66,9 @@ class SwitchContext:
     collection_refused: set[str] = field(default_factory=set)
     # per binding version: floor violations and ready counts already worked out this run
     memo: gates.BindingMemo = field(default_factory=gates.BindingMemo)
+    # bindings below their floors when the rollback began (tidal.engine.rollback): the breach
+    # that failed the run may still be healing; each counts again once it met its floors
+    recovering: set[str] = field(default_factory=set)
 
     def binding_watch(
         self, namespace: str | None, cluster_scoped: bool, keys: Collection[str] | None = None

@@ -182,7 +182,7 @@ class ReadyWait:
         ctx = run.ctx
         self.run, self.short_of, self.what = run, short_of, what
         self.tracker = gates.GateTracker(
-            [], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo
+            [], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo, ctx.recovering
         ).load(run.watch.cache)
         # another team's binding changes nothing here: only the run's wake the step
         self.ours = frozenset(
