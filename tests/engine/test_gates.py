@@ -208,6 +208,29 @@ def test_a_status_being_collected_is_not_a_breach_but_a_member_at_zero_is() -> N
     assert tracker.report().failure == "floor_breach"
 
 
+def test_a_recovering_binding_counts_again_once_it_met_its_floors() -> None:
+    """A binding below its floors as the rollback began does not fail a gate; once it met them
+    it leaves the run's shared set, and a later breach fails every gate built after, too."""
+    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    floors = [FloorRule(("b",), 1)]
+    w = target.workload
+    recovering = {w.binding_key}
+
+    def tracker() -> gates.GateTracker:
+        return gates.GateTracker([target], [w], floors, {w.name: {"b": 1}}, recovering=recovering)
+
+    first = tracker()
+    first.update(w.binding_key, _binding(ready={"b": 0}))
+    assert first.report().failure is None
+    first.update(w.binding_key, _binding(ready={"b": 4}))
+    assert recovering == set()
+    first.update(w.binding_key, _binding(ready={"b": 0}))
+    assert first.report().failure == "floor_breach"
+    later = tracker()
+    later.update(w.binding_key, _binding(ready={"b": 0}))
+    assert later.report().failure == "floor_breach"
+
+
 def test_missing_binding_is_reported() -> None:
     """A binding that vanished is listed as missing, not converged."""
     w = _workload()

@@ -9,9 +9,9 @@ import pytest
 
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.gates import WaveTarget
-from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
-from tidal.engine.states import Gate, Trigger
+from tidal.engine.states import Trigger
+from tidal.engine.steps import STEPS, StepKind
 from tidal.engine.strategies import Both, Rebalance, Touch, TriggerStrategy, strategy_for
 from tidal.engine.triggers import normalize_placement
 from tidal.karmada.views import BindingView
@@ -20,136 +20,66 @@ CREATED = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)
 PLACEMENT = normalize_placement({"clusterAffinity": {"clusterNames": ["b"]}})
 
 
-class RecordingWave:
-    """Stands in for WaveRun: records the primitives a strategy calls, in order."""
-
-    def __init__(self, scheduled: bool = True) -> None:
-        self.calls: list[str] = []
-        self.scheduled_ok = scheduled
-
-    def touch(self) -> None:
-        self.calls.append("touch")
-
-    def rebalance(self) -> WaveOutcome | None:
-        self.calls.append("rebalance")
-        return None
-
-    def gate(self, until: Gate) -> WaveOutcome:
-        self.calls.append(f"gate:{until}")
-        return WaveOutcome(self.scheduled_ok)
-
-    def scheduled(self) -> WaveOutcome:
-        self.calls.append("scheduled")
-        return WaveOutcome(self.scheduled_ok)
-
-    def reserve(self) -> WaveOutcome | None:
-        self.calls.append("reserve")
-        return None
-
-    def bridge(self) -> WaveOutcome | None:
-        self.calls.append("bridge")
-        return None
-
-    def release_bridge(self) -> WaveOutcome | None:
-        self.calls.append("release_bridge")
-        return None
-
-    def surge(self) -> WaveOutcome | None:
-        self.calls.append("surge")
-        return None
-
-    def fit(self) -> None:
-        self.calls.append("fit")
-
-    def release(self) -> WaveOutcome | None:
-        self.calls.append("release")
-        return None
+K = StepKind
+DIRECT_END = [K.GATE_CONVERGED, K.HEALTH_CHECK, K.HEALTH_CHECK]
 
 
 @pytest.mark.parametrize(
-    ("strategy", "calls"),
+    ("strategy", "arming"),
     [
-        (Touch(), ["touch"]),
-        (Rebalance(), ["rebalance"]),
-        (Both(), ["touch", "gate:scheduled", "rebalance"]),
+        (Touch(), [K.TRIGGER_TOUCH]),
+        (Rebalance(), [K.TRIGGER_REBALANCE]),
+        (Both(), [K.TRIGGER_TOUCH, K.GATE_SCHEDULED, K.TRIGGER_REBALANCE]),
     ],
 )
-def test_each_strategy_arms_a_wave_with_its_own_primitives(
-    strategy: TriggerStrategy, calls: list[str]
+def test_each_strategy_is_a_step_list_with_its_own_trigger(
+    strategy: TriggerStrategy, arming: list[StepKind]
 ) -> None:
-    """touch annotates, rebalance creates a rebalancer, both touches then waits, then rebalances."""
-    wave = RecordingWave()
-    assert strategy.arm(wave) is None
-    assert wave.calls == calls
-    assert strategy.settle(wave) is None
+    """touch annotates, rebalance creates a rebalancer, both touches, waits, then rebalances;
+    each then waits for convergence and looks at its destinations before and after settling."""
+    assert list(strategy.steps()) == [*arming, *DIRECT_END]
 
 
 @pytest.mark.parametrize(
     ("trigger", "inner"),
     [
-        (Trigger.TOUCH, ["touch"]),
-        (Trigger.REBALANCE, ["rebalance"]),
-        (Trigger.BOTH, ["touch", "gate:scheduled", "rebalance"]),
+        (Trigger.TOUCH, [K.TRIGGER_TOUCH]),
+        (Trigger.REBALANCE, [K.TRIGGER_REBALANCE]),
+        (Trigger.BOTH, [K.TRIGGER_TOUCH, K.GATE_SCHEDULED, K.TRIGGER_REBALANCE]),
     ],
 )
 def test_a_surge_strategy_surges_before_its_trigger_and_releases_after(
-    trigger: Trigger, inner: list[str]
+    trigger: Trigger, inner: list[StepKind]
 ) -> None:
     """Make-before-break: the wave's room, bridge, surge, the trigger's own steps, scheduled,
-    fit; settle puts the bridge to rest and releases the surge."""
+    fit, converged; then the bridge put to rest and the surge released."""
     strategy = strategy_for(trigger, surge=True)
     assert strategy.trigger is trigger and strategy.marks_lazy == strategy_for(trigger).marks_lazy
-    wave = RecordingWave()
-    assert strategy.arm(wave) is None
-    assert wave.calls == ["reserve", "bridge", "surge", *inner, "scheduled", "fit"]
-    assert strategy.settle(wave) is None and wave.calls[-2:] == ["release_bridge", "release"]
+    assert list(strategy.steps()) == [
+        K.RESERVE_ROOM,
+        K.BRIDGE,
+        K.SURGE,
+        *inner,
+        K.GATE_SCHEDULED,
+        K.FIT,
+        K.GATE_CONVERGED,
+        K.HEALTH_CHECK,
+        K.RELEASE_BRIDGE,
+        K.RELEASE_SURGE,
+        K.HEALTH_CHECK,
+    ]
 
 
-def test_a_surge_that_fails_moves_nothing() -> None:
-    """A failed surge (timeout, floor) ends the wave before any trigger is written."""
-
-    class Failing(RecordingWave):
-        def surge(self) -> WaveOutcome | None:
-            self.calls.append("surge")
-            return WaveOutcome(False)
-
-    wave = Failing()
-    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["reserve", "bridge", "surge"]
-
-
-def test_a_bridge_that_fails_moves_nothing() -> None:
-    """A failed bridge (timeout, floor) ends the wave before any surge or trigger."""
-
-    class Failing(RecordingWave):
-        def bridge(self) -> WaveOutcome | None:
-            self.calls.append("bridge")
-            return WaveOutcome(False)
-
-    wave = Failing()
-    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["reserve", "bridge"]
-
-
-def test_a_wave_without_room_neither_bridges_nor_surges() -> None:
-    """No room for the wave within its timeout: it ends before its bridge or surge writes."""
-
-    class Full(RecordingWave):
-        def reserve(self) -> WaveOutcome | None:
-            self.calls.append("reserve")
-            return WaveOutcome(False)
-
-    wave = Full()
-    outcome = strategy_for(Trigger.TOUCH, surge=True).arm(wave)
-    assert outcome is not None and not outcome.ok and wave.calls == ["reserve"]
-
-
-def test_both_stops_when_the_touch_does_not_schedule() -> None:
-    """A failed `scheduled` gate after the touch ends the wave before any rebalance."""
-    wave = RecordingWave(scheduled=False)
-    outcome = Both().arm(wave)
-    assert outcome is not None and not outcome.ok
-    assert wave.calls == ["touch", "gate:scheduled"]
+def test_every_step_that_holds_capacity_is_given_back_by_a_later_step() -> None:
+    """In every strategy's list, a step holding room is followed by the step its table row
+    names as its undo (the room never outlives the wave)."""
+    for surge in (False, True):
+        for trigger in Trigger:
+            kinds = list(strategy_for(trigger, surge=surge).steps())
+            for i, kind in enumerate(kinds):
+                spec = STEPS[kind]
+                if spec.holds_capacity:
+                    assert spec.undo is not None and spec.undo in kinds[i + 1 :]
 
 
 def _binding(*, placement: Any, claimed: bool, triggered_at: datetime | None) -> BindingView:

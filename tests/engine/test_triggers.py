@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from tidal.domain.waves import WorkloadKey
 from tidal.engine import policy_change, triggers
 from tidal.engine.resolve import PolicyTarget, Workload
@@ -87,15 +89,41 @@ def test_rebalancer_names_are_dns_and_distinct() -> None:
     """Names are DNS-1123 and differ per wave, attempt and rollback."""
     names = {
         triggers.rebalancer_name("Team_1", "20260101-000000-ab", w, a, r)
-        for w in range(2)
+        for w in (1, 2)
         for a in range(2)
         for r in (False, True)
     }
     assert len(names) == 8
     assert all(n == n.lower() and "_" not in n for n in names)
     assert {triggers.is_rollback_rebalancer(n) for n in names} == {True, False}
-    assert triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-w9", "r", 0, 2, True))
-    assert not triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-back", "r", 0, 2))
+    assert triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-w9", "r", 1, 2, True))
+    assert not triggers.is_rollback_rebalancer(triggers.rebalancer_name("s-back", "r", 1, 2))
+
+
+# names an earlier release (wave counted from 0 by the caller) journalled for wave 2 of a run
+JOURNALLED_BEFORE = {
+    (2, 0, False): "tidal-team-r-night-w2",
+    (2, 1, False): "tidal-team-r-night-w2-r1",
+    (2, 0, True): "tidal-team-r-night-w2-back",
+    (2, 2, True): "tidal-team-r-night-w2-back-r2",
+}
+
+
+@pytest.mark.parametrize(("args", "name"), sorted(JOURNALLED_BEFORE.items()))
+def test_rebalancer_names_count_waves_from_1_and_match_those_in_flight(
+    args: tuple[int, int, bool], name: str
+) -> None:
+    """Wave 2 (1-based, as the journal) names what an in-flight journal already holds for it,
+    and whether it is a rollback's still reads off the name."""
+    wave, attempt, rollback = args
+    assert triggers.rebalancer_name("team-r", "night", wave, attempt, rollback) == name
+    assert triggers.is_rollback_rebalancer(name) is rollback
+
+
+def test_a_0_based_wave_is_refused_in_one_line() -> None:
+    """Wave 0 does not exist: the error says waves count from 1."""
+    with pytest.raises(ValueError, match="waves count from 1"):
+        triggers.rebalancer_name("team-r", "night", 0)
 
 
 def test_is_done_needs_window_completion_and_spec() -> None:

@@ -35,11 +35,10 @@ from tidal.domain.surge import add, amounts_for
 from tidal.engine import room, triggers
 from tidal.engine.events import BridgeStepped, RunWarning
 from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
-from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
-from tidal.engine.surging import wait_ready
+from tidal.engine.surging import ReadyWait
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
@@ -153,10 +152,10 @@ def record_for(run: WaveInFlight) -> BridgeRecord | None:
     return record
 
 
-def bridge(run: WaveInFlight) -> WaveOutcome | None:
-    """Write the bridge placement, touch the bridged templates and wait until they serve in
-    every destination, then put the window's placement back (each step resumable; the wave's
-    room is held already, tidal.engine.room); None when the wave may move (also when it has
+def start(run: WaveInFlight) -> tuple[BridgeRecord, ReadyWait | None] | None:
+    """Write the bridge placement and touch the bridged templates (each step resumable; the
+    wave's room is held already, tidal.engine.room); the record and the wait until they serve
+    in every destination (None: they did), or None when the wave may move (also when it has
     nothing to bridge)."""
     record = record_for(run)
     if record is None or record.step in (BridgeStep.RESTORED, BridgeStep.RELEASED):
@@ -170,9 +169,14 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
         _step(run, record, BridgeStep.TOUCHING)
     if record.step is BridgeStep.TOUCHING:  # a resume: its recovery put it back
         _place(run.ctx.client, record, bridge=True, owner=owner_mark(run.ctx))
-        outcome = _touch_and_wait(run, record)
-        if outcome is not None:
-            return outcome
+        return record, _touch(run, record)
+    return record, None
+
+
+def finish(run: WaveInFlight, record: BridgeRecord) -> None:
+    """The bridged replicas serve: put the window's placement back (the wave's own touch then
+    moves every workload)."""
+    if record.step is BridgeStep.TOUCHING:
         if run.wave.surge_for(run.direction is Direction.BACK) is None:
             room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
@@ -184,7 +188,6 @@ def bridge(run: WaveInFlight) -> WaveOutcome | None:
     )
     _strays(run, record)
     _step(run, record, BridgeStep.RESTORED)
-    return None
 
 
 def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Workload]:
@@ -236,7 +239,8 @@ def _strays(run: WaveInFlight, record: BridgeRecord) -> None:
         )
 
 
-def _touch_and_wait(run: WaveInFlight, record: BridgeRecord) -> WaveOutcome | None:
+def _touch(run: WaveInFlight, record: BridgeRecord) -> ReadyWait:
+    """Touch the bridged templates; the wait until they serve in every destination."""
     ctx = run.ctx
     subset = [w for w in run.live if w.name in record.targets]
     touched = triggers.touch_wave(
@@ -248,7 +252,7 @@ def _touch_and_wait(run: WaveInFlight, record: BridgeRecord) -> WaveOutcome | No
     for name in unmatched:
         run.leave_out(name, "unmatched")
     gone = set(touched.deleted) | set(unmatched)
-    return wait_ready(run, lambda: _short(run, record, gone), "bridged")
+    return ReadyWait(run, lambda: _short(run, record, gone), "bridged")
 
 
 def _short(run: WaveInFlight, record: BridgeRecord, gone: set[str]) -> list[str]:
@@ -357,17 +361,16 @@ def _put_back(ctx: SwitchContext, record: BridgeRecord) -> None:
     )
 
 
-def release(run: WaveInFlight) -> WaveOutcome | None:
+def release(run: WaveInFlight) -> None:
     """The wave converged: give the bridge's room back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.bridge_for(back)
     if record is None or not record.active:
-        return None
+        return
     _put_back(ctx, record)  # (restored already)
     record.advance(BridgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, run.wave, back)
-    return None
 
 
 def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:

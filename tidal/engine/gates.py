@@ -222,6 +222,7 @@ class GateTracker:
         before: Mapping[str, Mapping[str, int]],
         ready_field: str | None = None,
         memo: BindingMemo | None = None,
+        recovering: set[str] | None = None,
     ) -> None:
         self.targets = {t.workload.binding_key: t for t in wave}
         self.people = {w.binding_key: w for w in everyone}
@@ -234,6 +235,9 @@ class GateTracker:
         self.assigned: dict[str, dict[str, int]] = {}
         self.missing: set[str] = set(self.targets)
         self.memo = memo
+        # bindings below their floors when the rollback began (shared with the run): not held
+        # against a wave until they met their floors once
+        self.recovering = set() if recovering is None else recovering
 
     def load(self, cache: Mapping[str, Obj]) -> GateTracker:
         for key in set(self.targets) | set(self.people):
@@ -268,10 +272,12 @@ class GateTracker:
                     "floors", key, binding, functools.partial(self._floors, key, w, binding)
                 )
             )
-            if found:
+            if found and key not in self.recovering:
                 self.violations[key] = found
-            else:
-                self.violations.pop(key, None)
+                return
+            if not found:
+                self.recovering.discard(key)  # it met its floors: from now on they count
+            self.violations.pop(key, None)
 
     def _floors(self, key: str, w: Workload, binding: Obj) -> list[FloorViolation]:
         view = BindingView(binding)
@@ -296,18 +302,15 @@ class GateTracker:
         report = GateReport()
         report.missing = sorted(self.targets[k].workload.name for k in self.missing)
         states = [self.states[k] for k in self.targets if k in self.states]
-        failing: list[str] = []
-        for key in self.targets:
-            state = self.states.get(key)
-            if state is not None and state[3]:
-                failing.append(f"{self.targets[key].workload.name}: {state[3]}")
-            for c, n in self.ready.get(key, {}).items():
-                report.ready[c] = report.ready.get(c, 0) + n
-            for c, n in self.assigned.get(key, {}).items():
-                report.assigned[c] = report.assigned.get(c, 0) + n
+        self._totals(report)
+        failing = sorted(
+            f"{self.targets[key].workload.name}: {state[3]}"
+            for key in self.targets
+            if (state := self.states.get(key)) is not None and state[3]
+        )
         if failing:
             report.failure = FailureReason.UNSCHEDULABLE
-            report.reason = "; ".join(sorted(failing))
+            report.reason = "; ".join(failing)
         report.converged = sum(1 for st in states if st[2])
         report.violations = [v for key in sorted(self.violations) for v in self.violations[key]]
         if report.violations:
@@ -315,13 +318,26 @@ class GateTracker:
             report.reason = f"floor breached: {report.violations[0]}"
         else:
             report.passed.add(Gate.FLOORS)
-        if all(st[0] for st in states):
-            report.passed.add(Gate.TRIGGERED)
-            if all(st[1] for st in states):
-                report.passed.add(Gate.SCHEDULED)
-                if all(st[2] for st in states):
-                    report.passed.add(Gate.CONVERGED)
+        report.passed |= _passed(states)
         return report
+
+    def _totals(self, report: GateReport) -> None:
+        """The wave's ready and assigned replicas per cluster, into the report."""
+        for key in self.targets:
+            for c, n in self.ready.get(key, {}).items():
+                report.ready[c] = report.ready.get(c, 0) + n
+            for c, n in self.assigned.get(key, {}).items():
+                report.assigned[c] = report.assigned.get(c, 0) + n
+
+
+def _passed(states: Sequence[tuple[bool, bool, bool, str]]) -> set[Gate]:
+    """The gates every workload passed, in order (each needs the ones before)."""
+    passed: set[Gate] = set()
+    for gate, index in ((Gate.TRIGGERED, 0), (Gate.SCHEDULED, 1), (Gate.CONVERGED, 2)):
+        if not all(st[index] for st in states):
+            break
+        passed.add(gate)
+    return passed
 
 
 def evaluate(

@@ -5,16 +5,16 @@ direction). The steps (tidal.engine.bridging, surging, room, rebalancing) and th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tidal.domain.clock import Clock
-from tidal.domain.floors import FloorRule
+from tidal.domain.floors import FloorRule, FloorViolation
 from tidal.engine import gates, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.destinations import DestinationHealth
-from tidal.engine.events import Emitter, EventBase, WorkloadSkipped
+from tidal.engine.events import Emitter, EventBase, FloorBreached, WorkloadSkipped
 from tidal.engine.journal import RunState, WaveState
 from tidal.engine.resolve import Workload, selected_by
 from tidal.engine.samples import Sampler
@@ -76,6 +76,9 @@ class SwitchContext:
     # leftovers of other runs the start of this run kept (a floor needed them); None: this
     # process did not sweep at the start (a resume), so the end sweeps again
     leftovers_kept: int | None = None
+    # bindings below their floors when the rollback began (tidal.engine.rollback): the breach
+    # that failed the run may still be healing; each counts again once it met its floors
+    recovering: set[str] = field(default_factory=set)
 
     def binding_watch(
         self, namespace: str | None, cluster_scoped: bool, keys: Collection[str] | None = None
@@ -191,3 +194,19 @@ def leave_out(
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
     ctx.emitter.emit(WorkloadSkipped(**ctx.event_base(index), workload=name, reason=reason))
+
+
+def report_breaches(ctx: SwitchContext, index: int, violations: Iterable[FloorViolation]) -> None:
+    """A floor_breached event per violation."""
+    base = ctx.event_base(index)
+    for v in violations:
+        ctx.emitter.emit(
+            FloorBreached(
+                **base,
+                cluster=v.cluster,
+                workload=v.workload,
+                ready=v.ready,
+                required=v.required,
+                floor=v.floor,
+            )
+        )

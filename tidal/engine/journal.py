@@ -276,6 +276,25 @@ class BridgeRecord:
         )
 
 
+@dataclass(frozen=True)
+class StepMark:
+    """Where the wave's kernel is (tidal.engine.runner): the index of its current step in the
+    wave's step list and that step's kind (`done` past the last). Journals from before it
+    carry none: the runner derives it from the wave's records."""
+
+    index: int
+    kind: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "kind": self.kind}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StepMark | None:
+        if not isinstance(d, dict) or not isinstance(d.get("index"), int):
+            return None  # unreadable: derived again from the records
+        return cls(int(d["index"]), str(d.get("kind", "")))
+
+
 @dataclass
 class WaveState:
     index: int  # from 1
@@ -293,6 +312,18 @@ class WaveState:
     bridge_back: BridgeRecord | None = None  # rollback
     # the run's replicas per cluster while this wave ran (tidal.engine.samples)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    step: StepMark | None = None  # forward (tidal.engine.runner)
+    step_back: StepMark | None = None  # rollback
+
+    def step_for(self, back: bool) -> StepMark | None:
+        return self.step_back if back else self.step
+
+    def mark_step(self, back: bool, mark: StepMark) -> None:
+        """Where the kernel is (saved with the step's next journal write)."""
+        if back:
+            self.step_back = mark
+        else:
+            self.step = mark
 
     def surge_for(self, back: bool) -> SurgeRecord | None:
         return self.surge_back if back else self.surge
@@ -329,6 +360,8 @@ class WaveState:
             **({"bridge": self.bridge.to_dict()} if self.bridge is not None else {}),
             **({"bridgeBack": self.bridge_back.to_dict()} if self.bridge_back is not None else {}),
             **({"samples": list(self.samples)} if self.samples else {}),
+            **({"step": self.step.to_dict()} if self.step is not None else {}),
+            **({"stepBack": self.step_back.to_dict()} if self.step_back is not None else {}),
         }
 
     @classmethod
@@ -352,6 +385,8 @@ class WaveState:
             bridge=BridgeRecord.from_dict(d["bridge"]) if d.get("bridge") else None,
             bridge_back=BridgeRecord.from_dict(d["bridgeBack"]) if d.get("bridgeBack") else None,
             samples=[dict(x) for x in d.get("samples") or [] if isinstance(x, dict)],
+            step=StepMark.from_dict(d.get("step")),
+            step_back=StepMark.from_dict(d.get("stepBack")),
         )
 
 

@@ -12,7 +12,10 @@ a word: the scheduler only catches schedulerObservedGeneration up. So, per wave:
    the gates and a resumed run never count that scheduling as the reschedule);
 3. a binding whose last scheduling is not older than the rebalancer's second (its
    creationTimestamp: the server's clock) gets a new rebalancer a second later. After waiting
-   for a scheduling in step 1, that second is let pass before the first one.
+   for a scheduling in step 1, or when a binding's last scheduling is younger than two seconds
+   (the touch's, which trigger both waited for in its `scheduled` gate), that second is let
+   pass before the first one: a rebalancer is not made to be ignored, and a wave makes one
+   rebalancer unless the server's clock is a second behind ours or a create is held up.
 
 Each rebalancer's name is journalled before it is created; a resumed run asks the newest
 rebalancer naming each workload whether it was honoured and rescheduled it.
@@ -26,12 +29,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tidal.engine import gates, triggers
-from tidal.engine.outcome import WaveOutcome
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason
+from tidal.engine.steps import DONE, Answer, Failed, Pending, WakeOn
 from tidal.karmada import rebalancers as rebalancers_api
-from tidal.karmada.bindings import key_of
 from tidal.karmada.errors import KarmadaError, NotFound
+from tidal.karmada.objects import Obj
 from tidal.karmada.views import LAZY, BindingView, ObjectView, parse_time
 
 if TYPE_CHECKING:
@@ -40,28 +43,70 @@ if TYPE_CHECKING:
 SCHEDULED_BEFORE = "tidal.io/scheduled-before"  # workload -> lastScheduledTime (JSON)
 RETRIGGER_ATTEMPTS = 4  # rebalancers per wave and direction at most
 NEXT_SECOND = 1.0  # long enough for the server's clock to reach its next second
-WATCH_SECONDS = 5.0
+# a last scheduling younger than this may share the second a rebalancer made now gets: its
+# whole second (metav1.Time truncates) and a second of skew between our clock and the server's
+RECENT_SECONDS = 2 * NEXT_SECOND
 
 
-def rebalance(run: WaveInFlight) -> WaveOutcome | None:
-    """Rebalance the wave's workloads not yet rescheduled (a resume skips the others); a failed
-    outcome on an API error."""
-    ctx, wave = run.ctx, run.wave
-    back = run.direction is Direction.BACK
-    pending = _not_yet_rescheduled(run, [w for w in run.live if w.name in run.targets], back)
-    expected = _expected_placements(run, pending)
-    for attempt in range(RETRIGGER_ATTEMPTS):
-        if not pending:
-            return None
-        if _await_answered(run, pending, expected) or attempt:
-            ctx.clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
+class Rebalancing:
+    """The rebalance of one wave in flight, one look per `advance`: the wave's workloads not
+    yet rescheduled (a resume skips the others) get a rebalancer once each binding's last
+    scheduling is answered (Pending on the watch meanwhile, until the step's deadline); one
+    the scheduler cannot honour gets another a second later. Failed on an API error."""
+
+    def __init__(self, run: WaveInFlight) -> None:
+        self.run = run
+        back = run.direction is Direction.BACK
+        self.pending = _not_yet_rescheduled(
+            run, [w for w in run.live if w.name in run.targets], back
+        )
+        self.expected = _expected_placements(run, self.pending)
+        self.attempt = 0
+        self.waiting: dict[str, Workload] | None = None  # bindings whose scheduling is awaited
+        self.waited = False
+
+    def advance(self) -> Answer:
+        run, clock = self.run, self.run.ctx.clock
+        while self.pending and self.attempt < RETRIGGER_ATTEMPTS:
+            if self.waiting is None:
+                self.waiting = {
+                    w.binding_key: w for w in self.pending if not _answered(run, w, self.expected)
+                }
+                self.waited = bool(self.waiting)
+            if self.waiting and clock.monotonic() < run.deadline:
+                return Pending(WakeOn(seen=self._seen, when=self._all_answered), run.deadline)
+            if self.waited or self.attempt or _scheduled_lately(run, self.pending):
+                clock.sleep(NEXT_SECOND)  # a scheduling just seen: let its second pass
+            failed = self._create()
+            if failed is not None:
+                return failed
+            self.attempt, self.waiting = self.attempt + 1, None
+        return DONE  # the gates will not count what the scheduler ignored: waveTimeout says so
+
+    def _seen(self, key: str, _obj: Obj | None) -> None:
+        """A binding changed: it is awaited no more once its scheduling is answered."""
+        waiting = self.waiting
+        if (
+            waiting is not None
+            and key in waiting
+            and _answered(self.run, waiting[key], self.expected)
+        ):
+            del waiting[key]
+
+    def _all_answered(self) -> bool:
+        return not self.waiting
+
+    def _create(self) -> Failed | None:
+        """One rebalancer for the workloads still pending (its name journalled first)."""
+        run, ctx, wave = self.run, self.run.ctx, self.run.wave
+        back = run.direction is Direction.BACK
         before = {
             w.name: last
-            for w in pending
+            for w in self.pending
             if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)
         }
         name = triggers.rebalancer_name(
-            ctx.schedule, ctx.run_id, wave.index - 1, len(wave.rebalancers), back
+            ctx.schedule, ctx.run_id, wave.index, len(wave.rebalancers), back
         )
         wave.rebalancers.append(name)
         ctx.save()
@@ -69,18 +114,28 @@ def rebalance(run: WaveInFlight) -> WaveOutcome | None:
             obj = triggers.rebalance_wave(
                 ctx.client,
                 name,
-                pending,
+                self.pending,
                 schedule=ctx.schedule,
                 run_id=ctx.run_id,
                 annotations={SCHEDULED_BEFORE: _encode(before)},
             )
         except KarmadaError as exc:
-            return WaveOutcome(
-                False, FailureReason.API_ERROR, f"creating WorkloadRebalancer {name}: {exc}"
-            )
+            return Failed(FailureReason.API_ERROR, f"creating WorkloadRebalancer {name}: {exc}")
         view = ObjectView(obj)  # a retried create answers the existing object: trust it
-        pending = _arm(run.targets, pending, view.created, _decode(view.annotations))
-    return None  # the gates will not count what the scheduler ignored: waveTimeout says so
+        self.pending = _arm(run.targets, self.pending, view.created, _decode(view.annotations))
+        return None
+
+
+def _scheduled_lately(run: WaveInFlight, workloads: Sequence[Workload]) -> bool:
+    """A binding was last scheduled less than RECENT_SECONDS ago by the engine's clock (the
+    touch's scheduling the `scheduled` gate of trigger both just waited for): a rebalancer
+    made now could fall in that scheduling's second and be ignored."""
+    now = run.ctx.clock.now()
+    for w in workloads:
+        last = BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled
+        if last is not None and (now - last).total_seconds() < RECENT_SECONDS:
+            return True
+    return False
 
 
 def _arm(
@@ -138,27 +193,6 @@ def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) ->
     if cond is not None and cond.status == "False":
         return True
     return view.generation is not None and view.scheduler_observed_generation == view.generation
-
-
-def _await_answered(
-    run: WaveInFlight, workloads: Sequence[Workload], expected: Mapping[str, object]
-) -> bool:
-    """Watch until every binding is `_answered` or the wave's deadline passes (the gates then
-    report the timeout); whether there was anything to wait for."""
-    clock = run.ctx.clock
-    waiting = {w.binding_key: w for w in workloads if not _answered(run, w, expected)}
-    waited = bool(waiting)
-    while waiting:
-        remaining = run.deadline - clock.monotonic()
-        if remaining <= 0:
-            break
-        for obj, _deleted in run.watch.changes(min(remaining, WATCH_SECONDS)):
-            w = waiting.get(key_of(obj))
-            if w is not None and _answered(run, w, expected):
-                del waiting[key_of(obj)]
-            if not waiting or clock.monotonic() >= run.deadline:
-                break
-    return waited
 
 
 def _not_yet_rescheduled(run: WaveInFlight, live: list[Workload], back: bool) -> list[Workload]:

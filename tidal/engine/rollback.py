@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tidal.engine import policy_change, wave_checks
+from tidal.engine import gates, policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
 from tidal.engine.inflight import SwitchContext
 from tidal.engine.journal import PolicyRecord, WaveState
@@ -35,6 +35,7 @@ def roll_back(
     edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
     if edited:  # restoring would overwrite a hand edit: leave everything as it is
         return False, f"not rolled back: {wave_checks.drift_reason(edited)}"
+    ctx.recovering = _below_floors(ctx)
     placements = _restore_policies(ctx)
     # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
     # placement to go back to: its workloads already follow it, nothing of theirs is undone.
@@ -207,12 +208,41 @@ def moved_outside_waves(
     return {w.name for w in mine if w.name in now and now[w.name] == targets[w.policy]}
 
 
-def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, object]:
-    """Workload name -> the normalized placement its binding carries now."""
+def _below_floors(ctx: SwitchContext) -> set[str]:
+    """The bindings of the run's workloads below a floor as the rollback begins (the breach
+    that failed the run may still be healing, or only moving them back heals it): the rollback
+    waves do not fail on them until each met its floors once. Said in a warning."""
+    if not ctx.floors:
+        return set()
+    tracker = gates.GateTracker([], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field)
+    report = tracker.load(_bindings(ctx, ctx.everyone)).report()
+    if not report.violations:
+        return set()
+    names = sorted({v.workload for v in report.violations})
+    note = (
+        f"{', '.join(names)} below their floors as the rollback began "
+        f"({report.violations[0]}): the rollback goes on and holds them to their floors "
+        "again once they met them"
+    )
+    if note not in ctx.state.warnings:
+        ctx.state.warnings.append(note)
+        ctx.save()
+    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="floor_recovering", message=note))
+    return set(tracker.violations)
+
+
+def _bindings(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, Obj]:
+    """Binding key -> the binding now, for the namespaces of `workloads`."""
     bindings: dict[str, Obj] = {}
     for namespace in sorted({w.key.namespace for w in workloads}):
         items = ctx.list_bindings(namespace or None, cluster_scoped=not namespace)
         bindings.update({key_of(b): b for b in items})
+    return bindings
+
+
+def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, object]:
+    """Workload name -> the normalized placement its binding carries now."""
+    bindings = _bindings(ctx, workloads)
     return {
         w.name: normalize_placement(BindingView.of(bindings[w.binding_key]).placement)
         for w in workloads

@@ -8,7 +8,6 @@ FencedOut, stop at once."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import secrets
 from collections.abc import Callable
@@ -19,8 +18,9 @@ from tidal.domain.clock import Clock
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.team_capacity import TeamEstimate
-from tidal.engine import bridging, policy_change, surging, wave_checks
+from tidal.engine import bridging, cleanup, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
+from tidal.engine.cleanup import Stop
 from tidal.engine.detector_settle import let_detector_settle
 from tidal.engine.events import (
     Emitter,
@@ -53,12 +53,11 @@ from tidal.engine.states import (
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
-from tidal.engine.triggers import normalize_placement, rebalancer_selector
+from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import gone_reason, run_wave
-from tidal.karmada.client import WORKLOAD_REBALANCERS, KarmadaClient
-from tidal.karmada.errors import Conflict, Forbidden, KarmadaError, LeaseLost
+from tidal.karmada.client import KarmadaClient
+from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
-from tidal.karmada.rebalancers import delete_labelled, delete_rebalancer
 
 ALREADY_IN_FORCE: Final = "already in force"
 
@@ -358,10 +357,9 @@ class PreparedRun:
         if self.plan.rollout.on_failure == "rollback" and not halt:
             return Phase.ROLLBACK
         self.state.result = RunResult.FAILED
-        remove_rebalancers(self.ctx)  # a halted run leaves no trigger objects either
-        # nor surges, unless removing one would break a floor (then it says so), nor bridges
-        surging.clean_up(self.ctx, keep_if_breaking=True)
-        bridging.clean_up(self.ctx)
+        # no trigger objects, nor surges (unless removing one would break a floor: then it
+        # says so), nor bridges
+        cleanup.clean_up(self.ctx, Stop.HALT)
         return Phase.DONE
 
     def _api_failure(self, exc: KarmadaError) -> None:
@@ -374,10 +372,7 @@ class PreparedRun:
         state.advance(Phase.DONE)  # from any phase: an API error ends the run
         state.finished_at = iso_now(ctx.clock)
         self.save()
-        with contextlib.suppress(KarmadaError):  # best effort: the next run finds what stays
-            surging.clean_up(ctx, keep_if_breaking=True)
-        with contextlib.suppress(KarmadaError):  # (a resume puts bridges back from the journal)
-            bridging.clean_up(ctx)
+        cleanup.clean_up(ctx, Stop.API_ERROR)  # best effort: the next run finds what stays
         for wave in in_flight:
             ctx.emitter.emit(
                 WaveFinished(
@@ -387,46 +382,6 @@ class PreparedRun:
                     failure=FailureReason.API_ERROR,
                 )
             )
-
-
-def remove_rebalancers(ctx: SwitchContext) -> None:
-    """The run's WorkloadRebalancers are temporary: delete them (their TTL is the fallback),
-    all in one request by their owner labels, or one by one where the RBAC refuses that."""
-    if not any(wave.rebalancers for wave in ctx.state.waves):
-        return
-    plural = WORKLOAD_REBALANCERS.plural
-    if plural not in ctx.collection_refused:
-        try:
-            patiently(
-                ctx.client,
-                ctx.clock,
-                ctx.wave_timeout,
-                functools.partial(
-                    delete_labelled, ctx.client, rebalancer_selector(ctx.schedule, ctx.run_id)
-                ),
-            )
-            return
-        except Forbidden:
-            ctx.collection_refused.add(plural)
-        except KarmadaError:
-            pass  # one by one, each with its own retries and warning
-    for wave in ctx.state.waves:
-        for name in wave.rebalancers:
-            try:
-                patiently(
-                    ctx.client,
-                    ctx.clock,
-                    ctx.wave_timeout,
-                    functools.partial(delete_rebalancer, ctx.client, name),
-                )
-            except KarmadaError as exc:  # best effort: the TTL removes it anyway
-                ctx.emitter.emit(
-                    RunWarning(
-                        **ctx.event_base(wave.index),
-                        code="cleanup",
-                        message=f"WorkloadRebalancer {name}: {exc}",
-                    )
-                )
 
 
 # ---- the phase handlers: each does its phase's work and names the next phase ----
@@ -616,9 +571,7 @@ def _finishing(run: PreparedRun) -> Phase:
                     action=action,
                 )
             )
-    remove_rebalancers(ctx)
-    surging.clean_up(ctx, keep_if_breaking=False)  # every wave released its own already
-    bridging.clean_up(ctx)
+    cleanup.clean_up(ctx, Stop.FINISHED)  # the rebalancers; every wave released its own
     if ctx.leftovers_kept != 0:  # kept at the start (or not known: a resume) may go now
         surging.remove_leftovers(ctx)
     run.state.result = RunResult.SUCCEEDED
@@ -630,16 +583,14 @@ def _rollback(run: PreparedRun) -> Phase:
     state = run.state
     # forward surges and bridges go before moving back (a bridge placement left on a policy
     # would read as a hand edit)
-    surging.clean_up(run.ctx, keep_if_breaking=False, forward_only=True)
-    bridging.clean_up(run.ctx, forward_only=True)
+    cleanup.clean_up(run.ctx, Stop.ROLLBACK_STARTS)
     targets = {t.key: normalize_placement(t.target_placement) for t in run.plan.selection.policies}
     ok, why = roll_back(run.ctx, run.plan.by_name, targets)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:
         state.reason = why
-    remove_rebalancers(run.ctx)  # a rolled back run leaves no trigger objects either
-    surging.clean_up(run.ctx, keep_if_breaking=not ok)
-    bridging.clean_up(run.ctx)
+    # no trigger objects either; a failed rollback keeps what holds a floor, as a halt does
+    cleanup.clean_up(run.ctx, Stop.ROLLED_BACK if ok else Stop.ROLLBACK_FAILED)
     return Phase.DONE
 
 

@@ -4,14 +4,17 @@ One class per resolved trigger behind `TriggerStrategy`, chosen once per run
 (`strategy_for`). A strategy answers three questions:
 
 - `needs_move`: does a workload still need this window's change (planning)?
-- `arm`: set one wave in motion, using the steps of `WaveSteps` (touch the templates,
-  create a WorkloadRebalancer, wait for a gate); the wave then waits for convergence;
+- `steps`: the wave's step list (tidal.engine.steps.StepKind), data the kernel runs
+  (tidal.engine.wave_steps builds the steps, tidal.engine.runner advances them): the trigger's
+  own steps (`arming`: touch the templates, create a WorkloadRebalancer, wait for a gate), then
+  convergence;
 - `triggered`: when does a binding count as triggered (the first gate)?
 
-`settle` runs after the wave converged (nothing for these three). `MakeBeforeBreak` wraps each
-of them for `strategy: surge` (`SURGING`): `arm` surges the destinations first, then triggers
-the move as the inner strategy does; `settle` releases the surge. A new strategy is one more
-class and one more entry in `STRATEGIES`.
+`MakeBeforeBreak` wraps each of them for `strategy: surge` (`SURGING`): room, bridge and surge
+first, then the trigger's steps, the fit, convergence, then the bridge and surge released. A
+new strategy is one more class (its `arming` or its own `steps`) and one more entry in
+`STRATEGIES`; a new kind of step is one more row of tidal.engine.steps.STEPS and one more
+class in tidal.engine.wave_steps.
 """
 
 from __future__ import annotations
@@ -19,57 +22,10 @@ from __future__ import annotations
 from typing import ClassVar, Final, Protocol
 
 from tidal.engine.gates import WaveTarget, rebalance_triggered, touch_triggered
-from tidal.engine.outcome import WaveOutcome
-from tidal.engine.states import Gate, Trigger
+from tidal.engine.states import Trigger
+from tidal.engine.steps import StepKind
+from tidal.engine.steps import StepKind as K
 from tidal.karmada.views import BindingView
-
-
-class WaveSteps(Protocol):
-    """What a strategy may do to a wave in flight (tidal.engine.wave.WaveRun)."""
-
-    def touch(self) -> None:
-        """Annotate every template of the wave (resumable); restarts the deadline."""
-        ...
-
-    def rebalance(self) -> WaveOutcome | None:
-        """One WorkloadRebalancer for the wave (resumable); a failed outcome on an API error."""
-        ...
-
-    def gate(self, until: Gate) -> WaveOutcome:
-        """Wait until every workload of the wave passed `until` (or a gate fails)."""
-        ...
-
-    def scheduled(self) -> WaveOutcome:
-        """Wait until `scheduled` (each gate is announced once per wave)."""
-        ...
-
-    def reserve(self) -> WaveOutcome | None:
-        """Lease the room of the wave's bridge and surge from the run's budget, as one hold
-        (tidal.engine.room), waiting until it fits; a failed outcome at the wave's timeout."""
-        ...
-
-    def bridge(self) -> WaveOutcome | None:
-        """Give each workload whose destination has no member Work one first (a Duplicated
-        placement for a moment on its Lazy policy; tidal.engine.bridging), resumable; a
-        failed outcome on a floor breach or timeout."""
-        ...
-
-    def release_bridge(self) -> WaveOutcome | None:
-        """Put the bridge to rest (resumable); the room goes back with the surge's."""
-        ...
-
-    def surge(self) -> WaveOutcome | None:
-        """Raise the destinations with overrides and wait until those replicas are ready
-        (each step journalled and resumable); a failed outcome on a floor breach or timeout."""
-        ...
-
-    def fit(self) -> None:
-        """After the move is scheduled: raise an override wherever the binding assigns more."""
-        ...
-
-    def release(self) -> WaveOutcome | None:
-        """Delete the wave's overrides and give back its room (resumable)."""
-        ...
 
 
 class TriggerStrategy(Protocol):
@@ -81,14 +37,11 @@ class TriggerStrategy(Protocol):
         self, placement_now: object, target_placement: object, policies_done: bool
     ) -> bool: ...
 
-    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        """Set the wave in motion; a failed outcome ends the wave."""
-        ...
-
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool: ...
 
-    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        """After convergence; a failed outcome fails the wave."""
+    def steps(self) -> tuple[StepKind, ...]:
+        """The wave's step list (tidal.engine.wave_steps builds them, tidal.engine.runner
+        advances them)."""
         ...
 
 
@@ -98,21 +51,18 @@ class Touch:
     trigger: ClassVar[Trigger] = Trigger.TOUCH
     marks_lazy: ClassVar[bool] = True
     fresh: ClassVar[bool] = False
+    arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_TOUCH,)
 
     def needs_move(
         self, placement_now: object, target_placement: object, policies_done: bool
     ) -> bool:
         return placement_now != target_placement
 
-    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        wave.touch()
-        return None
-
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding)
 
-    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        return None
+    def steps(self) -> tuple[StepKind, ...]:
+        return direct(self.arming)
 
 
 class Rebalance:
@@ -121,20 +71,18 @@ class Rebalance:
     trigger: ClassVar[Trigger] = Trigger.REBALANCE
     marks_lazy: ClassVar[bool] = False
     fresh: ClassVar[bool] = True
+    arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_REBALANCE,)
 
     def needs_move(
         self, placement_now: object, target_placement: object, policies_done: bool
     ) -> bool:
         return not policies_done
 
-    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        return wave.rebalance()
-
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return rebalance_triggered(target, binding)
 
-    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        return None
+    def steps(self) -> tuple[StepKind, ...]:
+        return direct(self.arming)
 
 
 class Both:
@@ -144,24 +92,24 @@ class Both:
     trigger: ClassVar[Trigger] = Trigger.BOTH
     marks_lazy: ClassVar[bool] = True
     fresh: ClassVar[bool] = True
+    # the touch's (Steady) schedule done before the rebalance: a Lazy policy must claim the
+    # binding before a rebalance can move it
+    arming: ClassVar[tuple[StepKind, ...]] = (
+        K.TRIGGER_TOUCH,
+        K.GATE_SCHEDULED,
+        K.TRIGGER_REBALANCE,
+    )
 
     def needs_move(
         self, placement_now: object, target_placement: object, policies_done: bool
     ) -> bool:
         return placement_now != target_placement or not policies_done
 
-    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        wave.touch()
-        outcome = wave.gate(until=Gate.SCHEDULED)
-        if not outcome.ok:
-            return outcome
-        return wave.rebalance()
-
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding) and rebalance_triggered(target, binding)
 
-    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        return None
+    def steps(self) -> tuple[StepKind, ...]:
+        return direct(self.arming)
 
 
 class MakeBeforeBreak:
@@ -170,38 +118,47 @@ class MakeBeforeBreak:
     overrides are fitted to the new split, and after convergence they are released. Workloads
     whose destination has no member to raise are bridged first (trigger touch only)."""
 
-    inner: ClassVar[TriggerStrategy]
+    arming: ClassVar[tuple[StepKind, ...]]
 
-    def arm(self, wave: WaveSteps) -> WaveOutcome | None:
-        outcome = wave.reserve() or wave.bridge()
-        if outcome is not None and not outcome.ok:
-            return outcome
-        outcome = wave.surge()
-        if outcome is not None and not outcome.ok:
-            return outcome
-        outcome = self.inner.arm(wave)
-        if outcome is not None and not outcome.ok:
-            return outcome
-        outcome = wave.scheduled()
-        if not outcome.ok:
-            return outcome
-        wave.fit()
-        return None
-
-    def settle(self, wave: WaveSteps) -> WaveOutcome | None:
-        return wave.release_bridge() or wave.release()
+    def steps(self) -> tuple[StepKind, ...]:
+        return make_before_break(self.arming)
 
 
 class SurgeTouch(MakeBeforeBreak, Touch):
-    inner: ClassVar[TriggerStrategy] = Touch()
+    pass
 
 
 class SurgeRebalance(MakeBeforeBreak, Rebalance):
-    inner: ClassVar[TriggerStrategy] = Rebalance()
+    pass
 
 
 class SurgeBoth(MakeBeforeBreak, Both):
-    inner: ClassVar[TriggerStrategy] = Both()
+    pass
+
+
+def direct(arming: tuple[StepKind, ...]) -> tuple[StepKind, ...]:
+    """A direct wave: its trigger's steps, then converged and a look at the destinations
+    before and after its (empty) settling."""
+    return (*arming, K.GATE_CONVERGED, K.HEALTH_CHECK, K.HEALTH_CHECK)
+
+
+def make_before_break(arming: tuple[StepKind, ...]) -> tuple[StepKind, ...]:
+    """A surging wave: room, bridge and surge first, then its trigger's steps; once the move
+    is scheduled the overrides are fitted; after convergence (the destinations looked at) the
+    bridge and the surge are released, and the destinations looked at again."""
+    return (
+        K.RESERVE_ROOM,
+        K.BRIDGE,
+        K.SURGE,
+        *arming,
+        K.GATE_SCHEDULED,
+        K.FIT,
+        K.GATE_CONVERGED,
+        K.HEALTH_CHECK,
+        K.RELEASE_BRIDGE,
+        K.RELEASE_SURGE,
+        K.HEALTH_CHECK,
+    )
 
 
 STRATEGIES: Final[dict[Trigger, TriggerStrategy]] = {

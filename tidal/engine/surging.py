@@ -23,12 +23,13 @@ from tidal.domain.floors import check_floors
 from tidal.domain.plan import Amounts
 from tidal.domain.surge import add, amounts_for
 from tidal.engine import gates, room
-from tidal.engine.events import FloorBreached, RunWarning, WaveProgress
+from tidal.engine.events import RunWarning, WaveProgress
+from tidal.engine.inflight import report_breaches
 from tidal.engine.journal import SurgeRecord, WaveState
-from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
+from tidal.engine.steps import DONE, Answer, Failed, Pending, WakeOn
 from tidal.engine.surge_follow import lift_rescaled
 from tidal.engine.surge_overrides import remove_overrides, write_overrides
 from tidal.karmada.bindings import key_of
@@ -97,10 +98,10 @@ def record_for(run: WaveInFlight) -> SurgeRecord | None:
     return record
 
 
-def surge(run: WaveInFlight) -> WaveOutcome | None:
-    """Write the overrides and wait for the surged replicas (each resumable; the wave's room
-    is held already, tidal.engine.room); None when the wave may move (also when it has
-    nothing to surge)."""
+def start(run: WaveInFlight) -> SurgeRecord | None:
+    """Write the overrides (a resume puts back whatever is missing; the wave's room is held
+    already, tidal.engine.room); the record whose replicas to wait for (`surged`), None when
+    the wave may move (also when it has nothing to surge)."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = record_for(run)
     if record is None or record.step in (
@@ -119,13 +120,25 @@ def surge(run: WaveInFlight) -> WaveOutcome | None:
         ctx.save()
     else:  # a resume: put back whatever is missing
         _write_overrides(run, record, back)
-    outcome = _wait_surged(run, record)
-    if outcome is not None:
-        return outcome
+    return record
+
+
+def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
+    """The wait for the surged replicas: a floor breached anywhere fails the wave; a workload
+    scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
+
+    def short() -> list[str]:
+        lift_rescaled(run.ctx, run.wave, run.watch.cache)
+        return _surged_short(run, record)
+
+    return ReadyWait(run, short, "surged")
+
+
+def moving(run: WaveInFlight, record: SurgeRecord) -> None:
+    """The surged replicas run: the move may go."""
     room.running(run)  # (a bridge of the wave ran its replicas before)
     record.advance(SurgeStep.MOVING)
-    ctx.save()
-    return None
+    run.ctx.save()
 
 
 def _write_overrides(
@@ -161,63 +174,42 @@ def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
     return out
 
 
-def _wait_surged(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
-    """Until every surged replica is ready; a floor breached anywhere fails the wave; a
-    workload scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
+class ReadyWait:
+    """A wait until `short_of()` names nothing (replicas not ready yet): a floor breached
+    anywhere fails the wave, and so does the step's deadline; each `check` is one look."""
 
-    def short() -> list[str]:
-        lift_rescaled(run.ctx, run.wave, run.watch.cache)
-        return _surged_short(run, record)
+    def __init__(self, run: WaveInFlight, short_of: Callable[[], list[str]], what: str) -> None:
+        ctx = run.ctx
+        self.run, self.short_of, self.what = run, short_of, what
+        self.tracker = gates.GateTracker(
+            [], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo, ctx.recovering
+        ).load(run.watch.cache)
+        # another team's binding changes nothing here: only the run's wake the step
+        self.ours = frozenset(
+            {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
+        )
 
-    return wait_ready(run, short, "surged")
-
-
-def wait_ready(
-    run: WaveInFlight, short_of: Callable[[], list[str]], what: str
-) -> WaveOutcome | None:
-    """Until `short_of()` names nothing (replicas not ready yet); a floor breached anywhere
-    fails the wave, and so does waveTimeout."""
-    ctx = run.ctx
-    base = ctx.event_base(run.wave.index)
-    tracker = gates.GateTracker(
-        [], ctx.everyone, ctx.floors, ctx.before, ctx.ready_field, ctx.memo
-    ).load(run.watch.cache)
-    ours = {w.binding_key for w in ctx.everyone} | {w.binding_key for w in run.live}
-    while True:
+    def check(self) -> Answer:
+        run, ctx = self.run, self.run.ctx
         down = run.health.check()
         if down is not None:
-            return down
-        report = tracker.report()
+            return Failed.of(down)
+        report = self.tracker.report()
         if report.violations:
-            for v in report.violations:
-                ctx.emitter.emit(
-                    FloorBreached(
-                        **base,
-                        cluster=v.cluster,
-                        workload=v.workload,
-                        ready=v.ready,
-                        required=v.required,
-                        floor=v.floor,
-                    )
-                )
-            return WaveOutcome(False, FailureReason.FLOOR_BREACH, report.reason)
-        short = short_of()
+            report_breaches(ctx, run.wave.index, report.violations)
+            return Failed(FailureReason.FLOOR_BREACH, report.reason)
+        short = self.short_of()
         if not short:
-            return None
-        remaining = run.deadline - ctx.clock.monotonic()
-        if remaining <= 0:
-            return WaveOutcome(
-                False,
+            return DONE
+        if run.deadline - ctx.clock.monotonic() <= 0:
+            return Failed(
                 FailureReason.TIMEOUT,
-                f"{what} replicas not ready within waveTimeout "
+                f"{self.what} replicas not ready within waveTimeout "
                 f"{ctx.wave_timeout:g}s: {', '.join(short[:5])}",
             )
+        base = ctx.event_base(run.wave.index)
         ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0, total=len(short)))
-        for obj, deleted in run.watch.changes(min(remaining, 5.0)):
-            key = key_of(obj)
-            tracker.update(key, None if deleted else obj)
-            if key in ours:  # another team's binding changes nothing here: keep watching
-                break
+        return Pending(WakeOn(keys=self.ours, seen=self.tracker.update), run.deadline)
 
 
 def fit(run: WaveInFlight) -> None:
@@ -244,19 +236,19 @@ def fit(run: WaveInFlight) -> None:
         ctx.save()
 
 
-def release(run: WaveInFlight) -> WaveOutcome | None:
+def release(run: WaveInFlight) -> Answer:
     """The wave converged on its new split: once Karmada has written that split into the
     members' Works, delete the overrides and give the capacity back."""
     ctx, back = run.ctx, run.direction is Direction.BACK
     record = run.wave.surge_for(back)
     if record is None or not record.active:
-        return None
+        return DONE
     if record.step is SurgeStep.MOVING:
-        outcome = _wait_applied(run, record)
-        if outcome is not None:
-            return outcome
+        answer = _applied(run, record)
+        if answer is not DONE:
+            return answer
     _remove(ctx, run.wave, record, back)
-    return None
+    return DONE
 
 
 def _not_applied(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -280,27 +272,24 @@ def _not_applied(run: WaveInFlight, record: SurgeRecord) -> list[str]:
     return out
 
 
-def _wait_applied(run: WaveInFlight, record: SurgeRecord) -> WaveOutcome | None:
-    """Until every member runs the new split (see _not_applied), or the wave times out."""
+def _applied(run: WaveInFlight, record: SurgeRecord) -> Answer:
+    """Whether every member runs the new split (see _not_applied); Pending until the step's
+    deadline."""
     ctx = run.ctx
-    while True:
-        lift_rescaled(ctx, run.wave, run.watch.cache)
-        down = run.health.check()
-        if down is not None:
-            return down
-        late = _not_applied(run, record)
-        if not late:
-            return None
-        remaining = run.deadline - ctx.clock.monotonic()
-        if remaining <= 0:
-            return WaveOutcome(
-                False,
-                FailureReason.TIMEOUT,
-                "Karmada has not applied the new split to the members within "
-                f"waveTimeout {ctx.wave_timeout:g}s: {', '.join(late[:5])}",
-            )
-        for _ in run.watch.changes(min(remaining, 5.0)):  # the watch keeps its cache
-            break
+    lift_rescaled(ctx, run.wave, run.watch.cache)
+    down = run.health.check()
+    if down is not None:
+        return Failed.of(down)
+    late = _not_applied(run, record)
+    if not late:
+        return DONE
+    if run.deadline - ctx.clock.monotonic() <= 0:
+        return Failed(
+            FailureReason.TIMEOUT,
+            "Karmada has not applied the new split to the members within "
+            f"waveTimeout {ctx.wave_timeout:g}s: {', '.join(late[:5])}",
+        )
+    return Pending(WakeOn(), run.deadline)  # the watch keeps its cache
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
@@ -365,19 +354,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     for wave, record, back in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:
-            record.kept = f"removing it would break a floor: {why}"
-            record.advance(SurgeStep.KEPT)
-            room.release_room(ctx, wave, back)  # its replicas stay: Cluster status counts them
-            note = (
-                f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
-                f"{record.kept}; they are removed by the next run of this schedule"
-            )
-            if note not in ctx.state.warnings:
-                ctx.state.warnings.append(note)
-            ctx.save()
-            ctx.emitter.emit(
-                RunWarning(**ctx.event_base(wave.index), code="surge_kept", message=note)
-            )
+            _keep(ctx, wave, record, back, why)
             continue
         try:
             _remove(ctx, wave, record, back)
@@ -389,6 +366,21 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
                     message=f"override(s) of wave {wave.index}: {exc}",
                 )
             )
+
+
+def _keep(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool, why: str) -> None:
+    """Leave the record's overrides on a halt (removing them would break a floor), and say so."""
+    record.kept = f"removing it would break a floor: {why}"
+    record.advance(SurgeStep.KEPT)
+    room.release_room(ctx, wave, back)  # its replicas stay: Cluster status counts them
+    note = (
+        f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
+        f"{record.kept}; they are removed by the next run of this schedule"
+    )
+    if note not in ctx.state.warnings:
+        ctx.state.warnings.append(note)
+    ctx.save()
+    ctx.emitter.emit(RunWarning(**ctx.event_base(wave.index), code="surge_kept", message=note))
 
 
 def _bindings(ctx: SwitchContext, workloads: Iterable[Workload]) -> dict[str, Obj | None]:

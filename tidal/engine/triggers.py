@@ -115,7 +115,11 @@ def touch_wave(
 def rebalancer_name(
     schedule: str, run_id: str, wave: int, attempt: int = 0, rollback: bool = False
 ) -> str:
-    base = f"tidal-{schedule}-{run_id}-w{wave + 1}" + ("-back" if rollback else "")
+    """The name of a wave's rebalancer; `wave` counts from 1, as the journal's waves do (the
+    names are what they were when it counted from 0: a journal in flight finds its own)."""
+    if wave < 1:
+        raise ValueError(f"rebalancer_name: wave {wave} (waves count from 1)")
+    base = f"tidal-{schedule}-{run_id}-w{wave}" + ("-back" if rollback else "")
     if attempt:
         base += f"-r{attempt}"
     name = re.sub(r"[^a-z0-9.-]+", "-", base.lower()).strip("-.")

@@ -1,0 +1,107 @@
+"""The wave kernel's runner: advances a wave's steps in order, journals where it is, and owns
+every wait.
+
+    steps:  [reserve] -> [bridge] -> [surge] -> [touch] -> [scheduled] -> ... -> [health]
+                ^ index journalled with the wave (StepMark: index and kind)
+    runner: advance(step) -> Done     -> next index
+                          -> Pending  -> wait(watch events on the named bindings | deadline)
+                                         -> advance(step) again
+                          -> Failed   -> the wave's failed outcome
+
+Each step has its own deadline (waveTimeout from when the runner starts it in this process).
+The index is set before a step starts and goes to the journal with the step's next write (no
+write of its own: a step that has not written anything is simply advanced again).
+
+Every pass is a resume: the runner starts at the journalled index (derived from the wave's
+records when a journal from before the kernel has none, see `resume_index`). Steps before it
+are skipped, except those the table marks `replay` (tidal.engine.steps.STEPS): they restore
+what this process must hold (the budget's hold, the gates' trigger targets) and write nothing
+they wrote already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+from tidal.engine.inflight import WaveInFlight
+from tidal.engine.journal import StepMark
+from tidal.engine.outcome import WaveOutcome
+from tidal.engine.states import Direction
+from tidal.engine.steps import STEPS, Answer, Done, Failed, Pending, StepKind
+from tidal.karmada.bindings import key_of
+
+WAKE_SECONDS: Final = 5.0  # a waiting step looks again at least this often (progress, health)
+PAST_THE_LAST: Final = "done"
+
+
+class Step(Protocol):
+    """One step of a wave (tidal.engine.wave_steps)."""
+
+    @property
+    def kind(self) -> StepKind: ...
+
+    def advance(self, run: WaveInFlight) -> Answer:
+        """Do what is left of the step (safe again after a crash); Done, Pending or Failed."""
+        ...
+
+    def done_in(self, run: WaveInFlight) -> bool:
+        """Whether the wave's journal records (from before step indexes were journalled) show
+        the step finished; False when they cannot tell (it is then advanced again)."""
+        ...
+
+
+def run_steps(run: WaveInFlight, steps: Sequence[Step]) -> WaveOutcome:
+    """Advance the wave's steps from where its journal says it is; ok when the last is done."""
+    back = run.direction is Direction.BACK
+    start = resume_index(run, steps)
+    for i, step in enumerate(steps):
+        if i < start and not STEPS[step.kind].replay:
+            continue
+        if i >= start:
+            run.wave.mark_step(back, StepMark(i, str(step.kind)))
+        answer = advance(run, step)
+        if isinstance(answer, Failed):
+            return WaveOutcome(False, answer.failure, answer.reason)
+    run.wave.mark_step(back, StepMark(len(steps), PAST_THE_LAST))
+    return WaveOutcome(True)
+
+
+def advance(run: WaveInFlight, step: Step) -> Done | Failed:
+    """Advance one step until it is done or failed, waiting whenever it is pending; its
+    deadline starts now."""
+    run.deadline = run.ctx.clock.monotonic() + run.ctx.wave_timeout
+    while True:
+        answer = step.advance(run)
+        if not isinstance(answer, Pending):
+            return answer
+        wait(run, answer)
+
+
+def wait(run: WaveInFlight, pending: Pending) -> None:
+    """The one wait of the kernel: until a watch event `pending.wake_on` names, the step's
+    deadline, or WAKE_SECONDS (the watch keeps the bindings' cache up to date meanwhile)."""
+    clock = run.ctx.clock
+    remaining = pending.deadline - clock.monotonic()
+    if remaining <= 0:
+        return
+    for obj, deleted in run.watch.changes(min(remaining, WAKE_SECONDS)):
+        if pending.wake_on.wakes(key_of(obj), None if deleted else obj):
+            return
+        if clock.monotonic() >= pending.deadline:
+            return
+
+
+def resume_index(run: WaveInFlight, steps: Sequence[Step]) -> int:
+    """The step to go on from: the journalled one when it names the same kind in this list,
+    else the first step the wave's records do not show as done (a journal from before the
+    kernel; a gate is never shown done, so a resume looks at the cluster again from there)."""
+    mark = run.wave.step_for(run.direction is Direction.BACK)
+    if mark is not None and 0 <= mark.index <= len(steps):
+        kind = str(steps[mark.index].kind) if mark.index < len(steps) else PAST_THE_LAST
+        if kind == mark.kind:
+            return mark.index
+    index = 0
+    while index < len(steps) and steps[index].done_in(run):
+        index += 1
+    return index
