@@ -30,7 +30,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 FaultType = Literal[
     "latency",
@@ -42,16 +42,7 @@ FaultType = Literal[
     "truncate",
     "wrong-kind",
 ]
-FAULT_TYPES: tuple[str, ...] = (
-    "latency",
-    "error",
-    "throttle",
-    "conflict",
-    "drop-watch",
-    "stall-watch",
-    "truncate",
-    "wrong-kind",
-)
+FAULT_TYPES: tuple[str, ...] = get_args(FaultType)
 BODY_FAULT_TYPES: tuple[str, ...] = ("truncate", "wrong-kind")  # applied to the answer
 STATE_FAULT_TYPES: tuple[str, ...] = ("stall-watch",)  # in force while present, never fired
 

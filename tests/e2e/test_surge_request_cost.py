@@ -6,6 +6,7 @@ overrides of a wave are one per distinct split, not one per workload."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +100,22 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
     no_overrides(client)
 
 
-def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
-    make_switch_emulator: MakeEmulator, tmp_path: Path
-) -> None:
-    """As a user whose RBAC was printed before deletecollection was granted: the first release
-    is refused once (403), then every override is deleted one by one; the switch succeeds and
-    leaves none."""
+def _without(verb: str, resource: str = "") -> Callable[[dict[str, Any]], None]:
+    """An edit of a printed RBAC rule: `verb` dropped where a resource ends with `resource`."""
+
+    def edit(rule: dict[str, Any]) -> None:
+        if any(r.endswith(resource) for r in rule.get("resources") or []):
+            rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+
+    return edit
+
+
+def _printed_rbac_as_tidal(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> tuple[Any, Any, Path]:
+    """A 2-wave surge schedule and an emulator enforcing the RBAC `tidal rbac` printed for it,
+    each rule passed through `edit` (a grant from an older tidal); the emulator, a client
+    acting as the user tidal, and the schedule's path, the request log reset."""
     import yaml
     from click.testing import CliRunner
 
@@ -130,12 +141,24 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
     assert printed.exit_code == 0, printed.output
     for obj in yaml.safe_load_all(printed.stdout):
         for rule in (obj or {}).get("rules") or []:
-            rule["verbs"] = [v for v in rule["verbs"] if v != "deletecollection"]
+            edit(rule)
         if obj:
             _post_as_admin(emu.url, obj)
     emu.enforce_rbac(True)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
     emu.reset_requests()
+    return emu, client, path
+
+
+def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """As a user whose RBAC was printed before deletecollection was granted: the first release
+    is refused once (403), then every override is deleted one by one; the switch succeeds and
+    leaves none."""
+    emu, client, path = _printed_rbac_as_tidal(
+        make_switch_emulator, tmp_path, _without("deletecollection")
+    )
     record = run_window(client, path, "night")
     assert record.result == "succeeded", record.to_json()
     ours = [
@@ -160,38 +183,9 @@ def test_an_rbac_without_the_policy_watch_reads_each_policy_with_a_get(
 ) -> None:
     """As a user whose RBAC was printed before policies were watched: the policy listing is
     refused once (403), then every policy read is a GET, as before; the switch succeeds."""
-    import yaml
-    from click.testing import CliRunner
-
-    from tests.e2e.test_rbac_enforced import _post_as_admin
-    from tidal.cli.main import cli
-    from tidal.karmada.client import KarmadaClient
-
-    emu = make_switch_emulator(team([5, 6, 5, 6]))
-    path = surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
-    printed = CliRunner().invoke(
-        cli,
-        [
-            "rbac",
-            str(path.parent),
-            "--user",
-            "tidal",
-            "--state-namespace",
-            "default",
-            "--template-resource",
-            "deployments.apps@ai-app",
-        ],
+    emu, client, path = _printed_rbac_as_tidal(
+        make_switch_emulator, tmp_path, _without("watch", "propagationpolicies")
     )
-    assert printed.exit_code == 0, printed.output
-    for obj in yaml.safe_load_all(printed.stdout):
-        for rule in (obj or {}).get("rules") or []:
-            if any(r.endswith("propagationpolicies") for r in rule.get("resources") or []):
-                rule["verbs"] = [v for v in rule["verbs"] if v != "watch"]
-        if obj:
-            _post_as_admin(emu.url, obj)
-    emu.enforce_rbac(True)
-    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
-    emu.reset_requests()
     record = run_window(client, path, "night")
     assert record.result == "succeeded", record.to_json()
     ours = Counter(

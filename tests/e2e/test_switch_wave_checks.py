@@ -4,6 +4,7 @@ even a rollback) overwrites the edit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,30 @@ def _schedule(tmp: Path, on_failure: str) -> Path:
         "\nfloors:\n  - clusters: [cluster-b]\n    minReadyReplicas: 1"
     )
     return write_schedule(tmp, schedule_text("team-w", rollout))
+
+
+def _wave_2_fails_with(
+    emu: Any, client: Any, path: Path, on_event: Callable[[Any], None], failure: str
+) -> Any:
+    """A run alone with its own informers, faults cleared after it: it fails, and its wave 2
+    fails with `failure` before it starts; its run record."""
+    events: list[Any] = []
+    try:
+        record = switch(
+            client,
+            path,
+            "night",
+            events=events,
+            on_event=on_event,
+            reads=SharedReads(client, private=True),
+        )
+    finally:
+        emu.faults.clear()
+    assert record.result == "failed", record.to_json()
+    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
+    assert [(e.wave, e.failure) for e in failed] == [(2, failure)]
+    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
+    return record
 
 
 def test_a_destination_cluster_gone_not_ready_fails_the_next_wave(
@@ -98,7 +123,6 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
     (even with onFailure rollback) and the policy keeps the edit."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
-    reads = SharedReads(client, private=True)
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
@@ -106,20 +130,10 @@ def test_a_hand_edit_mid_run_halts_and_is_never_overwritten(
                 client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
             )
 
-    events: list[Any] = []
-    record = switch(
-        client,
-        _schedule(tmp_path, on_failure),
-        "night",
-        events=events,
-        on_event=on_event,
-        reads=reads,
+    record = _wave_2_fails_with(
+        emu, client, _schedule(tmp_path, on_failure), on_event, "policy_drift"
     )
-    assert record.result == "failed", record.to_json()
-    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
-    assert [(e.wave, e.failure) for e in failed] == [(2, "policy_drift")]
     assert "team-cpp" in record.reason and "edited" in record.reason
-    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     placement = policy["spec"]["placement"]
     assert (
@@ -137,7 +151,6 @@ def test_a_hand_edit_the_stuck_policy_watch_never_delivers_still_halts(
     wave 2 fails with policy_drift and the edit stays."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
-    reads = SharedReads(client, private=True)
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
@@ -146,22 +159,7 @@ def test_a_hand_edit_the_stuck_policy_watch_never_delivers_still_halts(
                 client, "ClusterPropagationPolicy", "team-cpp", None, {"spec": {"placement": EDIT}}
             )
 
-    events: list[Any] = []
-    try:
-        record = switch(
-            client,
-            _schedule(tmp_path, on_failure),
-            "night",
-            events=events,
-            on_event=on_event,
-            reads=reads,
-        )
-    finally:
-        emu.faults.clear()
-    assert record.result == "failed", record.to_json()
-    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
-    assert [(e.wave, e.failure) for e in failed] == [(2, "policy_drift")]
-    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
+    _wave_2_fails_with(emu, client, _schedule(tmp_path, on_failure), on_event, "policy_drift")
     policy = policies.get_policy(client, "ClusterPropagationPolicy", "team-cpp", None)
     weights = policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]
     assert weights == EDIT["replicaScheduling"]["weightPreference"]
@@ -175,7 +173,6 @@ def test_a_cluster_gone_not_ready_while_the_cluster_watch_is_down_fails_the_next
     not read; wave 2 fails with cluster_not_ready and moves nothing into it."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
-    reads = SharedReads(client, private=True)
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
@@ -183,19 +180,4 @@ def test_a_cluster_gone_not_ready_while_the_cluster_watch_is_down_fails_the_next
             emu.faults.inject(type="drop-watch", resource="clusters")
             emu.set_cluster_ready("cluster-b", False, reason="ClusterNotReachable")
 
-    events: list[Any] = []
-    try:
-        record = switch(
-            client,
-            _schedule(tmp_path, "halt"),
-            "night",
-            events=events,
-            on_event=on_event,
-            reads=reads,
-        )
-    finally:
-        emu.faults.clear()
-    assert record.result == "failed", record.to_json()
-    failed = [e for e in events if isinstance(e, ev.WaveFinished) and e.result == "failed"]
-    assert [(e.wave, e.failure) for e in failed] == [(2, "cluster_not_ready")]
-    assert not [e for e in events if isinstance(e, ev.WaveStarted) and e.wave == 2]
+    _wave_2_fails_with(emu, client, _schedule(tmp_path, "halt"), on_event, "cluster_not_ready")
