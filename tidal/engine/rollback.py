@@ -227,10 +227,7 @@ def _below_floors(ctx: SwitchContext) -> set[str]:
         f"({report.violations[0]}): the rollback goes on and holds them to their floors "
         "again once they met them"
     )
-    if note not in ctx.state.warnings:
-        ctx.state.warnings.append(note)
-        ctx.save()
-    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="floor_recovering", message=note))
+    _warn(ctx, "floor_recovering", note)
     return set(tracker.violations)
 
 
@@ -261,7 +258,12 @@ def _keep_lazy(ctx: SwitchContext, record: PolicyRecord, held: list[str]) -> Non
         f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
         "at once, outside any wave (they do not follow the policy's placement)"
     )
+    _warn(ctx, "lazy_kept", note)
+
+
+def _warn(ctx: SwitchContext, code: str, note: str) -> None:
+    """A warning of the rollback: kept once in the run's warnings (journalled), and said."""
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
         ctx.save()
-    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="lazy_kept", message=note))
+    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code=code, message=note))
