@@ -79,14 +79,23 @@ def test_sigkill_during_a_surge_step_resumes_to_a_clean_end(
             obj["metadata"]["annotations"]["sim.tidal.io/pod-startup-seconds"] = str(b_startup)
     emu = make_emulator(topo, clock=ScaledClock(20.0))
     settle(emu, 30)
-    if fault is not None:
-        emu.faults.inject(type="latency", identity="replica-a", seconds=4.0, **fault)
+    held = (
+        None
+        if fault is None
+        else emu.faults.inject(type="latency", identity="replica-a", seconds=4.0, **fault)
+    )
     schedules = tmp_path / "schedules"
     write_due_schedule(schedules)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
     procs = {"a": start_daemon(emu, tmp_path, "a", schedules)}
     try:
-        wait_for(lambda: _at(client, step), 60, f"the leader at {step}")
+        # the kill waits for the held request to reach the server, not only for the journal
+        # to name the step: the step is journalled before its request is sent
+        wait_for(
+            lambda: _at(client, step) and (held is None or held.fired > 0),
+            60,
+            f"the leader at {step}" + ("" if held is None else ", its request held"),
+        )
         procs["a"].send_signal(signal.SIGKILL)
         procs["a"].wait(10)
         if fault is not None:  # its request held by the fault still lands: let it, first

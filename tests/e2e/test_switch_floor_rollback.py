@@ -4,7 +4,6 @@ first look; a workload that meets its floors again is held to them for the rest 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from tests.e2e.switch_helpers import (
     switch,
     write_schedule,
 )
-from tests.e2e.test_switch_lazy_rollback import _clusters_of
+from tests.e2e.test_switch_lazy_rollback import _clusters_of, _scaling_web_3
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
 from tidal.karmada.bindings import list_bindings
@@ -37,23 +36,6 @@ strategy: direct
 floors:
   - minAvailablePercent: 20
 """
-
-
-def _scale_web_3_at_wave_2(emu: Any, client: Any) -> Any:
-    """When wave 2 starts (web-0 already on cluster-b), web-3 (wave 4's) is scaled to 15 while
-    the night policy is Lazy: Karmada places it on the nearly full cluster-b, where it gets
-    2 ready of the 3 its floor needs, until the rollback frees room."""
-    deployments = emu.kinds.by_kind("apps/v1", "Deployment")
-    assert deployments is not None
-
-    def observe(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 2 and not event.rollback:
-            emu.store.mutate(deployments, NS, "web-3", lambda o: o["spec"].update(replicas=15))
-            deadline = time.monotonic() + 2
-            while _clusters_of(client)["web-3"] != {"cluster-b"} and time.monotonic() < deadline:
-                time.sleep(0.02)
-
-    return observe
 
 
 def _ready(client: Any, name: str) -> int:
@@ -80,7 +62,7 @@ def test_a_rollback_begun_below_a_floor_moves_everything_back(
         "night",
         journal=InMemoryJournal(),
         events=events,
-        on_event=_scale_web_3_at_wave_2(emu, client),
+        on_event=_scaling_web_3(emu, client, replicas=15, at_wave=2),
     )
     breaches = [e for e in events if isinstance(e, ev.FloorBreached)]
     assert breaches and {e.workload for e in breaches} == {WEB_3}, breaches

@@ -114,16 +114,24 @@ WEB_3 = f"{NS}/Deployment/web-3"
 
 
 def _scaling_web_3(
-    emu: Any, client: Any, after: Callable[[Any], None] | None = None
+    emu: Any,
+    client: Any,
+    after: Callable[[Any], None] | None = None,
+    *,
+    replicas: int = 6,
+    at_wave: int = 1,
 ) -> Callable[[Any], None]:
-    """An engine observer that scales web-3 (wave 4's) when wave 1 starts, while the night
-    policy is Lazy, and waits until Karmada placed it at night; then calls `after`."""
+    """An engine observer that scales web-3 (wave 4's) to `replicas` when wave `at_wave`
+    starts, while the night policy is Lazy, and waits until Karmada placed it at night; then
+    calls `after`."""
     deployments = emu.kinds.by_kind("apps/v1", "Deployment")
     assert deployments is not None
 
     def observe(event: Any) -> None:
-        if isinstance(event, ev.WaveStarted) and event.wave == 1 and not event.rollback:
-            emu.store.mutate(deployments, NS, "web-3", lambda o: o["spec"].update(replicas=6))
+        if isinstance(event, ev.WaveStarted) and event.wave == at_wave and not event.rollback:
+            emu.store.mutate(
+                deployments, NS, "web-3", lambda o: o["spec"].update(replicas=replicas)
+            )
             deadline = time.monotonic() + 2
             while _clusters_of(client)["web-3"] != {"cluster-b"} and time.monotonic() < deadline:
                 time.sleep(0.02)

@@ -23,7 +23,7 @@ from tests.e2e.switch_helpers import (
     write_schedule,
 )
 from tests.e2e.targets import Placement, RealTarget, Target
-from tidal.engine.triggers import normalize_placement
+from tidal.domain.placement import Placement as PolicyPlacement
 from tidal.karmada import policies as policies_api
 from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.views import PolicyView
@@ -106,7 +106,7 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
         view = PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", POLICY, None))
         assert BRIDGE_PLACEMENT not in view.annotations
         assert (
-            normalize_placement(view.spec["placement"])["replicaScheduling"][
+            PolicyPlacement(view.spec["placement"]).content()["replicaScheduling"][
                 "replicaSchedulingType"
             ]
             == "Divided"

@@ -17,11 +17,11 @@ from tests.e2e.surge_helpers import FULL_AVAILABILITY, desired, dips, splits, su
 from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one, static_placement
 from tests.engine.crashing import crash_run
 from tidal.domain.clock import SystemClock
+from tidal.domain.placement import Placement
 from tidal.engine import events as ev
 from tidal.engine.journal import InMemoryJournal
 from tidal.engine.states import BridgeStep
 from tidal.engine.switch import run_switch
-from tidal.engine.triggers import normalize_placement
 from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.names import BRIDGE_PLACEMENT
@@ -29,7 +29,7 @@ from tidal.karmada.views import PolicyView
 
 pytestmark = pytest.mark.e2e
 
-NIGHT_PLACEMENT = normalize_placement(static_placement({"cluster-b": 1}))
+NIGHT_PLACEMENT = Placement(static_placement({"cluster-b": 1}))
 
 
 def _policy(client: KarmadaClient) -> PolicyView:
@@ -90,7 +90,7 @@ def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
     assert final is not None and final.waves[0].bridge is not None
     assert final.waves[0].bridge.step is BridgeStep.RELEASED
     policy = _policy(client)
-    assert normalize_placement(policy.spec.get("placement")) == NIGHT_PLACEMENT
+    assert Placement.of(policy.spec.get("placement")) == NIGHT_PLACEMENT
     assert policy.activation != "Lazy"
     assert dips(emu, since, day, night) == []
     assert splits(emu) == night and desired(emu) == night
@@ -109,7 +109,7 @@ def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
     workloads back to cluster-a only, with none ever below its replicas."""
     emu = make_switch_emulator(team([1, 2]))
     client = client_for(emu, tmp_path)
-    placement_before = normalize_placement(_policy(client).spec.get("placement"))
+    placement_before = Placement.of(_policy(client).spec.get("placement"))
     path = surge_schedule(tmp_path, ROLLBACK)
     emu.set_pods_fail("cluster-b")
     day = splits(emu)
@@ -120,7 +120,7 @@ def test_a_bridge_that_never_gets_ready_rolls_back_to_the_day_placement(
     assert record.result == "rolledBack", record.to_json()
     assert "bridged replicas not ready" in record.waves[0].reason
     policy = _policy(client)
-    assert normalize_placement(policy.spec.get("placement")) == placement_before
+    assert Placement.of(policy.spec.get("placement")) == placement_before
     assert policy.activation != "Lazy"
     assert dips(emu, since, day, day) == []
     assert desired(emu) == day
@@ -140,7 +140,7 @@ def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
     with structlog.testing.capture_logs() as logs:
         record = run_switch(client, load_one(path), "night", clock=SystemClock(), journal=journal)
     assert record.result == "failed", record.to_json()
-    assert normalize_placement(_policy(client).spec.get("placement")) == NIGHT_PLACEMENT
+    assert Placement.of(_policy(client).spec.get("placement")) == NIGHT_PLACEMENT
     assert BRIDGE_PLACEMENT not in _policy(client).annotations
     left = [e for e in logs if e.get("code") == "bridge_left"]
     assert left and "ai-app/Deployment/web-0" in left[0]["message"]
@@ -158,7 +158,7 @@ def test_a_rollback_bridges_the_way_back_too(
     is ever below its replicas, and the day placement is back on the policy."""
     emu = make_switch_emulator(team([1, 1]))
     client = client_for(emu, tmp_path)
-    placement_before = normalize_placement(_policy(client).spec.get("placement"))
+    placement_before = Placement.of(_policy(client).spec.get("placement"))
     path = surge_schedule(tmp_path, ROLLBACK.replace("waveSize: 2", "waveSize: 1"))
     day = splits(emu)
     since = emu.clock.now()
@@ -180,7 +180,7 @@ def test_a_rollback_bridges_the_way_back_too(
     assert record.result == "rolledBack", record.to_json()
     back = [e for e in events if isinstance(e, ev.BridgeStepped) and e.rollback]
     assert [e.step for e in back][-1] is BridgeStep.RESTORED
-    assert normalize_placement(_policy(client).spec.get("placement")) == placement_before
+    assert Placement.of(_policy(client).spec.get("placement")) == placement_before
     night = {w: {"cluster-b": sum(split.values())} for w, split in day.items()}
     assert dips(emu, since, day, night) == []  # never below its replicas, there and back
     assert desired(emu) == day
@@ -256,7 +256,7 @@ def test_a_journal_lost_mid_bridge_loses_nothing(
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=InMemoryJournal())
     assert record.result == "succeeded", record.to_json()
     policy = _policy(client)
-    assert normalize_placement(policy.spec.get("placement")) == NIGHT_PLACEMENT
+    assert Placement.of(policy.spec.get("placement")) == NIGHT_PLACEMENT
     assert BRIDGE_PLACEMENT not in policy.annotations and policy.activation != "Lazy"
     assert dips(emu, since, day, night) == []  # never below its replicas
     assert splits(emu) == night and desired(emu) == night

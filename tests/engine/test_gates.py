@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tidal.domain.floors import FloorRule
+from tidal.domain.placement import Placement
 from tidal.domain.waves import WorkloadKey
 from tidal.engine import gates
 from tidal.engine.resolve import Workload
-from tidal.engine.triggers import normalize_placement
 
 PLACEMENT = {
     "clusterAffinity": {"clusterNames": ["b"]},
@@ -84,14 +84,14 @@ def _eval(
 
 def test_touch_wave_passes_every_gate_when_ready_matches() -> None:
     """New placement, observed generation and ready == assigned pass all four gates."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     report = _eval(_binding(ready={"b": 4}), target)
     assert report.passed == {"triggered", "scheduled", "converged", "floors"}
 
 
 def test_old_placement_or_unclaimed_binding_is_not_triggered() -> None:
     """A binding still on the old placement, or not claimed by a policy, is not triggered."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     assert "triggered" not in _eval(_binding(placement={"x": 1}), target).passed
     assert "triggered" not in _eval(_binding(claimed=False), target).passed
 
@@ -141,7 +141,7 @@ def test_rebalance_scheduled_in_its_own_second_counts_after_an_older_scheduling(
 
 def test_unschedulable_fails_with_the_schedulers_message() -> None:
     """Scheduled=False with NoClusterFit fails the wave as unschedulable."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     report = _eval(_binding(scheduled=("False", "NoClusterFit")), target)
     assert report.failure == "unschedulable" and "NoClusterFit" in report.reason
 
@@ -173,7 +173,7 @@ def test_failed_rebalance_with_generation_behind_fails_at_once_naming_every_work
 def test_failed_touch_with_generation_behind_fails_at_once() -> None:
     """A touched binding whose new placement cannot be scheduled (observed generation behind)
     fails the wave as unschedulable instead of waiting for waveTimeout."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     report = _eval(_binding(generation=5, observed=4, scheduled=("False", "NoClusterFit")), target)
     assert report.failure == "unschedulable" and "NoClusterFit: msg" in report.reason
 
@@ -187,7 +187,7 @@ def test_untriggered_binding_with_an_old_failure_does_not_fail_the_wave() -> Non
 
 def test_floor_breach_fails_at_once() -> None:
     """Ready below a floor in a named cluster fails the wave as floor_breach."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     report = _eval(_binding(ready={"b": 0}), target, [FloorRule(("b",), 1)])
     assert report.failure == "floor_breach"
     assert report.violations[0].cluster == "b"
@@ -197,7 +197,7 @@ def test_a_status_being_collected_is_not_a_breach_but_a_member_at_zero_is() -> N
     """Scheduled with no member status yet (rebuilt after a reschedule) is unknown, not 0
     ready: no breach; a member that reports 0 ready still breaches; a breach already seen
     stands while the status is rebuilt."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     floors = [FloorRule(("b",), 1)]
     assert _eval(_binding(ready={}), target, floors).failure != "floor_breach"
     assert _eval(_binding(ready={"b": 0}), target, floors).failure == "floor_breach"
@@ -211,7 +211,7 @@ def test_a_status_being_collected_is_not_a_breach_but_a_member_at_zero_is() -> N
 def test_a_recovering_binding_counts_again_once_it_met_its_floors() -> None:
     """A binding below its floors as the rollback began does not fail a gate; once it met them
     it leaves the run's shared set, and a later breach fails every gate built after, too."""
-    target = gates.WaveTarget(_workload(), placement=normalize_placement(PLACEMENT))
+    target = gates.WaveTarget(_workload(), placement=Placement(PLACEMENT))
     floors = [FloorRule(("b",), 1)]
     w = target.workload
     recovering = {w.binding_key}

@@ -7,17 +7,18 @@ from typing import Any
 
 import pytest
 
+from tidal.domain.placement import Placement
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.gates import WaveTarget
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Trigger
 from tidal.engine.steps import STEPS, StepKind
 from tidal.engine.strategies import Both, Rebalance, Touch, TriggerStrategy, strategy_for
-from tidal.engine.triggers import normalize_placement
 from tidal.karmada.views import BindingView
 
 CREATED = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)
-PLACEMENT = normalize_placement({"clusterAffinity": {"clusterNames": ["b"]}})
+RAW_PLACEMENT = {"clusterAffinity": {"clusterNames": ["b"]}}
+PLACEMENT = Placement(RAW_PLACEMENT)
 
 
 K = StepKind
@@ -93,11 +94,11 @@ def _binding(*, placement: Any, claimed: bool, triggered_at: datetime | None) ->
 @pytest.mark.parametrize(
     ("claimed", "placement", "at", "touch", "rebalance", "both"),
     [
-        (True, PLACEMENT, CREATED, True, True, True),
-        (False, PLACEMENT, CREATED, False, True, False),  # unclaimed: the scheduler ignores it
+        (True, RAW_PLACEMENT, CREATED, True, True, True),
+        (False, RAW_PLACEMENT, CREATED, False, True, False),  # unclaimed: the scheduler ignores it
         (True, {}, CREATED, False, True, False),  # old placement
-        (True, PLACEMENT, CREATED - timedelta(seconds=1), True, False, False),  # older trigger
-        (True, PLACEMENT, None, True, False, False),
+        (True, RAW_PLACEMENT, CREATED - timedelta(seconds=1), True, False, False),  # older trigger
+        (True, RAW_PLACEMENT, None, True, False, False),
     ],
 )
 def test_what_counts_as_triggered(
@@ -129,5 +130,5 @@ def test_what_counts_as_triggered(
 def test_what_still_needs_moving(trigger: Trigger, moved: bool, done: bool, needs: bool) -> None:
     """touch: the binding's placement differs; rebalance: the policies are not done; both:
     either."""
-    now = {"other": 1} if moved else PLACEMENT
+    now = Placement({"other": 1}) if moved else PLACEMENT
     assert strategy_for(trigger).needs_move(now, PLACEMENT, done) is needs

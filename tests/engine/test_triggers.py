@@ -78,13 +78,6 @@ def test_swap_to_a_lazy_policy_needs_the_touch_too() -> None:
     assert triggers.choose("rebalance", [target], [_workload(DYNAMIC)]) == "both"
 
 
-def test_normalize_adds_the_crd_default_and_drops_empties() -> None:
-    """replicaSchedulingType defaults to Divided; empty values vanish."""
-    assert triggers.normalize_placement(
-        {"replicaScheduling": {"x": 1}, "spreadConstraints": []}
-    ) == {"replicaScheduling": {"x": 1, "replicaSchedulingType": "Divided"}}
-
-
 def test_rebalancer_names_are_dns_and_distinct() -> None:
     """Names are DNS-1123 and differ per wave, attempt and rollback."""
     names = {

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import json_merge_patch
 
 from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares, needs_bridge
+from tidal.domain.placement import Placement
 from tidal.domain.plan import Amounts
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.surge import add, amounts_for
@@ -193,17 +194,14 @@ def finish(run: WaveInFlight, record: BridgeRecord) -> None:
 def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Workload]:
     """The run's workloads, outside the bridged and live ones, whose bindings carry the
     bridge placement."""
-    bridges = [triggers.normalize_placement(p.bridge) for p in record.policies]
+    bridges = [Placement(p.bridge) for p in record.policies]
     live = {w.name for w in run.live}
     return [
         w
         for w in run.ctx.everyone
         if w.name not in record.targets
         and w.name not in live
-        and triggers.normalize_placement(
-            BindingView.of(run.watch.cache.get(w.binding_key)).placement
-        )
-        in bridges
+        and Placement.of(BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges
     ]
 
 
@@ -324,11 +322,11 @@ def _write(
             return  # deleted: nothing to put back (the drift check reports it)
         view = PolicyView(current)
         spec = view.spec
-        now = triggers.normalize_placement(spec.get("placement") or {})
+        now = Placement(spec.get("placement") or {})
         marked = BRIDGE_PLACEMENT in view.annotations
-        if now == triggers.normalize_placement(placement) and marked is (mark is not None):
+        if now == Placement(placement) and marked is (mark is not None):
             return
-        if expect is not None and now != triggers.normalize_placement(expect):
+        if expect is not None and now != Placement(expect):
             return
         body: dict[str, Any] = {
             "metadata": {
@@ -452,8 +450,8 @@ def restore_policy(
         mark, original, bridge_ = {}, {}, {}
     if run_id is not None and isinstance(mark, dict) and mark.get("runId", "") != run_id:
         return False
-    now = triggers.normalize_placement(PolicyView(obj).spec.get("placement") or {})
-    if original and now == triggers.normalize_placement(bridge_):
+    now = Placement(PolicyView(obj).spec.get("placement") or {})
+    if original and now == Placement(bridge_):
         _write(client, kind, name, namespace, original, mark=None, expect=None)
     else:
         _write(

@@ -28,9 +28,9 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from tidal.domain.floors import FloorRule, FloorViolation, check_floors
+from tidal.domain.placement import Placement
 from tidal.engine.resolve import Workload
 from tidal.engine.states import FailureReason, Gate
-from tidal.engine.triggers import normalize_placement
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import BindingView, parse_time
 
@@ -83,7 +83,7 @@ class WaveTarget:
     """What the wave waits for, per workload."""
 
     workload: Workload
-    placement: Any | None = None  # normalized target placement (touch)
+    placement: Placement | None = None  # the policy's target placement (touch)
     trigger_time: datetime | None = None  # rebalancer creationTimestamp (rebalance)
     # lastScheduledTime when the trigger was made: that scheduling is never the reschedule
     scheduled_before: datetime | None = None
@@ -99,7 +99,7 @@ def touch_triggered(target: WaveTarget, binding: BindingView) -> bool:
     """The binding carries the policy's new placement and a policy claims it again."""
     if target.placement is None:
         return True
-    return normalize_placement(binding.placement) == target.placement and binding.claimed
+    return Placement.of(binding.placement) == target.placement and binding.claimed
 
 
 def second(value: datetime) -> datetime:

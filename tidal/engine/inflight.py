@@ -11,6 +11,7 @@ from typing import Any
 
 from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, FloorViolation
+from tidal.domain.placement import Placement
 from tidal.engine import gates, triggers
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.destinations import DestinationHealth
@@ -141,7 +142,7 @@ class WaveInFlight:
         ctx: SwitchContext,
         wave: WaveState,
         live: Sequence[Workload],
-        placements: Mapping[str, object],
+        placements: Mapping[str, Placement | None],
         watch: BindingWatch,
         direction: Direction,
         health: DestinationHealth | None = None,

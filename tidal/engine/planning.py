@@ -11,6 +11,7 @@ from typing import Any
 
 from tidal.domain.floors import FloorRule
 from tidal.domain.patch_scope import added_selectors, beyond_placement
+from tidal.domain.placement import Placement
 from tidal.domain.plan import Plan, PlannedWorkload, make_plan
 from tidal.domain.prediction import (
     ClusterFacts,
@@ -60,34 +61,33 @@ class SwitchPlan:
 def needs_move(
     trigger: Trigger,
     workload: Workload,
-    target_placement: object,
+    target_placement: Placement | None,
     policies_done: bool,
     *,
-    placement_of: Callable[[Workload], object] = triggers.binding_placement,
+    placement_of: Callable[[Workload], Placement | None] = triggers.binding_placement,
 ) -> bool:
     """Does the workload still need the window's change (as the trigger strategy sees it)?"""
     return strategy_for(trigger).needs_move(placement_of(workload), target_placement, policies_done)
 
 
 class _BindingPlacements:
-    """Bindings' normalised placements, each distinct placement normalised once: the bindings
-    of one policy nearly all carry the same placement, and equal raw placements normalise to
-    equal values."""
+    """Bindings' placements, each distinct raw placement normalised once: the bindings of one
+    policy nearly all carry the same placement, and equal raw placements give equal values."""
 
     LIMIT = 16  # distinct placements remembered
 
     def __init__(self) -> None:
-        self._seen: list[tuple[Any, Any]] = []  # (raw, normalised)
+        self._seen: list[tuple[Any, Placement | None]] = []  # (raw, placement)
 
-    def __call__(self, workload: Workload) -> object:
+    def __call__(self, workload: Workload) -> Placement | None:
         raw = BindingView.of(workload.binding).placement
-        for seen, normalised in self._seen:
+        for seen, placement in self._seen:
             if seen == raw:
-                return normalised
-        normalised = triggers.normalize_placement(raw)
+                return placement
+        placement = Placement.of(raw)
         if len(self._seen) < self.LIMIT:
-            self._seen.append((raw, normalised))
-        return normalised
+            self._seen.append((raw, placement))
+        return placement
 
 
 @contextmanager
@@ -190,9 +190,7 @@ def _build_plan(
     clusters = [ClusterFacts.from_cluster(c) for c in listed]
     floors = [FloorRule.from_model(f) for f in rollout.floors]
     targets = {t.key: t for t in selection.policies}
-    placements = {
-        key: triggers.normalize_placement(t.target_placement) for key, t in targets.items()
-    }
+    placements = {key: Placement(t.target_placement) for key, t in targets.items()}
     pending, done = _pending(chosen, selection, placements, window.name)
     size = rollout.wave_size.for_total(len(pending)) if pending else 1
     # predicted in the order the waves run, each wave against the capacity at its start
@@ -242,7 +240,7 @@ def _build_plan(
 
 
 def _pending(
-    chosen: Trigger, selection: Selection, placements: dict[str, object], window: str
+    chosen: Trigger, selection: Selection, placements: dict[str, Placement], window: str
 ) -> tuple[list[Workload], bool]:
     """The workloads that still need the window's change; and whether every policy has it."""
     done = all(
@@ -392,17 +390,13 @@ def scope_report(targets: list[PolicyTarget]) -> tuple[list[str], list[str]]:
     return warnings, refusals
 
 
-def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, object]) -> list[str]:
+def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, Placement]) -> list[str]:
     """A swap that changes the placement cannot be paced by waves: deleting `from` releases
     every template at once and the new policy claims them all, Lazy or not."""
     out = []
     for t in targets:
         before = PolicyView.of(t.from_obj).spec.get("placement")
-        if (
-            t.swap_from
-            and before is not None
-            and triggers.normalize_placement(before) != placements[t.key]
-        ):
+        if t.swap_from and before is not None and Placement(before) != placements[t.key]:
             out.append(
                 f"swap {t.swap_from} -> {t.name} changes the placement: Karmada may move "
                 "every workload at once when the old policy is deleted; write the "

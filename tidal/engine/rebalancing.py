@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from tidal.domain.placement import Placement
 from tidal.engine import gates, triggers
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason
@@ -161,7 +162,7 @@ def _honoured(created: datetime | None, before: datetime | None) -> bool:
     return created is None or before is None or gates.second(created) > gates.second(before)
 
 
-def _expected_placements(run: WaveInFlight, workloads: Sequence[Workload]) -> dict[str, object]:
+def _expected_placements(run: WaveInFlight, workloads: Sequence[Workload]) -> dict[str, Placement]:
     """The placement each binding gets from the run's policy change before its trigger: none
     under a Lazy policy the wave did not touch (pkg/detector: a Lazy policy's change waits for
     the template's next change, and a rebalance alone does not bring it)."""
@@ -175,7 +176,7 @@ def _expected_placements(run: WaveInFlight, workloads: Sequence[Workload]) -> di
     }
 
 
-def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, object]) -> bool:
+def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, Placement]) -> bool:
     """The binding carries the run's placement and a claim, and the scheduler has answered its
     generation (or refused it: the gates report that)."""
     binding = run.watch.cache.get(w.binding_key)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tidal.domain.placement import Placement
 from tidal.engine import gates, policy_change, wave_checks
 from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_ref
 from tidal.engine.inflight import SwitchContext
 from tidal.engine.journal import PolicyRecord, WaveState
 from tidal.engine.resolve import Workload
 from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
-from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import run_wave
 from tidal.karmada import policies as policies_api
 from tidal.karmada.bindings import key_of
@@ -20,17 +20,17 @@ from tidal.karmada.client import Obj
 from tidal.karmada.views import LAZY, BindingView, PolicyView
 
 
-def previous_placement(record: PolicyRecord) -> object:
+def previous_placement(record: PolicyRecord) -> Placement | None:
     image = record.pre_image or {}
     spec = image.get("spec") if record.action is ChangeKind.SWAP else image
-    return normalize_placement((spec or {}).get("placement"))
+    return Placement.of((spec or {}).get("placement"))
 
 
 def roll_back(
-    ctx: SwitchContext, by_name: dict[str, Workload], targets: Mapping[str, object]
+    ctx: SwitchContext, by_name: dict[str, Workload], targets: Mapping[str, Placement | None]
 ) -> tuple[bool, str]:
     """Undo the switch; (completely rolled back?, reason if not). The run is in its
-    rollback phase; `targets`: policy key -> the normalized placement the run switched to."""
+    rollback phase; `targets`: policy key -> the placement the run switched to."""
     state = ctx.state
     edited = wave_checks.edited_policies(ctx.client, state.policies, also_ours=True)
     if edited:  # restoring would overwrite a hand edit: leave everything as it is
@@ -53,9 +53,9 @@ def roll_back(
     return True, ""
 
 
-def _restore_policies(ctx: SwitchContext) -> dict[str, object]:
+def _restore_policies(ctx: SwitchContext) -> dict[str, Placement | None]:
     """Put each changed policy back (last first); policy key -> its previous placement."""
-    placements: dict[str, object] = {}
+    placements: dict[str, Placement | None] = {}
     for record in reversed(ctx.state.policies):
         action = policy_change.rollback(
             ctx.client, record, run_id=ctx.run_id, lazy=ctx.strategy.marks_lazy, save=ctx.save
@@ -93,7 +93,10 @@ def _waves_to_undo(waves: Sequence[WaveState], stray: set[str]) -> list[WaveStat
 
 
 def _undo_wave(
-    ctx: SwitchContext, wave: WaveState, workloads: list[Workload], placements: Mapping[str, object]
+    ctx: SwitchContext,
+    wave: WaveState,
+    workloads: list[Workload],
+    placements: Mapping[str, Placement | None],
 ) -> str:
     """Move one wave's workloads back under the floors; the failure reason, or ""."""
     started = ctx.clock.monotonic()
@@ -176,7 +179,7 @@ def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
         or policy_change.original_activation(record) == LAZY
     ):
         return []  # lifting changes nothing
-    placement = normalize_placement(view.spec.get("placement"))
+    placement = Placement.of(view.spec.get("placement"))
     mine = [w for w in ctx.everyone if w.policy == record.key]
     now = _placements(ctx, mine)
     return [w.name for w in mine if w.name in now and now[w.name] != placement]
@@ -186,8 +189,8 @@ def moved_outside_waves(
     ctx: SwitchContext,
     by_name: Mapping[str, Workload],
     changed: set[str],
-    targets: Mapping[str, object],
-    previous: Mapping[str, object],
+    targets: Mapping[str, Placement | None],
+    previous: Mapping[str, Placement | None],
 ) -> set[str]:
     """Workloads of waves never triggered whose bindings carry the placement this run switched
     to all the same (a wave lists only templates that did not when the run was planned):
@@ -224,10 +227,7 @@ def _below_floors(ctx: SwitchContext) -> set[str]:
         f"({report.violations[0]}): the rollback goes on and holds them to their floors "
         "again once they met them"
     )
-    if note not in ctx.state.warnings:
-        ctx.state.warnings.append(note)
-        ctx.save()
-    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="floor_recovering", message=note))
+    _warn(ctx, "floor_recovering", note)
     return set(tracker.violations)
 
 
@@ -240,11 +240,11 @@ def _bindings(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, Ob
     return bindings
 
 
-def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, object]:
-    """Workload name -> the normalized placement its binding carries now."""
+def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, Placement | None]:
+    """Workload name -> the placement its binding carries now."""
     bindings = _bindings(ctx, workloads)
     return {
-        w.name: normalize_placement(BindingView.of(bindings[w.binding_key]).placement)
+        w.name: Placement.of(BindingView.of(bindings[w.binding_key]).placement)
         for w in workloads
         if w.binding_key in bindings
     }
@@ -258,7 +258,12 @@ def _keep_lazy(ctx: SwitchContext, record: PolicyRecord, held: list[str]) -> Non
         f"{record.key} stays Lazy after the rollback: lifting it would move {shown} "
         "at once, outside any wave (they do not follow the policy's placement)"
     )
+    _warn(ctx, "lazy_kept", note)
+
+
+def _warn(ctx: SwitchContext, code: str, note: str) -> None:
+    """A warning of the rollback: kept once in the run's warnings (journalled), and said."""
     if note not in ctx.state.warnings:
         ctx.state.warnings.append(note)
         ctx.save()
-    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="lazy_kept", message=note))
+    ctx.emitter.emit(RunWarning(**ctx.event_base(None), code=code, message=note))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tidal.domain.clock import Clock
+from tidal.domain.placement import Placement
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.team_capacity import TeamEstimate
@@ -53,7 +54,6 @@ from tidal.engine.states import (
     WaveResult,
 )
 from tidal.engine.strategies import strategy_for
-from tidal.engine.triggers import normalize_placement
 from tidal.engine.wave import gone_reason, run_wave
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
@@ -450,7 +450,7 @@ def _policies(run: PreparedRun) -> Phase:
 class _WaveInputs:
     """What every wave of a run looks its workloads up in."""
 
-    placements: dict[str, object]  # policy key -> the window's normalized placement
+    placements: dict[str, Placement | None]  # policy key -> the window's placement
     by_name: dict[str, Workload]
     planned_by_name: dict[str, PlannedWorkload]
     why_gone: dict[str, str]  # left out at planning: why
@@ -459,7 +459,7 @@ class _WaveInputs:
     @classmethod
     def of(cls, sp: SwitchPlan) -> _WaveInputs:
         return cls(
-            {t.key: normalize_placement(t.target_placement) for t in sp.selection.policies},
+            {t.key: Placement(t.target_placement) for t in sp.selection.policies},
             sp.by_name,
             {w.name: w for w in sp.plan.workloads},
             {s.workload: s.reason for s in sp.selection.skipped},
@@ -584,7 +584,9 @@ def _rollback(run: PreparedRun) -> Phase:
     # forward surges and bridges go before moving back (a bridge placement left on a policy
     # would read as a hand edit)
     cleanup.clean_up(run.ctx, Stop.ROLLBACK_STARTS)
-    targets = {t.key: normalize_placement(t.target_placement) for t in run.plan.selection.policies}
+    targets: dict[str, Placement | None] = {
+        t.key: Placement(t.target_placement) for t in run.plan.selection.policies
+    }
     ok, why = roll_back(run.ctx, run.plan.by_name, targets)
     state.result = RunResult.ROLLED_BACK if ok else RunResult.FAILED
     if not ok:

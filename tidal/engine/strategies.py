@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final, Protocol
 
+from tidal.domain.placement import Placement
 from tidal.engine.gates import WaveTarget, rebalance_triggered, touch_triggered
 from tidal.engine.states import Trigger
 from tidal.engine.steps import StepKind
@@ -34,7 +35,10 @@ class TriggerStrategy(Protocol):
     fresh: ClassVar[bool]  # the scheduler reschedules from scratch (prediction)
 
     def needs_move(
-        self, placement_now: object, target_placement: object, policies_done: bool
+        self,
+        placement_now: Placement | None,
+        target_placement: Placement | None,
+        policies_done: bool,
     ) -> bool: ...
 
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool: ...
@@ -54,7 +58,10 @@ class Touch:
     arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_TOUCH,)
 
     def needs_move(
-        self, placement_now: object, target_placement: object, policies_done: bool
+        self,
+        placement_now: Placement | None,
+        target_placement: Placement | None,
+        policies_done: bool,
     ) -> bool:
         return placement_now != target_placement
 
@@ -74,7 +81,10 @@ class Rebalance:
     arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_REBALANCE,)
 
     def needs_move(
-        self, placement_now: object, target_placement: object, policies_done: bool
+        self,
+        placement_now: Placement | None,
+        target_placement: Placement | None,
+        policies_done: bool,
     ) -> bool:
         return not policies_done
 
@@ -101,7 +111,10 @@ class Both:
     )
 
     def needs_move(
-        self, placement_now: object, target_placement: object, policies_done: bool
+        self,
+        placement_now: Placement | None,
+        target_placement: Placement | None,
+        policies_done: bool,
     ) -> bool:
         return placement_now != target_placement or not policies_done
 

@@ -4,12 +4,11 @@ wave: a Fresh reschedule), or both; and `auto`, which picks one per issue 2's ru
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from tidal.domain.placement import Placement
 from tidal.domain.prediction import placement_mode
 from tidal.engine.resolve import PolicyTarget, Workload
 from tidal.engine.states import AUTO, Trigger
@@ -23,30 +22,13 @@ from tidal.karmada.views import BindingView, ObjectView
 REBALANCER_TTL_SECONDS = 600
 
 
-def normalize_placement(placement: Any) -> Any:
-    """Placement without empty values and with the CRD's replicaSchedulingType default."""
-    if isinstance(placement, dict):
-        out = {
-            k: normalize_placement(v) for k, v in placement.items() if v not in (None, {}, [], "")
-        }
-        out = {k: v for k, v in out.items() if v not in (None, {}, [], "")}
-        rs = out.get("replicaScheduling")
-        if isinstance(rs, dict) and "replicaSchedulingType" not in rs:
-            rs = dict(rs)
-            rs["replicaSchedulingType"] = "Divided"
-            out["replicaScheduling"] = rs
-        return out
-    if isinstance(placement, list):
-        return [normalize_placement(v) for v in placement]
-    return copy.deepcopy(placement)
-
-
-def binding_placement(workload: Workload) -> Any:
-    return normalize_placement(BindingView.of(workload.binding).placement)
+def binding_placement(workload: Workload) -> Placement | None:
+    """The placement the workload's binding carries now (None without a binding)."""
+    return Placement.of(BindingView.of(workload.binding).placement)
 
 
 def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> bool:
-    by_policy = {t.key: normalize_placement(t.target_placement) for t in targets}
+    by_policy = {t.key: Placement(t.target_placement) for t in targets}
     return any(binding_placement(w) != by_policy.get(w.policy) for w in workloads)
 
 

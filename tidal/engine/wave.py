@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from tidal.domain.placement import Placement
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import WaveStarted
@@ -45,12 +46,12 @@ def run_wave(
     wave: WaveState,
     workloads: Sequence[Workload],
     *,
-    placements: Mapping[str, object],
+    placements: Mapping[str, Placement | None],
     direction: Direction = Direction.FORWARD,
     destinations: Collection[str] = (),
 ) -> WaveOutcome:
     """Trigger the wave's workloads with the run's strategy and gate them. `placements`:
-    policy key -> normalized target placement (what a touched binding must carry);
+    policy key -> target placement (what a touched binding must carry);
     `destinations`: the clusters it moves replicas into, which must stay Ready to its end
     (tidal.engine.destinations)."""
     live = [w for w in workloads if w.name not in ctx.skipped]
