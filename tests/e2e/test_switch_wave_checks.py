@@ -51,7 +51,12 @@ def _schedule(tmp: Path, on_failure: str) -> Path:
 
 
 def _wave_2_fails_with(
-    emu: Any, client: Any, path: Path, on_event: Callable[[Any], None], failure: str
+    emu: Any,
+    client: Any,
+    path: Path,
+    on_event: Callable[[Any], None],
+    failure: str,
+    reads: SharedReads | None = None,
 ) -> Any:
     """A run alone with its own informers, faults cleared after it: it fails, and its wave 2
     fails with `failure` before it starts; its run record."""
@@ -63,7 +68,7 @@ def _wave_2_fails_with(
             "night",
             events=events,
             on_event=on_event,
-            reads=SharedReads(client, private=True),
+            reads=reads or SharedReads(client, private=True),
         )
     finally:
         emu.faults.clear()
@@ -173,11 +178,17 @@ def test_a_cluster_gone_not_ready_while_the_cluster_watch_is_down_fails_the_next
     not read; wave 2 fails with cluster_not_ready and moves nothing into it."""
     emu = make_switch_emulator(workloads=4, cpu="1", b_cpu="1000")
     client = client_for(emu, tmp_path)
+    reads = SharedReads(client, private=True)
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveFinished) and event.wave == 1:
             emu.faults.inject(type="error", verb="watch", resource="clusters")
             emu.faults.inject(type="drop-watch", resource="clusters")
             emu.set_cluster_ready("cluster-b", False, reason="ClusterNotReachable")
+            # the cut must have reached the run's informer: no client can know of it sooner
+            clusters = reads.informers["clusters"]
+            wait_for(lambda: not clusters.live, 10, "the run's Cluster watch to end")
 
-    _wave_2_fails_with(emu, client, _schedule(tmp_path, "halt"), on_event, "cluster_not_ready")
+    _wave_2_fails_with(
+        emu, client, _schedule(tmp_path, "halt"), on_event, "cluster_not_ready", reads
+    )

@@ -353,6 +353,12 @@ class Informer:
             self._wait_synced()
             return self._cache.get(key)
 
+    @property
+    def live(self) -> bool:
+        """A watch is open now (the cache follows the server)."""
+        with self._lock:
+            return self._live
+
     def _wait_live(self, wait: float) -> bool:
         """Synced, and a watch open now, waiting up to `wait` seconds for one to (re)open
         (the lock is held)."""
