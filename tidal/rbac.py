@@ -348,9 +348,10 @@ def derive_rules(
     # the sweep of leftovers (the daemon's and `tidal cleanup`): bridge marks and temporary
     # Lazy are found on any policy, whatever schedule wrote them (one removed since too), and
     # the run lock of any schedule is read to tell an active run (policies hold no secrets;
-    # the state namespace holds only tidal's Leases)
+    # the state namespace holds only tidal's Leases); watched too: a run reads its policies
+    # from one list+watch (the checks before every wave), not a GET each time
     for resource in ("propagationpolicies", "clusterpropagationpolicies"):
-        grants.add(None, POLICY_GROUP, resource, ("list",))
+        grants.add(None, POLICY_GROUP, resource, ("list", "watch"))
     grants.add(state_namespace, "coordination.k8s.io", "leases", ("get",))
     # the daemon checks that its state namespace exists (it never creates namespaces)
     grants.add(None, "", "namespaces", ("get",), (state_namespace,))

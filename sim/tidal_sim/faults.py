@@ -14,6 +14,9 @@ random, so a run is repeatable) and at most `count` times (None: no limit).
 - drop-watch: open watch streams of matching resources are closed at once when injected
   (with `compact`, the watch history is forgotten too, so a resume gets 410 Gone); then up to
   `count` (default 0) later matching watch requests are cut `seconds` after they start.
+- stall-watch: while it is there, watch streams of matching resources (open ones and later
+  ones) stay open but deliver nothing, not even bookmarks: a slow or silently stuck watch.
+  Its events are held, and flow once the fault is removed. Not consumed (no count).
 
 HTTP: `POST /sim/v1/faults` with the JSON of `Fault` (camelCase: retryAfter), `GET` lists,
 `DELETE /sim/v1/faults` clears all, `DELETE /sim/v1/faults/<id>` one.
@@ -27,21 +30,21 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 FaultType = Literal[
-    "latency", "error", "throttle", "conflict", "drop-watch", "truncate", "wrong-kind"
-]
-FAULT_TYPES: tuple[str, ...] = (
     "latency",
     "error",
     "throttle",
     "conflict",
     "drop-watch",
+    "stall-watch",
     "truncate",
     "wrong-kind",
-)
+]
+FAULT_TYPES: tuple[str, ...] = get_args(FaultType)
 BODY_FAULT_TYPES: tuple[str, ...] = ("truncate", "wrong-kind")  # applied to the answer
+STATE_FAULT_TYPES: tuple[str, ...] = ("stall-watch",)  # in force while present, never fired
 
 
 class FaultError(ValueError):
@@ -188,6 +191,14 @@ class Faults:
     def list(self) -> builtins.list[Fault]:
         with self._lock:
             return list(self._faults)
+
+    def stalled(self, resource: str, namespace: str | None) -> bool:
+        """A stall-watch fault holds the watch streams of `resource` in `namespace` now."""
+        with self._lock:
+            return any(
+                f.type == "stall-watch" and f.matches("watch", resource, namespace, None)
+                for f in self._faults
+            )
 
     def fire(
         self,

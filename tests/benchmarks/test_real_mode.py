@@ -16,9 +16,18 @@ from benchmarks.real_plane import RequestCounter
 
 ROOT = Path(__file__).resolve().parents[2]
 # tidal's requests for 4 workloads in 2 waves of 50%, surge: the touch night and the swap with
-# one WorkloadRebalancer per wave (plan, preflight, policy change, waves, gates)
-TOUCH = 31
-REBALANCE = 38
+# one WorkloadRebalancer per wave (plan, preflight, policy change, waves, gates). Issue 26's
+# second pass: 31 -> 23 and 39 -> 28: the checks before each wave read the run's informers
+# (a policy GET and a Cluster listing fewer per wave), the policy reads of the run come from
+# one list+watch (touch: 4 GETs, rebalance: 7, for 2 requests), and the end-of-run leftover
+# sweep (2 listings) runs only when the start kept some. Then 23 -> 25 and 28 -> 32: the
+# drift check before each wave GETs the policy again (an informer cannot prove it holds a
+# hand edit made a moment ago), and a swap reads both policies afresh (the old one is
+# deleted without a precondition and its spec kept for a rollback). Then main's rebalancer
+# fix (one WorkloadRebalancer per wave, 39 -> 38 before issue 26) takes the rebalance night
+# from 32 to 31
+TOUCH = 25
+REBALANCE = 31
 STARTUP = 0.5  # seconds a pod takes to start in both emulators
 
 
@@ -62,8 +71,9 @@ def test_tidal_request_counts_are_exact_on_both_planes(results: dict[str, float]
     """Counted on the client side, tidal's requests for the touch and the rebalance night are
     the same exact numbers on the plane under test and on the run's own emulator.
 
-    Every request is counted, watches included: each arm opens one watch of bindings and one of
-    Clusters (60 s watches, for runs of a few seconds: none ends and reopens inside a run). The
+    Every request is counted, watches included: each arm opens one watch of bindings, one of
+    Clusters and one of its policies (60 s watches, for runs of a few seconds: none ends and
+    reopens inside a run). The
     rebalance night makes exactly one WorkloadRebalancer per wave because tidal lets the touch's
     scheduling second pass before it (tidal.engine.rebalancing); it used to make one in that
     second, which Karmada ignores, and a second one a second later, or not, depending on where

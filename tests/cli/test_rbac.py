@@ -121,8 +121,13 @@ def test_policy_rules_name_exactly_the_managed_policies() -> None:
         assert rule.namespace is None
         if set(rule.verbs) & {"get", "patch", "update", "delete"}:
             assert rule.resource_names, f"unnamed {rule.verbs} on policies"
-        else:  # RBAC cannot restrict create by name; the sweeper lists every policy
-            assert rule.verbs in (("create",), ("list",), ("create", "list")), rule
+        else:  # RBAC cannot restrict create by name; the sweeper lists every policy and
+            # a run lists and watches them (its checks before each wave read that cache)
+            assert rule.verbs in (
+                ("create",),
+                ("list", "watch"),
+                ("create", "list", "watch"),
+            ), rule
     deletable = {n for r in rules if "delete" in r.verbs for n in r.resource_names}
     assert deletable == {"team-2001-cpp-day", "team-2001-cpp-night"}  # the swap pair only
 
@@ -133,7 +138,8 @@ def test_patch_only_schedule_cannot_create_or_delete_policies(tmp_path: Path) ->
     objects = objects_of(run(str(directory)).stdout)
     rules = rules_from_manifests(objects)
     policy_verbs = {v for r in rules if r.resource == "clusterpropagationpolicies" for v in r.verbs}
-    assert policy_verbs == {"get", "patch", "list"}  # list: the sweep of leftovers
+    # list: the sweep of leftovers; list and watch: a run's policy cache
+    assert policy_verbs == {"get", "patch", "list", "watch"}
     assert not [r for r in rules if r.resource == "workloadrebalancers"]
     deployments = rules_by(objects, "deployments")
     assert deployments == [Rule(None, "apps", "deployments", ("get", "list", "patch"))]
@@ -148,8 +154,8 @@ def test_namespaced_policy_and_templates_get_a_role_in_their_namespace(tmp_path:
     assert {r.namespace for r in rules_by(objects, "statefulsets")} == {"team-8"}
     assert {(r.namespace, r.verbs) for r in rules_by(objects, "propagationpolicies")} == {
         ("team-8", ("get", "patch")),
-        (None, ("list",)),
-    }  # list: the sweep of leftovers
+        (None, ("list", "watch")),
+    }  # list: the sweep of leftovers; list and watch: a run's policy cache
     assert {r.namespace for r in rules_by(objects, "resourcebindings")} == {None}  # read-only
     assert [r.resource_names for r in rules_by(objects, "propagationpolicies") if r.namespace] == [
         ("team-8-pp",)
@@ -509,8 +515,19 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
     assert not denied, f"requests the printed RBAC does not allow: {denied}"
     used = {(r.resource, r.verb) for r in log}
     granted = {(rule.resource, verb) for rule in rules for verb in rule.verbs}
-    # a deleted template: see NOT_EXERCISED
-    unused = granted - used - {("deployments", "get")} - OVERRIDES_NOT_EXERCISED
+    # a deleted template: see NOT_EXERCISED; the watch of (Cluster)PropagationPolicies serves
+    # a run alone's policy cache (`tidal switch`, one printed RBAC for both): the daemon's
+    # runs read policies by GET (their drift checks never from a cache)
+    unused = (
+        granted
+        - used
+        - {
+            ("deployments", "get"),
+            ("propagationpolicies", "watch"),
+            ("clusterpropagationpolicies", "watch"),
+        }
+        - OVERRIDES_NOT_EXERCISED
+    )
     assert not unused, f"granted but never needed: {sorted(unused)}"
 
 

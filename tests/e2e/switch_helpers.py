@@ -16,6 +16,7 @@ from tidal.engine.journal import InMemoryJournal
 from tidal.engine.record import RunRecord
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient, RetryPolicy
+from tidal.karmada.informer import SharedReads
 from tidal.loading import load_schedules
 from tidal_sim.emulator import Emulator
 
@@ -297,9 +298,12 @@ def switch(
     events: list[Any] | None = None,
     on_event: Callable[[Any], None] | None = None,
     policy_settle: float = 0.0,
+    reads: SharedReads | None = None,
 ) -> RunRecord:
     """Run `window` of the schedule at `path` now; engine events go to `events` and/or
-    `on_event`; `policy_settle` as the daemon's TIDAL_KARMADA__POLICY_SETTLE_SECONDS."""
+    `on_event`; `policy_settle` as the daemon's TIDAL_KARMADA__POLICY_SETTLE_SECONDS;
+    `reads`: the run's informers (default: its own, made by run_switch), for a test that
+    waits until they see a change it made."""
 
     def observe(event: Any) -> None:
         if events is not None:
@@ -315,6 +319,7 @@ def switch(
         journal=journal or InMemoryJournal(),
         on_event=observe,
         policy_settle=policy_settle,
+        reads=reads,
     )
 
 

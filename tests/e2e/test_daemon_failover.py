@@ -197,9 +197,10 @@ def test_sigkill_mid_rollback_standby_continues_the_rollback(
     switched = set(run.waves[0].workloads)
     counts = _touch_counts(emu)
     assert {n for n in counts} == {w.name for w in switched}, counts
-    # forward once, back once; a kill between a rollback touch and its journal entry may
-    # repeat that one touch (the placement is the same, so Karmada moves nothing again)
-    assert set(counts.values()) <= {2, 3} and sum(v - 2 for v in counts.values()) <= 1, counts
+    # forward once, back once; the touches of a wave are journalled together once they all
+    # landed, so a kill among them repeats each of that wave's touches at most once (the
+    # placement is the same, so Karmada moves nothing again)
+    assert set(counts.values()) <= {2, 3}, counts
 
 
 def test_sigkill_after_the_policy_change_resumes_without_repatching(

@@ -6,6 +6,7 @@ overrides of a wave are one per distinct split, not one per workload."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,11 @@ from tidal.engine import events as ev
 
 pytestmark = pytest.mark.e2e
 
-# every wave of a touch-triggered surge: the drift check (get the policy), the destinations
-# check (a fresh Cluster listing), one override created per distinct split, one request
-# deleting them all (by their owner labels), and one touch per template
-PER_WAVE = {"get clusterpropagationpolicies": 1, "list clusters": 1}
+# every wave of a touch-triggered surge: one override created per distinct split, one
+# request deleting them all (by their owner labels), and one touch per template; before it,
+# the policy the run wrote is read afresh (a GET: the drift check never trusts an informer
+# that may trail a hand edit), and its destinations' Ready from the Cluster informer
+PER_WAVE: dict[str, int] = {"get clusterpropagationpolicies": 1}
 
 
 def _per_wave(
@@ -85,21 +87,35 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
             "watch resourcebindings": 1,
             "list clusters": 1,
             "watch clusters": 1,
-            "list overridepolicies": 2,
-            "list clusteroverridepolicies": 2,
-            "get clusterpropagationpolicies": 4,
+            # the policies: listed and watched once (the bridge-mark check, the plan and the
+            # patches' first attempts read that cache); the drift checks GET (per wave)
+            "list clusterpropagationpolicies": 1,
+            "watch clusterpropagationpolicies": 1,
+            # leftovers: swept at the start; at the end only if the start kept any
+            "list overridepolicies": 1,
+            "list clusteroverridepolicies": 1,
             "patch clusterpropagationpolicies": 2,
         }
     )
     no_overrides(client)
 
 
-def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
-    make_switch_emulator: MakeEmulator, tmp_path: Path
-) -> None:
-    """As a user whose RBAC was printed before deletecollection was granted: the first release
-    is refused once (403), then every override is deleted one by one; the switch succeeds and
-    leaves none."""
+def _without(verb: str, resource: str = "") -> Callable[[dict[str, Any]], None]:
+    """An edit of a printed RBAC rule: `verb` dropped where a resource ends with `resource`."""
+
+    def edit(rule: dict[str, Any]) -> None:
+        if any(r.endswith(resource) for r in rule.get("resources") or []):
+            rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+
+    return edit
+
+
+def _printed_rbac_as_tidal(
+    make_switch_emulator: MakeEmulator, tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> tuple[Any, Any, Path]:
+    """A 2-wave surge schedule and an emulator enforcing the RBAC `tidal rbac` printed for it,
+    each rule passed through `edit` (a grant from an older tidal); the emulator, a client
+    acting as the user tidal, and the schedule's path, the request log reset."""
     import yaml
     from click.testing import CliRunner
 
@@ -125,12 +141,24 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
     assert printed.exit_code == 0, printed.output
     for obj in yaml.safe_load_all(printed.stdout):
         for rule in (obj or {}).get("rules") or []:
-            rule["verbs"] = [v for v in rule["verbs"] if v != "deletecollection"]
+            edit(rule)
         if obj:
             _post_as_admin(emu.url, obj)
     emu.enforce_rbac(True)
     client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc", user="tidal"))
     emu.reset_requests()
+    return emu, client, path
+
+
+def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """As a user whose RBAC was printed before deletecollection was granted: the first release
+    is refused once (403), then every override is deleted one by one; the switch succeeds and
+    leaves none."""
+    emu, client, path = _printed_rbac_as_tidal(
+        make_switch_emulator, tmp_path, _without("deletecollection")
+    )
     record = run_window(client, path, "night")
     assert record.result == "succeeded", record.to_json()
     ours = [
@@ -147,4 +175,28 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
         ("delete", 200),
         ("delete", 200),
     ]
+    no_overrides(client)
+
+
+def test_an_rbac_without_the_policy_watch_reads_each_policy_with_a_get(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """As a user whose RBAC was printed before policies were watched: the policy listing is
+    refused once (403), then every policy read is a GET, as before; the switch succeeds."""
+    emu, client, path = _printed_rbac_as_tidal(
+        make_switch_emulator, tmp_path, _without("watch", "propagationpolicies")
+    )
+    record = run_window(client, path, "night")
+    assert record.result == "succeeded", record.to_json()
+    ours = Counter(
+        (r.verb, r.code)
+        for r in emu.request_log()
+        if r.identity == "tidal" and r.resource == "clusterpropagationpolicies" and not r.dry_run
+    )
+    # the list is allowed, its watch refused: the cache is dropped before anyone reads it,
+    # and every policy read is a GET: the bridge-mark check and the plan (one each), the Lazy
+    # patch and its removal (a GET before each), the drift check before each of the 2 waves
+    assert ours == Counter(
+        {("list", 200): 1, ("watch", 403): 1, ("get", 200): 6, ("patch", 200): 2}
+    )
     no_overrides(client)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -35,6 +35,7 @@ class _Run:
     wave_timeout: float = 10.0
     clock: SystemClock = field(default_factory=SystemClock)
     collection_refused: set[str] = field(default_factory=set)
+    overrides_written: dict[str, Any] = field(default_factory=dict)
     saves: int = 0
 
     def save(self) -> None:

@@ -270,3 +270,108 @@ def test_a_keyed_reader_gets_the_relist_difference_of_its_keys_only(
         assert sorted(_drain(wide, 3)) == [("a", True), ("c", False), ("d", False)]
         assert list(keyed.changes(0.2)) == []
     assert set(keyed.cache) == {"default/b", "default/c"}
+
+
+def _cpp(name: str, weight: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {"clusterAffinity": {"clusterNames": [f"cluster-{weight}"]}},
+        },
+    }
+
+
+def test_policies_are_read_from_one_list_and_watch_and_a_write_is_seen_at_once(
+    emulator: Any, tmp_path: Path
+) -> None:
+    """A run's policy reads come from one list and one watch, no GET; a policy the run wrote
+    is in the cache as soon as its answer is (before the watch brings it), and a later
+    version from the watch is never replaced by an older written one."""
+    from tidal.karmada import policies
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    policies.create_policy(client, _cpp("p-1", 1))
+    since = len(emulator.request_log())
+    reads = SharedReads(client, private=True)
+    kind = "ClusterPropagationPolicy"
+    with reads.in_use():
+        assert (reads.find_policy(kind, "p-1", None) or {})["metadata"]["name"] == "p-1"
+        assert reads.find_policy(kind, "absent", None) is None
+        written = policies.create_policy(client, _cpp("p-2", 2))
+        reads.wrote_policy(written)
+        assert reads.find_policy(kind, "p-2", None) == written
+        older = dict(written, metadata={**written["metadata"], "resourceVersion": "1"})
+        reads.wrote_policy(older)
+        assert reads.find_policy(kind, "p-2", None) == written
+    verbs = [
+        r.verb for r in emulator.request_log(since) if r.resource == "clusterpropagationpolicies"
+    ]
+    assert sorted(verbs) == ["create", "list", "watch"]
+
+
+def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path: Path) -> None:
+    """The policy watch is cut and every new one refused (500); another client edits the
+    policy: a read now is a GET that sees the edit, not the cache that stopped following.
+    Once a watch opens again, reads come from the cache again, with the edit."""
+    from tidal.karmada import policies
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    policies.create_policy(client, _cpp("p-1", 1))
+    reads = SharedReads(client, private=True, retry_seconds=0.05)
+    kind = "ClusterPropagationPolicy"
+    with reads.in_use():
+        assert reads.find_policy(kind, "p-1", None) is not None
+        refused = emulator.faults.inject(
+            type="error", verb="watch", resource="clusterpropagationpolicies"
+        )
+        emulator.faults.inject(type="drop-watch", resource="clusterpropagationpolicies")
+        edit = {"spec": {"placement": {"clusterAffinity": {"clusterNames": ["cluster-9"]}}}}
+        policies.patch_policy(client, kind, "p-1", None, edit)
+        since = len(emulator.request_log())
+        seen = reads.find_policy(kind, "p-1", None) or {}
+        assert seen["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-9"]
+        assert [
+            r.verb
+            for r in emulator.request_log(since)
+            if r.resource == "clusterpropagationpolicies" and r.verb != "watch"
+        ] == ["get"]
+        emulator.faults.clear(refused.id)
+        informer = reads.informers["clusterpropagationpolicies"]
+        deadline = time.monotonic() + 10
+        while not informer._live and time.monotonic() < deadline:
+            time.sleep(0.05)
+        since = len(emulator.request_log())
+        seen = reads.find_policy(kind, "p-1", None) or {}
+        assert seen["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-9"]
+        assert not [
+            r for r in emulator.request_log(since) if r.resource == "clusterpropagationpolicies"
+        ]
+
+
+def test_a_cluster_cache_whose_watch_is_down_is_not_read(
+    demo_emulator: Any, tmp_path: Path
+) -> None:
+    """The Cluster watch is cut and every new one refused: list_clusters lists afresh (and
+    sees a Cluster's status changed since), instead of the cache that stopped following."""
+    client = KarmadaClient.from_kubeconfig(demo_emulator.write_kubeconfig(tmp_path / "kc"))
+    reads = SharedReads(client, retry_seconds=0.05)
+    with reads.in_use():
+        first = reads.list_clusters()
+        name = first[0]["metadata"]["name"]
+        demo_emulator.faults.inject(type="error", verb="watch", resource="clusters")
+        demo_emulator.faults.inject(type="drop-watch", resource="clusters")
+        informer = reads.informers["clusters"]
+        deadline = time.monotonic() + 10
+        while informer._live and time.monotonic() < deadline:  # it saw its watch end
+            time.sleep(0.05)
+        demo_emulator.set_cluster_ready(name, False, reason="ClusterNotReachable")
+        since = len(demo_emulator.request_log())
+        listed = {c["metadata"]["name"]: c for c in reads.list_clusters()}
+        conditions = listed[name]["status"]["conditions"]
+        assert [c["status"] for c in conditions if c["type"] == "Ready"] == ["False"]
+        assert "list" in [
+            r.verb for r in demo_emulator.request_log(since) if r.resource == "clusters"
+        ]

@@ -254,3 +254,37 @@ def test_timeline_filters(make_emulator: Any) -> None:
     code, none = admin(emu, "GET", f"timeline?since={emu.clock.now() + 3600}")
     assert code == 200 and none == []
     assert admin(emu, "GET", "timeline?since=soon")[0] == 400
+
+
+def test_stall_watch_holds_events_until_removed(
+    emulator: Emulator, api_client: client.ApiClient
+) -> None:
+    """A stall-watch fault keeps a watch open but silent (no event, no bookmark); once it is
+    removed, the held events come."""
+    import json
+
+    core = kube.core(api_client)
+    fault = emulator.faults.inject(type="stall-watch", resource="configmaps")
+    url = (
+        emulator.url + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=5"
+        "&allowWatchBookmarks=true&resourceVersion="
+        + core.list_namespaced_config_map("default").metadata.resource_version
+    )
+    lines: list[dict[str, Any]] = []
+
+    def read() -> None:
+        with urllib.request.urlopen(url) as stream:
+            for raw in stream:
+                lines.append(json.loads(raw))
+                if lines[-1]["type"] == "ADDED":
+                    return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.3)
+    core.create_namespaced_config_map("default", cm("held"))
+    time.sleep(1.5)  # longer than the bookmark interval
+    assert lines == []
+    emulator.faults.clear(fault.id)
+    reader.join(5)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines][-1] == ("ADDED", "held")

@@ -44,6 +44,7 @@ from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
 from tidal.karmada.names import BRIDGE_PLACEMENT
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import BindingView, PolicyView
 
 if TYPE_CHECKING:
@@ -407,22 +408,38 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
             ctx.save()
 
 
-def restore_marked(client: KarmadaClient, schedule: TidalSchedule) -> None:
+def restore_marked(
+    client: KarmadaClient, schedule: TidalSchedule, find: PolicyLookup | None = None
+) -> bool:
     """Before a run plans: a policy of the schedule that still carries a bridge placement (a
     run crashed or lost its journal mid-bridge) gets the placement from before the bridge
     back, found from its own annotation; a journalled bridge step is then redone. A placement
-    edited since is left alone (the drift check reports it), only the mark goes."""
+    edited since is left alone (the drift check reports it), only the mark goes. `find`: a
+    run alone's policy informer, looked in for the mark (a write reads afresh). True when
+    one was marked (and written)."""
+    restored = False
     for ref in sorted(schedule.policy_refs(), key=str):
-        restore_policy(client, ref.kind, ref.name, ref.namespace)
+        restored |= restore_policy(client, ref.kind, ref.name, ref.namespace, find=find)
+    return restored
 
 
 def restore_policy(
-    client: KarmadaClient, kind: str, name: str, namespace: str | None, *, run_id: str | None = None
+    client: KarmadaClient,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    *,
+    run_id: str | None = None,
+    find: PolicyLookup | None = None,
 ) -> bool:
     """The policy's placement from before the bridge back, from its mark (a placement
     edited since stays: only the mark goes); False when it carries no mark, or (`run_id`)
     when the mark is another run's (a new run bridged it since it was found)."""
-    obj = api.find_policy(client, kind, name, namespace)
+    obj = (find or functools.partial(api.find_policy, client))(kind, name, namespace)
+    if find is not None and BRIDGE_PLACEMENT in PolicyView.of(obj).annotations:
+        # what is written back is chosen from this copy: read it afresh, a cache may trail
+        # a hand edit
+        obj = api.find_policy(client, kind, name, namespace)
     text = PolicyView.of(obj).annotations.get(BRIDGE_PLACEMENT)
     if obj is None or text is None:
         return False

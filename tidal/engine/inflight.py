@@ -25,6 +25,7 @@ from tidal.karmada.bindings import BindingWatch, list_bindings
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.informer import SharedReads
+from tidal.karmada.policies import PolicyLookup
 
 
 def iso_now(clock: Clock) -> str:
@@ -60,6 +61,9 @@ class SwitchContext:
     headroom_percent: float = 0.0
     # the daemon's shared informers (bindings, clusters); a run alone lists and watches itself
     reads: SharedReads | None = None
+    # a run alone's policy informer may stand in for a GET before a policy write (False: the
+    # run wrote a policy before its plan, which the informer may not have seen yet)
+    policy_cache: bool = True
     # policy key -> its resourceSelectors as in force after the window
     selectors: dict[str, Any] = field(default_factory=dict)
     # resources (plurals) whose deletecollection the RBAC refused: deleted one by one since
@@ -67,6 +71,12 @@ class SwitchContext:
     collection_refused: set[str] = field(default_factory=set)
     # per binding version: floor violations and ready counts already worked out this run
     memo: gates.BindingMemo = field(default_factory=gates.BindingMemo)
+    # override reference -> the object as this run last wrote it (its create's or replace's
+    # answer): a regrouping replaces it without reading it first
+    overrides_written: dict[str, Obj] = field(default_factory=dict)
+    # leftovers of other runs the start of this run kept (a floor needed them); None: this
+    # process did not sweep at the start (a resume), so the end sweeps again
+    leftovers_kept: int | None = None
     # bindings below their floors when the rollback began (tidal.engine.rollback): the breach
     # that failed the run may still be healing; each counts again once it met its floors
     recovering: set[str] = field(default_factory=set)
@@ -81,6 +91,15 @@ class SwitchContext:
 
     def list_clusters(self) -> list[Obj]:
         return self.reads.list_clusters() if self.reads is not None else list_clusters(self.client)
+
+    def own_policy_cache(self) -> PolicyLookup | None:
+        """A run alone's policy informer (listed when its plan read the policies), read
+        instead of a GET before a policy write guarded by the resourceVersion read; None for
+        the daemon's runs, whose shared cache may predate a write made a moment ago."""
+        reads = self.reads
+        if reads is None or not reads.private or not self.policy_cache:
+            return None
+        return reads.find_policy
 
     def clusters_version(self) -> str | None:
         """The shared Cluster cache's resourceVersion (None: a run alone has no cache)."""

@@ -33,6 +33,7 @@ from tidal.engine.write_check import PolicyWritesRefused, dry_run_writes
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.informer import SharedReads
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import BindingView, PolicyView
 
 
@@ -110,13 +111,26 @@ def build_plan(
     trigger: Trigger | None = None,
     reads: SharedReads | None = None,
     team: TeamEstimate | None = None,
+    cached_policies: bool = True,
 ) -> SwitchPlan:
     """Read the control plane and plan the window's switch (writes nothing); bindings come
-    from `reads` (the daemon's shared informers) when given. With `team` (a team estimator
-    deployed beside karmada-scheduler), DynamicWeight and Aggregated splits are predicted from
-    the minimum of the general estimate and the team's, as the scheduler takes it."""
+    from `reads` (the daemon's shared informers) when given, and so do the policies for a run
+    alone's informers (`reads.private`) unless `cached_policies` is False (one was written a
+    moment ago). With `team` (a team estimator deployed beside karmada-scheduler),
+    DynamicWeight and Aggregated splits are predicted from the minimum of the general
+    estimate and the team's, as the scheduler takes it."""
     with _gc_paused():
-        return _build_plan(client, schedule, window_name, trigger=trigger, reads=reads, team=team)
+        return _build_plan(
+            client,
+            schedule,
+            window_name,
+            trigger=trigger,
+            reads=reads,
+            team=team,
+            policies=reads.find_policy
+            if reads is not None and reads.private and cached_policies
+            else None,
+        )
 
 
 def _model_warnings(
@@ -152,11 +166,16 @@ def _build_plan(
     trigger: Trigger | None,
     reads: SharedReads | None = None,
     team: TeamEstimate | None = None,
+    policies: PolicyLookup | None = None,
 ) -> SwitchPlan:
     window = schedule.window(window_name)
     rollout = schedule.rollout_for(window_name)
     selection = resolve(
-        client, schedule, window, bindings=reads.list_bindings if reads is not None else None
+        client,
+        schedule,
+        window,
+        bindings=reads.list_bindings if reads is not None else None,
+        policies=policies,
     )
     refused = dry_run_writes(client, selection.policies)
     if refused:

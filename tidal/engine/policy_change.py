@@ -29,6 +29,7 @@ from tidal.karmada.names import (
     POLICY_WINDOW,
     claim_labels,
 )
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
 __all__ = [
@@ -104,11 +105,15 @@ def apply(
     run_id: str,
     lazy: bool,
     save: Save,
+    cached: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
-    """Apply one change; returns (the policy in force after, action taken)."""
+    """Apply one change; returns (the policy in force after, action taken). `cached`: a run
+    alone's policy informer, read instead of a GET before the first attempt."""
     if target.swap_from:
         return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
-    return _patch(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
+    return _patch(
+        client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, first=cached
+    )
 
 
 def _marks(window: str, run_id: str) -> dict[str, Any]:
@@ -124,19 +129,27 @@ def _patch(
     run_id: str,
     lazy: bool,
     save: Save,
+    first: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
     for _ in range(CONFLICT_ATTEMPTS):
-        current = api.get_policy(client, target.kind, target.name, target.namespace)
+        current, cached = _read(client, target.kind, target.name, target.namespace, first)
+        first = None  # after a Conflict, or a cached copy that asks for no write: afresh
+        undo = _undo_point(record)
         _adopt(record, current)
         view = PolicyView(current)
-        if view.written_by(window, run_id):
-            record.stage = PolicyStage.APPLIED
-            return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
         spec = dict(view.spec)
         merged = json_merge_patch.merge(copy.deepcopy(current), patch)
         new_spec = merged.get("spec") or {}
-        if comparable(new_spec) == comparable(spec) and not record.applied:
+        unchanged = _unchanged(new_spec, spec, record)
+        if cached and _writes_nothing(view, unchanged, window, run_id):
+            # nothing to write by a copy that may trail the server: only a fresh read says so
+            undo(record)
+            continue
+        if view.written_by(window, run_id):
+            record.stage = PolicyStage.APPLIED
+            return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
+        if unchanged:
             return current, PolicyAction.UNCHANGED
         if record.pre_image is None:
             record.pre_image = copy.deepcopy(spec)
@@ -160,11 +173,22 @@ def _patch(
                 resource_version=view.resource_version,
             )
         except Conflict:
+            undo(record)  # what was taken from the outdated copy goes with it
             continue
         record.stage = PolicyStage.APPLIED
         record.post_hash = content_hash(PolicyView(after).spec_without_activation())
         return after, PolicyAction.PATCH
     raise Conflict(f"{target.key}: still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+
+def _unchanged(new_spec: dict[str, Any], spec: dict[str, Any], record: PolicyRecord) -> bool:
+    """The patch changes nothing, and this run wrote nothing there yet."""
+    return comparable(new_spec) == comparable(spec) and not record.applied
+
+
+def _writes_nothing(view: PolicyView, unchanged: bool, window: str, run_id: str) -> bool:
+    """This copy asks for no write: the patch changes nothing, or this run wrote it."""
+    return unchanged or view.written_by(window, run_id)
 
 
 def _manifest(
@@ -197,6 +221,8 @@ def _swap(
     save: Save,
 ) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
+    # read afresh, not from a cache: the old policy is deleted without a precondition and
+    # its spec kept for a rollback, so a copy trailing a hand edit would lose the edit
     to_obj = api.find_policy(client, target.kind, target.name, target.namespace)
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
@@ -222,8 +248,16 @@ def _swap(
     return to_obj, PolicyAction.SWAP
 
 
-def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Save) -> PolicyAction:
-    """After the last wave: restore activationPreference (unless kept) and mark completion."""
+def finish(
+    client: KarmadaClient,
+    record: PolicyRecord,
+    *,
+    run_id: str,
+    save: Save,
+    cached: PolicyLookup | None = None,
+) -> PolicyAction:
+    """After the last wave: restore activationPreference (unless kept) and mark completion
+    (`cached`: read instead of a GET before the first attempt)."""
     restore = record.lazy is LazyMark.ADDED
     if not record.applied and not restore:
         return PolicyAction.UNCHANGED
@@ -237,15 +271,43 @@ def finish(client: KarmadaClient, record: PolicyRecord, *, run_id: str, save: Sa
     if restore:
         body["spec"] = {"activationPreference": record.original_activation}
     save()
-    _patch_retrying(client, record, body)
+    _patch_retrying(client, record, body, cached)
     if restore:
         record.lazy = LazyMark.LIFTED
     return action
 
 
-def _patch_retrying(client: KarmadaClient, record: PolicyRecord, body: dict[str, Any]) -> Obj:
+def _read(
+    client: KarmadaClient, kind: str, name: str, namespace: str | None, cached: PolicyLookup | None
+) -> tuple[Obj, bool]:
+    """The policy from `cached` if it holds it, else read (NotFound if it is not there);
+    and whether it came from the cache (which may trail the server)."""
+    found = cached(kind, name, namespace) if cached is not None else None
+    if found is not None:
+        return found, True
+    return api.get_policy(client, kind, name, namespace), False
+
+
+def _undo_point(record: PolicyRecord) -> Callable[[PolicyRecord], None]:
+    """Puts back what an attempt takes from the copy it read (pre-image, Lazy mark), for an
+    attempt whose copy turned out outdated (a Conflict) or not to be trusted (a cache)."""
+    kept = (record.pre_image, record.pre_hash, record.original_activation, record.lazy)
+
+    def undo(into: PolicyRecord) -> None:
+        into.pre_image, into.pre_hash, into.original_activation, into.lazy = kept
+
+    return undo
+
+
+def _patch_retrying(
+    client: KarmadaClient,
+    record: PolicyRecord,
+    body: dict[str, Any],
+    first: PolicyLookup | None = None,
+) -> Obj:
     for _ in range(CONFLICT_ATTEMPTS):
-        current = api.get_policy(client, record.kind, record.name, record.namespace)
+        current, _cached = _read(client, record.kind, record.name, record.namespace, first)
+        first = None  # a Conflict: read afresh
         try:
             return api.patch_policy(
                 client,

@@ -9,6 +9,7 @@ unbound and foreign templates are reported and left out.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -24,6 +25,7 @@ from tidal.karmada import policies as policies_api
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.names import EXCLUDE, binding_name, claim_labels
 from tidal.karmada.objects import RebalancerWorkload
+from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.templates import list_templates
 from tidal.karmada.views import BindingView, ObjectView
 
@@ -161,11 +163,16 @@ def strip_server_fields(obj: Obj) -> Obj:
     return out
 
 
-def _target(client: KarmadaClient, change: PolicyChange) -> PolicyTarget:
+def _target(
+    client: KarmadaClient, change: PolicyChange, find: PolicyLookup | None = None
+) -> PolicyTarget:
+    """What the change acts on; the policies read through `find` (a run's informer) or
+    afresh."""
     kind, namespace = change.kind, change.policy_namespace
+    look = find or functools.partial(policies_api.find_policy, client)
     if change.swap is None:
         name = change.policy_name
-        current = policies_api.find_policy(client, kind, name, namespace)
+        current = look(kind, name, namespace)
         if current is None:
             where = f"{namespace}/{name}" if namespace else name
             raise ResolveError(f"{kind} {where} does not exist; create it or fix the schedule")
@@ -173,8 +180,8 @@ def _target(client: KarmadaClient, change: PolicyChange) -> PolicyTarget:
         return PolicyTarget(change, kind, name, namespace, current, dict(merged.get("spec") or {}))
     manifest = change.swap.manifest or {}
     to_name = change.policy_name
-    from_obj = policies_api.find_policy(client, kind, change.swap.from_, namespace)
-    to_obj = policies_api.find_policy(client, kind, to_name, namespace)
+    from_obj = look(kind, change.swap.from_, namespace)
+    to_obj = look(kind, to_name, namespace)
     if from_obj is None and to_obj is None:
         raise ResolveError(
             f"swap {change.swap.from_} -> {to_name}: neither {kind} exists; "
@@ -258,10 +265,12 @@ def resolve(
     window: Window,
     *,
     bindings: ListBindings | None = None,
+    policies: PolicyLookup | None = None,
 ) -> Selection:
     """Read the window's policies, the templates they claim and their bindings (listed, or
-    from `bindings`: a shared cache's (namespace, cluster_scoped) -> objects)."""
-    targets = [_target(client, change) for change in window.policies]
+    from `bindings`: a shared cache's (namespace, cluster_scoped) -> objects; the policies
+    from `policies`, a shared cache's lookup, or afresh)."""
+    targets = [_target(client, change, policies) for change in window.policies]
     selection = Selection(policies=targets, workloads=[])
     seen: set[str] = set()
     selectors = schedule.spec.workloads

@@ -146,7 +146,11 @@ def prepare(
         and (run_id is None or previous.run_id == run_id)
     )
     schedule, notes = _schedule_of_run(source, previous if resuming else None)
-    bridging.restore_marked(client, schedule)  # a crash may have left a bridge placement
+    # a crash may have left a bridge placement (a run alone reads its own informer, which
+    # lists the policies here: the plan then reads the same cache, unless one was restored)
+    restored = bridging.restore_marked(
+        client, schedule, reads.find_policy if reads is not None and reads.private else None
+    )
     sp = build_plan(
         client,
         schedule,
@@ -154,6 +158,7 @@ def prepare(
         trigger=previous.trigger if resuming and previous else None,
         reads=reads,
         team=team,
+        cached_policies=not restored,
     )
     ready_field = ready_field_of(sp)
     if resuming and previous is not None:
@@ -177,6 +182,7 @@ def prepare(
         reads,
         policy_settle,
         interlude,
+        policy_cache=not restored,
     )
 
 
@@ -255,6 +261,7 @@ class PreparedRun:
     reads: SharedReads | None = None  # the daemon's shared informers (alone: none)
     policy_settle: float = 0.0  # seconds a policy must be unchanged before a run patches it
     interlude: Interlude | None = None  # between two waves (None: the rollout's pause)
+    policy_cache: bool = True  # False: a policy was written before the plan (a restore)
     started: float = 0.0
     ctx: SwitchContext = field(init=False)
 
@@ -280,6 +287,7 @@ class PreparedRun:
             budget=self.budget,
             headroom_percent=sp.rollout.surge.headroom_percent,
             reads=self.reads,
+            policy_cache=self.policy_cache,
             selectors={
                 t.key: t.target_spec.get("resourceSelectors") for t in sp.selection.policies
             },
@@ -381,7 +389,7 @@ class PreparedRun:
 
 def _planned(run: PreparedRun) -> Phase:
     """Nothing of this run is written yet: remove overrides an earlier run left behind."""
-    surging.remove_leftovers(run.ctx)
+    run.ctx.leftovers_kept = surging.remove_leftovers(run.ctx)
     return Phase.POLICIES
 
 
@@ -404,7 +412,7 @@ def _policies(run: PreparedRun) -> Phase:
                 settle_seconds=run.policy_settle,
                 base=base,
             )
-        _, action = policy_change.apply(
+        written, action = policy_change.apply(
             ctx.client,
             target,
             record,
@@ -412,7 +420,10 @@ def _policies(run: PreparedRun) -> Phase:
             run_id=ctx.run_id,
             lazy=sp.lazy,
             save=run.save,
+            cached=ctx.own_policy_cache(),
         )
+        if written is not None and ctx.reads is not None:
+            ctx.reads.wrote_policy(written)  # the drift check before wave 1 reads it there
         keep = bool(sp.selection.excluded_claimed.get(target.key)) and ctx.strategy.marks_lazy
         record.keep_lazy(keep)
         run.save()
@@ -494,11 +505,14 @@ def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase |
                 inputs.why_gone.get(name) or gone_reason(ctx, name, inputs.api_versions),
             )
     planned = [inputs.planned_by_name[n] for n in names if n in inputs.planned_by_name]
-    # a run alone judges the destinations from a fresh listing (its cache may trail a change
-    # made a moment ago); the daemon's runs from the shared cache
-    fresh = ctx.reads is None or ctx.reads.private
+    # the policies it wrote read afresh, the Clusters from the run's informers (a run alone's
+    # or the daemon's), which list afresh while their watch is not open
+    reads = ctx.reads
     outcome = wave_checks.before_wave(
-        ctx.client, run.state.policies, planned, None if fresh else ctx.list_clusters
+        ctx.client,
+        run.state.policies,
+        planned,
+        None if reads is None else reads.list_clusters,
     ) or run_wave(
         ctx,
         wave,
@@ -540,7 +554,12 @@ def _finishing(run: PreparedRun) -> Phase:
             ctx.clock,
             ctx.wave_timeout,
             functools.partial(
-                policy_change.finish, ctx.client, record, run_id=ctx.run_id, save=run.save
+                policy_change.finish,
+                ctx.client,
+                record,
+                run_id=ctx.run_id,
+                save=run.save,
+                cached=ctx.own_policy_cache(),
             ),
         )
         if action is PolicyAction.LAZY_RESTORED:
@@ -553,7 +572,8 @@ def _finishing(run: PreparedRun) -> Phase:
                 )
             )
     cleanup.clean_up(ctx, Stop.FINISHED)  # the rebalancers; every wave released its own
-    surging.remove_leftovers(ctx)  # those kept at the start may go now that the switch is done
+    if ctx.leftovers_kept != 0:  # kept at the start (or not known: a resume) may go now
+        surging.remove_leftovers(ctx)
     run.state.result = RunResult.SUCCEEDED
     return Phase.DONE
 

@@ -157,21 +157,25 @@ def _first_pass(
 
 
 def _put(ctx: SwitchContext, override: ReplicaOverride, *, exists: bool) -> None:
-    """Create it, or replace the one there (read, then replaced: the verbs tidal's RBAC has
-    always granted), trying first what `exists` guesses."""
+    """Create it, or replace the one there (replaced with the verbs tidal's RBAC has always
+    granted: read, then update; the read is skipped when this run wrote it last, its answer
+    kept in ctx.overrides_written), trying first what `exists` guesses."""
+    ref = str(override.ref)
+    written = ctx.overrides_written
     if exists:
         try:
-            replace_override(ctx.client, override)
+            written[ref] = dict(replace_override(ctx.client, override, known=written.get(ref)).raw)
             return
         except NotFound:
             pass
     try:
-        create_override(ctx.client, override)
+        written[ref] = dict(create_override(ctx.client, override).raw)
     except AlreadyExists:
-        replace_override(ctx.client, override)
+        written[ref] = dict(replace_override(ctx.client, override).raw)
 
 
 def _delete(ctx: SwitchContext, ref: OverrideRef) -> None:
+    ctx.overrides_written.pop(str(ref), None)
     patiently(
         ctx.client, ctx.clock, ctx.wave_timeout, functools.partial(delete_override, ctx.client, ref)
     )
@@ -186,6 +190,8 @@ def remove_overrides(
     granted); each one gone leaves the journalled list. Retried on 429/5xx/timeouts until
     `deadline` (the clock's monotonic seconds)."""
     owner = Owner(ctx.schedule, ctx.run_id, wave, back)
+    for text in record.overrides:
+        ctx.overrides_written.pop(text, None)
     scopes = sorted({OverrideRef.parse(text).namespace for text in record.overrides})
     for namespace in scopes:
         plural = (OVERRIDE_POLICIES if namespace else CLUSTER_OVERRIDE_POLICIES).plural

@@ -397,16 +397,18 @@ def leftovers_exist(client: KarmadaClient, schedule: str) -> bool:
     return bool(list_overrides(client, schedule=schedule))
 
 
-def remove_leftovers(ctx: SwitchContext) -> None:
+def remove_leftovers(ctx: SwitchContext) -> int:
     """Overrides of this schedule left by another run (crashed, halted, forgotten): found by
-    their labels and deleted, unless removing one would break a floor (then kept, and said)."""
+    their labels and deleted, unless removing one would break a floor (then kept, and said);
+    how many were kept."""
     leftovers = [
         view
         for view in list_overrides(ctx.client, schedule=ctx.schedule)
         if view.run_id != ctx.run_id
     ]
     if not leftovers:
-        return
+        return 0
+    kept = 0
     bindings = _bindings(ctx, ctx.everyone)
     by_name = {w.name: w for w in ctx.everyone}
     by_selector = {(w.key.namespace, w.key.kind, w.key.name): w for w in ctx.everyone}
@@ -423,6 +425,7 @@ def remove_leftovers(ctx: SwitchContext) -> None:
             if note not in ctx.state.warnings:
                 ctx.state.warnings.append(note)
             ctx.emitter.emit(RunWarning(**ctx.event_base(None), code="surge_kept", message=note))
+            kept += 1
             continue
         patiently(
             ctx.client,
@@ -437,3 +440,4 @@ def remove_leftovers(ctx: SwitchContext) -> None:
                 message=f"{ref} left by run {view.run_id}: removed",
             )
         )
+    return kept

@@ -4,6 +4,11 @@
   whatever onFailure says, and nothing overwrites the edit);
 - every cluster the wave moves replicas into is Ready (Karmada would place replicas there
   that never start; the wave fails with its own reason before anything is triggered).
+
+The policies are read afresh (one GET per policy the run wrote): an informer's cache cannot
+prove it holds a hand edit made a moment ago (its watch may be slow, stuck or reconnecting),
+and a drift missed is a hand edit overwritten. The Clusters come from the run's informer,
+which lists afresh itself whenever its watch is not open (see SharedReads.list_clusters).
 """
 
 from __future__ import annotations
@@ -29,24 +34,29 @@ def edited_policies(
 ) -> list[tuple[str, str]]:
     """(policy, how) for each written policy whose spec no longer hashes to what the run
     wrote. With `also_ours`, the spec from before the run (a rollback already restored it)
-    counts as the run's own too."""
+    counts as the run's own too. Each is read afresh (a GET), never from an informer: a
+    watch may be slow, stuck or between two connections, and its cache would then show the
+    run's own write while a hand edit is already there."""
     out: list[tuple[str, str]] = []
     for record in records:
         if record.restored or not record.post_hash:  # a post-hash: the run wrote it
             continue
-        obj = policies_api.find_policy(client, record.kind, record.name, record.namespace)
-        if obj is None:
-            out.append((record.key, "deleted"))
-            continue
-        now = content_hash(PolicyView(obj).spec_without_activation())
-        allowed = {record.post_hash}
-        if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
-            allowed.add(
-                content_hash(PolicyView({"spec": record.pre_image}).spec_without_activation())
-            )
-        if now not in allowed:
-            out.append((record.key, "spec edited"))
+        found = policies_api.find_policy(client, record.kind, record.name, record.namespace)
+        how = _edit(record, found, also_ours)
+        if how is not None:
+            out.append((record.key, how))
     return out
+
+
+def _edit(record: PolicyRecord, obj: Obj | None, also_ours: bool) -> str | None:
+    """How `obj` differs from what the run wrote (None: it does not)."""
+    if obj is None:
+        return "deleted"
+    now = content_hash(PolicyView(obj).spec_without_activation())
+    allowed = {record.post_hash}
+    if also_ours and record.action is ChangeKind.PATCH and record.pre_image is not None:
+        allowed.add(content_hash(PolicyView({"spec": record.pre_image}).spec_without_activation()))
+    return None if now in allowed else "spec edited"
 
 
 def drift_reason(edited: Sequence[tuple[str, str]]) -> str:
@@ -83,7 +93,9 @@ def before_wave(
     planned: Sequence[PlannedWorkload],
     clusters: Callable[[], list[Obj]] | None = None,
 ) -> WaveOutcome | None:
-    """None when the wave may start; else the failed outcome with its own reason."""
+    """None when the wave may start; else the failed outcome with its own reason. The
+    policies the run wrote are read afresh (one GET each); the Clusters from `clusters` (the
+    run's informer, which lists afresh itself while its watch is not open) when given."""
     edited = edited_policies(client, records)
     if edited:
         return WaveOutcome(False, POLICY_DRIFT, drift_reason(edited))

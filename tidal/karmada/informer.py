@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from tidal.karmada import policies
 from tidal.karmada.bindings import BindingWatch, key_of
 from tidal.karmada.client import (
     CLUSTER_RESOURCE_BINDINGS,
@@ -34,10 +35,15 @@ from tidal.karmada.client import (
     Obj,
     Resource,
 )
-from tidal.karmada.errors import Gone, KarmadaError
+from tidal.karmada.clusters import list_clusters
+from tidal.karmada.errors import Forbidden, Gone, KarmadaError
 from tidal.karmada.paging import list_paged
 
 log = structlog.get_logger("tidal.karmada.informer")
+
+# how long a reader that must not read a cache whose watch is down waits for the watch to
+# (re)open before it reads afresh instead
+LIVE_WAIT_SECONDS = 1.0
 
 Event = tuple[Obj, bool]  # (object, deleted)
 
@@ -100,6 +106,10 @@ class Informer:
         self._changed = threading.Condition(self._lock)  # any event or listing
         self._cache: dict[str, Obj] = {}
         self._is_synced = False
+        self._watching = False  # its first watch was accepted (a fail_fast reader waits for it)
+        # a watch is open now: while not (ended, refused, reconnecting, relisting) the cache
+        # may miss changes, and a reader that must see the latest state reads afresh
+        self._live = False
         # readers are held weakly: a finished wave drops its view and with it its subscriber
         self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
         # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
@@ -142,6 +152,7 @@ class Informer:
         if self._users > 0:
             return False
         self._thread, self._is_synced, self._cache, self.version = None, False, {}, ""
+        self._watching = self._live = False
         return True
 
     def _run(self) -> None:
@@ -160,6 +171,10 @@ class Informer:
             except KarmadaError as exc:
                 with self._lock:
                     self.error = exc
+                    if self.fail_fast and isinstance(exc, Forbidden):
+                        # listed but not let watch: a cache that would never change is no
+                        # cache; its readers get the refusal (and read by GET instead)
+                        self._is_synced = False
                     self._synced.notify_all()
                 log.warning(
                     "shared_watch_failed",
@@ -208,10 +223,21 @@ class Informer:
         def opened(end: Callable[[], None]) -> None:
             with self._lock:
                 self._end_watch = end
+                self._watching = self._live = True
+                self._synced.notify_all()
                 gone = self._users == 0
             if gone:  # released while the watch was opening
                 end()
 
+        try:
+            self._follow(query, timeout, opened)
+        finally:
+            with self._lock:
+                self._live = False  # ended or failed: not live until the next one opens
+
+    def _follow(
+        self, query: dict[str, Any], timeout: int, opened: Callable[[Callable[[], None]], None]
+    ) -> None:
         for event in self.client.stream(
             self.res,
             self.res.path(self.namespace),
@@ -273,7 +299,10 @@ class Informer:
         """Wait for the first listing (the lock is held); its error if it does not come."""
         if (
             not self._synced.wait_for(
-                lambda: self._is_synced or (self.fail_fast and self.error is not None),
+                lambda: (
+                    (self._is_synced and (self._watching or not self.fail_fast))
+                    or (self.fail_fast and self.error is not None)
+                ),
                 self.sync_timeout,
             )
             or not self._is_synced
@@ -318,6 +347,58 @@ class Informer:
         with self._lock:
             return self._changed.wait_for(lambda: self.version != version, max(0.0, timeout))
 
+    def get(self, key: str) -> Obj | None:
+        """The cached object of `key` ("namespace/name", "/name" cluster-scoped), or None."""
+        with self._lock:
+            self._wait_synced()
+            return self._cache.get(key)
+
+    @property
+    def live(self) -> bool:
+        """A watch is open now (the cache follows the server)."""
+        with self._lock:
+            return self._live
+
+    def _wait_live(self, wait: float) -> bool:
+        """Synced, and a watch open now, waiting up to `wait` seconds for one to (re)open
+        (the lock is held)."""
+        self._wait_synced()
+        return self._synced.wait_for(lambda: self._live and self._is_synced, max(0.0, wait))
+
+    def live_get(self, key: str, wait: float) -> tuple[bool, Obj | None]:
+        """(True, the cached object of `key` or None) while a watch is open; (False, None)
+        when none opens within `wait` seconds: the cache may trail, read afresh instead."""
+        with self._lock:
+            if not self._wait_live(wait):
+                return False, None
+            return True, self._cache.get(key)
+
+    def live_items(self, wait: float, namespace: str | None = None) -> list[Obj] | None:
+        """The cached objects (see `items`) while a watch is open; None when none opens
+        within `wait` seconds: the cache may trail, list afresh instead."""
+        with self._lock:
+            if not self._wait_live(wait):
+                return None
+            return [
+                obj
+                for obj in self._cache.values()
+                if namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
+            ]
+
+    def wrote(self, obj: Obj) -> None:
+        """This process wrote `obj` (the server's answer): cache it now unless the watch
+        brought a later version already (resourceVersions compared as integers), so a
+        reader right after the write sees it (client-go's mutation cache does the same)."""
+        key = key_of(obj)
+        version = _version(obj)
+        with self._lock:
+            if not self._is_synced or version is None:
+                return
+            cached = self._cache.get(key)
+            seen = _version(cached) if cached is not None else None
+            if seen is None or version > seen:
+                self._cache[key] = obj
+
     def items(self, namespace: str | None = None) -> list[Obj]:
         """The cached objects (of one namespace, or all)."""
         with self._lock:
@@ -327,6 +408,11 @@ class Informer:
                 for o in self._cache.values()
                 if namespace is None or (o.get("metadata") or {}).get("namespace") == namespace
             ]
+
+
+def _version(obj: Obj) -> int | None:
+    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(text) if text.isdigit() else None
 
 
 class SharedBindingView(BindingWatch):
@@ -393,6 +479,7 @@ class SharedReads:
         self._lock = threading.Lock()
         self._runs = 0
         self._started: set[str] = set()
+        self._refused: set[str] = set()  # plurals the RBAC does not let us list and watch
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[SharedReads]:
@@ -408,14 +495,22 @@ class SharedReads:
                         self.informers[plural].release()
                     self._started.clear()
 
-    def _informer(self, res: Resource, namespace: str | None = None) -> Informer:
-        key = res.plural
+    def _key(self, res: Resource, namespace: str | None) -> str:
         if self.private and namespace is not None and res.namespaced:
-            key = f"{res.plural}/{namespace}"
+            return f"{res.plural}/{namespace}"
+        return res.plural
+
+    def _informer(
+        self, res: Resource, namespace: str | None = None, *, fail_fast: bool = False
+    ) -> Informer:
+        key = self._key(res, namespace)
         with self._lock:
             informer = self.informers.get(key)
             if informer is None:
-                informer = Informer(self.client, res, namespace=namespace, **self._settings)
+                settings = dict(self._settings)
+                if fail_fast:
+                    settings["fail_fast"] = True
+                informer = Informer(self.client, res, namespace=namespace, **settings)
                 self.informers[key] = informer
             if key not in self._started:
                 self._started.add(key)
@@ -435,7 +530,13 @@ class SharedReads:
         return SharedBindingView(self._informer(res, scope), scope, keys=keys)
 
     def list_clusters(self) -> list[Obj]:
-        return self._informer(CLUSTERS).items()
+        """The Clusters from the cache while its watch is open; listed afresh while it is
+        not (ended, failed, reconnecting): a cache that stopped following is not read."""
+        items = self._informer(CLUSTERS).live_items(LIVE_WAIT_SECONDS)
+        if items is None:
+            log.info("shared_watch_not_live", resource=CLUSTERS.plural, fallback="list")
+            return list_clusters(self.client)
+        return items
 
     def clusters_version(self) -> str:
         """The Cluster cache's resourceVersion: it changes with any Cluster's status."""
@@ -444,6 +545,49 @@ class SharedReads:
     def wait_clusters_changed(self, version: str, timeout: float) -> bool:
         """Until any Cluster changes after `version` (True) or `timeout` seconds (False)."""
         return self._informer(CLUSTERS).wait_changed(version, timeout)
+
+    def find_policy(self, kind: str, name: str, namespace: str | None) -> Obj | None:
+        """The (Cluster)PropagationPolicy as the watch last saw it (None: not there). A run
+        alone's informer lists the kind when the run first reads a policy (its plan), so its
+        reads are as fresh as a GET until its own writes; what it then acts on is either
+        confirmed afresh (the drift check) or written with the resourceVersion read, which a
+        stale copy makes a Conflict that is read again."""
+        res = policies.resource(kind)
+        scope = namespace if res.namespaced else None
+        if res.plural not in self._refused:
+            # an error of its listing reaches this reader at once (a GET is the fallback)
+            informer = self._informer(res, scope, fail_fast=True)
+            try:
+                live, found = informer.live_get(f"{scope or ''}/{name}", LIVE_WAIT_SECONDS)
+            except Forbidden:
+                self._refuse(res, scope)  # an RBAC from before the watch: GET from now on
+            else:
+                if live:
+                    return found
+                log.info("shared_watch_not_live", resource=res.plural, fallback="get")
+        return policies.find_policy(self.client, kind, name, namespace)
+
+    def _refuse(self, res: Resource, namespace: str | None) -> None:
+        """The RBAC refuses to list or watch `res`: stop its informer for good."""
+        key = self._key(res, namespace)
+        with self._lock:
+            self._refused.add(res.plural)
+            started = key in self._started
+            self._started.discard(key)
+        if started:
+            self.informers[key].release()
+        log.warning("shared_watch_refused", resource=res.plural, fallback="get")
+
+    def wrote_policy(self, obj: Obj) -> None:
+        """A policy this run wrote (the server's answer), into the policy cache if its
+        informer runs (see Informer.wrote)."""
+        res = policies.resource(str(obj.get("kind") or ""))
+        namespace = (obj.get("metadata") or {}).get("namespace") if res.namespaced else None
+        key = self._key(res, namespace)
+        with self._lock:
+            informer = self.informers.get(key) if key in self._started else None
+        if informer is not None:
+            informer.wrote(obj)
 
     def list_bindings(self, namespace: str | None, cluster_scoped: bool = False) -> list[Obj]:
         """What `tidal.karmada.bindings.list_bindings` would list, from the shared cache."""

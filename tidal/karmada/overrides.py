@@ -241,15 +241,22 @@ def create_override(
     return OverrideView.of(created)
 
 
-def replace_override(client: KarmadaClient, override: ReplicaOverride) -> OverrideView:
+def replace_override(
+    client: KarmadaClient, override: ReplicaOverride, *, known: Obj | None = None
+) -> OverrideView:
     """Replace the spec and owner labels/annotations of the existing one (NotFound if it is
-    not there); a concurrent change is re-read and replaced again."""
+    not there); a concurrent change is re-read and replaced again. `known`: the object as
+    this client last wrote it (its create's or replace's answer), replaced without reading
+    it first; a change since (Conflict) is read and replaced as above."""
     ref = override.ref
     wanted = manifest(override)
     path = ref.resource.path(ref.namespace or None, ref.name)
     conflicts = 0
     while True:
-        current = client.request("get", ref.resource, "GET", path)
+        if known is not None:
+            current, known = known, None
+        else:
+            current = client.request("get", ref.resource, "GET", path)
         meta = dict(current.get("metadata") or {})
         for part in ("labels", "annotations"):
             meta[part] = {**(meta.get(part) or {}), **wanted["metadata"][part]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tidal.karmada.client import (
@@ -20,6 +21,10 @@ from tidal.karmada.paging import list_paged
 # Every policy write names unknown fields as an error: the apiserver would otherwise drop a
 # typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
 DRY_RUN = {"fieldValidation": "Strict", "dryRun": "All"}
+
+
+# (kind, name, namespace) -> the policy as a cache (a run's informer) holds it, None: not there
+PolicyLookup = Callable[[str, str, str | None], Obj | None]
 
 
 def resource(kind: str) -> Resource:

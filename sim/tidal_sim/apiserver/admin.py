@@ -10,7 +10,7 @@ GET    /sim/v1/requestlog       {"items": [{seq, time, verb, resource, group, na
                                 code, user_agent, identity}, ...]}; `?since=SEQ` for newer ones
 GET    /sim/v1/faults           {"items": [fault, ...]}
 POST   /sim/v1/faults           a fault (or a list): {"type": "latency|error|throttle|conflict|
-                                drop-watch|truncate|wrong-kind", "verb": "patch",
+                                drop-watch|stall-watch|truncate|wrong-kind", "verb": "patch",
                                 "resource": "resourcebindings",
                                 "namespace", "name", "probability": 1.0, "count": null,
                                 "seconds": 0.0, "retryAfter": 1, "compact": false} -> 201 + id

@@ -14,7 +14,7 @@ from tidal_sim.apiserver.routing import Route
 from tidal_sim.apiserver.tables import TableConvertor, wants_table
 from tidal_sim.apiserver.watching import WatchRegistry, open_watch
 from tidal_sim.apiserver.writes import Admitter, WriteVerbs
-from tidal_sim.faults import BODY_FAULT_TYPES, FAULT_TYPES, Faults
+from tidal_sim.faults import BODY_FAULT_TYPES, FAULT_TYPES, STATE_FAULT_TYPES, Faults
 from tidal_sim.kinds import ResourceType
 from tidal_sim.store import Conflict, Store, StoreError
 
@@ -126,7 +126,9 @@ class RestHandlers(WriteVerbs):
     # -- faults ----------------------------------------------------------------------------
     def _apply_faults(self, verb: str, route: Route, identity: str) -> float | None:
         cut_after: float | None = None
-        request_faults = tuple(t for t in FAULT_TYPES if t not in BODY_FAULT_TYPES)
+        request_faults = tuple(
+            t for t in FAULT_TYPES if t not in BODY_FAULT_TYPES + STATE_FAULT_TYPES
+        )
         for fault in self.faults.fire(
             verb, route.resource, route.namespace, route.name, request_faults, identity
         ):
@@ -204,6 +206,7 @@ class RestHandlers(WriteVerbs):
             timeout=req.int_param("timeoutSeconds"),
             cut_after=cut_after,
             is_closed=req.is_closed,
+            stalled=lambda: self.faults.stalled(route.resource, route.namespace),
             idle=req.idle,
             now=req.now,
             bookmark_interval=self.bookmark_interval,

@@ -93,6 +93,7 @@ def open_watch(
     timeout: float | None,
     cut_after: float | None,
     is_closed: Callable[[], bool],
+    stalled: Callable[[], bool] = lambda: False,
     bookmark_interval: float = 1.0,
     render: Callable[[Obj], Obj] | None = None,
     idle: Callable[[float], None] | None = None,
@@ -147,6 +148,7 @@ def open_watch(
         bookmark_interval,
         idle,
         now,
+        stalled,
     )
     return stream, cleanup
 
@@ -175,6 +177,7 @@ def _progress_bookmark(store: Store, sub: Subscription, rtype: ResourceType) -> 
 
 
 _EMPTY: Final = object()  # no event came within the wait
+_HELD: Final = object()  # a stall-watch fault held the stream for the wait
 
 
 def _wait_for(to_deadline: float, to_bookmark: float | None) -> float:
@@ -183,15 +186,38 @@ def _wait_for(to_deadline: float, to_bookmark: float | None) -> float:
     return wait if to_bookmark is None else min(wait, max(0.0, to_bookmark))
 
 
-def _next_event(sub: Subscription, wait: float, idle: Callable[[float], None] | None) -> Any:
-    """The subscription's next event (None: closed by the store), or _EMPTY. With `idle` (a
-    simulated clock) the queue is only looked at, and time moves on when it is empty."""
+def _next_event(
+    sub: Subscription,
+    wait: float,
+    idle: Callable[[float], None] | None,
+    stalled: Callable[[], bool] = lambda: False,
+) -> Any:
+    """The subscription's next event (None: closed by the store), or _EMPTY; _HELD after
+    `wait` seconds while `stalled`. With `idle` (a simulated clock) the queue is only looked
+    at, and time moves on when it is empty."""
+    if stalled():
+        _hold(wait, idle)
+        return _HELD
     try:
         return sub.events.get(timeout=wait) if idle is None else sub.events.get_nowait()
     except queue.Empty:
         if idle is not None:
             idle(max(wait, 0.001))  # time moves; the controllers' work may send events
         return _EMPTY
+
+
+def _hold(wait: float, idle: Callable[[float], None] | None) -> None:
+    """Let `wait` seconds pass with nothing sent (a simulated clock: let it move)."""
+    if idle is not None:
+        idle(max(wait, 0.001))
+    else:
+        time.sleep(max(wait, 0.001))
+
+
+def _deadline(start: float, timeout: float | None, cut_after: float | None) -> float:
+    """When the stream ends: its timeout (or the default), or a drop-watch fault's cut."""
+    deadline = start + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
+    return deadline if cut_after is None else min(deadline, start + cut_after)
 
 
 def _stream(
@@ -211,11 +237,10 @@ def _stream(
     bookmark_interval: float,
     idle: Callable[[float], None] | None,
     clock: Callable[[], float],
+    stalled: Callable[[], bool] = lambda: False,
 ) -> Iterator[bytes]:
     start = clock()
-    deadline = start + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
-    if cut_after is not None:
-        deadline = min(deadline, start + cut_after)
+    deadline = _deadline(start, timeout, cut_after)
     next_bookmark = start + bookmark_interval
     try:
         yield from _initial_events(render, initial)
@@ -223,7 +248,11 @@ def _stream(
             yield _bookmark(rtype, rv, initial_end=True)
         while (now := clock()) < deadline:
             wait = _wait_for(deadline - now, next_bookmark - now if bookmarks else None)
-            event = _next_event(sub, wait, idle)
+            event = _next_event(sub, wait, idle, stalled)
+            if event is _HELD:  # a stall-watch fault: every event (and bookmark) held back
+                if is_closed():
+                    return
+                continue
             if event is _EMPTY:
                 if is_closed():
                     return
