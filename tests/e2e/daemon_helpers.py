@@ -155,9 +155,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> int:
+    """SIGTERM, and its exit code within `timeout`; one that hangs fails the test, killed so
+    that it outlives neither the test nor the run."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    return proc.wait(timeout)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+        raise
 
 
 def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, resume: bool = False) -> None:

@@ -4,15 +4,14 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK
 from tidal.cli.plan import client_of, fail
+from tidal.cli.stop_signals import StopSignals
 
 
 def _settings(
@@ -110,13 +109,7 @@ def estimator_command(
     except OSError as exc:
         fail(f"cannot listen ({exc}); choose other ports with --grpc-port and --port")
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        app.stop_requested()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    while not app.wait(0.5):
-        pass
+    StopSignals().install().wait(app.wait)
     app.stop()
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT
 from tidal.cli.options import context_option, kubeconfig_option
 from tidal.cli.plan import karmada_overrides, karmada_version_option
+from tidal.cli.stop_signals import StopSignals
 
 
 @click.command("run")
@@ -86,11 +85,7 @@ def run_command(
         raise SystemExit(INVALID_INPUT) from None
     daemon = Daemon(settings, client=client, wiring=Wiring(metrics=metrics))
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        daemon.request_stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signals = StopSignals().install()
     try:
         daemon.start()
     except OSError as exc:
@@ -101,8 +96,7 @@ def run_command(
             err=True,
         )
         raise SystemExit(INVALID_INPUT) from None
-    while not daemon.wait(0.5):
-        pass
+    signals.wait(daemon.wait)
     sys.exit(daemon.shutdown(settings.scheduler.shutdown_grace_seconds))
 
 

@@ -674,7 +674,8 @@ class Daemon:
             log.error("reload_failed", error=str(exc), error_class=type(exc).__name__)
 
     def request_stop(self) -> None:
-        """Begin shutting down (signal-safe: only sets flags)."""
+        """Begin shutting down: only sets flags (never from a signal handler: the Event's
+        lock may be held by the very thread the handler interrupts; tidal.cli.stop_signals)."""
         self._stopping = True
         self._stop.set()
 

@@ -90,9 +90,6 @@ class EstimatorApp:
                 log.info("estimator_teams_reloaded", teams=len(teams.teams))
             self._stop.wait(interval)
 
-    def stop_requested(self) -> None:
-        self._stop.set()
-
     def wait(self, seconds: float) -> bool:
         return self._stop.wait(seconds)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-import threading
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -87,10 +87,12 @@ def sim_command(
             err=True,
         )
         raise SystemExit(INVALID_INPUT) from None
-    stop = threading.Event()
+    signalled: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        # a note only: Event.set() here could wait for the lock of the Event.wait this very
+        # thread is inside, and hang
+        signalled.append(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -106,8 +108,8 @@ def sim_command(
         elif crds.directory is not None:
             click.echo(f"Karmada CRD schemas: {crds.directory} (from the {crds.origin})")
         click.echo(f"try: kubectl --kubeconfig {path} get clusters,cpp")
-        while not stop.wait(0.5):
-            pass
+        while not signalled:
+            time.sleep(0.2)
     finally:
         emulator.stop()
         for sig, handler in previous.items():
