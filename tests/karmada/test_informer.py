@@ -328,6 +328,10 @@ def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path:
             type="error", verb="watch", resource="clusterpropagationpolicies"
         )
         emulator.faults.inject(type="drop-watch", resource="clusterpropagationpolicies")
+        informer = reads.informers["clusterpropagationpolicies"]
+        deadline = time.monotonic() + 10  # the cut reaches the informer's thread first
+        while informer.live and time.monotonic() < deadline:
+            time.sleep(0.01)
         edit = {"spec": {"placement": {"clusterAffinity": {"clusterNames": ["cluster-9"]}}}}
         policies.patch_policy(client, kind, "p-1", None, edit)
         since = len(emulator.request_log())
@@ -339,9 +343,8 @@ def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path:
             if r.resource == "clusterpropagationpolicies" and r.verb != "watch"
         ] == ["get"]
         emulator.faults.clear(refused.id)
-        informer = reads.informers["clusterpropagationpolicies"]
         deadline = time.monotonic() + 10
-        while not informer._live and time.monotonic() < deadline:
+        while not informer.live and time.monotonic() < deadline:
             time.sleep(0.05)
         since = len(emulator.request_log())
         seen = reads.find_policy(kind, "p-1", None) or {}
@@ -365,7 +368,7 @@ def test_a_cluster_cache_whose_watch_is_down_is_not_read(
         demo_emulator.faults.inject(type="drop-watch", resource="clusters")
         informer = reads.informers["clusters"]
         deadline = time.monotonic() + 10
-        while informer._live and time.monotonic() < deadline:  # it saw its watch end
+        while informer.live and time.monotonic() < deadline:  # it saw its watch end
             time.sleep(0.05)
         demo_emulator.set_cluster_ready(name, False, reason="ClusterNotReachable")
         since = len(demo_emulator.request_log())
