@@ -16,6 +16,8 @@ from benchmarks.report import REQUIRED_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.slow  # the toy run takes one to two minutes: started first
+
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
