@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.surge_helpers import surge_schedule
+from tests.e2e.switch_helpers import client_for, load_one
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
-from tidal.engine.journal import Journal
+from tidal.engine.journal import InMemoryJournal, Journal
 from tidal.engine.switch import run_switch
 from tidal.karmada.client import KarmadaClient
 
@@ -42,3 +45,17 @@ def crash_run(
         run_switch(
             client, loaded, window, clock=SystemClock(), journal=journal, on_event=crash, **kwargs
         )
+
+
+def crashed_while_wave_1_surges(
+    emu: Any, tmp_path: Path
+) -> tuple[KarmadaClient, Any, InMemoryJournal]:
+    """A surging run of four 5-replica workloads in waves of two, crashed while wave 1's
+    surged replicas start: its client, loaded schedule and journal."""
+    client = client_for(emu, tmp_path)
+    loaded = load_one(
+        surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
+    )
+    journal = InMemoryJournal()
+    crash_run(client, loaded, journal, lambda e: isinstance(e, ev.WaveProgress) and e.wave == 1)
+    return client, loaded, journal

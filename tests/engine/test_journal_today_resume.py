@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.surge_helpers import FULL_AVAILABILITY, no_overrides, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one
-from tests.engine.crashing import crash_run
+from tests.engine.crashing import crash_run, crashed_while_wave_1_surges
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.inflight import WaveInFlight
@@ -97,12 +97,7 @@ def test_a_journal_without_step_index_resumes_mid_surge(
     """Crashed while wave 1's surged replicas start, its marks taken out: the resume goes on
     with the surge and ends clean (no override left)."""
     emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
-    client = client_for(emu, tmp_path)
-    loaded = load_one(
-        surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
-    )
-    journal = InMemoryJournal()
-    crash_run(client, loaded, journal, lambda e: isinstance(e, ev.WaveProgress) and e.wave == 1)
+    client, loaded, journal = crashed_while_wave_1_surges(emu, tmp_path)
     assert _as_written_before_the_kernel(journal).kind == StepKind.SURGE
     final = _resume(client, loaded, journal)
     assert final.waves[0].surge is not None and final.waves[0].surge.step is SurgeStep.RELEASED

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.surge_helpers import no_overrides, surge_schedule, team
-from tests.e2e.switch_helpers import NS, MakeEmulator, client_for, load_one
-from tests.engine.crashing import crash_run
+from tests.e2e.surge_helpers import no_overrides, team
+from tests.e2e.switch_helpers import NS, MakeEmulator
+from tests.engine.crashing import crashed_while_wave_1_surges
 from tidal.domain.clock import SystemClock
-from tidal.engine import events as ev
-from tidal.engine.journal import InMemoryJournal
 from tidal.engine.states import SurgeStep
 from tidal.engine.switch import run_switch
 from tidal.karmada.overrides import (
@@ -41,12 +39,7 @@ def test_a_mid_surge_journal_with_one_override_per_workload_resumes_clean(
     older release wrote them (one per workload): the resume writes one grouped override,
     deletes the older ones only after it, and ends with none left."""
     emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
-    client = client_for(emu, tmp_path)
-    loaded = load_one(
-        surge_schedule(tmp_path, "waveSize: 2\npauseBetweenWaves: 0s\nwaveTimeout: 60s\n")
-    )
-    journal = InMemoryJournal()
-    crash_run(client, loaded, journal, lambda e: isinstance(e, ev.WaveProgress) and e.wave == 1)
+    client, loaded, journal = crashed_while_wave_1_surges(emu, tmp_path)
     state = journal.load("team-s")
     assert state is not None
     record = state.waves[0].surge
