@@ -22,6 +22,14 @@ def _back(run: WaveInFlight) -> bool:
     return run.direction is Direction.BACK
 
 
+class _AdvancedAgainOnResume:
+    """A step whose finish the journals from before step indexes cannot show: a resume
+    advances it again (each of them is safe to repeat)."""
+
+    def done_in(self, run: WaveInFlight) -> bool:
+        return False
+
+
 class ReserveRoom:
     """Lease the room of the wave's bridge and surge, as one hold (tidal.engine.room)."""
 
@@ -127,8 +135,9 @@ class TriggerTouch:
         return {w.name for w in run.live} <= set(run.triggered_before)
 
 
-class TriggerRebalance:
-    """One WorkloadRebalancer for the wave (tidal.engine.rebalancing)."""
+class TriggerRebalance(_AdvancedAgainOnResume):
+    """One WorkloadRebalancer for the wave (tidal.engine.rebalancing); on a resume, the
+    rebalancers themselves tell what is done."""
 
     kind = StepKind.TRIGGER_REBALANCE
 
@@ -140,11 +149,8 @@ class TriggerRebalance:
             self._rebalancing = rebalancing.Rebalancing(run)
         return self._rebalancing.advance()
 
-    def done_in(self, run: WaveInFlight) -> bool:
-        return False  # the rebalancers themselves tell (asked again on a resume)
 
-
-class Fit:
+class Fit(_AdvancedAgainOnResume):
     """Raise an override wherever the binding now assigns more than it sets."""
 
     kind = StepKind.FIT
@@ -153,11 +159,8 @@ class Fit:
         surging.fit(run)
         return DONE
 
-    def done_in(self, run: WaveInFlight) -> bool:
-        return False
 
-
-class HealthCheck:
+class HealthCheck(_AdvancedAgainOnResume):
     """The wave's destination clusters are still Ready (a look now)."""
 
     kind = StepKind.HEALTH_CHECK
@@ -165,11 +168,8 @@ class HealthCheck:
     def advance(self, run: WaveInFlight) -> Answer:
         return answer(run.health.check(now=True))
 
-    def done_in(self, run: WaveInFlight) -> bool:
-        return False
 
-
-class ReleaseBridge:
+class ReleaseBridge(_AdvancedAgainOnResume):
     """Put the wave's bridge to rest (its room goes back with the surge's)."""
 
     kind = StepKind.RELEASE_BRIDGE
@@ -178,20 +178,14 @@ class ReleaseBridge:
         bridging.release(run)
         return DONE
 
-    def done_in(self, run: WaveInFlight) -> bool:
-        return False
 
-
-class ReleaseSurge:
+class ReleaseSurge(_AdvancedAgainOnResume):
     """Delete the wave's overrides once the new split is applied; give its room back."""
 
     kind = StepKind.RELEASE_SURGE
 
     def advance(self, run: WaveInFlight) -> Answer:
         return surging.release(run)
-
-    def done_in(self, run: WaveInFlight) -> bool:
-        return False
 
 
 MAKERS: Final[dict[StepKind, Callable[[], Step]]] = {
