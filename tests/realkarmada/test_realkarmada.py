@@ -12,7 +12,7 @@ import pytest
 from tools.realkarmada import modules
 from tools.realkarmada.pki import Pki
 from tools.realkarmada.plane import default_work_dir, serving_flags
-from tools.realkarmada.procs import PlaneError, Supervisor, stop_pids
+from tools.realkarmada.procs import PlaneError, Supervisor, free_port, stop_pids
 from tools.realkarmada.versions import Release, ToolchainError, go, staging_replaces
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
@@ -189,3 +189,13 @@ def test_plane_work_dir_follows_its_variable(
     assert default_work_dir() == tmp_path / "cache" / "plane"
     monkeypatch.setenv("TIDAL_REALKARMADA_PLANE", str(tmp_path / "mine"))
     assert default_work_dir() == tmp_path / "mine"
+
+
+def test_the_planes_ports_are_distinct_and_outside_the_ephemeral_range() -> None:
+    """Ports chosen before the processes start never come from the range the kernel gives to
+    outgoing connections, so a client cannot take one meanwhile, and no port is chosen twice."""
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    taken: set[int] = set()
+    ports = [free_port(taken) for _ in range(14)]
+    assert len(set(ports)) == 14
+    assert not [p for p in ports if low <= p <= high]

@@ -175,8 +175,9 @@ class Bringup:
         self.work = work
         self.sup = Supervisor(work)
         self.pki = Pki(work / "pki")
+        taken: set[int] = set()
         self.ports = {
-            n: free_port()
+            n: free_port(taken)
             for n in (
                 "etcd",
                 "etcd-peer",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -22,8 +23,33 @@ class PlaneError(RuntimeError):
     """The plane did not come up (or down); the message names the process and its last log lines."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
+LISTEN_PORTS = range(20000, 32768)  # below Linux's default ephemeral range (32768-60999)
+
+
+def _ephemeral() -> range:
+    """The ports the kernel hands out to outgoing connections (and to bind(0))."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+def free_port(taken: set[int] | None = None) -> int:
+    """A port free now and outside the ephemeral range. The plane's ports are chosen before its
+    processes start; one from the ephemeral range can meanwhile become the local end of an
+    outgoing connection (seen in CI: the scheduler's health port taken), one outside cannot."""
+    ephemeral, taken = _ephemeral(), taken if taken is not None else set()
+    candidates = [p for p in LISTEN_PORTS if p not in ephemeral and p not in taken]
+    for port in random.sample(candidates, min(len(candidates), 200)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    with socket.socket() as s:  # a kernel whose ephemeral range covers everything
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
