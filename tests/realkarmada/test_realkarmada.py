@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 import subprocess
 import sys
@@ -199,3 +200,38 @@ def test_the_planes_ports_are_distinct_and_outside_the_ephemeral_range() -> None
     ports = [free_port(taken) for _ in range(14)]
     assert len(set(ports)) == 14
     assert not [p for p in ports if low <= p <= high]
+
+
+def test_kwok_pod_stages_take_the_planes_jitter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plane's jitter replaces that of every pod stage that has one; node stages keep
+    theirs."""
+    from tools.realkarmada import upstream
+
+    stage = tmp_path / "kustomize" / "stage"
+    for folder, name, delay in (
+        ("node/fast", "node-initialize", None),
+        ("node/heartbeat-with-lease", "node-heartbeat-with-lease", 610000),
+        ("pod/general", "pod-create", 5000),
+        ("pod/general", "pod-delete", None),
+        ("pod/general", "pod-ready", 5000),
+    ):
+        (stage / folder).mkdir(parents=True, exist_ok=True)
+        spec = {} if delay is None else {"delay": {"durationMilliseconds": 1000}}
+        if delay is not None:
+            spec["delay"]["jitterDurationMilliseconds"] = delay
+        doc = {"kind": "Stage", "metadata": {"name": name}, "spec": spec}
+        (stage / folder / f"{name}.yaml").write_text(json.dumps(doc))
+    monkeypatch.setattr(upstream, "module_dir", lambda path, version: tmp_path)
+    jitter = {
+        d["metadata"]["name"]: d["spec"].get("delay", {}).get("jitterDurationMilliseconds")
+        for d in upstream.kwok_stages(1000)
+    }
+    assert jitter == {
+        "node-initialize": None,
+        "node-heartbeat-with-lease": 610000,
+        "pod-create": 1000,
+        "pod-delete": None,
+        "pod-ready": 1000,
+    }

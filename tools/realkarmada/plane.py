@@ -52,6 +52,11 @@ NODES: dict[str, tuple[int, dict[str, str]]] = {
     "cluster-b": (4, {"cpu": "192", "memory": "1536Gi", "nvidia.com/gpu": "32", "pods": "275"}),
 }
 
+# kwok's 'general' pod stages wait 1 s plus up to 5 s of jitter each (create, then ready): a pod
+# took 2-12 s to serve, and the real tier spent most of its time there. 1 s of jitter keeps the
+# order of the stages and their randomness, at 2-4 s a pod.
+POD_JITTER_MS = 1000
+
 
 def default_work_dir() -> Path:
     """TIDAL_REALKARMADA_PLANE, else the cache's plane dir: two planes on one machine (two
@@ -507,7 +512,7 @@ class Bringup:
                         "kind": "KwokctlConfiguration",
                         "options": options,
                     },
-                    *upstream.kwok_stages(),
+                    *upstream.kwok_stages(POD_JITTER_MS),
                 ]
             )
         )

@@ -43,16 +43,22 @@ def karmada_webhook_configurations(
     return list(yaml.safe_load_all(text))
 
 
-def kwok_stages() -> list[dict[str, Any]]:
-    """Node initialise + lease heartbeat, and the 'general' pod lifecycle whose create stage
-    delays each pod a second plus up to five of jitter."""
+def kwok_stages(pod_jitter_ms: int | None = None) -> list[dict[str, Any]]:
+    """Node initialise + lease heartbeat, and the 'general' pod lifecycle whose stages delay
+    each pod a second plus up to five of jitter (`pod_jitter_ms`: that jitter instead)."""
     root = module_dir(KWOK_MODULE, KWOK) / "kustomize" / "stage"
     paths = [
         root / "node" / "fast" / "node-initialize.yaml",
         root / "node" / "heartbeat-with-lease" / "node-heartbeat-with-lease.yaml",
         *sorted((root / "pod" / "general").glob("pod-*.yaml")),
     ]
-    return [doc for p in paths for doc in _docs(p)]
+    docs = [doc for p in paths for doc in _docs(p)]
+    if pod_jitter_ms is not None:
+        for doc in docs:
+            delay = (doc.get("spec") or {}).get("delay") or {}
+            if doc["metadata"]["name"].startswith("pod-") and "jitterDurationMilliseconds" in delay:
+                delay["jitterDurationMilliseconds"] = pod_jitter_ms
+    return docs
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
