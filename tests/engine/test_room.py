@@ -1,37 +1,131 @@
-"""A wave waiting for room: how soon it asks the budget again, on a fake clock."""
+"""A wave asking for room: held at once, pending on a Cluster status change while it does not
+fit, the timeout's reason once its deadline passed, and the runner waking it on a fake clock."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from tidal.domain.clock import FakeClock
-from tidal.engine.room import RESERVE_POLL_SECONDS, RESERVE_WAKE_SECONDS, wait_for_status
+from tidal.engine.budget import OwnBudget, SurgeBudget
+from tidal.engine.inflight import WaveInFlight
+from tidal.engine.journal import SurgeRecord, WaveState
+from tidal.engine.room import reserve_wave
+from tidal.engine.runner import CLUSTER_POLL_SECONDS, run_steps
+from tidal.engine.states import Direction, FailureReason, SurgeStep, Trigger
+from tidal.engine.steps import Pending, StepKind
+from tidal.engine.wave_steps import ReserveRoom
 
 T0 = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
 
 
-def test_a_shared_cluster_cache_that_changes_wakes_the_waiter_at_once() -> None:
-    """With the daemon's Cluster cache, a status change 0.6 s into the wait ends it within one
-    wake interval, long before the 2 s poll."""
+def _cluster(name: str, free_gpus: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "resourceVersion": "1"},
+        "status": {"resourceSummary": {"allocatable": {"nvidia.com/gpu": str(free_gpus)}}},
+    }
+
+
+@dataclass
+class FakeCtx:
+    """What asking for room reads of the run: its clusters, their cache version, the budget."""
+
+    clock: FakeClock
+    free_gpus: int = 0
+    version: str | None = None
+    wave_timeout: float = 10.0
+    schedule: str = "team"
+    run_id: str = "r1"
+    headroom_percent: float = 0.0
+    budget: SurgeBudget = field(default_factory=OwnBudget)
+    trigger: Trigger = Trigger.REBALANCE  # no bridge (the step asks for the surge's room only)
+    lists: int = 0
+
+    def list_clusters(self) -> list[dict[str, Any]]:
+        self.lists += 1
+        return [_cluster("gpu-b", self.free_gpus)]
+
+    def clusters_version(self) -> str | None:
+        return self.version
+
+
+@dataclass
+class FakeRun:
+    ctx: FakeCtx
+    wave: WaveState = field(default_factory=lambda: WaveState(1, []))
+    direction: Direction = Direction.FORWARD
+    deadline: float = 0.0
+
+
+def _run(free_gpus: int, version: str | None = None) -> FakeRun:
     clock = FakeClock(T0)
-    start = clock.monotonic()
-    changed_at = start + 0.6
-    wait_for_status(clock, lambda: "8" if clock.monotonic() >= changed_at else "7", "7")
-    waited = clock.monotonic() - start
-    assert 0.6 <= waited <= 0.6 + RESERVE_WAKE_SECONDS
+    run = FakeRun(FakeCtx(clock, free_gpus, version))
+    run.deadline = clock.monotonic() + run.ctx.wave_timeout
+    return run
 
 
-def test_an_unchanged_cache_waits_one_poll() -> None:
-    """No Cluster status change: the waiter asks again after the usual poll, not sooner."""
-    clock = FakeClock(T0)
-    start = clock.monotonic()
-    wait_for_status(clock, lambda: "7", "7")
-    assert clock.monotonic() - start == RESERVE_POLL_SECONDS
+def _surge(gpus: int) -> SurgeRecord:
+    return SurgeRecord({"w": {"gpu-b": gpus}}, {"gpu-b": {"nvidia.com/gpu": float(gpus)}})
 
 
-def test_a_run_alone_polls() -> None:
-    """Without a shared cache (a run alone lists the clusters each time) it sleeps one poll."""
-    clock = FakeClock(T0)
-    before = clock.now()
-    wait_for_status(clock, lambda: None, None)
-    assert clock.now() - before == timedelta(seconds=RESERVE_POLL_SECONDS)
+def test_room_that_fits_is_held_at_once() -> None:
+    """Four GPUs free, two needed: held, nothing to wait for."""
+    run = _run(free_gpus=4)
+    assert reserve_wave(cast(WaveInFlight, run), [_surge(2)]) is None
+
+
+def test_room_that_does_not_fit_is_pending_on_a_cluster_change() -> None:
+    """Short of room before the deadline: Pending on Cluster changes from the version read."""
+    run = _run(free_gpus=1, version="7")
+    answer = reserve_wave(cast(WaveInFlight, run), [_surge(2)])
+    assert isinstance(answer, Pending)
+    assert answer.wake_on.clusters and answer.wake_on.clusters_seen == "7"
+    assert answer.deadline == run.deadline
+
+
+def test_past_the_deadline_the_wave_times_out_saying_what_is_short() -> None:
+    """The deadline passed: the timeout reason names the wave's steps and what is short."""
+    run = _run(free_gpus=1)
+    run.ctx.clock.sleep(run.ctx.wave_timeout)
+    outcome = reserve_wave(cast(WaveInFlight, run), [_surge(2)])
+    assert not isinstance(outcome, Pending) and outcome is not None
+    assert outcome.failure is FailureReason.TIMEOUT
+    assert outcome.reason.startswith("no room for the wave's surge within waveTimeout 10s (short")
+
+
+def test_a_moved_surge_needs_no_room() -> None:
+    """A surge already moving holds what it needs: nothing is asked."""
+    run = _run(free_gpus=0)
+    record = _surge(2)
+    record.step = SurgeStep.MOVING
+    assert reserve_wave(cast(WaveInFlight, run), [record]) is None
+    assert run.ctx.lists == 0
+
+
+def test_the_runner_asks_again_every_poll_until_the_room_frees() -> None:
+    """A run alone: the step asks, the runner sleeps one poll, and it asks again; room freed
+    after 5 s is held on the first ask after it."""
+    run = _run(free_gpus=1)
+    run.wave.surge = _surge(2)
+    clock, start = run.ctx.clock, run.ctx.clock.monotonic()
+
+    class Freeing(ReserveRoom):
+        def advance(self, run_: WaveInFlight) -> Any:
+            if clock.monotonic() - start >= 5.0:
+                run.ctx.free_gpus = 2
+            return super().advance(run_)
+
+    assert run_steps(cast(WaveInFlight, run), [Freeing()]).ok
+    assert run.ctx.lists == 4  # at 0, 2, 4 and 6 s
+    assert clock.monotonic() - start == 3 * CLUSTER_POLL_SECONDS
+
+
+def test_the_runner_fails_the_step_at_its_deadline() -> None:
+    """Never room: the wave fails at the step's deadline with the timeout's reason."""
+    run = _run(free_gpus=0)
+    run.wave.surge = _surge(2)
+    outcome = run_steps(cast(WaveInFlight, run), [ReserveRoom()])
+    assert not outcome.ok and outcome.failure is FailureReason.TIMEOUT
+    assert "no room for the wave's surge within waveTimeout 10s" in outcome.reason
+    assert run.wave.step is not None and run.wave.step.kind == str(StepKind.RESERVE_ROOM)

@@ -4,7 +4,7 @@ the journalled index (replaying only the steps the table says restore in-process
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -12,7 +12,15 @@ from typing import Any, cast
 from tidal.domain.clock import FakeClock
 from tidal.engine.inflight import WaveInFlight
 from tidal.engine.journal import StepMark, WaveState
-from tidal.engine.runner import PAST_THE_LAST, Step, resume_index, run_steps
+from tidal.engine.runner import (
+    CLUSTER_LOOK_SECONDS,
+    CLUSTER_POLL_SECONDS,
+    PAST_THE_LAST,
+    Step,
+    resume_index,
+    run_steps,
+    wait,
+)
 from tidal.engine.states import Direction, FailureReason
 from tidal.engine.steps import DONE, STEPS, Answer, Failed, Pending, StepKind, WakeOn
 
@@ -38,6 +46,10 @@ class FakeWatch:
 class FakeCtx:
     clock: FakeClock
     wave_timeout: float = 60.0
+    version: Callable[[], str | None] = lambda: None  # the run's Cluster cache version
+
+    def clusters_version(self) -> str | None:
+        return self.version()
 
 
 @dataclass
@@ -172,3 +184,40 @@ def test_a_rollback_has_its_own_mark() -> None:
     assert log == ["trigger_touch"]
     assert run.wave.step == StepMark(2, PAST_THE_LAST)
     assert run.wave.step_back == StepMark(1, PAST_THE_LAST)
+
+
+def _waited_for_clusters(run: FakeRun, seen: str | None, deadline: float = 30.0) -> float:
+    """How long the runner waits for a Cluster change from `seen` (the watch is never read)."""
+    start = run.ctx.clock.monotonic()
+    wait(cast(WaveInFlight, run), Pending(WakeOn(clusters=True, clusters_seen=seen), deadline))
+    assert run.watch.waits == []
+    return run.ctx.clock.monotonic() - start
+
+
+def test_a_cluster_status_change_wakes_a_waiting_step_at_once() -> None:
+    """With the run's Cluster cache, a change 0.6 s into the wait ends it within one look,
+    long before the poll."""
+    run = _run()
+    changed_at = run.ctx.clock.monotonic() + 0.6
+    run.ctx.version = lambda: "8" if run.ctx.clock.monotonic() >= changed_at else "7"
+    assert 0.6 <= _waited_for_clusters(run, "7") <= 0.6 + CLUSTER_LOOK_SECONDS
+
+
+def test_an_unchanged_cluster_cache_waits_one_poll() -> None:
+    """No Cluster status change: the step is asked again after the poll, not sooner."""
+    run = _run()
+    run.ctx.version = lambda: "7"
+    assert _waited_for_clusters(run, "7") == CLUSTER_POLL_SECONDS
+
+
+def test_without_a_cluster_cache_the_runner_polls() -> None:
+    """A run alone (no Cluster cache): one poll's sleep."""
+    assert _waited_for_clusters(_run(), None) == CLUSTER_POLL_SECONDS
+
+
+def test_a_cluster_wait_ends_at_the_step_deadline() -> None:
+    """A deadline nearer than the poll cuts the wait; a passed one does not wait at all."""
+    run = _run()
+    now = run.ctx.clock.monotonic()
+    assert _waited_for_clusters(run, None, deadline=now + 0.5) == 0.5
+    assert _waited_for_clusters(run, None, deadline=now) == 0.0

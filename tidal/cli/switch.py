@@ -237,6 +237,8 @@ def left_behind(
     import json
     import shlex
 
+    from tidal.karmada.patches import MergePatch
+
     if not record.left_lazy:
         return []
     flags = "".join(
@@ -259,7 +261,7 @@ def left_behind(
             if w.name != record.window
             and any(r.name == name for c in w.policies for r in c.policy_refs())
         ]
-        patch = json.dumps({"spec": {"activationPreference": restores_to}}, separators=(",", ":"))
+        patch = json.dumps(MergePatch().activation(restores_to).body(), separators=(",", ":"))
         ns = f" -n {namespace}" if namespace else ""
         undo = (
             f"`tidal switch {loaded.path} --window {others[0]}{flags}` puts that window in "

@@ -20,13 +20,10 @@ loses nothing (`restore_marked`); a resumed run then redoes the unfinished step.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import json_merge_patch
 
 from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares, needs_bridge
 from tidal.domain.placement import Placement
@@ -44,6 +41,7 @@ from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
 from tidal.karmada.names import BRIDGE_PLACEMENT
+from tidal.karmada.patches import MergePatch
 from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import BindingView, PolicyView
 
@@ -51,6 +49,7 @@ if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
 
 CONFLICT_ATTEMPTS = 6
+NO_PLACEMENT = Placement({})  # a policy without one: its placement is written back as {}
 
 
 def _bridged(run: WaveInFlight) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
@@ -99,7 +98,7 @@ def _new_record(run: WaveInFlight) -> BridgeRecord | None:
         name = record.swap_from if back and record.action is ChangeKind.SWAP else record.name
         assert name is not None
         current = api.get_policy(ctx.client, record.kind, name, record.namespace)
-        original = copy.deepcopy(PolicyView(current).spec.get("placement") or {})
+        original = (PolicyView(current).placement or NO_PLACEMENT).raw()
         policies.append(
             BridgedPolicy(
                 record.kind,
@@ -201,7 +200,7 @@ def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Work
         for w in run.ctx.everyone
         if w.name not in record.targets
         and w.name not in live
-        and Placement.of(BindingView.of(run.watch.cache.get(w.binding_key)).placement) in bridges
+        and BindingView.of(run.watch.cache.get(w.binding_key)).placement in bridges
     ]
 
 
@@ -298,9 +297,9 @@ def _place(
             p.kind,
             p.name,
             p.namespace,
-            p.bridge if bridge else p.original,
+            Placement(p.bridge if bridge else p.original),
             mark={**(owner or {}), "original": p.original, "bridge": p.bridge} if bridge else None,
-            expect=p.bridge if only_from_bridge else None,
+            expect=Placement(p.bridge) if only_from_bridge else None,
         )
 
 
@@ -309,10 +308,10 @@ def _write(
     kind: str,
     name: str,
     namespace: str | None,
-    placement: Mapping[str, Any],
+    placement: Placement,
     *,
     mark: Mapping[str, Any] | None,
-    expect: Mapping[str, Any] | None,
+    expect: Placement | None,
 ) -> None:
     """Set the policy's placement; `mark`: the bridge annotation to write with it (None:
     remove it); `expect`: write only where the placement is that now."""
@@ -321,23 +320,16 @@ def _write(
         if current is None:
             return  # deleted: nothing to put back (the drift check reports it)
         view = PolicyView(current)
-        spec = view.spec
-        now = Placement(spec.get("placement") or {})
+        now = view.placement or NO_PLACEMENT
         marked = BRIDGE_PLACEMENT in view.annotations
-        if now == Placement(placement) and marked is (mark is not None):
+        if now == placement and marked is (mark is not None):
             return
-        if expect is not None and now != Placement(expect):
+        if expect is not None and now != expect:
             return
-        body: dict[str, Any] = {
-            "metadata": {
-                "annotations": {
-                    BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None
-                }
-            }
-        }
-        diff = json_merge_patch.create_patch(spec, {**spec, "placement": dict(placement)})
-        if diff:
-            body["spec"] = diff
+        body = MergePatch().annotate(
+            {BRIDGE_PLACEMENT: json.dumps(mark, sort_keys=True) if mark is not None else None}
+        )
+        body.placement(view.spec, placement)
         try:
             api.patch_policy(
                 client, kind, name, namespace, body, resource_version=view.resource_version
@@ -450,17 +442,7 @@ def restore_policy(
         mark, original, bridge_ = {}, {}, {}
     if run_id is not None and isinstance(mark, dict) and mark.get("runId", "") != run_id:
         return False
-    now = Placement(PolicyView(obj).spec.get("placement") or {})
-    if original and now == Placement(bridge_):
-        _write(client, kind, name, namespace, original, mark=None, expect=None)
-    else:
-        _write(
-            client,
-            kind,
-            name,
-            namespace,
-            PolicyView(obj).spec.get("placement") or {},
-            mark=None,
-            expect=None,
-        )
+    now = PolicyView(obj).placement or NO_PLACEMENT
+    back = Placement(original) if original and now == Placement(bridge_) else now
+    _write(client, kind, name, namespace, back, mark=None, expect=None)
     return True

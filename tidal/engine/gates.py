@@ -99,7 +99,7 @@ def touch_triggered(target: WaveTarget, binding: BindingView) -> bool:
     """The binding carries the policy's new placement and a policy claims it again."""
     if target.placement is None:
         return True
-    return Placement.of(binding.placement) == target.placement and binding.claimed
+    return binding.placement == target.placement and binding.claimed
 
 
 def second(value: datetime) -> datetime:

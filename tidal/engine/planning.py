@@ -80,7 +80,7 @@ class _BindingPlacements:
         self._seen: list[tuple[Any, Placement | None]] = []  # (raw, placement)
 
     def __call__(self, workload: Workload) -> Placement | None:
-        raw = BindingView.of(workload.binding).placement
+        raw = BindingView.of(workload.binding).placement_as_read
         for seen, placement in self._seen:
             if seen == raw:
                 return placement
@@ -395,8 +395,8 @@ def _swap_warnings(targets: list[PolicyTarget], placements: dict[str, Placement]
     every template at once and the new policy claims them all, Lazy or not."""
     out = []
     for t in targets:
-        before = PolicyView.of(t.from_obj).spec.get("placement")
-        if t.swap_from and before is not None and Placement(before) != placements[t.key]:
+        before = PolicyView.of(t.from_obj).placement
+        if t.swap_from and before is not None and before != placements[t.key]:
             out.append(
                 f"swap {t.swap_from} -> {t.name} changes the placement: Karmada may move "
                 "every workload at once when the old policy is deleted; write the "

@@ -29,6 +29,7 @@ from tidal.karmada.names import (
     POLICY_WINDOW,
     claim_labels,
 )
+from tidal.karmada.patches import MergePatch
 from tidal.karmada.policies import PolicyLookup
 from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 
@@ -116,8 +117,8 @@ def apply(
     )
 
 
-def _marks(window: str, run_id: str) -> dict[str, Any]:
-    return {"annotations": {POLICY_WINDOW: window, POLICY_RUN: run_id}}
+def _marks(window: str, run_id: str) -> dict[str, str]:
+    return {POLICY_WINDOW: window, POLICY_RUN: run_id}
 
 
 def _patch(
@@ -156,12 +157,10 @@ def _patch(
             record.pre_hash = content_hash(spec)
             if not record.lazy.added:  # else known from a halted run that added the Lazy
                 record.original_activation = view.activation
-        body = copy.deepcopy(patch)
-        body["metadata"] = {**(body.get("metadata") or {}), **_marks(window, run_id)}
+        body = MergePatch(patch).annotate(_marks(window, run_id))
         if lazy and new_spec.get("activationPreference") != LAZY:
-            body.setdefault("spec", {})["activationPreference"] = LAZY
+            body.activation(LAZY).annotate(_lazy_marks(run_id, record.original_activation))
             record.lazy = LazyMark.ADDED
-            body["metadata"]["annotations"].update(_lazy_marks(run_id, record.original_activation))
         save()
         try:
             after = api.patch_policy(
@@ -196,7 +195,7 @@ def _manifest(
 ) -> Obj:
     manifest = copy.deepcopy(target.change.swap.manifest if target.change.swap else {}) or {}
     meta = manifest.setdefault("metadata", {})
-    meta.setdefault("annotations", {}).update(_marks(window, run_id)["annotations"])
+    meta.setdefault("annotations", {}).update(_marks(window, run_id))
     if target.namespace and "namespace" not in meta:
         meta["namespace"] = target.namespace
     manifest.setdefault("kind", target.kind)
@@ -261,15 +260,15 @@ def finish(
     restore = record.lazy is LazyMark.ADDED
     if not record.applied and not restore:
         return PolicyAction.UNCHANGED
-    notes: dict[str, Any] = {COMPLETED_RUN: run_id} if record.applied else {}
+    notes: dict[str, str | None] = {COMPLETED_RUN: run_id} if record.applied else {}
     action = PolicyAction.LAZY_RESTORED if restore else PolicyAction.COMPLETED
     if record.lazy is LazyMark.KEPT:
         notes[LAZY_ADDED_BY] = run_id  # kept on purpose by this (completed) run
     else:
         notes.update(_unmark_lazy())  # also stale marks of a Lazy an owner lifted by hand
-    body: dict[str, Any] = {"metadata": {"annotations": notes}}
+    body = MergePatch().annotate(notes)
     if restore:
-        body["spec"] = {"activationPreference": record.original_activation}
+        body.activation(record.original_activation)
     save()
     _patch_retrying(client, record, body, cached)
     if restore:
@@ -302,7 +301,7 @@ def _undo_point(record: PolicyRecord) -> Callable[[PolicyRecord], None]:
 def _patch_retrying(
     client: KarmadaClient,
     record: PolicyRecord,
-    body: dict[str, Any],
+    body: MergePatch,
     first: PolicyLookup | None = None,
 ) -> Obj:
     for _ in range(CONFLICT_ATTEMPTS):
@@ -364,19 +363,15 @@ def _unpatch(client: KarmadaClient, record: PolicyRecord, *, run_id: str, lazy: 
     drop the run's window marks."""
     current = api.get_policy(client, record.kind, record.name, record.namespace)
     wanted = copy.deepcopy(record.pre_image or {})
-    body: dict[str, Any] = {}
+    body = MergePatch()
     if lazy:
         wanted["activationPreference"] = LAZY
         original = original_activation(record)
         if original != LAZY and PolicyView(current).lazy_added_by is None:
-            body["metadata"] = {"annotations": _lazy_marks(run_id, original)}
-    diff = json_merge_patch.create_patch(current.get("spec") or {}, wanted)
-    if diff:
-        body["spec"] = diff
+            body.annotate(_lazy_marks(run_id, original))
+    body.spec_to(current.get("spec") or {}, wanted)
     if PolicyView(current).run == run_id:  # the policy no longer is this run's window
-        body.setdefault("metadata", {}).setdefault("annotations", {}).update(
-            {POLICY_WINDOW: None, POLICY_RUN: None}
-        )
+        body.annotate({POLICY_WINDOW: None, POLICY_RUN: None})
     if body:
         _patch_retrying(client, record, body)
 
@@ -410,9 +405,9 @@ def restore_activation_after_rollback(
     if view.activation == original and not marked:
         return
     save()
-    body: dict[str, Any] = {"spec": {"activationPreference": original}}
+    body = MergePatch().activation(original)
     if marked:
-        body["metadata"] = {"annotations": _unmark_lazy()}
+        body.annotate(_unmark_lazy())
     api.patch_policy(client, record.kind, name, record.namespace, body)
 
 

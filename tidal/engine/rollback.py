@@ -179,7 +179,7 @@ def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
         or policy_change.original_activation(record) == LAZY
     ):
         return []  # lifting changes nothing
-    placement = Placement.of(view.spec.get("placement"))
+    placement = view.placement
     mine = [w for w in ctx.everyone if w.policy == record.key]
     now = _placements(ctx, mine)
     return [w.name for w in mine if w.name in now and now[w.name] != placement]
@@ -244,7 +244,7 @@ def _placements(ctx: SwitchContext, workloads: Sequence[Workload]) -> dict[str, 
     """Workload name -> the placement its binding carries now."""
     bindings = _bindings(ctx, workloads)
     return {
-        w.name: Placement.of(BindingView.of(bindings[w.binding_key]).placement)
+        w.name: BindingView.of(bindings[w.binding_key]).placement
         for w in workloads
         if w.binding_key in bindings
     }

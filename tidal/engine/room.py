@@ -12,23 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from tidal.domain.clock import Clock
 from tidal.domain.plan import Amounts
 from tidal.domain.prediction import ClusterFacts
 from tidal.domain.surge import add, describe, usable
 from tidal.engine.journal import WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import BridgeStep, Direction, FailureReason, SurgeStep
+from tidal.engine.steps import Pending, WakeOn
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import ClusterView
 
 if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
-
-RESERVE_POLL_SECONDS = 2.0
-# with the daemon's shared informers a waiting wave looks this often whether Cluster status
-# changed (no request), and asks the budget again at once when it did
-RESERVE_WAKE_SECONDS = 0.25
 
 
 class Leasing(Protocol):
@@ -55,9 +50,12 @@ def _holds_room(wave: WaveState, back: bool) -> bool:
     )
 
 
-def reserve_wave(run: WaveInFlight, steps: Iterable[Leasing | None]) -> WaveOutcome | None:
-    """Reserve the room of every step of the wave still to run, as one hold, polling until it
-    fits or the wave times out; None when it is held (or nothing needs room)."""
+def reserve_wave(
+    run: WaveInFlight, steps: Iterable[Leasing | None]
+) -> WaveOutcome | Pending | None:
+    """Reserve the room of every step of the wave still to run, as one hold; None when it is
+    held (or nothing needs room), Pending while it does not fit yet (the runner waits for a
+    Cluster status change), a failed outcome once the step's deadline passed."""
     pending = [
         s
         for s in steps
@@ -92,38 +90,38 @@ def reserve_wave(run: WaveInFlight, steps: Iterable[Leasing | None]) -> WaveOutc
 
 def _reserve(
     run: WaveInFlight, name: str, need: Amounts, *, resumed: bool, what: str
-) -> WaveOutcome | None:
+) -> WaveOutcome | Pending | None:
     """Reserve `need` as `name`; `resumed`: what `name` holds already is counted as used in
-    the free amounts."""
+    the free amounts. Pending until a Cluster status change (the runner waits) while it does
+    not fit and the step's deadline has not passed."""
     ctx = run.ctx
-    while True:
-        seen = ctx.clusters_version()
-        free, versions = _free(ctx)
-        if resumed:
-            free = add(free, need)
-        if ctx.budget.reserve(name, need, free, versions):
-            return None
-        if ctx.clock.monotonic() >= run.deadline:
-            short = {
-                c: {
-                    r: q - free.get(c, {}).get(r, 0.0)
-                    for r, q in a.items()
-                    if q > free.get(c, {}).get(r, 0.0)
-                }
-                for c, a in need.items()
-            }
-            short = {c: a for c, a in short.items() if a}
-            why = (
-                f"short of {describe(short)}"
-                if short
-                else f"{describe(need)} is free but held by other waves of this daemon"
-            )
-            return WaveOutcome(
-                False,
-                FailureReason.TIMEOUT,
-                f"no room for the wave's {what} within waveTimeout {ctx.wave_timeout:g}s ({why})",
-            )
-        wait_for_status(ctx.clock, ctx.clusters_version, seen)
+    seen = ctx.clusters_version()
+    free, versions = _free(ctx)
+    if resumed:
+        free = add(free, need)
+    if ctx.budget.reserve(name, need, free, versions):
+        return None
+    if ctx.clock.monotonic() < run.deadline:
+        return Pending(WakeOn(clusters=True, clusters_seen=seen), run.deadline)
+    short = {
+        c: {
+            r: q - free.get(c, {}).get(r, 0.0)
+            for r, q in a.items()
+            if q > free.get(c, {}).get(r, 0.0)
+        }
+        for c, a in need.items()
+    }
+    short = {c: a for c, a in short.items() if a}
+    why = (
+        f"short of {describe(short)}"
+        if short
+        else f"{describe(need)} is free but held by other waves of this daemon"
+    )
+    return WaveOutcome(
+        False,
+        FailureReason.TIMEOUT,
+        f"no room for the wave's {what} within waveTimeout {ctx.wave_timeout:g}s ({why})",
+    )
 
 
 def running(run: WaveInFlight) -> None:
@@ -136,18 +134,6 @@ def release_room(ctx: SwitchContext, wave: WaveState, back: bool) -> None:
     """Give the wave's room back once neither its bridge nor its surge holds any."""
     if not _holds_room(wave, back):
         ctx.budget.release(holder(ctx, wave, back), status_versions(ctx))
-
-
-def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str | None) -> None:
-    """Until the next poll, or, with a shared Cluster cache (`seen` its version when the
-    budget was asked), until Cluster status changes."""
-    if seen is None:
-        clock.sleep(RESERVE_POLL_SECONDS)
-        return
-    waited = 0.0
-    while waited < RESERVE_POLL_SECONDS and version() == seen:
-        clock.sleep(RESERVE_WAKE_SECONDS)
-        waited += RESERVE_WAKE_SECONDS
 
 
 def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:

@@ -4,7 +4,8 @@ every wait.
     steps:  [reserve] -> [bridge] -> [surge] -> [touch] -> [scheduled] -> ... -> [health]
                 ^ index journalled with the wave (StepMark: index and kind)
     runner: advance(step) -> Done     -> next index
-                          -> Pending  -> wait(watch events on the named bindings | deadline)
+                          -> Pending  -> wait(watch events on the named bindings
+                                              | a Cluster status change | deadline)
                                          -> advance(step) again
                           -> Failed   -> the wave's failed outcome
 
@@ -32,6 +33,10 @@ from tidal.engine.steps import STEPS, Answer, Done, Failed, Pending, StepKind
 from tidal.karmada.bindings import key_of
 
 WAKE_SECONDS: Final = 5.0  # a waiting step looks again at least this often (progress, health)
+# a step waiting for a Cluster status change (the room's) asks again at least this often; with
+# the daemon's shared informers the runner looks this often whether Cluster status changed
+CLUSTER_POLL_SECONDS: Final = 2.0
+CLUSTER_LOOK_SECONDS: Final = 0.25
 PAST_THE_LAST: Final = "done"
 
 
@@ -79,17 +84,36 @@ def advance(run: WaveInFlight, step: Step) -> Done | Failed:
 
 
 def wait(run: WaveInFlight, pending: Pending) -> None:
-    """The one wait of the kernel: until a watch event `pending.wake_on` names, the step's
-    deadline, or WAKE_SECONDS (the watch keeps the bindings' cache up to date meanwhile)."""
+    """The one wait of the kernel: until a watch event `pending.wake_on` names (or, for a wait
+    on `clusters`, a Cluster status change), the step's deadline, or WAKE_SECONDS
+    (CLUSTER_POLL_SECONDS) (the watch keeps the bindings' cache up to date meanwhile)."""
     clock = run.ctx.clock
     remaining = pending.deadline - clock.monotonic()
     if remaining <= 0:
+        return
+    wake_on = pending.wake_on
+    if wake_on.clusters:
+        _wait_for_clusters(run, wake_on.clusters_seen, min(remaining, CLUSTER_POLL_SECONDS))
         return
     for obj, deleted in run.watch.changes(min(remaining, WAKE_SECONDS)):
         if pending.wake_on.wakes(key_of(obj), None if deleted else obj):
             return
         if clock.monotonic() >= pending.deadline:
             return
+
+
+def _wait_for_clusters(run: WaveInFlight, seen: str | None, seconds: float) -> None:
+    """Sleep `seconds`, or, with the run's Cluster cache (`seen` its version when the step
+    looked), until its version moves on, looked at every CLUSTER_LOOK_SECONDS (no request)."""
+    ctx = run.ctx
+    if seen is None:
+        ctx.clock.sleep(seconds)
+        return
+    waited = 0.0
+    while waited < seconds and ctx.clusters_version() == seen:
+        step = min(CLUSTER_LOOK_SECONDS, seconds - waited)
+        ctx.clock.sleep(step)
+        waited += step
 
 
 def resume_index(run: WaveInFlight, steps: Sequence[Step]) -> int:

@@ -4,7 +4,8 @@ writes, and what advancing one answers.
 A wave is a list of steps (tidal.engine.strategies builds it from the run's strategy); the
 runner (tidal.engine.runner) advances the current one and journals its index. A step answers
 `Done` (the runner goes to the next), `Pending` (the runner waits on the watch until one of the
-named objects changes or the step's own deadline passes, then asks again) or `Failed` (the wave
+named objects changes, or a Cluster's status does, or the step's own deadline passes, then asks
+again) or `Failed` (the wave
 ends). Every step is safe to advance again after a crash: it reads what it did from its journal
 record (tidal.engine.journal) and the cluster.
 
@@ -100,11 +101,15 @@ STEPS: Final = MappingProxyType(
 class WakeOn:
     """The watch events that end a step's wait: those on `keys` (None: any binding the wave
     watches) for which `when()` holds (default: always); `seen` sees every event first (a
-    step's incremental tracker)."""
+    step's incremental tracker). With `clusters`, a Cluster status change ends it instead: the
+    run's Cluster cache leaving the version `clusters_seen` the step read (None: the run has no
+    such cache, and the runner only polls)."""
 
     keys: frozenset[str] | None = None
     seen: Callable[[str, Obj | None], None] | None = None
     when: Callable[[], bool] | None = None
+    clusters: bool = False
+    clusters_seen: str | None = None
 
     def wakes(self, key: str, obj: Obj | None) -> bool:
         if self.seen is not None:

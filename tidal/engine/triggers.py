@@ -24,7 +24,7 @@ REBALANCER_TTL_SECONDS = 600
 
 def binding_placement(workload: Workload) -> Placement | None:
     """The placement the workload's binding carries now (None without a binding)."""
-    return Placement.of(BindingView.of(workload.binding).placement)
+    return BindingView.of(workload.binding).placement
 
 
 def placement_changes(targets: Sequence[PolicyTarget], workloads: Sequence[Workload]) -> bool:

@@ -13,7 +13,7 @@ from tidal.engine.inflight import WaveInFlight
 from tidal.engine.journal import BridgeRecord, SurgeRecord
 from tidal.engine.runner import Step
 from tidal.engine.states import BridgeStep, Direction, Gate, SurgeStep
-from tidal.engine.steps import DONE, Answer, StepKind, answer
+from tidal.engine.steps import DONE, Answer, Pending, StepKind, answer
 
 MOVED: Final = (SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.RELEASED, SurgeStep.KEPT)
 
@@ -31,13 +31,15 @@ class _AdvancedAgainOnResume:
 
 
 class ReserveRoom:
-    """Lease the room of the wave's bridge and surge, as one hold (tidal.engine.room)."""
+    """Lease the room of the wave's bridge and surge, as one hold (tidal.engine.room); pending
+    on a Cluster status change while it does not fit."""
 
     kind = StepKind.RESERVE_ROOM
 
     def advance(self, run: WaveInFlight) -> Answer:
         records = (bridging.record_for(run), surging.record_for(run))
-        return answer(room.reserve_wave(run, records))
+        held = room.reserve_wave(run, records)
+        return held if isinstance(held, Pending) else answer(held)
 
     def done_in(self, run: WaveInFlight) -> bool:
         back = _back(run)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidal.karmada.client import (
@@ -17,6 +17,7 @@ from tidal.karmada.client import STRICT as STRICT
 from tidal.karmada.errors import NotFound
 from tidal.karmada.names import CPP_KIND, claim_label
 from tidal.karmada.paging import list_paged
+from tidal.karmada.patches import MergePatch
 
 # Every policy write names unknown fields as an error: the apiserver would otherwise drop a
 # typo (`weightPreferences:`) in silence and the switch would wait for a change never made.
@@ -46,25 +47,21 @@ def patch_policy(
     kind: str,
     name: str,
     namespace: str | None,
-    patch: dict[str, Any],
+    patch: MergePatch | Mapping[str, Any],
     resource_version: str | None = None,
     *,
     dry_run: bool = False,
 ) -> Obj:
     """JSON merge patch with strict field validation; with a resourceVersion the server
     refuses it (Conflict) if stale; a dry run is validated and defaulted, never stored."""
-    body = dict(patch)
-    if resource_version is not None:
-        meta = dict(body.get("metadata") or {})
-        meta["resourceVersion"] = resource_version
-        body["metadata"] = meta
     res = resource(kind)
+    merge = patch if isinstance(patch, MergePatch) else MergePatch(patch)
     return client.request(
         "patch",
         res,
         "PATCH",
         res.path(namespace, name),
-        body=body,
+        body=merge.body(resource_version),
         content_type=MERGE_PATCH,
         query=DRY_RUN if dry_run else STRICT,
         retry_conflict=dry_run,

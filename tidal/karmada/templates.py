@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tidal.karmada import patches
 from tidal.karmada.client import MERGE_PATCH, STRICT, KarmadaClient, Obj
-from tidal.karmada.names import SWITCH_RUN, SWITCHED_AT
 from tidal.karmada.paging import list_paged
 
 
@@ -36,13 +36,12 @@ def touch(
 ) -> Obj:
     """Set tidal's switched-at annotation: a user edit in Karmada's eyes (no .karmada.io)."""
     res = client.resource_for(api_version, kind)
-    body = {"metadata": {"annotations": {SWITCHED_AT: stamp, SWITCH_RUN: run_id}}}
     return client.request(
         "patch",
         res,
         "PATCH",
         res.path(namespace, name),
-        body=body,
+        body=patches.touch(stamp, run_id).body(),
         content_type=MERGE_PATCH,
         retry_conflict=True,
         query=STRICT,

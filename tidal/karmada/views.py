@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tidal.domain.placement import Placement
 from tidal.karmada.names import (
     ACTIVATION_BEFORE_LAZY,
     LABEL_MANAGED_BY,
@@ -117,7 +118,14 @@ class BindingView(ObjectView):
         return cls(binding if binding is not None else EMPTY)
 
     @property
-    def placement(self) -> Mapping[str, Any] | None:
+    def placement(self) -> Placement | None:
+        """The placement the binding carries (None: none)."""
+        return Placement.of(self.placement_as_read)
+
+    @property
+    def placement_as_read(self) -> Mapping[str, Any] | None:
+        """The raw placement: cheaper than a Placement to key a cache by (equal raw forms
+        give equal placements)."""
         value = self.spec.get("placement")
         return value if isinstance(value, Mapping) else None
 
@@ -209,6 +217,12 @@ class PolicyView(ObjectView):
     def spec_without_activation(self) -> dict[str, Any]:
         """The spec less activationPreference (which tidal manages around a change)."""
         return comparable(self.raw.get("spec"))
+
+    @property
+    def placement(self) -> Placement | None:
+        """The policy's placement (None: it has none)."""
+        value = self.spec.get("placement")
+        return Placement(value) if isinstance(value, Mapping) else None
 
     @property
     def activation(self) -> str | None:
