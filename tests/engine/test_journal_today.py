@@ -31,8 +31,8 @@ def test_a_surge_run_in_flight_loads_with_typed_strategy_and_steps() -> None:
     assert state.phase is Phase.WAVES and state.result is None
     assert state.completed_waves == [1]
     second = state.waves[1]
-    assert second.surge is not None and second.surge.step is SurgeStep.SURGED
-    assert second.bridge is not None and second.bridge.step is BridgeStep.RESTORED
+    assert second.forward.surge is not None and second.forward.surge.step is SurgeStep.SURGED
+    assert second.forward.bridge is not None and second.forward.bridge.step is BridgeStep.RESTORED
 
 
 def test_a_rolled_back_run_loads_with_typed_results() -> None:

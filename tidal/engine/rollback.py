@@ -43,7 +43,7 @@ def roll_back(
     stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
     for wave in _waves_to_undo(state.waves, stray):
         names = [str(key) for key in wave.workloads]
-        if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
+        if not (wave.forward.triggered or wave.rebalancers):  # only what Karmada moved of it
             names = [n for n in names if n in stray or n in _bridged(wave)]
         workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
         failed = _undo_wave(ctx, wave, workloads, placements)
@@ -84,11 +84,11 @@ def _waves_to_undo(waves: Sequence[WaveState], stray: set[str]) -> list[WaveStat
         for w in waves
         if (
             w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-            and (w.triggered or w.rebalancers or _bridged(w))
+            and (w.forward.triggered or w.rebalancers or _bridged(w))
         )
         or stray.intersection(str(k) for k in w.workloads)
     ]
-    ours = [w for w in undo if w.triggered or w.rebalancers]
+    ours = [w for w in undo if w.forward.triggered or w.rebalancers]
     return [*reversed(ours), *reversed([w for w in undo if w not in ours])]
 
 
@@ -161,7 +161,8 @@ def _lift_lazy(ctx: SwitchContext) -> None:
 
 def _bridged(wave: WaveState) -> set[str]:
     """The templates the wave's bridge touched (their bindings carry the bridge placement)."""
-    return set(wave.bridge.touched) if wave.bridge is not None else set()
+    bridge = wave.forward.bridge
+    return set(bridge.touched) if bridge is not None else set()
 
 
 def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
@@ -197,7 +198,10 @@ def moved_outside_waves(
     Karmada applied the Lazy policy when a user changed their templates (a scale) during the
     run. The rollback moves them back in their waves, under the floors."""
     untriggered = {
-        str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers) for k in w.workloads
+        str(k)
+        for w in ctx.state.waves
+        if not (w.forward.triggered or w.rebalancers)
+        for k in w.workloads
     }
     mine = [
         by_name[n]
