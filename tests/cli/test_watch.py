@@ -13,9 +13,9 @@ from tidal.cli.progress import WaveState
 from tidal.cli.watch import document, floor_notes, run_rows, template_key, view_of
 from tidal.domain.floors import FloorRule
 from tidal.domain.waves import WorkloadKey
-from tidal.engine.journal import RunState
+from tidal.engine.journal import RunState, WaveLeg
 from tidal.engine.journal import WaveState as WaveRecord
-from tidal.engine.states import Phase, WaveResult
+from tidal.engine.states import Direction, Phase, WaveResult
 
 NS = "ai-app"
 
@@ -54,7 +54,9 @@ def _day_run(wave_two: WaveResult | None = None) -> RunState:
             [WorkloadKey.parse(f"{NS}/Deployment/w{i}") for i in range(5, 10)],
             result=wave_two,
             started_at="2026-12-05T06:01:00Z",
-            triggered=[f"{NS}/Deployment/w{i}" for i in range(5, 10)],
+            forward=WaveLeg(
+                Direction.FORWARD, triggered=[f"{NS}/Deployment/w{i}" for i in range(5, 10)]
+            ),
         ),
     ]
     return RunState(
@@ -209,9 +211,9 @@ def test_a_wave_that_has_not_written_its_triggers_converges_nothing() -> None:
     """Wave 2 started but its touches not written yet: its bindings, ready on their old
     placement, count 0/5 converged (not 5/5); once three are touched, 3/5."""
     state = _day_run()
-    state.waves[1].triggered = []
+    state.waves[1].forward.triggered = []
     assert run_rows(state, _snapshot(5))[1].converged == 0
-    state.waves[1].triggered = [f"{NS}/Deployment/w{i}" for i in range(5, 8)]
+    state.waves[1].forward.triggered = [f"{NS}/Deployment/w{i}" for i in range(5, 8)]
     assert run_rows(state, _snapshot(5))[1].converged == 3
-    state.waves[1].triggered, state.waves[1].rebalancers = [], ["tidal-r1-2"]
+    state.waves[1].forward.triggered, state.waves[1].rebalancers = [], ["tidal-r1-2"]
     assert run_rows(state, _snapshot(5))[1].converged == 5

@@ -82,7 +82,7 @@ def _mid_gate(client: KarmadaClient) -> bool:
     return (
         run is not None
         and run.phase == "waves"
-        and any(w.triggered and w.result is None for w in run.waves[1:])
+        and any(w.forward.triggered and w.result is None for w in run.waves[1:])
     )
 
 

@@ -55,7 +55,8 @@ def _run(client: KarmadaClient) -> RunState | None:
 def _at(client: KarmadaClient, step: SurgeStep) -> bool:
     run = _run(client)
     return run is not None and any(
-        w.surge is not None and w.surge.step is step and w.surge.overrides for w in run.waves
+        w.forward.surge is not None and w.forward.surge.step is step and w.forward.surge.overrides
+        for w in run.waves
     )
 
 
@@ -117,7 +118,9 @@ def test_sigkill_during_a_surge_step_resumes_to_a_clean_end(
         )
         run = _run(client)
         assert run is not None and run.result == "succeeded", run
-        assert all(w.surge is None or w.surge.step is SurgeStep.RELEASED for w in run.waves)
+        assert all(
+            w.forward.surge is None or w.forward.surge.step is SurgeStep.RELEASED for w in run.waves
+        )
     finally:
         stop_all(procs.values())
     assert list_overrides(client, schedule="team-t1") == []

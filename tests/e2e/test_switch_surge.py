@@ -226,8 +226,8 @@ def test_a_halt_keeps_an_override_whose_removal_would_break_a_floor(
     record = run_window(client, path, "day", journal=journal)
     assert record.result == "failed", record.to_json()
     state = journal.load("team-s")
-    assert state is not None and state.waves[0].surge is not None
-    assert state.waves[0].surge.step is SurgeStep.KEPT
+    assert state is not None and state.waves[0].forward.surge is not None
+    assert state.waves[0].forward.surge.step is SurgeStep.KEPT
     left = overrides_left(state)
     assert left and "would break a floor" in left[0]["reason"]
     (kept,) = list_overrides(client, schedule="team-s")  # one for the wave's one split

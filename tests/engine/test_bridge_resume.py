@@ -78,7 +78,7 @@ def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
     since = emu.clock.now()
     crash_run(client, loaded, journal, POINTS[point]())
     state = journal.load("team-s")
-    assert state is not None and state.waves[0].bridge is not None
+    assert state is not None and state.waves[0].forward.bridge is not None
     duplicated = (
         _policy(client).spec["placement"]["replicaScheduling"].get("replicaSchedulingType")
         == "Duplicated"
@@ -87,8 +87,8 @@ def test_a_crash_at_each_bridge_step_resumes_to_a_clean_end(
     record = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)
     assert record.result == "succeeded", record.to_json()
     final = journal.load("team-s")
-    assert final is not None and final.waves[0].bridge is not None
-    assert final.waves[0].bridge.step is BridgeStep.RELEASED
+    assert final is not None and final.waves[0].forward.bridge is not None
+    assert final.waves[0].forward.bridge.step is BridgeStep.RELEASED
     policy = _policy(client)
     assert Placement.of(policy.spec.get("placement")) == NIGHT_PLACEMENT
     assert policy.activation != "Lazy"
@@ -145,8 +145,8 @@ def test_a_halted_bridge_leaves_the_window_placement_on_the_policy(
     left = [e for e in logs if e.get("code") == "bridge_left"]
     assert left and "ai-app/Deployment/web-0" in left[0]["message"]
     state = journal.load("team-s")
-    assert state is not None and state.waves[0].bridge is not None
-    assert state.waves[0].bridge.step is BridgeStep.RELEASED
+    assert state is not None and state.waves[0].forward.bridge is not None
+    assert state.waves[0].forward.bridge.step is BridgeStep.RELEASED
 
 
 def test_a_rollback_bridges_the_way_back_too(

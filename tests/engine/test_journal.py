@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tidal.domain.waves import WorkloadKey
-from tidal.engine.journal import InMemoryJournal, PolicyRecord, RunState, WaveState
-from tidal.engine.states import LazyMark, Phase, WaveResult
+from tidal.engine.journal import InMemoryJournal, PolicyRecord, RunState, WaveLeg, WaveState
+from tidal.engine.states import Direction, LazyMark, Phase, WaveResult
 from tidal.karmada.errors import Conflict
 
 
@@ -26,7 +26,7 @@ def _state() -> RunState:
                 index=0,
                 workloads=[WorkloadKey.parse("ns/Deployment/a")],
                 result=WaveResult.SUCCEEDED,
-                triggered=["ns/Deployment/a"],
+                forward=WaveLeg(Direction.FORWARD, triggered=["ns/Deployment/a"]),
             )
         ],
     )

@@ -17,7 +17,7 @@ from tests.engine.crashing import crash_run, crashed_while_wave_1_surges
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
 from tidal.engine.inflight import WaveInFlight
-from tidal.engine.journal import InMemoryJournal, RunState, StepMark, WaveState
+from tidal.engine.journal import InMemoryJournal, RunState, StepMark, WaveLeg, WaveState
 from tidal.engine.resolve import Workload
 from tidal.engine.runner import PAST_THE_LAST, resume_index
 from tidal.engine.states import BridgeStep, Direction, SurgeStep, Trigger
@@ -40,8 +40,12 @@ class Resumed:
     live: list[Workload] = field(default_factory=list)
 
     @property
+    def leg(self) -> WaveLeg:
+        return self.wave.leg(self.direction)
+
+    @property
     def triggered_before(self) -> list[str]:
-        return self.wave.triggered
+        return self.leg.triggered
 
 
 def _second_wave(change: dict[str, Any] | None = None) -> WaveState:
@@ -73,10 +77,10 @@ def _as_written_before_the_kernel(journal: InMemoryJournal) -> StepMark:
     """Take the step marks out of the crashed run's journal; the first wave's mark."""
     state = journal.load("team-s")
     assert state is not None
-    mark = state.waves[0].step
+    mark = state.waves[0].forward.step
     assert mark is not None
     for wave in state.waves:
-        wave.step = wave.step_back = None
+        wave.forward.step = wave.back.step = None
     journal.save(state)
     return mark
 
@@ -86,7 +90,7 @@ def _resume(client: Any, loaded: Any, journal: InMemoryJournal) -> RunState:
     assert record.result == "succeeded", record.to_json()
     final = journal.load("team-s")
     assert final is not None
-    assert final.waves[0].step == StepMark(len(SURGE_STEPS), PAST_THE_LAST)
+    assert final.waves[0].forward.step == StepMark(len(SURGE_STEPS), PAST_THE_LAST)
     return final
 
 
@@ -100,7 +104,10 @@ def test_a_journal_without_step_index_resumes_mid_surge(
     client, loaded, journal = crashed_while_wave_1_surges(emu, tmp_path)
     assert _as_written_before_the_kernel(journal).kind == StepKind.SURGE
     final = _resume(client, loaded, journal)
-    assert final.waves[0].surge is not None and final.waves[0].surge.step is SurgeStep.RELEASED
+    assert (
+        final.waves[0].forward.surge is not None
+        and final.waves[0].forward.surge.step is SurgeStep.RELEASED
+    )
     no_overrides(client)
 
 
@@ -124,6 +131,6 @@ def test_a_journal_without_step_index_resumes_mid_bridge(
     crash_run(client, loaded, journal, waiting)
     assert _as_written_before_the_kernel(journal).kind == StepKind.BRIDGE
     final = _resume(client, loaded, journal)
-    assert final.waves[0].bridge is not None
-    assert final.waves[0].bridge.step is BridgeStep.RELEASED
+    assert final.waves[0].forward.bridge is not None
+    assert final.waves[0].forward.bridge.step is BridgeStep.RELEASED
     no_overrides(client)

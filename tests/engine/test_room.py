@@ -10,7 +10,7 @@ from typing import Any, cast
 from tidal.domain.clock import FakeClock
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.inflight import WaveInFlight
-from tidal.engine.journal import SurgeRecord, WaveState
+from tidal.engine.journal import SurgeRecord, WaveLeg, WaveState
 from tidal.engine.room import reserve_wave
 from tidal.engine.runner import CLUSTER_POLL_SECONDS, run_steps
 from tidal.engine.states import Direction, FailureReason, SurgeStep, Trigger
@@ -56,6 +56,10 @@ class FakeRun:
     wave: WaveState = field(default_factory=lambda: WaveState(1, []))
     direction: Direction = Direction.FORWARD
     deadline: float = 0.0
+
+    @property
+    def leg(self) -> WaveLeg:
+        return self.wave.leg(self.direction)
 
 
 def _run(free_gpus: int, version: str | None = None) -> FakeRun:
@@ -107,7 +111,7 @@ def test_the_runner_asks_again_every_poll_until_the_room_frees() -> None:
     """A run alone: the step asks, the runner sleeps one poll, and it asks again; room freed
     after 5 s is held on the first ask after it."""
     run = _run(free_gpus=1)
-    run.wave.surge = _surge(2)
+    run.wave.forward.surge = _surge(2)
     clock, start = run.ctx.clock, run.ctx.clock.monotonic()
 
     class Freeing(ReserveRoom):
@@ -124,8 +128,9 @@ def test_the_runner_asks_again_every_poll_until_the_room_frees() -> None:
 def test_the_runner_fails_the_step_at_its_deadline() -> None:
     """Never room: the wave fails at the step's deadline with the timeout's reason."""
     run = _run(free_gpus=0)
-    run.wave.surge = _surge(2)
+    run.wave.forward.surge = _surge(2)
     outcome = run_steps(cast(WaveInFlight, run), [ReserveRoom()])
     assert not outcome.ok and outcome.failure is FailureReason.TIMEOUT
     assert "no room for the wave's surge within waveTimeout 10s" in outcome.reason
-    assert run.wave.step is not None and run.wave.step.kind == str(StepKind.RESERVE_ROOM)
+    step = run.wave.forward.step
+    assert step is not None and step.kind == str(StepKind.RESERVE_ROOM)

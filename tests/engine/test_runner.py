@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from tidal.domain.clock import FakeClock
 from tidal.engine.inflight import WaveInFlight
-from tidal.engine.journal import StepMark, WaveState
+from tidal.engine.journal import StepMark, WaveLeg, WaveState
 from tidal.engine.runner import (
     CLUSTER_LOOK_SECONDS,
     CLUSTER_POLL_SECONDS,
@@ -62,6 +62,10 @@ class FakeRun:
     direction: Direction = Direction.FORWARD
     deadline: float = 0.0
 
+    @property
+    def leg(self) -> WaveLeg:
+        return self.wave.leg(self.direction)
+
 
 class Scripted:
     """A step answering from a script (then Done), recording each advance in `log`."""
@@ -93,8 +97,8 @@ def test_every_step_is_advanced_in_order_and_the_index_journalled() -> None:
     run = _run()
     outcome = run_steps(cast(WaveInFlight, run), _steps(log, K.TRIGGER_TOUCH, K.GATE_CONVERGED))
     assert outcome.ok and log == ["trigger_touch", "gate_converged"]
-    assert run.wave.step == StepMark(2, PAST_THE_LAST)
-    assert WaveState.from_dict(run.wave.to_dict()).step == StepMark(2, PAST_THE_LAST)
+    assert run.wave.forward.step == StepMark(2, PAST_THE_LAST)
+    assert WaveState.from_dict(run.wave.to_dict()).forward.step == StepMark(2, PAST_THE_LAST)
 
 
 def test_a_failed_step_ends_the_wave_before_the_next() -> None:
@@ -106,7 +110,7 @@ def test_a_failed_step_ends_the_wave_before_the_next() -> None:
     outcome = run_steps(cast(WaveInFlight, run), steps)
     assert not outcome.ok and outcome.failure is FailureReason.TIMEOUT
     assert outcome.reason == "too slow" and log == ["reserve_room", "surge"]
-    assert run.wave.step == StepMark(1, "surge")
+    assert run.wave.forward.step == StepMark(1, "surge")
 
 
 def test_a_pending_step_waits_for_an_event_it_names_then_is_asked_again() -> None:
@@ -149,7 +153,7 @@ def test_a_resume_goes_on_from_the_journalled_step_replaying_only_what_the_table
     advanced again, the bridge and surge are not."""
     log: list[str] = []
     kinds = (K.RESERVE_ROOM, K.BRIDGE, K.SURGE, K.TRIGGER_TOUCH, K.GATE_SCHEDULED)
-    wave = WaveState(1, [], step=StepMark(4, "gate_scheduled"))
+    wave = WaveState(1, [], forward=WaveLeg(Direction.FORWARD, step=StepMark(4, "gate_scheduled")))
     assert run_steps(cast(WaveInFlight, _run(wave)), _steps(log, *kinds)).ok
     assert log == ["reserve_room", "trigger_touch", "gate_scheduled"]
     assert [k for k in kinds[:4] if STEPS[k].replay] == [K.RESERVE_ROOM, K.TRIGGER_TOUCH]
@@ -171,19 +175,21 @@ def test_a_mark_naming_another_kind_is_not_trusted() -> None:
     """A mark whose kind is not the list's at its index (another plan): derived again."""
     log: list[str] = []
     steps: list[Step] = [Scripted(K.TRIGGER_TOUCH, log, done=True), Scripted(K.GATE_CONVERGED, log)]
-    wave = WaveState(1, [], step=StepMark(0, "surge"))
+    wave = WaveState(1, [], forward=WaveLeg(Direction.FORWARD, step=StepMark(0, "surge")))
     assert resume_index(cast(WaveInFlight, _run(wave)), steps) == 1
 
 
 def test_a_rollback_has_its_own_mark() -> None:
     """Going back journals into stepBack; the forward mark stays as it was."""
     log: list[str] = []
-    run = _run(WaveState(1, [], step=StepMark(2, PAST_THE_LAST)))
+    run = _run(
+        WaveState(1, [], forward=WaveLeg(Direction.FORWARD, step=StepMark(2, PAST_THE_LAST)))
+    )
     run.direction = Direction.BACK
     assert run_steps(cast(WaveInFlight, run), _steps(log, K.TRIGGER_TOUCH)).ok
     assert log == ["trigger_touch"]
-    assert run.wave.step == StepMark(2, PAST_THE_LAST)
-    assert run.wave.step_back == StepMark(1, PAST_THE_LAST)
+    assert run.wave.forward.step == StepMark(2, PAST_THE_LAST)
+    assert run.wave.back.step == StepMark(1, PAST_THE_LAST)
 
 
 def _waited_for_clusters(run: FakeRun, seen: str | None, deadline: float = 30.0) -> float:

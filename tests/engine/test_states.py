@@ -144,17 +144,20 @@ def test_a_wave_surge_round_trips_through_the_journal() -> None:
 
     wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
     assert "surge" not in wave.to_dict()
-    wave.surge = SurgeRecord(
+    wave.forward.surge = SurgeRecord(
         {"ns/Deployment/a": {"cluster-b": 5}},
         {"cluster-b": {"pods": 4.0}},
         SurgeStep.SURGED,
         ["OverridePolicy/ns/tidal-x-w1-0"],
     )
-    wave.surge_back = SurgeRecord({"ns/Deployment/a": {"cluster-a": 4}}, kept="floor")
+    wave.back.surge = SurgeRecord({"ns/Deployment/a": {"cluster-a": 4}}, kept="floor")
     state = RunState("team", "night", "r1", waves=[wave], strategy=Strategy.SURGE)
     again = RunState.from_dict(state.to_dict())
     assert again.strategy is Strategy.SURGE and state.to_dict()["strategy"] == "surge"
-    assert again.waves[0].surge == wave.surge and again.waves[0].surge_back == wave.surge_back
+    assert (
+        again.waves[0].forward.surge == wave.forward.surge
+        and again.waves[0].back.surge == wave.back.surge
+    )
     assert (
         RunState.from_dict({"schedule": "t", "window": "w", "runId": "r"}).strategy
         is Strategy.DIRECT
@@ -199,7 +202,7 @@ def test_a_wave_bridge_round_trips_through_the_journal() -> None:
 
     wave = WaveState(1, [WorkloadKey("ns", "a", "Deployment")])
     assert "bridge" not in wave.to_dict()
-    wave.bridge = BridgeRecord(
+    wave.forward.bridge = BridgeRecord(
         {"ns/Deployment/a": {"a": 1, "b": 1}},
         {"b": {"pods": 1.0}},
         BridgeStep.TOUCHING,
@@ -214,7 +217,7 @@ def test_a_wave_bridge_round_trips_through_the_journal() -> None:
         ],
         ["ns/Deployment/a"],
     )
-    wave.bridge_back = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
+    wave.back.bridge = BridgeRecord({"ns/Deployment/a": {"a": 1, "b": 1}})
     again = RunState.from_dict(RunState("team", "night", "r1", waves=[wave]).to_dict())
-    assert again.waves[0].bridge == wave.bridge
-    assert again.waves[0].bridge_back == wave.bridge_back
+    assert again.waves[0].forward.bridge == wave.forward.bridge
+    assert again.waves[0].back.bridge == wave.back.bridge

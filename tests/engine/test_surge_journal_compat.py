@@ -42,7 +42,7 @@ def test_a_mid_surge_journal_with_one_override_per_workload_resumes_clean(
     client, loaded, journal = crashed_while_wave_1_surges(emu, tmp_path)
     state = journal.load("team-s")
     assert state is not None
-    record = state.waves[0].surge
+    record = state.waves[0].forward.surge
     assert record is not None and record.step is SurgeStep.SURGED
     owner = Owner("team-s", state.run_id, 1)
     older = []

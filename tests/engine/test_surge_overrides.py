@@ -15,6 +15,7 @@ from tidal.domain.clock import SystemClock
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.journal import SurgeRecord
 from tidal.engine.resolve import Workload
+from tidal.engine.states import Direction
 from tidal.engine.surge_overrides import remove_overrides, write_overrides
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.overrides import list_overrides
@@ -71,14 +72,14 @@ def test_groups_follow_fits_and_lifts_without_leaving_a_workload_unheld(
     workloads = _workloads("web-0", "web-1", "web-2")
     w0, w1, w2 = workloads
     record = SurgeRecord({w0: {"cluster-b": 5}, w1: {"cluster-b": 5}, w2: {"cluster-b": 6}})
-    write_overrides(ctx, 1, record, workloads, back=False)
+    write_overrides(ctx, 1, record, workloads, direction=Direction.FORWARD)
     assert _selected(client) == {5: ["web-0", "web-1"], 6: ["web-2"]}
     assert len(record.overrides) == 2
 
     emu.reset_requests()
     before = {name: dict(split) for name, split in record.targets.items()}
     record.targets[w0] = {"cluster-b": 6}
-    write_overrides(ctx, 1, record, workloads, back=False, before=before)
+    write_overrides(ctx, 1, record, workloads, direction=Direction.FORWARD, before=before)
     assert _selected(client) == {5: ["web-1"], 6: ["web-0", "web-2"]}
     names = {v.replicas()["cluster-b"]: v.name for v in list_overrides(client, schedule="team-g")}
     puts = [r.name for r in emu.request_log() if r.verb == "update"]
@@ -88,13 +89,15 @@ def test_groups_follow_fits_and_lifts_without_leaving_a_workload_unheld(
     emu.reset_requests()
     before = {name: dict(split) for name, split in record.targets.items()}
     record.targets[w1] = {}
-    write_overrides(ctx, 1, record, workloads, back=False, before=before)
+    write_overrides(ctx, 1, record, workloads, direction=Direction.FORWARD, before=before)
     writes = [(r.verb, r.name) for r in emu.request_log() if r.verb != "get"]
     assert writes == [("delete", names[5])]  # the 6 group, unchanged, is not written
     assert _selected(client) == {6: ["web-0", "web-2"]}
     assert len(record.overrides) == 1
 
     emu.reset_requests()
-    remove_overrides(ctx, 1, record, back=False, deadline=run.clock.monotonic() + 10)
+    remove_overrides(
+        ctx, 1, record, direction=Direction.FORWARD, deadline=run.clock.monotonic() + 10
+    )
     assert [r.verb for r in emu.request_log()] == ["deletecollection"]
     assert record.overrides == [] and list_overrides(client, schedule="team-g") == []

@@ -59,7 +59,7 @@ def converged(binding: Mapping[str, Any] | None, ready_field: str | None = None)
 def moved(wave: WaveRecord, key: object) -> bool:
     """The wave wrote the workload's trigger (its touch, or the wave's rebalancer): before
     that a binding converged on its old placement is not converged for the wave."""
-    return bool(wave.rebalancers) or str(key) in wave.triggered
+    return bool(wave.rebalancers) or str(key) in wave.forward.triggered
 
 
 def _state(wave: WaveRecord, running: bool) -> WaveState:

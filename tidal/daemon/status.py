@@ -322,7 +322,8 @@ def overrides_left(
     out: list[dict[str, Any]] = []
     stopped = run.finished if stopped is None else stopped
     for wave in run.waves:
-        for back, record in ((False, wave.surge), (True, wave.surge_back)):
+        for leg in wave.legs:
+            record = leg.surge
             if record is None or not record.active or not stopped:
                 continue
             there = [o for o in record.overrides if standing is None or o in standing]
@@ -331,7 +332,7 @@ def overrides_left(
             out.append(
                 {
                     "wave": wave.index,
-                    "rollback": back,
+                    "rollback": leg.direction.rollback,
                     "overrides": there,
                     "step": record.step.value,
                     "reason": record.kept

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from tidal.domain.bridge import bridge_clusters, bridge_placement, bridge_shares, needs_bridge
 from tidal.domain.placement import Placement
@@ -35,7 +35,7 @@ from tidal.engine.events import BridgeStepped, RunWarning
 from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
-from tidal.engine.states import BridgeStep, ChangeKind, Direction, Phase, Trigger
+from tidal.engine.states import BridgeStep, Direction, Phase, Trigger
 from tidal.engine.surging import ReadyWait
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
@@ -52,27 +52,39 @@ CONFLICT_ATTEMPTS = 6
 NO_PLACEMENT = Placement({})  # a policy without one: its placement is written back as {}
 
 
+def _planned(run: WaveInFlight, w: Workload, now: dict[str, int]) -> dict[str, int] | None:
+    """Forward: the split the plan bridges it to (None: not bridged)."""
+    return run.ctx.bridges.get(w.name) or None
+
+
+def _back_to_before(run: WaveInFlight, w: Workload, now: dict[str, int]) -> dict[str, int] | None:
+    """Back: its split from before the run, when its bridge forward was needed and the way
+    back has no member either."""
+    forward = run.wave.forward.bridge
+    if forward is None or w.name not in forward.targets:
+        return None
+    then = run.ctx.before.get(w.name, {})
+    return dict(then) if needs_bridge(now, then) else None
+
+
+# the split a workload of the wave is bridged to, each way (None: not bridged)
+_BRIDGED_TO: Final[
+    Mapping[Direction, Callable[[WaveInFlight, Workload, dict[str, int]], dict[str, int] | None]]
+] = {Direction.FORWARD: _planned, Direction.BACK: _back_to_before}
+
+
 def _bridged(run: WaveInFlight) -> list[tuple[Workload, dict[str, int], dict[str, int]]]:
     """(workload, its split now, the split it moves to) for each workload of the wave to
-    bridge: forward, those the plan bridges; back, those bridged forward whose way back has
-    no member either."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
-    forward = run.wave.bridge
+    bridge (`_BRIDGED_TO` of the run's direction)."""
+    to = _BRIDGED_TO[run.direction]
     out = []
     for w in run.live:
         if not w.replicas:
             continue
         now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
-        if not back:
-            planned = ctx.bridges.get(w.name)
-            if planned:
-                out.append((w, now, planned))
-            continue
-        if forward is None or w.name not in forward.targets:
-            continue
-        then = ctx.before.get(w.name, {})
-        if needs_bridge(now, then):
-            out.append((w, now, dict(then)))
+        then = to(run, w, now)
+        if then is not None:
+            out.append((w, now, then))
     return out
 
 
@@ -83,7 +95,7 @@ def _policy_record(ctx: SwitchContext, key: str) -> PolicyRecord | None:
 def _new_record(run: WaveInFlight) -> BridgeRecord | None:
     """What the wave's bridge does (None: nothing to bridge): per policy the clusters its
     bridged workloads leave or reach, each workload duplicated over its policy's clusters."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
+    ctx = run.ctx
     chosen = _bridged(run)
     clusters: dict[str, set[str]] = {}
     for w, now, then in chosen:
@@ -95,8 +107,7 @@ def _new_record(run: WaveInFlight) -> BridgeRecord | None:
         record = _policy_record(ctx, key)
         if record is None:
             continue
-        name = record.swap_from if back and record.action is ChangeKind.SWAP else record.name
-        assert name is not None
+        name = record.followed(run.direction)
         current = api.get_policy(ctx.client, record.kind, name, record.namespace)
         original = (PolicyView(current).placement or NO_PLACEMENT).raw()
         policies.append(
@@ -128,7 +139,7 @@ def _step(run: WaveInFlight, record: BridgeRecord, step: BridgeStep) -> None:
             **ctx.event_base(run.wave.index),
             step=step,
             workloads=tuple(sorted(record.targets)),
-            rollback=run.direction is Direction.BACK,
+            rollback=run.direction.rollback,
         )
     )
 
@@ -136,18 +147,14 @@ def _step(run: WaveInFlight, record: BridgeRecord, step: BridgeStep) -> None:
 def record_for(run: WaveInFlight) -> BridgeRecord | None:
     """The wave's bridge in its direction, planned and journalled on first use (None: nothing
     to bridge, or a rebalance, which moves without a Lazy policy to bridge with)."""
-    ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
+    ctx = run.ctx
     if ctx.trigger is not Trigger.TOUCH or not ctx.strategy.marks_lazy:
         return None
-    record = wave.bridge_for(back)
+    record = run.leg.bridge
     if record is None:
-        record = _new_record(run)
+        record = run.leg.bridge = _new_record(run)
         if record is None:
             return None
-        if back:
-            wave.bridge_back = record
-        else:
-            wave.bridge = record
         ctx.save()
     return record
 
@@ -177,7 +184,7 @@ def finish(run: WaveInFlight, record: BridgeRecord) -> None:
     """The bridged replicas serve: put the window's placement back (the wave's own touch then
     moves every workload)."""
     if record.step is BridgeStep.TOUCHING:
-        if run.wave.surge_for(run.direction is Direction.BACK) is None:
+        if run.leg.surge is None:
             room.running(run)  # (else the wave's surge says so once its replicas run too)
         _step(run, record, BridgeStep.RESTORING)
     patiently(
@@ -205,8 +212,8 @@ def _with_bridge_placement(run: WaveInFlight, record: BridgeRecord) -> list[Work
 
 
 def _moved(run: WaveInFlight) -> set[str]:
-    """The workloads of waves already moved (going forward; none going back)."""
-    if run.direction is not Direction.FORWARD:
+    """The workloads of waves already moved (going the plan's way; none going back)."""
+    if not run.direction.planned:
         return set()
     return {
         str(k) for wave in run.ctx.state.waves if wave.result is not None for k in wave.workloads
@@ -353,23 +360,21 @@ def _put_back(ctx: SwitchContext, record: BridgeRecord) -> None:
 
 def release(run: WaveInFlight) -> None:
     """The wave converged: give the bridge's room back."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
-    record = run.wave.bridge_for(back)
+    ctx, record = run.ctx, run.leg.bridge
     if record is None or not record.active:
         return
     _put_back(ctx, record)  # (restored already)
     record.advance(BridgeStep.RELEASED)
     ctx.save()
-    room.release_room(ctx, run.wave, back)
+    room.release_room(ctx, run.wave, run.leg)
 
 
 def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
     """A run that stops: put every bridged policy's placement back and give the room back.
     `forward_only`: leave the rollback's own bridges (a resumed rollback goes on with them)."""
-    directions = (False,) if forward_only else (False, True)
     for wave in ctx.state.waves:
-        for back in directions:
-            record = wave.bridge_for(back)
+        for leg in wave.legs[:1] if forward_only else wave.legs:
+            record = leg.bridge
             if record is None or not record.active:
                 continue
             try:
@@ -384,10 +389,10 @@ def clean_up(ctx: SwitchContext, *, forward_only: bool = False) -> None:
                 )
                 continue
             record.advance(BridgeStep.RELEASED)
-            room.release_room(ctx, wave, back)
-            moved = set(wave.rollback_triggered if back else wave.triggered)
-            left = sorted(set(record.touched) - moved)
-            if left and not (ctx.state.phase is Phase.ROLLBACK and not back):
+            room.release_room(ctx, wave, leg)
+            left = sorted(set(record.touched) - set(leg.triggered))
+            # (going back, the rollback moves the forward bridge's templates)
+            if left and not (ctx.state.phase is Phase.ROLLBACK and leg.direction.planned):
                 note = (
                     f"wave {wave.index}: {', '.join(left)} keep serving in every cluster "
                     "of the bridge (Duplicated) until a run of this schedule moves them"

@@ -135,7 +135,7 @@ class SwitchContext:
 
 class WaveInFlight:
     """One wave in flight: its workloads still in the run, their targets, the one watch and
-    the one deadline its steps share, and its direction."""
+    the one deadline its steps share, its direction and its leg that way."""
 
     def __init__(
         self,
@@ -148,6 +148,7 @@ class WaveInFlight:
         health: DestinationHealth | None = None,
     ) -> None:
         self.ctx, self.wave, self.watch, self.direction = ctx, wave, watch, direction
+        self.leg = wave.leg(direction)  # what the wave does (and did) this way
         self.health = health or DestinationHealth(ctx, wave.index, ())
         self.live = list(live)
         self.placements = placements
@@ -158,8 +159,7 @@ class WaveInFlight:
     @property
     def triggered_before(self) -> list[str]:
         """Workloads whose trigger this wave already wrote in its direction (a resume)."""
-        w = self.wave
-        return w.rollback_triggered if self.direction is Direction.BACK else w.triggered
+        return self.leg.triggered
 
     def leave_out(self, name: str, reason: str) -> None:
         leave_out(self.ctx, self.wave.index, name, reason, self.targets)
@@ -167,7 +167,7 @@ class WaveInFlight:
     def unmatched(self, touched: triggers.TouchResult) -> list[str]:
         """Templates the touch found relabelled out of their policy's resourceSelectors since
         the plan (forward; a rollback restores other selectors): Karmada will not move them."""
-        if self.direction is Direction.BACK:
+        if not self.direction.planned:
             return []
         policy = {w.name: w.policy for w in self.live}
         return sorted(

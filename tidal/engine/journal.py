@@ -15,13 +15,16 @@ import copy
 import hashlib
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, Final, Protocol
 
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.states import (
     BridgeStep,
     ChangeKind,
+    Direction,
     LazyMark,
     Phase,
     PolicyStage,
@@ -83,6 +86,14 @@ class PolicyRecord:
             if self.namespace
             else f"{self.kind}/{self.name}"
         )
+
+    def followed(self, direction: Direction) -> str:
+        """The policy a wave's workloads follow going `direction`: the one in force after the
+        window (the plan's way), or back, a swap's `from` (restored)."""
+        if direction.planned or self.action is not ChangeKind.SWAP:
+            return self.name
+        assert self.swap_from is not None
+        return self.swap_from
 
     @property
     def applied(self) -> bool:
@@ -296,6 +307,71 @@ class StepMark:
 
 
 @dataclass
+class WaveLeg:
+    """What a wave did in one direction (`direction`, fixed): the templates whose trigger it
+    wrote, its surge, its bridge and where its kernel is (tidal.engine.runner). The records
+    are filled as the leg goes; the leg itself stays the wave's for good
+    (`WaveState.leg(direction)`)."""
+
+    direction: Direction
+    triggered: list[str] = field(default_factory=list)
+    surge: SurgeRecord | None = None
+    bridge: BridgeRecord | None = None
+    step: StepMark | None = None
+
+    def __post_init__(self) -> None:
+        self.direction = Direction(self.direction)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The leg under its direction's journal keys (`LEG_KEYS`): the triggered list
+        always, each record only when there is one."""
+        keys = LEG_KEYS[self.direction]
+        records = ((keys.surge, self.surge), (keys.bridge, self.bridge), (keys.step, self.step))
+        return {
+            keys.triggered: list(self.triggered),
+            **{key: record.to_dict() for key, record in records if record is not None},
+        }
+
+    @classmethod
+    def from_dict(cls, direction: Direction, d: dict[str, Any]) -> WaveLeg:
+        keys = LEG_KEYS[direction]
+        return cls(
+            direction,
+            triggered=list(d.get(keys.triggered, [])),
+            surge=SurgeRecord.from_dict(d[keys.surge]) if d.get(keys.surge) else None,
+            bridge=BridgeRecord.from_dict(d[keys.bridge]) if d.get(keys.bridge) else None,
+            step=StepMark.from_dict(d.get(keys.step)),
+        )
+
+
+@dataclass(frozen=True)
+class LegKeys:
+    """The journal keys of one direction's leg (those of 0.1.0 and of every release since)."""
+
+    triggered: str
+    surge: str
+    bridge: str
+    step: str
+
+
+# the one place the legs meet the journal's keys
+LEG_KEYS: Final[Mapping[Direction, LegKeys]] = MappingProxyType(
+    {
+        Direction.FORWARD: LegKeys("triggered", "surge", "bridge", "step"),
+        Direction.BACK: LegKeys("rollbackTriggered", "surgeBack", "bridgeBack", "stepBack"),
+    }
+)
+
+
+def _forward() -> WaveLeg:
+    return WaveLeg(Direction.FORWARD)
+
+
+def _back() -> WaveLeg:
+    return WaveLeg(Direction.BACK)
+
+
+@dataclass
 class WaveState:
     index: int  # from 1
     workloads: list[WorkloadKey]
@@ -303,33 +379,21 @@ class WaveState:
     reason: str = ""
     started_at: str | None = None
     finished_at: str | None = None
-    triggered: list[str] = field(default_factory=list)  # workloads whose trigger was written
+    # rebalancers of both directions (a rollback's carry the `-back` suffix in their name)
     rebalancers: list[str] = field(default_factory=list)
-    rollback_triggered: list[str] = field(default_factory=list)
-    surge: SurgeRecord | None = None  # forward
-    surge_back: SurgeRecord | None = None  # rollback
-    bridge: BridgeRecord | None = None  # forward
-    bridge_back: BridgeRecord | None = None  # rollback
+    forward: WaveLeg = field(default_factory=_forward)
+    back: WaveLeg = field(default_factory=_back)
     # the run's replicas per cluster while this wave ran (tidal.engine.samples)
     samples: list[dict[str, Any]] = field(default_factory=list)
-    step: StepMark | None = None  # forward (tidal.engine.runner)
-    step_back: StepMark | None = None  # rollback
 
-    def step_for(self, back: bool) -> StepMark | None:
-        return self.step_back if back else self.step
+    def leg(self, direction: Direction) -> WaveLeg:
+        """What the wave did (and does) in `direction`."""
+        return self.back if Direction(direction).rollback else self.forward
 
-    def mark_step(self, back: bool, mark: StepMark) -> None:
-        """Where the kernel is (saved with the step's next journal write)."""
-        if back:
-            self.step_back = mark
-        else:
-            self.step = mark
-
-    def surge_for(self, back: bool) -> SurgeRecord | None:
-        return self.surge_back if back else self.surge
-
-    def bridge_for(self, back: bool) -> BridgeRecord | None:
-        return self.bridge_back if back else self.bridge
+    @property
+    def legs(self) -> tuple[WaveLeg, WaveLeg]:
+        """Forward, then back."""
+        return self.forward, self.back
 
     def __post_init__(self) -> None:
         self.workloads = [
@@ -337,6 +401,8 @@ class WaveState:
         ]
         if self.result is not None:
             self.result = WaveResult(self.result)
+        if self.forward.direction is not Direction.FORWARD or self.back.direction.planned:
+            raise ValueError(f"wave {self.index}: its legs are forward, then back")
 
     @property
     def rolled_back(self) -> bool:
@@ -351,17 +417,11 @@ class WaveState:
             "reason": self.reason,
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
-            "triggered": list(self.triggered),
             "rebalancers": list(self.rebalancers),
-            "rollbackTriggered": list(self.rollback_triggered),
             "rolledBack": self.rolled_back,
-            **({"surge": self.surge.to_dict()} if self.surge is not None else {}),
-            **({"surgeBack": self.surge_back.to_dict()} if self.surge_back is not None else {}),
-            **({"bridge": self.bridge.to_dict()} if self.bridge is not None else {}),
-            **({"bridgeBack": self.bridge_back.to_dict()} if self.bridge_back is not None else {}),
+            **self.forward.to_dict(),
+            **self.back.to_dict(),
             **({"samples": list(self.samples)} if self.samples else {}),
-            **({"step": self.step.to_dict()} if self.step is not None else {}),
-            **({"stepBack": self.step_back.to_dict()} if self.step_back is not None else {}),
         }
 
     @classmethod
@@ -377,16 +437,10 @@ class WaveState:
             reason=d.get("reason", ""),
             started_at=d.get("startedAt"),
             finished_at=d.get("finishedAt"),
-            triggered=list(d.get("triggered", [])),
             rebalancers=list(d.get("rebalancers", [])),
-            rollback_triggered=list(d.get("rollbackTriggered", [])),
-            surge=SurgeRecord.from_dict(d["surge"]) if d.get("surge") else None,
-            surge_back=SurgeRecord.from_dict(d["surgeBack"]) if d.get("surgeBack") else None,
-            bridge=BridgeRecord.from_dict(d["bridge"]) if d.get("bridge") else None,
-            bridge_back=BridgeRecord.from_dict(d["bridgeBack"]) if d.get("bridgeBack") else None,
+            forward=WaveLeg.from_dict(Direction.FORWARD, d),
+            back=WaveLeg.from_dict(Direction.BACK, d),
             samples=[dict(x) for x in d.get("samples") or [] if isinstance(x, dict)],
-            step=StepMark.from_dict(d.get("step")),
-            step_back=StepMark.from_dict(d.get("stepBack")),
         )
 
 

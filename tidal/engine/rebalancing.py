@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from tidal.domain.placement import Placement
 from tidal.engine import gates, triggers
 from tidal.engine.resolve import Workload
-from tidal.engine.states import Direction, FailureReason
+from tidal.engine.states import FailureReason
 from tidal.engine.steps import DONE, Answer, Failed, Pending, WakeOn
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.errors import KarmadaError, NotFound
@@ -57,10 +57,7 @@ class Rebalancing:
 
     def __init__(self, run: WaveInFlight) -> None:
         self.run = run
-        back = run.direction is Direction.BACK
-        self.pending = _not_yet_rescheduled(
-            run, [w for w in run.live if w.name in run.targets], back
-        )
+        self.pending = _not_yet_rescheduled(run, [w for w in run.live if w.name in run.targets])
         self.expected = _expected_placements(run, self.pending)
         self.attempt = 0
         self.waiting: dict[str, Workload] | None = None  # bindings whose scheduling is awaited
@@ -100,14 +97,13 @@ class Rebalancing:
     def _create(self) -> Failed | None:
         """One rebalancer for the workloads still pending (its name journalled first)."""
         run, ctx, wave = self.run, self.run.ctx, self.run.wave
-        back = run.direction is Direction.BACK
         before = {
             w.name: last
             for w in self.pending
             if (last := BindingView.of(run.watch.cache.get(w.binding_key)).last_scheduled)
         }
         name = triggers.rebalancer_name(
-            ctx.schedule, ctx.run_id, wave.index, len(wave.rebalancers), back
+            ctx.schedule, ctx.run_id, wave.index, len(wave.rebalancers), run.direction.rollback
         )
         wave.rebalancers.append(name)
         ctx.save()
@@ -196,11 +192,12 @@ def _answered(run: WaveInFlight, w: Workload, expected: Mapping[str, Placement])
     return view.generation is not None and view.scheduler_observed_generation == view.generation
 
 
-def _not_yet_rescheduled(run: WaveInFlight, live: list[Workload], back: bool) -> list[Workload]:
+def _not_yet_rescheduled(run: WaveInFlight, live: list[Workload]) -> list[Workload]:
     """On a resume: the workloads no earlier rebalancer of this wave and direction will get
     rescheduled; the newest existing rebalancer naming a workload decides for it (one the
     scheduler honours has its targets: the gates wait for its scheduling)."""
-    names = [n for n in run.wave.rebalancers if triggers.is_rollback_rebalancer(n) == back]
+    rollback = run.direction.rollback
+    names = [n for n in run.wave.rebalancers if triggers.is_rollback_rebalancer(n) == rollback]
     undecided = {w.name: w for w in live}
     pending: list[Workload] = []
     for name in reversed(names):

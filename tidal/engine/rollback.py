@@ -1,6 +1,7 @@
 """Rollback: restore the policies' previous spec, then move the switched waves back, last
 wave first, with the same triggers and under the same floors; then lift the temporary Lazy,
-unless lifting it would move templates at once."""
+unless lifting it would move templates at once. What to do, and in which order, is the reverse
+plan (tidal.engine.reverse_plan, built from the journal); this module carries it out."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tidal.engine.events import PolicyChanged, RunWarning, WaveFinished, policy_
 from tidal.engine.inflight import SwitchContext
 from tidal.engine.journal import PolicyRecord, WaveState
 from tidal.engine.resolve import Workload
+from tidal.engine.reverse_plan import changed_policies, restore_order, reverse_plan, triggered
 from tidal.engine.states import ChangeKind, Direction, LazyMark, PolicyAction, WaveResult
 from tidal.engine.wave import run_wave
 from tidal.karmada import policies as policies_api
@@ -36,27 +38,26 @@ def roll_back(
     if edited:  # restoring would overwrite a hand edit: leave everything as it is
         return False, f"not rolled back: {wave_checks.drift_reason(edited)}"
     ctx.recovering = _below_floors(ctx)
-    placements = _restore_policies(ctx)
-    # A policy this run did not change (it only adopted an earlier run's Lazy) has no earlier
-    # placement to go back to: its workloads already follow it, nothing of theirs is undone.
-    changed = {r.key for r in state.policies if r.applied}
-    stray = moved_outside_waves(ctx, by_name, changed, targets, placements)
-    for wave in _waves_to_undo(state.waves, stray):
-        names = [str(key) for key in wave.workloads]
-        if not (wave.triggered or wave.rebalancers):  # only what Karmada moved of it
-            names = [n for n in names if n in stray or n in _bridged(wave)]
-        workloads = [by_name[n] for n in names if n in by_name and by_name[n].policy in changed]
-        failed = _undo_wave(ctx, wave, workloads, placements)
+    records = {r.key: r for r in state.policies}
+    placements = _restore_policies(ctx, [records[key] for key in restore_order(state)])
+    stray = moved_outside_waves(ctx, by_name, changed_policies(state), targets, placements)
+    plan = reverse_plan(state, stray, {name: w.policy for name, w in by_name.items()})
+    waves = {w.index: w for w in state.waves}
+    for undo in plan.waves:
+        workloads = [by_name[name] for name in undo.workloads]
+        failed = _undo_wave(ctx, waves[undo.wave], workloads, placements)
         if failed:
             return False, failed
-    _lift_lazy(ctx)
+    _lift_lazy(ctx, [records[key] for key in plan.lift])
     return True, ""
 
 
-def _restore_policies(ctx: SwitchContext) -> dict[str, Placement | None]:
-    """Put each changed policy back (last first); policy key -> its previous placement."""
+def _restore_policies(
+    ctx: SwitchContext, order: Sequence[PolicyRecord]
+) -> dict[str, Placement | None]:
+    """Put each policy back, in `order`; policy key -> its previous placement."""
     placements: dict[str, Placement | None] = {}
-    for record in reversed(ctx.state.policies):
+    for record in order:
         action = policy_change.rollback(
             ctx.client, record, run_id=ctx.run_id, lazy=ctx.strategy.marks_lazy, save=ctx.save
         )
@@ -72,24 +73,6 @@ def _restore_policies(ctx: SwitchContext) -> dict[str, Placement | None]:
                 )
             )
     return placements
-
-
-def _waves_to_undo(waves: Sequence[WaveState], stray: set[str]) -> list[WaveState]:
-    """The waves to move back, in order: the run's own moves first (last wave first), then
-    what Karmada moved of untriggered waves (a floor such a workload breaks, a scale past
-    capacity, must not keep the triggered waves where the run put them). A wave whose bridge
-    touched templates moved those (to the bridge): they go back too."""
-    undo = [
-        w
-        for w in waves
-        if (
-            w.result in (WaveResult.SUCCEEDED, WaveResult.FAILED)
-            and (w.triggered or w.rebalancers or _bridged(w))
-        )
-        or stray.intersection(str(k) for k in w.workloads)
-    ]
-    ours = [w for w in undo if w.triggered or w.rebalancers]
-    return [*reversed(ours), *reversed([w for w in undo if w not in ours])]
 
 
 def _undo_wave(
@@ -142,13 +125,11 @@ def _undo_wave(
     return ""
 
 
-def _lift_lazy(ctx: SwitchContext) -> None:
-    """Lift the temporary Lazy of each policy, unless lifting would move templates at once
-    (then it is kept, with a warning)."""
-    for record in ctx.state.policies:
-        # also a Lazy this run adopted from an earlier run it did not change the policy for
-        if not (record.applied or record.lazy.added):
-            continue
+def _lift_lazy(ctx: SwitchContext, records: Sequence[PolicyRecord]) -> None:
+    """Lift the temporary Lazy of each policy (also one this run adopted from an earlier run
+    it did not change the policy for), unless lifting would move templates at once (then it is
+    kept, with a warning)."""
+    for record in records:
         held = held_by_lazy(ctx, record)
         if held:
             _keep_lazy(ctx, record, held)
@@ -157,11 +138,6 @@ def _lift_lazy(ctx: SwitchContext) -> None:
         if record.lazy.added:
             record.lazy = LazyMark.LIFTED
             ctx.save()
-
-
-def _bridged(wave: WaveState) -> set[str]:
-    """The templates the wave's bridge touched (their bindings carry the bridge placement)."""
-    return set(wave.bridge.touched) if wave.bridge is not None else set()
 
 
 def held_by_lazy(ctx: SwitchContext, record: PolicyRecord) -> list[str]:
@@ -196,9 +172,7 @@ def moved_outside_waves(
     to all the same (a wave lists only templates that did not when the run was planned):
     Karmada applied the Lazy policy when a user changed their templates (a scale) during the
     run. The rollback moves them back in their waves, under the floors."""
-    untriggered = {
-        str(k) for w in ctx.state.waves if not (w.triggered or w.rebalancers) for k in w.workloads
-    }
+    untriggered = {str(k) for w in ctx.state.waves if not triggered(w) for k in w.workloads}
     mine = [
         by_name[n]
         for n in sorted(untriggered)

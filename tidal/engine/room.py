@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Protocol
 from tidal.domain.plan import Amounts
 from tidal.domain.prediction import ClusterFacts
 from tidal.domain.surge import add, describe, usable
-from tidal.engine.journal import WaveState
+from tidal.engine.journal import WaveLeg, WaveState
 from tidal.engine.outcome import WaveOutcome
-from tidal.engine.states import BridgeStep, Direction, FailureReason, SurgeStep
+from tidal.engine.states import BridgeStep, FailureReason, SurgeStep
 from tidal.engine.steps import Pending, WakeOn
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import ClusterView
@@ -36,13 +36,13 @@ class Leasing(Protocol):
     def step(self) -> BridgeStep | SurgeStep: ...
 
 
-def holder(ctx: SwitchContext, wave: WaveState, back: bool) -> str:
-    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{'-back' if back else ''}"
+def holder(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> str:
+    return f"{ctx.schedule}/{ctx.run_id}/w{wave.index}{leg.direction.suffix}"
 
 
-def _holds_room(wave: WaveState, back: bool) -> bool:
-    """The wave's bridge or surge of that direction still holds its room."""
-    bridge, surge = wave.bridge_for(back), wave.surge_for(back)
+def _holds_room(leg: WaveLeg) -> bool:
+    """The leg's bridge or surge still holds its room."""
+    bridge, surge = leg.bridge, leg.surge
     return (bridge is not None and bridge.active) or (
         surge is not None
         and surge.step
@@ -81,7 +81,7 @@ def reserve_wave(
     )
     return _reserve(
         run,
-        holder(run.ctx, run.wave, run.direction is Direction.BACK),
+        holder(run.ctx, run.wave, run.leg),
         need,
         resumed=resumed,
         what=what,
@@ -127,13 +127,13 @@ def _reserve(
 def running(run: WaveInFlight) -> None:
     """The wave's extra replicas all run: tell the budget (the Cluster versions read now)."""
     ctx = run.ctx
-    ctx.budget.running(holder(ctx, run.wave, run.direction is Direction.BACK), status_versions(ctx))
+    ctx.budget.running(holder(ctx, run.wave, run.leg), status_versions(ctx))
 
 
-def release_room(ctx: SwitchContext, wave: WaveState, back: bool) -> None:
-    """Give the wave's room back once neither its bridge nor its surge holds any."""
-    if not _holds_room(wave, back):
-        ctx.budget.release(holder(ctx, wave, back), status_versions(ctx))
+def release_room(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> None:
+    """Give the room of the wave's leg back once neither its bridge nor its surge holds any."""
+    if not _holds_room(leg):
+        ctx.budget.release(holder(ctx, wave, leg), status_versions(ctx))
 
 
 def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:

@@ -28,7 +28,6 @@ from typing import Final, Protocol
 from tidal.engine.inflight import WaveInFlight
 from tidal.engine.journal import StepMark
 from tidal.engine.outcome import WaveOutcome
-from tidal.engine.states import Direction
 from tidal.engine.steps import STEPS, Answer, Done, Failed, Pending, StepKind
 from tidal.karmada.bindings import key_of
 
@@ -58,17 +57,16 @@ class Step(Protocol):
 
 def run_steps(run: WaveInFlight, steps: Sequence[Step]) -> WaveOutcome:
     """Advance the wave's steps from where its journal says it is; ok when the last is done."""
-    back = run.direction is Direction.BACK
     start = resume_index(run, steps)
     for i, step in enumerate(steps):
         if i < start and not STEPS[step.kind].replay:
             continue
         if i >= start:
-            run.wave.mark_step(back, StepMark(i, str(step.kind)))
+            run.leg.step = StepMark(i, str(step.kind))
         answer = advance(run, step)
         if isinstance(answer, Failed):
             return WaveOutcome(False, answer.failure, answer.reason)
-    run.wave.mark_step(back, StepMark(len(steps), PAST_THE_LAST))
+    run.leg.step = StepMark(len(steps), PAST_THE_LAST)
     return WaveOutcome(True)
 
 
@@ -120,7 +118,7 @@ def resume_index(run: WaveInFlight, steps: Sequence[Step]) -> int:
     """The step to go on from: the journalled one when it names the same kind in this list,
     else the first step the wave's records do not show as done (a journal from before the
     kernel; a gate is never shown done, so a resume looks at the cluster again from there)."""
-    mark = run.wave.step_for(run.direction is Direction.BACK)
+    mark = run.leg.step
     if mark is not None and 0 <= mark.index <= len(steps):
         kind = str(steps[mark.index].kind) if mark.index < len(steps) else PAST_THE_LAST
         if kind == mark.kind:

@@ -16,7 +16,9 @@ IllegalTransition.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final, TypeVar
 
 from tidal.domain.outcomes import (
@@ -33,12 +35,14 @@ from tidal.domain.outcomes import (
 __all__ = [
     "AUTO",
     "BRIDGE_TRANSITIONS",
+    "DIRECTIONS",
     "NOT_STARTED",
     "SURGE_TRANSITIONS",
     "TRANSITIONS",
     "BridgeStep",
     "ChangeKind",
     "Direction",
+    "DirectionFacts",
     "FailureReason",
     "Gate",
     "IllegalBridgeStep",
@@ -105,10 +109,45 @@ def check_transition(current: Phase, wanted: Phase) -> Phase:
 
 
 class Direction(StrEnum):
-    """Which way a wave moves its workloads."""
+    """Which way a wave moves its workloads. What differs between the two ways is data, one
+    row of `DIRECTIONS` each (read through the properties below); what a wave did each way is
+    its leg (tidal.engine.journal.WaveLeg)."""
 
     FORWARD = "forward"
     BACK = "back"
+
+    @property
+    def rollback(self) -> bool:
+        """The way back: said in events (`rollback`) and in the overrides' owner labels."""
+        return DIRECTIONS[self].rollback
+
+    @property
+    def suffix(self) -> str:
+        """Of the names this way gives (the room's holder, overrides, rebalancers)."""
+        return DIRECTIONS[self].suffix
+
+    @property
+    def planned(self) -> bool:
+        """The plan's way: its surges, bridges, selectors and the waves moved before; the way
+        back goes to the split from before the run, from what the forward leg did."""
+        return DIRECTIONS[self].planned
+
+
+@dataclass(frozen=True)
+class DirectionFacts:
+    """What differs between the two ways a wave moves (one row of `DIRECTIONS`)."""
+
+    rollback: bool
+    suffix: str
+    planned: bool
+
+
+DIRECTIONS: Final[Mapping[Direction, DirectionFacts]] = MappingProxyType(
+    {
+        Direction.FORWARD: DirectionFacts(rollback=False, suffix="", planned=True),
+        Direction.BACK: DirectionFacts(rollback=True, suffix="-back", planned=False),
+    }
+)
 
 
 class PolicyAction(StrEnum):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from tidal.engine.events import RunWarning
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.resolve import Workload
-from tidal.engine.states import SurgeStep
+from tidal.engine.states import Direction, SurgeStep
 from tidal.engine.surge_overrides import write_overrides
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import BindingView
@@ -34,14 +34,14 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
     in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
     the record's `rescaled`), so a resume writes it no more."""
     in_force = [
-        (back, record)
-        for back in (False, True)
-        if (record := wave.surge_for(back)) is not None and record.step in IN_FORCE
+        (leg.direction, record)
+        for leg in wave.legs
+        if (record := leg.surge) is not None and record.step in IN_FORCE
     ]
     if not in_force:
         return
     by_name = {w.name: w for w in ctx.everyone}
-    for back, record in in_force:
+    for direction, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
             binding = cache.get(w.binding_key) if w is not None else None
@@ -50,11 +50,16 @@ def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj |
             now = BindingView.of(binding).replicas
             if now is None or now == w.replicas:
                 continue
-            _lift(ctx, wave, record, w, back, now)
+            _lift(ctx, wave, record, w, direction, now)
 
 
 def _lift(
-    ctx: SwitchContext, wave: WaveState, record: SurgeRecord, w: Workload, back: bool, now: int
+    ctx: SwitchContext,
+    wave: WaveState,
+    record: SurgeRecord,
+    w: Workload,
+    direction: Direction,
+    now: int,
 ) -> None:
     before = {name: dict(split) for name, split in record.targets.items()}
     record.rescaled[w.name] = now
@@ -62,7 +67,12 @@ def _lift(
     ctx.save()
     left = set(record.overrides)
     write_overrides(
-        ctx, wave.index, record, {x.name: x for x in ctx.everyone}, back=back, before=before
+        ctx,
+        wave.index,
+        record,
+        {x.name: x for x in ctx.everyone},
+        direction=direction,
+        before=before,
     )
     gone = sorted(left - set(record.overrides))
     where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from tidal.engine.journal import SurgeRecord
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
+from tidal.engine.states import Direction
 from tidal.karmada.client import CLUSTER_OVERRIDE_POLICIES, OVERRIDE_POLICIES
 from tidal.karmada.errors import AlreadyExists, Forbidden, NotFound
 from tidal.karmada.overrides import (
@@ -108,14 +109,14 @@ def write_overrides(
     record: SurgeRecord,
     workloads: Mapping[str, Workload],
     *,
-    back: bool,
+    direction: Direction,
     before: Mapping[str, Split] | None = None,
 ) -> None:
     """Make the wave's overrides those `record.targets` need; `before`: the targets they were
     written for (None: as the journal names them, every one written again), so that only the
     groups that change are written, and a workload moving to another group is held by its old
     one until its new one holds it."""
-    owner = Owner(ctx.schedule, ctx.run_id, wave, back)
+    owner = Owner(ctx.schedule, ctx.run_id, wave, direction.rollback)
     wanted = grouped(owner, _members(workloads, record.targets))
     written = set(record.overrides)
     stale = [ref for ref in record.overrides if ref not in wanted]
@@ -182,14 +183,14 @@ def _delete(ctx: SwitchContext, ref: OverrideRef) -> None:
 
 
 def remove_overrides(
-    ctx: SwitchContext, wave: int, record: SurgeRecord, *, back: bool, deadline: float
+    ctx: SwitchContext, wave: int, record: SurgeRecord, *, direction: Direction, deadline: float
 ) -> None:
     """Delete every override `record` names: one deletecollection by the owner labels per
     namespace (and one for the cluster-scoped ones), then one by one whatever is still named
     (one from before the direction label, or everything where deletecollection is not
     granted); each one gone leaves the journalled list. Retried on 429/5xx/timeouts until
     `deadline` (the clock's monotonic seconds)."""
-    owner = Owner(ctx.schedule, ctx.run_id, wave, back)
+    owner = Owner(ctx.schedule, ctx.run_id, wave, direction.rollback)
     for text in record.overrides:
         ctx.overrides_written.pop(text, None)
     scopes = sorted({OverrideRef.parse(text).namespace for text in record.overrides})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tidal.domain.floors import check_floors
 from tidal.domain.plan import Amounts
@@ -47,22 +47,36 @@ if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
 
 
+def _planned(run: WaveInFlight, w: Workload) -> dict[str, int]:
+    """Forward: the plan's surge."""
+    return run.ctx.surges.get(w.name, {})
+
+
+def _back_to_before(run: WaveInFlight, w: Workload) -> dict[str, int]:
+    """Back (a workload that was surged forward): in each cluster it is in now and was in
+    before, the larger share."""
+    if not run.ctx.surges.get(w.name):
+        return {}
+    now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
+    then = run.ctx.before.get(w.name, {})
+    return {
+        c: max(n, now[c]) for c, n in then.items() if c in now and n != now[c]
+    }  # listed: a member to override
+
+
+# what a workload's override sets, each way
+_WANTED: Final[Mapping[Direction, Callable[[WaveInFlight, Workload], dict[str, int]]]] = {
+    Direction.FORWARD: _planned,
+    Direction.BACK: _back_to_before,
+}
+
+
 def _targets(run: WaveInFlight) -> dict[str, dict[str, int]]:
-    """What each workload's override sets: forward, the plan's surge; back (a workload that
-    was surged forward), in each cluster it is in now and was in before, the larger share."""
-    ctx = run.ctx
+    """What each workload's override sets (`_WANTED` of the run's direction)."""
+    wanted_of = _WANTED[run.direction]
     out: dict[str, dict[str, int]] = {}
     for w in run.live:
-        if run.direction is Direction.FORWARD:
-            wanted = ctx.surges.get(w.name, {})
-        elif ctx.surges.get(w.name):
-            now = BindingView.of(run.watch.cache.get(w.binding_key)).assignment()
-            then = ctx.before.get(w.name, {})
-            wanted = {
-                c: max(n, now[c]) for c, n in then.items() if c in now and n != now[c]
-            }  # listed: a member to override
-        else:
-            wanted = {}
+        wanted = wanted_of(run, w)
         if wanted:
             out[w.name] = dict(sorted(wanted.items()))
     return out
@@ -83,18 +97,13 @@ def _need(run: WaveInFlight, targets: Mapping[str, Mapping[str, int]]) -> Amount
 def record_for(run: WaveInFlight) -> SurgeRecord | None:
     """The wave's surge in its direction, planned and journalled on first use (None: nothing
     to surge)."""
-    ctx, wave, back = run.ctx, run.wave, run.direction is Direction.BACK
-    record = wave.surge_for(back)
+    record = run.leg.surge
     if record is None:
         targets = _targets(run)
         if not targets:
             return None
-        record = SurgeRecord(targets, _need(run, targets))
-        if back:
-            wave.surge_back = record
-        else:
-            wave.surge = record
-        ctx.save()
+        record = run.leg.surge = SurgeRecord(targets, _need(run, targets))
+        run.ctx.save()
     return record
 
 
@@ -102,7 +111,7 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
     """Write the overrides (a resume puts back whatever is missing; the wave's room is held
     already, tidal.engine.room); the record whose replicas to wait for (`surged`), None when
     the wave may move (also when it has nothing to surge)."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
+    ctx = run.ctx
     record = record_for(run)
     if record is None or record.step in (
         SurgeStep.MOVING,
@@ -115,11 +124,11 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
         record.advance(SurgeStep.RESERVED)
         ctx.save()
     if record.step is SurgeStep.RESERVED or not record.overrides:
-        _write_overrides(run, record, back)
+        _write_overrides(run, record)
         record.advance(SurgeStep.SURGED)
         ctx.save()
     else:  # a resume: put back whatever is missing
-        _write_overrides(run, record, back)
+        _write_overrides(run, record)
     return record
 
 
@@ -144,13 +153,17 @@ def moving(run: WaveInFlight, record: SurgeRecord) -> None:
 def _write_overrides(
     run: WaveInFlight,
     record: SurgeRecord,
-    back: bool,
     before: Mapping[str, Mapping[str, int]] | None = None,
 ) -> None:
     """The wave's overrides, one per distinct split (tidal.engine.surge_overrides), created
     or changed (names journalled first); `before`: the targets they were written for."""
     write_overrides(
-        run.ctx, run.wave.index, record, {w.name: w for w in run.live}, back=back, before=before
+        run.ctx,
+        run.wave.index,
+        record,
+        {w.name: w for w in run.live},
+        direction=run.direction,
+        before=before,
     )
 
 
@@ -216,8 +229,7 @@ def fit(run: WaveInFlight) -> None:
     """After the move is scheduled: wherever the binding now assigns more than an override
     sets (dynamic weights), raise the override to the assignment, so it keeps the destination
     at max(surge, assigned) and never caps the new split."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
-    record = run.wave.surge_for(back)
+    ctx, record = run.ctx, run.leg.surge
     if record is None or record.step is not SurgeStep.MOVING:
         return
     before = {name: dict(split) for name, split in record.targets.items()}
@@ -232,22 +244,21 @@ def fit(run: WaveInFlight) -> None:
             record.targets[w.name] = raised
             changed = True
     if changed:
-        _write_overrides(run, record, back, before)
+        _write_overrides(run, record, before)
         ctx.save()
 
 
 def release(run: WaveInFlight) -> Answer:
     """The wave converged on its new split: once Karmada has written that split into the
     members' Works, delete the overrides and give the capacity back."""
-    ctx, back = run.ctx, run.direction is Direction.BACK
-    record = run.wave.surge_for(back)
+    ctx, record = run.ctx, run.leg.surge
     if record is None or not record.active:
         return DONE
     if record.step is SurgeStep.MOVING:
         answer = _applied(run, record)
         if answer is not DONE:
             return answer
-    _remove(ctx, run.wave, record, back)
+    _remove(ctx, run.wave, record, run.direction)
     return DONE
 
 
@@ -292,7 +303,7 @@ def _applied(run: WaveInFlight, record: SurgeRecord) -> Answer:
     return Pending(WakeOn(), run.deadline)  # the watch keeps its cache
 
 
-def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool) -> None:
+def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, direction: Direction) -> None:
     """Delete the record's overrides (by owner labels, a request per namespace; see
     tidal.engine.surge_overrides.remove_overrides), retried on 429/5xx/timeouts within one
     waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
@@ -300,11 +311,15 @@ def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool
     record.advance(SurgeStep.RELEASING)
     ctx.save()
     remove_overrides(
-        ctx, wave.index, record, back=back, deadline=ctx.clock.monotonic() + ctx.wave_timeout
+        ctx,
+        wave.index,
+        record,
+        direction=direction,
+        deadline=ctx.clock.monotonic() + ctx.wave_timeout,
     )
     record.advance(SurgeStep.RELEASED)
     ctx.save()
-    room.release_room(ctx, wave, back)
+    room.release_room(ctx, wave, wave.leg(direction))
 
 
 def _breaks_floor(
@@ -338,12 +353,11 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     """Remove the overrides of every wave still surged (a run that stops); with
     `keep_if_breaking` (a halt) keep those whose removal would break a floor, and say so.
     `forward_only`: leave the rollback's own surges (a resumed rollback goes on with them)."""
-    directions = (False,) if forward_only else (False, True)
     records = [
-        (w, r, back)
+        (w, r, leg.direction)
         for w in ctx.state.waves
-        for back in directions
-        if (r := w.surge_for(back)) is not None and r.active
+        for leg in (w.legs[:1] if forward_only else w.legs)
+        if (r := leg.surge) is not None and r.active
     ]
     if not records:
         return
@@ -351,13 +365,13 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
         lift_rescaled(ctx, wave, bindings)
-    for wave, record, back in records:
+    for wave, record, direction in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:
-            _keep(ctx, wave, record, back, why)
+            _keep(ctx, wave, record, direction, why)
             continue
         try:
-            _remove(ctx, wave, record, back)
+            _remove(ctx, wave, record, direction)
         except KarmadaError as exc:  # best effort: the next run finds it by its labels
             ctx.emitter.emit(
                 RunWarning(
@@ -368,11 +382,15 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
             )
 
 
-def _keep(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, back: bool, why: str) -> None:
+def _keep(
+    ctx: SwitchContext, wave: WaveState, record: SurgeRecord, direction: Direction, why: str
+) -> None:
     """Leave the record's overrides on a halt (removing them would break a floor), and say so."""
     record.kept = f"removing it would break a floor: {why}"
     record.advance(SurgeStep.KEPT)
-    room.release_room(ctx, wave, back)  # its replicas stay: Cluster status counts them
+    room.release_room(
+        ctx, wave, wave.leg(direction)
+    )  # its replicas stay: Cluster status counts them
     note = (
         f"wave {wave.index}: override(s) {', '.join(record.overrides)} kept: "
         f"{record.kept}; they are removed by the next run of this schedule"

@@ -60,7 +60,7 @@ def run_wave(
             **ctx.event_base(wave.index),
             workloads=tuple(w.name for w in live),
             trigger=ctx.trigger,
-            rollback=direction is Direction.BACK,
+            rollback=direction.rollback,
         )
     )
     namespace, cluster_scoped = _namespace_of(ctx.everyone or live)

@@ -12,14 +12,10 @@ from tidal.engine.gating import Gating
 from tidal.engine.inflight import WaveInFlight
 from tidal.engine.journal import BridgeRecord, SurgeRecord
 from tidal.engine.runner import Step
-from tidal.engine.states import BridgeStep, Direction, Gate, SurgeStep
+from tidal.engine.states import BridgeStep, Gate, SurgeStep
 from tidal.engine.steps import DONE, Answer, Pending, StepKind, answer
 
 MOVED: Final = (SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.RELEASED, SurgeStep.KEPT)
-
-
-def _back(run: WaveInFlight) -> bool:
-    return run.direction is Direction.BACK
 
 
 class _AdvancedAgainOnResume:
@@ -42,10 +38,9 @@ class ReserveRoom:
         return held if isinstance(held, Pending) else answer(held)
 
     def done_in(self, run: WaveInFlight) -> bool:
-        back = _back(run)
         return any(
             r is not None and r.step not in (BridgeStep.NONE, SurgeStep.NONE)
-            for r in (run.wave.bridge_for(back), run.wave.surge_for(back))
+            for r in (run.leg.bridge, run.leg.surge)
         )
 
 
@@ -76,8 +71,7 @@ class Bridge:
         return DONE
 
     def done_in(self, run: WaveInFlight) -> bool:
-        back = _back(run)
-        bridge, surge = run.wave.bridge_for(back), run.wave.surge_for(back)
+        bridge, surge = run.leg.bridge, run.leg.surge
         if bridge is not None:
             return bridge.step in (BridgeStep.RESTORED, BridgeStep.RELEASED)
         return surge is not None and surge.step is not SurgeStep.NONE  # (it comes after)
@@ -107,7 +101,7 @@ class Surge:
         return ready
 
     def done_in(self, run: WaveInFlight) -> bool:
-        surge = run.wave.surge_for(_back(run))
+        surge = run.leg.surge
         return surge is not None and surge.step in MOVED
 
 
