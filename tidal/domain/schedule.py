@@ -168,6 +168,12 @@ class PolicyRef(NamedTuple):
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {where}{self.name}"
 
+    @property
+    def key(self) -> str:
+        """`Kind/namespace/name`, or `Kind/name` cluster-wide: how journals and plans key it."""
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{where}{self.name}"
+
 
 class Swap(_Model):
     """Delete policy `from`, create the policy in manifest file `to` (relative to the file)."""

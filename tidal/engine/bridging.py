@@ -36,7 +36,7 @@ from tidal.engine.journal import BridgedPolicy, BridgeRecord, PolicyRecord
 from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import BridgeStep, Direction, Phase, Trigger
-from tidal.engine.surging import ReadyWait
+from tidal.engine.surging import ReadyWait, not_serving
 from tidal.karmada import policies as api
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError
@@ -261,20 +261,9 @@ def _touch(run: WaveInFlight, record: BridgeRecord) -> ReadyWait:
 
 def _short(run: WaveInFlight, record: BridgeRecord, gone: set[str]) -> list[str]:
     """`workload cluster ready/wanted` for every bridged cluster not serving the full count."""
-    out = []
-    for w in run.live:
-        wanted = record.targets.get(w.name)
-        binding = run.watch.cache.get(w.binding_key)
-        if not wanted or binding is None or w.name in gone:
-            continue
-        view = BindingView.of(binding)
-        assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
-        out += [
-            f"{w.name} {c} {ready.get(c, 0)}/{n}"
-            for c, n in wanted.items()
-            if assigned.get(c, 0) < n or ready.get(c, 0) < n
-        ]
-    return out
+    return not_serving(
+        run, record.targets, lambda n, assigned, ready: assigned < n or ready < n, gone
+    )
 
 
 def owner_mark(ctx: SwitchContext) -> dict[str, str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
+from tidal.domain.schedule import PolicyRef
 from tidal.domain.waves import WorkloadKey
 from tidal.engine.states import (
     BridgeStep,
@@ -81,11 +82,7 @@ class PolicyRecord:
 
     @property
     def key(self) -> str:
-        return (
-            f"{self.kind}/{self.namespace}/{self.name}"
-            if self.namespace
-            else f"{self.kind}/{self.name}"
-        )
+        return PolicyRef(self.kind, self.namespace, self.name).key
 
     def followed(self, direction: Direction) -> str:
         """The policy a wave's workloads follow going `direction`: the one in force after the

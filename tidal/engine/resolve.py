@@ -17,7 +17,13 @@ from typing import Any, TypeAlias
 import json_merge_patch
 
 from tidal.domain.resource_selectors import selects
-from tidal.domain.schedule import PolicyChange, TidalSchedule, Window, WorkloadSelector
+from tidal.domain.schedule import (
+    PolicyChange,
+    PolicyRef,
+    TidalSchedule,
+    Window,
+    WorkloadSelector,
+)
 from tidal.domain.selectors import selector_to_query
 from tidal.domain.waves import WorkloadKey
 from tidal.karmada import bindings as bindings_api
@@ -65,11 +71,7 @@ class PolicyTarget:
 
     @property
     def key(self) -> str:
-        return (
-            f"{self.kind}/{self.namespace}/{self.name}"
-            if self.namespace
-            else f"{self.kind}/{self.name}"
-        )
+        return PolicyRef(self.kind, self.namespace, self.name).key
 
     @property
     def target_placement(self) -> dict[str, Any]:

@@ -49,7 +49,16 @@ class TriggerStrategy(Protocol):
         ...
 
 
-class Touch:
+class _Direct:
+    """A trigger strategy's own wave: its `arming` steps, then the gates (`direct`)."""
+
+    arming: ClassVar[tuple[StepKind, ...]]
+
+    def steps(self) -> tuple[StepKind, ...]:
+        return direct(self.arming)
+
+
+class Touch(_Direct):
     """A tidal.io/ annotation on each template: a Lazy policy activates for exactly it."""
 
     trigger: ClassVar[Trigger] = Trigger.TOUCH
@@ -68,11 +77,8 @@ class Touch:
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding)
 
-    def steps(self) -> tuple[StepKind, ...]:
-        return direct(self.arming)
 
-
-class Rebalance:
+class Rebalance(_Direct):
     """One WorkloadRebalancer per wave: a Fresh reschedule of exactly its workloads."""
 
     trigger: ClassVar[Trigger] = Trigger.REBALANCE
@@ -91,11 +97,8 @@ class Rebalance:
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return rebalance_triggered(target, binding)
 
-    def steps(self) -> tuple[StepKind, ...]:
-        return direct(self.arming)
 
-
-class Both:
+class Both(_Direct):
     """Touch, wait until that (Steady) schedule is done, then rebalance: a Lazy policy must
     claim the binding before a rebalance can move it, and the rebalance must come after."""
 
@@ -120,9 +123,6 @@ class Both:
 
     def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
         return touch_triggered(target, binding) and rebalance_triggered(target, binding)
-
-    def steps(self) -> tuple[StepKind, ...]:
-        return direct(self.arming)
 
 
 class MakeBeforeBreak:

@@ -16,7 +16,7 @@ API error, rollback), keeping on a halt those whose removal would break a floor.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from tidal.domain.floors import check_floors
@@ -171,18 +171,30 @@ def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
     """`workload cluster ready/wanted` for every raised replica not ready yet: clusters the
     override raises above the binding's assignment (a held one has nothing new to wait for);
     a workload whose binding is gone (its template deleted) is the gates' to report."""
+    return not_serving(run, record.targets, lambda n, assigned, ready: n > assigned and ready < n)
+
+
+def not_serving(
+    run: WaveInFlight,
+    targets: Mapping[str, Mapping[str, int]],
+    short: Callable[[int, int, int], bool],
+    gone: Collection[str] = (),
+) -> list[str]:
+    """`workload cluster ready/wanted` for each (workload, cluster) of `targets` (wanted
+    replicas) that `short(wanted, assigned, ready)` finds short, from the wave's watch; a
+    workload without a binding, or in `gone`, is left to the gates."""
     out = []
     for w in run.live:
-        wanted = record.targets.get(w.name)
+        wanted = targets.get(w.name)
         binding = run.watch.cache.get(w.binding_key)
-        if not wanted or binding is None:
+        if not wanted or binding is None or w.name in gone:
             continue
         view = BindingView.of(binding)
         assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
         out += [
             f"{w.name} {c} {ready.get(c, 0)}/{n}"
             for c, n in wanted.items()
-            if n > assigned.get(c, 0) and ready.get(c, 0) < n
+            if short(n, assigned.get(c, 0), ready.get(c, 0))
         ]
     return out
 
