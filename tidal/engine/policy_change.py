@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import json_merge_patch
@@ -36,6 +37,7 @@ from tidal.karmada.views import COMPLETED_RUN, LAZY, PolicyView, comparable
 __all__ = [
     "COMPLETED_RUN",
     "LAZY",
+    "RunWrite",
     "apply",
     "comparable",
     "finish",
@@ -97,39 +99,42 @@ def record_for(target: PolicyTarget) -> PolicyRecord:
     )
 
 
+@dataclass(frozen=True)
+class RunWrite:
+    """How a run writes its policy changes: its marks (window, run id), whether it adds a
+    temporary Lazy, and how it journals before each write."""
+
+    window: str
+    run_id: str
+    lazy: bool
+    save: Save
+
+    def marks(self) -> dict[str, str]:
+        return {POLICY_WINDOW: self.window, POLICY_RUN: self.run_id}
+
+    def wrote(self, view: PolicyView) -> bool:
+        return view.written_by(self.window, self.run_id)
+
+
 def apply(
     client: KarmadaClient,
     target: PolicyTarget,
     record: PolicyRecord,
-    *,
-    window: str,
-    run_id: str,
-    lazy: bool,
-    save: Save,
+    run: RunWrite,
     cached: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     """Apply one change; returns (the policy in force after, action taken). `cached`: a run
     alone's policy informer, read instead of a GET before the first attempt."""
     if target.swap_from:
-        return _swap(client, target, record, window=window, run_id=run_id, lazy=lazy, save=save)
-    return _patch(
-        client, target, record, window=window, run_id=run_id, lazy=lazy, save=save, first=cached
-    )
-
-
-def _marks(window: str, run_id: str) -> dict[str, str]:
-    return {POLICY_WINDOW: window, POLICY_RUN: run_id}
+        return _swap(client, target, record, run)
+    return _patch(client, target, record, run, first=cached)
 
 
 def _patch(
     client: KarmadaClient,
     target: PolicyTarget,
     record: PolicyRecord,
-    *,
-    window: str,
-    run_id: str,
-    lazy: bool,
-    save: Save,
+    run: RunWrite,
     first: PolicyLookup | None = None,
 ) -> tuple[Obj | None, PolicyAction]:
     patch = copy.deepcopy(target.change.patch or {})
@@ -143,11 +148,11 @@ def _patch(
         merged = json_merge_patch.merge(copy.deepcopy(current), patch)
         new_spec = merged.get("spec") or {}
         unchanged = _unchanged(new_spec, spec, record)
-        if cached and _writes_nothing(view, unchanged, window, run_id):
+        if cached and (unchanged or run.wrote(view)):
             # nothing to write by a copy that may trail the server: only a fresh read says so
             undo(record)
             continue
-        if view.written_by(window, run_id):
+        if run.wrote(view):
             record.stage = PolicyStage.APPLIED
             return current, PolicyAction.UNCHANGED  # this run already wrote it (resume)
         if unchanged:
@@ -157,11 +162,11 @@ def _patch(
             record.pre_hash = content_hash(spec)
             if not record.lazy.added:  # else known from a halted run that added the Lazy
                 record.original_activation = view.activation
-        body = MergePatch(patch).annotate(_marks(window, run_id))
-        if lazy and new_spec.get("activationPreference") != LAZY:
-            body.activation(LAZY).annotate(_lazy_marks(run_id, record.original_activation))
+        body = MergePatch(patch).annotate(run.marks())
+        if run.lazy and new_spec.get("activationPreference") != LAZY:
+            body.activation(LAZY).annotate(_lazy_marks(run.run_id, record.original_activation))
             record.lazy = LazyMark.ADDED
-        save()
+        run.save()
         try:
             after = api.patch_policy(
                 client,
@@ -185,39 +190,25 @@ def _unchanged(new_spec: dict[str, Any], spec: dict[str, Any], record: PolicyRec
     return comparable(new_spec) == comparable(spec) and not record.applied
 
 
-def _writes_nothing(view: PolicyView, unchanged: bool, window: str, run_id: str) -> bool:
-    """This copy asks for no write: the patch changes nothing, or this run wrote it."""
-    return unchanged or view.written_by(window, run_id)
-
-
-def _manifest(
-    target: PolicyTarget, window: str, run_id: str, lazy: bool, record: PolicyRecord
-) -> Obj:
+def _manifest(target: PolicyTarget, run: RunWrite, record: PolicyRecord) -> Obj:
     manifest = copy.deepcopy(target.change.swap.manifest if target.change.swap else {}) or {}
     meta = manifest.setdefault("metadata", {})
-    meta.setdefault("annotations", {}).update(_marks(window, run_id))
+    meta.setdefault("annotations", {}).update(run.marks())
     if target.namespace and "namespace" not in meta:
         meta["namespace"] = target.namespace
     manifest.setdefault("kind", target.kind)
     manifest.setdefault("apiVersion", "policy.karmada.io/v1alpha1")
     spec = manifest.setdefault("spec", {})
     record.original_activation = spec.get("activationPreference")
-    if lazy and spec.get("activationPreference") != LAZY:
+    if run.lazy and spec.get("activationPreference") != LAZY:
         spec["activationPreference"] = LAZY
         record.lazy = LazyMark.ADDED
-        meta["annotations"].update(_lazy_marks(run_id, record.original_activation))
+        meta["annotations"].update(_lazy_marks(run.run_id, record.original_activation))
     return manifest
 
 
 def _swap(
-    client: KarmadaClient,
-    target: PolicyTarget,
-    record: PolicyRecord,
-    *,
-    window: str,
-    run_id: str,
-    lazy: bool,
-    save: Save,
+    client: KarmadaClient, target: PolicyTarget, record: PolicyRecord, run: RunWrite
 ) -> tuple[Obj | None, PolicyAction]:
     assert target.swap_from is not None
     # read afresh, not from a cache: the old policy is deleted without a precondition and
@@ -226,15 +217,15 @@ def _swap(
     from_obj = api.find_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is not None and from_obj is None:
         _adopt(record, to_obj)
-        ours = PolicyView(to_obj).written_by(window, run_id)
+        ours = run.wrote(PolicyView(to_obj))
         # done before by someone else: nothing of ours to undo
         record.stage = PolicyStage.APPLIED if ours else PolicyStage.PENDING
         return to_obj, PolicyAction.SWAP if ours else PolicyAction.UNCHANGED
     if from_obj is not None and record.pre_image is None:
         record.pre_image = strip_server_fields(from_obj)
         record.pre_hash = content_hash(from_obj.get("spec"))
-    manifest = _manifest(target, window, run_id, lazy, record)
-    save()
+    manifest = _manifest(target, run, record)
+    run.save()
     if from_obj is not None:
         api.delete_policy(client, target.kind, target.swap_from, target.namespace)
     if to_obj is None:

@@ -416,10 +416,7 @@ def _policies(run: PreparedRun) -> Phase:
             ctx.client,
             target,
             record,
-            window=ctx.window,
-            run_id=ctx.run_id,
-            lazy=sp.lazy,
-            save=run.save,
+            policy_change.RunWrite(ctx.window, ctx.run_id, sp.lazy, run.save),
             cached=ctx.own_policy_cache(),
         )
         if written is not None and ctx.reads is not None:
