@@ -50,9 +50,31 @@ class TriggerStrategy(Protocol):
 
 
 class _Direct:
-    """A trigger strategy's own wave: its `arming` steps, then the gates (`direct`)."""
+    """A trigger strategy as data: whether it touches the templates (then policies get a
+    temporary Lazy: `marks_lazy`), whether it rebalances (a Fresh reschedule: `fresh`), and
+    its own `arming` steps, followed by the gates (`direct`)."""
 
+    trigger: ClassVar[Trigger]
+    marks_lazy: ClassVar[bool]
+    fresh: ClassVar[bool]
     arming: ClassVar[tuple[StepKind, ...]]
+
+    def needs_move(
+        self,
+        placement_now: Placement | None,
+        target_placement: Placement | None,
+        policies_done: bool,
+    ) -> bool:
+        """A touch moves what does not carry the target placement yet; a rebalance moves
+        everything until the window's policies are done."""
+        return (self.marks_lazy and placement_now != target_placement) or (
+            self.fresh and not policies_done
+        )
+
+    def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
+        return (not self.marks_lazy or touch_triggered(target, binding)) and (
+            not self.fresh or rebalance_triggered(target, binding)
+        )
 
     def steps(self) -> tuple[StepKind, ...]:
         return direct(self.arming)
@@ -66,17 +88,6 @@ class Touch(_Direct):
     fresh: ClassVar[bool] = False
     arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_TOUCH,)
 
-    def needs_move(
-        self,
-        placement_now: Placement | None,
-        target_placement: Placement | None,
-        policies_done: bool,
-    ) -> bool:
-        return placement_now != target_placement
-
-    def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
-        return touch_triggered(target, binding)
-
 
 class Rebalance(_Direct):
     """One WorkloadRebalancer per wave: a Fresh reschedule of exactly its workloads."""
@@ -86,17 +97,6 @@ class Rebalance(_Direct):
     fresh: ClassVar[bool] = True
     arming: ClassVar[tuple[StepKind, ...]] = (K.TRIGGER_REBALANCE,)
 
-    def needs_move(
-        self,
-        placement_now: Placement | None,
-        target_placement: Placement | None,
-        policies_done: bool,
-    ) -> bool:
-        return not policies_done
-
-    def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
-        return rebalance_triggered(target, binding)
-
 
 class Both(_Direct):
     """Touch, wait until that (Steady) schedule is done, then rebalance: a Lazy policy must
@@ -105,24 +105,11 @@ class Both(_Direct):
     trigger: ClassVar[Trigger] = Trigger.BOTH
     marks_lazy: ClassVar[bool] = True
     fresh: ClassVar[bool] = True
-    # the touch's (Steady) schedule done before the rebalance: a Lazy policy must claim the
-    # binding before a rebalance can move it
     arming: ClassVar[tuple[StepKind, ...]] = (
         K.TRIGGER_TOUCH,
         K.GATE_SCHEDULED,
         K.TRIGGER_REBALANCE,
     )
-
-    def needs_move(
-        self,
-        placement_now: Placement | None,
-        target_placement: Placement | None,
-        policies_done: bool,
-    ) -> bool:
-        return placement_now != target_placement or not policies_done
-
-    def triggered(self, target: WaveTarget, binding: BindingView) -> bool:
-        return touch_triggered(target, binding) and rebalance_triggered(target, binding)
 
 
 class MakeBeforeBreak:
