@@ -224,6 +224,21 @@ class Reconciler:
         with self.shared_for(loaded) as share:
             yield {"budget": share.budget, "reads": share.reads}
 
+    def _switch(self, loaded: LoadedSchedule, window: str, **options: Any) -> RunOutcome:
+        """One run of the window (`options`: its run id, the journal it resumes), with what
+        the daemon lends it."""
+        with self._shared(loaded) as shared:
+            return self.run_switch(
+                self.client,
+                loaded,
+                window,
+                clock=self.clock,
+                journal=self.state,
+                on_event=self.on_event,
+                **options,
+                **shared,
+            )
+
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
         if reason.startswith("window:"):
@@ -326,18 +341,9 @@ class Reconciler:
                 run_id=unfinished.run_id,
                 phase=unfinished.phase,
             )
-            with self._shared(loaded) as shared:
-                record = self.run_switch(
-                    self.client,
-                    loaded,
-                    unfinished.window,
-                    clock=self.clock,
-                    journal=self.state,
-                    on_event=self.on_event,
-                    run_id=unfinished.run_id,
-                    resume=unfinished,
-                    **shared,
-                )
+            record = self._switch(
+                loaded, unfinished.window, run_id=unfinished.run_id, resume=unfinished
+            )
             self._finish(seen, name, unfinished.window, record, unfinished.run_id)
 
     def _claimed(
@@ -519,17 +525,7 @@ class Reconciler:
     ) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
-            with self._shared(loaded) as shared:
-                record = self.run_switch(
-                    self.client,
-                    loaded,
-                    start.window,
-                    clock=self.clock,
-                    journal=self.state,
-                    on_event=self.on_event,
-                    run_id=run_id,
-                    **shared,
-                )
+            record = self._switch(loaded, start.window, run_id=run_id)
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:
@@ -575,16 +571,7 @@ class Reconciler:
                 return
             log.info("run_retrying", schedule=name, window=failed.window, failed_run=wanted)
             try:
-                with self._shared(loaded) as shared:
-                    record = self.run_switch(
-                        self.client,
-                        loaded,
-                        failed.window,
-                        clock=self.clock,
-                        journal=self.state,
-                        on_event=self.on_event,
-                        **shared,
-                    )
+                record = self._switch(loaded, failed.window)
             except (Conflict, FencedOut, LeaseLost, JournalLost):
                 raise
             except Exception as exc:  # a refused plan: logged, the failed run stays the last
