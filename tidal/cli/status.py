@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, USAGE_ERROR
-from tidal.cli.options import context_option, kubeconfig_option, table_width
+from tidal.cli.options import context_option, kubeconfig_option, schedules_option, table_width
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -164,12 +164,7 @@ def status_table(report: dict[str, Any], utc: bool) -> Table:
 @click.option(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@click.option(
-    "--schedules",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="schedules directory (TIDAL_SCHEDULES)",
-)
+@schedules_option
 @kubeconfig_option
 @context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")

@@ -19,7 +19,13 @@ import click
 
 from tidal.cli.daemon_api import daemon_options
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
-from tidal.cli.options import context_option, kubeconfig_option
+from tidal.cli.options import (
+    context_option,
+    kubeconfig_option,
+    schedules_option,
+    teams_option,
+    yes_option,
+)
 from tidal.cli.plan import (
     allow_unchecked_option,
     cli_settings,
@@ -70,7 +76,7 @@ def _progress(settings: Any) -> Iterator[Any]:
 @click.option("--window", required=True, help="the window to carry out now")
 @kubeconfig_option
 @context_option
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@yes_option
 @click.option(
     "-o",
     "--output",
@@ -79,13 +85,7 @@ def _progress(settings: Any) -> Iterator[Any]:
     help="json: print the run record (the default when stdout is not a terminal); "
     "text: one summary line",
 )
-@click.option(
-    "--teams",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="the team estimator's TeamCapacity file, when one is deployed "
-    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
-)
+@teams_option
 @karmada_version_option
 @allow_unchecked_option
 def switch_command(
@@ -311,15 +311,10 @@ def _journal(client: Any, settings: Any) -> Any:
 
 @click.command("retry")
 @click.argument("name")
-@click.option(
-    "--schedules",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="schedules directory (TIDAL_SCHEDULES)",
-)
+@schedules_option
 @kubeconfig_option
 @context_option
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@yes_option
 @click.option(
     "-o",
     "--output",
