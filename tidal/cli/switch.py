@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, cast
 
@@ -71,19 +71,21 @@ def _progress(settings: Any) -> Iterator[Any]:
             configure_logging(settings.log_format, level)
 
 
+def _output_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """-o/--output of the commands that run a switch (text or json, as `tidal switch`)."""
+    return click.option(
+        "-o", "--output", type=click.Choice(["text", "json"]), default=None, help=help_text
+    )
+
+
 @click.command("switch")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to carry out now")
 @kubeconfig_option
 @context_option
 @yes_option
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default=None,
-    help="json: print the run record (the default when stdout is not a terminal); "
-    "text: one summary line",
+@_output_option(
+    "json: print the run record (the default when stdout is not a terminal); text: one summary line"
 )
 @teams_option
 @karmada_version_option
@@ -315,13 +317,7 @@ def _journal(client: Any, settings: Any) -> Any:
 @kubeconfig_option
 @context_option
 @yes_option
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default=None,
-    help="as for `tidal switch`",
-)
+@_output_option("as for `tidal switch`")
 @daemon_options
 @click.pass_context
 def retry_command(
