@@ -16,7 +16,6 @@ mapping is non-decreasing, so order is preserved.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -26,9 +25,9 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from tidal.domain.cron import START_HINT, cron_expression
 from tidal.domain.run_control import RunControl
 
-_HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 # Wall clock and UTC never differ by more than this around a transition (largest offset change
 # is 2 h; margin kept generous so enumeration never starts too late).
 _DST_SLACK = timedelta(hours=3)
@@ -41,20 +40,14 @@ class WindowSpecError(ValueError):
 
 
 def cron_of(start: str) -> str:
-    """The 5-field cron expression (local time) for a window's `start`."""
-    text = start.strip()
-    if text.startswith("cron:"):
-        text = text[len("cron:") :].strip()
-    match = _HHMM.match(text)
-    if match:
-        hour, minute = int(match.group(1)), int(match.group(2))
-        if hour > 23 or minute > 59:
-            raise WindowSpecError(f"start {start!r}: HH:MM out of range (00:00..23:59)")
-        return f"{minute} {hour} * * *"
-    if len(text.split()) != 5 or not croniter.is_valid(text):
-        raise WindowSpecError(
-            f"start {start!r}: expected HH:MM or a 5-field cron expression such as '0 23 * * 1-5'"
-        )
+    """The 5-field cron expression (local time) for a window's `start`, read as loading reads
+    it (tidal.domain.cron.cron_expression)."""
+    try:
+        text = cron_expression(start)
+    except ValueError as exc:
+        raise WindowSpecError(f"start {exc}") from None
+    if not croniter.is_valid(text):
+        raise WindowSpecError(f"start {start!r} is not a valid cron expression; {START_HINT}")
     return text
 
 
