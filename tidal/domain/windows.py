@@ -16,7 +16,7 @@ mapping is non-decreasing, so order is preserved.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
@@ -136,6 +136,10 @@ def times_of(schedule: _ScheduleLike) -> WindowTimes:
     )
 
 
+# A walk over one window's starts from a time: _forward (after it) or _backward (up to it).
+Walk = Callable[[str, ZoneInfo, frozenset[date], datetime, str], Iterator[WindowStart]]
+
+
 def _forward(
     cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, window: str
 ) -> Iterator[WindowStart]:
@@ -184,27 +188,24 @@ def next_start_of(times: WindowTimes, window: str, after: datetime) -> WindowSta
     raise KeyError(window)
 
 
-def next_start(times: WindowTimes, now: datetime) -> WindowStart | None:
-    """The earliest start of any window strictly after `now`."""
-    tz = times.tz
-    found = [
+def _nearest_each(times: WindowTimes, now: datetime, walk: Walk) -> list[WindowStart]:
+    """Each window's first start met walking from `now` (`_forward` or `_backward`)."""
+    return [
         s
         for name, start in times.starts
-        if (s := next(_forward(cron_of(start), tz, times.skip_dates, now, name), None))
+        if (s := next(walk(cron_of(start), times.tz, times.skip_dates, now, name), None))
     ]
-    return min(found, default=None)
+
+
+def next_start(times: WindowTimes, now: datetime) -> WindowStart | None:
+    """The earliest start of any window strictly after `now`."""
+    return min(_nearest_each(times, now, _forward), default=None)
 
 
 def start_in_force(times: WindowTimes, now: datetime) -> WindowStart | None:
     """The latest start of any window at or before `now`: the window that should be in force."""
-    tz = times.tz
-    found = [
-        s
-        for name, start in times.starts
-        if (s := next(_backward(cron_of(start), tz, times.skip_dates, now, name), None))
-    ]
     # Two windows at the same instant cannot pass validation; break ties by name for determinism.
-    return max(found, default=None)
+    return max(_nearest_each(times, now, _backward), default=None)
 
 
 def starts_between(times: WindowTimes, after: datetime, until: datetime) -> list[WindowStart]:
