@@ -21,13 +21,11 @@ context_option = click.option(
 schedules_option = click.option(
     "--schedules",
     type=click.Path(path_type=Path),
-    default=None,
     help="schedules directory (TIDAL_SCHEDULES)",
 )
 teams_option = click.option(
     "--teams",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help="the team estimator's TeamCapacity file, when one is deployed "
     "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
 )

@@ -244,7 +244,7 @@ class Reconciler:
             return self.run_switch(
                 self.client,
                 loaded,
-                window,
+                window_name=window,
                 clock=self.clock,
                 journal=self.state,
                 on_event=self.on_event,

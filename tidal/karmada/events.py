@@ -44,14 +44,8 @@ _CLUSTER_SCOPED_EVENT_NAMESPACE: Final = "default"
 
 def log_event_failed(logger: Any, involved: ObjectRef, reason: str, exc: Exception) -> None:
     """Warn (on the caller's logger) that an Event about `involved` could not be recorded."""
-    logger.warning(
-        "kube_event_failed",
-        reason=reason,
-        kind=involved.kind,
-        name=involved.name,
-        namespace=involved.namespace,
-        error=str(exc),
-    )
+    about = {"kind": involved.kind, "name": involved.name, "namespace": involved.namespace}
+    logger.warning("kube_event_failed", reason=reason, **about, error=str(exc))
 
 
 @dataclass(frozen=True)
