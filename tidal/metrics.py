@@ -625,93 +625,62 @@ class Metrics:
 
 
 class DaemonMetrics(Protocol):
-    """What the daemon reports through (Metrics, or NullMetrics when it exports nothing)."""
-
-    def preset(self, schedules: Iterable[Any]) -> None: ...
-    def forget_schedule(self, name: str) -> None: ...
-    def state_corrupt(self, schedule: str) -> None: ...
-    def switch_worker_error(self, schedule: str) -> None: ...
-    def journal_lost(self, schedule: str) -> None: ...
-    def set_policy_drift(self, schedule: str, policies: int) -> None: ...
-    def set_leftovers(self, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None: ...
-    def schedule_unblocked(self, schedule: str) -> None: ...
-    def restore_last_run(self, state: Any) -> None: ...
-    def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None: ...
-    def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None: ...
-    def window_missed(self, schedule: str, window: str) -> None: ...
-
-    def run_command(self, schedule: str, command: str, source: str) -> None: ...
-    def command_request(self, command: str, code: int) -> None: ...
-    def set_clock_skew(self, skew: float, limit: float) -> None: ...
-    def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None: ...
-    def set_leader(self, leading: bool) -> None: ...
-    def on_scheduler_event(self, event: Any) -> None: ...
-    def set_queue(
-        self,
-        slots: Mapping[str, datetime],
-        capacity: Mapping[str, Any],
-        leased: Mapping[str, Mapping[str, float]],
-        now: datetime,
-    ) -> None: ...
-    def render(self) -> bytes: ...
-
-
-class NullMetrics:
-    """Metrics that record nothing (a daemon built without an exporter, tests)."""
+    """What the daemon reports through: Metrics, or NullMetrics when it exports nothing (the
+    bodies here, which record nothing, are NullMetrics')."""
 
     def preset(self, schedules: Iterable[Any]) -> None:
-        pass
+        return None
 
     def forget_schedule(self, name: str) -> None:
-        pass
+        return None
 
     def state_corrupt(self, schedule: str) -> None:
-        pass
+        return None
 
     def switch_worker_error(self, schedule: str) -> None:
-        pass
+        return None
 
     def journal_lost(self, schedule: str) -> None:
-        pass
+        return None
 
     def set_policy_drift(self, schedule: str, policies: int) -> None:
-        pass
+        return None
 
     def set_leftovers(self, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
-        pass
+        return None
 
     def schedule_unblocked(self, schedule: str) -> None:
-        pass
+        return None
 
     def restore_last_run(self, state: Any) -> None:
-        pass
+        return None
 
     def publish_window_times(self, schedule: str, times: WindowTimes, now: datetime) -> None:
-        pass
+        return None
 
     def switch_refused(self, schedule: str, window: str, reason: str, at: float) -> None:
-        pass
+        return None
 
     def window_missed(self, schedule: str, window: str) -> None:
-        pass
+        return None
 
     def run_command(self, schedule: str, command: str, source: str) -> None:
-        pass
+        return None
 
     def command_request(self, command: str, code: int) -> None:
-        pass
+        return None
 
     def set_clock_skew(self, skew: float, limit: float) -> None:
-        pass
+        return None
 
     def config_loaded(self, valid_by_file: Mapping[str, bool], schedules_in_force: int) -> None:
-        pass
+        return None
 
     def set_leader(self, leading: bool) -> None:
-        pass
+        return None
 
     def on_scheduler_event(self, event: Any) -> None:
-        pass
+        return None
 
     def set_queue(
         self,
@@ -720,7 +689,13 @@ class NullMetrics:
         leased: Mapping[str, Mapping[str, float]],
         now: datetime,
     ) -> None:
-        pass
+        return None
+
+    def render(self) -> bytes: ...
+
+
+class NullMetrics(DaemonMetrics):
+    """Metrics that record nothing (a daemon built without an exporter, tests)."""
 
     def render(self) -> bytes:
         """An empty exposition."""

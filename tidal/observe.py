@@ -37,6 +37,7 @@ from tidal.karmada.events import (
     EventRecorder,
     EventType,
     ObjectRef,
+    log_event_failed,
     policy_ref,
 )
 from tidal.metrics import Metrics
@@ -245,11 +246,4 @@ class EngineObserver:
         try:
             self.recorder.record(target, reason, message, event_type)
         except Exception as exc:  # the recorder is best-effort already; be sure of it
-            log.warning(
-                "kube_event_failed",
-                reason=reason,
-                kind=target.kind,
-                name=target.name,
-                namespace=target.namespace,
-                error=str(exc),
-            )
+            log_event_failed(log, target, reason, exc)

@@ -12,8 +12,7 @@ import importlib
 import logging
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from ruamel.yaml import YAML
 
@@ -40,7 +39,23 @@ def _load_controllers() -> Any:
     return getattr(module, "ControllerManager", None)
 
 
-class Emulator:
+class Running:
+    """Started on entering a `with` block, stopped on leaving it."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class Emulator(Running):
     """A Karmada control plane in-process: `start()` it, point clients at `url`, `stop()` it."""
 
     def __init__(
@@ -132,17 +147,6 @@ class Emulator:
         if self.controllers is not None:
             self.controllers.stop()
         self.clock.stop()
-
-    def __enter__(self) -> Emulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:

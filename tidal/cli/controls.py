@@ -17,7 +17,7 @@ import click
 from tidal.cli.daemon_api import daemon_options, routed
 from tidal.cli.daemon_api import give as send_command
 from tidal.cli.exitcodes import INVALID_INPUT, OK
-from tidal.cli.options import context_option, kubeconfig_option
+from tidal.cli.options import context_option, kubeconfig_option, schedules_option
 from tidal.cli.status import connect
 from tidal.domain.run_control import Verb
 
@@ -25,12 +25,7 @@ from tidal.domain.run_control import Verb
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     f = context_option(f)
     f = kubeconfig_option(f)
-    f = click.option(
-        "--schedules",
-        type=click.Path(path_type=Path),
-        default=None,
-        help="schedules directory (TIDAL_SCHEDULES)",
-    )(f)
+    f = schedules_option(f)
     return click.argument("name")(f)
 
 
@@ -166,14 +161,10 @@ def skip_command(
         chosen.append(f"{upcoming.window} at {upcoming.at.isoformat()}")
         return replace(c, skip_start=upcoming.at)
 
-    _apply(
-        name,
-        schedules,
-        kubeconfig,
-        context,
-        change,
-        lambda: f"{name}: the start of {chosen[-1]} will be skipped",
-    )
+    def done() -> str:
+        return f"{name}: the start of {chosen[-1]} will be skipped"
+
+    _apply(name, schedules, kubeconfig, context, change, done)
 
 
 def parse_until(text: str, tz: ZoneInfo, now: datetime) -> datetime:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,17 @@ def _settings(
     return settings
 
 
+def _karmada_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--kubeconfig and --context, as both estimator commands take them."""
+    f = click.option("--context", default=None, help="kubeconfig context (TIDAL_CONTEXT)")(f)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG)",
+    )(f)
+
+
 def _given(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
@@ -41,13 +53,7 @@ def _given(**values: Any) -> dict[str, Any]:
     default=None,
     help="the TeamCapacity file (TIDAL_ESTIMATOR__TEAMS)",
 )
-@click.option(
-    "--kubeconfig",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG)",
-)
-@click.option("--context", default=None, help="kubeconfig context (TIDAL_CONTEXT)")
+@_karmada_options
 @click.option(
     "--grpc-port",
     type=int,
@@ -144,13 +150,7 @@ def _reloader(path: Path) -> Any:
 
 
 @estimator_command.command("check")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="kubeconfig of the Karmada apiserver (TIDAL_KUBECONFIG)",
-)
-@click.option("--context", default=None, help="kubeconfig context (TIDAL_CONTEXT)")
+@_karmada_options
 @click.option(
     "--estimator",
     "address",

@@ -18,6 +18,18 @@ kubeconfig_option = click.option(
 context_option = click.option(
     "--context", default=None, help="kubeconfig context (TIDAL_CONTEXT; default: the current one)"
 )
+schedules_option = click.option(
+    "--schedules",
+    type=click.Path(path_type=Path),
+    help="schedules directory (TIDAL_SCHEDULES)",
+)
+teams_option = click.option(
+    "--teams",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="the team estimator's TeamCapacity file, when one is deployed "
+    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
+)
+yes_option = click.option("--yes", is_flag=True, help="do not ask for confirmation")
 
 
 def table_width(stream: IO[str], columns: int | None, piped: int) -> int | None:

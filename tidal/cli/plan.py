@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, UNSAFE_PLAN
-from tidal.cli.options import context_option, kubeconfig_option, table_width
+from tidal.cli.options import context_option, kubeconfig_option, table_width, teams_option
 from tidal.domain.karmada_release import LATEST_RELEASE, KarmadaRelease
 from tidal.domain.outcomes import Strategy
 
@@ -309,13 +309,7 @@ def team_estimate_of(settings: Any, client: Any, teams: Path | None) -> Any:
 @click.option(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@click.option(
-    "--teams",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="the team estimator's TeamCapacity file, when one is deployed "
-    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
-)
+@teams_option
 @karmada_version_option
 @allow_unchecked_option
 def plan_command(

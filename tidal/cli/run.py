@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from tidal.cli.exitcodes import INVALID_INPUT
 from tidal.cli.options import context_option, kubeconfig_option
-from tidal.cli.plan import karmada_overrides, karmada_version_option
+from tidal.cli.plan import fail, karmada_overrides, karmada_version_option
 from tidal.cli.stop_signals import StopSignals
 
 
@@ -66,36 +65,30 @@ def run_command(
             karmada=karmada_overrides(karmada_version),
         )
     except SettingsError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(INVALID_INPUT) from None
+        fail(str(exc))
     if not settings.schedules.is_dir():
-        click.echo(
-            f"error: schedules directory {settings.schedules} does not exist; "
-            "set --schedules or TIDAL_SCHEDULES",
-            err=True,
+        fail(
+            f"schedules directory {settings.schedules} does not exist; "
+            "set --schedules or TIDAL_SCHEDULES"
         )
-        raise SystemExit(INVALID_INPUT)
     configure_logging(settings.log_format, settings.log_level)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # job chatter, not news
     metrics = Metrics()
     try:
         client = KarmadaClient.from_settings(settings, on_request=metrics.on_request)
     except KarmadaError as exc:
-        click.echo(f"error: {exc}; set --kubeconfig or TIDAL_KUBECONFIG", err=True)
-        raise SystemExit(INVALID_INPUT) from None
+        fail(f"{exc}; set --kubeconfig or TIDAL_KUBECONFIG")
     daemon = Daemon(settings, client=client, wiring=Wiring(metrics=metrics))
 
     signals = StopSignals().install()
     try:
         daemon.start()
     except OSError as exc:
-        click.echo(
-            f"error: cannot serve HTTP on {settings.listen_address} port "
+        fail(
+            f"cannot serve HTTP on {settings.listen_address} port "
             f"{settings.port}: {exc.strerror}; choose another with --port/TIDAL_PORT or "
-            "--listen-address/TIDAL_LISTEN_ADDRESS",
-            err=True,
+            "--listen-address/TIDAL_LISTEN_ADDRESS"
         )
-        raise SystemExit(INVALID_INPUT) from None
     signals.wait(daemon.wait)
     sys.exit(daemon.shutdown(settings.scheduler.shutdown_grace_seconds))
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tidal.cli.exitcodes import INVALID_INPUT, OK, USAGE_ERROR
-from tidal.cli.options import context_option, kubeconfig_option, table_width
+from tidal.cli.options import context_option, kubeconfig_option, schedules_option, table_width
+from tidal.cli.plan import fail
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -30,20 +31,17 @@ def connect(
     try:
         settings = load_settings(schedules=schedules, kubeconfig=kubeconfig, context=context)
     except SettingsError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(INVALID_INPUT) from None
+        fail(str(exc))
     if not settings.schedules.exists():
-        click.echo(
-            f"error: schedules {settings.schedules} does not exist; pass --schedules DIR "
+        fail(
+            f"schedules {settings.schedules} does not exist; pass --schedules DIR "
             "or set TIDAL_SCHEDULES",
-            err=True,
+            USAGE_ERROR,
         )
-        raise SystemExit(USAGE_ERROR)
     try:
         client = KarmadaClient.from_settings(settings)
     except KarmadaError as exc:
-        click.echo(f"error: {exc}; pass --kubeconfig or set TIDAL_KUBECONFIG", err=True)
-        raise SystemExit(INVALID_INPUT) from None
+        fail(f"{exc}; pass --kubeconfig or set TIDAL_KUBECONFIG")
     result = load_schedules([settings.schedules], crd_dir=settings.karmada_crds)
     for error in result.errors:
         click.echo(f"warning: {error}", err=True)
@@ -164,12 +162,7 @@ def status_table(report: dict[str, Any], utc: bool) -> Table:
 @click.option(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@click.option(
-    "--schedules",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="schedules directory (TIDAL_SCHEDULES)",
-)
+@schedules_option
 @kubeconfig_option
 @context_option
 @click.option("--utc", is_flag=True, help="show times in UTC instead of each schedule's zone")
@@ -247,8 +240,7 @@ def status_command(
             SystemClock().now(),
         )
     except KarmadaError as exc:
-        click.echo(f"error: cannot read state from the Karmada apiserver: {exc}", err=True)
-        raise SystemExit(INVALID_INPUT) from None
+        fail(f"cannot read state from the Karmada apiserver: {exc}")
     if output == "json":
         click.echo(json.dumps(report, indent=2))
         raise SystemExit(OK)
@@ -306,19 +298,14 @@ def _one(loaded: list[Any], name: str | None, where: Path, *, required: bool) ->
     if name is None:
         if len(loaded) == 1:
             return loaded
-        click.echo(
-            f"error: --plot draws one schedule: name it (tidal status NAME --plot FILE; "
+        fail(
+            f"--plot draws one schedule: name it (tidal status NAME --plot FILE; "
             f"known in {where}: {', '.join(known) or 'none'})",
-            err=True,
+            USAGE_ERROR,
         )
-        raise SystemExit(USAGE_ERROR)
     chosen = [item for item in loaded if item.schedule.name == name]
     if not chosen:
-        click.echo(
-            f"error: no schedule {name!r} in {where} (known: {', '.join(known) or 'none'})",
-            err=True,
-        )
-        raise SystemExit(USAGE_ERROR)
+        fail(f"no schedule {name!r} in {where} (known: {', '.join(known) or 'none'})", USAGE_ERROR)
     return chosen
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, cast
 
@@ -19,7 +19,13 @@ import click
 
 from tidal.cli.daemon_api import daemon_options
 from tidal.cli.exitcodes import DECLINED, NOT_A_TERMINAL, OK, UNSAFE_PLAN, WAVE_FAILED
-from tidal.cli.options import context_option, kubeconfig_option
+from tidal.cli.options import (
+    context_option,
+    kubeconfig_option,
+    schedules_option,
+    teams_option,
+    yes_option,
+)
 from tidal.cli.plan import (
     allow_unchecked_option,
     cli_settings,
@@ -65,27 +71,23 @@ def _progress(settings: Any) -> Iterator[Any]:
             configure_logging(settings.log_format, level)
 
 
+def _output_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """-o/--output of the commands that run a switch (text or json, as `tidal switch`)."""
+    return click.option(
+        "-o", "--output", type=click.Choice(["text", "json"]), default=None, help=help_text
+    )
+
+
 @click.command("switch")
 @click.argument("schedule_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", required=True, help="the window to carry out now")
 @kubeconfig_option
 @context_option
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default=None,
-    help="json: print the run record (the default when stdout is not a terminal); "
-    "text: one summary line",
+@yes_option
+@_output_option(
+    "json: print the run record (the default when stdout is not a terminal); text: one summary line"
 )
-@click.option(
-    "--teams",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="the team estimator's TeamCapacity file, when one is deployed "
-    "(TIDAL_ESTIMATOR__TEAMS): dynamic splits take its answers into account",
-)
+@teams_option
 @karmada_version_option
 @allow_unchecked_option
 def switch_command(
@@ -313,22 +315,11 @@ def _journal(client: Any, settings: Any) -> Any:
 
 @click.command("retry")
 @click.argument("name")
-@click.option(
-    "--schedules",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="schedules directory (TIDAL_SCHEDULES)",
-)
+@schedules_option
 @kubeconfig_option
 @context_option
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default=None,
-    help="as for `tidal switch`",
-)
+@yes_option
+@_output_option("as for `tidal switch`")
 @daemon_options
 @click.pass_context
 def retry_command(

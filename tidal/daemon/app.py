@@ -42,9 +42,8 @@ from tidal.domain.clock import Clock, SystemClock
 from tidal.domain.run_control import Source, Verb
 from tidal.domain.team_capacity import TeamEstimate
 from tidal.domain.windows import start_in_force, times_of
-from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import EngineEvent, OnEvent
-from tidal.engine.journal import Journal, RunState
+from tidal.engine.journal import Journal
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.informer import SharedReads
 from tidal.loading.loader import LoadedSchedule
@@ -75,12 +74,10 @@ class EngineRunSwitch:
         *,
         clock: Clock,
         journal: Journal,
-        on_event: OnEvent,
-        run_id: str | None = None,
-        resume: RunState | None = None,
-        budget: SurgeBudget | None = None,
-        reads: SharedReads | None = None,
+        **given: Any,
     ) -> RunOutcome:
+        """`given`: the rest of RunSwitch's keywords (on_event, run_id, resume, budget, reads),
+        passed on as they come."""
         from tidal.daemon.interlude import OperatorInterlude
         from tidal.engine.switch import run_switch
 
@@ -95,11 +92,7 @@ class EngineRunSwitch:
             window_name,
             clock=clock,
             journal=journal,
-            on_event=on_event,
-            run_id=run_id,
-            resume=resume,
-            budget=budget,
-            reads=reads,
+            **given,
             policy_settle=self.policy_settle,
             interlude=interlude,
             team=self._team(client),

@@ -18,17 +18,17 @@ import hmac
 import json
 import re
 import socket
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from tidal.daemon.http import ServedOnThread
 from tidal.domain.run_control import Verb
 
 log = structlog.get_logger("tidal.daemon.command_api")
@@ -74,11 +74,7 @@ def advertised_url(host: str | None, listen: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-class _IPv6Server(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-
-
-class CommandServer:
+class CommandServer(ServedOnThread):
     """The command API's HTTP server (stdlib http.server on a thread)."""
 
     def __init__(
@@ -127,24 +123,7 @@ class CommandServer:
         self.token_file, self.identity = token_file, identity
         self.is_leader, self.leader_url, self.give = is_leader, leader_url, give
         self.on_answer = on_answer
-        server = _IPv6Server if ":" in host else ThreadingHTTPServer
-        self.server = server((host, port), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="tidal-command-api", daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> CommandServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host, port, Handler, "tidal-command-api")
 
     # --- one request ------------------------------------------------------------------------
     def answer(self, path: str, authorization: str | None, forwarded_by: str | None) -> Answer:

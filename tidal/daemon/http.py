@@ -8,7 +8,7 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -24,7 +24,34 @@ class _IPv6Server(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
 
-class HealthServer:
+class ServedOnThread:
+    """An HTTP server (over IPv6 when the host is an IPv6 address) answering on its own daemon
+    thread: `start()` it, `stop()` it."""
+
+    def __init__(
+        self, host: str, port: int, handler: type[BaseHTTPRequestHandler], thread_name: str
+    ) -> None:
+        server = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self.server = server((host, port), handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name=thread_name, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class HealthServer(ServedOnThread):
     def __init__(
         self,
         port: int,
@@ -64,21 +91,4 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # probes every few seconds would drown the logs
 
-        server = _IPv6Server if ":" in host else ThreadingHTTPServer
-        self.server = server((host, port), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="tidal-http", daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> HealthServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host, port, Handler, "tidal-http")

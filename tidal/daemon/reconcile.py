@@ -79,6 +79,19 @@ class RunShare:
     reads: SharedReads | None = None
 
 
+@dataclass(frozen=True)
+class PassView:
+    """What one pass over a schedule read, and the time it decides at: shared by the steps
+    that act on its decision."""
+
+    name: str
+    loaded: LoadedSchedule
+    seen: ScheduleState
+    unfinished: RunState | None
+    now: datetime
+    reason: str  # what triggered the pass
+
+
 def run_id_for(schedule: str, start: WindowStart, due: datetime | None = None) -> str:
     """Deterministic, DNS-safe: the same start always gets the same run id; a start due
     again later (a hold over it ended) gets its own, suffixed with the minutes it was due
@@ -224,6 +237,21 @@ class Reconciler:
         with self.shared_for(loaded) as share:
             yield {"budget": share.budget, "reads": share.reads}
 
+    def _switch(self, loaded: LoadedSchedule, window: str, **options: Any) -> RunOutcome:
+        """One run of the window (`options`: its run id, the journal it resumes), with what
+        the daemon lends it."""
+        with self._shared(loaded) as shared:
+            return self.run_switch(
+                self.client,
+                loaded,
+                window_name=window,
+                clock=self.clock,
+                journal=self.state,
+                on_event=self.on_event,
+                **options,
+                **shared,
+            )
+
     def _now(self, times: WindowTimes, reason: str) -> datetime:
         now = self.clock.now()
         if reason.startswith("window:"):
@@ -249,9 +277,10 @@ class Reconciler:
             self._retry(name, loaded, seen, unfinished)
             return
         now = self._now(times, reason)
+        view = PassView(name, loaded, seen, unfinished, now, reason)
         claimed = seen.handled
         if claimed is not None and claimed.outcome is DaemonOutcome.STARTED and claimed.run_id:
-            self._claimed(name, loaded, seen, unfinished, now)
+            self._claimed(view)
             return
         decision = decide(
             times,
@@ -262,38 +291,21 @@ class Reconciler:
         )
         self.last_decisions[name] = f"{decision.action.value}: {decision.reason}"
         if decision.start is not None:
-            self._act(name, loaded, seen, unfinished, decision, now, reason)
+            self._act(view, decision)
 
-    def _act(
-        self,
-        name: str,
-        loaded: LoadedSchedule,
-        seen: ScheduleState,
-        unfinished: RunState | None,
-        decision: Decision,
-        now: datetime,
-        reason: str,
-    ) -> None:
+    def _act(self, view: PassView, decision: Decision) -> None:
         """Carry the decision about a start out: run, miss, skip it, or watch for drift."""
+        name, seen, unfinished, now = view.name, view.seen, view.unfinished, view.now
         start = decision.start
         assert start is not None
         if decision.action in (Action.RUN, Action.MISSED, Action.SKIP):
             self.handled_at[name] = start.at  # dealt with in this pass, one way or another
-        if decision.action in (Action.RUN, Action.MISSED) and self._handled_by_hand(
-            name, seen, unfinished, decision, now
-        ):
+        if decision.action in (Action.RUN, Action.MISSED) and self._handled_by_hand(view, decision):
             return
         if decision.action is Action.RUN:
-            self._run_due(name, loaded, seen, decision, now, reason)
+            self._run_due(view, decision)
         elif decision.action is Action.MISSED:
-            self._missed(
-                name,
-                seen,
-                start,
-                decision,
-                first=seen.handled is None and unfinished is None,
-                now=now,
-            )
+            self._missed(view, start, decision)
         elif (
             decision.action is Action.NOTHING
             and unfinished is not None
@@ -326,31 +338,16 @@ class Reconciler:
                 run_id=unfinished.run_id,
                 phase=unfinished.phase,
             )
-            with self._shared(loaded) as shared:
-                record = self.run_switch(
-                    self.client,
-                    loaded,
-                    unfinished.window,
-                    clock=self.clock,
-                    journal=self.state,
-                    on_event=self.on_event,
-                    run_id=unfinished.run_id,
-                    resume=unfinished,
-                    **shared,
-                )
+            record = self._switch(
+                loaded, unfinished.window, run_id=unfinished.run_id, resume=unfinished
+            )
             self._finish(seen, name, unfinished.window, record, unfinished.run_id)
 
-    def _claimed(
-        self,
-        name: str,
-        loaded: LoadedSchedule,
-        seen: ScheduleState,
-        unfinished: RunState | None,
-        now: datetime,
-    ) -> None:
+    def _claimed(self, view: PassView) -> None:
         """A start claimed ("started") by a pass: record its finished run, restart it when the
         claimant died before its first step and it is still due, else abandon it."""
-        claimed = seen.handled
+        name, loaded, seen, now = view.name, view.loaded, view.seen, view.now
+        claimed, unfinished = seen.handled, view.unfinished
         assert claimed is not None and claimed.run_id is not None
         if unfinished is not None and unfinished.run_id == claimed.run_id:
             # The run finished but its outcome was never recorded (crash in between).
@@ -388,16 +385,10 @@ class Reconciler:
             ),
         )
 
-    def _handled_by_hand(
-        self,
-        name: str,
-        seen: ScheduleState,
-        unfinished: RunState | None,
-        decision: Decision,
-        now: datetime,
-    ) -> bool:
+    def _handled_by_hand(self, view: PassView, decision: Decision) -> bool:
         """A due or missed start that `tidal switch` carried out, or overtook with another
         window: recorded as such (True), never run over it."""
+        name, seen, unfinished, now = view.name, view.seen, view.unfinished, view.now
         start = decision.start
         if start is None or unfinished is None:
             return False
@@ -437,16 +428,9 @@ class Reconciler:
         )
         return True
 
-    def _run_due(
-        self,
-        name: str,
-        loaded: LoadedSchedule,
-        seen: ScheduleState,
-        decision: Decision,
-        now: datetime,
-        reason: str,
-    ) -> None:
+    def _run_due(self, view: PassView, decision: Decision) -> None:
         """Claim the due start ("started", under the run lock), then run it."""
+        name, loaded, seen, now = view.name, view.loaded, view.seen, view.now
         start = decision.start
         assert start is not None
         run_id = run_id_for(name, start, due=now - decision.late_by)
@@ -458,7 +442,7 @@ class Reconciler:
             start=start.at.isoformat(),
             reason=decision.reason,
             late_seconds=decision.late_by.total_seconds(),
-            trigger=reason,
+            trigger=view.reason,
         )
         with self._locked(name) as ok:
             if not ok:
@@ -468,19 +452,11 @@ class Reconciler:
             )
             self._start(name, loaded, seen, claim, start, run_id)
 
-    def _missed(
-        self,
-        name: str,
-        seen: ScheduleState,
-        start: WindowStart,
-        decision: Decision,
-        *,
-        first: bool,
-        now: datetime,
-    ) -> None:
+    def _missed(self, view: PassView, start: WindowStart, decision: Decision) -> None:
         """A start too late to run: missed (counted), or, for a schedule tidal never ran,
         a start before its first run."""
-        if first:
+        name, seen, now = view.name, view.seen, view.now
+        if seen.handled is None and view.unfinished is None:
             # A schedule tidal never ran: its last start was before tidal managed it.
             log.info(
                 "window_before_first_run",
@@ -519,17 +495,7 @@ class Reconciler:
     ) -> None:
         """Run the claimed start; `before` is the state read before the claim."""
         try:
-            with self._shared(loaded) as shared:
-                record = self.run_switch(
-                    self.client,
-                    loaded,
-                    start.window,
-                    clock=self.clock,
-                    journal=self.state,
-                    on_event=self.on_event,
-                    run_id=run_id,
-                    **shared,
-                )
+            record = self._switch(loaded, start.window, run_id=run_id)
         except (Conflict, FencedOut, LeaseLost, JournalLost):
             raise
         except KarmadaError as exc:
@@ -575,16 +541,7 @@ class Reconciler:
                 return
             log.info("run_retrying", schedule=name, window=failed.window, failed_run=wanted)
             try:
-                with self._shared(loaded) as shared:
-                    record = self.run_switch(
-                        self.client,
-                        loaded,
-                        failed.window,
-                        clock=self.clock,
-                        journal=self.state,
-                        on_event=self.on_event,
-                        **shared,
-                    )
+                record = self._switch(loaded, failed.window)
             except (Conflict, FencedOut, LeaseLost, JournalLost):
                 raise
             except Exception as exc:  # a refused plan: logged, the failed run stays the last

@@ -92,7 +92,7 @@ class Start:
         return fields
 
 
-def _cron_of(text: object) -> str:
+def cron_expression(text: object) -> str:
     """The 5-field cron expression of a start ("HH:MM", "cron: ..." or a cron expression);
     ValueError with a one-line reason and the fix."""
     if not isinstance(text, str):
@@ -121,7 +121,7 @@ def _values(field_: list[Any], every: range) -> frozenset[int]:
 @lru_cache(maxsize=1024)
 def parse_start(text: str) -> Start:
     """Parse a window start or raise ValueError with a one-line reason and the fix."""
-    expr = _cron_of(text)
+    expr = cron_expression(text)
     try:
         expanded, nth = croniter.expand(expr)
     except (ValueError, KeyError, TypeError, IndexError) as exc:

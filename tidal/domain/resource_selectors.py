@@ -31,27 +31,22 @@ def selects(
     labels: Mapping[str, str],
 ) -> bool:
     """Whether any of `selectors` (resourceSelectors items) selects the template."""
-    return any(
-        isinstance(s, Mapping) and _one(s, api_version, kind, namespace, name, labels)
-        for s in selectors or ()
-    )
+
+    def one(selector: Mapping[str, Any]) -> bool:
+        if selector.get("apiVersion") != api_version or selector.get("kind") != kind:
+            return False
+        if selector.get("namespace") and selector["namespace"] != namespace:
+            return False
+        if selector.get("name"):
+            return bool(selector["name"] == name)
+        return _labels_select(selector.get("labelSelector"), labels)
+
+    return any(isinstance(s, Mapping) and one(s) for s in selectors or ())
 
 
-def _one(
-    selector: Mapping[str, Any],
-    api_version: str,
-    kind: str,
-    namespace: str,
-    name: str,
-    labels: Mapping[str, str],
-) -> bool:
-    if selector.get("apiVersion") != api_version or selector.get("kind") != kind:
-        return False
-    if selector.get("namespace") and selector["namespace"] != namespace:
-        return False
-    if selector.get("name"):
-        return bool(selector["name"] == name)
-    label_selector = selector.get("labelSelector")
+def _labels_select(label_selector: Any, labels: Mapping[str, str]) -> bool:
+    """A selector's labelSelector against the template's labels (none: every template; one
+    that is not valid: none)."""
     if label_selector is None:
         return True
     if not isinstance(label_selector, Mapping):

@@ -16,8 +16,7 @@ mapping is non-decreasing, so order is preserved.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
@@ -26,9 +25,9 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from tidal.domain.cron import START_HINT, cron_expression
 from tidal.domain.run_control import RunControl
 
-_HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 # Wall clock and UTC never differ by more than this around a transition (largest offset change
 # is 2 h; margin kept generous so enumeration never starts too late).
 _DST_SLACK = timedelta(hours=3)
@@ -41,20 +40,14 @@ class WindowSpecError(ValueError):
 
 
 def cron_of(start: str) -> str:
-    """The 5-field cron expression (local time) for a window's `start`."""
-    text = start.strip()
-    if text.startswith("cron:"):
-        text = text[len("cron:") :].strip()
-    match = _HHMM.match(text)
-    if match:
-        hour, minute = int(match.group(1)), int(match.group(2))
-        if hour > 23 or minute > 59:
-            raise WindowSpecError(f"start {start!r}: HH:MM out of range (00:00..23:59)")
-        return f"{minute} {hour} * * *"
-    if len(text.split()) != 5 or not croniter.is_valid(text):
-        raise WindowSpecError(
-            f"start {start!r}: expected HH:MM or a 5-field cron expression such as '0 23 * * 1-5'"
-        )
+    """The 5-field cron expression (local time) for a window's `start`, read as loading reads
+    it (tidal.domain.cron.cron_expression)."""
+    try:
+        text = cron_expression(start)
+    except ValueError as exc:
+        raise WindowSpecError(f"start {exc}") from None
+    if not croniter.is_valid(text):
+        raise WindowSpecError(f"start {start!r} is not a valid cron expression; {START_HINT}")
     return text
 
 
@@ -143,6 +136,10 @@ def times_of(schedule: _ScheduleLike) -> WindowTimes:
     )
 
 
+# A walk over one window's starts from a time: _forward (after it) or _backward (up to it).
+Walk = Callable[[str, ZoneInfo, frozenset[date], datetime, str], Iterator[WindowStart]]
+
+
 def _forward(
     cron: str, tz: ZoneInfo, skip: frozenset[date], after: datetime, window: str
 ) -> Iterator[WindowStart]:
@@ -191,27 +188,24 @@ def next_start_of(times: WindowTimes, window: str, after: datetime) -> WindowSta
     raise KeyError(window)
 
 
-def next_start(times: WindowTimes, now: datetime) -> WindowStart | None:
-    """The earliest start of any window strictly after `now`."""
-    tz = times.tz
-    found = [
+def _nearest_each(times: WindowTimes, now: datetime, walk: Walk) -> list[WindowStart]:
+    """Each window's first start met walking from `now` (`_forward` or `_backward`)."""
+    return [
         s
         for name, start in times.starts
-        if (s := next(_forward(cron_of(start), tz, times.skip_dates, now, name), None))
+        if (s := next(walk(cron_of(start), times.tz, times.skip_dates, now, name), None))
     ]
-    return min(found, default=None)
+
+
+def next_start(times: WindowTimes, now: datetime) -> WindowStart | None:
+    """The earliest start of any window strictly after `now`."""
+    return min(_nearest_each(times, now, _forward), default=None)
 
 
 def start_in_force(times: WindowTimes, now: datetime) -> WindowStart | None:
     """The latest start of any window at or before `now`: the window that should be in force."""
-    tz = times.tz
-    found = [
-        s
-        for name, start in times.starts
-        if (s := next(_backward(cron_of(start), tz, times.skip_dates, now, name), None))
-    ]
     # Two windows at the same instant cannot pass validation; break ties by name for determinism.
-    return max(found, default=None)
+    return max(_nearest_each(times, now, _backward), default=None)
 
 
 def starts_between(times: WindowTimes, after: datetime, until: datetime) -> list[WindowStart]:

@@ -465,6 +465,19 @@ class KarmadaClient:
         except NotFound:
             return None
 
+    def replace(self, resource: Resource, obj: Obj) -> Obj:
+        """PUT the object back whole (update); its metadata.resourceVersion makes a stale write
+        a Conflict, never retried."""
+        meta = obj["metadata"]
+        return self.request(
+            "update",
+            resource,
+            "PUT",
+            resource.path(meta.get("namespace"), meta["name"]),
+            body=obj,
+            query=STRICT,
+        )
+
     def _send(
         self,
         method: str,

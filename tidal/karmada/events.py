@@ -42,6 +42,12 @@ _MAX_MESSAGE: Final = 1024
 _CLUSTER_SCOPED_EVENT_NAMESPACE: Final = "default"
 
 
+def log_event_failed(logger: Any, involved: ObjectRef, reason: str, exc: Exception) -> None:
+    """Warn (on the caller's logger) that an Event about `involved` could not be recorded."""
+    about = {"kind": involved.kind, "name": involved.name, "namespace": involved.namespace}
+    logger.warning("kube_event_failed", reason=reason, **about, error=str(exc))
+
+
 @dataclass(frozen=True)
 class ObjectRef:
     """The object an Event is about."""
@@ -165,13 +171,6 @@ class EventRecorder:
                 "create", _EVENTS, "POST", _EVENTS.path(namespace), body=body, query=STRICT
             )
         except Exception as exc:  # best-effort: never let an Event break a switch
-            log.warning(
-                "kube_event_failed",
-                reason=reason,
-                kind=involved.kind,
-                name=involved.name,
-                namespace=involved.namespace,
-                error=str(exc),
-            )
+            log_event_failed(log, involved, reason, exc)
             return False
         return True

@@ -30,12 +30,4 @@ def create_lease(client: KarmadaClient, namespace: str, name: str, spec: Obj) ->
 
 def update_lease(client: KarmadaClient, lease: Obj) -> Obj:
     """Replace the Lease; its metadata.resourceVersion makes a stale write a Conflict."""
-    meta = lease["metadata"]
-    return client.request(
-        "update",
-        LEASES,
-        "PUT",
-        LEASES.path(meta["namespace"], meta["name"]),
-        body=lease,
-        query=STRICT,
-    )
+    return client.replace(LEASES, lease)

@@ -51,15 +51,7 @@ def create_configmap(
 
 def update_configmap(client: KarmadaClient, configmap: Obj) -> Obj:
     """Replace the ConfigMap; a stale metadata.resourceVersion is a Conflict."""
-    meta = configmap["metadata"]
-    return client.request(
-        "update",
-        CONFIGMAPS,
-        "PUT",
-        CONFIGMAPS.path(meta["namespace"], meta["name"]),
-        body=configmap,
-        query=STRICT,
-    )
+    return client.replace(CONFIGMAPS, configmap)
 
 
 def ensure_namespace(client: KarmadaClient, name: str) -> None:

@@ -303,33 +303,15 @@ def _swap_manifest(
         inside = target.resolve().is_relative_to(base.resolve())
     except (OSError, RuntimeError):  # symlink loops
         inside = False
+    where = None
     if not inside:
-        return (
-            None,
-            b"",
-            [
-                _error(
-                    name,
-                    document,
-                    to_loc,
-                    f"swap manifest {to!r} resolves outside the schedule's "
-                    "directory (a symlink?); keep the real file inside it",
-                )
-            ],
+        where = (
+            "resolves outside the schedule's directory (a symlink?); keep the real file inside it"
         )
-    if not target.is_file():
-        return (
-            None,
-            b"",
-            [
-                _error(
-                    name,
-                    document,
-                    to_loc,
-                    f"swap manifest {to!r} not found at {target}; create it or fix the path",
-                )
-            ],
-        )
+    elif not target.is_file():
+        where = f"not found at {target}; create it or fix the path"
+    if where is not None:
+        return None, b"", [_error(name, document, to_loc, f"swap manifest {to!r} {where}")]
     try:
         manifest_doc = read_yaml_file(target)
     except YamlProblem as problem:

@@ -53,8 +53,9 @@ class PolicySchemas:
         """The apiserver's OpenAPI v3 component schemas by kind, or None when one is missing."""
         if not all(isinstance(published.get(kind), dict) for kind in POLICY_KINDS):
             return None
+        # A published schema refers to shared components (ObjectMeta): those parts go unchecked.
         closed = {
-            kind: _closed(_without_refs(copy.deepcopy(published[kind]))) for kind in POLICY_KINDS
+            kind: _closed(_without(copy.deepcopy(published[kind]), "$ref")) for kind in POLICY_KINDS
         }
         return cls(closed, "the apiserver's OpenAPI v3")
 
@@ -62,12 +63,12 @@ class PolicySchemas:
         return self.closed.get(kind)
 
 
-def _without_refs(schema: Any) -> Any:
-    """A published schema refers to shared components (ObjectMeta); those parts go unchecked."""
+def _without(schema: Any, key: str) -> Any:
+    """The schema with `key` dropped from every object in it, at any depth."""
     if isinstance(schema, dict):
-        return {k: _without_refs(v) for k, v in schema.items() if k != "$ref"}
+        return {k: _without(v, key) for k, v in schema.items() if k != key}
     if isinstance(schema, list):
-        return [_without_refs(v) for v in schema]
+        return [_without(v, key) for v in schema]
     return schema
 
 
@@ -129,14 +130,6 @@ def allowed_fields(
     if schema is None or not isinstance(schema.get("properties"), dict):
         return None
     return sorted(schema["properties"])
-
-
-def _without_required(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_required(v) for k, v in schema.items() if k != "required"}
-    if isinstance(schema, list):
-        return [_without_required(v) for v in schema]
-    return schema
 
 
 def _schema_problems(schema: dict[str, Any], document: Any) -> list[Problem]:
@@ -218,7 +211,7 @@ def patch_problems(
     schema = schemas.schema(kind) if schemas is not None else None
     if schema is None:
         return []
-    return _schema_problems(_without_required(schema), _drop_nulls(patch))
+    return _schema_problems(_without(schema, "required"), _drop_nulls(patch))
 
 
 def _drop_nulls(value: Any) -> Any:

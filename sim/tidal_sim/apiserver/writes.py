@@ -254,15 +254,7 @@ class WriteVerbs:
             if options.dry_run:
                 return Response(201, config, headers)
             return Response(201, self.store.create(route.rtype, config), headers)
-        merged = json_merge_patch.merge(current, config)
-        if route.subresource == "status":
-            if options.dry_run:
-                return Response(200, merged)
-            return Response(200, self.store.update(route.rtype, merged, subresource="status"))
-        headers = self._admit(route.rtype, merged, options, patch=True)
-        if options.dry_run:
-            return Response(200, merged, headers)
-        return Response(200, self.store.update(route.rtype, merged), headers)
+        return self._write_patched(route, json_merge_patch.merge(current, config), options)
 
     def _delete(self, route: Route, req: Request) -> Response:
         rtype = route.rtype

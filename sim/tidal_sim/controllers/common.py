@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from tidal_sim.kinds import ResourceType
+from tidal_sim.store import NotFound, Store
 
 Obj = dict[str, Any]
 # (apiVersion, kind, namespace or "", name): how controllers refer to a template or object.
@@ -54,6 +55,18 @@ NON_TEMPLATE_KINDS = frozenset(
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet"})
 
 FEATURE_POLICY_PREEMPTION = "PropagationPolicyPreemption"
+
+
+def stored(store: Store, api_version: str, kind: str, name: str) -> tuple[ResourceType, Obj] | None:
+    """A cluster-scoped object as stored (read it, never mutate it), with its type; None when
+    the kind is not served or the object does not exist."""
+    rtype = store.kinds.by_kind(api_version, kind)
+    if rtype is None:
+        return None
+    try:
+        return rtype, store.get(rtype, None, name, copy_=False)
+    except NotFound:
+        return None
 
 
 def due_time(now: float, delay: float) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidal_sim.controllers.claims import (
     add_claim,
@@ -178,30 +178,10 @@ class Detector:
 
     def on_binding(self, etype: str, bkey: tuple[str, str, str], obj: Obj, old: Obj | None) -> None:
         for source, remove in ((old, True), (obj, etype == "DELETED")):
-            if source is None:
-                continue
-            labels = labels_of(source)
-            for label in (PP_ID_LABEL, CPP_ID_LABEL):
-                pid = labels.get(label)
-                if not pid:
-                    continue
-                if remove:
-                    self.bound.get(pid, set()).discard(bkey)
-                else:
-                    self.bound.setdefault(pid, set()).add(bkey)
+            _index_by_policy(self.bound, bkey, source, remove=remove)
 
     def _index_claims(self, key: ObjKey, obj: Obj | None, *, remove: bool) -> None:
-        if obj is None:
-            return
-        labels = labels_of(obj)
-        for label in (PP_ID_LABEL, CPP_ID_LABEL):
-            pid = labels.get(label)
-            if not pid:
-                continue
-            if remove:
-                self.claimed.get(pid, set()).discard(key)
-            else:
-                self.claimed.setdefault(pid, set()).add(key)
+        _index_by_policy(self.claimed, key, obj, remove=remove)
 
     # -- the work queue ----------------------------------------------------------------
     def enqueue(self, key: ObjKey, by_karmada: bool) -> None:
@@ -415,3 +395,21 @@ class Detector:
         uid = template["metadata"].get("uid")
         if any(o.get("uid") == uid for o in owners):
             self.mgr.store.delete(btype, key[2] or None, name)
+
+
+K = TypeVar("K")
+
+
+def _index_by_policy(index: dict[str, set[K]], key: K, obj: Obj | None, *, remove: bool) -> None:
+    """File `key` under (or take it out of) each policy id the object's labels carry."""
+    if obj is None:
+        return
+    labels = labels_of(obj)
+    for label in (PP_ID_LABEL, CPP_ID_LABEL):
+        pid = labels.get(label)
+        if not pid:
+            continue
+        if remove:
+            index.get(pid, set()).discard(key)
+        else:
+            index.setdefault(pid, set()).add(key)

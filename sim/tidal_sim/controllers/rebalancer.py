@@ -12,7 +12,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from tidal_sim.clock import parse_rfc3339
-from tidal_sim.controllers.common import CRB_KIND, RB_KIND, Obj, binding_name
+from tidal_sim.controllers.common import CRB_KIND, RB_KIND, Obj, binding_name, stored
 from tidal_sim.store import NotFound
 
 if TYPE_CHECKING:
@@ -58,13 +58,10 @@ class RebalancerController:
         self.reconcile(name)
 
     def reconcile(self, name: str) -> None:
-        rtype = self.mgr.store.kinds.by_kind(REBALANCER_API, "WorkloadRebalancer")
-        if rtype is None:
+        found = stored(self.mgr.store, REBALANCER_API, "WorkloadRebalancer", name)
+        if found is None:
             return
-        try:
-            rebalancer = self.mgr.store.get(rtype, None, name, copy_=False)
-        except NotFound:
-            return
+        rtype, rebalancer = found
         old_status = rebalancer.get("status") or {}
         observed = self._sync_from_spec(rebalancer)
         retry = self._trigger_all(observed, rebalancer["metadata"].get("creationTimestamp", ""))

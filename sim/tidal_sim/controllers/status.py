@@ -22,6 +22,7 @@ from tidal_sim.controllers.common import (
     Obj,
     find_condition,
     set_condition,
+    stored,
 )
 from tidal_sim.controllers.customizations import InterpreterError, Operation
 from tidal_sim.controllers.members import BKey
@@ -258,13 +259,10 @@ class StatusWriter:
 
     # -- clusters ----------------------------------------------------------------------
     def _flush_cluster(self, name: str) -> None:
-        rtype = self.mgr.store.kinds.by_kind("cluster.karmada.io/v1alpha1", CLUSTER_KIND)
-        if rtype is None:
+        found = stored(self.mgr.store, "cluster.karmada.io/v1alpha1", CLUSTER_KIND, name)
+        if found is None:
             return
-        try:
-            cluster = self.mgr.store.get(rtype, None, name, copy_=False)
-        except NotFound:
-            return
+        rtype, cluster = found
         allocated, allocating = self.mgr.members.cluster_usage(name)
         status = cluster.get("status") or {}
         summary = dict(status.get("resourceSummary") or {})

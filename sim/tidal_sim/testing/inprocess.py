@@ -15,14 +15,13 @@ import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from tidal_sim.apiserver.jsonenc import dumps
 from tidal_sim.apiserver.request import Request, Response, StreamResponse
 from tidal_sim.clock import ManualClock
-from tidal_sim.emulator import Emulator
+from tidal_sim.emulator import Emulator, Running
 from tidal_sim.store import Obj
 
 if TYPE_CHECKING:
@@ -184,7 +183,7 @@ class EngineClock:
         return self._clock.now() - self._t0
 
 
-class InProcessKarmada:
+class InProcessKarmada(Running):
     """An emulated Karmada control plane reached without sockets, on a ManualClock."""
 
     def __init__(
@@ -203,17 +202,6 @@ class InProcessKarmada:
 
     def stop(self) -> None:
         self.emulator.stop()
-
-    def __enter__(self) -> InProcessKarmada:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def api_client(self, *, user: str = "admin") -> InProcessApiClient:
         """An ApiClient stand-in acting as `user`."""
