@@ -150,6 +150,11 @@ def wait_for_status(clock: Clock, version: Callable[[], str | None], seen: str |
         waited += RESERVE_WAKE_SECONDS
 
 
+def free_now(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
+    """What the clusters report free now, less the headroom, and the Cluster versions read."""
+    return _free(ctx)
+
+
 def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
     """What the clusters report free (less the headroom), and the Cluster versions it is from."""
     clusters = ctx.list_clusters()

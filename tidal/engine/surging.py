@@ -118,8 +118,8 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
         _write_overrides(run, record, back)
         record.advance(SurgeStep.SURGED)
         ctx.save()
-    else:  # a resume: put back whatever is missing
-        _write_overrides(run, record, back)
+    elif not set(record.overrides) <= set(ctx.overrides_written):
+        _write_overrides(run, record, back)  # a resume: put back whatever is missing
     return record
 
 
