@@ -134,6 +134,8 @@ def _switch(emu: Emulator, loaded: Any, window: str, out: SurgeArm) -> tuple[str
         before = int(emu.requests()["total"])
         out.announced_extra = max(out.announced_extra, announced_extra(client, loaded, window))
         out.plan_requests += int(emu.requests()["total"]) - before  # not the switch's own
+        if window == "night":  # nor its time: the night is timed from the switch's start
+            out.start = emu.clock.now()
         record = run_switch(
             client, loaded, window, clock=SimEngineClock(emu.clock), journal=InMemoryJournal()
         )
