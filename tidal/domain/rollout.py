@@ -154,7 +154,12 @@ class Rollout(_Model):
     """How a window's workloads are moved: waves, pauses, timeouts, floors, failure policy."""
 
     wave_size: WaveSizeField = Field(default_factory=lambda: WaveSize(percent=25.0))
-    pause_between_waves: Duration = timedelta(seconds=30)
+    pause_between_waves: Duration = Field(
+        default=timedelta(seconds=30),
+        description="the pause after a wave; with strategy surge, the pause after the first "
+        "wave, then halved after each further wave that succeeded (down to an eighth of it; "
+        "a resumed run starts again from the whole)",
+    )
     wave_timeout: PositiveDuration = timedelta(minutes=10)
     floors: list[Floor] = Field(default_factory=list)
     on_failure: OnFailure = "halt"
