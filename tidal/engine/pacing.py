@@ -11,12 +11,12 @@ start-up and one whole pause apiece, without holding more than the plan announce
   like any surged wave, and every way of stopping gives its room and overrides back
   (tidal.engine.cleanup reads every wave's record). A resumed run raises nothing ahead: the
   plan it rebuilds is not the one announced.
-- **The pause** (`pause_after`): with `strategy: surge`, each pause after a clean wave is half
-  the one before, starting from `pauseBetweenWaves` after the first wave and down to an eighth
-  of it; a resumed run starts again from the whole pause. A surging wave is gated on its
-  surged replicas being ready before it moves, so the pause is no longer the only time a
-  failure has to show; the operator's pause and abort between waves (tidal.daemon.interlude)
-  work as before, handed the shortened pause.
+- **The pause** (`pause_after`): with `strategy: surge`, the pause halves after each wave
+  that succeeded, down to an eighth of `pauseBetweenWaves` (half of it after wave 1, a quarter
+  after wave 2, an eighth from wave 3 on); a resumed run counts its clean waves afresh. A
+  surging wave is gated on its surged replicas being ready before it moves, so the pause is
+  no longer the only time a failure has to show; the operator's pause and abort between
+  waves (tidal.daemon.interlude) work as before, handed the shortened pause.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ HOLDING: Final = (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeS
 def pause_after(ctx: SwitchContext, pause: float, clean: int) -> float:
     """The pause after the `clean`-th wave in a row that succeeded in this process (1: the
     first): the whole `pause` but with `strategy: surge`, where it halves after each clean
-    wave but the first, down to PAUSE_FLOOR of it."""
+    wave, down to PAUSE_FLOOR of it."""
     if ctx.state.strategy is not Strategy.SURGE or clean < 1:
         return pause
-    return max(pause * 0.5 ** (clean - 1), pause * PAUSE_FLOOR)
+    return max(pause * 0.5**clean, pause * PAUSE_FLOOR)
 
 
 def raise_ahead(run: WaveInFlight) -> None:
