@@ -266,18 +266,12 @@ def test_waves_are_raised_ahead_while_they_fit_beside_the_surges_up() -> None:
     ws = [_w(f"d{i}", *NIGHT) for i in range(4)]
     roomy = size_waves(ws, max_size=1, rooms=_rooms(20.0), spec=SurgeSpec(headroom_percent=0))
     assert raise_ahead(roomy, 0.0) == [4, 4, 4, 4]
-    tight = size_waves(ws, max_size=1, rooms=_rooms(20.0), spec=SurgeSpec(headroom_percent=50))
+    rooms, spec = _rooms(20.0), SurgeSpec(headroom_percent=50)
+    tight = size_waves(ws, max_size=1, rooms=rooms, spec=spec)
     # usable 10, 8, 6, 4 (each move keeps its 4 GPUs in b): two surges up at a time while
     # they fit (waves 1 and 2, then 2 and 3), one from wave 3 on
     assert raise_ahead(tight, 50.0) == [2, 3, 3, 4]
-    plan = make_surge_plan(
-        ws,
-        wave_size=1,
-        floors=[],
-        order="name",
-        rooms=_rooms(20.0),
-        spec=SurgeSpec(headroom_percent=50),
-    )
+    plan = make_surge_plan(ws, wave_size=1, floors=[], order="name", rooms=rooms, spec=spec)
     assert [room.raised_to for room in plan.rooms] == [2, 3, 3, 4]
     assert [room.extra["b"][GPU] for room in plan.rooms] == [8.0, 8.0, 4.0, 4.0]
 

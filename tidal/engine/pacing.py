@@ -68,13 +68,15 @@ def _failed(ctx: SwitchContext) -> bool:
 
 
 def _held(ctx: SwitchContext) -> Amounts:
-    """The room every surge of this run still holds (a budget of a run alone does not count
-    them: what the clusters report free may not show them yet)."""
+    """The room every surge and bridge of this run still holds (a budget of a run alone does
+    not count them: what the clusters report free may not show them yet)."""
     out: Amounts = {}
     for wave in ctx.state.waves:
-        record = wave.surge
-        if record is not None and record.step in HOLDING:
-            out = add(out, record.need)
+        surge, bridge = wave.surge, wave.bridge
+        if surge is not None and surge.step in HOLDING:
+            out = add(out, surge.need)
+        if bridge is not None and bridge.active:
+            out = add(out, bridge.need)
     return out
 
 
