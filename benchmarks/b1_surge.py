@@ -134,6 +134,8 @@ def _switch(emu: Emulator, loaded: Any, window: str, out: SurgeArm) -> tuple[str
         before = int(emu.requests()["total"])
         out.announced_extra = max(out.announced_extra, announced_extra(client, loaded, window))
         out.plan_requests += int(emu.requests()["total"]) - before  # not the switch's own
+        if window == "night":  # nor its time: the night is timed from the switch's start
+            out.start = emu.clock.now()
         record = run_switch(
             client, loaded, window, clock=SimEngineClock(emu.clock), journal=InMemoryJournal()
         )
@@ -176,7 +178,10 @@ def run_surge_arm(
         out.start = emu.clock.now()
         out.result, out.reason = _switch(emu, loaded, "night", out)
         out.night_end = _settle(emu, replicas, speed)
-        out.day_start = out.end = out.night_end
+        # the day window opens hours later: its plan reads a Cluster status refreshed since
+        # the night settled (not one still counting the night's last leaving pods)
+        time.sleep(emu.topology.settings.cluster_status_interval / speed)
+        out.day_start = out.end = emu.clock.now()
         if out.result != "refused":
             out.day_result, reason = _switch(emu, loaded, "day", out)
             out.reason = out.reason or reason

@@ -3,10 +3,20 @@ without room, and floors that hold because nothing leaves before its replacement
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tidal.domain.floors import FloorRule
 from tidal.domain.plan import PlannedWorkload, make_plan
 from tidal.domain.prediction import ModelNodes
-from tidal.domain.surge import Room, SurgeSpec, growth, make_surge_plan, size_waves, surge_need
+from tidal.domain.surge import (
+    Room,
+    SurgeSpec,
+    growth,
+    make_surge_plan,
+    raise_ahead,
+    size_waves,
+    surge_need,
+)
 from tidal.domain.waves import WorkloadKey
 
 GPU = "nvidia.com/gpu"
@@ -247,3 +257,28 @@ def test_with_empty_workloads_propagated_one_replica_workloads_are_surged() -> N
     assert plan.safe, plan.violations
     assert plan.waves[0][0].surge() == {"a": 1, "b": 1}
     assert plan.rooms[0].surge == {"b": {GPU: 1.0, "pods": 1.0}}
+
+
+def test_waves_are_raised_ahead_while_they_fit_beside_the_surges_up() -> None:
+    """Four 4-GPU surges in waves of one: with 20 GPUs usable in b all four are up during wave
+    1 (16); with 50% headroom, two at a time while they fit; the plan counts in each wave's
+    held extra the surges raised ahead of it."""
+    ws = [_w(f"d{i}", *NIGHT) for i in range(4)]
+    roomy = size_waves(ws, max_size=1, rooms=_rooms(20.0), spec=SurgeSpec(headroom_percent=0))
+    assert raise_ahead(roomy, 0.0) == [4, 4, 4, 4]
+    rooms, spec = _rooms(20.0), SurgeSpec(headroom_percent=50)
+    tight = size_waves(ws, max_size=1, rooms=rooms, spec=spec)
+    # usable 10, 8, 6, 4 (each move keeps its 4 GPUs in b): two surges up at a time while
+    # they fit (waves 1 and 2, then 2 and 3), one from wave 3 on
+    assert raise_ahead(tight, 50.0) == [2, 3, 3, 4]
+    plan = make_surge_plan(ws, wave_size=1, floors=[], order="name", rooms=rooms, spec=spec)
+    assert [room.raised_to for room in plan.rooms] == [2, 3, 3, 4]
+    assert [room.extra["b"][GPU] for room in plan.rooms] == [8.0, 8.0, 4.0, 4.0]
+
+
+def test_a_wave_with_a_bridge_is_not_raised_ahead() -> None:
+    """A bridge rewrites a policy: its wave, and every wave after it, waits for its turn."""
+    ws = [_w(f"d{i}", *NIGHT) for i in range(3)]
+    layout = size_waves(ws, max_size=1, rooms=_rooms(50.0), spec=SurgeSpec())
+    layout.waves[1] = [replace(layout.waves[1][0], surged=False, bridged=True)]
+    assert raise_ahead(layout, 10.0) == [1, 3, 3]

@@ -55,6 +55,21 @@ def first_move(timeline: list[dict[str, Any]], since: float, workload: str) -> f
     return None
 
 
+def first_leave(timeline: list[dict[str, Any]], since: float, workload: str) -> float | None:
+    """When a cluster's assigned count of the workload first fell below what it was at
+    `since`: its move, with make-before-break (its surge, which only raises a destination,
+    may go up ahead of its wave's turn: tidal.engine.pacing)."""
+    start = state_at(timeline, since)
+    for s in timeline:
+        if (
+            s["t"] >= since
+            and s["workload"] == workload
+            and s["assigned"] < start.get((workload, s["cluster"]), (0, 0))[0]
+        ):
+            return float(s["t"])
+    return None
+
+
 def converged_at(timeline: list[dict[str, Any]], since: float, workload: str) -> float | None:
     """When the workload first reached its final placement with every replica ready."""
     final = {c: v for (w, c), v in state_at(timeline, float("inf")).items() if w == workload}

@@ -62,7 +62,8 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
 ) -> None:
     """8 workloads of 5 and 6 replicas in turn (two splits in every wave) in waves of 2 and of
     4: each wave sends the same requests but one touch per template, and the run one list and
-    one watch per kind."""
+    one watch per kind. The destination has room for every surge, so the first wave raises
+    the others' ahead (tidal.engine.pacing): their creates are counted in it, none later."""
     emu = make_switch_emulator(team([5, 6, 5, 6, 5, 6, 5, 6]))
     client = client_for(emu, tmp_path)
     path = surge_schedule(
@@ -74,7 +75,7 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
         assert counts == Counter(
             {
                 **PER_WAVE,
-                "create overridepolicies": 2,
+                "create overridepolicies": 2 * len(waves) if number == 1 else 0,
                 "deletecollection overridepolicies": 1,
                 "patch deployments": wave_size,
             }

@@ -260,7 +260,8 @@ def test_a_surge_run_writes_the_schedule_and_its_own_overrides_then_a_rerun_writ
         ("deployments", "web-1"),
     }
     ours = [r for r in writes(emu) if r.resource == "overridepolicies"]
-    assert [r.verb for r in ours] == ["create", "deletecollection"] * 2  # one per wave
+    # one per wave; wave 2's created ahead, while wave 1's start (tidal.engine.pacing)
+    assert [r.verb for r in ours] == ["create", "create", "deletecollection", "deletecollection"]
     no_overrides(client)
     emu.reset_requests()
     second = run_window(client, path, "night", journal=journal)
@@ -288,11 +289,18 @@ def test_every_surge_reserves_from_the_budget_and_gives_it_back(
     )
     assert record.result == "succeeded"
     run = record.run_id
-    assert [(verb, holder) for verb, holder, _ in roomy.calls] == [
-        (verb, f"team-s/{run}/w{wave}")
-        for wave in (1, 2)
-        for verb in ("reserve", "running", "release")
+    # wave 2's surge is reserved ahead, once wave 1's is written (tidal.engine.pacing), and
+    # again (the same hold) at its own turn
+    assert [(verb, f"w{holder.rsplit('/w', 1)[1]}") for verb, holder, _ in roomy.calls] == [
+        ("reserve", "w1"),
+        ("reserve", "w2"),
+        ("running", "w1"),
+        ("release", "w1"),
+        ("reserve", "w2"),
+        ("running", "w2"),
+        ("release", "w2"),
     ]
+    assert {holder.rsplit("/w", 1)[0] for _verb, holder, _ in roomy.calls} == {f"team-s/{run}"}
     assert roomy.calls[0][2]["cluster-b"][GPU] == 4.0
     assert run_window(client, path, "day").result == "succeeded"
     emu.reset_requests()

@@ -60,9 +60,9 @@ def test_a_mid_surge_journal_with_one_override_per_workload_resumes_clean(
         delete_override(client, OverrideRef.parse(text))
     record.overrides = list(older)
     journal.save(state)
-    assert sorted(v.name for v in list_overrides(client, schedule="team-s")) == sorted(
-        OverrideRef.parse(t).name for t in older
-    )
+    # (wave 2's surge went up ahead of its turn, in its own grouped override: tidal.engine.pacing)
+    wave_1 = [v.name for v in list_overrides(client, schedule="team-s") if "-w1-" in v.name]
+    assert sorted(wave_1) == sorted(OverrideRef.parse(t).name for t in older)
 
     emu.reset_requests()
     resumed = run_switch(client, loaded, "night", clock=SystemClock(), journal=journal)

@@ -191,7 +191,7 @@ def render_plan(sp: Any, problems: list[str], out: Any = None, columns: int | No
     for index, wave in plan.numbered():
         console.print(_wave_table(plan, index, wave))
         if index <= len(plan.rooms):
-            _print_room(console, plan.rooms[index - 1], any(w.bridged for w in wave))
+            _print_room(console, plan.rooms[index - 1], any(w.bridged for w in wave), index)
     console.print(_steps_table(plan))
     for warning in sp.warnings:
         console.print(f"warning: {warning}")
@@ -236,12 +236,23 @@ def _wave_table(plan: Any, index: int, wave: list[Any]) -> Any:
     return table
 
 
-def _print_room(console: Any, room: Any, bridged: bool) -> None:
-    """What a surge wave takes of the destinations' free capacity."""
+def _print_room(console: Any, room: Any, bridged: bool, index: int) -> None:
+    """What a surge wave takes of the destinations' free capacity, and what the run holds
+    while it runs (with the surges of the waves raised ahead: tidal.engine.pacing)."""
     console.print(
         f"  surge takes: {_amounts(room.surge)}" + (" (bridges included)" if bridged else "")
     )
-    console.print(f"  held extra:  {_amounts(room.extra)} (at most, beyond the steady state)")
+    ahead = room.raised_to - index
+    raised = (
+        ""
+        if ahead <= 0
+        else f"; wave {index + 1} raised ahead"
+        if ahead == 1
+        else f"; waves {index + 1}-{room.raised_to} raised ahead"
+    )
+    console.print(
+        f"  held extra:  {_amounts(room.extra)} (at most, beyond the steady state{raised})"
+    )
     console.print(f"  free before: {_amounts(room.free_before)}")
     console.print(f"  free after:  {_amounts(room.free_after)}")
 

@@ -120,13 +120,17 @@ class PlanStep:
 
 @dataclass(frozen=True)
 class WaveRoom:
-    """A surge wave's capacity: the free resources its surge takes, what it holds beyond the
-    steady state at most, and what is free before and after it."""
+    """A surge wave's capacity: the free resources its surge takes, what the run holds beyond
+    the steady state at most while it runs (its own surge and those raised ahead), and what is
+    free before and after it."""
 
     surge: Amounts
     free_before: Amounts
     free_after: Amounts
     extra: Amounts = field(default_factory=dict)
+    # the last wave (numbered from 1) whose surge may be up while this one runs: later waves
+    # raised ahead (tidal.domain.surge.raise_ahead); their holds are counted in `extra`
+    raised_to: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -154,7 +154,12 @@ class Rollout(_Model):
     """How a window's workloads are moved: waves, pauses, timeouts, floors, failure policy."""
 
     wave_size: WaveSizeField = Field(default_factory=lambda: WaveSize(percent=25.0))
-    pause_between_waves: Duration = timedelta(seconds=30)
+    pause_between_waves: Duration = Field(
+        default=timedelta(seconds=30),
+        description="the pause after a wave; with strategy surge it halves after each wave "
+        "that succeeded, down to an eighth (half of it after wave 1, a quarter after wave 2, "
+        "an eighth from wave 3 on; a resumed run counts its clean waves afresh)",
+    )
     wave_timeout: PositiveDuration = timedelta(minutes=10)
     floors: list[Floor] = Field(default_factory=list)
     on_failure: OnFailure = "halt"

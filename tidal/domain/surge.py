@@ -272,6 +272,40 @@ def size_waves(
     return layout
 
 
+def raise_ahead(layout: SurgeLayout, headroom_percent: float) -> list[int]:
+    """Per wave (from 0): the last wave (numbered from 1) whose surge is up while it runs.
+
+    Once a wave's own surge is written, the run raises the following waves' surges ahead of
+    their turn, in order, while each fits beside every surge already up (the usable free
+    capacity when the wave started, less the surges held) and has no bridge (a bridge rewrites
+    a policy the running wave's move may still read); the first that does not stops it."""
+    out: list[int] = []
+    last = 0
+    for n, free in enumerate(layout.free_before):
+        last = max(last, n + 1)
+        room = usable(free, headroom_percent)
+        held: Amounts = {}
+        for k in range(n, last):
+            held = add(held, layout.surge[k])
+        while last < len(layout.waves):
+            wave = layout.waves[last]
+            if any(w.bridged for w in wave) or missing(add(held, layout.surge[last]), room):
+                break
+            held = add(held, layout.surge[last])
+            last += 1
+        out.append(last)
+    return out
+
+
+def _held_while(layout: SurgeLayout, n: int, raised_to: int) -> Amounts:
+    """What the run holds beyond the steady state while wave `n` (from 0) runs: its own
+    extra and that of every wave raised ahead up to wave `raised_to` (numbered from 1)."""
+    out: Amounts = {}
+    for k in range(n, max(raised_to, n + 1)):
+        out = add(out, layout.extra[k])
+    return out
+
+
 def describe(amounts: Amounts) -> str:
     """`cluster-b: nvidia.com/gpu 2, pods 2; ...`"""
     return "; ".join(
@@ -334,10 +368,11 @@ def make_surge_plan(
                 "and after (Karmada builds no member for a cluster assigned 0 "
                 f"replicas, so there is nothing to raise){why}"
             )
+    raised = raise_ahead(layout, spec.headroom_percent)
     rooms_ = [
-        WaveRoom(s, b, a, e)
-        for s, b, a, e in zip(
-            layout.surge, layout.free_before, layout.free_after, layout.extra, strict=True
+        WaveRoom(s, b, a, _held_while(layout, n, raised[n]), raised[n])
+        for n, (s, b, a) in enumerate(
+            zip(layout.surge, layout.free_before, layout.free_after, strict=True)
         )
     ]
     return replace(

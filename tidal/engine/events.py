@@ -3,8 +3,9 @@ to an optional `on_event` callback (the CLI renders progress, the daemon makes m
 
 Every event carries schedule, window, run_id and wave (None outside a wave); `name` is the
 stable snake_case event name used in logs (run_started, policy_settling, policy_changed,
-wave_started, bridge_step, gate_passed, floor_breached, floor_observed, wave_failed /
-wave_succeeded / wave_rolled_back, workload_skipped, warning, wave_progress, run_finished).
+wave_started, surge_raised_ahead, bridge_step, gate_passed, floor_breached, floor_observed,
+wave_failed / wave_succeeded / wave_rolled_back, workload_skipped, warning, wave_progress,
+run_finished).
 """
 
 from __future__ import annotations
@@ -123,6 +124,17 @@ class WaveStarted(EngineEvent):
     trigger: Trigger
     rollback: bool = False
     event_name: ClassVar[str] = "wave_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurgeRaisedAhead(EngineEvent):
+    """`wave`'s surge was raised ahead of its turn, while wave `during` settles
+    (tidal.engine.pacing): its overrides are written, its room held."""
+
+    during: int
+    workloads: tuple[str, ...]
+    overrides: int
+    event_name: ClassVar[str] = "surge_raised_ahead"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -77,6 +77,9 @@ class SwitchContext:
     # leftovers of other runs the start of this run kept (a floor needed them); None: this
     # process did not sweep at the start (a resume), so the end sweeps again
     leftovers_kept: int | None = None
+    # wave number -> the last wave whose surge may be up while it runs, as the plan announced
+    # (tidal.engine.pacing; empty: nothing is raised ahead, e.g. a resumed run)
+    raised_to: dict[int, int] = field(default_factory=dict)
     # bindings below their floors when the rollback began (tidal.engine.rollback): the breach
     # that failed the run may still be healing; each counts again once it met its floors
     recovering: set[str] = field(default_factory=set)

@@ -136,6 +136,11 @@ def release_room(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> None:
         ctx.budget.release(holder(ctx, wave, leg), status_versions(ctx))
 
 
+def free_now(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
+    """What the clusters report free now, less the headroom, and the Cluster versions read."""
+    return _free(ctx)
+
+
 def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
     """What the clusters report free (less the headroom), and the Cluster versions it is from."""
     clusters = ctx.list_clusters()

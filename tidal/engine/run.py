@@ -19,7 +19,7 @@ from tidal.domain.placement import Placement
 from tidal.domain.plan import PlannedWorkload
 from tidal.domain.schedule import TidalSchedule
 from tidal.domain.team_capacity import TeamEstimate
-from tidal.engine import bridging, cleanup, policy_change, surging, wave_checks
+from tidal.engine import bridging, cleanup, pacing, policy_change, surging, wave_checks
 from tidal.engine.budget import OwnBudget, SurgeBudget
 from tidal.engine.cleanup import Stop
 from tidal.engine.detector_settle import let_detector_settle
@@ -291,6 +291,9 @@ class PreparedRun:
             selectors={
                 t.key: t.target_spec.get("resourceSelectors") for t in sp.selection.policies
             },
+            raised_to={}
+            if self.resuming or not surge
+            else {n: room.raised_to for n, room in enumerate(sp.plan.rooms, start=1)},
         )
 
     def save(self) -> None:
@@ -468,14 +471,18 @@ def _waves(run: PreparedRun) -> Phase:
     """Each wave not yet succeeded, in order: checks, trigger, gates."""
     inputs = _WaveInputs.of(run.plan)
     waves = run.state.waves
+    clean = 0  # waves in a row that succeeded in this process (tidal.engine.pacing)
     for i, wave in enumerate(waves):
         if wave.result is WaveResult.SUCCEEDED:
             continue
         failed = _one_wave(run, wave, inputs)
         if failed is not None:
             return failed
+        clean += 1
         if i < len(waves) - 1:
-            pause = run.plan.rollout.pause_between_waves.total_seconds()
+            pause = pacing.pause_after(
+                run.ctx, run.plan.rollout.pause_between_waves.total_seconds(), clean
+            )
             if run.interlude is None:
                 run.ctx.clock.sleep(pause)
             elif stop := run.interlude(run.state.run_id, wave.index, pause):

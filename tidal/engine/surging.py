@@ -127,8 +127,8 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
         _write_overrides(run, record)
         record.advance(SurgeStep.SURGED)
         ctx.save()
-    else:  # a resume: put back whatever is missing
-        _write_overrides(run, record)
+    elif not set(record.overrides) <= set(ctx.overrides_written):
+        _write_overrides(run, record)  # a resume: put back whatever is missing
     return record
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from tidal.engine import bridging, rebalancing, room, surging, triggers
+from tidal.engine import bridging, pacing, rebalancing, room, surging, triggers
 from tidal.engine.gating import Gating
 from tidal.engine.inflight import WaveInFlight
 from tidal.engine.journal import BridgeRecord, SurgeRecord
@@ -93,6 +93,7 @@ class Surge:
             self._record = surging.start(run)
             if self._record is not None:
                 self._wait = surging.surged(run, self._record)
+                pacing.raise_ahead(run)  # the next waves' surges, while this one's start
         if self._record is None or self._wait is None:
             return DONE
         ready = self._wait.check()

@@ -1,0 +1,131 @@
+"""Pacing of a surging run: what lets its waves follow each other closer than one whole surge
+start-up and one whole pause apiece, without holding more than the plan announced.
+
+- **Raised ahead** (`raise_ahead`): once a wave's own surge is written, the following waves'
+  surges go up while it settles, in order, each only if the plan announced it up by then
+  (tidal.domain.surge.raise_ahead: it fits beside the surges already up, and needs no bridge),
+  the run's budget grants its room at once (a wave raised ahead never waits for room: refused,
+  it asks no more and stays for its own turn) and nothing has failed. Its SurgeRecord is
+  journalled exactly as at its own turn (room reserved, overrides named, then written), so
+  its own Surge step later finds the overrides up and their replicas ready, a crash resumes it
+  like any surged wave, and every way of stopping gives its room and overrides back
+  (tidal.engine.cleanup reads every wave's record). A resumed run raises nothing ahead: the
+  plan it rebuilds is not the one announced.
+- **The pause** (`pause_after`): with `strategy: surge`, the pause halves after each wave
+  that succeeded, down to an eighth of `pauseBetweenWaves` (half of it after wave 1, a quarter
+  after wave 2, an eighth from wave 3 on); a resumed run counts its clean waves afresh. A
+  surging wave is gated on its surged replicas being ready before it moves, so the pause is
+  no longer the only time a failure has to show; the operator's pause and abort between
+  waves (tidal.daemon.interlude) work as before, handed the shortened pause.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tidal.domain.plan import Amounts
+from tidal.domain.surge import add, missing
+from tidal.engine import room, surging
+from tidal.engine.events import SurgeRaisedAhead
+from tidal.engine.inflight import SwitchContext, WaveInFlight
+from tidal.engine.journal import WaveState
+from tidal.engine.states import Direction, Strategy, SurgeStep, WaveResult
+
+# the shortest pause, as a fraction of pauseBetweenWaves (three halvings)
+PAUSE_FLOOR: Final = 0.125
+HOLDING: Final = (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
+
+
+def pause_after(ctx: SwitchContext, pause: float, clean: int) -> float:
+    """The pause after the `clean`-th wave in a row that succeeded in this process (1: the
+    first): the whole `pause` but with `strategy: surge`, where it halves after each clean
+    wave, down to PAUSE_FLOOR of it."""
+    if ctx.state.strategy is not Strategy.SURGE or clean < 1:
+        return pause
+    return max(pause * 0.5**clean, pause * PAUSE_FLOOR)
+
+
+def raise_ahead(run: WaveInFlight) -> None:
+    """Raise the surges of the waves after `run`'s that the plan announced up by now (see
+    the module's doc); a forward wave of a new run only."""
+    ctx = run.ctx
+    last = ctx.raised_to.get(run.wave.index, 0)
+    if run.direction is Direction.BACK or last <= run.wave.index or _failed(ctx):
+        return
+    held = _held(ctx)
+    for wave in ctx.state.waves:
+        if run.wave.index < wave.index <= last:
+            raised = _raise(run, wave, held)
+            if raised is None:
+                return
+            held = raised
+
+
+def _failed(ctx: SwitchContext) -> bool:
+    return ctx.state.result is not None or any(
+        w.result not in (None, WaveResult.SUCCEEDED) for w in ctx.state.waves
+    )
+
+
+def _held(ctx: SwitchContext) -> Amounts:
+    """The room every surge and bridge of this run still holds (a budget of a run alone does
+    not count them: what the clusters report free may not show them yet)."""
+    out: Amounts = {}
+    for wave in ctx.state.waves:
+        surge, bridge = wave.forward.surge, wave.forward.bridge
+        if surge is not None and surge.step in HOLDING:
+            out = add(out, surge.need)
+        if bridge is not None and bridge.active:
+            out = add(out, bridge.need)
+    return out
+
+
+def _raise(run: WaveInFlight, wave: WaveState, held: Amounts) -> Amounts | None:
+    """Raise `wave`'s surge ahead if it may (the room the run holds then), None if not: it
+    stays for its own turn, and so do the waves after it."""
+    ctx = run.ctx
+    if wave.started_at is not None or wave.result is not None:
+        return None
+    names = {str(key) for key in wave.workloads}
+    if names & set(ctx.bridges) or (wave.forward.bridge is not None):
+        return None
+    record = wave.forward.surge
+    if record is not None and record.step is not SurgeStep.NONE:
+        return held  # up already (raised by an earlier wave)
+    ahead = WaveInFlight(
+        ctx,
+        wave,
+        [w for w in ctx.everyone if w.name in names],
+        run.placements,
+        run.watch,
+        Direction.FORWARD,
+    )
+    record = surging.record_for(ahead)
+    if record is None:
+        return held  # nothing to surge
+    if record.need and not _granted(ctx, wave, record.need, held):
+        return None
+    surging.start(ahead)
+    ctx.emitter.emit(
+        SurgeRaisedAhead(
+            **ctx.event_base(wave.index),
+            during=run.wave.index,
+            workloads=tuple(sorted(record.targets)),
+            overrides=len(record.overrides),
+        )
+    )
+    return add(held, record.need)
+
+
+def _granted(ctx: SwitchContext, wave: WaveState, need: Amounts, held: Amounts) -> bool:
+    """The budget grants `need` at once, beside what the run holds; a refusal leaves no
+    waiter behind (a shared budget queues whoever asks)."""
+    free, versions = room.free_now(ctx)
+    left = add(free, held, -1.0)
+    if missing(need, left):
+        return False
+    name = room.holder(ctx, wave, wave.forward)
+    if ctx.budget.reserve(name, need, left, versions):
+        return True
+    ctx.budget.release(name)
+    return False
