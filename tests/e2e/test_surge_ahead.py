@@ -5,6 +5,7 @@ raised ahead resumes clean; a halt or a rollback with wave 2 raised gives everyt
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from tests.e2e.daemon_helpers import wait_for
 from tests.e2e.surge_helpers import Ledger, dips, no_overrides, splits, surge_schedule, team
-from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one
+from tests.e2e.switch_helpers import NS, MakeEmulator, client_for, load_one
 from tests.engine.crashing import crash_run, wave_starts
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
@@ -23,7 +25,7 @@ from tidal.engine.planning import build_plan
 from tidal.engine.states import RunResult, SurgeStep
 from tidal.engine.sweeper import LeftoverKind, find_leftovers
 from tidal.engine.switch import run_switch
-from tidal.karmada.client import KarmadaClient
+from tidal.karmada.client import CLUSTERS, MERGE_PATCH, KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
@@ -232,3 +234,52 @@ def test_an_abort_after_wave_1_gives_back_the_surge_raised_ahead(
         verbs = [v for v, h, _ in budget.calls if h == holder]
         assert verbs[-1] == "release", (holder, verbs)
     _no_leftover_objects(client)
+
+
+def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its_turn(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """web-2 (wave 2) scaled from 5 to 10 while wave 1's surged pods still start and wave 2 is
+    raised ahead: its override is lifted at once (the surge_rescaled warning comes before wave
+    2 starts), not left capping the new scale until wave 2's turn; the run succeeds with no
+    override left."""
+    emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
+    client = client_for(emu, tmp_path)
+    slow = {"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "60"}}}
+    client.request(
+        "patch",
+        CLUSTERS,
+        "PATCH",
+        CLUSTERS.path(name="cluster-b"),
+        content_type=MERGE_PATCH,
+        body=slow,
+    )
+    path = surge_schedule(tmp_path, ROLLOUT)
+    scaler_client = client_for(emu, tmp_path / "scaler")
+
+    def scale_once_raised() -> None:
+        wait_for(
+            lambda: bool(list_overrides(scaler_client, schedule="team-s", wave=2)), 60, "wave 2"
+        )
+        res = scaler_client.resource_for("apps/v1", "Deployment")
+        scaler_client.request(
+            "patch",
+            res,
+            "PATCH",
+            res.path(NS, "web-2"),
+            content_type=MERGE_PATCH,
+            body={"spec": {"replicas": 10}},
+        )
+
+    scaler = threading.Thread(target=scale_once_raised, daemon=True)
+    scaler.start()
+    record, logs = _night(client, path)
+    scaler.join(10)
+    assert record.result == "succeeded", record.to_json()
+    order = [
+        (e["event"], e.get("wave"), e.get("code"))
+        for e in logs
+        if e["event"] == "wave_started" or e.get("code") == "surge_rescaled"
+    ]
+    assert order.index(("warning", 2, "surge_rescaled")) < order.index(("wave_started", 2, None))
+    no_overrides(client)

@@ -16,7 +16,7 @@ from tidal.engine.inflight import SwitchContext, WaveInFlight, leave_out, report
 from tidal.engine.journal import WaveState
 from tidal.engine.states import FailureReason, Gate
 from tidal.engine.steps import DONE, Answer, Failed, Pending, StepKind, WakeOn
-from tidal.engine.surge_follow import lift_rescaled
+from tidal.engine.surge_follow import follow_scale
 from tidal.karmada import rebalancers as rebalancers_api
 from tidal.karmada.client import Obj
 from tidal.karmada.errors import KarmadaError, NotFound
@@ -60,7 +60,7 @@ class Gating:
     def _pass(self, run: WaveInFlight, tracker: gates.GateTracker) -> Answer | None:
         """One look at the gates; None when a workload left the wave."""
         ctx = run.ctx
-        lift_rescaled(ctx, run.wave, run.watch.cache)  # a surge follows the user's scale
+        follow_scale(ctx, run.watch.cache)  # a surge follows the user's scale
         down = run.health.check()
         if down is not None:
             return Failed.of(down)

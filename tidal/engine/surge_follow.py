@@ -8,7 +8,8 @@ destination for 1000). Floors count the spec at the time of the check
 the override of a rescaled workload.
 
 Called from every wait of a surging wave (surged replicas, the move's gates, the applied
-split), so a change is followed within one pass of the watch (at most 5 s)."""
+split), for that wave and any raised ahead, so a change is followed within one pass of the
+watch (at most 5 s)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext
 
 IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING)
+
+
+def follow_scale(ctx: SwitchContext, cache: Mapping[str, Obj | None]) -> None:
+    """`lift_rescaled` for every wave of the run: the one in flight and any raised ahead of
+    its turn (tidal.engine.pacing), whose overrides would otherwise cap a user's scale until
+    that wave's own turn. Waves whose surges are not in force are passed over at once."""
+    for wave in ctx.state.waves:
+        lift_rescaled(ctx, wave, cache)
 
 
 def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]) -> None:

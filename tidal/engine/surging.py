@@ -30,7 +30,7 @@ from tidal.engine.patience import patiently
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.engine.steps import DONE, Answer, Failed, Pending, WakeOn
-from tidal.engine.surge_follow import lift_rescaled
+from tidal.engine.surge_follow import follow_scale, lift_rescaled
 from tidal.engine.surge_overrides import remove_overrides, write_overrides
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
@@ -137,7 +137,7 @@ def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
     scaled meanwhile has its override lifted (tidal.engine.surge_follow)."""
 
     def short() -> list[str]:
-        lift_rescaled(run.ctx, run.wave, run.watch.cache)
+        follow_scale(run.ctx, run.watch.cache)
         return _surged_short(run, record)
 
     return ReadyWait(run, short, "surged")
@@ -299,7 +299,7 @@ def _applied(run: WaveInFlight, record: SurgeRecord) -> Answer:
     """Whether every member runs the new split (see _not_applied); Pending until the step's
     deadline."""
     ctx = run.ctx
-    lift_rescaled(ctx, run.wave, run.watch.cache)
+    follow_scale(ctx, run.watch.cache)
     down = run.health.check()
     if down is not None:
         return Failed.of(down)
