@@ -204,15 +204,7 @@ def template_kinds(schedule: TidalSchedule) -> list[TemplateKind]:
     for window in schedule.spec.windows:
         for change in window.policies:
             policy = change.swap.manifest if change.swap is not None else change.patch
-            for selector in _selectors_of(policy):
-                namespace = selector.get("namespace") or change.policy_namespace
-                kinds.append(
-                    TemplateKind(
-                        group_of(str(selector.get("apiVersion", ""))),
-                        plural_of(str(selector["kind"])),
-                        str(namespace) if namespace else None,
-                    )
-                )
+            kinds += _selected_kinds(policy, change.policy_namespace)
     return kinds
 
 
@@ -220,17 +212,23 @@ def policy_template_kinds(policy: Mapping[str, Any]) -> list[TemplateKind]:
     """Template kinds a live policy selects (a PropagationPolicy only in its own namespace)."""
     metadata = policy.get("metadata")
     own_namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
-    kinds = []
+    return _selected_kinds(policy, own_namespace)
+
+
+def _selected_kinds(policy: Mapping[str, Any] | None, namespace: Any) -> list[TemplateKind]:
+    """The template kind of each of the policy's resource selectors; a selector without a
+    namespace is in `namespace`."""
+    out = []
     for selector in _selectors_of(policy):
-        namespace = selector.get("namespace") or own_namespace
-        kinds.append(
+        where = selector.get("namespace") or namespace
+        out.append(
             TemplateKind(
                 group_of(str(selector.get("apiVersion", ""))),
                 plural_of(str(selector["kind"])),
-                str(namespace) if namespace else None,
+                str(where) if where else None,
             )
         )
-    return kinds
+    return out
 
 
 def patched_policies(schedule: TidalSchedule) -> list[tuple[str, str, str | None]]:
