@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tidal.domain.placement import Placement
@@ -20,6 +21,8 @@ from tidal.karmada.objects import WorkloadRebalancer
 from tidal.karmada.views import BindingView, ObjectView
 
 REBALANCER_TTL_SECONDS = 600
+# template touches of one wave in flight at once (within the client's rate limit)
+TOUCHES_AT_ONCE = 8
 
 
 def binding_placement(workload: Workload) -> Placement | None:
@@ -69,14 +72,13 @@ def touch_wave(
     run_id: str,
     skip: Sequence[str] = (),
 ) -> TouchResult:
-    """One merge patch per template; a template deleted meanwhile is reported, not fatal."""
-    result = TouchResult()
-    for w in workloads:
-        if w.name in skip:
-            result.touched.append(w.name)
-            continue
+    """One merge patch per template, up to TOUCHES_AT_ONCE in flight (each is a round trip
+    the wave waits for, and a wave's move starts only once all have landed); a template
+    deleted meanwhile is reported, not fatal. Results are in the wave's order."""
+
+    def touch(w: Workload) -> Obj | None:
         try:
-            obj = templates_api.touch(
+            return templates_api.touch(
                 client,
                 w.key.api_version,
                 w.key.kind,
@@ -86,11 +88,27 @@ def touch_wave(
                 run_id=run_id,
             )
         except NotFound:
+            return None
+
+    todo = [w for w in workloads if w.name not in skip]
+    # an in-process API (no background watch) is driven by its caller's thread alone
+    at_once = TOUCHES_AT_ONCE if client.background_watch and len(todo) > 1 else 1
+    if at_once == 1:
+        done = [touch(w) for w in todo]
+    else:
+        with ThreadPoolExecutor(max_workers=min(at_once, len(todo))) as pool:
+            done = list(pool.map(touch, todo))
+    landed = dict(zip((w.name for w in todo), done, strict=True))
+    result = TouchResult()
+    for w in workloads:
+        if w.name not in landed:  # skipped: touched before
+            result.touched.append(w.name)
+        elif (obj := landed[w.name]) is None:
             result.deleted.append(w.name)
-            continue
-        result.touched.append(w.name)
-        result.versions[w.name] = ObjectView(obj).resource_version
-        result.objects[w.name] = obj
+        else:
+            result.touched.append(w.name)
+            result.versions[w.name] = ObjectView(obj).resource_version
+            result.objects[w.name] = obj
     return result
 
 

@@ -547,8 +547,8 @@ class KarmadaClient:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield _watch_event(line, resource.plural)
-            if buffer.strip():
-                yield _watch_event(buffer, resource.plural)
+            # every event ends with a newline: bytes after the last one are an event cut off
+            # by a closed connection (seen from a real apiserver), a drop like any other
         except KarmadaError:
             raise
         except Exception:  # dropped or timed out: the caller resumes from its resourceVersion
