@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.e2e.switch_helpers import (
     DAY,
+    NS,
     cluster,
     cpp,
     deployment,
@@ -20,7 +21,7 @@ from tests.e2e.switch_helpers import (
 )
 from tests.e2e.switch_helpers import switch as run_window
 from tidal.engine.budget import Need, Versions
-from tidal.karmada.client import KarmadaClient
+from tidal.karmada.client import CLUSTERS, MERGE_PATCH, KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 GPU = "nvidia.com/gpu"
@@ -157,3 +158,28 @@ def plan_json(path: Path, kubeconfig: Path, window: str) -> dict[str, Any]:
     assert result.exit_code in (0, 3), result.output
     data: dict[str, Any] = json.loads(result.stdout)
     return data
+
+
+def slow_startup(client: KarmadaClient, cluster: str, seconds: float) -> None:
+    """From now on `cluster`'s pods take `seconds` (simulated) to start: a surge there waits."""
+    client.request(
+        "patch",
+        CLUSTERS,
+        "PATCH",
+        CLUSTERS.path(name=cluster),
+        content_type=MERGE_PATCH,
+        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": f"{seconds:g}"}}},
+    )
+
+
+def scale(client: KarmadaClient, name: str, replicas: int, namespace: str = NS) -> None:
+    """Set a Deployment's spec.replicas, as a user or an autoscaler would."""
+    res = client.resource_for("apps/v1", "Deployment")
+    client.request(
+        "patch",
+        res,
+        "PATCH",
+        res.path(namespace, name),
+        content_type=MERGE_PATCH,
+        body={"spec": {"replicas": replicas}},
+    )

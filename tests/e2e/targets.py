@@ -78,29 +78,6 @@ class Target(ABC):
                 raise AssertionError(f"{self.name}: bindings never reported ready: {short}")
             time.sleep(0.5)
 
-    def wait_karmada_ready(self, replicas: dict[str, int], namespace: str) -> None:
-        """Until Karmada's own bindings count every workload's replicas ready (their aggregated
-        status, what a plan reads): members serve first and report to the binding a moment
-        later, so a scenario that saw the members ready may still be early for a floor check."""
-        client = self.client()
-        deadline = time.monotonic() + self.patience
-        try:
-            while True:
-                bindings, _ = list_bindings(client, namespace)
-                ready = {}
-                for view in map(BindingView.of, bindings):
-                    source = view.spec.get("resource") or {}
-                    name = f"{namespace}/{source.get('kind')}/{source.get('name')}"
-                    ready[name] = sum(view.ready().values())
-                short = {w: ready.get(w, 0) for w, n in replicas.items() if ready.get(w, 0) < n}
-                if not short:
-                    return
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"{self.name}: bindings not all ready: {short}")
-                time.sleep(0.2)
-        finally:
-            client.close()
-
     def wait_for(self, pred: Any, what: str, timeout: float | None = None) -> Placement:
         deadline = time.monotonic() + (timeout or self.patience)
         now = self.placements()

@@ -11,9 +11,8 @@ import pytest
 
 from tests.e2e.daemon_helpers import wait_for
 from tests.e2e.outside import start_tidal
-from tests.e2e.surge_helpers import FULL_AVAILABILITY, surge_schedule, team
+from tests.e2e.surge_helpers import FULL_AVAILABILITY, slow_startup, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for
-from tidal.karmada.client import CLUSTERS, MERGE_PATCH
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -28,14 +27,7 @@ def test_a_destination_turning_not_ready_mid_wave_fails_it(
     as onFailure says."""
     emu = make_switch_emulator(team([5, 5, 5, 5]))
     client = client_for(emu, tmp_path)
-    client.request(
-        "patch",
-        CLUSTERS,
-        "PATCH",
-        CLUSTERS.path(name="cluster-b"),
-        content_type=MERGE_PATCH,
-        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "60"}}},
-    )  # 3 s real
+    slow_startup(client, "cluster-b", 60)  # 3 s real
     rollout = FULL_AVAILABILITY.replace("waveSize: 2", "waveSize: 4").replace(
         "waveTimeout: 60s", f"waveTimeout: 60s\n        onFailure: {on_failure}"
     )

@@ -20,10 +20,9 @@ from tests.e2e.daemon_helpers import (
     wait_for,
 )
 from tests.e2e.outside import start_tidal, status_of, tidal
-from tests.e2e.surge_helpers import FULL_AVAILABILITY, surge_schedule, team
+from tests.e2e.surge_helpers import FULL_AVAILABILITY, slow_startup, surge_schedule, team
 from tests.e2e.switch_helpers import MakeEmulator, client_for
 from tidal.karmada import policies
-from tidal.karmada.client import CLUSTERS, MERGE_PATCH
 from tidal.karmada.names import BRIDGE_PLACEMENT
 from tidal.karmada.overrides import list_overrides
 
@@ -38,14 +37,7 @@ SHORT_LOCK = {
 
 def _slow_b(client: Any) -> None:
     """From now on cluster-b's pods take 10 minutes (30 s real) to start: a surge waits."""
-    client.request(
-        "patch",
-        CLUSTERS,
-        "PATCH",
-        CLUSTERS.path(name="cluster-b"),
-        content_type=MERGE_PATCH,
-        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "600"}}},
-    )
+    slow_startup(client, "cluster-b", 600)
 
 
 def _killed_mid_switch(emu: Any, tmp: Path, path: Path, reached: Any, what: str) -> Path:

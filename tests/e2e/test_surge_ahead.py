@@ -14,8 +14,17 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.e2e.daemon_helpers import wait_for
-from tests.e2e.surge_helpers import Ledger, dips, no_overrides, splits, surge_schedule, team
-from tests.e2e.switch_helpers import NS, MakeEmulator, client_for, load_one
+from tests.e2e.surge_helpers import (
+    Ledger,
+    dips,
+    no_overrides,
+    scale,
+    slow_startup,
+    splits,
+    surge_schedule,
+    team,
+)
+from tests.e2e.switch_helpers import MakeEmulator, client_for, load_one
 from tests.engine.crashing import crash_run, wave_starts
 from tidal.domain.clock import SystemClock
 from tidal.engine import events as ev
@@ -25,7 +34,7 @@ from tidal.engine.planning import build_plan
 from tidal.engine.states import RunResult, SurgeStep
 from tidal.engine.sweeper import LeftoverKind, find_leftovers
 from tidal.engine.switch import run_switch
-from tidal.karmada.client import CLUSTERS, MERGE_PATCH, KarmadaClient
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
@@ -245,15 +254,7 @@ def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its
     override left."""
     emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
     client = client_for(emu, tmp_path)
-    slow = {"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "60"}}}
-    client.request(
-        "patch",
-        CLUSTERS,
-        "PATCH",
-        CLUSTERS.path(name="cluster-b"),
-        content_type=MERGE_PATCH,
-        body=slow,
-    )
+    slow_startup(client, "cluster-b", 60)
     path = surge_schedule(tmp_path, ROLLOUT)
     scaler_client = client_for(emu, tmp_path / "scaler")
 
@@ -261,15 +262,7 @@ def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its
         wait_for(
             lambda: bool(list_overrides(scaler_client, schedule="team-s", wave=2)), 60, "wave 2"
         )
-        res = scaler_client.resource_for("apps/v1", "Deployment")
-        scaler_client.request(
-            "patch",
-            res,
-            "PATCH",
-            res.path(NS, "web-2"),
-            content_type=MERGE_PATCH,
-            body={"spec": {"replicas": 10}},
-        )
+        scale(scaler_client, "web-2", 10)
 
     scaler = threading.Thread(target=scale_once_raised, daemon=True)
     scaler.start()

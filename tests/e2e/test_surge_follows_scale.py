@@ -16,9 +16,15 @@ import pytest
 
 from tests.e2e.daemon_helpers import wait_for
 from tests.e2e.outside import start_tidal
-from tests.e2e.surge_helpers import FULL_AVAILABILITY, desired, surge_schedule, team
+from tests.e2e.surge_helpers import (
+    FULL_AVAILABILITY,
+    desired,
+    scale,
+    slow_startup,
+    surge_schedule,
+    team,
+)
 from tests.e2e.switch_helpers import NS, MakeEmulator, client_for
-from tidal.karmada.client import CLUSTERS, MERGE_PATCH, KarmadaClient
 from tidal.karmada.overrides import list_overrides
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -33,18 +39,6 @@ B_FLOOR = """
 SPECS = {f"{NS}/Deployment/web-{i}": n for i, n in enumerate([10, 2, 5, 5])}
 
 
-def _scale(client: KarmadaClient, name: str, replicas: int) -> None:
-    res = client.resource_for("apps/v1", "Deployment")
-    client.request(
-        "patch",
-        res,
-        "PATCH",
-        res.path(NS, name),
-        content_type=MERGE_PATCH,
-        body={"spec": {"replicas": replicas}},
-    )
-
-
 def _totals(emu: Any) -> dict[str, int]:
     return {w: sum(split.values()) for w, split in desired(emu).items()}
 
@@ -53,14 +47,7 @@ def _switch_scaled_mid_surge(emu: Any, tmp: Path, rollout: str) -> int:
     """The night switch, web-0 scaled to 10 and web-1 to 2 once the surge is written; its
     exit code."""
     client = client_for(emu, tmp)
-    client.request(
-        "patch",
-        CLUSTERS,
-        "PATCH",
-        CLUSTERS.path(name="cluster-b"),
-        content_type=MERGE_PATCH,
-        body={"metadata": {"annotations": {"sim.tidal.io/pod-startup-seconds": "100"}}},
-    )  # 5 s real
+    slow_startup(client, "cluster-b", 100)  # 5 s real
     path = surge_schedule(tmp, rollout)
     kubeconfig = emu.write_kubeconfig(tmp / "kc")
     proc = start_tidal(
@@ -68,8 +55,8 @@ def _switch_scaled_mid_surge(emu: Any, tmp: Path, rollout: str) -> int:
     )
     try:
         wait_for(lambda: bool(list_overrides(client, schedule="team-s")), 60, "the surge")
-        _scale(client, "web-0", 10)
-        _scale(client, "web-1", 2)
+        scale(client, "web-0", 10)
+        scale(client, "web-1", 2)
         return proc.wait(240)
     finally:
         if proc.poll() is None:
