@@ -33,7 +33,6 @@ from tidal.engine.states import Direction, Strategy, SurgeStep, WaveResult
 
 # the shortest pause, as a fraction of pauseBetweenWaves (three halvings)
 PAUSE_FLOOR: Final = 0.125
-HOLDING: Final = (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
 
 
 def pause_after(ctx: SwitchContext, pause: float, clean: int) -> float:
@@ -72,11 +71,8 @@ def _held(ctx: SwitchContext) -> Amounts:
     not count them: what the clusters report free may not show them yet)."""
     out: Amounts = {}
     for wave in ctx.state.waves:
-        surge, bridge = wave.forward.surge, wave.forward.bridge
-        if surge is not None and surge.step in HOLDING:
-            out = add(out, surge.need)
-        if bridge is not None and bridge.active:
-            out = add(out, bridge.need)
+        for need in room.held_by(wave.forward):
+            out = add(out, need)
     return out
 
 

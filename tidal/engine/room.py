@@ -10,7 +10,7 @@ gives the room back once neither step holds any (`release_room`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from tidal.domain.plan import Amounts
 from tidal.domain.prediction import ClusterFacts
@@ -42,12 +42,17 @@ def holder(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> str:
 
 def _holds_room(leg: WaveLeg) -> bool:
     """The leg's bridge or surge still holds its room."""
+    return bool(held_by(leg))
+
+
+HOLDING: Final = (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
+
+
+def held_by(leg: WaveLeg) -> list[Amounts]:
+    """The room the leg's bridge and surge still hold (none: an empty list)."""
     bridge, surge = leg.bridge, leg.surge
-    return (bridge is not None and bridge.active) or (
-        surge is not None
-        and surge.step
-        in (SurgeStep.RESERVED, SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.RELEASING)
-    )
+    out = [surge.need] if surge is not None and surge.step in HOLDING else []
+    return out + ([bridge.need] if bridge is not None and bridge.active else [])
 
 
 def reserve_wave(
@@ -96,7 +101,7 @@ def _reserve(
     not fit and the step's deadline has not passed."""
     ctx = run.ctx
     seen = ctx.clusters_version()
-    free, versions = _free(ctx)
+    free, versions = free_now(ctx)
     if resumed:
         free = add(free, need)
     if ctx.budget.reserve(name, need, free, versions):
@@ -137,11 +142,6 @@ def release_room(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> None:
 
 
 def free_now(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
-    """What the clusters report free now, less the headroom, and the Cluster versions read."""
-    return _free(ctx)
-
-
-def _free(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
     """What the clusters report free (less the headroom), and the Cluster versions it is from."""
     clusters = ctx.list_clusters()
     free = usable(
