@@ -78,6 +78,15 @@ class Target(ABC):
                 raise AssertionError(f"{self.name}: bindings never reported ready: {short}")
             time.sleep(0.5)
 
+    def wait_serving(
+        self, pred: Any, replicas: dict[str, int], what: str, timeout: float | None = None
+    ) -> Placement:
+        """Until the members show `pred` and Karmada's bindings report `replicas` ready: a
+        switch plans its floors on the bindings, which trail the members by a status delay."""
+        seen = self.wait_for(pred, what, timeout)
+        self.wait_reported(replicas)
+        return seen
+
     def wait_for(self, pred: Any, what: str, timeout: float | None = None) -> Placement:
         deadline = time.monotonic() + (timeout or self.patience)
         now = self.placements()

@@ -88,7 +88,7 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
     if isinstance(target, RealTarget):
         target.reset()
     target.apply(_objects())
-    target.wait_for(_all_in("cluster-a"), "day placement, all ready")
+    target.wait_serving(_all_in("cluster-a"), REPLICAS, "day placement, all ready", None)
     windows = weights_window("night", "23:00", {"cluster-b": 1}, policy=POLICY) + weights_window(
         "day", "07:00", {"cluster-a": 4, "cluster-b": 1}, policy=POLICY
     )
@@ -101,7 +101,7 @@ def test_small_workloads_are_bridged_night_and_day(target: Target, tmp_path: Pat
         t0 = target.now()
         record = switch(client, path, window, policy_settle=target.policy_settle)
         assert record.result == "succeeded", record.to_json()
-        target.wait_for(_all_in(home), f"{window}: all in {home}", 30)
+        target.wait_serving(_all_in(home), REPLICAS, f"{window}: all in {home}", 30)
         assert _below(target.timeline(), t0) == []
         view = PolicyView(policies_api.get_policy(client, "ClusterPropagationPolicy", POLICY, None))
         assert BRIDGE_PLACEMENT not in view.annotations

@@ -93,7 +93,7 @@ def test_dynamic_team_swap_and_rebalance_waves(
         if d["kind"] == "Deployment"
     }
     names = sorted(replicas)
-    before = target.wait_for(_all_ready(replicas), "team 2001 all ready")
+    before = target.wait_serving(_all_ready(replicas), replicas, "team 2001 all ready")
     fidelity["before"] = split(before, names, CLUSTERS)
     target.occupy_gpus("cluster-a", TRAINING_GPUS)
 

@@ -323,7 +323,7 @@ def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
     names = sorted(replicas)
     try:
         target.apply(objs)
-        before = target.wait_for(_all_ready(replicas), "team 2001 all ready")
+        before = target.wait_serving(_all_ready(replicas), replicas, "team 2001 all ready")
         in_a = sum(n for (w, c), (n, _) in before.items() if c == "cluster-a" and w in replicas)
         assert in_a > 0, "the day spread left cluster-a empty already"
         _team_capacity(target, plane_work, CAP_A, 0)
@@ -340,7 +340,9 @@ def test_estimator_night_capacity_zero_consolidates_then_morning_spreads(
         record = switch(target.client(), path, "night", policy_settle=target.policy_settle)
         # succeeded: no wave broke the schedule's floor (onFailure: halt would have stopped it)
         assert record.result == "succeeded", record.to_json()
-        night = target.wait_for(_all_ready(replicas), "team 2001 all ready at night", 60)
+        night = target.wait_serving(
+            _all_ready(replicas), replicas, "team 2001 all ready at night", 60
+        )
         actual = {
             w: {c: n for c, (n, _) in split(night, [w], CLUSTERS)[w].items() if n} for w in names
         }
