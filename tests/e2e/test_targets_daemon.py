@@ -116,7 +116,7 @@ def day_team(target: Target) -> dict[str, int]:
         for d in objs
         if d["kind"] == "Deployment"
     }
-    target.wait_for(_day_ready(replicas), "day placement, all ready")
+    target.wait_serving(_day_ready(replicas), replicas, "day placement, all ready")
     return replicas
 
 

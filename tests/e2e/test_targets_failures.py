@@ -56,8 +56,7 @@ def test_floor_breach_mid_wave(
         if d["kind"] == "Deployment"
     }
     names = sorted(replicas)
-    target.wait_for(_day_ready(replicas), "day placement, all ready")
-    target.wait_reported(replicas)  # the plan checks the floor on Karmada's view
+    target.wait_serving(_day_ready(replicas), replicas, "day placement, all ready")
     client = target.client()
     deployments = client.resource_for("apps/v1", "Deployment")
     victim = names[-1].rsplit("/", 1)[1]

@@ -111,8 +111,7 @@ def test_example_static_team_night_then_day(
         if d["kind"] == "Deployment"
     }
     names = sorted(replicas)
-    before = target.wait_for(_day_ready(replicas), "day placement, all ready")
-    target.wait_reported(replicas)
+    before = target.wait_serving(_day_ready(replicas), replicas, "day placement, all ready")
     fidelity["before"] = split(before, names, CLUSTERS)
     path = fast_schedule(tmp_path, target.patience)
 
@@ -120,8 +119,9 @@ def test_example_static_team_night_then_day(
         run = _run_window(target, path, window, names)
         record = run["record"]
         assert len(record.waves) >= 2 and all(w.result == "succeeded" for w in record.waves)
-        final = target.wait_for(arrived(replicas), f"{window} placement, all ready", 30)
-        target.wait_reported(replicas)
+        final = target.wait_serving(
+            arrived(replicas), replicas, f"{window} placement, all ready", 30
+        )
         timeline = target.timeline()
         assert floor_breaches(timeline, run["t0"], "cluster-b", set(names), 1) == []
         for earlier, later in zip(record.waves, record.waves[1:], strict=False):
