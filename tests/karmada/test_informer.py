@@ -312,6 +312,42 @@ def test_policies_are_read_from_one_list_and_watch_and_a_write_is_seen_at_once(
     assert sorted(verbs) == ["create", "list", "watch"]
 
 
+def test_a_watch_reopened_after_refusals_is_live_only_once_it_has_what_changed_meanwhile(
+    emulator: Any, tmp_path: Path
+) -> None:
+    """Watches refused (500) while another client edits the policy; the next watch opens
+    but sends nothing (stalled): once the cache says live it already holds the edit, because
+    after a failed watch the informer lists before it watches again."""
+    from tidal.karmada import policies
+
+    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
+    policies.create_policy(client, _cpp("p-1", 1))
+    reads = SharedReads(client, private=True, retry_seconds=0.05)
+    kind = "ClusterPropagationPolicy"
+    with reads.in_use():
+        assert reads.find_policy(kind, "p-1", None) is not None
+        informer = reads.informers["clusterpropagationpolicies"]
+        lists = informer.lists
+        refused = emulator.faults.inject(
+            type="error", verb="watch", resource="clusterpropagationpolicies"
+        )
+        emulator.faults.inject(type="drop-watch", resource="clusterpropagationpolicies")
+        deadline = time.monotonic() + 10
+        while informer.live and time.monotonic() < deadline:
+            time.sleep(0.01)
+        edit = {"spec": {"placement": {"clusterAffinity": {"clusterNames": ["cluster-9"]}}}}
+        policies.patch_policy(client, kind, "p-1", None, edit)
+        emulator.faults.inject(type="stall-watch", resource="clusterpropagationpolicies")
+        emulator.faults.clear(refused.id)
+        deadline = time.monotonic() + 10
+        while not informer.live and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert informer.live
+        cached = informer.get("/p-1") or {}
+        assert cached["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-9"]
+        assert informer.lists > lists
+
+
 def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path: Path) -> None:
     """The policy watch is cut and every new one refused (500); another client edits the
     policy: a read now is a GET that sees the edit, not the cache that stopped following.
@@ -337,10 +373,10 @@ def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path:
         since = len(emulator.request_log())
         seen = reads.find_policy(kind, "p-1", None) or {}
         assert seen["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["cluster-9"]
-        assert [
+        assert [  # the reader's; the informer's own retries list and watch
             r.verb
             for r in emulator.request_log(since)
-            if r.resource == "clusterpropagationpolicies" and r.verb != "watch"
+            if r.resource == "clusterpropagationpolicies" and r.verb not in ("list", "watch")
         ] == ["get"]
         emulator.faults.clear(refused.id)
         deadline = time.monotonic() + 10

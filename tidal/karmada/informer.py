@@ -36,7 +36,7 @@ from tidal.karmada.client import (
     Resource,
 )
 from tidal.karmada.clusters import list_clusters
-from tidal.karmada.errors import Forbidden, Gone, KarmadaError
+from tidal.karmada.errors import Forbidden, Gone, KarmadaError, Throttled
 from tidal.karmada.paging import list_paged
 
 log = structlog.get_logger("tidal.karmada.informer")
@@ -44,6 +44,8 @@ log = structlog.get_logger("tidal.karmada.informer")
 # how long a reader that must not read a cache whose watch is down waits for the watch to
 # (re)open before it reads afresh instead
 LIVE_WAIT_SECONDS = 1.0
+# a refused watch is retried after retry_seconds, doubled per refusal in a row up to this factor
+BACKOFF_LIMIT = 16.0
 
 Event = tuple[Obj, bool]  # (object, deleted)
 
@@ -110,6 +112,10 @@ class Informer:
         # a watch is open now: while not (ended, refused, reconnecting, relisting) the cache
         # may miss changes, and a reader that must see the latest state reads afresh
         self._live = False
+        # a watch failed: the next one may open long after the version it resumes from, and
+        # would be live before it has delivered what changed meanwhile; list again first
+        self._relist = False
+        self._failures = 0  # watches refused in a row (the retry's backoff)
         # readers are held weakly: a finished wave drops its view and with it its subscriber
         self._subscribers: weakref.WeakSet[_Subscriber] = weakref.WeakSet()  # keys=None
         # keyed readers by token, and key -> tokens (a tuple: a key has a reader or two, and
@@ -160,7 +166,7 @@ class Informer:
             with self._lock:
                 if self._should_stop():
                     return
-                synced = self._is_synced
+                synced = self._is_synced and not self._relist
             try:
                 if not synced:
                     self._list()
@@ -171,6 +177,7 @@ class Informer:
             except KarmadaError as exc:
                 with self._lock:
                     self.error = exc
+                    self._relist = True
                     if self.fail_fast and isinstance(exc, Forbidden):
                         # listed but not let watch: a cache that would never change is no
                         # cache; its readers get the refusal (and read by GET instead)
@@ -182,7 +189,7 @@ class Informer:
                     error=str(exc),
                     error_class=type(exc).__name__,
                 )
-                self._sleep(self.retry_seconds)
+                self._sleep(self._retry_wait(exc))
             except Exception as exc:  # a bug must not silently stop every switch's watch
                 log.exception(
                     "shared_watch_failed",
@@ -194,12 +201,24 @@ class Informer:
                     self._is_synced = False  # list afresh: the cache may have missed events
                 self._sleep(self.retry_seconds)
 
+    def _retry_wait(self, exc: KarmadaError) -> float:
+        """retry_seconds, doubled for each failure since a watch last opened (each retry lists
+        again: a long outage must not turn into a listing a second), up to BACKOFF_LIMIT times
+        it; longer when the server asked for it (Retry-After, capped as the client caps it)."""
+        with self._lock:
+            self._failures += 1
+            wait = self.retry_seconds * min(2.0 ** (self._failures - 1), BACKOFF_LIMIT)
+        if isinstance(exc, Throttled) and exc.retry_after is not None:
+            return max(wait, min(exc.retry_after, self.client.retry.max_retry_after))
+        return wait
+
     def _list(self) -> None:
         items, version = list_paged(self.client, self.res, self.namespace)
         fresh = {key_of(item): item for item in items}
         with self._lock:
             old = self._cache
             self._cache, self.version, self._is_synced = fresh, version, True
+            self._relist = False
             self.lists += 1
             self.error = None
             changed: list[Event] = [
@@ -224,6 +243,7 @@ class Informer:
             with self._lock:
                 self._end_watch = end
                 self._watching = self._live = True
+                self._failures = 0
                 self._synced.notify_all()
                 gone = self._users == 0
             if gone:  # released while the watch was opening
@@ -238,30 +258,38 @@ class Informer:
     def _follow(
         self, query: dict[str, Any], timeout: int, opened: Callable[[Callable[[], None]], None]
     ) -> None:
-        for event in self.client.stream(
-            self.res,
-            self.res.path(self.namespace),
-            query,
-            read_timeout=timeout + 5.0,
-            on_open=opened,
-        ):
-            obj = event.get("object") or {}
-            with self._lock:
-                version = (obj.get("metadata") or {}).get("resourceVersion")
-                if version:
-                    self.version = str(version)
-                if event.get("type") == "BOOKMARK":
-                    continue
-                key = key_of(obj)
-                deleted = event.get("type") == "DELETED"
-                if deleted:
-                    self._cache.pop(key, None)
-                else:
-                    self._cache[key] = obj
-                self._publish(key, obj, deleted)
-                self._changed.notify_all()
-                if self._users == 0:
+        # a refused watch reaches _run, which lists again before the next one, rather than
+        # being retried here from a version the refusals may have left far behind
+        with self.client.single_attempt():
+            events = self.client.stream(
+                self.res,
+                self.res.path(self.namespace),
+                query,
+                read_timeout=timeout + 5.0,
+                on_open=opened,
+            )
+            for event in events:
+                if not self._apply(event):
                     return
+
+    def _apply(self, event: Obj) -> bool:
+        """Put one watch event in the cache and hand it on; False once no one reads."""
+        obj = event.get("object") or {}
+        with self._lock:
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self.version = str(version)
+            if event.get("type") == "BOOKMARK":
+                return True
+            key = key_of(obj)
+            deleted = event.get("type") == "DELETED"
+            if deleted:
+                self._cache.pop(key, None)
+            else:
+                self._cache[key] = obj
+            self._publish(key, obj, deleted)
+            self._changed.notify_all()
+            return self._users > 0
 
     def _publish(self, key: str, obj: Obj, deleted: bool) -> None:
         """Hand a change to the readers of its namespace and to those naming its key (the lock
