@@ -148,6 +148,41 @@ def test_each_step_has_its_own_deadline() -> None:
     assert deadlines[1] - deadlines[0] == 50.0  # not one deadline shared by both
 
 
+def test_the_outcome_says_when_the_wave_converged_not_when_its_release_ended() -> None:
+    """settled_at is the clock when the converged gate was done; a release after it (10 s
+    here) does not move it, so the pause after the wave can count the release in."""
+    clock = FakeClock(START)
+    run = FakeRun(WaveState(1, []), FakeCtx(clock))
+
+    class Taking:
+        def __init__(self, kind: StepKind, seconds: float) -> None:
+            self.kind, self.seconds = kind, seconds
+
+        def advance(self, run_: WaveInFlight) -> Answer:
+            clock.sleep(self.seconds)
+            return DONE
+
+        def done_in(self, run_: WaveInFlight) -> bool:
+            return False
+
+    start = clock.monotonic()
+    steps: list[Step] = [Taking(K.GATE_CONVERGED, 3.0), Taking(K.RELEASE_SURGE, 10.0)]
+    outcome = run_steps(cast(WaveInFlight, run), steps)
+    assert outcome.ok and outcome.settled_at == start + 3.0
+    assert [k for k in K if STEPS[k].settles] == [K.GATE_CONVERGED]
+
+
+def test_a_wave_resumed_past_its_converged_gate_does_not_know_when_it_converged() -> None:
+    """Journalled past the gate: the gate is not advanced in this process, settled_at None
+    (the pause after it is then the whole pause)."""
+    log: list[str] = []
+    wave = WaveState(1, [], forward=WaveLeg(Direction.FORWARD, step=StepMark(1, "release_surge")))
+    outcome = run_steps(
+        cast(WaveInFlight, _run(wave)), _steps(log, K.GATE_CONVERGED, K.RELEASE_SURGE)
+    )
+    assert outcome.ok and outcome.settled_at is None and log == ["release_surge"]
+
+
 def test_a_resume_goes_on_from_the_journalled_step_replaying_only_what_the_table_says() -> None:
     """Marked at the gate: the reserve (holds capacity) and the touch (arms the gates) are
     advanced again, the bridge and surge are not."""

@@ -13,7 +13,10 @@ start-up and one whole pause apiece, without holding more than the plan announce
   plan it rebuilds is not the one announced.
 - **The pause** (`pause_after`): with `strategy: surge`, the pause halves after each wave
   that succeeded, down to an eighth of `pauseBetweenWaves` (half of it after wave 1, a quarter
-  after wave 2, an eighth from wave 3 on); a resumed run counts its clean waves afresh. A
+  after wave 2, an eighth from wave 3 on); a resumed run counts its clean waves afresh. Every
+  pause counts from the moment the wave converged (the step table's `settles`), not from the
+  wave's last step: a surge's release (Karmada rendering the new split, the overrides
+  deleted) happens inside the pause instead of before it. A
   surging wave is gated on its surged replicas being ready before it moves, so the pause is
   no longer the only time a failure has to show; the operator's pause and abort between
   waves (tidal.daemon.interlude) work as before, handed the shortened pause.
@@ -35,13 +38,18 @@ from tidal.engine.states import Direction, Strategy, SurgeStep, WaveResult
 PAUSE_FLOOR: Final = 0.125
 
 
-def pause_after(ctx: SwitchContext, pause: float, clean: int) -> float:
-    """The pause after the `clean`-th wave in a row that succeeded in this process (1: the
-    first): the whole `pause` but with `strategy: surge`, where it halves after each clean
-    wave, down to PAUSE_FLOOR of it."""
-    if ctx.state.strategy is not Strategy.SURGE or clean < 1:
-        return pause
-    return max(pause * 0.5**clean, pause * PAUSE_FLOOR)
+def pause_after(
+    ctx: SwitchContext, pause: float, clean: int, settled_at: float | None = None
+) -> float:
+    """What is left to wait after the `clean`-th wave in a row that succeeded in this process
+    (1: the first): the whole `pause` but with `strategy: surge`, where it halves after each
+    clean wave, down to PAUSE_FLOOR of it; counted from `settled_at` (when the wave converged,
+    on the clock's monotonic scale), so the time its release took is part of it."""
+    if ctx.state.strategy is Strategy.SURGE and clean >= 1:
+        pause = max(pause * 0.5**clean, pause * PAUSE_FLOOR)
+    if settled_at is not None:
+        pause -= ctx.clock.monotonic() - settled_at
+    return max(pause, 0.0)
 
 
 def raise_ahead(run: WaveInFlight) -> None:

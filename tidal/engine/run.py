@@ -35,6 +35,7 @@ from tidal.engine.events import (
 )
 from tidal.engine.inflight import SwitchContext, iso_now, leave_out
 from tidal.engine.journal import FencedOut, Journal, PolicyRecord, RunState, WaveState
+from tidal.engine.outcome import WaveOutcome
 from tidal.engine.patience import patiently
 from tidal.engine.planning import SwitchPlan, build_plan
 from tidal.engine.preflight import ready_field_of
@@ -475,13 +476,16 @@ def _waves(run: PreparedRun) -> Phase:
     for i, wave in enumerate(waves):
         if wave.result is WaveResult.SUCCEEDED:
             continue
-        failed = _one_wave(run, wave, inputs)
-        if failed is not None:
-            return failed
+        ended = _one_wave(run, wave, inputs)
+        if isinstance(ended, Phase):
+            return ended
         clean += 1
         if i < len(waves) - 1:
             pause = pacing.pause_after(
-                run.ctx, run.plan.rollout.pause_between_waves.total_seconds(), clean
+                run.ctx,
+                run.plan.rollout.pause_between_waves.total_seconds(),
+                clean,
+                ended.settled_at,
             )
             if run.interlude is None:
                 run.ctx.clock.sleep(pause)
@@ -490,8 +494,9 @@ def _waves(run: PreparedRun) -> Phase:
     return Phase.FINISHING
 
 
-def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase | None:
-    """Run one wave to its end (journalled, reported); the run's next phase if it failed."""
+def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase | WaveOutcome:
+    """Run one wave to its end (journalled, reported); the run's next phase if it failed,
+    else its outcome."""
     ctx = run.ctx
     clock, emitter = ctx.clock, ctx.emitter
     if wave.started_at is None:
@@ -546,7 +551,7 @@ def _one_wave(run: PreparedRun, wave: WaveState, inputs: _WaveInputs) -> Phase |
             **wbase, result=WaveResult.SUCCEEDED, duration_seconds=clock.monotonic() - started
         )
     )
-    return None
+    return outcome
 
 
 def _finishing(run: PreparedRun) -> Phase:

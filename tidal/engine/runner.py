@@ -58,6 +58,7 @@ class Step(Protocol):
 def run_steps(run: WaveInFlight, steps: Sequence[Step]) -> WaveOutcome:
     """Advance the wave's steps from where its journal says it is; ok when the last is done."""
     start = resume_index(run, steps)
+    settled_at = None
     for i, step in enumerate(steps):
         if i < start and not STEPS[step.kind].replay:
             continue
@@ -66,8 +67,10 @@ def run_steps(run: WaveInFlight, steps: Sequence[Step]) -> WaveOutcome:
         answer = advance(run, step)
         if isinstance(answer, Failed):
             return WaveOutcome(False, answer.failure, answer.reason)
+        if i >= start and STEPS[step.kind].settles:
+            settled_at = run.ctx.clock.monotonic()
     run.leg.step = StepMark(len(steps), PAST_THE_LAST)
-    return WaveOutcome(True)
+    return WaveOutcome(True, settled_at=settled_at)
 
 
 def advance(run: WaveInFlight, step: Step) -> Done | Failed:

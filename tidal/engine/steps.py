@@ -13,7 +13,9 @@ record (tidal.engine.journal) and the cluster.
 run's budget), what it writes, the owner mark it leaves on what it writes, the kind whose
 advance gives back what it holds (`undo`), and whether a resume advances it again although the
 journal says it is done (`replay`: it re-asserts in-process state, the budget's hold or the
-gates' trigger targets, and writes nothing it wrote already).
+gates' trigger targets, and writes nothing it wrote already), and whether the wave has
+converged once it is done (`settles`: the pause before the next wave counts from then, so what
+follows, a surge's release, runs inside the pause rather than before it).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class StepSpec:
     owner_mark: str | None
     undo: StepKind | None  # the step that gives back what this one holds or leaves
     replay: bool = False  # advanced again on a resume although journalled done
+    settles: bool = False  # done: the wave has converged, the pause after it counts from here
 
 
 STEPS: Final = MappingProxyType(
@@ -89,7 +92,7 @@ STEPS: Final = MappingProxyType(
         StepKind.FIT: StepSpec(
             False, Writes.OVERRIDE_POLICY, OVERRIDE_OWNER, StepKind.RELEASE_SURGE
         ),
-        StepKind.GATE_CONVERGED: StepSpec(False, Writes.NOTHING, None, None),
+        StepKind.GATE_CONVERGED: StepSpec(False, Writes.NOTHING, None, None, settles=True),
         StepKind.HEALTH_CHECK: StepSpec(False, Writes.NOTHING, None, None),
         StepKind.RELEASE_BRIDGE: StepSpec(False, Writes.PLACEMENT, None, None),
         StepKind.RELEASE_SURGE: StepSpec(False, Writes.OVERRIDE_POLICY, None, None),
