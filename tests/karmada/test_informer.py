@@ -4,6 +4,7 @@ view; 410 re-lists; it stops when no switch uses it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,12 +313,9 @@ def test_policies_are_read_from_one_list_and_watch_and_a_write_is_seen_at_once(
     assert sorted(verbs) == ["create", "list", "watch"]
 
 
-def test_a_watch_reopened_after_refusals_is_live_only_once_it_has_what_changed_meanwhile(
-    emulator: Any, tmp_path: Path
-) -> None:
-    """Watches refused (500) while another client edits the policy; the next watch opens
-    but sends nothing (stalled): once the cache says live it already holds the edit, because
-    after a failed watch the informer lists before it watches again."""
+def _cut_off(emulator: Any, tmp_path: Path) -> Iterator[tuple[SharedReads, Any, str]]:
+    """A policy p-1 cached by a private SharedReads whose watch is then cut and every new
+    one refused (500), until the informer has seen the cut: (the reads, the refusal, kind)."""
     from tidal.karmada import policies
 
     client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
@@ -326,17 +324,30 @@ def test_a_watch_reopened_after_refusals_is_live_only_once_it_has_what_changed_m
     kind = "ClusterPropagationPolicy"
     with reads.in_use():
         assert reads.find_policy(kind, "p-1", None) is not None
-        informer = reads.informers["clusterpropagationpolicies"]
-        lists = informer.lists
         refused = emulator.faults.inject(
             type="error", verb="watch", resource="clusterpropagationpolicies"
         )
         emulator.faults.inject(type="drop-watch", resource="clusterpropagationpolicies")
-        deadline = time.monotonic() + 10
+        informer = reads.informers["clusterpropagationpolicies"]
+        deadline = time.monotonic() + 10  # the cut reaches the informer's thread first
         while informer.live and time.monotonic() < deadline:
             time.sleep(0.01)
+        yield reads, refused, kind
+
+
+def test_a_watch_reopened_after_refusals_is_live_only_once_it_has_what_changed_meanwhile(
+    emulator: Any, tmp_path: Path
+) -> None:
+    """Watches refused (500) while another client edits the policy; the next watch opens
+    but sends nothing (stalled): once the cache says live it already holds the edit, because
+    after a failed watch the informer lists before it watches again."""
+    from tidal.karmada import policies
+
+    for reads, refused, kind in _cut_off(emulator, tmp_path):
+        informer = reads.informers["clusterpropagationpolicies"]
+        lists = informer.lists
         edit = {"spec": {"placement": {"clusterAffinity": {"clusterNames": ["cluster-9"]}}}}
-        policies.patch_policy(client, kind, "p-1", None, edit)
+        policies.patch_policy(reads.client, kind, "p-1", None, edit)
         emulator.faults.inject(type="stall-watch", resource="clusterpropagationpolicies")
         emulator.faults.clear(refused.id)
         deadline = time.monotonic() + 10
@@ -354,20 +365,8 @@ def test_a_policy_cache_whose_watch_is_down_is_not_read(emulator: Any, tmp_path:
     Once a watch opens again, reads come from the cache again, with the edit."""
     from tidal.karmada import policies
 
-    client = KarmadaClient.from_kubeconfig(emulator.write_kubeconfig(tmp_path / "kc"))
-    policies.create_policy(client, _cpp("p-1", 1))
-    reads = SharedReads(client, private=True, retry_seconds=0.05)
-    kind = "ClusterPropagationPolicy"
-    with reads.in_use():
-        assert reads.find_policy(kind, "p-1", None) is not None
-        refused = emulator.faults.inject(
-            type="error", verb="watch", resource="clusterpropagationpolicies"
-        )
-        emulator.faults.inject(type="drop-watch", resource="clusterpropagationpolicies")
-        informer = reads.informers["clusterpropagationpolicies"]
-        deadline = time.monotonic() + 10  # the cut reaches the informer's thread first
-        while informer.live and time.monotonic() < deadline:
-            time.sleep(0.01)
+    for reads, refused, kind in _cut_off(emulator, tmp_path):
+        client, informer = reads.client, reads.informers["clusterpropagationpolicies"]
         edit = {"spec": {"placement": {"clusterAffinity": {"clusterNames": ["cluster-9"]}}}}
         policies.patch_policy(client, kind, "p-1", None, edit)
         since = len(emulator.request_log())
