@@ -88,7 +88,9 @@ class Workload:
     # a built-in kind's /spec/replicas
     replica_paths: tuple[str, ...] = ()
 
-    @property
+    # name and binding_key are read in every pass of every wait: worked out once (`key`
+    # never changes)
+    @functools.cached_property
     def name(self) -> str:
         return str(self.key)
 
@@ -96,7 +98,7 @@ class Workload:
     def uid(self) -> str:
         return str(ObjectView(self.template).metadata.get("uid") or "")
 
-    @property
+    @functools.cached_property
     def binding_key(self) -> str:
         return f"{self.key.namespace}/{binding_name(self.key.name, self.key.kind)}"
 

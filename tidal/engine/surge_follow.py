@@ -34,22 +34,35 @@ def follow_scale(ctx: SwitchContext, cache: Mapping[str, Obj | None]) -> None:
     """`lift_rescaled` for every wave of the run: the one in flight and any raised ahead of
     its turn (tidal.engine.pacing), whose overrides would otherwise cap a user's scale until
     that wave's own turn. Waves whose surges are not in force are passed over at once."""
+    by_name: dict[str, Workload] | None = None
     for wave in ctx.state.waves:
-        lift_rescaled(ctx, wave, cache)
+        if _in_force(wave):
+            by_name = by_name or {w.name: w for w in ctx.everyone}
+            lift_rescaled(ctx, wave, cache, by_name)
 
 
-def lift_rescaled(ctx: SwitchContext, wave: WaveState, cache: Mapping[str, Obj | None]) -> None:
-    """Delete the override of every workload of the wave whose spec.replicas (its binding's,
-    in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
-    the record's `rescaled`), so a resume writes it no more."""
-    in_force = [
+def _in_force(wave: WaveState) -> list[tuple[Direction, SurgeRecord]]:
+    return [
         (leg.direction, record)
         for leg in wave.legs
         if (record := leg.surge) is not None and record.step in IN_FORCE
     ]
+
+
+def lift_rescaled(
+    ctx: SwitchContext,
+    wave: WaveState,
+    cache: Mapping[str, Obj | None],
+    by_name: Mapping[str, Workload] | None = None,
+) -> None:
+    """Delete the override of every workload of the wave whose spec.replicas (its binding's,
+    in `cache`) is no longer the one the run planned; journalled first (its targets emptied,
+    the record's `rescaled`), so a resume writes it no more. `by_name`: the run's workloads
+    by name, when the caller has them."""
+    in_force = _in_force(wave)
     if not in_force:
         return
-    by_name = {w.name: w for w in ctx.everyone}
+    by_name = by_name or {w.name: w for w in ctx.everyone}
     for direction, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
