@@ -158,7 +158,8 @@ class Informer:
         if self._users > 0:
             return False
         self._thread, self._is_synced, self._cache, self.version = None, False, {}, ""
-        self._watching = self._live = False
+        self._watching = self._live = self._relist = False
+        self._failures = 0  # a new user starts without the last one's backoff
         return True
 
     def _run(self) -> None:
