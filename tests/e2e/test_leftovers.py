@@ -168,6 +168,8 @@ def test_a_daemon_sweeps_leftovers_of_a_schedule_that_no_longer_exists(
         events = log_events(tmp_path / "a.log")
         swept = [e for e in events if e.get("event") == "leftover_swept"]
         assert swept and all(e["schedule"] == "team-s" for e in swept)
-        assert 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0' in daemon_metrics(events)
+        # The gauge is set when the sweep's pass ends, a moment after its last delete lands.
+        lazy = 'tidal_leftover_objects{kind="lazy",schedule="team-s"} 1.0'
+        wait_for(lambda: lazy in daemon_metrics(events), 10, "the sweep to export the Lazy")
     finally:
         stop_all([proc])
