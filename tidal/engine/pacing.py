@@ -104,7 +104,7 @@ def _raise(run: WaveInFlight, wave: WaveState, held: Amounts) -> Amounts | None:
         run.watch,
         Direction.FORWARD,
     )
-    record = surging.record_for(ahead)
+    record = surging.record_for(ahead, journal=False)  # journalled once its overrides are named
     if record is None:
         return held  # nothing to surge
     if record.need and not _granted(ctx, wave, record.need, held):

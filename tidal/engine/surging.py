@@ -94,16 +94,18 @@ def _need(run: WaveInFlight, targets: Mapping[str, Mapping[str, int]]) -> Amount
     return total
 
 
-def record_for(run: WaveInFlight) -> SurgeRecord | None:
-    """The wave's surge in its direction, planned and journalled on first use (None: nothing
-    to surge)."""
+def record_for(run: WaveInFlight, *, journal: bool = True) -> SurgeRecord | None:
+    """The wave's surge in its direction, planned on first use and journalled then unless
+    `journal` is False (its overrides are about to be written, which journals it first);
+    None: nothing to surge."""
     record = run.leg.surge
     if record is None:
         targets = _targets(run)
         if not targets:
             return None
         record = run.leg.surge = SurgeRecord(targets, _need(run, targets))
-        run.ctx.save()
+        if journal:
+            run.ctx.save()
     return record
 
 
@@ -121,8 +123,7 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
     ):
         return None
     if record.step is SurgeStep.NONE:
-        record.advance(SurgeStep.RESERVED)
-        ctx.save()
+        record.advance(SurgeStep.RESERVED)  # journalled with the overrides' names, next
     if record.step is SurgeStep.RESERVED or not record.overrides:
         _write_overrides(run, record)
         record.advance(SurgeStep.SURGED)
