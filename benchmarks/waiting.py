@@ -1,11 +1,16 @@
-"""B4's wait meter: the wall time the engine's own thread spends blocked waiting for the
-(emulated) cluster, so that the engine's overhead is wall time minus that.
+"""B4's wait meter: the wall time the engine spends blocked waiting for the (emulated)
+cluster, so that the engine's overhead is wall time minus that.
 
 The engine waits in a few places only, each of which wakes on a watch event or a deadline:
 a binding view's wait for its next change (the run's informer queue, or its own watch), the
 informer's wait for a Cluster change, and the Clock's sleep (pauses, backoff). `WaitMeter`
 wraps each for one measured run (calls from other threads, such as the informers' own, are
 not counted) and keeps each blocked interval, so any span can be split into waiting and work.
+
+It also keeps the intervals in which the in-process emulator's API server was working out an
+answer to a request (from reading the request to writing the answer; watch streams are not
+answers): while it does, whoever sent the request waits for the cluster. `waited` is the
+union of both; `waited_for_events` the first alone (B4's figure before 2026-12-07).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 
@@ -24,6 +30,7 @@ class WaitMeter:
     def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.intervals: list[tuple[float, float]] = []
+        self.answers: list[tuple[float, float]] = []  # the API server at work on a request
 
     def timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -61,21 +68,51 @@ class WaitMeter:
 
         return wrapper
 
+    def answering(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """For the API server's request handler: the interval of each answer (not a watch)."""
+
+        @functools.wraps(fn)
+        def wrapper(handler: Any) -> Any:
+            if "watch=true" in handler.path or "watch=1" in handler.path:
+                return fn(handler)
+            start = time.time()
+            try:
+                return fn(handler)
+            finally:
+                self.answers.append((start, time.time()))
+
+        return wrapper
+
     def waited(self, start: float, end: float) -> float:
-        """Seconds blocked within [start, end]."""
-        return sum(max(0.0, min(b, end) - max(a, start)) for a, b in self.intervals)
+        """Seconds within [start, end] the engine waited: blocked on an event, or for an
+        answer of the API server (overlaps counted once)."""
+        return _covered(self.intervals + self.answers, start, end)
+
+    def waited_for_events(self, start: float, end: float) -> float:
+        """Seconds within [start, end] the engine's thread was blocked on an event or a sleep."""
+        return _covered(self.intervals, start, end)
+
+    def answered(self, start: float, end: float) -> float:
+        """Seconds within [start, end] the API server was answering a request."""
+        return _covered(self.answers, start, end)
 
     @contextlib.contextmanager
     def active(self, clock: Any) -> Iterator[WaitMeter]:
         """Measure the engine's waits (and `clock.sleep`) until the block ends."""
         from tidal.karmada import bindings, informer
 
+        server: ModuleType | None
+        try:
+            from tidal_sim.apiserver import server
+        except ImportError:  # (not installed: only the engine's own waits are counted)
+            server = None
         patched = [
             (owner, name, wrap)
             for owner, name, wrap in (
                 (informer._Subscriber, "get", self.timed),
                 (informer.Informer, "wait_changed", self.timed),
                 (bindings.BindingWatch, "changes", self.timed_iterator),
+                *([(server._Handler, "_serve", self.answering)] if server else []),
             )
             if hasattr(owner, name)
         ]  # (an older engine, measured for comparison, has fewer)
@@ -90,3 +127,14 @@ class WaitMeter:
             for owner, name, original in originals:
                 setattr(owner, name, original)
             clock.sleep = sleep
+
+
+def _covered(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """The length of the union of `intervals` clipped to [start, end]."""
+    clipped = sorted((max(a, start), min(b, end)) for a, b in intervals if b > start and a < end)
+    total, reach = 0.0, start
+    for a, b in clipped:
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
