@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 
-from tidal_sim.emulator import Emulator
-
 from benchmarks.harness import karmada_client
 from benchmarks.waiting import WaitMeter, _covered
 from tidal.domain.clock import SystemClock
 from tidal.karmada.client import CLUSTERS
+from tidal_sim.emulator import Emulator
 
 
 def test_overlapping_waits_are_counted_once_and_clipped_to_the_span() -> None:
