@@ -38,6 +38,8 @@ REQUIRED_KEYS = (
     "b3.watch_opens_tidal",
     "b4.wait_ms_per_wave",
     "b1.surge.converge_over_bound",
+    "b1.surge.converge_over_bound_10x",
+    "b4.overhead_ms_per_wave_with_answers",
     "b5.shared.makespan_over_bound",
     "b5.workloads",
     "b5.schedules",
