@@ -6,9 +6,9 @@ start-up and one whole pause apiece, without holding more than the plan announce
   (tidal.domain.surge.raise_ahead: it fits beside the surges already up, and needs no bridge),
   the run's budget grants its room at once (a wave raised ahead never waits for room: refused,
   it asks no more and stays for its own turn) and nothing has failed. Its SurgeRecord is
-  journalled exactly as at its own turn (room reserved, overrides named, then written), so
-  its own Surge step later finds the overrides up and their replicas ready, a crash resumes it
-  like any surged wave, and every way of stopping gives its room and overrides back
+  journalled as at its own turn (room reserved and overrides named in one save before the
+  first write, then up), so its own Surge step later finds the overrides up and their
+  replicas ready, a crash resumes it like any surged wave, and every way of stopping gives its room and overrides back
   (tidal.engine.cleanup reads every wave's record). A resumed run raises nothing ahead: the
   plan it rebuilds is not the one announced.
 - **The pause** (`pause_after`): with `strategy: surge`, the pause halves after each wave
