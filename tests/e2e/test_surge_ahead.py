@@ -276,3 +276,35 @@ def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its
     ]
     assert order.index(("warning", 2, "surge_rescaled")) < order.index(("wave_started", 2, None))
     no_overrides(client)
+
+
+class _SurgeSaves(InMemoryJournal):
+    """An in-memory journal that notes wave 2's surge record (step, override names) as each
+    save stores it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wave_2: list[tuple[SurgeStep, int]] = []
+
+    def save(self, state: Any) -> None:
+        super().save(state)
+        record = state.waves[1].forward.surge if len(state.waves) > 1 else None
+        if record is not None:
+            seen = (record.step, len(record.overrides))
+            if not self.wave_2 or self.wave_2[-1] != seen:
+                self.wave_2.append(seen)
+
+
+def test_a_surge_raised_ahead_is_journalled_with_its_names_before_its_first_write(
+    make_switch_emulator: MakeEmulator, tmp_path: Path
+) -> None:
+    """Wave 2 raised ahead: the first save that holds its record holds it reserved with its
+    override named (a crash right after the write finds it), the next one holds it up; no
+    save in between."""
+    emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
+    client = client_for(emu, tmp_path)
+    journal = _SurgeSaves()
+    record, logs = _night(client, surge_schedule(tmp_path, ROLLOUT), journal=journal)
+    assert record.result == "succeeded", record.to_json()
+    assert [e["wave"] for e in _named(logs, "surge_raised_ahead")] == [2]
+    assert journal.wave_2[:2] == [(SurgeStep.RESERVED, 1), (SurgeStep.SURGED, 1)]
