@@ -8,9 +8,9 @@ start-up and one whole pause apiece, without holding more than the plan announce
   it asks no more and stays for its own turn) and nothing has failed. Its SurgeRecord is
   journalled as at its own turn (room reserved and overrides named in one save before the
   first write, then up), so its own Surge step later finds the overrides up and their
-  replicas ready, a crash resumes it like any surged wave, and every way of stopping gives its room and overrides back
-  (tidal.engine.cleanup reads every wave's record). A resumed run raises nothing ahead: the
-  plan it rebuilds is not the one announced.
+  replicas ready, a crash resumes it like any surged wave, and every way of stopping gives
+  its room and overrides back (tidal.engine.cleanup reads every wave's record). A resumed
+  run raises nothing ahead: the plan it rebuilds is not the one announced.
 - **The pause** (`pause_after`): with `strategy: surge`, the pause halves after each wave
   that succeeded, down to an eighth of `pauseBetweenWaves` (half of it after wave 1, a quarter
   after wave 2, an eighth from wave 3 on); a resumed run counts its clean waves afresh. Every
