@@ -15,10 +15,9 @@ from tidal.daemon.interlude import OperatorInterlude
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import FakeClock
 from tidal.domain.run_control import Source, Verb
-from tidal.engine.journal import RunState
+from tidal.engine.journal import Interrupted, RunState
 from tidal.engine.states import Phase, RunResult
 from tidal.karmada.client import KarmadaClient
-from tidal.karmada.errors import Conflict
 from tidal.karmada.state_objects import ensure_namespace
 
 pytestmark = pytest.mark.e2e
@@ -99,13 +98,13 @@ def test_the_interlude_counts_a_command_by_source(store: StateStore) -> None:
 
 
 def test_a_process_that_may_no_longer_act_leaves_the_pause(store: StateStore) -> None:
-    """Paused, then the process stops leading (SIGTERM, lease lost): the interlude gives up
-    with the refused save's Conflict instead of holding forever."""
+    """Paused, then the process stops leading (SIGTERM, lease lost): the interlude gives up,
+    the run interrupted where the journal has it, instead of holding forever."""
     running(store)
     give(store, "team-1", Verb.PAUSE, NOW, Source.CLI)
     leading = [True, True, False]
     guarded = StateStore(store.client, NS, guard=lambda: leading.pop(0))
     interlude = OperatorInterlude(guarded, "team-1", FakeClock(NOW))
-    with pytest.raises(Conflict) as raised:
+    with pytest.raises(Interrupted, match="between waves 0 and 1"):
         interlude("r1", 0, 0.0)
-    assert raised.value.reason == "NotLeader" and leading == []
+    assert leading == []

@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.daemon_helpers import (
     STATE_NS,
+    log_events,
     settled_team,
     start_daemon,
     stop,
@@ -18,8 +19,10 @@ from tests.e2e.daemon_helpers import (
     write_due_schedule,
     writes_by,
 )
+from tests.e2e.surge_helpers import slow_startup
 from tidal.daemon.state import DaemonOutcome, StateStore
 from tidal.karmada.client import KarmadaClient
+from tidal.karmada.overrides import list_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -84,6 +87,36 @@ def test_sigterm_mid_switch_exits_0_and_standby_finishes(
             if resource == "deployments" and name:
                 touches[name] = touches.get(name, 0) + 1
     assert len(touches) == 8 and set(touches.values()) == {1}, touches
+
+
+def test_sigterm_while_a_surge_waits_stops_at_once_and_the_next_daemon_resumes(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """SIGTERM while wave 1 waits for its surged replicas (cluster-b's pods slow to start),
+    with a shutdown grace of two minutes: the daemon exits 0 within seconds, its run left
+    journalled and unfinished (switch_interrupted, not fenced_out); a daemon started after it
+    resumes the run and finishes it."""
+    emu = settled_team(make_emulator)
+    client = KarmadaClient.from_kubeconfig(emu.write_kubeconfig(tmp_path / "kc"))
+    slow_startup(client, "cluster-b", 600)  # 30 s of wall time at 20x
+    schedules = tmp_path / "schedules"
+    write_due_schedule(schedules, wave_timeout="1h")
+    a = start_daemon(emu, tmp_path, "a", schedules, TIDAL_SCHEDULER__SHUTDOWN_GRACE_SECONDS="120")
+    wait_for(lambda: bool(list_overrides(client, schedule="team-t1")), 30, "wave 1 to surge")
+    assert stop(a) == 0  # (within stop()'s 20 s, not the 120 s grace)
+    events = [e["event"] for e in log_events(tmp_path / "a.log")]
+    assert "switch_interrupted" in events and "fenced_out" not in events, events
+    run = StateStore(client, STATE_NS).load("team-t1")
+    assert run is not None and not run.finished
+    slow_startup(client, "cluster-b", 1)
+    b = start_daemon(emu, tmp_path, "b", schedules)
+    try:
+        wait_for(lambda: _outcome(client) not in (None, "started"), 90, "b to finish")
+        assert _outcome(client) == "succeeded", (tmp_path / "b.log").read_text()[-3000:]
+        resumed = StateStore(client, STATE_NS).load("team-t1")
+        assert resumed is not None and resumed.run_id == run.run_id
+    finally:
+        stop(b)
 
 
 def test_restart_outside_catch_up_window_runs_nothing(make_emulator: Any, tmp_path: Path) -> None:

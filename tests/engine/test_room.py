@@ -42,6 +42,9 @@ class FakeCtx:
     trigger: Trigger = Trigger.REBALANCE  # no bridge (the step asks for the surge's room only)
     lists: int = 0
 
+    def may_save(self) -> bool:
+        return True
+
     def list_clusters(self) -> list[dict[str, Any]]:
         self.lists += 1
         return [_cluster("gpu-b", self.free_gpus)]

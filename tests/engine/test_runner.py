@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import pytest
+
 from tidal.domain.clock import FakeClock
 from tidal.engine.inflight import WaveInFlight
-from tidal.engine.journal import StepMark, WaveLeg, WaveState
+from tidal.engine.journal import Interrupted, StepMark, WaveLeg, WaveState
 from tidal.engine.runner import (
     CLUSTER_LOOK_SECONDS,
     CLUSTER_POLL_SECONDS,
@@ -47,6 +49,8 @@ class FakeCtx:
     clock: FakeClock
     wave_timeout: float = 60.0
     version: Callable[[], str | None] = lambda: None  # the run's Cluster cache version
+    may_save: Callable[[], bool] = lambda: True
+    schedule: str = "team-t1"
 
     def clusters_version(self) -> str | None:
         return self.version()
@@ -125,6 +129,28 @@ def test_a_pending_step_waits_for_an_event_it_names_then_is_asked_again() -> Non
     assert outcome.ok and log == ["gate_converged", "gate_converged"]
     assert seen == ["ns/other", "ns/mine"]
     assert run.watch.waits == [5.0]  # at most WAKE_SECONDS, then the step looks again
+
+
+def test_a_process_that_may_no_longer_save_stops_a_waiting_step_where_it_is() -> None:
+    """Pending, then the journal refuses saves from now on (a SIGTERM, a lost lease): after
+    its wait the step is not asked again; the run is Interrupted with the wave's mark on it."""
+    log: list[str] = []
+    run = _run()
+    saving = [True]
+    run.ctx.may_save = lambda: saving[0]
+    wake = WakeOn(keys=frozenset({"ns/mine"}))
+
+    class StopsDuring(Scripted):
+        def advance(self, run_: WaveInFlight) -> Answer:
+            saving[0] = False  # the SIGTERM arrives while the step waits
+            return super().advance(run_)
+
+    gate = StopsDuring(K.GATE_CONVERGED, log, [Pending(wake, deadline=30.0)] * 3)
+    steps: list[Step] = [Scripted(K.TRIGGER_TOUCH, log), gate, Scripted(K.HEALTH_CHECK, log)]
+    with pytest.raises(Interrupted, match="wave 1 waited at gate_converged"):
+        run_steps(cast(WaveInFlight, run), steps)
+    assert log == ["trigger_touch", "gate_converged"] and len(run.watch.waits) == 1
+    assert run.wave.forward.step == StepMark(1, "gate_converged")
 
 
 def test_each_step_has_its_own_deadline() -> None:

@@ -12,7 +12,8 @@ import structlog
 from tidal.daemon.state import StateStore
 from tidal.domain.clock import Clock
 from tidal.domain.run_control import RunCommand, RunControl, Verdict
-from tidal.karmada.errors import Conflict, KarmadaError
+from tidal.engine.journal import Interrupted
+from tidal.karmada.errors import KarmadaError
 
 log = structlog.get_logger("tidal.daemon.interlude")
 
@@ -47,12 +48,11 @@ class OperatorInterlude:
     def __call__(self, run_id: str, wave: int, pause: float) -> str | None:
         deadline = self.clock.monotonic() + pause
         while True:
-            if not self.store.guard():  # stopping, or the lease/lock lost: as a refused save
-                raise Conflict(
-                    f"run {run_id} of {self.schedule} waits between waves: this "
-                    "process may no longer act",
-                    code=409,
-                    reason="NotLeader",
+            if not self.store.guard():  # stopping, or the lease/lock lost
+                raise Interrupted(
+                    f"run {run_id} of {self.schedule} waited between waves {wave} and "
+                    f"{wave + 1}: this process may no longer act; the run stays journalled "
+                    "for the next pass"
                 )
             verdict = self._verdict(run_id, wave)
             if verdict is Verdict.STOP:

@@ -40,6 +40,10 @@ class ManualRunJournal:
     def load(self, schedule_name: str) -> RunState | None:
         return self.store.load(schedule_name)
 
+    def may_save(self) -> bool:
+        """Before the first save (which takes the lock) or while the lock is held."""
+        return self.lock is None or self.lock.held()
+
     def save(self, state: RunState) -> None:
         if self.lock is None:
             from tidal.karmada.state_objects import ensure_namespace

@@ -31,7 +31,7 @@ from tidal.domain.windows import (
 )
 from tidal.engine.budget import SurgeBudget
 from tidal.engine.events import OnEvent
-from tidal.engine.journal import FencedOut, Journal, JournalLost, RunState
+from tidal.engine.journal import FencedOut, Interrupted, Journal, JournalLost, RunState
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import Conflict, KarmadaError, LeaseLost
 from tidal.karmada.informer import SharedReads
@@ -197,6 +197,9 @@ class Reconciler:
             )
             self.metrics.state_corrupt(name)
             return
+        except Interrupted as exc:  # stopping, or the lease lost: the journal has the run
+            log.warning("switch_interrupted", schedule=name, error=str(exc))
+            self.on_fenced(f"{name}: {exc}")
         except (Conflict, FencedOut, LeaseLost) as exc:
             own_lease = any(
                 isinstance(e, LeaseLost) or (isinstance(e, Conflict) and e.reason == "NotLeader")

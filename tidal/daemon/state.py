@@ -260,6 +260,9 @@ class StateStore:
             raise Conflict(f"{what}: this replica is not the leader", code=409, reason="NotLeader")
 
     # --- Journal protocol (tidal.engine.journal) -----------------------------------------
+    def may_save(self) -> bool:
+        return self.guard()
+
     def load(self, schedule_name: str) -> RunState | None:
         return self._run_of(
             cm.get_configmap(self.client, self.namespace, run_object_name(schedule_name)),

@@ -49,6 +49,8 @@ class SwitchContext:
     before: dict[str, dict[str, int]]
     ready_field: str | None = None
     wave_timeout: float = 600.0
+    # False once this process may no longer save (tidal.engine.journal.Journal.may_save)
+    may_save: Callable[[], bool] = lambda: True
     skipped: set[str] = field(default_factory=set)
     floor_seen: dict[str, int] = field(default_factory=dict)
     sampler: Sampler = field(default_factory=Sampler)  # the run's replicas over time

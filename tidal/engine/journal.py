@@ -45,6 +45,12 @@ class FencedOut(Exception):
     """Another writer saved this schedule's run state: this process must stop acting."""
 
 
+class Interrupted(FencedOut):
+    """This process may no longer save (it is stopping, or lost its lease or run lock): the
+    run stops where it is, between two looks of a wait, and stays journalled for whoever
+    carries it on (the engine's runner and the daemon's interlude check between waits)."""
+
+
 class JournalLost(Exception):
     """The journal of a run under way is gone (its state object was deleted): the engine stops
     acting at once; the run's marks on its policies let the next pass find and finish it."""
@@ -555,6 +561,11 @@ class Journal(Protocol):
         """Store the state (updating state.journal_token); Conflict if another writer won."""
         ...
 
+    def may_save(self) -> bool:
+        """False once a save would be refused for good (this process stopping, its lease or
+        lock lost), so a run that waits stops at its next look, not at its next save."""
+        ...
+
 
 class InMemoryJournal:
     """A Journal in a dict, with the same fencing rule as the ConfigMap one."""
@@ -572,6 +583,9 @@ class InMemoryJournal:
                 return None
             token, data = stored
             return RunState.from_dict(copy.deepcopy(data), journal_token=token)
+
+    def may_save(self) -> bool:
+        return True
 
     def save(self, state: RunState) -> None:
         with self._lock:

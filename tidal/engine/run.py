@@ -275,6 +275,7 @@ class PreparedRun:
             emitter=self.emitter,
             state=state,
             save=self.save,
+            may_save=self.journal.may_save,
             strategy=strategy_for(state.trigger, surge=surge),
             floors=sp.floors,
             everyone=list(sp.selection.workloads),

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from tidal.engine.inflight import WaveInFlight
-from tidal.engine.journal import StepMark
+from tidal.engine.journal import Interrupted, StepMark
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.steps import STEPS, Answer, Done, Failed, Pending, StepKind
 from tidal.karmada.bindings import key_of
@@ -75,13 +75,20 @@ def run_steps(run: WaveInFlight, steps: Sequence[Step]) -> WaveOutcome:
 
 def advance(run: WaveInFlight, step: Step) -> Done | Failed:
     """Advance one step until it is done or failed, waiting whenever it is pending; its
-    deadline starts now."""
+    deadline starts now. Interrupted once this process may no longer save (it is stopping,
+    or lost its lease): the step stays where the journal has it, for the next pass."""
     run.deadline = run.ctx.clock.monotonic() + run.ctx.wave_timeout
     while True:
         answer = step.advance(run)
         if not isinstance(answer, Pending):
             return answer
         wait(run, answer)
+        if not run.ctx.may_save():
+            raise Interrupted(
+                f"{run.ctx.schedule}: this process may no longer act (it is stopping, or lost "
+                f"its lease or run lock) while wave {run.wave.index} waited at {step.kind}; "
+                "the run stays journalled: the next pass (or `tidal switch` again) carries it on"
+            )
 
 
 def wait(run: WaveInFlight, pending: Pending) -> None:
