@@ -346,7 +346,7 @@ def markdown(arms: SurgeArms, fleet: sc.Fleet, ratio: float) -> list[str]:
         f"is at {PACING_SPEED:g}x; the same run at the other runs' {arms.fast_speed:g}x clock "
         f"converged in {arms.main_fast.night.converge_seconds:.1f} s "
         f"({arms.main_fast.night.converge_seconds / b.seconds:.2f}x): there every millisecond "
-        "of CPU the engine and the in-process emulator spend counts ten times.",
+        f"of CPU the engine and the in-process emulator spend counts {arms.fast_speed:g} times.",
         f"- 1-{fleet.max_replicas} replica fleet, default Karmada (clusters given 0 replicas "
         f"get no Work; those with nothing in cluster-b are bridged): {_outcome(arms.small)}; "
         f"{zero_ready(arms.small)} workloads at zero ready, lowest availability of any "

@@ -48,7 +48,7 @@ class OperatorInterlude:
     def __call__(self, run_id: str, wave: int, pause: float) -> str | None:
         deadline = self.clock.monotonic() + pause
         while True:
-            if not self.store.guard():  # stopping, or the lease/lock lost
+            if not self.store.may_save():  # stopping, or the lease/lock lost
                 raise Interrupted(
                     f"run {run_id} of {self.schedule} waited between waves {wave} and "
                     f"{wave + 1}: this process may no longer act; the run stays journalled "

@@ -377,7 +377,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     by_name = {w.name: w for w in ctx.everyone}
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
-        lift_rescaled(ctx, wave, bindings)
+        lift_rescaled(ctx, wave, bindings, by_name)
     for wave, record, direction in records:
         why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
         if why:
