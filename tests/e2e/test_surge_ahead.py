@@ -62,12 +62,12 @@ def _named(logs: list[MutableMapping[str, Any]], event: str) -> list[MutableMapp
     return [e for e in logs if e.get("event") == event]
 
 
-def _override_creates(emu: Any) -> list[int]:
-    """When each override was created (the request log's sequence numbers)."""
+def _override_writes(emu: Any) -> list[tuple[str, int]]:
+    """Each override create or update, and when (the request log's sequence numbers)."""
     return [
-        r.seq
+        (r.verb, r.seq)
         for r in emu.request_log()
-        if r.resource == "overridepolicies" and r.verb == "create" and not r.dry_run
+        if r.resource == "overridepolicies" and r.verb in ("create", "update") and not r.dry_run
     ]
 
 
@@ -89,8 +89,8 @@ def test_wave_2_is_raised_while_wave_1_settles_when_the_room_allows(
     make_switch_emulator: MakeEmulator, tmp_path: Path
 ) -> None:
     """Four 5-replica workloads (4:1, night all in cluster-b) in waves of 2, cluster-b with
-    room for every surge: wave 2's override is created before wave 1 moves (its first touch),
-    and the plan announced both surges held at once."""
+    room for every surge: wave 2 joins the run's override (one split) before wave 1 moves (its
+    first touch), and the plan announced both surges held at once."""
     emu = make_switch_emulator(team([5, 5, 5, 5], b_gpus=64))
     client = client_for(emu, tmp_path)
     path = surge_schedule(tmp_path, ROLLOUT)
@@ -106,8 +106,13 @@ def test_wave_2_is_raised_while_wave_1_settles_when_the_room_allows(
     assert [(e["wave"], e["during"], len(e["workloads"])) for e in ahead] == [(2, 1, 2)]
     order = [e["event"] for e in logs if e["event"] in ("surge_raised_ahead", "wave_succeeded")]
     assert order[:2] == ["surge_raised_ahead", "wave_succeeded"]
-    # one override a wave (one split): both created before wave 1 moves
-    assert len([seq for seq in _override_creates(emu) if seq < _first_touch(emu)]) == 2
+    # one override for the run's one split: created for wave 1, joined by wave 2, both before
+    # wave 1 moves; nothing written after
+    assert [verb for verb, seq in _override_writes(emu) if seq < _first_touch(emu)] == [
+        "create",
+        "update",
+    ]
+    assert len(_override_writes(emu)) == 2
     assert dips(emu, t0, before, splits(emu)) == []
     no_overrides(client)
 
@@ -126,7 +131,8 @@ def test_no_wave_is_raised_ahead_when_the_plan_has_no_room_for_two(
     record, logs = _night(client, path)
     assert record.result == "succeeded", record.to_json()
     assert _named(logs, "surge_raised_ahead") == []
-    assert len([seq for seq in _override_creates(emu) if seq < _first_touch(emu)]) == 1
+    creates = [seq for verb, seq in _override_writes(emu) if verb == "create"]
+    assert len([seq for seq in creates if seq < _first_touch(emu)]) == 1
     no_overrides(client)
 
 
@@ -209,7 +215,8 @@ def test_a_crash_with_wave_2_raised_ahead_resumes_clean(
     assert resumed.result == "succeeded", resumed.to_json()
     assert resumed.run_id == state.run_id
     assert _named(logs, "surge_raised_ahead") == []
-    assert _override_creates(emu) == []  # every override of the journal was there
+    # every override of the journal was there
+    assert [verb for verb, _seq in _override_writes(emu) if verb == "create"] == []
     after = splits(emu)
     assert all(set(split) == {"cluster-b"} for split in after.values()), after
     assert dips(emu, t0, before, after) == []
@@ -259,9 +266,7 @@ def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its
     scaler_client = client_for(emu, tmp_path / "scaler")
 
     def scale_once_raised() -> None:
-        wait_for(
-            lambda: bool(list_overrides(scaler_client, schedule="team-s", wave=2)), 60, "wave 2"
-        )
+        wait_for(lambda: _selects(scaler_client, "web-2"), 60, "wave 2 raised")
         scale(scaler_client, "web-2", 10)
 
     scaler = threading.Thread(target=scale_once_raised, daemon=True)
@@ -276,6 +281,15 @@ def test_a_workload_scaled_while_its_wave_is_raised_ahead_is_followed_before_its
     ]
     assert order.index(("warning", 2, "surge_rescaled")) < order.index(("wave_started", 2, None))
     no_overrides(client)
+
+
+def _selects(client: KarmadaClient, name: str) -> bool:
+    """An override of the run selects the template `name`."""
+    return any(
+        name == template
+        for view in list_overrides(client, schedule="team-s")
+        for *_rest, template in view.templates()
+    )
 
 
 class _SurgeSaves(InMemoryJournal):

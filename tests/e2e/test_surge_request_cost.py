@@ -19,8 +19,10 @@ from tidal.engine import events as ev
 
 pytestmark = pytest.mark.e2e
 
-# every wave of a touch-triggered surge: one override created per distinct split, one
-# request deleting them all (by their owner labels), and one touch per template; before it,
+# every wave of a touch-triggered surge: one touch per template, and no override request of
+# its own once the first wave has raised every surge ahead (the run's groups, one per distinct
+# split, created by the first wave and joined by the others in one update each; each wave
+# parked there after its move, all deleted by the run's last release in one request); before it,
 # the policy the run wrote is read afresh (a GET: the drift check never trusts an informer
 # that may trail a hand edit), and its destinations' Ready from the Cluster informer
 PER_WAVE: dict[str, int] = {"get clusterpropagationpolicies": 1}
@@ -63,7 +65,8 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
     """8 workloads of 5 and 6 replicas in turn (two splits in every wave) in waves of 2 and of
     4: each wave sends the same requests but one touch per template, and the run one list and
     one watch per kind. The destination has room for every surge, so the first wave raises
-    the others' ahead (tidal.engine.pacing): their creates are counted in it, none later."""
+    the others' ahead (tidal.engine.pacing) into the run's two groups: two creates and two
+    updates, counted in it, none later; the run's last release is one deletecollection."""
     emu = make_switch_emulator(team([5, 6, 5, 6, 5, 6, 5, 6]))
     client = client_for(emu, tmp_path)
     path = surge_schedule(
@@ -75,8 +78,8 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
         assert counts == Counter(
             {
                 **PER_WAVE,
-                "create overridepolicies": 2 * len(waves) if number == 1 else 0,
-                "deletecollection overridepolicies": 1,
+                "create overridepolicies": 2 if number == 1 else 0,
+                "update overridepolicies": 2 if number == 1 else 0,
                 "patch deployments": wave_size,
             }
         ), f"wave {number}"
@@ -96,6 +99,8 @@ def test_a_surge_wave_costs_the_same_requests_whatever_its_size_but_its_touches(
             "list overridepolicies": 1,
             "list clusteroverridepolicies": 1,
             "patch clusterpropagationpolicies": 2,
+            # the run's last release: every group by its owner labels
+            "deletecollection overridepolicies": 1,
         }
     )
     no_overrides(client)
@@ -155,8 +160,8 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
     make_switch_emulator: MakeEmulator, tmp_path: Path
 ) -> None:
     """As a user whose RBAC was printed before deletecollection was granted: the first release
-    is refused once (403), then every override is deleted one by one; the switch succeeds and
-    leaves none."""
+    is refused once (403), then each of the run's two groups is deleted on its own; the switch
+    succeeds and leaves none."""
     emu, client, path = _printed_rbac_as_tidal(
         make_switch_emulator, tmp_path, _without("deletecollection")
     )
@@ -171,8 +176,6 @@ def test_an_rbac_without_deletecollection_releases_each_override_on_its_own(
     ]
     assert ours == [
         ("deletecollection", 403),
-        ("delete", 200),
-        ("delete", 200),
         ("delete", 200),
         ("delete", 200),
     ]

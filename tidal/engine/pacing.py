@@ -31,7 +31,7 @@ from tidal.domain.surge import add, missing
 from tidal.engine import room, surging
 from tidal.engine.events import SurgeRaisedAhead
 from tidal.engine.inflight import SwitchContext, WaveInFlight
-from tidal.engine.journal import WaveState
+from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.states import Direction, Strategy, SurgeStep, WaveResult
 
 # the shortest pause, as a fraction of pauseBetweenWaves (three halvings)
@@ -54,18 +54,34 @@ def pause_after(
 
 def raise_ahead(run: WaveInFlight) -> None:
     """Raise the surges of the waves after `run`'s that the plan announced up by now (see
-    the module's doc); a forward wave of a new run only."""
+    the module's doc), all in one write of the run's overrides; a forward wave of a new run
+    only."""
     ctx = run.ctx
     last = ctx.raised_to.get(run.wave.index, 0)
     if run.direction is Direction.BACK or last <= run.wave.index or _failed(ctx):
         return
     held = _held(ctx)
+    granted: list[tuple[WaveState, SurgeRecord]] = []
     for wave in ctx.state.waves:
         if run.wave.index < wave.index <= last:
-            raised = _raise(run, wave, held)
-            if raised is None:
-                return
-            held = raised
+            found = _grant(run, wave, held)
+            if found is None:
+                break
+            held, record = found
+            if record is not None:
+                granted.append((wave, record))
+    if not granted:
+        return
+    surging.raise_all(ctx, [record for _wave, record in granted])
+    for wave, record in granted:
+        ctx.emitter.emit(
+            SurgeRaisedAhead(
+                **ctx.event_base(wave.index),
+                during=run.wave.index,
+                workloads=tuple(sorted(record.targets)),
+                overrides=len(record.overrides),
+            )
+        )
 
 
 def _failed(ctx: SwitchContext) -> bool:
@@ -84,9 +100,12 @@ def _held(ctx: SwitchContext) -> Amounts:
     return out
 
 
-def _raise(run: WaveInFlight, wave: WaveState, held: Amounts) -> Amounts | None:
-    """Raise `wave`'s surge ahead if it may (the room the run holds then), None if not: it
-    stays for its own turn, and so do the waves after it."""
+def _grant(
+    run: WaveInFlight, wave: WaveState, held: Amounts
+) -> tuple[Amounts, SurgeRecord | None] | None:
+    """The room held once `wave`'s surge is granted ahead, and its record to raise (None:
+    nothing to raise, up already or nothing to surge); None if it may not be raised ahead:
+    it stays for its own turn, and so do the waves after it."""
     ctx = run.ctx
     if wave.started_at is not None or wave.result is not None:
         return None
@@ -95,7 +114,7 @@ def _raise(run: WaveInFlight, wave: WaveState, held: Amounts) -> Amounts | None:
         return None
     record = wave.forward.surge
     if record is not None and record.step is not SurgeStep.NONE:
-        return held  # up already (raised by an earlier wave)
+        return held, None  # up already (raised by an earlier wave)
     ahead = WaveInFlight(
         ctx,
         wave,
@@ -106,19 +125,10 @@ def _raise(run: WaveInFlight, wave: WaveState, held: Amounts) -> Amounts | None:
     )
     record = surging.record_for(ahead, journal=False)  # journalled once its overrides are named
     if record is None:
-        return held  # nothing to surge
+        return held, None  # nothing to surge
     if record.need and not _granted(ctx, wave, record.need, held):
         return None
-    surging.start(ahead)
-    ctx.emitter.emit(
-        SurgeRaisedAhead(
-            **ctx.event_base(wave.index),
-            during=run.wave.index,
-            workloads=tuple(sorted(record.targets)),
-            overrides=len(record.overrides),
-        )
-    )
-    return add(held, record.need)
+    return add(held, record.need), record
 
 
 def _granted(ctx: SwitchContext, wave: WaveState, need: Amounts, held: Amounts) -> bool:

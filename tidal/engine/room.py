@@ -70,6 +70,7 @@ def reserve_wave(
             BridgeStep.RESTORED,
             BridgeStep.RELEASED,
             SurgeStep.MOVING,
+            SurgeStep.PARKED,
             SurgeStep.RELEASING,
             SurgeStep.RELEASED,
             SurgeStep.KEPT,

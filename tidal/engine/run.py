@@ -581,7 +581,8 @@ def _finishing(run: PreparedRun) -> Phase:
                     action=action,
                 )
             )
-    cleanup.clean_up(ctx, Stop.FINISHED)  # the rebalancers; every wave released its own
+    surging.release_parked(ctx)  # the overrides of parked waves (an error fails the run)
+    cleanup.clean_up(ctx, Stop.FINISHED)  # the rebalancers; what else is left, if anything
     if ctx.leftovers_kept != 0:  # kept at the start (or not known: a resume) may go now
         surging.remove_leftovers(ctx)
     run.state.result = RunResult.SUCCEEDED

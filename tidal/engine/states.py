@@ -194,6 +194,9 @@ class SurgeStep(StrEnum):
     RESERVED = "reserved"  # capacity held; its overrides are being created
     SURGED = "surged"  # overrides written; waiting for the surged replicas to be ready
     MOVING = "moving"  # surged replicas ready; the trigger is being written and scheduled
+    # moved, and its overrides set what Karmada now assigns: they stay (changing nothing) in
+    # the run's groups until the run ends, its capacity given back
+    PARKED = "parked"
     RELEASING = "releasing"  # moved; overrides being deleted once the split is the new one
     RELEASED = "released"  # overrides gone, capacity given back
     KEPT = "kept"  # halted with overrides left on purpose: removing them would break a floor
@@ -203,7 +206,8 @@ SURGE_TRANSITIONS: Final[dict[SurgeStep, frozenset[SurgeStep]]] = {
     SurgeStep.NONE: frozenset({SurgeStep.RESERVED}),
     SurgeStep.RESERVED: frozenset({SurgeStep.SURGED, SurgeStep.RELEASING, SurgeStep.KEPT}),
     SurgeStep.SURGED: frozenset({SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.KEPT}),
-    SurgeStep.MOVING: frozenset({SurgeStep.RELEASING, SurgeStep.KEPT}),
+    SurgeStep.MOVING: frozenset({SurgeStep.PARKED, SurgeStep.RELEASING, SurgeStep.KEPT}),
+    SurgeStep.PARKED: frozenset({SurgeStep.RELEASING, SurgeStep.KEPT}),
     SurgeStep.RELEASING: frozenset({SurgeStep.RELEASED, SurgeStep.KEPT}),
     SurgeStep.RELEASED: frozenset(),
     SurgeStep.KEPT: frozenset({SurgeStep.RELEASING}),

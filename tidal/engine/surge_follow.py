@@ -7,6 +7,11 @@ destination for 1000). Floors count the spec at the time of the check
 (tidal.engine.gates.live_replicas; the halt's keep-or-remove check too), and a halt never keeps
 the override of a rescaled workload.
 
+A parked wave (its overrides restating the split Karmada assigned after its move,
+tidal.engine.surging) is followed the same way, and also lifted when Karmada assigns it
+otherwise since (a failover, a policy edit): a parked override must never hold what the
+scheduler no longer assigns.
+
 Called from every wait of a surging wave (surged replicas, the move's gates, the applied
 split), for that wave and any raised ahead, so a change is followed within one pass of the
 watch (at most 5 s)."""
@@ -20,14 +25,14 @@ from tidal.engine.events import RunWarning
 from tidal.engine.journal import SurgeRecord, WaveState
 from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, SurgeStep
-from tidal.engine.surge_overrides import write_overrides
+from tidal.engine.surge_overrides import sync
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext
 
-IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING)
+IN_FORCE = (SurgeStep.SURGED, SurgeStep.MOVING, SurgeStep.PARKED)
 
 
 def follow_scale(ctx: SwitchContext, cache: Mapping[str, Obj | None]) -> None:
@@ -69,10 +74,33 @@ def lift_rescaled(
             binding = cache.get(w.binding_key) if w is not None else None
             if w is None or binding is None or not record.targets[name]:
                 continue
-            now = BindingView.of(binding).replicas
-            if now is None or now == w.replicas:
-                continue
-            _lift(ctx, wave, record, w, direction, now)
+            view = BindingView.of(binding)
+            now = view.replicas
+            if now is not None and now != w.replicas:
+                _lift(ctx, wave, record, w, direction, _scaled(w, now), rescaled=now)
+            elif record.step is SurgeStep.PARKED and _reassigned(
+                record.targets[name], view.assignment()
+            ):
+                _lift(ctx, wave, record, w, direction, _moved(w))
+
+
+def _reassigned(split: Mapping[str, int], assigned: Mapping[str, int]) -> bool:
+    """A parked override no longer restates the assignment (Karmada rescheduled it since)."""
+    return any(assigned.get(c, 0) != n for c, n in split.items())
+
+
+def _scaled(w: Workload, now: int) -> str:
+    return (
+        f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
+        "its override is lifted ({where}); it moves without one"
+    )
+
+
+def _moved(w: Workload) -> str:
+    return (
+        f"{w.name} was rescheduled after its wave moved it: its override, which restated the "
+        "old assignment, is lifted ({where})"
+    )
 
 
 def _lift(
@@ -81,29 +109,22 @@ def _lift(
     record: SurgeRecord,
     w: Workload,
     direction: Direction,
-    now: int,
+    message: str,
+    *,
+    rescaled: int | None = None,
 ) -> None:
-    before = {name: dict(split) for name, split in record.targets.items()}
-    record.rescaled[w.name] = now
+    if rescaled is not None:
+        record.rescaled[w.name] = rescaled
     record.targets[w.name] = {}
     ctx.save()
     left = set(record.overrides)
-    write_overrides(
-        ctx,
-        wave.index,
-        record,
-        {x.name: x for x in ctx.everyone},
-        direction=direction,
-        before=before,
-    )
+    sync(ctx, direction)
     gone = sorted(left - set(record.overrides))
     where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
-    ctx.save()
     ctx.emitter.emit(
         RunWarning(
             **ctx.event_base(wave.index),
             code="surge_rescaled",
-            message=f"{w.name} was scaled from {w.replicas} to {now} replicas during the surge: "
-            f"its override is lifted ({where}); it moves without one",
+            message=message.format(where=where),
         )
     )

@@ -31,7 +31,7 @@ from tidal.engine.resolve import Workload
 from tidal.engine.states import Direction, FailureReason, SurgeStep
 from tidal.engine.steps import DONE, Answer, Failed, Pending, WakeOn
 from tidal.engine.surge_follow import follow_scale, lift_rescaled
-from tidal.engine.surge_overrides import remove_overrides, write_overrides
+from tidal.engine.surge_overrides import sync
 from tidal.karmada.bindings import key_of
 from tidal.karmada.client import KarmadaClient
 from tidal.karmada.errors import KarmadaError
@@ -45,6 +45,16 @@ from tidal.karmada.views import BindingView
 
 if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
+
+
+# steps past the raise: the wave's own Surge step has nothing to write
+MOVED_ON: Final = (
+    SurgeStep.MOVING,
+    SurgeStep.PARKED,
+    SurgeStep.RELEASING,
+    SurgeStep.RELEASED,
+    SurgeStep.KEPT,
+)
 
 
 def _planned(run: WaveInFlight, w: Workload) -> dict[str, int]:
@@ -115,22 +125,32 @@ def start(run: WaveInFlight) -> SurgeRecord | None:
     the wave may move (also when it has nothing to surge)."""
     ctx = run.ctx
     record = record_for(run)
-    if record is None or record.step in (
-        SurgeStep.MOVING,
-        SurgeStep.RELEASING,
-        SurgeStep.RELEASED,
-        SurgeStep.KEPT,
-    ):
+    if record is None or record.step in MOVED_ON:
         return None
     if record.step is SurgeStep.NONE:
         record.advance(SurgeStep.RESERVED)  # journalled with the overrides' names, next
     if record.step is SurgeStep.RESERVED or not record.overrides:
-        _write_overrides(run, record)
+        sync(ctx, run.direction)
         record.advance(SurgeStep.SURGED)
         ctx.save()
     elif not set(record.overrides) <= set(ctx.overrides_written):
-        _write_overrides(run, record)  # a resume: put back whatever is missing
+        sync(ctx, run.direction)  # a resume: put back whatever is missing
     return record
+
+
+def raise_all(ctx: SwitchContext, records: Iterable[SurgeRecord]) -> None:
+    """Raise the forward surges `records` (each planned, its room granted) together: the
+    run's groups are written once for them all (tidal.engine.surge_overrides), so waves raised
+    ahead in one pass cost one write per group they join, not one per group per wave."""
+    records = [r for r in records if r.step is SurgeStep.NONE]
+    if not records:
+        return
+    for record in records:
+        record.advance(SurgeStep.RESERVED)
+    sync(ctx, Direction.FORWARD)
+    for record in records:
+        record.advance(SurgeStep.SURGED)
+    ctx.save()
 
 
 def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
@@ -149,23 +169,6 @@ def moving(run: WaveInFlight, record: SurgeRecord) -> None:
     room.running(run)  # (a bridge of the wave ran its replicas before)
     record.advance(SurgeStep.MOVING)
     run.ctx.save()
-
-
-def _write_overrides(
-    run: WaveInFlight,
-    record: SurgeRecord,
-    before: Mapping[str, Mapping[str, int]] | None = None,
-) -> None:
-    """The wave's overrides, one per distinct split (tidal.engine.surge_overrides), created
-    or changed (names journalled first); `before`: the targets they were written for."""
-    write_overrides(
-        run.ctx,
-        run.wave.index,
-        record,
-        {w.name: w for w in run.live},
-        direction=run.direction,
-        before=before,
-    )
 
 
 def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -245,7 +248,6 @@ def fit(run: WaveInFlight) -> None:
     ctx, record = run.ctx, run.leg.surge
     if record is None or record.step is not SurgeStep.MOVING:
         return
-    before = {name: dict(split) for name, split in record.targets.items()}
     changed = False
     for w in run.live:
         wanted = record.targets.get(w.name)
@@ -257,22 +259,42 @@ def fit(run: WaveInFlight) -> None:
             record.targets[w.name] = raised
             changed = True
     if changed:
-        _write_overrides(run, record, before)
-        ctx.save()
+        sync(ctx, run.direction)
 
 
 def release(run: WaveInFlight) -> Answer:
     """The wave converged on its new split: once Karmada has written that split into the
-    members' Works, delete the overrides and give the capacity back."""
+    members' Works, give the capacity back, and take the wave's workloads out of the run's
+    overrides, unless they now set exactly what Karmada assigns (parked: they change nothing,
+    and go with the run's last release)."""
     ctx, record = run.ctx, run.leg.surge
-    if record is None or not record.active:
+    if record is None or not record.active or record.step is SurgeStep.PARKED:
         return DONE
     if record.step is SurgeStep.MOVING:
         answer = _applied(run, record)
         if answer is not DONE:
             return answer
+        if _restated(run, record):
+            record.advance(SurgeStep.PARKED)
+            ctx.save()
+            room.release_room(ctx, run.wave, run.leg)
+            return DONE
     _remove(ctx, run.wave, record, run.direction)
     return DONE
+
+
+def _restated(run: WaveInFlight, record: SurgeRecord) -> bool:
+    """Every override of the wave sets, in each cluster it names, the replicas the binding
+    now assigns there (a workload whose binding is gone selects nothing)."""
+    for w in run.live:
+        wanted = record.targets.get(w.name)
+        binding = run.watch.cache.get(w.binding_key)
+        if not wanted or binding is None:
+            continue
+        assigned = BindingView.of(binding).assignment()
+        if any(assigned.get(c, 0) != n for c, n in wanted.items()):
+            return False
+    return True
 
 
 def _not_applied(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -317,19 +339,13 @@ def _applied(run: WaveInFlight, record: SurgeRecord) -> Answer:
 
 
 def _remove(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, direction: Direction) -> None:
-    """Delete the record's overrides (by owner labels, a request per namespace; see
-    tidal.engine.surge_overrides.remove_overrides), retried on 429/5xx/timeouts within one
-    waveTimeout for them all (tidal.engine.patience); each one gone leaves the journalled
-    list, so what an error leaves behind is exactly what the record still names."""
+    """Take the record's workloads out of the run's overrides (tidal.engine.surge_overrides:
+    groups left empty deleted, by owner labels when nothing is held any more), retried on
+    429/5xx/timeouts within one waveTimeout (tidal.engine.patience); what an error leaves
+    behind is exactly what the record still names."""
     record.advance(SurgeStep.RELEASING)
     ctx.save()
-    remove_overrides(
-        ctx,
-        wave.index,
-        record,
-        direction=direction,
-        deadline=ctx.clock.monotonic() + ctx.wave_timeout,
-    )
+    sync(ctx, direction)
     record.advance(SurgeStep.RELEASED)
     ctx.save()
     room.release_room(ctx, wave, wave.leg(direction))
@@ -363,9 +379,10 @@ def _breaks_floor(
 
 
 def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool = False) -> None:
-    """Remove the overrides of every wave still surged (a run that stops); with
-    `keep_if_breaking` (a halt) keep those whose removal would break a floor, and say so.
-    `forward_only`: leave the rollback's own surges (a resumed rollback goes on with them)."""
+    """Remove the overrides of every wave still surged (a run that stops), in one pass per
+    direction; with `keep_if_breaking` (a halt) keep those whose removal would break a floor,
+    and say so. `forward_only`: leave the rollback's own surges (a resumed rollback goes on
+    with them)."""
     records = [
         (w, r, leg.direction)
         for w in ctx.state.waves
@@ -378,29 +395,83 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     bindings = _bindings(ctx, ctx.everyone) if keep_if_breaking else {}
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
         lift_rescaled(ctx, wave, bindings, by_name)
+    kept = _kept(ctx, records, bindings, by_name) if keep_if_breaking else []
+    _release_all(ctx, [x for x in records if x[1].step is not SurgeStep.KEPT], strict=False)
+    for wave, record, direction in kept:
+        _keep(ctx, wave, record, direction)
+
+
+def _kept(
+    ctx: SwitchContext,
+    records: list[tuple[WaveState, SurgeRecord, Direction]],
+    bindings: Mapping[str, Obj | None],
+    by_name: Mapping[str, Workload],
+) -> list[tuple[WaveState, SurgeRecord, Direction]]:
+    """The records whose removal would break a floor, marked kept (with why)."""
+    out = []
     for wave, record, direction in records:
-        why = _breaks_floor(ctx, record, bindings, by_name) if keep_if_breaking else ""
+        why = _breaks_floor(ctx, record, bindings, by_name)
         if why:
-            _keep(ctx, wave, record, direction, why)
-            continue
+            record.kept = f"removing it would break a floor: {why}"
+            if record.step is not SurgeStep.KEPT:
+                record.advance(SurgeStep.KEPT)
+            out.append((wave, record, direction))
+    return out
+
+
+def release_parked(ctx: SwitchContext) -> None:
+    """The run's last release (it finished): remove the overrides its parked waves left in
+    place, one deletecollection by the owner labels; an API error fails the run as a wave's
+    release would (status names what stays)."""
+    _release_all(
+        ctx,
+        [
+            (w, r, leg.direction)
+            for w in ctx.state.waves
+            for leg in w.legs
+            if (r := leg.surge) is not None and r.active
+        ],
+        strict=True,
+    )
+
+
+def _release_all(
+    ctx: SwitchContext, records: list[tuple[WaveState, SurgeRecord, Direction]], *, strict: bool
+) -> None:
+    """Take every record's workloads out of the run's overrides, one pass per direction; the
+    room of those that still held some goes back. `strict`: an API error is raised, else said
+    (a stop's cleanup goes on: the next run finds what stays by its labels)."""
+    if not records:
+        return
+    held = {id(r) for _w, r, _d in records if r.step in room.HOLDING}
+    for _wave, record, _direction in records:
+        if record.step is not SurgeStep.RELEASING:
+            record.advance(SurgeStep.RELEASING)
+    ctx.save()
+    for direction in sorted({d for _w, _r, d in records}):
         try:
-            _remove(ctx, wave, record, direction)
-        except KarmadaError as exc:  # best effort: the next run finds it by its labels
+            sync(ctx, direction)
+        except KarmadaError as exc:
+            if strict:
+                raise
             ctx.emitter.emit(
                 RunWarning(
-                    **ctx.event_base(wave.index),
+                    **ctx.event_base(None),
                     code="cleanup",
-                    message=f"override(s) of wave {wave.index}: {exc}",
+                    message=f"override(s) of the run's {direction.value} surges: {exc}",
                 )
             )
+            continue
+        for wave, record, d in records:
+            if d is direction:
+                record.advance(SurgeStep.RELEASED)
+                if id(record) in held:
+                    room.release_room(ctx, wave, wave.leg(direction))
+        ctx.save()
 
 
-def _keep(
-    ctx: SwitchContext, wave: WaveState, record: SurgeRecord, direction: Direction, why: str
-) -> None:
+def _keep(ctx: SwitchContext, wave: WaveState, record: SurgeRecord, direction: Direction) -> None:
     """Leave the record's overrides on a halt (removing them would break a floor), and say so."""
-    record.kept = f"removing it would break a floor: {why}"
-    record.advance(SurgeStep.KEPT)
     room.release_room(
         ctx, wave, wave.leg(direction)
     )  # its replicas stay: Cluster status counts them

@@ -15,7 +15,13 @@ from tidal.engine.runner import Step
 from tidal.engine.states import BridgeStep, Gate, SurgeStep
 from tidal.engine.steps import DONE, Answer, Pending, StepKind, answer
 
-MOVED: Final = (SurgeStep.MOVING, SurgeStep.RELEASING, SurgeStep.RELEASED, SurgeStep.KEPT)
+MOVED: Final = (
+    SurgeStep.MOVING,
+    SurgeStep.PARKED,
+    SurgeStep.RELEASING,
+    SurgeStep.RELEASED,
+    SurgeStep.KEPT,
+)
 
 
 class _AdvancedAgainOnResume:
