@@ -82,6 +82,9 @@ class SwitchContext:
     # wave number -> the last wave whose surge may be up while it runs, as the plan announced
     # (tidal.engine.pacing; empty: nothing is raised ahead, e.g. a resumed run)
     raised_to: dict[int, int] = field(default_factory=dict)
+    # workload -> (binding resourceVersion, surge step) its surge was last followed at
+    # (tidal.engine.surge_follow): an unchanged binding is not looked at again
+    followed: dict[str, tuple[str, str]] = field(default_factory=dict)
     # bindings below their floors when the rollback began (tidal.engine.rollback): the breach
     # that failed the run may still be healing; each counts again once it met its floors
     recovering: set[str] = field(default_factory=set)

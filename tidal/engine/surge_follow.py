@@ -68,12 +68,17 @@ def lift_rescaled(
     if not in_force:
         return
     by_name = by_name or {w.name: w for w in ctx.everyone}
+    seen = ctx.followed
     for direction, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
             binding = cache.get(w.binding_key) if w is not None else None
             if w is None or binding is None or not record.targets[name]:
                 continue
+            version = str((binding.get("metadata") or {}).get("resourceVersion") or "")
+            if version and seen.get(name) == (version, record.step):
+                continue  # looked at already, unchanged since
+            seen[name] = (version, record.step)
             view = BindingView.of(binding)
             now = view.replicas
             if now is not None and now != w.replicas:
