@@ -13,7 +13,7 @@ otherwise since (a failover, a policy edit): a parked override must never hold w
 scheduler no longer assigns.
 
 Called from every wait of a surging wave (surged replicas, the move's gates, the applied
-split), for that wave and any raised ahead, so a change is followed within one pass of the
+split), for that wave and any raised ahead or parked, so a change is followed within one pass of the
 watch (at most 5 s)."""
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def _lift(
     ctx.save()
     left = set(record.overrides)
     sync(ctx, direction)
-    gone = sorted(left - set(record.overrides))
+    # a group other waves still need was changed, not deleted
+    gone = sorted(ref for ref in left - set(record.overrides) if ref not in ctx.overrides_written)
     where = f"{', '.join(gone)} deleted" if gone else "no override selects it any more"
     ctx.emitter.emit(
         RunWarning(
