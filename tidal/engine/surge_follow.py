@@ -68,17 +68,14 @@ def lift_rescaled(
     if not in_force:
         return
     by_name = by_name or {w.name: w for w in ctx.everyone}
-    seen = ctx.followed
     for direction, record in in_force:
         for name in sorted(record.targets):
             w = by_name.get(name)
             binding = cache.get(w.binding_key) if w is not None else None
             if w is None or binding is None or not record.targets[name]:
                 continue
-            version = str((binding.get("metadata") or {}).get("resourceVersion") or "")
-            if version and seen.get(name) == (version, record.step):
+            if _seen(ctx, name, binding, record.step):
                 continue  # looked at already, unchanged since
-            seen[name] = (version, record.step)
             view = BindingView.of(binding)
             now = view.replicas
             if now is not None and now != w.replicas:
@@ -87,6 +84,16 @@ def lift_rescaled(
                 record.targets[name], view.assignment()
             ):
                 _lift(ctx, wave, record, w, direction, _moved(w))
+
+
+def _seen(ctx: SwitchContext, name: str, binding: Obj, step: SurgeStep) -> bool:
+    """Whether `name`'s binding was looked at in this step already, unchanged since (its
+    resourceVersion); notes this look otherwise."""
+    version = str((binding.get("metadata") or {}).get("resourceVersion") or "")
+    if version and ctx.followed.get(name) == (version, step):
+        return True
+    ctx.followed[name] = (version, step)
+    return False
 
 
 def _reassigned(split: Mapping[str, int], assigned: Mapping[str, int]) -> bool:
