@@ -396,7 +396,8 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
         lift_rescaled(ctx, wave, bindings, by_name)
     kept = _kept(ctx, records, bindings, by_name) if keep_if_breaking else []
-    _release_all(ctx, [x for x in records if x[1].step is not SurgeStep.KEPT], strict=False)
+    keep = {id(record) for _w, record, _d in kept}  # (one kept before may go now)
+    _release_all(ctx, [x for x in records if id(x[1]) not in keep], strict=False)
     for wave, record, direction in kept:
         _keep(ctx, wave, record, direction)
 
