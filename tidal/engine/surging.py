@@ -396,8 +396,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     for wave in {id(w): w for w, _r, _b in records}.values():  # never kept: a stale cap
         lift_rescaled(ctx, wave, bindings, by_name)
     kept = _kept(ctx, records, bindings, by_name) if keep_if_breaking else []
-    keep = {id(record) for _w, record, _d in kept}  # (one kept before may go now)
-    _release_all(ctx, [x for x in records if id(x[1]) not in keep], strict=False)
+    _release_all(ctx, _without(records, kept), strict=False)
     for wave, record, direction in kept:
         _keep(ctx, wave, record, direction)
 
@@ -418,6 +417,15 @@ def _kept(
                 record.advance(SurgeStep.KEPT)
             out.append((wave, record, direction))
     return out
+
+
+def _without(
+    records: list[tuple[WaveState, SurgeRecord, Direction]],
+    kept: list[tuple[WaveState, SurgeRecord, Direction]],
+) -> list[tuple[WaveState, SurgeRecord, Direction]]:
+    """`records` but those kept now (one a halt kept before may go now)."""
+    keep = {id(record) for _w, record, _d in kept}
+    return [x for x in records if id(x[1]) not in keep]
 
 
 def release_parked(ctx: SwitchContext) -> None:
