@@ -309,21 +309,32 @@ def test_a_fence_from_a_lost_lease_is_logged_as_lease_lost(tmp_path: Path) -> No
 def test_dropped_watches_and_gone_are_survived(
     make_switch_emulator: MakeEmulator, tmp_path: Path
 ) -> None:
-    """Watches cut mid-wave (history compacted too) are resumed; the switch still succeeds."""
+    """Watches cut mid-wave (history compacted too) are resumed with a new watch; the switch
+    still succeeds. (How many cuts land depends on how long the run lasts, so the test asks
+    for at least one, not a fixed number.)"""
     emu = _emulator(make_switch_emulator)
     client = client_for(emu, tmp_path)
+    faults: list[Any] = []
 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.WaveStarted) and event.wave == 1:
-            emu.faults.inject(
-                type="drop-watch", resource="resourcebindings", count=6, seconds=0.05, compact=True
+            faults.append(
+                emu.faults.inject(
+                    type="drop-watch",
+                    resource="resourcebindings",
+                    count=6,
+                    seconds=0.05,
+                    compact=True,
+                )
             )
 
     emu.reset_requests()
     record = switch(client, _schedule(tmp_path), "night", on_event=on_event)
     assert record.result == "succeeded", record.to_json()
+    (fault,) = faults
+    assert fault.fired >= 1  # a watch was cut while the run went on
     by = emu.requests()["by"]
-    assert by.get("watch resourcebindings", 0) > 2 * len(record.waves)
+    assert by.get("watch resourcebindings", 0) >= 2  # the run's watch, then again after a cut
 
 
 def test_floor_breach_anywhere_fails_the_wave_at_once(
