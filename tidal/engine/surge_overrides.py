@@ -211,9 +211,15 @@ def sync(ctx: SwitchContext, direction: Direction) -> None:
             _put(ctx, override, exists=True)
     for ref in c.stale:
         _delete(ctx, OverrideRef.parse(ref))
-    if c.stale:
+    _forget(ctx, records, c.stale)
+
+
+def _forget(ctx: SwitchContext, records: list[SurgeRecord], gone: Iterable[str]) -> None:
+    """Overrides `gone` leave every record that names them (journalled if one did)."""
+    drop = set(gone)
+    if any(ref in drop for r in records for ref in r.overrides):
         for r in records:
-            r.overrides = [ref for ref in r.overrides if ref not in c.stale]
+            r.overrides = [ref for ref in r.overrides if ref not in drop]
         ctx.save()
 
 
@@ -290,13 +296,6 @@ def _remove_all(ctx: SwitchContext, owner: Owner, records: list[SurgeRecord]) ->
     for text in named:
         ctx.overrides_written.pop(text, None)
 
-    def forget(gone: Iterable[str]) -> None:
-        drop = set(gone)
-        if any(ref in drop for r in records for ref in r.overrides):
-            for r in records:
-                r.overrides = [ref for ref in r.overrides if ref not in drop]
-            ctx.save()
-
     for namespace in sorted({OverrideRef.parse(text).namespace for text in named}):
         plural = (OVERRIDE_POLICIES if namespace else CLUSTER_OVERRIDE_POLICIES).plural
         if plural in ctx.collection_refused:
@@ -311,7 +310,7 @@ def _remove_all(ctx: SwitchContext, owner: Owner, records: list[SurgeRecord]) ->
         except Forbidden:
             ctx.collection_refused.add(plural)  # an RBAC from before: one by one from now on
             continue
-        forget(str(ref) for ref in gone)
+        _forget(ctx, records, (str(ref) for ref in gone))
     for text in sorted({ref for r in records for ref in r.overrides}):
         patiently(
             ctx.client,
@@ -319,4 +318,4 @@ def _remove_all(ctx: SwitchContext, owner: Owner, records: list[SurgeRecord]) ->
             deadline - ctx.clock.monotonic(),
             functools.partial(delete_override, ctx.client, OverrideRef.parse(text)),
         )
-        forget([text])
+        _forget(ctx, records, [text])

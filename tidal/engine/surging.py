@@ -383,12 +383,7 @@ def clean_up(ctx: SwitchContext, *, keep_if_breaking: bool, forward_only: bool =
     direction; with `keep_if_breaking` (a halt) keep those whose removal would break a floor,
     and say so. `forward_only`: leave the rollback's own surges (a resumed rollback goes on
     with them)."""
-    records = [
-        (w, r, leg.direction)
-        for w in ctx.state.waves
-        for leg in (w.legs[:1] if forward_only else w.legs)
-        if (r := leg.surge) is not None and r.active
-    ]
+    records = _active(ctx, forward_only=forward_only)
     if not records:
         return
     by_name = {w.name: w for w in ctx.everyone}
@@ -432,16 +427,20 @@ def release_parked(ctx: SwitchContext) -> None:
     """The run's last release (it finished): remove the overrides its parked waves left in
     place, one deletecollection by the owner labels; an API error fails the run as a wave's
     release would (status names what stays)."""
-    _release_all(
-        ctx,
-        [
-            (w, r, leg.direction)
-            for w in ctx.state.waves
-            for leg in w.legs
-            if (r := leg.surge) is not None and r.active
-        ],
-        strict=True,
-    )
+    _release_all(ctx, _active(ctx), strict=True)
+
+
+def _active(
+    ctx: SwitchContext, *, forward_only: bool = False
+) -> list[tuple[WaveState, SurgeRecord, Direction]]:
+    """Every surge of the run whose overrides may exist (`forward_only`: forward ones only),
+    with its wave and direction."""
+    return [
+        (w, r, leg.direction)
+        for w in ctx.state.waves
+        for leg in (w.legs[:1] if forward_only else w.legs)
+        if (r := leg.surge) is not None and r.active
+    ]
 
 
 def _release_all(
