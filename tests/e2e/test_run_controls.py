@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -27,7 +28,15 @@ NAME = "team-s"
 class SwitchProcess:
     """`tidal switch` of NAME's night window in a process of its own, and its journal."""
 
-    def __init__(self, emulator: object, tmp_path: Path, pause: str, on_failure: str) -> None:
+    def __init__(
+        self,
+        emulator: object,
+        tmp_path: Path,
+        pause: str,
+        on_failure: str,
+        before: Callable[[Any], None] = lambda emu: None,
+    ) -> None:
+        before(emulator)
         self.path = write_schedule(
             tmp_path,
             schedule_text(
@@ -40,6 +49,7 @@ class SwitchProcess:
         """,
             ),
         )
+        self.emulator: Any = emulator
         self.kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")  # type: ignore[attr-defined]
         self.store = StateStore(KarmadaClient.from_kubeconfig(self.kubeconfig), "tidal-system")
         self.proc = subprocess.Popen(
@@ -101,12 +111,12 @@ def _wave_done(index: int) -> Callable[[RunState], bool]:
 @pytest.fixture
 def switch(
     make_switch_emulator: MakeEmulator, tmp_path: Path
-) -> Iterator[Callable[[str, str], SwitchProcess]]:
+) -> Iterator[Callable[..., SwitchProcess]]:
     made: list[SwitchProcess] = []
     emulator = make_switch_emulator()
 
-    def start(pause: str, on_failure: str = "rollback") -> SwitchProcess:
-        made.append(SwitchProcess(emulator, tmp_path, pause, on_failure))
+    def start(pause: str, on_failure: str = "rollback", **kw: Any) -> SwitchProcess:
+        made.append(SwitchProcess(emulator, tmp_path, pause, on_failure, **kw))
         return made[-1]
 
     yield start
@@ -117,13 +127,15 @@ def switch(
 
 
 def test_pause_holds_before_the_next_wave_until_resume(
-    switch: Callable[[str, str], SwitchProcess],
+    switch: Callable[..., SwitchProcess],
 ) -> None:
     """Paused while wave 1 runs: wave 2 does not start while paused, status says so;
     resumed, the switch succeeds. The process logs run_paused and run_resumed."""
-    proc = switch("2s", "rollback")
+    # wave 1's new pods start only once the pause is in, so wave 1 cannot end before it
+    proc = switch("2s", "rollback", before=lambda emu: emu.set_pods_fail("cluster-b"))
     proc.wait_for(lambda run: bool(run.waves) and run.waves[0].started_at is not None)
     proc.command("pause")
+    proc.emulator.set_pods_fail("cluster-b", False)
     proc.wait_for(_wave_done(0))
     time.sleep(3)  # longer than the 2s pause between waves: wave 2 would have started
     run = proc.run()
@@ -148,7 +160,7 @@ def test_pause_holds_before_the_next_wave_until_resume(
     assert "run_paused" in events and "run_resumed" in events
 
 
-def test_promote_skips_the_remaining_pauses(switch: Callable[[str, str], SwitchProcess]) -> None:
+def test_promote_skips_the_remaining_pauses(switch: Callable[..., SwitchProcess]) -> None:
     """pauseBetweenWaves 1h: promoted after wave 1, the remaining waves follow at once."""
     proc = switch("1h", "rollback")
     proc.wait_for(_wave_done(0))
@@ -161,7 +173,7 @@ def test_promote_skips_the_remaining_pauses(switch: Callable[[str, str], SwitchP
 
 @pytest.mark.parametrize(("on_failure", "result"), [("rollback", "rolledBack"), ("halt", "failed")])
 def test_abort_rolls_back_or_halts_as_on_failure_says(
-    switch: Callable[[str, str], SwitchProcess], on_failure: str, result: str
+    switch: Callable[..., SwitchProcess], on_failure: str, result: str
 ) -> None:
     """Aborted during the pause after wave 1: no wave 2; onFailure rollback moves wave 1
     back (rolledBack), halt leaves it (failed); exit 2 either way, the reason says abort."""
@@ -196,7 +208,12 @@ class DaemonRun:
     """`tidal run` carrying out team-t1's due night, its journal, and commands to it."""
 
     def __init__(
-        self, make_emulator: Callable[..., object], tmp_path: Path, pause: str, on_failure: str
+        self,
+        make_emulator: Callable[..., object],
+        tmp_path: Path,
+        pause: str,
+        on_failure: str,
+        before: Callable[[Any], None] = lambda emu: None,
     ) -> None:
         from tests.e2e.daemon_helpers import (
             STATE_NS,
@@ -206,6 +223,8 @@ class DaemonRun:
         )
 
         emu = settled_team(make_emulator)
+        self.emu: Any = emu
+        before(emu)
         self.tmp, self.schedules = tmp_path, tmp_path / "schedules"
         write_due_schedule(self.schedules, pause=pause, on_failure=on_failure)
         self.kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
@@ -247,11 +266,11 @@ class DaemonRun:
 @pytest.fixture
 def daemon_run(
     make_emulator: Callable[..., object], tmp_path: Path
-) -> Iterator[Callable[[str, str], DaemonRun]]:
+) -> Iterator[Callable[..., DaemonRun]]:
     made: list[DaemonRun] = []
 
-    def start(pause: str, on_failure: str = "halt") -> DaemonRun:
-        made.append(DaemonRun(make_emulator, tmp_path, pause, on_failure))
+    def start(pause: str, on_failure: str = "halt", **kw: Any) -> DaemonRun:
+        made.append(DaemonRun(make_emulator, tmp_path, pause, on_failure, **kw))
         return made[-1]
 
     yield start
@@ -265,13 +284,15 @@ def _started(run: RunState) -> bool:
 
 
 def test_pause_and_resume_reach_a_switch_the_daemon_runs(
-    daemon_run: Callable[[str, str], DaemonRun],
+    daemon_run: Callable[..., DaemonRun],
 ) -> None:
     """The daemon's night (2s between waves), paused while wave 1 runs: wave 2 waits while
     paused; resumed, the run succeeds; the daemon logs both commands."""
-    daemon = daemon_run("2s", "halt")
+    # wave 1's new pods start only once the pause is in, so wave 1 cannot end before it
+    daemon = daemon_run("2s", "halt", before=lambda emu: emu.set_pods_fail("cluster-b"))
     daemon.wait(_started, "wave 1")
     daemon.command("pause")
+    daemon.emu.set_pods_fail("cluster-b", False)
     daemon.wait(lambda run: run.waves[0].result == "succeeded", "wave 1 done")
     time.sleep(3)  # past the 2s pause: wave 2 would have started
     assert daemon.run().waves[1].started_at is None
@@ -283,7 +304,7 @@ def test_pause_and_resume_reach_a_switch_the_daemon_runs(
 
 
 def test_promote_reaches_a_switch_the_daemon_runs(
-    daemon_run: Callable[[str, str], DaemonRun],
+    daemon_run: Callable[..., DaemonRun],
 ) -> None:
     """The daemon's night (1h between waves), promoted after wave 1: the run succeeds now."""
     daemon = daemon_run("1h", "halt")
@@ -295,7 +316,7 @@ def test_promote_reaches_a_switch_the_daemon_runs(
 
 
 def test_abort_reaches_a_switch_the_daemon_runs(
-    daemon_run: Callable[[str, str], DaemonRun],
+    daemon_run: Callable[..., DaemonRun],
 ) -> None:
     """The daemon's night (1h between waves), aborted after wave 1: the run halts there
     (onFailure halt) and says why; the daemon logs the command."""

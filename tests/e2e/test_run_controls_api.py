@@ -161,7 +161,7 @@ def test_pause_and_resume_through_a_standby(
     """Paused through the standby while wave 1 runs: wave 2 waits, status says paused (source
     api); a wrong token is refused with 401 and changes nothing, an unknown schedule is the
     leader's 404 (exit 1, one line); resumed, the run succeeds."""
-    daemons = replicas("2s", "halt")
+    daemons = replicas("2s", "halt", before=lambda emu: emu.set_pods_fail("cluster-b"))
     daemons.wait(_started, "wave 1")
     paused = daemons.command("pause")
     assert paused.exit_code == 0, paused.output
@@ -169,6 +169,7 @@ def test_pause_and_resume_through_a_standby(
         paused.stdout.strip()
         == f"{NAME}: the switch in flight holds before its next wave (`tidal resume` lets it go on)"
     )
+    daemons.emu.set_pods_fail("cluster-b", False)  # wave 1 ends only once the pause is in
     daemons.wait(_wave_one_done, "wave 1 done")
     time.sleep(3)  # past the 2s pause between waves: wave 2 would have started
     assert daemons.run().waves[1].started_at is None
