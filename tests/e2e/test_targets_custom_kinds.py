@@ -215,7 +215,11 @@ class MemberOperator:
         self.thread.join(timeout=5)
 
 
-def real_rows(plane: Any) -> dict[str, Row]:
+def install_kind(plane: Any) -> None:
+    """The CRD on the plane and on both members, once Karmada's Cluster status lists it for
+    each member: a binding scheduled before that finds no member serving the kind (the
+    APIEnablement filter), and the scheduler's backoff may retry it after this test stops
+    waiting (a CI run of 2026-12-07 found every binding unscheduled after 180 s)."""
     crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
     for kubeconfig in (plane.kubeconfig, *plane.members.values()):
         kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
@@ -226,6 +230,41 @@ def real_rows(plane: Any) -> dict[str, Row]:
             "--timeout=60s",
             "crd/inferenceservices.inference.tidal.io",
         )
+    deadline = time.monotonic() + 60
+    while not all(serves_kind(plane, member) for member in plane.members):
+        assert time.monotonic() < deadline, "no member's Cluster status lists the kind in 60 s"
+        time.sleep(1)
+
+
+def serves_kind(plane: Any, member: str) -> bool:
+    """The member's Cluster status (apiEnablements) lists the custom kind."""
+    found = json.loads(kubectl(plane.kubeconfig, "get", "cluster", member, "-o", "json"))
+    return any(
+        group.get("groupVersion") == API
+        and any(r.get("kind") == KIND for r in group.get("resources") or [])
+        for group in (found.get("status") or {}).get("apiEnablements") or []
+    )
+
+
+def binding_conditions(plane: Any) -> dict[str, list[str]]:
+    """Per workload, its binding's conditions (type, status, reason: message): what a failed
+    comparison prints, so a binding left unscheduled says why."""
+    out = {}
+    for name in SIZES:
+        found = json.loads(
+            kubectl(
+                plane.kubeconfig, "get", "rb", "-n", NS, f"{name}-inferenceservice", "-o", "json"
+            )
+        )
+        out[name] = [
+            f"{c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}"
+            for c in (found.get("status") or {}).get("conditions") or []
+        ]
+    return out
+
+
+def real_rows(plane: Any) -> dict[str, Row]:
+    install_kind(plane)
     kubectl(plane.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects()))
     operator = MemberOperator(plane.members)
 
@@ -278,7 +317,10 @@ def real_rows(plane: Any) -> dict[str, Row]:
         return out
 
     try:
-        return wait_rows(read, 180.0)
+        rows = wait_rows(read, 180.0)
+        if not settled(rows):
+            print("\nbinding conditions on the real plane:", binding_conditions(plane))
+        return rows
     finally:
         operator.close()
         kubectl(
@@ -387,16 +429,7 @@ def real_team(
     """The CRD on the plane and its members, the customization, policy team-cpp and
     REAL_WORKLOADS InferenceServices of 5, with the member operator and a sampler running;
     everything but the namespace deleted afterwards."""
-    crd = [d for d in kind_documents() if d["kind"] == "CustomResourceDefinition"]
-    for kubeconfig in (plane.kubeconfig, *plane.members.values()):
-        kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(crd))
-        kubectl(
-            kubeconfig,
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/inferenceservices.inference.tidal.io",
-        )
+    install_kind(plane)
     ric = [d for d in kind_documents() if d["kind"] == "ResourceInterpreterCustomization"]
     services = [inference_service(f"rt-{i}", 5, cpu="250m") for i in range(REAL_WORKLOADS)]
     objs = [
