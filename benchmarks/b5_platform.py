@@ -51,6 +51,10 @@ class Night:
     release_seconds: float = RELEASE_SECONDS  # the filler leaves cluster-b over this long
     speed: float = SPEED  # the emulator's clock against real time
     cap_seconds: float = 1800.0  # wall seconds an arm's switches get before it is cut off
+    # Karmada's --cluster-status-update-frequency, and the budget's capacity settle (the
+    # daemon's TIDAL_SCHEDULER__CAPACITY_SETTLE_SECONDS) that goes with it
+    status_period: float = 10.0
+    capacity_settle: float = 15.0
 
     @property
     def workloads(self) -> int:
@@ -105,6 +109,7 @@ def topology(night: Night) -> list[dict[str, Any]]:
         scheduler_latency=0.05,
     )
     docs = sc.topology(fleet, [])
+    docs[0]["spec"]["clusterStatusUpdateSeconds"] = night.status_period
     filler_policy = sc.cpp(
         "filler",
         {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
@@ -306,7 +311,7 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     sim = SyncedClock(spec.speed, spec.sim0, spec.real0)
     clock = SimEngineClock(sim)
     loaded = schedules(spec.night, spec.workdir / ("shared" if spec.shared else "independent"))
-    shared_budget = SharedBudget(clock)
+    shared_budget = SharedBudget(clock, settle_seconds=spec.night.capacity_settle)
     reads = SharedReads(client) if spec.shared else None
     views = {
         s.schedule.name: FirstSurge(
@@ -541,3 +546,41 @@ def run(cfg: RunConfig) -> Section:
         ),
     )
     return section
+
+
+def what_if(argv: list[str] | None = None) -> dict[str, float]:
+    """B5's shared arm alone at full size, with another Cluster status period and capacity
+    settle: `python -m benchmarks.b5_platform --status-period 0.5 --capacity-settle 1.5`
+    prints its figures as JSON (docs/benchmarks.md, "Issue 26, seventh pass")."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.b5_platform")
+    parser.add_argument("--status-period", type=float, default=10.0)
+    parser.add_argument("--capacity-settle", type=float, default=15.0)
+    parser.add_argument("--quick", action="store_true", help="10 teams of 10 at a 5x clock")
+    parser.add_argument("--workdir", type=Path, help="keep the schedules and daemon log here")
+    args = parser.parse_args(argv)
+    base = sizes(RunConfig(Path("."), quick=args.quick))
+    night = Night(
+        base.teams,
+        base.per_team,
+        speed=base.speed,
+        cap_seconds=base.cap_seconds,
+        status_period=args.status_period,
+        capacity_settle=args.capacity_settle,
+    )
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        out = arm(night, args.workdir, True, SHARED_CAP_SECONDS)
+    else:
+        with tempfile.TemporaryDirectory(prefix="tidal-b5-") as tmp:
+            out = arm(night, Path(tmp), True, SHARED_CAP_SECONDS)
+    out["capacity_bound_seconds"] = night.capacity_bound()
+    out["makespan_over_bound"] = out["makespan_seconds"] / night.capacity_bound()
+    print(json.dumps(out, indent=1, sort_keys=True))
+    return out
+
+
+if __name__ == "__main__":
+    what_if()

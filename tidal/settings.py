@@ -86,7 +86,8 @@ class SchedulerSettings(BaseModel):
     # refuse to act while the local clock and the API server's differ by more than this
     max_clock_skew_seconds: float = Field(30.0, gt=0)
     # a surge released by one switch keeps counting against the shared capacity this long:
-    # its replicas stay, and Cluster status (refreshed every 10s by Karmada) may not show them
+    # its replicas stay, and Cluster status may not show them; about 1.5x Karmada's
+    # --cluster-status-update-frequency (10 s by default): longer leaves room unused
     capacity_settle_seconds: float = Field(15.0, ge=0)
 
 
