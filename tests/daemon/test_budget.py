@@ -354,3 +354,24 @@ def test_a_surge_whose_replicas_run_counts_once_while_still_held() -> None:
     assert not shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "12"})
     assert shared.reserve("b", 0, "b/1", gpus(8), gpus(8), {"cluster-b": "13"})
     assert shared.leased() == gpus(16)
+
+
+def test_a_surge_the_status_counted_before_it_ran_holds_its_room_until_the_settle() -> None:
+    """A status refresh counted a surge's pods (and 200 GPUs another tenant gave back) before
+    the surge's wave saw them run, and no later refresh changed anything (so no later version):
+    the budget cannot tell, so the surge's room stays counted until settle_seconds after its
+    grant, never before; the settle is what bounds this wait (docs/switch.md: about 1.5x
+    Karmada's Cluster status period; B5 at 0.5 s with 15 s stalled so)."""
+    for settle in (1.5, 15.0):
+        clock = FakeClock(T0)
+        shared = SharedBudget(clock, settle_seconds=settle)
+        assert shared.reserve("a", 0, "a/1", gpus(200), gpus(400), {"cluster-b": "9"})
+        # version 10 counts a's 200 and the tenant's 200: 400 really free, but a ran at 10
+        shared.running("a/1", lambda: {"cluster-b": "10"})
+        shared.release("a/1", lambda: {"cluster-b": "10"})
+        waited = 0.0
+        while not shared.reserve("b", 0, "b/1", gpus(400), gpus(400), {"cluster-b": "10"}):
+            clock.advance(timedelta(seconds=0.5))
+            waited += 0.5
+        assert waited == settle
+        assert shared.leased() == gpus(400)
