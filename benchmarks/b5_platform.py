@@ -15,6 +15,7 @@ peak RSS of the daemon's process (the switches run in a process of their own).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import resource
 import tempfile
@@ -561,12 +562,8 @@ def what_if(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--quick", action="store_true", help="10 teams of 10 at a 5x clock")
     parser.add_argument("--workdir", type=Path, help="keep the schedules and daemon log here")
     args = parser.parse_args(argv)
-    base = sizes(RunConfig(Path("."), quick=args.quick))
-    night = Night(
-        base.teams,
-        base.per_team,
-        speed=base.speed,
-        cap_seconds=base.cap_seconds,
+    night = dataclasses.replace(
+        sizes(RunConfig(Path("."), quick=args.quick)),
         status_period=args.status_period,
         capacity_settle=args.capacity_settle,
     )
