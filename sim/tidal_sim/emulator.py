@@ -119,6 +119,10 @@ class Emulator(Running):
             bookmark_interval=bookmark_interval,
             rbac=rbac,
         )
+        if self.controllers is not None and self.topology.settings.member_pods:
+            from tidal_sim.controllers.member_pods import MemberPods
+
+            self.controllers.members.mirror = MemberPods(self.server.members.member)
         self._started = False
 
     # -- life cycle ------------------------------------------------------------------------

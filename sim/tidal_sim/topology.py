@@ -9,12 +9,13 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
   `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
   karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
   clusterStatusUpdateSeconds: 10, emptyWorkloadPropagation: false,
-  policyChangeLagSeconds: 0}` (team_estimator.py
+  policyChangeLagSeconds: 0, memberPods: false}` (team_estimator.py
   describes teamEstimator; statusDelaySeconds and clusterStatusUpdateSeconds are Karmada's
   status latencies, see controllers/status.py; emptyWorkloadPropagation is karmada-scheduler's
   --enable-empty-workload-propagation: clusters assigned 0 replicas stay in spec.clusters;
   policyChangeLagSeconds is how long the detector takes to reach the templates a policy change
-  enqueued, which upstream puts in a low-priority lane behind template events).
+  enqueued, which upstream puts in a low-priority lane behind template events; memberPods
+  writes each member's Node and Pods behind the cluster proxy, controllers/member_pods.py).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class EmulatorSettings:
     # the detector reaches a policy change's templates this late (upstream: a low-priority
     # queue lane), each with the Lazy-ness the policy had when it changed
     policy_change_lag: float = 0.0
+    # the members' Node and Pods behind the cluster proxy (controllers/member_pods.py)
+    member_pods: bool = False
 
 
 @dataclass
@@ -145,6 +148,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
         "clusterStatusUpdateSeconds",
         "emptyWorkloadPropagation",
         "policyChangeLagSeconds",
+        "memberPods",
     }
     if unknown:
         raise TopologyError(
@@ -161,6 +165,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
             _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
             _flag(spec, "emptyWorkloadPropagation"),
             _seconds(spec, "policyChangeLagSeconds", 0.0),
+            _flag(spec, "memberPods"),
         )
     except TeamEstimatorError as exc:
         raise TopologyError(f"{where}: spec.{exc}") from exc

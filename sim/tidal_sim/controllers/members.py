@@ -28,6 +28,7 @@ from tidal_sim.controllers.common import (
     member_reachable,
 )
 from tidal_sim.controllers.customizations import InterpreterError, Operation
+from tidal_sim.controllers.member_pods import MemberPods
 from tidal_sim.controllers.quantity import Resources, resource_list
 from tidal_sim.store import NotFound
 
@@ -126,6 +127,11 @@ class BindingState:
     kind: tuple[str, str] = ("", "")  # the template's apiVersion and kind
 
 
+def _mirrored(pod: Pod) -> tuple[str, str]:
+    """The pod's name and namespace in its member (tidal_sim.controllers.member_pods)."""
+    return f"{pod.binding[2]}-{pod.seq}", pod.binding[1] or "default"
+
+
 def _add(into: Resources, request: Resources, sign: int = 1) -> None:
     for name, amount in request.items():
         into[name] = into.get(name, 0) + sign * amount
@@ -149,6 +155,7 @@ class Members:
         self._reflected: dict[tuple[BKey, str], dict[str, Any]] = {}  # last good items
         # pods due to become ready, grouped by (cluster, due time): one timer per group
         self._starting: dict[tuple[str, float], list[Pod]] = {}
+        self.mirror: MemberPods | None = None  # the members' Pods behind the proxy (opt-in)
 
     # -- events ------------------------------------------------------------------------
     def on_cluster(self, etype: str, cluster: Obj) -> None:
@@ -175,6 +182,8 @@ class Members:
         resized = allocatable != state.allocatable
         recovered = state.pods_fail and not pods_fail
         state.allocatable, state.startup, state.termination = allocatable, startup, termination
+        if self.mirror is not None:
+            self.mirror.node(name, allocatable)
         state.pods_fail, state.ready, state.exists = pods_fail, ready, True
         if recovered:
             self._rearm(state)
@@ -308,6 +317,8 @@ class Members:
         while len(member.pods) < desired:
             pod = Pod(bkey, dict(state.request))
             member.pods.append(pod)
+            if self.mirror is not None:
+                self.mirror.created(cluster_name, *_mirrored(pod), pod.request)
             if cluster.exists and not cluster.has_pending() and cluster.fits(pod.request):
                 self._place(cluster, pod)
             else:
@@ -324,6 +335,8 @@ class Members:
     def _place(self, cluster: ClusterState, pod: Pod) -> None:
         _add(cluster.used, pod.request)
         pod.state = "starting"
+        if self.mirror is not None:
+            self.mirror.placed(cluster.name, *_mirrored(pod))
         if not cluster.pods_fail:
             self._arm_start(cluster, pod)
 
@@ -357,6 +370,8 @@ class Members:
         if pod.state == "pending":
             cluster.unqueue(pod)
             pod.state = "gone"
+            if self.mirror is not None:
+                self.mirror.gone(cluster.name, *_mirrored(pod))
             return
         pod.state = "terminating"
         if cluster.termination <= 0:
@@ -374,6 +389,8 @@ class Members:
             return
         pod.state = "gone"
         _add(cluster.used, pod.request, -1)
+        if self.mirror is not None:
+            self.mirror.gone(cluster.name, *_mirrored(pod))
         self._start_pending(cluster)
 
     def _start_pending(self, cluster: ClusterState) -> None:
