@@ -109,7 +109,7 @@ class WaitMeter:
         patched = [
             (owner, name, wrap)
             for owner, name, wrap in (
-                (informer._Subscriber, "get", self.timed),
+                (_subscriber_class(informer), "get", self.timed),
                 (informer.Informer, "wait_changed", self.timed),
                 (bindings.BindingWatch, "changes", self.timed_iterator),
                 *([(server._Handler, "_serve", self.answering)] if server else []),
@@ -138,3 +138,10 @@ def _covered(intervals: list[tuple[float, float]], start: float, end: float) -> 
             total += b - max(a, reach)
             reach = b
     return total
+
+
+def _subscriber_class(informer: ModuleType) -> type:
+    """The informer's per-reader queue (tidal.karmada.watch_cache.Subscriber; an older engine
+    kept it private in tidal.karmada.informer)."""
+    found: type = getattr(informer, "Subscriber", None) or informer._Subscriber
+    return found

@@ -89,6 +89,10 @@ class SchedulerSettings(BaseModel):
     # its replicas stay, and Cluster status may not show them; about 1.5x Karmada's
     # --cluster-status-update-frequency (10 s by default): longer leaves room unused
     capacity_settle_seconds: float = Field(15.0, ge=0)
+    # where the shared budget reads free capacity: Karmada's Cluster status (its resource
+    # summary, refreshed every --cluster-status-update-frequency), or the members' Nodes and
+    # Pods watched through the cluster proxy (current; needs clusters/proxy in the RBAC)
+    capacity_source: Literal["cluster-status", "members"] = "cluster-status"
 
 
 class SweeperSettings(BaseModel):
@@ -255,6 +259,16 @@ class Settings(BaseSettings):
     # API (e.g. http://tidal.tidal-system:8081) instead of writing the state object
     daemon_url: str | None = None
     daemon_token_file: Path | None = None  # the bearer token sent with it
+
+    @model_validator(mode="after")
+    def _members_need_shared_watches(self) -> Settings:
+        if self.scheduler.capacity_source == "members" and not self.api.shared_watch:
+            raise ValueError(
+                "scheduler.capacity_source members watches the members through the daemon's "
+                "shared watches: set TIDAL_API__SHARED_WATCH=true or capacity_source "
+                "cluster-status"
+            )
+        return self
 
     @field_validator("listen_address")
     @classmethod

@@ -177,7 +177,11 @@ class Daemon:
         )
         api = settings.api
         self.reads = (
-            SharedReads(client, max_watch_seconds=api.shared_watch_seconds)
+            SharedReads(
+                client,
+                max_watch_seconds=api.shared_watch_seconds,
+                member_capacity=settings.scheduler.capacity_source == "members",
+            )
             if api.shared_watch
             else None
         )

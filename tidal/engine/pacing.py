@@ -134,7 +134,7 @@ def _grant(
 def _granted(ctx: SwitchContext, wave: WaveState, need: Amounts, held: Amounts) -> bool:
     """The budget grants `need` at once, beside what the run holds; a refusal leaves no
     waiter behind (a shared budget queues whoever asks)."""
-    free, versions = room.free_now(ctx)
+    free, versions = room.free_now(ctx, need)
     left = add(free, held, -1.0)
     if missing(need, left):
         return False

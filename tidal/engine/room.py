@@ -19,6 +19,7 @@ from tidal.engine.journal import WaveLeg, WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import BridgeStep, FailureReason, SurgeStep
 from tidal.engine.steps import Pending, WakeOn
+from tidal.karmada.member_capacity import merged
 from tidal.karmada.objects import Obj
 from tidal.karmada.views import ClusterView
 
@@ -102,7 +103,7 @@ def _reserve(
     not fit and the step's deadline has not passed."""
     ctx = run.ctx
     seen = ctx.clusters_version()
-    free, versions = free_now(ctx)
+    free, versions = free_now(ctx, need)
     if resumed:
         free = add(free, need)
     if ctx.budget.reserve(name, need, free, versions):
@@ -142,14 +143,16 @@ def release_room(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> None:
         ctx.budget.release(holder(ctx, wave, leg), status_versions(ctx))
 
 
-def free_now(ctx: SwitchContext) -> tuple[Amounts, dict[str, str]]:
-    """What the clusters report free (less the headroom), and the Cluster versions it is from."""
+def free_now(ctx: SwitchContext, need: Amounts | None = None) -> tuple[Amounts, dict[str, str]]:
+    """What the clusters report free (less the headroom), and the versions it is from: Cluster
+    status, or, where the daemon watches the members' capacity (`need`'s clusters), that."""
     clusters = ctx.list_clusters()
-    free = usable(
-        {c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)},
-        ctx.headroom_percent,
-    )
-    return free, _versions_of(clusters)
+    free = {c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)}
+    versions = _versions_of(clusters)
+    members = ctx.reads.members if ctx.reads is not None else None
+    if members is not None:
+        free, versions = merged(free, versions, *members.free(need or {}))
+    return usable(free, ctx.headroom_percent), versions
 
 
 def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
@@ -157,5 +160,15 @@ def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
 
 
 def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
-    """What `running` and `release` hand the budget: reads the Cluster versions when asked."""
-    return lambda: _versions_of(ctx.list_clusters())
+    """What `running` and `release` hand the budget: reads the versions when asked (a watched
+    member's afresh, see MemberCapacity.versions_now)."""
+    members = ctx.reads.members if ctx.reads is not None else None
+    if members is None:
+        return lambda: _versions_of(ctx.list_clusters())
+
+    def read() -> dict[str, str]:
+        listed = _versions_of(ctx.list_clusters())
+        _, versions = merged({}, listed, {}, {})
+        return {**versions, **members.versions_now(listed)}
+
+    return read

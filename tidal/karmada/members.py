@@ -34,7 +34,7 @@ class Proxied(Resource):
         return PROXY.format(cluster=self.cluster) + super().path(namespace, name, subresource)
 
 
-def _on(cluster: str, plural: str, kind: str, namespaced: bool) -> Proxied:
+def proxied(cluster: str, plural: str, kind: str, namespaced: bool) -> Proxied:
     return Proxied("", "v1", plural, kind, namespaced, cluster)
 
 
@@ -48,7 +48,7 @@ class MemberView:
     requests: int = 0  # requests sent to the member for this view
 
 
-def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
+def resources_of(raw: Mapping[str, Any] | None) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, qty in (raw or {}).items():
         try:
@@ -64,12 +64,12 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
     spec = pod.get("spec") or {}
     total: dict[str, float] = {}
     for container in spec.get("containers") or []:
-        for name, qty in _resources((container.get("resources") or {}).get("requests")).items():
+        for name, qty in resources_of((container.get("resources") or {}).get("requests")).items():
             total[name] = total.get(name, 0.0) + qty
     for container in spec.get("initContainers") or []:
-        for name, qty in _resources((container.get("resources") or {}).get("requests")).items():
+        for name, qty in resources_of((container.get("resources") or {}).get("requests")).items():
             total[name] = max(total.get(name, 0.0), qty)
-    for name, qty in _resources(spec.get("overhead")).items():
+    for name, qty in resources_of(spec.get("overhead")).items():
         total[name] = total.get(name, 0.0) + qty
     return total
 
@@ -105,7 +105,7 @@ def _node_view(
     return NodeView(
         name,
         dict(meta.get("labels") or {}),
-        _resources(status.get("allocatable")),
+        resources_of(status.get("allocatable")),
         requested.get(name, {}),
         counts.get(name, 0),
         ready and not spec.get("unschedulable"),
@@ -117,8 +117,8 @@ def quota_view(obj: Obj) -> QuotaView:
     """A ResourceQuota as its status says (hard in force, used); one the quota controller has
     not counted yet (no status.used) is taken as full, never as empty."""
     status = obj.get("status") or {}
-    hard = _resources(status.get("hard") or (obj.get("spec") or {}).get("hard"))
-    used = _resources(status.get("used")) if "used" in status else dict(hard)
+    hard = resources_of(status.get("hard") or (obj.get("spec") or {}).get("hard"))
+    used = resources_of(status.get("used")) if "used" in status else dict(hard)
     return QuotaView(str((obj.get("metadata") or {}).get("name")), hard, used)
 
 
@@ -130,17 +130,17 @@ def read_member(
     sent = 0
     views: tuple[NodeView, ...] | None = None
     if nodes:
-        node_objs, _ = list_paged(client, _on(cluster, "nodes", "Node", False))
+        node_objs, _ = list_paged(client, proxied(cluster, "nodes", "Node", False))
         pod_objs, _ = list_paged(
             client,
-            _on(cluster, "pods", "Pod", True),
+            proxied(cluster, "pods", "Pod", True),
             field_selector="status.phase!=Succeeded,status.phase!=Failed",
         )
         views, sent = node_views(node_objs, pod_objs), sent + 2
     quotas: dict[str, tuple[QuotaView, ...]] = {}
     for namespace in sorted(set(namespaces)):
         objs, _ = list_paged(
-            client, _on(cluster, "resourcequotas", "ResourceQuota", True), namespace
+            client, proxied(cluster, "resourcequotas", "ResourceQuota", True), namespace
         )
         quotas[namespace] = tuple(quota_view(o) for o in objs)
         sent += 1

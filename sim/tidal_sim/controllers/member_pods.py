@@ -11,6 +11,7 @@ the count Karmada's summary adds per pod and is not written as a container reque
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -59,10 +60,8 @@ class MemberPods:
         store = self.store_of(cluster)
         if (cluster, namespace) not in self._namespaces:
             self._namespaces.add((cluster, namespace))
-            try:
+            with contextlib.suppress(AlreadyExists):
                 store.create(NAMESPACE, {"metadata": {"name": namespace}})
-            except AlreadyExists:
-                pass
         requests = format_list({k: v for k, v in request.items() if k != "pods"})
         body: dict[str, Any] = {
             "metadata": {"name": name, "namespace": namespace},
@@ -82,15 +81,11 @@ class MemberPods:
 
     def gone(self, cluster: str, name: str, namespace: str) -> None:
         """The pod no longer exists (it never started, or its termination ended)."""
-        try:
+        with contextlib.suppress(NotFound):
             self.store_of(cluster).delete(POD, namespace, name)
-        except NotFound:
-            pass
 
     def _change(
         self, cluster: str, name: str, namespace: str, change: Callable[[dict[str, Any]], None]
     ) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self.store_of(cluster).mutate(POD, namespace, name, change, copy_result=False)
-        except NotFound:
-            pass

@@ -1,0 +1,106 @@
+"""The members' free capacity, watched through the cluster proxy (over real HTTP)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.switch_helpers import NS, client_for, cluster, cpp, deployment, namespace
+from tests.sim.http_helpers import raw
+from tidal.karmada.member_capacity import MemberCapacity, merged
+from tidal_sim.clock import ManualClock
+from tidal_sim.emulator import Emulator
+
+SETTINGS = {
+    "apiVersion": "sim.tidal.io/v1alpha1",
+    "kind": "EmulatorSettings",
+    "spec": {"memberPods": True},
+}
+ONLY_A = {"clusterAffinity": {"clusterNames": ["cluster-a"]}}
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    end = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < end, "not within the time"
+        time.sleep(0.02)
+
+
+def _scale(emu: Emulator, replicas: int) -> None:
+    path = f"/apis/apps/v1/namespaces/{NS}/deployments/web"
+    body = {"spec": {"replicas": replicas}}
+    assert raw(emu, "PATCH", path, body, "application/merge-patch+json")[0] == 200
+
+
+def _team(make_emulator: Any, replicas: int) -> Emulator:
+    a = cluster("cluster-a", cpu="3", pods="10", startup=1.0, termination=5.0)
+    team = [namespace(), cpp("team-cpp", "t1", ONLY_A), deployment("web", "t1", replicas, cpu="1")]
+    emu: Emulator = make_emulator([SETTINGS, a, *team], clock=ManualClock())
+    emu.advance(0.5)
+    return emu
+
+
+def _free(capacity: MemberCapacity) -> dict[str, float] | None:
+    free, versions = capacity.free(["cluster-a"])
+    assert set(free) == set(versions)
+    return free.get("cluster-a")
+
+
+def test_free_follows_the_members_pods_before_any_cluster_status_refresh(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """Free is allocatable minus every unfinished pod's requests, current as pods come, wait
+    for room, terminate (still holding it) and go, with no Cluster status refresh between."""
+    emu = _team(make_emulator, 2)
+    capacity = MemberCapacity(client_for(emu, tmp_path))
+    try:
+        _eventually(lambda: _free(capacity) is not None)
+        assert _free(capacity) == {"cpu": 1.0, "memory": 4.0 * 2**40, "pods": 8.0}
+        _scale(emu, 4)
+        emu.advance(0.1)  # three fit, the fourth waits for room and still counts
+        _eventually(lambda: (_free(capacity) or {}).get("cpu") == -1.0)
+        _scale(emu, 0)
+        emu.advance(0.1)
+        _eventually(lambda: (_free(capacity) or {}).get("pods") == 7.0)  # three terminate
+        assert (_free(capacity) or {}).get("cpu") == 0.0
+        emu.advance(5.0)
+        _eventually(lambda: (_free(capacity) or {}).get("cpu") == 3.0)
+    finally:
+        capacity.stop()
+
+
+def test_versions_now_is_one_the_watch_has_reached(make_emulator: Any, tmp_path: Path) -> None:
+    """A version read afresh is returned once the Pod watch holds it (so a later one counts
+    every pod that existed when it was asked)."""
+    emu = _team(make_emulator, 1)
+    client = client_for(emu, tmp_path)
+    capacity = MemberCapacity(client)
+    try:
+        _eventually(lambda: _free(capacity) is not None)
+        _scale(emu, 3)
+        emu.advance(0.1)
+        (version,) = capacity.versions_now(["cluster-a"]).values()
+        assert version.isdigit()
+        assert int(version) >= emu.server.members.member("cluster-a").resource_version - 0
+        assert (_free(capacity) or {}).get("pods") == 7.0
+    finally:
+        capacity.stop()
+
+
+def test_an_unreachable_member_is_left_to_cluster_status(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """A member the proxy cannot reach has no current figure: the caller keeps Cluster
+    status's, with its version marked so that no budget compares it with a member's."""
+    emu = _team(make_emulator, 1)
+    emu.server.members.unreachable.add("cluster-a")
+    capacity = MemberCapacity(client_for(emu, tmp_path), retry_seconds=0.05)
+    try:
+        time.sleep(0.3)
+        assert capacity.free(["cluster-a"]) == ({}, {})
+        free, versions = merged({"cluster-a": {"cpu": 2.0}}, {"cluster-a": "41"}, {}, {})
+        assert free == {"cluster-a": {"cpu": 2.0}} and versions == {"cluster-a": "status:41"}
+    finally:
+        capacity.stop()

@@ -1,0 +1,192 @@
+"""Free capacity of the members as it is now: each member's Nodes and Pods, watched through
+Karmada's cluster proxy and kept as running totals.
+
+Karmada's Cluster status summarises a member's free resources every
+`--cluster-status-update-frequency` (10 s by default), so room another tenant gives back
+reaches a waiting wave up to that late. karmada-scheduler-estimator reads the members
+themselves instead; so does this: one list+watch of Nodes and one of Pods per member (started
+for a member the first time a wave needs room there), each object reduced to its amounts as it
+arrives. What is free is the allocatable of the Ready, schedulable nodes minus the requests of
+every pod not finished, bound or still waiting for a node (a terminating pod keeps its room, as
+kube-scheduler counts it), and a `pods` count; the resources Karmada's summary names
+(allocatable - allocated - allocating), from objects rather than from a periodic summary.
+
+Versions: a member's Pod watch's resourceVersion (the member's own, not Karmada's). A wave
+whose replicas run asks `versions_now`: the member's current version read afresh (a list of
+one pod), once the watch has caught up with it, so a later version counts those replicas.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from tidal.karmada.client import KarmadaClient, Obj
+from tidal.karmada.errors import KarmadaError
+from tidal.karmada.members import pod_requests, proxied, resources_of
+from tidal.karmada.watch_cache import Informer
+
+log = structlog.get_logger("tidal.karmada.member_capacity")
+
+_FINISHED = ("Succeeded", "Failed")
+CATCH_UP_SECONDS = 1.0  # how long versions_now waits for the watch to reach the read version
+
+
+def pod_amounts(pod: Obj) -> Obj:
+    """What a pod counts for: its requests and one `pods`, nothing once it finished."""
+    meta = pod.get("metadata") or {}
+    finished = (pod.get("status") or {}).get("phase") in _FINISHED
+    amounts = {} if finished else {**pod_requests(pod), "pods": 1.0}
+    key = {"namespace": meta.get("namespace"), "name": meta.get("name")}
+    return {"metadata": key, "amounts": amounts}
+
+
+def node_amounts(node: Obj) -> Obj:
+    """What a node offers: its allocatable while Ready and schedulable, else nothing."""
+    meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    usable = ready and not spec.get("unschedulable")
+    amounts = resources_of(status.get("allocatable")) if usable else {}
+    return {"metadata": {"name": meta.get("name")}, "amounts": amounts}
+
+
+class MemberTally:
+    """One member's allocatable and requested totals, kept by two watches."""
+
+    def __init__(self, client: KarmadaClient, cluster: str, **informer_settings: Any) -> None:
+        self.client, self.cluster = client, cluster
+        self._lock = threading.Lock()
+        self.allocatable: dict[str, float] = {}
+        self.requested: dict[str, float] = {}
+        self.nodes = Informer(
+            client,
+            proxied(cluster, "nodes", "Node", False),
+            digest=node_amounts,
+            on_change=lambda old, new: self._fold(self.allocatable, old, new),
+            **informer_settings,
+        )
+        self.pods = Informer(
+            client,
+            proxied(cluster, "pods", "Pod", True),
+            digest=pod_amounts,
+            on_change=lambda old, new: self._fold(self.requested, old, new),
+            **informer_settings,
+        )
+        for informer in (self.nodes, self.pods):
+            informer.acquire()
+
+    def _fold(self, into: dict[str, float], old: Obj | None, new: Obj | None) -> None:
+        with self._lock:
+            for obj, sign in ((old, -1.0), (new, 1.0)):
+                for name, amount in ((obj or {}).get("amounts") or {}).items():
+                    into[name] = into.get(name, 0.0) + sign * float(amount)
+
+    @property
+    def live(self) -> bool:
+        """Both watches are open: the totals follow the member."""
+        return self.nodes.live and self.pods.live
+
+    def free(self) -> dict[str, float]:
+        with self._lock:
+            return {
+                name: amount - self.requested.get(name, 0.0)
+                for name, amount in self.allocatable.items()
+            }
+
+    @property
+    def version(self) -> str:
+        return self.pods.version
+
+    def version_now(self) -> str:
+        """The member's version read afresh, once the Pod watch has reached it (the watch's
+        version then); "" (unknown) when it cannot be read or the watch does not catch up."""
+        res = self.pods.res
+        try:
+            page = self.client.request("list", res, "GET", res.path(), query={"limit": 1})
+        except KarmadaError as exc:
+            log.warning("member_version_unread", cluster=self.cluster, error=str(exc))
+            return ""
+        wanted = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        if not wanted.isdigit():
+            return ""
+
+        def caught_up() -> bool:
+            seen = self.pods.version
+            return seen.isdigit() and int(seen) >= int(wanted)
+
+        if not caught_up():
+            self.pods.wait_until(caught_up, CATCH_UP_SECONDS)
+        return self.pods.version if caught_up() else ""
+
+    def stop(self) -> None:
+        for informer in (self.nodes, self.pods):
+            informer.release()
+
+
+class MemberCapacity:
+    """The tallies of the members waves ask about (one per member, started on first ask)."""
+
+    def __init__(self, client: KarmadaClient, **informer_settings: Any) -> None:
+        self.client, self._settings = client, informer_settings
+        self._lock = threading.Lock()
+        self._tallies: dict[str, MemberTally] = {}
+
+    def _tally(self, cluster: str) -> MemberTally:
+        with self._lock:
+            tally = self._tallies.get(cluster)
+            if tally is None:
+                tally = self._tallies[cluster] = MemberTally(self.client, cluster, **self._settings)
+                log.info("member_capacity_watch_started", cluster=cluster)
+            return tally
+
+    def free(self, clusters: Iterable[str]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+        """(free, version) of each of `clusters` whose watches are live; the others are left
+        out (the caller reads them from Cluster status meanwhile)."""
+        free: dict[str, dict[str, float]] = {}
+        versions: dict[str, str] = {}
+        for cluster in sorted(set(clusters)):
+            tally = self._tally(cluster)
+            if tally.live:
+                free[cluster], versions[cluster] = tally.free(), tally.version
+        return free, versions
+
+    def versions_now(self, clusters: Iterable[str]) -> dict[str, str]:
+        """Each watched member's version read afresh (see MemberTally.version_now)."""
+        with self._lock:
+            tallies = [t for name, t in self._tallies.items() if name in set(clusters)]
+        return {t.cluster: t.version_now() for t in tallies if t.live}
+
+    @property
+    def version(self) -> str:
+        """Changes whenever any watched member changes (a waiting wave looks again)."""
+        with self._lock:
+            return ",".join(f"{t.nodes.version}/{t.pods.version}" for t in self._tallies.values())
+
+    def stop(self) -> None:
+        with self._lock:
+            tallies, self._tallies = list(self._tallies.values()), {}
+        for tally in tallies:
+            tally.stop()
+
+
+def merged(
+    reported: Mapping[str, Mapping[str, float]],
+    reported_versions: Mapping[str, str],
+    current: Mapping[str, Mapping[str, float]],
+    current_versions: Mapping[str, str],
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Cluster status free amounts with the members' current ones in their place where there
+    are; a Cluster status version is marked ("status:<rv>") so that no budget compares it
+    with a member's version (an unknown version counts every hold in full)."""
+    free = {name: dict(amounts) for name, amounts in reported.items()}
+    versions = {name: f"status:{v}" for name, v in reported_versions.items()}
+    for name, amounts in current.items():
+        free[name] = dict(amounts)
+        versions[name] = current_versions[name]
+    return free, versions
