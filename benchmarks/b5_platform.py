@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks import scenario as sc
 from benchmarks.harness import RunConfig, Section, SimEngineClock, karmada_client, wait_until
@@ -56,6 +56,9 @@ class Night:
     # daemon's TIDAL_SCHEDULER__CAPACITY_SETTLE_SECONDS) that goes with it
     status_period: float = 10.0
     capacity_settle: float = 15.0
+    # the daemon's scheduler.capacity_source: Karmada's Cluster status, or the members' Nodes
+    # and Pods watched through the cluster proxy (the emulator then mirrors its pods there)
+    capacity_source: Literal["cluster-status", "members"] = "cluster-status"
 
     @property
     def workloads(self) -> int:
@@ -111,6 +114,7 @@ def topology(night: Night) -> list[dict[str, Any]]:
     )
     docs = sc.topology(fleet, [])
     docs[0]["spec"]["clusterStatusUpdateSeconds"] = night.status_period
+    docs[0]["spec"]["memberPods"] = night.capacity_source == "members"
     filler_policy = sc.cpp(
         "filler",
         {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
@@ -313,7 +317,8 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     clock = SimEngineClock(sim)
     loaded = schedules(spec.night, spec.workdir / ("shared" if spec.shared else "independent"))
     shared_budget = SharedBudget(clock, settle_seconds=spec.night.capacity_settle)
-    reads = SharedReads(client) if spec.shared else None
+    members = spec.night.capacity_source == "members"
+    reads = SharedReads(client, member_capacity=members) if spec.shared else None
     views = {
         s.schedule.name: FirstSurge(
             shared_budget.for_schedule(s.schedule.name) if spec.shared else OwnBudget(), sim.now
@@ -550,15 +555,19 @@ def run(cfg: RunConfig) -> Section:
 
 
 def what_if(argv: list[str] | None = None) -> dict[str, float]:
-    """B5's shared arm alone at full size, with another Cluster status period and capacity
-    settle: `python -m benchmarks.b5_platform --status-period 0.5 --capacity-settle 1.5`
-    prints its figures as JSON (docs/benchmarks.md, "Issue 26, seventh pass")."""
+    """B5's shared arm alone at full size, with another Cluster status period, capacity
+    settle or capacity source: `python -m benchmarks.b5_platform --status-period 0.5
+    --capacity-settle 1.5` prints its figures as JSON (docs/benchmarks.md, "Issue 26, seventh
+    pass"; `--capacity-source members`: the eighth)."""
     import argparse
     import json
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.b5_platform")
     parser.add_argument("--status-period", type=float, default=10.0)
     parser.add_argument("--capacity-settle", type=float, default=15.0)
+    parser.add_argument(
+        "--capacity-source", choices=("cluster-status", "members"), default="cluster-status"
+    )
     parser.add_argument("--quick", action="store_true", help="10 teams of 10 at a 5x clock")
     parser.add_argument("--workdir", type=Path, help="keep the schedules and daemon log here")
     args = parser.parse_args(argv)
@@ -566,6 +575,7 @@ def what_if(argv: list[str] | None = None) -> dict[str, float]:
         sizes(RunConfig(Path("."), quick=args.quick)),
         status_period=args.status_period,
         capacity_settle=args.capacity_settle,
+        capacity_source=args.capacity_source,
     )
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)

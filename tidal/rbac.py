@@ -307,8 +307,10 @@ def derive_rules(
     state_namespace: str,
     lease_name: str = "tidal-leader",
     extra_templates: Sequence[TemplateKind] = (),
+    member_capacity: bool = False,
 ) -> list[Rule]:
-    """Every rule tidal needs in the Karmada apiserver to run these schedules."""
+    """Every rule tidal needs in the Karmada apiserver to run these schedules (and, with
+    `member_capacity`, to watch the members' Nodes and Pods through the cluster proxy)."""
     grants = _Grants()
     templates: list[TemplateKind] = list(extra_templates)
     event_namespaces = {state_namespace}
@@ -319,6 +321,10 @@ def derive_rules(
         event_namespaces |= _grant_policies(grants, schedule)
     _grant_reads(grants, templates)
     _grant_overrides(grants, templates)
+    if member_capacity:
+        # scheduler.capacity_source members: the proxy is authorized as `get` on the
+        # subresource whatever the member request (a list or a watch there)
+        grants.add(None, "cluster.karmada.io", "clusters/proxy", ("get",))
     if rebalancers:
         # one per wave (never reused: the trigger time is its creationTimestamp); read back
         # for the per-workload results when a wave fails; deleted when the run ends (the TTL

@@ -544,3 +544,15 @@ def test_a_custom_template_kind_may_list_interpreter_customizations(tmp_path: Pa
     ]
     plain = objects_of(run(str(write(tmp_path / "p", "team-9.yaml", PATCH_SCHEDULE))).stdout)
     assert rules_by(plain, "resourceinterpretercustomizations") == []
+
+
+def test_a_daemon_reading_the_members_may_get_through_the_cluster_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With TIDAL_SCHEDULER__CAPACITY_SOURCE=members the RBAC grants `get` on clusters/proxy
+    (the proxy authorizes every member request as that); with Cluster status, nothing there."""
+    directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
+    assert rules_by(objects_of(run(str(directory)).stdout), "clusters/proxy") == []
+    monkeypatch.setenv("TIDAL_SCHEDULER__CAPACITY_SOURCE", "members")
+    (rule,) = rules_by(objects_of(run(str(directory)).stdout), "clusters/proxy")
+    assert (rule.api_group, rule.verbs, rule.namespace) == ("cluster.karmada.io", ("get",), None)

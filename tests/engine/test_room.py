@@ -41,6 +41,7 @@ class FakeCtx:
     budget: SurgeBudget = field(default_factory=OwnBudget)
     trigger: Trigger = Trigger.REBALANCE  # no bridge (the step asks for the surge's room only)
     lists: int = 0
+    member_capacity: None = None  # Cluster status is the source
 
     def may_save(self) -> bool:
         return True

@@ -71,20 +71,24 @@ def test_free_follows_the_members_pods_before_any_cluster_status_refresh(
         capacity.stop()
 
 
-def test_versions_now_is_one_the_watch_has_reached(make_emulator: Any, tmp_path: Path) -> None:
-    """A version read afresh is returned once the Pod watch holds it (so a later one counts
-    every pod that existed when it was asked)."""
+def test_a_report_from_the_version_read_when_replicas_run_counts_them(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """versions_now gives one below the watch's version once the watch holds every pod that
+    existed when asked; a report at that watch version, with nothing changed since, is later
+    than it and counts them (a member that changes no more still shows the replicas counted)."""
     emu = _team(make_emulator, 1)
-    client = client_for(emu, tmp_path)
-    capacity = MemberCapacity(client)
+    capacity = MemberCapacity(client_for(emu, tmp_path))
     try:
         _eventually(lambda: _free(capacity) is not None)
         _scale(emu, 3)
         emu.advance(0.1)
-        (version,) = capacity.versions_now(["cluster-a"]).values()
-        assert version.isdigit()
-        assert int(version) >= emu.server.members.member("cluster-a").resource_version - 0
-        assert (_free(capacity) or {}).get("pods") == 7.0
+        asked_at = emu.server.members.member("cluster-a").resource_version
+        (ran,) = capacity.versions_now(["cluster-a"]).values()
+        assert int(ran) + 1 >= asked_at
+        free, versions = capacity.free(["cluster-a"])
+        assert int(versions["cluster-a"]) > int(ran)
+        assert free["cluster-a"]["pods"] == 7.0  # the three pods are in that report
     finally:
         capacity.stop()
 

@@ -76,8 +76,9 @@ class Hold:
     schedule: str
     amounts: dict[Pair, float]
     granted: float = 0.0  # clock.monotonic() of the grant
-    # Cluster versions read once its replicas ran (at `running`, else at the release)
+    # versions read once its replicas existed (at `running`, else at the release)
     versions: dict[str, int] = field(default_factory=dict)
+    ran: bool = False  # `running` was told (once: reading versions may cost a request)
 
     def seen_by(self, cluster: str, reported: Mapping[str, int]) -> bool:
         """The hold's replicas are in a Cluster status newer than the moment they ran."""
@@ -164,8 +165,10 @@ class SharedBudget:
 
     def running(self, holder: str, versions: Callable[[], Versions]) -> None:
         with self._lock:
-            if holder not in self._holds or self._holds[holder].versions:
+            hold = self._holds.get(holder)
+            if hold is None or hold.ran:
                 return
+            hold.ran = True
         seen = _integers(versions())
         with self._lock:
             hold = self._holds.get(holder)

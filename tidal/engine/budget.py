@@ -36,9 +36,11 @@ class SurgeBudget(Protocol):
         ...
 
     def running(self, holder: str, versions: Callable[[], Versions]) -> None:
-        """What `holder` holds is in use now (its replicas run, so Cluster status will count
-        them); `versions` reads the Cluster objects now (called only by a budget that uses
-        it). The room stays held until `release`."""
+        """What `holder` holds is in use now: its replicas exist (bound to a node or waiting
+        for one), so every later capacity report counts them (Karmada's resource summary
+        counts a pod from its creation: allocating, then allocated); `versions` reads the
+        versions now (called only by a budget that uses it, once). The room stays held until
+        `release`."""
         ...
 
     def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:

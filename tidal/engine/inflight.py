@@ -25,6 +25,7 @@ from tidal.karmada.bindings import BindingWatch, list_bindings
 from tidal.karmada.client import KarmadaClient, Obj
 from tidal.karmada.clusters import list_clusters
 from tidal.karmada.informer import SharedReads
+from tidal.karmada.member_capacity import MemberCapacity
 from tidal.karmada.policies import PolicyLookup
 
 
@@ -109,6 +110,11 @@ class SwitchContext:
             return None
         return reads.find_policy
 
+    @property
+    def member_capacity(self) -> MemberCapacity | None:
+        """The daemon's watch of the members' capacity (scheduler.capacity_source members)."""
+        return self.reads.members if self.reads is not None else None
+
     def clusters_version(self) -> str | None:
         """The shared Cluster cache's resourceVersion (None: a run alone has no cache)."""
         return self.reads.clusters_version() if self.reads is not None else None
@@ -163,6 +169,7 @@ class WaveInFlight:
         self.targets = {w.name: gates.WaveTarget(w, rule=ctx.strategy) for w in live}
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
         self.passed: set[Gate] = set()  # gates announced in this wave (each once)
+        self.told_running = False  # the budget heard that the wave's extra replicas exist
 
     @property
     def triggered_before(self) -> list[str]:

@@ -132,7 +132,10 @@ def _reserve(
 
 
 def running(run: WaveInFlight) -> None:
-    """The wave's extra replicas all run: tell the budget (the Cluster versions read now)."""
+    """The wave's extra replicas all exist: tell the budget, once (the versions read now)."""
+    if run.told_running:
+        return
+    run.told_running = True
     ctx = run.ctx
     ctx.budget.running(holder(ctx, run.wave, run.leg), status_versions(ctx))
 
@@ -149,7 +152,7 @@ def free_now(ctx: SwitchContext, need: Amounts | None = None) -> tuple[Amounts, 
     clusters = ctx.list_clusters()
     free = {c.name: dict(c.free) for c in map(ClusterFacts.from_cluster, clusters)}
     versions = _versions_of(clusters)
-    members = ctx.reads.members if ctx.reads is not None else None
+    members = ctx.member_capacity
     if members is not None:
         free, versions = merged(free, versions, *members.free(need or {}))
     return usable(free, ctx.headroom_percent), versions
@@ -162,7 +165,7 @@ def _versions_of(clusters: Iterable[Obj]) -> dict[str, str]:
 def status_versions(ctx: SwitchContext) -> Callable[[], dict[str, str]]:
     """What `running` and `release` hand the budget: reads the versions when asked (a watched
     member's afresh, see MemberCapacity.versions_now)."""
-    members = ctx.reads.members if ctx.reads is not None else None
+    members = ctx.member_capacity
     if members is None:
         return lambda: _versions_of(ctx.list_clusters())
 

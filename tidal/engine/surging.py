@@ -159,6 +159,8 @@ def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
 
     def short() -> list[str]:
         follow_scale(run.ctx, run.watch.cache)
+        if not _surged_absent(run, record):
+            room.running(run)  # they exist: capacity counts them from now, ready or not
         return _surged_short(run, record)
 
     return ReadyWait(run, short, "surged")
@@ -169,6 +171,28 @@ def moving(run: WaveInFlight, record: SurgeRecord) -> None:
     room.running(run)  # (a bridge of the wave ran its replicas before)
     record.advance(SurgeStep.MOVING)
     run.ctx.save()
+
+
+def _surged_absent(run: WaveInFlight, record: SurgeRecord) -> bool:
+    """Some raised replica has no pod in its member yet: the member workload's status.replicas
+    (created pods, bound to a node or not, as Karmada's resource summary and kube-scheduler
+    count them) below the raise; a kind that reports no such field counts its ready ones."""
+    for w in run.live:
+        wanted = record.targets.get(w.name)
+        binding = run.watch.cache.get(w.binding_key)
+        if not wanted or binding is None:
+            continue
+        view = BindingView.of(binding)
+        assigned, made = view.assignment(), view.member_replicas()
+        ready = view.ready(run.ctx.ready_field)
+        for cluster, n in wanted.items():
+            have = made.get(cluster)
+            if (
+                n > assigned.get(cluster, 0)
+                and (ready.get(cluster, 0) if have is None else have) < n
+            ):
+                return True
+    return False
 
 
 def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:

@@ -13,13 +13,15 @@ kube-scheduler counts it), and a `pods` count; the resources Karmada's summary n
 
 Versions: a member's Pod watch's resourceVersion (the member's own, not Karmada's). A wave
 whose replicas run asks `versions_now`: the member's current version read afresh (a list of
-one pod), once the watch has caught up with it, so a later version counts those replicas.
+one pod), once the watch has caught up with it, less one, so a report from that watch version
+on counts those replicas (a member that changes no more still shows them counted).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import structlog
@@ -64,6 +66,7 @@ class MemberTally:
         self._lock = threading.Lock()
         self.allocatable: dict[str, float] = {}
         self.requested: dict[str, float] = {}
+        self._shapes: dict[tuple[tuple[str, float], ...], Mapping[str, float]] = {}
         self.nodes = Informer(
             client,
             proxied(cluster, "nodes", "Node", False),
@@ -74,12 +77,23 @@ class MemberTally:
         self.pods = Informer(
             client,
             proxied(cluster, "pods", "Pod", True),
-            digest=pod_amounts,
+            digest=self._pod,
             on_change=lambda old, new: self._fold(self.requested, old, new),
             **informer_settings,
         )
         for informer in (self.nodes, self.pods):
             informer.acquire()
+
+    def _pod(self, pod: Obj) -> Obj:
+        """The pod's digest, its amounts one read-only mapping per distinct shape: tens of
+        thousands of pods of a few shapes cost a reference each, not a dict each."""
+        digest = pod_amounts(pod)
+        shape = tuple(sorted(digest["amounts"].items()))
+        shared = self._shapes.get(shape)
+        if shared is None:
+            shared = self._shapes[shape] = MappingProxyType(dict(shape))
+        digest["amounts"] = shared
+        return digest
 
     def _fold(self, into: dict[str, float], old: Obj | None, new: Obj | None) -> None:
         with self._lock:
@@ -92,20 +106,26 @@ class MemberTally:
         """Both watches are open: the totals follow the member."""
         return self.nodes.live and self.pods.live
 
-    def free(self) -> dict[str, float]:
-        with self._lock:
-            return {
-                name: amount - self.requested.get(name, 0.0)
-                for name, amount in self.allocatable.items()
-            }
+    def free(self) -> tuple[dict[str, float], str]:
+        """What is free now, and the Pod watch's version it counts every pod up to (read
+        together, so a version never runs ahead of the amounts)."""
 
-    @property
-    def version(self) -> str:
-        return self.pods.version
+        def amounts() -> dict[str, float]:
+            with self._lock:
+                return {
+                    name: amount - self.requested.get(name, 0.0)
+                    for name, amount in self.allocatable.items()
+                }
+
+        version, free = self.pods.snapshot(amounts)
+        return free, version
 
     def version_now(self) -> str:
-        """The member's version read afresh, once the Pod watch has reached it (the watch's
-        version then); "" (unknown) when it cannot be read or the watch does not catch up."""
+        """A version after which every report counts the pods that exist now: the member's
+        version is read afresh and, once the Pod watch has reached it (version V), V - 1 is
+        returned, as a budget counts what ran by a report of a later version than the one read
+        then and a report at V already counts them. "" (unknown) when the member cannot be
+        read or the watch does not catch up."""
         res = self.pods.res
         try:
             page = self.client.request("list", res, "GET", res.path(), query={"limit": 1})
@@ -120,9 +140,16 @@ class MemberTally:
             seen = self.pods.version
             return seen.isdigit() and int(seen) >= int(wanted)
 
-        if not caught_up():
-            self.pods.wait_until(caught_up, CATCH_UP_SECONDS)
-        return self.pods.version if caught_up() else ""
+        if not caught_up() and not self.pods.wait_until(caught_up, CATCH_UP_SECONDS):
+            log.info(
+                "member_watch_behind",
+                cluster=self.cluster,
+                read=wanted,
+                watched=self.pods.version,
+                waited=CATCH_UP_SECONDS,
+            )
+            return ""
+        return str(int(self.pods.version) - 1)
 
     def stop(self) -> None:
         for informer in (self.nodes, self.pods):
@@ -153,7 +180,7 @@ class MemberCapacity:
         for cluster in sorted(set(clusters)):
             tally = self._tally(cluster)
             if tally.live:
-                free[cluster], versions[cluster] = tally.free(), tally.version
+                free[cluster], versions[cluster] = tally.free()
         return free, versions
 
     def versions_now(self, clusters: Iterable[str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -36,6 +36,7 @@ LIVE_WAIT_SECONDS = 1.0
 # a refused watch is retried after retry_seconds, doubled per refusal in a row up to this factor
 BACKOFF_LIMIT = 16.0
 
+T = TypeVar("T")
 Event = tuple[Obj, bool]  # (object, deleted)
 
 
@@ -390,6 +391,12 @@ class Informer:
         `timeout` seconds."""
         with self._lock:
             return self._changed.wait_for(done, max(0.0, timeout))
+
+    def snapshot(self, read: Callable[[], T]) -> tuple[str, T]:
+        """The cache's version and `read()` together (under the lock that every event and
+        its on_change hold)."""
+        with self._lock:
+            return self.version, read()
 
     def get(self, key: str) -> Obj | None:
         """The cached object of `key` ("namespace/name", "/name" cluster-scoped), or None."""

@@ -55,8 +55,10 @@ class MemberPods:
         except AlreadyExists:
             store.mutate(NODE, None, node_name(cluster), lambda n: n.update(status=body["status"]))
 
-    def created(self, cluster: str, name: str, namespace: str, request: Resources) -> None:
-        """A new pod, waiting for room (no node yet)."""
+    def created(
+        self, cluster: str, name: str, namespace: str, request: Resources, *, bound: bool
+    ) -> None:
+        """A new pod: bound to the member's node when it got room at once, else waiting."""
         store = self.store_of(cluster)
         if (cluster, namespace) not in self._namespaces:
             self._namespaces.add((cluster, namespace))
@@ -66,8 +68,10 @@ class MemberPods:
         body: dict[str, Any] = {
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"containers": [{"name": "main", "resources": {"requests": requests}}]},
-            "status": {"phase": "Pending"},
+            "status": {"phase": "Running" if bound else "Pending"},
         }
+        if bound:
+            body["spec"]["nodeName"] = node_name(cluster)
         store.create(POD, body)
 
     def placed(self, cluster: str, name: str, namespace: str) -> None:

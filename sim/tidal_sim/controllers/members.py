@@ -317,10 +317,11 @@ class Members:
         while len(member.pods) < desired:
             pod = Pod(bkey, dict(state.request))
             member.pods.append(pod)
+            room = cluster.exists and not cluster.has_pending() and cluster.fits(pod.request)
             if self.mirror is not None:
-                self.mirror.created(cluster_name, *_mirrored(pod), pod.request)
-            if cluster.exists and not cluster.has_pending() and cluster.fits(pod.request):
-                self._place(cluster, pod)
+                self.mirror.created(cluster_name, *_mirrored(pod), pod.request, bound=room)
+            if room:
+                self._place(cluster, pod, mirrored=True)
             else:
                 cluster.queue(pod)
         if len(member.pods) > desired:
@@ -332,10 +333,11 @@ class Members:
         self._record(state, cluster_name, member)
         self.mgr.status.mark_cluster(cluster_name)
 
-    def _place(self, cluster: ClusterState, pod: Pod) -> None:
+    def _place(self, cluster: ClusterState, pod: Pod, *, mirrored: bool = False) -> None:
+        """`mirrored`: the pod was written to the member bound already."""
         _add(cluster.used, pod.request)
         pod.state = "starting"
-        if self.mirror is not None:
+        if self.mirror is not None and not mirrored:
             self.mirror.placed(cluster.name, *_mirrored(pod))
         if not cluster.pods_fail:
             self._arm_start(cluster, pod)
