@@ -119,11 +119,22 @@ class Emulator(Running):
             bookmark_interval=bookmark_interval,
             rbac=rbac,
         )
-        if self.controllers is not None and self.topology.settings.member_pods:
-            from tidal_sim.controllers.member_pods import MemberPods
-
-            self.controllers.members.mirror = MemberPods(self.server.members.member)
+        if self.topology.settings.member_pods:
+            self.mirror_member_pods()
         self._started = False
+
+    def mirror_member_pods(self) -> None:
+        """Write the simulated members' Node and Pods behind the cluster proxy, each member
+        from the first request that reaches it there on (EmulatorSettings memberPods)."""
+        if self.controllers is None or self.controllers.members.mirror is not None:
+            return
+        from tidal_sim.controllers.member_pods import MemberPods
+
+        members = self.controllers.members
+        members.mirror = MemberPods(self.server.members.member)
+        self.server.members.on_read = lambda cluster: self.controllers.run_locked(
+            lambda: members.mirror_cluster(cluster)
+        )
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self, *, serve: bool = True) -> Emulator:

@@ -7,6 +7,7 @@ from typing import Any
 from tests.e2e.switch_helpers import NS, cluster, cpp, deployment, namespace
 from tests.sim.http_helpers import call, raw
 from tidal_sim.clock import ManualClock
+from tidal_sim.controllers.member_pods import POD
 from tidal_sim.emulator import Emulator
 
 SETTINGS = {
@@ -37,9 +38,13 @@ def _emulator(make_emulator: Any, *, settings: bool = True) -> Emulator:
 def test_members_show_the_simulated_pods_from_creation_to_the_end_of_termination(
     make_emulator: Any,
 ) -> None:
-    """Pods appear as they are created (bound when they got room, pending without a node),
-    keep their requests while they terminate and are gone once termination ends."""
+    """Nothing is written for a member until a request reaches it through the proxy; from
+    then on its pods are there (those it had, and new ones as they are created: bound when
+    they got room, pending without a node), keep their requests while they terminate and are
+    gone once termination ends."""
     emu = _emulator(make_emulator)
+    unread = emu.server.members.member("cluster-a")
+    assert unread.list(POD)[0] == []
     code, nodes = call(emu, "GET", PROXY + "/api/v1/nodes")
     assert code == 200
     (node,) = nodes["items"]

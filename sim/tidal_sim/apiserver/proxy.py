@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from tidal_sim.apiserver.accounting import RequestAccounting
@@ -47,6 +48,9 @@ class ClusterProxy:
         self.karmada = karmada
         self.accounting = accounting
         self.unreachable: set[str] = set()  # members a test cut off
+        # told of each request that reaches a member, before it is answered (the emulator's
+        # mirror of the simulated pods starts writing that member: controllers/member_pods.py)
+        self.on_read: Callable[[str], None] | None = None
         self._members: dict[str, _Member] = {}
         self._lock = threading.Lock()
 
@@ -99,6 +103,8 @@ class ClusterProxy:
         )
         if cluster in self.unreachable or (ready is not None and ready.get("status") != "True"):
             return error_response(ApiError(503, f"cluster {cluster} is not reachable"))
+        if self.on_read is not None:
+            self.on_read(cluster)
         store = self.member(cluster)
         try:
             route = parse_route(store.kinds, path)

@@ -122,6 +122,11 @@ class ControllerManager:
             self._thread.join(timeout=10)
             self._thread = None
 
+    def run_locked(self, fn: Callable[[], None]) -> None:
+        """Run `fn` under the manager lock (as a controller would), from any thread."""
+        with self._lock:
+            fn()
+
     def run_until_idle(self) -> None:
         """Process every queued event and the work it causes, synchronously."""
         with self._lock:

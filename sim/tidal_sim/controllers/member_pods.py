@@ -1,8 +1,11 @@
 """The simulated members' Nodes and Pods, written to the stores behind the cluster proxy.
 
-Opt-in (EmulatorSettings `memberPods: true`): a reader of the members through the proxy (a
-capacity source that watches their pods, as karmada-scheduler-estimator watches them) then
-sees at once what Karmada's Cluster status summarises only every clusterStatusUpdateSeconds.
+Opt-in (EmulatorSettings `memberPods: true`, or Emulator.mirror_member_pods()): a reader of the
+members through the proxy (a capacity source that watches their pods, as
+karmada-scheduler-estimator watches them) then sees at once what Karmada's Cluster status
+summarises only every clusterStatusUpdateSeconds. A member is written from the first request
+that reaches it through the proxy on (its pods then are written at once, except those
+terminating at that moment): members nobody reads cost nothing.
 Each member gets one Node carrying the Cluster's allocatable, and one Pod per simulated pod
 from its creation until its termination has ended (a pod waiting for room has no nodeName; a
 terminating one keeps its requests, as kube-scheduler counts it). The pods' `pods` request is
@@ -35,6 +38,7 @@ class MemberPods:
         self.store_of = store_of
         self._allocatable: dict[str, Resources] = {}
         self._namespaces: set[tuple[str, str]] = set()
+        self.clusters: set[str] = set()  # the members written (read through the proxy)
 
     def node(self, cluster: str, allocatable: Resources) -> None:
         """The member's one Node, with the Cluster's allocatable (written when it changes)."""

@@ -157,6 +157,28 @@ class Members:
         self._starting: dict[tuple[str, float], list[Pod]] = {}
         self.mirror: MemberPods | None = None  # the members' Pods behind the proxy (opt-in)
 
+    # -- the members' pods behind the proxy (member_pods.py) -------------------------------
+    def _mirror_for(self, cluster: str) -> MemberPods | None:
+        """The mirror, when `cluster` is written."""
+        return self.mirror if self.mirror is not None and cluster in self.mirror.clusters else None
+
+    def mirror_cluster(self, cluster: str) -> None:
+        """Write `cluster`'s Node and pods from now on, starting with those it has (not those
+        terminating right now: nothing lists them); once per member (under the lock)."""
+        if self.mirror is None or cluster in self.mirror.clusters:
+            return
+        self.mirror.clusters.add(cluster)
+        state = self.clusters.get(cluster)
+        if state is None:
+            return
+        self.mirror.node(cluster, state.allocatable)
+        for bkey in sorted(state.bindings):
+            member = self.bindings[bkey].members.get(cluster) if bkey in self.bindings else None
+            for pod in member.pods if member else []:
+                if pod.state != "gone":
+                    bound = pod.state != "pending"
+                    self.mirror.created(cluster, *_mirrored(pod), pod.request, bound=bound)
+
     # -- events ------------------------------------------------------------------------
     def on_cluster(self, etype: str, cluster: Obj) -> None:
         name = cluster["metadata"]["name"]
@@ -182,8 +204,8 @@ class Members:
         resized = allocatable != state.allocatable
         recovered = state.pods_fail and not pods_fail
         state.allocatable, state.startup, state.termination = allocatable, startup, termination
-        if self.mirror is not None:
-            self.mirror.node(name, allocatable)
+        if (mirror := self._mirror_for(name)) is not None:
+            mirror.node(name, allocatable)
         state.pods_fail, state.ready, state.exists = pods_fail, ready, True
         if recovered:
             self._rearm(state)
@@ -318,8 +340,8 @@ class Members:
             pod = Pod(bkey, dict(state.request))
             member.pods.append(pod)
             room = cluster.exists and not cluster.has_pending() and cluster.fits(pod.request)
-            if self.mirror is not None:
-                self.mirror.created(cluster_name, *_mirrored(pod), pod.request, bound=room)
+            if (mirror := self._mirror_for(cluster_name)) is not None:
+                mirror.created(cluster_name, *_mirrored(pod), pod.request, bound=room)
             if room:
                 self._place(cluster, pod, mirrored=True)
             else:
@@ -337,8 +359,8 @@ class Members:
         """`mirrored`: the pod was written to the member bound already."""
         _add(cluster.used, pod.request)
         pod.state = "starting"
-        if self.mirror is not None and not mirrored:
-            self.mirror.placed(cluster.name, *_mirrored(pod))
+        if not mirrored and (mirror := self._mirror_for(cluster.name)) is not None:
+            mirror.placed(cluster.name, *_mirrored(pod))
         if not cluster.pods_fail:
             self._arm_start(cluster, pod)
 
@@ -372,8 +394,8 @@ class Members:
         if pod.state == "pending":
             cluster.unqueue(pod)
             pod.state = "gone"
-            if self.mirror is not None:
-                self.mirror.gone(cluster.name, *_mirrored(pod))
+            if (mirror := self._mirror_for(cluster.name)) is not None:
+                mirror.gone(cluster.name, *_mirrored(pod))
             return
         pod.state = "terminating"
         if cluster.termination <= 0:
@@ -391,8 +413,8 @@ class Members:
             return
         pod.state = "gone"
         _add(cluster.used, pod.request, -1)
-        if self.mirror is not None:
-            self.mirror.gone(cluster.name, *_mirrored(pod))
+        if (mirror := self._mirror_for(cluster.name)) is not None:
+            mirror.gone(cluster.name, *_mirrored(pod))
         self._start_pending(cluster)
 
     def _start_pending(self, cluster: ClusterState) -> None:
