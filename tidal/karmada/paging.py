@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tidal.karmada.client import KarmadaClient, Obj, Resource
@@ -17,8 +18,11 @@ def list_paged(
     label_selector: str | None = None,
     field_selector: str | None = None,
     page_size: int = PAGE_SIZE,
+    each: Callable[[Obj], Obj] | None = None,
 ) -> tuple[list[Obj], str]:
-    """Every object matching the selectors, page by page; and the list's resourceVersion."""
+    """Every object matching the selectors, page by page; and the list's resourceVersion.
+    `each` turns every object into what is kept, page by page (a listing of thousands of pods
+    then never holds them all whole at once)."""
     items: list[Obj] = []
     token: str | None = None
     version = ""
@@ -30,7 +34,8 @@ def list_paged(
             "fieldSelector": field_selector or None,
         }
         page = client.request("list", res, "GET", res.path(namespace), query=query)
-        items.extend(page.get("items") or [])
+        listed = page.get("items") or []
+        items.extend(listed if each is None else map(each, listed))
         meta = page.get("metadata") or {}
         version = str(meta.get("resourceVersion") or version)
         token = meta.get("continue") or None

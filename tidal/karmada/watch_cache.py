@@ -212,9 +212,7 @@ class Informer:
         return wait
 
     def _list(self) -> None:
-        items, version = list_paged(self.client, self.res, self.namespace)
-        if self._digest is not None:
-            items = [self._digest(item) for item in items]
+        items, version = list_paged(self.client, self.res, self.namespace, each=self._digest)
         fresh = {key_of(item): item for item in items}
         with self._lock:
             old = self._cache
