@@ -108,3 +108,21 @@ def test_an_unreachable_member_is_left_to_cluster_status(
         assert free == {"cluster-a": {"cpu": 2.0}} and versions == {"cluster-a": "status:41"}
     finally:
         capacity.stop()
+
+
+def test_a_watch_reopening_a_moment_keeps_the_figure_a_long_outage_drops_it(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """The totals stay in use while a member's watch reopens (they are its state at their
+    version); once it has been down longer than the grace, the member is left to Cluster
+    status."""
+    emu = _team(make_emulator, 1)
+    capacity = MemberCapacity(client_for(emu, tmp_path), reopen_grace=0.5, retry_seconds=5.0)
+    try:
+        _eventually(lambda: _free(capacity) is not None)
+        emu.server.members.unreachable.add("cluster-a")
+        emu.server.members.member("cluster-a").close_watches()
+        assert _free(capacity) is not None  # just down: still the member's state
+        _eventually(lambda: _free(capacity) is None, 5.0)
+    finally:
+        capacity.stop()

@@ -34,6 +34,7 @@ from tidal.karmada.watch_cache import Informer
 log = structlog.get_logger("tidal.karmada.member_capacity")
 
 _FINISHED = ("Succeeded", "Failed")
+REOPEN_GRACE_SECONDS = 5.0  # a watch reopening this long still counts as following
 CATCH_UP_SECONDS = 1.0  # how long versions_now waits for the watch to reach the read version
 
 
@@ -61,8 +62,14 @@ def node_amounts(node: Obj) -> Obj:
 class MemberTally:
     """One member's allocatable and requested totals, kept by two watches."""
 
-    def __init__(self, client: KarmadaClient, cluster: str, **informer_settings: Any) -> None:
-        self.client, self.cluster = client, cluster
+    def __init__(
+        self,
+        client: KarmadaClient,
+        cluster: str,
+        reopen_grace: float = REOPEN_GRACE_SECONDS,
+        **informer_settings: Any,
+    ) -> None:
+        self.client, self.cluster, self.reopen_grace = client, cluster, reopen_grace
         self._lock = threading.Lock()
         self.allocatable: dict[str, float] = {}
         self.requested: dict[str, float] = {}
@@ -103,8 +110,9 @@ class MemberTally:
 
     @property
     def live(self) -> bool:
-        """Both watches are open: the totals follow the member."""
-        return self.nodes.live and self.pods.live
+        """Both watches follow the member (open, or reopening after one ended a moment ago:
+        the totals are then the member's state at their version)."""
+        return self.nodes.following(self.reopen_grace) and self.pods.following(self.reopen_grace)
 
     def free(self) -> tuple[dict[str, float], str]:
         """What is free now, and the Pod watch's version it counts every pod up to (read
@@ -159,8 +167,14 @@ class MemberTally:
 class MemberCapacity:
     """The tallies of the members waves ask about (one per member, started on first ask)."""
 
-    def __init__(self, client: KarmadaClient, **informer_settings: Any) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        reopen_grace: float = REOPEN_GRACE_SECONDS,
+        **informer_settings: Any,
+    ) -> None:
         self.client, self._settings = client, informer_settings
+        self.reopen_grace = reopen_grace
         self._lock = threading.Lock()
         self._tallies: dict[str, MemberTally] = {}
 

@@ -108,6 +108,7 @@ class Informer:
         # a watch is open now: while not (ended, refused, reconnecting, relisting) the cache
         # may miss changes, and a reader that must see the latest state reads afresh
         self._live = False
+        self._down_since: float | None = None  # when the last watch ended (monotonic)
         # a watch failed: the next one may open long after the version it resumes from, and
         # would be live before it has delivered what changed meanwhile; list again first
         self._relist = False
@@ -255,6 +256,7 @@ class Informer:
         finally:
             with self._lock:
                 self._live = False  # ended or failed: not live until the next one opens
+                self._down_since = time.monotonic()
 
     def _follow(
         self, query: dict[str, Any], timeout: int, opened: Callable[[Callable[[], None]], None]
@@ -407,6 +409,15 @@ class Informer:
         """A watch is open now (the cache follows the server)."""
         with self._lock:
             return self._live
+
+    def following(self, grace: float) -> bool:
+        """Listed, and a watch open now or one that ended at most `grace` seconds ago (the
+        cache is then still the state at its version, a moment old)."""
+        with self._lock:
+            if not self._is_synced:
+                return False
+            down = self._down_since
+            return self._live or (down is not None and time.monotonic() - down <= grace)
 
     def _wait_live(self, wait: float) -> bool:
         """Synced, and a watch open now, waiting up to `wait` seconds for one to (re)open
