@@ -61,4 +61,3 @@ def test_member_capacity_agrees_with_cluster_status_and_follows_the_pods(target:
         _until(agree, "agreement again after the training pods", 120)
     finally:
         capacity.stop()
-
