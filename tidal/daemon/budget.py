@@ -4,15 +4,16 @@ Each surging wave reserves its surge (cluster -> resource -> amount) before it s
 releases it once its override is gone; a reservation fits only if it fits what is free minus
 what every other wave holds, so no combination of teams overruns a cluster because of tidal.
 
-What is free: the caller reads it from Cluster status, which counts a held surge once its pods
-exist, and not before (nor while the status lags). Subtracting every hold from it would count
-a running surge twice and leave room unused. So per (cluster, resource) the room left is the
-better of two safe estimates:
+What is free: the caller reads it from Cluster status, or from the members' own Nodes and Pods
+(tidal.karmada.member_capacity); either counts a held surge once its pods exist, and not before
+(nor while the status lags). Subtracting every hold from it would count a running surge twice
+and leave room unused. So per (cluster, resource) the room left is the better of two safe
+estimates:
 - the free reported minus every hold the report cannot include yet: a wave says when its
-  replicas run (else when it releases), with the Cluster versions read then; a report from a
-  later version of the Cluster counts them (resourceVersions compared as the integers
-  Kubernetes issues; anything else counts as earlier), and every other hold counts in full.
-  This sees room that appears (another tenant left) at the first status refresh;
+  replicas exist (else when it releases), with the versions read then; a report of a later
+  version counts them (resourceVersions compared as the integers Kubernetes issues; anything
+  else counts as earlier), and every other hold counts in full. This sees room that appears
+  (another tenant left) at the first status refresh, or at once from the members;
 - the free seen when the first of the current holds was granted (its anchor; lowered by each
   hold forgotten, whose replicas stay as the new steady state) minus all holds, capped by the
   free reported: right while they all run and the status shows them.
