@@ -12,7 +12,7 @@ kube-scheduler counts it), and a `pods` count; the resources Karmada's summary n
 (allocatable - allocated - allocating), from objects rather than from a periodic summary.
 
 Versions: a member's Pod watch's resourceVersion (the member's own, not Karmada's). A wave
-whose replicas run asks `versions_now`: the member's current version read afresh (a list of
+whose surged replicas exist asks `versions_now`: the member's current version read afresh (a list of
 one pod), once the watch has caught up with it, less one, so a report from that watch version
 on counts those replicas (a member that changes no more still shows them counted).
 """
@@ -131,8 +131,8 @@ class MemberTally:
     def version_now(self) -> str:
         """A version after which every report counts the pods that exist now: the member's
         version is read afresh and, once the Pod watch has reached it (version V), V - 1 is
-        returned, as a budget counts what ran by a report of a later version than the one read
-        then and a report at V already counts them. "" (unknown) when the member cannot be
+        returned, as a budget counts what exists by a report of a later version than the one
+        read then, and a report at V already counts it. "" (unknown) when the member cannot be
         read or the watch does not catch up."""
         res = self.pods.res
         try:
@@ -182,7 +182,9 @@ class MemberCapacity:
         with self._lock:
             tally = self._tallies.get(cluster)
             if tally is None:
-                tally = self._tallies[cluster] = MemberTally(self.client, cluster, **self._settings)
+                tally = self._tallies[cluster] = MemberTally(
+                    self.client, cluster, self.reopen_grace, **self._settings
+                )
                 log.info("member_capacity_watch_started", cluster=cluster)
             return tally
 
