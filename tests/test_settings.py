@@ -162,3 +162,18 @@ def test_no_module_but_settings_reads_the_environment() -> None:
             if needle in text:
                 offenders.append(f"{path.relative_to(root.parent)}: {needle}")
     assert offenders == []
+
+
+def test_reading_the_members_without_shared_watches_is_one_line_naming_both_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The members' capacity is watched through the shared watches: turning those off with it
+    on is refused in one line that names both variables."""
+    monkeypatch.setenv("TIDAL_SCHEDULER__CAPACITY_SOURCE", "members")
+    assert load_settings().scheduler.capacity_source == "members"
+    monkeypatch.setenv("TIDAL_API__SHARED_WATCH", "false")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("settings: ")
+    assert "TIDAL_SCHEDULER__CAPACITY_SOURCE" in message and "TIDAL_API__SHARED_WATCH" in message

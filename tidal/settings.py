@@ -264,9 +264,9 @@ class Settings(BaseSettings):
     def _members_need_shared_watches(self) -> Settings:
         if self.scheduler.capacity_source == "members" and not self.api.shared_watch:
             raise ValueError(
-                "scheduler.capacity_source members watches the members through the daemon's "
-                "shared watches: set TIDAL_API__SHARED_WATCH=true or capacity_source "
-                "cluster-status"
+                "TIDAL_SCHEDULER__CAPACITY_SOURCE=members watches the members through the "
+                "daemon's shared watches: set TIDAL_API__SHARED_WATCH=true, or the capacity "
+                "source cluster-status"
             )
         return self
 
@@ -306,6 +306,9 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
+            if not err["loc"]:  # a rule across settings: its message names them
+                lines.append(f"settings: {err['msg'].removeprefix('Value error, ')}")
+                continue
             name = "TIDAL_" + "__".join(str(p).upper() for p in err["loc"])
             given = err.get("input")
             got = "" if isinstance(given, dict) else f" (got {given!r})"
