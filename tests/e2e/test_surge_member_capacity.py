@@ -4,6 +4,7 @@ refresh); the budget hears of a surge once its pods exist."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -17,12 +18,12 @@ from tests.e2e.surge_helpers import (
     Ledger,
     gpu_cluster,
     gpu_deployment,
+    scale,
     surge_schedule,
     team,
 )
 from tests.e2e.switch_helpers import (
     DAY,
-    NS,
     client_for,
     cpp,
     load_one,
@@ -32,9 +33,11 @@ from tests.e2e.switch_helpers import (
 )
 from tidal.daemon.budget import SharedBudget
 from tidal.domain.clock import SystemClock
+from tidal.engine.budget import SurgeBudget
 from tidal.engine.journal import InMemoryJournal
+from tidal.engine.record import RunRecord
 from tidal.engine.switch import run_switch
-from tidal.karmada.client import MERGE_PATCH
+from tidal.karmada.client import KarmadaClient
 from tidal.karmada.informer import SharedReads
 from tidal.loading import load_schedules
 from tidal_sim.emulator import Emulator
@@ -71,6 +74,32 @@ def _platform() -> list[dict[str, Any]]:
     ]
 
 
+def _night_in_background(
+    client: KarmadaClient, loaded: Any, budget: SurgeBudget, reads: SharedReads | None = None
+) -> tuple[threading.Thread, list[RunRecord]]:
+    """The schedule's night window switching in a thread (with the daemon's shared reads when
+    given); its record lands in the list once it ends."""
+    records: list[RunRecord] = []
+
+    def night() -> None:
+        with reads.in_use() if reads is not None else contextlib.nullcontext():
+            records.append(
+                run_switch(
+                    client,
+                    loaded,
+                    "night",
+                    clock=SystemClock(),
+                    journal=InMemoryJournal(),
+                    budget=budget,
+                    reads=reads,
+                )
+            )
+
+    thread = threading.Thread(target=night)
+    thread.start()
+    return thread, records
+
+
 def _b_status_counts_everything(emu: Emulator) -> bool:
     """A Cluster status refresh written now (an allocatable change is written at once)."""
     emu.set_capacity("cluster-b", {"pods": "999"})
@@ -96,37 +125,12 @@ def test_room_another_tenant_gives_back_is_granted_before_the_next_status_refres
     other = {"cluster-b": {GPU: 4.0}}
     assert budget.for_schedule("team-other").reserve("team-other/r/w1", other, other)
     loaded = load_one(write_schedule(tmp_path, schedule_text("team-t1", ROLLOUT)))
-    records: list[Any] = []
-
-    def night() -> None:
-        with reads.in_use():
-            records.append(
-                run_switch(
-                    client,
-                    loaded,
-                    "night",
-                    clock=SystemClock(),
-                    journal=InMemoryJournal(),
-                    budget=budget.for_schedule("team-t1"),
-                    reads=reads,
-                )
-            )
-
-    thread = threading.Thread(target=night)
-    thread.start()
+    thread, records = _night_in_background(client, loaded, budget.for_schedule("team-t1"), reads)
     end = time.monotonic() + 10
     while not budget.waiting() and time.monotonic() < end:
         time.sleep(0.05)
     assert budget.waiting(), "the wave never asked for room"
-    deployments = client.resource_for("apps/v1", "Deployment")
-    client.request(
-        "patch",
-        deployments,
-        "PATCH",
-        deployments.path(NS, "filler"),
-        content_type=MERGE_PATCH,
-        body={"spec": {"replicas": 0}},
-    )
+    scale(client, "filler", 0)
     thread.join(30)
     (record,) = records
     cluster = emu.store.get(emu._cluster_type(), None, "cluster-b")
@@ -147,22 +151,7 @@ def test_the_budget_hears_of_a_surge_once_its_pods_exist_not_once_they_are_ready
     (loaded,) = load_schedules([surge_schedule(tmp_path, FULL_AVAILABILITY)]).schedules
     ledger = Ledger(True)
     emu.set_pods_fail("cluster-b")
-    records: list[Any] = []
-
-    def night() -> None:
-        records.append(
-            run_switch(
-                client,
-                loaded,
-                "night",
-                clock=SystemClock(),
-                journal=InMemoryJournal(),
-                budget=ledger,
-            )
-        )
-
-    thread = threading.Thread(target=night)
-    thread.start()
+    thread, records = _night_in_background(client, loaded, ledger)
     end = time.monotonic() + 15
     while ("running" not in [c[0] for c in ledger.calls]) and time.monotonic() < end:
         time.sleep(0.05)

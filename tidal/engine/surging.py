@@ -177,22 +177,19 @@ def _surged_absent(run: WaveInFlight, record: SurgeRecord) -> bool:
     """Some raised replica has no pod in its member yet: the member workload's status.replicas
     (created pods, bound to a node or not, as Karmada's resource summary and kube-scheduler
     count them) below the raise; a kind that reports no such field counts its ready ones."""
-    for w in run.live:
-        wanted = record.targets.get(w.name)
-        binding = run.watch.cache.get(w.binding_key)
-        if not wanted or binding is None:
-            continue
-        view = BindingView.of(binding)
-        assigned, made = view.assignment(), view.member_replicas()
+
+    def existing(view: BindingView) -> dict[str, int]:
         ready = view.ready(run.ctx.ready_field)
-        for cluster, n in wanted.items():
-            have = made.get(cluster)
-            if (
-                n > assigned.get(cluster, 0)
-                and (ready.get(cluster, 0) if have is None else have) < n
-            ):
-                return True
-    return False
+        return {c: ready.get(c, 0) if n is None else n for c, n in view.member_replicas().items()}
+
+    return bool(
+        not_serving(
+            run,
+            record.targets,
+            lambda n, assigned, have: n > assigned and have < n,
+            counted=existing,
+        )
+    )
 
 
 def _surged_short(run: WaveInFlight, record: SurgeRecord) -> list[str]:
@@ -207,10 +204,12 @@ def not_serving(
     targets: Mapping[str, Mapping[str, int]],
     short: Callable[[int, int, int], bool],
     gone: Collection[str] = (),
+    counted: Callable[[BindingView], Mapping[str, int]] | None = None,
 ) -> list[str]:
     """`workload cluster ready/wanted` for each (workload, cluster) of `targets` (wanted
-    replicas) that `short(wanted, assigned, ready)` finds short, from the wave's watch; a
-    workload without a binding, or in `gone`, is left to the gates."""
+    replicas) that `short(wanted, assigned, ready)` finds short, from the wave's watch
+    (`counted`: what to count per cluster instead of the ready replicas); a workload without a
+    binding, or in `gone`, is left to the gates."""
     out = []
     for w in run.live:
         wanted = targets.get(w.name)
@@ -218,7 +217,8 @@ def not_serving(
         if not wanted or binding is None or w.name in gone:
             continue
         view = BindingView.of(binding)
-        assigned, ready = view.assignment(), view.ready(run.ctx.ready_field)
+        assigned = view.assignment()
+        ready = view.ready(run.ctx.ready_field) if counted is None else counted(view)
         out += [
             f"{w.name} {c} {ready.get(c, 0)}/{n}"
             for c, n in wanted.items()

@@ -383,8 +383,7 @@ class Informer:
     def wait_changed(self, version: str, timeout: float) -> bool:
         """Until the cache's resourceVersion is no longer `version` (True), or `timeout`
         seconds pass (False): a wait that wakes on the watch, not on a poll."""
-        with self._lock:
-            return self._changed.wait_for(lambda: self.version != version, max(0.0, timeout))
+        return self.wait_until(lambda: self.version != version, timeout)
 
     def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
         """Until `done()` (asked under the lock after every event, listing and bookmark) or
