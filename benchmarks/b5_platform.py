@@ -1,11 +1,13 @@
 """B5: the platform-wide night. Many teams, each with its own schedule, all due at the same
 minute; cluster-b has room for a fixed fraction of their surge at first and more as another
-tenant (the filler) leaves it over the night. Two arms on identical fresh emulators:
+tenant (the filler) leaves it over the night. Three arms on identical fresh emulators:
 
 - independent: each team's switch on its own (today's behaviour, with surge): each sizes and
   reserves its surge against what cluster-b says is free, unaware of the others;
 - shared: the daemon's way: one SharedBudget (priority, turns by wave) and one SharedReads
-  (one list and watch per kind) lent to every switch.
+  (one list and watch per kind) lent to every switch, free capacity read from the members'
+  Nodes and Pods (the default capacity source);
+- shared_status: the same, free capacity read from Karmada's Cluster status.
 
 Measured on the emulator's clock: GPUs requested in cluster-b beyond its allocatable
 (allocated plus pods pending for room), the makespan (first window start to last run
@@ -56,9 +58,14 @@ class Night:
     # daemon's TIDAL_SCHEDULER__CAPACITY_SETTLE_SECONDS) that goes with it
     status_period: float = 10.0
     capacity_settle: float = 15.0
-    # the daemon's scheduler.capacity_source: Karmada's Cluster status, or the members' Nodes
-    # and Pods watched through the cluster proxy (the emulator then mirrors its pods there)
-    capacity_source: Literal["cluster-status", "members"] = "cluster-status"
+    # the daemon's scheduler.capacity_source: the members' Nodes and Pods watched through the
+    # cluster proxy (auto, the default, with the shared watches the shared arm has), or
+    # Karmada's Cluster status (the emulator then writes no member pods behind the proxy)
+    capacity_source: Literal["auto", "cluster-status", "members"] = "auto"
+
+    @property
+    def reads_members(self) -> bool:
+        return self.capacity_source != "cluster-status"
 
     @property
     def workloads(self) -> int:
@@ -114,7 +121,7 @@ def topology(night: Night) -> list[dict[str, Any]]:
     )
     docs = sc.topology(fleet, [])
     docs[0]["spec"]["clusterStatusUpdateSeconds"] = night.status_period
-    docs[0]["spec"]["memberPods"] = night.capacity_source == "members"
+    docs[0]["spec"]["memberPods"] = night.reads_members
     filler_policy = sc.cpp(
         "filler",
         {"clusterAffinity": {"clusterNames": ["cluster-b"]}},
@@ -317,7 +324,7 @@ def _daemon(conn: Connection, spec: DaemonArm) -> None:
     clock = SimEngineClock(sim)
     loaded = schedules(spec.night, spec.workdir / ("shared" if spec.shared else "independent"))
     shared_budget = SharedBudget(clock, settle_seconds=spec.night.capacity_settle)
-    members = spec.night.capacity_source == "members"
+    members = spec.night.reads_members
     reads = SharedReads(client, member_capacity=members) if spec.shared else None
     views = {
         s.schedule.name: FirstSurge(
@@ -455,12 +462,20 @@ class _nothing:
 
 
 def _day_settled(emu: Any, night: Night) -> bool:
+    """Every day replica ready and reported, and cluster-b's Cluster status counting them and
+    the filler (a night started before that refresh would size its surges on room the filler
+    takes: the day, as Karmada reports it, is where every arm starts)."""
+    from benchmarks.harness import rtype
+
     current = emu.controllers.timeline.current()
     if len(current) < night.workloads * 2 + 1:
         return False
-    return all(assigned == ready for assigned, ready in current.values()) and bool(
-        emu.bindings_report_ready()
-    )
+    if not all(assigned == ready for assigned, ready in current.values()):
+        return False
+    cluster = emu.store.get(rtype(emu, "cluster.karmada.io/v1alpha1", "Cluster"), None, "cluster-b")
+    allocated = ((cluster.get("status") or {}).get("resourceSummary") or {}).get("allocated") or {}
+    day_and_filler = night.workloads * (REPLICAS - 4) + night.filler
+    return str(allocated.get(GPU)) == str(day_and_filler) and bool(emu.bindings_report_ready())
 
 
 def run(cfg: RunConfig) -> Section:
@@ -470,11 +485,11 @@ def run(cfg: RunConfig) -> Section:
     t0 = time.monotonic()
     independent = arm(night, workdir, shared=False, cap_seconds=night.cap_seconds)
     shared = arm(night, workdir, shared=True, cap_seconds=SHARED_CAP_SECONDS)
-    # the same shared arm with the daemon reading the members' capacity
-    # (TIDAL_SCHEDULER__CAPACITY_SOURCE=members) instead of Karmada's Cluster status
-    members_night = dataclasses.replace(night, capacity_source="members")
-    (workdir / "members").mkdir()
-    members = arm(members_night, workdir / "members", shared=True, cap_seconds=SHARED_CAP_SECONDS)
+    # the same shared arm with the daemon reading Karmada's Cluster status
+    # (TIDAL_SCHEDULER__CAPACITY_SOURCE=cluster-status) instead of the members' capacity
+    status_night = dataclasses.replace(night, capacity_source="cluster-status")
+    (workdir / "status").mkdir()
+    status = arm(status_night, workdir / "status", shared=True, cap_seconds=SHARED_CAP_SECONDS)
     bound = night.capacity_bound()
     section.put("workloads", night.workloads)
     section.put("schedules", night.teams)
@@ -488,28 +503,28 @@ def run(cfg: RunConfig) -> Section:
     )
     section.put("shared.requests", shared["requests"])
     section.put("shared.peak_rss_mb", round(shared["peak_rss_mb"], 1))
-    section.put(
-        "shared_members.makespan_over_bound",
-        round(members["makespan_seconds"] / bound, 2) if bound > 0 else 0.0,
-    )
-    section.put("shared_members.makespan_seconds", round(members["makespan_seconds"], 1))
-    section.put("shared_members.peak_overcommit_gpus", members["peak_overcommit_gpus"])
-    section.put("shared_members.peak_rss_mb", round(members["peak_rss_mb"], 1))
-    section.put("shared_members.requests", members["requests"])
     section.put("shared.max_wait_seconds", round(shared["max_wait_seconds"], 1))
     section.put("shared.min_wait_seconds", round(shared["min_wait_seconds"], 1))
-    # where the makespan above the bound goes: until Cluster status shows the last room, and
-    # from then to the last team's end
-    seen = shared["room_seen_seconds"]
-    section.put("shared.filler_gone_seconds", round(shared["filler_gone_seconds"], 1))
-    section.put("shared.room_seen_seconds", round(seen, 1))
     section.put(
-        "shared.status_lag_seconds",
-        round(seen - shared["filler_gone_seconds"] - TERMINATION, 1) if seen >= 0 else -1.0,
+        "shared_status.makespan_over_bound",
+        round(status["makespan_seconds"] / bound, 2) if bound > 0 else 0.0,
+    )
+    section.put("shared_status.makespan_seconds", round(status["makespan_seconds"], 1))
+    section.put("shared_status.peak_overcommit_gpus", status["peak_overcommit_gpus"])
+    section.put("shared_status.peak_rss_mb", round(status["peak_rss_mb"], 1))
+    section.put("shared_status.requests", status["requests"])
+    # where the status arm's makespan above the bound goes: until Cluster status shows the
+    # last room, and from then to the last team's end
+    seen = status["room_seen_seconds"]
+    section.put("shared.filler_gone_seconds", round(shared["filler_gone_seconds"], 1))
+    section.put("shared_status.room_seen_seconds", round(seen, 1))
+    section.put(
+        "shared_status.status_lag_seconds",
+        round(seen - status["filler_gone_seconds"] - TERMINATION, 1) if seen >= 0 else -1.0,
     )
     section.put(
-        "shared.after_room_seen_seconds",
-        round(shared["makespan_seconds"] - seen, 1) if seen >= 0 else -1.0,
+        "shared_status.after_room_seen_seconds",
+        round(status["makespan_seconds"] - seen, 1) if seen >= 0 else -1.0,
     )
     section.say(
         f"{night.teams} schedules of {night.per_team} Deployments ({night.workloads:,} "
@@ -530,8 +545,8 @@ def run(cfg: RunConfig) -> Section:
             f"{r['min_wait_seconds']:.1f}-{r['max_wait_seconds']:.1f} |"
             for label, r in (
                 ("independent", independent),
-                ("shared budget", shared),
-                ("shared budget, members' capacity", members),
+                ("shared budget, members' capacity (default)", shared),
+                ("shared budget, Cluster status", status),
             )
         ),
         "",
@@ -541,25 +556,24 @@ def run(cfg: RunConfig) -> Section:
         "1,000 workloads; divide by 1,000 to compare).",
         "",
         f"Capacity bound: {bound:.1f} s (the filler's release, one termination, one start-up);"
-        f" makespan / bound = {shared['makespan_seconds'] / bound:.2f}. The filler's last step "
-        f"came at {shared['filler_gone_seconds']:.1f} s; cluster-b's Cluster status (refreshed "
-        f"by Karmada every 10 s, the only capacity the switches see) first showed its pods gone "
-        f"at {seen:.1f} s, {seen - shared['filler_gone_seconds'] - TERMINATION:.1f} s after they "
-        f"terminated; the last team finished {shared['makespan_seconds'] - seen:.1f} s after "
-        "that (surge start-up, status propagation, the move, the release).",
+        f" makespan / bound = {shared['makespan_seconds'] / bound:.2f} "
+        f"(`b5.shared.makespan_over_bound`), the daemon reading the members' capacity as it "
+        f"does by default (`TIDAL_SCHEDULER__CAPACITY_SOURCE=auto`: their Nodes and Pods "
+        f"watched through the cluster proxy, so the room the filler leaves is seen as its pods "
+        f"go). The filler's last step came at {shared['filler_gone_seconds']:.1f} s.",
         "",
-        f"Reading the members' capacity (`TIDAL_SCHEDULER__CAPACITY_SOURCE=members`: their "
-        f"Nodes and Pods watched through the cluster proxy, so the room the filler leaves is "
-        f"seen as its pods go, not at the next Cluster status refresh): makespan / bound = "
-        f"{members['makespan_seconds'] / bound:.2f} "
-        f"(`b5.shared_members.makespan_over_bound`), "
-        f"{members['peak_overcommit_gpus']:g} GPUs over-committed.",
+        f"Reading Karmada's Cluster status instead (`=cluster-status`, refreshed by Karmada "
+        f"every 10 s): makespan / bound = {status['makespan_seconds'] / bound:.2f} "
+        f"(`b5.shared_status.makespan_over_bound`), {status['peak_overcommit_gpus']:g} GPUs "
+        f"over-committed; its status first showed the filler's pods gone at {seen:.1f} s, "
+        f"{seen - status['filler_gone_seconds'] - TERMINATION:.1f} s after they terminated; the "
+        f"last team finished {status['makespan_seconds'] - seen:.1f} s after that.",
         "",
         f"Memory: `b5.shared.peak_rss_mb` is the peak RSS of the daemon's process (every "
         f"team's switch, the shared budget and informers; the emulator runs in another "
         f"process): {shared['peak_rss_mb']:.1f} MB (independent arm's: "
-        f"{independent['peak_rss_mb']:.1f} MB; with the members' Pods watched: "
-        f"{members['peak_rss_mb']:.1f} MB).",
+        f"{independent['peak_rss_mb']:.1f} MB; reading Cluster status: "
+        f"{status['peak_rss_mb']:.1f} MB).",
         *(
             [
                 "",
@@ -572,7 +586,7 @@ def run(cfg: RunConfig) -> Section:
         ),
         *(
             ["", "**The shared arm was cut off** before every team finished."]
-            if shared["cut_off"] or members["cut_off"]
+            if shared["cut_off"] or status["cut_off"]
             else []
         ),
     )
@@ -583,7 +597,7 @@ def what_if(argv: list[str] | None = None) -> dict[str, float]:
     """B5's shared arm alone at full size, with another Cluster status period, capacity
     settle or capacity source: `python -m benchmarks.b5_platform --status-period 0.5
     --capacity-settle 1.5` prints its figures as JSON (docs/benchmarks.md, "Issue 26, seventh
-    pass"; `--capacity-source members`: the eighth)."""
+    pass"; `--capacity-source cluster-status`: the Cluster status arm)."""
     import argparse
     import json
 
@@ -591,7 +605,7 @@ def what_if(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--status-period", type=float, default=10.0)
     parser.add_argument("--capacity-settle", type=float, default=15.0)
     parser.add_argument(
-        "--capacity-source", choices=("cluster-status", "members"), default="cluster-status"
+        "--capacity-source", choices=("auto", "cluster-status", "members"), default="auto"
     )
     parser.add_argument("--quick", action="store_true", help="10 teams of 10 at a 5x clock")
     parser.add_argument("--workdir", type=Path, help="keep the schedules and daemon log here")

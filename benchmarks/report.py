@@ -51,9 +51,9 @@ REQUIRED_KEYS = (
     "b5.shared.peak_rss_mb",
     "b5.shared.max_wait_seconds",
     "b5.shared.min_wait_seconds",
-    "b5.shared_members.makespan_over_bound",
-    "b5.shared_members.peak_overcommit_gpus",
-    "b5.shared_members.peak_rss_mb",
+    "b5.shared_status.makespan_over_bound",
+    "b5.shared_status.peak_overcommit_gpus",
+    "b5.shared_status.peak_rss_mb",
     "estimator.p99_ms",
     "estimator.requests_to_members_per_answer",
 )

@@ -177,3 +177,17 @@ def test_reading_the_members_without_shared_watches_is_one_line_naming_both_sett
     message = str(caught.value)
     assert "\n" not in message and message.startswith("settings: ")
     assert "TIDAL_SCHEDULER__CAPACITY_SOURCE" in message and "TIDAL_API__SHARED_WATCH" in message
+
+
+def test_the_daemon_reads_the_members_capacity_by_default_where_it_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """capacity_source defaults to auto: the members' capacity with shared watches on, Cluster
+    status with them off (no error, unlike an explicit `members`), Cluster status when set."""
+    settings = load_settings()
+    assert settings.scheduler.capacity_source == "auto" and settings.watches_members
+    monkeypatch.setenv("TIDAL_API__SHARED_WATCH", "false")
+    assert not load_settings().watches_members
+    monkeypatch.setenv("TIDAL_API__SHARED_WATCH", "true")
+    monkeypatch.setenv("TIDAL_SCHEDULER__CAPACITY_SOURCE", "cluster-status")
+    assert not load_settings().watches_members

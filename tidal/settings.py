@@ -91,8 +91,10 @@ class SchedulerSettings(BaseModel):
     capacity_settle_seconds: float = Field(15.0, ge=0)
     # where the shared budget reads free capacity: Karmada's Cluster status (its resource
     # summary, refreshed every --cluster-status-update-frequency), or the members' Nodes and
-    # Pods watched through the cluster proxy (current; needs clusters/proxy in the RBAC)
-    capacity_source: Literal["cluster-status", "members"] = "cluster-status"
+    # Pods watched through the cluster proxy (current; needs clusters/proxy here and list/watch
+    # of nodes and pods in each member). auto: the members' with shared watches on (a member
+    # that refuses or does not answer is read from its Cluster status), else Cluster status
+    capacity_source: Literal["auto", "cluster-status", "members"] = "auto"
 
 
 class SweeperSettings(BaseModel):
@@ -269,6 +271,12 @@ class Settings(BaseSettings):
                 "source cluster-status"
             )
         return self
+
+    @property
+    def watches_members(self) -> bool:
+        """The daemon reads free capacity from the members' Nodes and Pods."""
+        source = self.scheduler.capacity_source
+        return source == "members" or (source == "auto" and self.api.shared_watch)
 
     @field_validator("listen_address")
     @classmethod

@@ -9,7 +9,7 @@ Documents are ordinary manifests (Cluster, Namespace, policies, templates), plus
   `spec: {schedulerLatencySeconds: 0.5, featureGates: [PropagationPolicyPreemption],
   karmadaVersion: "1.18", teamEstimator: {...}, statusDelaySeconds: 1,
   clusterStatusUpdateSeconds: 10, emptyWorkloadPropagation: false,
-  policyChangeLagSeconds: 0, memberPods: false}` (team_estimator.py
+  policyChangeLagSeconds: 0, memberPods: true}` (team_estimator.py
   describes teamEstimator; statusDelaySeconds and clusterStatusUpdateSeconds are Karmada's
   status latencies, see controllers/status.py; emptyWorkloadPropagation is karmada-scheduler's
   --enable-empty-workload-propagation: clusters assigned 0 replicas stay in spec.clusters;
@@ -68,8 +68,9 @@ class EmulatorSettings:
     # the detector reaches a policy change's templates this late (upstream: a low-priority
     # queue lane), each with the Lazy-ness the policy had when it changed
     policy_change_lag: float = 0.0
-    # the members' Node and Pods behind the cluster proxy (controllers/member_pods.py)
-    member_pods: bool = False
+    # the members' Node and Pods behind the cluster proxy (controllers/member_pods.py): on, as
+    # a member has them; off where a test writes a member's own Nodes and Pods there
+    member_pods: bool = True
 
 
 @dataclass
@@ -165,7 +166,7 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
             _seconds(spec, "clusterStatusUpdateSeconds", 10.0),
             _flag(spec, "emptyWorkloadPropagation"),
             _seconds(spec, "policyChangeLagSeconds", 0.0),
-            _flag(spec, "memberPods"),
+            _flag(spec, "memberPods", True),
         )
     except TeamEstimatorError as exc:
         raise TopologyError(f"{where}: spec.{exc}") from exc
@@ -173,8 +174,8 @@ def _settings(where: str, spec: Obj) -> EmulatorSettings:
         raise TopologyError(f"{where}: bad EmulatorSettings value: {exc}") from exc
 
 
-def _flag(spec: Obj, name: str) -> bool:
-    value = spec.get(name, False)
+def _flag(spec: Obj, name: str, default: bool = False) -> bool:
+    value = spec.get(name, default)
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, not {value!r}")
     return value

@@ -346,6 +346,8 @@ NOT_EXERCISED: dict[tuple[str, str], str] = {
     ("propagationpolicies", "list"): "the daemon's sweep of leftovers (tidal run)",
     ("clusterpropagationpolicies", "list"): "the daemon's sweep of leftovers (tidal run)",
     ("workloadrebalancers", "get"): "read back only when a wave fails, for per-workload results",
+    ("clusters/proxy", "get"): "the daemon reads the members' capacity for its surge waves "
+    "(tidal run, scheduler.capacity_source auto)",
     ("workloadrebalancers", "delete"): "one by one only where deletecollection is refused (an "
     "RBAC printed before it was granted)",
     ("deployments", "get"): "read only when a wave's binding vanishes (a deleted template): "
@@ -525,6 +527,7 @@ def test_rbac_covers_every_request_of_the_daemon(make_emulator: Any, tmp_path: P
             ("deployments", "get"),
             ("propagationpolicies", "watch"),
             ("clusterpropagationpolicies", "watch"),
+            ("clusters/proxy", "get"),  # the members' capacity: surge waves only
         }
         - OVERRIDES_NOT_EXERCISED
     )
@@ -549,10 +552,19 @@ def test_a_custom_template_kind_may_list_interpreter_customizations(tmp_path: Pa
 def test_a_daemon_reading_the_members_may_get_through_the_cluster_proxy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With TIDAL_SCHEDULER__CAPACITY_SOURCE=members the RBAC grants `get` on clusters/proxy
-    (the proxy authorizes every member request as that); with Cluster status, nothing there."""
+    """By default (capacity source auto, shared watches on) and with `members` the RBAC grants
+    `get` on clusters/proxy (the proxy authorizes every member request as that); with Cluster
+    status, or auto without shared watches, nothing there."""
     directory = write(tmp_path / "s", "team-9.yaml", PATCH_SCHEDULE)
-    assert rules_by(objects_of(run(str(directory)).stdout), "clusters/proxy") == []
-    monkeypatch.setenv("TIDAL_SCHEDULER__CAPACITY_SOURCE", "members")
-    (rule,) = rules_by(objects_of(run(str(directory)).stdout), "clusters/proxy")
-    assert (rule.api_group, rule.verbs, rule.namespace) == ("cluster.karmada.io", ("get",), None)
+    for source, shared_watch, grants in (
+        ("auto", "true", True),
+        ("members", "true", True),
+        ("cluster-status", "true", False),
+        ("auto", "false", False),
+    ):
+        monkeypatch.setenv("TIDAL_SCHEDULER__CAPACITY_SOURCE", source)
+        monkeypatch.setenv("TIDAL_API__SHARED_WATCH", shared_watch)
+        rules = rules_by(objects_of(run(str(directory)).stdout), "clusters/proxy")
+        assert [(r.api_group, r.verbs, r.namespace) for r in rules] == (
+            [("cluster.karmada.io", ("get",), None)] if grants else []
+        ), (source, shared_watch)

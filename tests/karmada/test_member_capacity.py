@@ -126,3 +126,22 @@ def test_a_watch_reopening_a_moment_keeps_the_figure_a_long_outage_drops_it(
         _eventually(lambda: _free(capacity) is None, 5.0)
     finally:
         capacity.stop()
+
+
+def test_what_a_namespace_requests_follows_its_pods_alone(
+    make_emulator: Any, tmp_path: Path
+) -> None:
+    """requested_in sums the pods of the namespaces asked about, as they come and go; another
+    namespace's pods are not in it."""
+    emu = _team(make_emulator, 1)
+    capacity = MemberCapacity(client_for(emu, tmp_path))
+    try:
+        _eventually(lambda: _free(capacity) is not None)
+        assert capacity.requested_in([NS]) == {"cluster-a": {"cpu": 1.0, "pods": 1.0}}
+        assert capacity.requested_in(["elsewhere"]) == {"cluster-a": {}}
+        _scale(emu, 2)
+        emu.advance(0.1)
+        _eventually(lambda: capacity.requested_in([NS])["cluster-a"].get("pods") == 2.0)
+        assert capacity.requested_in([NS, "elsewhere"])["cluster-a"]["cpu"] == 2.0
+    finally:
+        capacity.stop()

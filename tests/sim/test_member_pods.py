@@ -10,10 +10,10 @@ from tidal_sim.clock import ManualClock
 from tidal_sim.controllers.member_pods import POD
 from tidal_sim.emulator import Emulator
 
-SETTINGS = {
+WITHOUT_PODS = {
     "apiVersion": "sim.tidal.io/v1alpha1",
     "kind": "EmulatorSettings",
-    "spec": {"memberPods": True},
+    "spec": {"memberPods": False},
 }
 PROXY = "/apis/cluster.karmada.io/v1alpha1/clusters/cluster-a/proxy"
 ONLY_A = {"clusterAffinity": {"clusterNames": ["cluster-a"]}}
@@ -25,11 +25,11 @@ def _pods(emu: Emulator) -> list[dict[str, Any]]:
     return list(listed["items"])
 
 
-def _emulator(make_emulator: Any, *, settings: bool = True) -> Emulator:
+def _emulator(make_emulator: Any, *, settings: dict[str, Any] | None = None) -> Emulator:
     a = cluster("cluster-a", cpu="3", pods="10", startup=1.0, termination=5.0)
     team = [namespace(), cpp("team-cpp", "t1", ONLY_A), deployment("web", "t1", 4, cpu="1")]
     emu: Emulator = make_emulator(
-        ([SETTINGS] if settings else []) + [a, *team], clock=ManualClock()
+        ([settings] if settings else []) + [a, *team], clock=ManualClock()
     )
     emu.advance(0.5)
     return emu
@@ -64,7 +64,8 @@ def test_members_show_the_simulated_pods_from_creation_to_the_end_of_termination
     assert len(_pods(emu)) == 1
 
 
-def test_without_the_setting_the_members_hold_no_pods(make_emulator: Any) -> None:
-    """By default the simulation writes nothing behind the proxy."""
-    emu = _emulator(make_emulator, settings=False)
+def test_with_member_pods_off_the_members_hold_no_pods(make_emulator: Any) -> None:
+    """With memberPods false (a test writes the members itself) the simulation writes
+    nothing behind the proxy."""
+    emu = _emulator(make_emulator, settings=WITHOUT_PODS)
     assert _pods(emu) == []

@@ -211,7 +211,7 @@ def rbac_command(
         state_namespace=namespace,
         extra_templates=extra,
         lease_name=lease_name or settings.leader_election.lease_name,
-        member_capacity=settings.scheduler.capacity_source == "members",
+        member_capacity=settings.watches_members,
     )
     objects = rbac_manifests(rules, name=name, subject=subject)
     if output == "json":

@@ -180,7 +180,7 @@ class Daemon:
             SharedReads(
                 client,
                 max_watch_seconds=api.shared_watch_seconds,
-                member_capacity=settings.scheduler.capacity_source == "members",
+                member_capacity=settings.watches_members,
             )
             if api.shared_watch
             else None

@@ -17,6 +17,7 @@ an earlier one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 Need: TypeAlias = Mapping[str, Mapping[str, float]]
@@ -70,3 +71,20 @@ class OwnBudget:
 
     def release(self, holder: str, versions: Callable[[], Versions] | None = None) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class Growth:
+    """What the wave's namespaces requested in the members it leased room in, read before the
+    grant, and the room leased: once their requests grew by it, the wave's pods exist."""
+
+    base: dict[str, dict[str, float]]
+    need: Need
+
+    def shown_by(self, now: Mapping[str, Mapping[str, float]]) -> bool:
+        return all(
+            c in now and now[c].get(r, 0.0) - self.base[c].get(r, 0.0) >= amount - 1e-9
+            for c, amounts in self.need.items()
+            for r, amount in amounts.items()
+            if amount > 0
+        )

@@ -13,7 +13,7 @@ from tidal.domain.clock import Clock
 from tidal.domain.floors import FloorRule, FloorViolation
 from tidal.domain.placement import Placement
 from tidal.engine import gates, triggers
-from tidal.engine.budget import OwnBudget, SurgeBudget
+from tidal.engine.budget import Growth, OwnBudget, SurgeBudget
 from tidal.engine.destinations import DestinationHealth
 from tidal.engine.events import Emitter, EventBase, FloorBreached, WorkloadSkipped
 from tidal.engine.journal import RunState, WaveState
@@ -170,6 +170,7 @@ class WaveInFlight:
         self.deadline = ctx.clock.monotonic() + ctx.wave_timeout
         self.passed: set[Gate] = set()  # gates announced in this wave (each once)
         self.told_running = False  # the budget heard that the wave's extra replicas exist
+        self.growth: Growth | None = None  # where the members show the wave's pods (room.py)
 
     @property
     def triggered_before(self) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from tidal.domain.plan import Amounts
 from tidal.domain.prediction import ClusterFacts
 from tidal.domain.surge import add, describe, usable
+from tidal.engine.budget import Growth
 from tidal.engine.journal import WaveLeg, WaveState
 from tidal.engine.outcome import WaveOutcome
 from tidal.engine.states import BridgeStep, FailureReason, SurgeStep
@@ -104,9 +105,12 @@ def _reserve(
     ctx = run.ctx
     seen = ctx.clusters_version()
     free, versions = free_now(ctx, need)
+    base = _requested_here(run, need)
     if resumed:
         free = add(free, need)
     if ctx.budget.reserve(name, need, free, versions):
+        if base is not None and not resumed:
+            run.growth = Growth(base, need)
         return None
     if ctx.clock.monotonic() < run.deadline:
         return Pending(WakeOn(clusters=True, clusters_seen=seen), run.deadline)
@@ -129,6 +133,44 @@ def _reserve(
         FailureReason.TIMEOUT,
         f"no room for the wave's {what} within waveTimeout {ctx.wave_timeout:g}s ({why})",
     )
+
+
+def _namespaces(run: WaveInFlight) -> set[str] | None:
+    """The namespaces of the wave's workloads (None: one is cluster-scoped)."""
+    namespaces = {w.key.namespace for w in run.live}
+    return None if None in namespaces else {n for n in namespaces if n is not None}
+
+
+def _requested_here(run: WaveInFlight, need: Amounts) -> dict[str, dict[str, float]] | None:
+    """What the wave's namespaces request now in each member of `need` (None: not every one
+    is watched live, or a workload is cluster-scoped)."""
+    members = run.ctx.member_capacity
+    namespaces = _namespaces(run) if members is not None else None
+    if members is None or namespaces is None:
+        return None
+    requested = members.requested_in(namespaces)
+    if not set(need) <= set(requested):
+        return None
+    return {c: requested[c] for c in need}
+
+
+def pods_shown(run: WaveInFlight) -> bool:
+    """The members' watches show the wave's leased room taken by pods of its namespaces
+    (sooner than Karmada relays member status to the bindings). Another writer adding pods
+    in the same namespaces meanwhile could make this early; the binding's status still
+    tells it when this cannot."""
+    members = run.ctx.member_capacity
+    if run.growth is None or members is None:
+        return False
+    namespaces = _namespaces(run)
+    if namespaces is None:
+        return False
+    return run.growth.shown_by(members.requested_in(namespaces))
+
+
+def watching_growth(run: WaveInFlight) -> bool:
+    """The wave waits to tell the budget its pods exist and can see them in the members."""
+    return run.growth is not None and not run.told_running
 
 
 def running(run: WaveInFlight) -> None:

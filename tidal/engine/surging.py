@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from tidal.engine.inflight import SwitchContext, WaveInFlight
 
 
+MEMBER_LOOK_SECONDS: Final = 0.25  # how often a wave looks for its pods in the members' totals
 # steps past the raise: the wave's own Surge step has nothing to write
 MOVED_ON: Final = (
     SurgeStep.MOVING,
@@ -159,7 +160,7 @@ def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
 
     def short() -> list[str]:
         follow_scale(run.ctx, run.watch.cache)
-        if not _surged_absent(run, record):
+        if room.pods_shown(run) or not _surged_absent(run, record):
             room.running(run)  # they exist: capacity counts them from now, ready or not
         return _surged_short(run, record)
 
@@ -262,7 +263,10 @@ class ReadyWait:
             )
         base = ctx.event_base(run.wave.index)
         ctx.emitter.emit(WaveProgress(**base, ready={}, assigned={}, converged=0, total=len(short)))
-        return Pending(WakeOn(keys=self.ours, seen=self.tracker.update), run.deadline)
+        deadline = run.deadline
+        if room.watching_growth(run):  # the members' watches show the pods first: look there
+            deadline = min(deadline, ctx.clock.monotonic() + MEMBER_LOOK_SECONDS)
+        return Pending(WakeOn(keys=self.ours, seen=self.tracker.update), deadline)
 
 
 def fit(run: WaveInFlight) -> None:

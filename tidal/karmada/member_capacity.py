@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from tidal.karmada.client import KarmadaClient, Obj
-from tidal.karmada.errors import KarmadaError
+from tidal.karmada.errors import Forbidden, KarmadaError
 from tidal.karmada.members import pod_requests, proxied, resources_of
 from tidal.karmada.watch_cache import Informer
 
@@ -73,19 +73,23 @@ class MemberTally:
         self._lock = threading.Lock()
         self.allocatable: dict[str, float] = {}
         self.requested: dict[str, float] = {}
+        self.requested_by_namespace: dict[str, dict[str, float]] = {}
         self._shapes: dict[tuple[tuple[str, float], ...], Mapping[str, float]] = {}
+        self._refused = False  # the member's refusal was logged
         self.nodes = Informer(
             client,
             proxied(cluster, "nodes", "Node", False),
             digest=node_amounts,
             on_change=lambda old, new: self._fold(self.allocatable, old, new),
+            on_error=self._failed,
             **informer_settings,
         )
         self.pods = Informer(
             client,
             proxied(cluster, "pods", "Pod", True),
             digest=self._pod,
-            on_change=lambda old, new: self._fold(self.requested, old, new),
+            on_change=self._pod_changed,
+            on_error=self._failed,
             **informer_settings,
         )
         for informer in (self.nodes, self.pods):
@@ -102,11 +106,45 @@ class MemberTally:
         digest["amounts"] = shared
         return digest
 
+    def _failed(self, exc: KarmadaError) -> None:
+        """One warning for a member whose RBAC refuses the watches: it is read from its Cluster
+        status meanwhile (the watches keep retrying, backing off)."""
+        if not isinstance(exc, Forbidden):
+            return
+        with self._lock:
+            first, self._refused = not self._refused, True
+        if first:
+            log.warning(
+                "member_capacity_refused",
+                cluster=self.cluster,
+                error=str(exc),
+                fix="grant list and watch on nodes and pods in the member to the user Karmada's "
+                "cluster proxy impersonates, or set TIDAL_SCHEDULER__CAPACITY_SOURCE="
+                "cluster-status",
+                fallback="cluster-status",
+            )
+
     def _fold(self, into: dict[str, float], old: Obj | None, new: Obj | None) -> None:
         with self._lock:
+            _add(into, old, -1.0)
+            _add(into, new, 1.0)
+
+    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
+        with self._lock:
             for obj, sign in ((old, -1.0), (new, 1.0)):
-                for name, amount in ((obj or {}).get("amounts") or {}).items():
-                    into[name] = into.get(name, 0.0) + sign * float(amount)
+                if obj is not None:
+                    _add(self.requested, obj, sign)
+                    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+                    _add(self.requested_by_namespace.setdefault(namespace, {}), obj, sign)
+
+    def requested_in(self, namespaces: Iterable[str]) -> dict[str, float]:
+        """What the pods of `namespaces` request together now (the watch's view)."""
+        with self._lock:
+            total: dict[str, float] = {}
+            for namespace in set(namespaces):
+                for name, amount in self.requested_by_namespace.get(namespace, {}).items():
+                    total[name] = total.get(name, 0.0) + amount
+            return total
 
     @property
     def live(self) -> bool:
@@ -164,6 +202,11 @@ class MemberTally:
             informer.release()
 
 
+def _add(into: dict[str, float], digest: Obj | None, sign: float) -> None:
+    for name, amount in ((digest or {}).get("amounts") or {}).items():
+        into[name] = into.get(name, 0.0) + sign * float(amount)
+
+
 class MemberCapacity:
     """The tallies of the members waves ask about (one per member, started on first ask)."""
 
@@ -198,6 +241,14 @@ class MemberCapacity:
             if tally.live:
                 free[cluster], versions[cluster] = tally.free()
         return free, versions
+
+    def requested_in(self, namespaces: Iterable[str]) -> dict[str, dict[str, float]]:
+        """cluster -> what the pods of `namespaces` request there now, for each member whose
+        watches are live (see MemberTally.requested_in)."""
+        with self._lock:
+            tallies = list(self._tallies.values())
+        wanted = set(namespaces)
+        return {t.cluster: t.requested_in(wanted) for t in tallies if t.live}
 
     def versions_now(self, clusters: Iterable[str]) -> dict[str, str]:
         """Each watched member's version read afresh (see MemberTally.version_now)."""

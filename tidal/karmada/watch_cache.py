@@ -85,8 +85,10 @@ class Informer:
         namespace: str | None = None,
         digest: Callable[[Obj], Obj] | None = None,
         on_change: Callable[[Obj | None, Obj | None], None] | None = None,
+        on_error: Callable[[KarmadaError], None] | None = None,
     ) -> None:
         self.client, self.res = client, res
+        self._on_error = on_error  # told of every failed listing or watch (outside the lock)
         # what is cached of each object (client-go's transform: a tally of thousands of pods
         # keeps a few fields of each), and (old, new) of every change, under the lock
         self._digest = digest
@@ -189,6 +191,8 @@ class Informer:
                     error=str(exc),
                     error_class=type(exc).__name__,
                 )
+                if self._on_error is not None:
+                    self._on_error(exc)
                 self._sleep(self._retry_wait(exc))
             except Exception as exc:  # a bug must not silently stop every switch's watch
                 log.exception(

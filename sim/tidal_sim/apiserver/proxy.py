@@ -5,7 +5,8 @@ Cluster's credentials. The emulator keeps, per member, a small apiserver of its 
 what a member reader asks for (Namespaces, Nodes, Pods, ResourceQuotas), written by tests and
 demos through the same proxy path; the emulator's own scheduling never reads it. A Cluster
 that does not exist answers 404; one whose Ready condition is False or Unknown, or that a test
-cut off (`unreachable`), answers 503 as the proxy does when the member does not answer. Every
+cut off (`unreachable`), answers 503 as the proxy does when the member does not answer; one a
+test made `refusing` answers 403, as a member whose RBAC does not grant the impersonated user. Every
 proxied request is accounted as resource `clusters/proxy` (cost of reading the members).
 """
 
@@ -48,6 +49,8 @@ class ClusterProxy:
         self.karmada = karmada
         self.accounting = accounting
         self.unreachable: set[str] = set()  # members a test cut off
+        # members whose own RBAC refuses the user the proxy impersonates (a test's choice)
+        self.refusing: set[str] = set()
         # told of each request that reaches a member, before it is answered (the emulator's
         # mirror of the simulated pods starts writing that member: controllers/member_pods.py)
         self.on_read: Callable[[str], None] | None = None
@@ -103,6 +106,14 @@ class ClusterProxy:
         )
         if cluster in self.unreachable or (ready is not None and ready.get("status") != "True"):
             return error_response(ApiError(503, f"cluster {cluster} is not reachable"))
+        if cluster in self.refusing:
+            return error_response(
+                ApiError(
+                    403,
+                    f'forbidden: User "{req.identity}" cannot {req.method.lower()} {path} in '
+                    f"cluster {cluster}",
+                )
+            )
         if self.on_read is not None:
             self.on_read(cluster)
         store = self.member(cluster)

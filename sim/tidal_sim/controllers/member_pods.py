@@ -1,6 +1,7 @@
 """The simulated members' Nodes and Pods, written to the stores behind the cluster proxy.
 
-Opt-in (EmulatorSettings `memberPods: true`, or Emulator.mirror_member_pods()): a reader of the
+On unless EmulatorSettings `memberPods: false` (a test that writes a member's own Nodes and
+Pods there turns it off; Emulator.mirror_member_pods() turns it on later): a reader of the
 members through the proxy (a capacity source that watches their pods, as
 karmada-scheduler-estimator watches them) then sees at once what Karmada's Cluster status
 summarises only every clusterStatusUpdateSeconds. A member is written from the first request
