@@ -60,6 +60,7 @@ class FakeRun:
     wave: WaveState = field(default_factory=lambda: WaveState(1, []))
     direction: Direction = Direction.FORWARD
     deadline: float = 0.0
+    told_running: bool = False
 
     @property
     def leg(self) -> WaveLeg:
@@ -138,3 +139,49 @@ def test_the_runner_fails_the_step_at_its_deadline() -> None:
     assert "no room for the wave's surge within waveTimeout 10s" in outcome.reason
     step = run.wave.forward.step
     assert step is not None and step.kind == str(StepKind.RESERVE_ROOM)
+
+
+@dataclass
+class _Members:
+    """A members' capacity whose watch of gpu-b follows (a version) or not (none) just now."""
+
+    version: str | None = None
+
+    def versions_now(self, clusters: Any) -> dict[str, str]:
+        return {} if self.version is None else {"gpu-b": self.version}
+
+
+@dataclass
+class _Told(OwnBudget):
+    told: list[dict[str, str]] = field(default_factory=list)
+
+    def running(self, holder: str, versions: Any) -> None:
+        self.told.append(dict(versions()))
+
+
+def test_a_surge_is_told_with_a_member_version_or_at_the_move() -> None:
+    """Reading the members, `running` without a member version for the held cluster (its
+    watch not following just then) is not told: the wave tells it at a later look that has
+    one, or at the move with what it has; told once."""
+    from tidal.engine.room import running
+
+    run = _run(8)
+    members = _Members()
+    budget = _Told()
+    run.ctx.budget, run.ctx.member_capacity = budget, cast(Any, members)
+    record = _surge(4)
+    record.advance(SurgeStep.RESERVED)
+    run.wave.leg(Direction.FORWARD).surge = record
+    wave = cast(WaveInFlight, run)
+    running(wave)
+    assert budget.told == [] and not wave.told_running
+    members.version = "7"
+    running(wave)
+    running(wave, last_chance=True)
+    assert budget.told == [{"gpu-b": "7"}]
+
+    late = _run(8)
+    late.ctx.budget, late.ctx.member_capacity = (late_budget := _Told()), cast(Any, _Members())
+    late.wave.leg(Direction.FORWARD).surge = record
+    running(cast(WaveInFlight, late), last_chance=True)
+    assert late_budget.told == [{"gpu-b": "status:1"}]

@@ -9,6 +9,7 @@ gives the room back once neither step holds any (`release_room`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -173,13 +174,29 @@ def watching_growth(run: WaveInFlight) -> bool:
     return run.growth is not None and not run.told_running
 
 
-def running(run: WaveInFlight) -> None:
-    """The wave's extra replicas all exist: tell the budget, once (the versions read now)."""
+def running(run: WaveInFlight, *, last_chance: bool = False) -> None:
+    """The wave's extra replicas all exist: tell the budget, once, with the versions read now.
+    Where the members are watched, a read that has no member version for a cluster the wave
+    holds room in (its watch not following just then) is not told yet: the hold would count in
+    full until its release. The wave looks again at its next check, and tells what it has at its
+    `last_chance` (the move)."""
     if run.told_running:
         return
-    run.told_running = True
     ctx = run.ctx
-    ctx.budget.running(holder(ctx, run.wave, run.leg), status_versions(ctx))
+    read = status_versions(ctx)  # read only if the budget asks (Cluster status alone)
+    if ctx.member_capacity is not None:
+        versions = read()
+        if not last_chance and not _member_versions_for(run, versions):
+            return
+        read = functools.partial(dict, versions)  # what was read is what the budget gets
+    run.told_running = True
+    ctx.budget.running(holder(ctx, run.wave, run.leg), read)
+
+
+def _member_versions_for(run: WaveInFlight, versions: dict[str, str]) -> bool:
+    """A member version (an integer) for every cluster the wave's leg holds room in."""
+    clusters = {c for amounts in held_by(run.leg) for c in amounts}
+    return all(versions.get(c, "").isdigit() for c in clusters)
 
 
 def release_room(ctx: SwitchContext, wave: WaveState, leg: WaveLeg) -> None:

@@ -169,7 +169,7 @@ def surged(run: WaveInFlight, record: SurgeRecord) -> ReadyWait:
 
 def moving(run: WaveInFlight, record: SurgeRecord) -> None:
     """The surged replicas run: the move may go."""
-    room.running(run)  # (a bridge of the wave ran its replicas before)
+    room.running(run, last_chance=True)  # (a bridge of the wave ran its replicas before)
     record.advance(SurgeStep.MOVING)
     run.ctx.save()
 
