@@ -112,29 +112,29 @@ def name(i: int) -> str:
     return f"{NS}/{KIND}/llm-{i:02d}"
 
 
+def _splits_once(emu: Any, done: Any, seconds: float) -> dict[str, dict[str, int]]:
+    """The ready splits once `done(splits)` holds, or as they are after `seconds`."""
+    deadline = time.monotonic() + seconds
+    now = splits(emu)
+    while not done(now) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = splits(emu)
+    return now
+
+
 def converge(
     emu: Any, want: dict[str, dict[str, int]], seconds: float = 5.0
 ) -> dict[str, dict[str, int]]:
     """The ready splits once they are `want` (the emulator applies the run's last override
     deletion moments after the run returns), or as they are after `seconds`."""
-    deadline = time.monotonic() + seconds
-    now = splits(emu)
-    while now != want and time.monotonic() < deadline:
-        time.sleep(0.05)
-        now = splits(emu)
-    return now
+    return _splits_once(emu, lambda now: now == want, seconds)
 
 
 def day_served(emu: Any, count: int = 20, seconds: float = 10.0) -> dict[str, dict[str, int]]:
     """The ready splits once all `count` workloads run what Karmada assigned them (the
     emulator's first scheduling and start-ups, slower on a loaded machine), or as they are
     after `seconds`."""
-    deadline = time.monotonic() + seconds
-    now = splits(emu)
-    while (len(now) != count or now != desired(emu)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        now = splits(emu)
-    return now
+    return _splits_once(emu, lambda now: len(now) == count and now == desired(emu), seconds)
 
 
 def override_paths(client: Any, into: set[str]) -> Any:
